@@ -1,0 +1,272 @@
+//! What a job is: identifiers, states, priority classes and the job record.
+
+use crate::time::Timestamp;
+use std::fmt;
+
+/// A job's identity: 64-bit, increasing, never reused.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct JobId(pub i64);
+
+impl From<i64> for JobId {
+    fn from(v: i64) -> Self {
+        Self(v)
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A fencing token. Every lease of a job gets a larger token than the one
+/// before it; `0` means the job was never leased.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct LeaseToken(pub i64);
+
+impl fmt::Display for LeaseToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One of four priority classes, 0 (least urgent) to 3 (most urgent).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "u8", into = "u8")]
+pub struct Priority(u8);
+
+impl Priority {
+    pub const LOW: Priority = Priority(0);
+    pub const NORMAL: Priority = Priority(1);
+    pub const HIGH: Priority = Priority(2);
+    pub const URGENT: Priority = Priority(3);
+    pub const MAX: u8 = 3;
+    /// All classes, least urgent first.
+    pub const ALL: [Priority; 4] = [Priority(0), Priority(1), Priority(2), Priority(3)];
+
+    /// The class `v`, or `None` outside 0-3.
+    pub const fn new(v: u8) -> Option<Priority> {
+        if v <= Self::MAX {
+            Some(Priority(v))
+        } else {
+            None
+        }
+    }
+
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Default for Priority {
+    fn default() -> Self {
+        Priority::NORMAL
+    }
+}
+
+impl TryFrom<u8> for Priority {
+    type Error = String;
+    fn try_from(v: u8) -> Result<Self, Self::Error> {
+        Priority::new(v).ok_or_else(|| format!("priority {v} is outside 0-3"))
+    }
+}
+
+impl From<Priority> for u8 {
+    fn from(p: Priority) -> u8 {
+        p.0
+    }
+}
+
+/// Where a job is in its life. Every move between states is decided by
+/// [`crate::transition()`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum JobState {
+    /// Waiting to be leased. Leaves by a lease (once `ready_at` has passed),
+    /// a cancel, or a delete.
+    Ready,
+    /// Held by one worker under a lease token until `lease.expires_at`.
+    /// Leaves by ack (SUCCEEDED), nack (READY again, or DEAD when attempts are
+    /// spent), release (READY, no attempt counted), lease expiry (like a nack),
+    /// or cancel.
+    Leased,
+    /// Acknowledged by its worker. Final; only delete removes it.
+    Succeeded,
+    /// Failed for good: attempts exhausted or a permanent failure. Leaves
+    /// only by retry (READY) or delete.
+    Dead,
+    /// Cancelled by a user. Leaves only by retry (READY) or delete.
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 5] = [
+        Self::Ready,
+        Self::Leased,
+        Self::Succeeded,
+        Self::Dead,
+        Self::Cancelled,
+    ];
+
+    /// The stored and displayed name, in capitals.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Ready => "READY",
+            Self::Leased => "LEASED",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Dead => "DEAD",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Parses a stored name; `None` for anything else (a corrupt row).
+    pub fn parse(s: &str) -> Option<JobState> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// True for states no worker will ever move the job out of.
+    pub const fn is_finished(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Dead | Self::Cancelled)
+    }
+}
+
+impl serde::Serialize for JobState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JobState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        JobState::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown job state {s:?}")))
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The lease a LEASED job is held under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub token: LeaseToken,
+    pub expires_at: Timestamp,
+    pub worker: String,
+}
+
+/// The part of a job that transitions change. Stores load only this for
+/// ack/nack/extend/release, never the payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobStatus {
+    pub state: JobState,
+    /// Attempts started so far (a lease starts one; a release gives it back).
+    pub attempts: u32,
+    pub max_attempts: u32,
+    /// Not leased before this instant.
+    pub ready_at: Timestamp,
+    /// When the job reached SUCCEEDED, DEAD or CANCELLED.
+    pub finished_at: Option<Timestamp>,
+    /// The token of the job's latest lease (0: never leased). Kept after
+    /// the lease ends so the next lease's token is larger.
+    pub last_token: LeaseToken,
+    /// Present exactly when `state` is LEASED.
+    pub lease: Option<Lease>,
+    /// The error text of the latest failed attempt.
+    pub last_error: Option<String>,
+}
+
+impl JobStatus {
+    /// A freshly submitted job.
+    pub fn new_ready(ready_at: Timestamp, max_attempts: u32) -> Self {
+        Self {
+            state: JobState::Ready,
+            attempts: 0,
+            max_attempts,
+            ready_at,
+            finished_at: None,
+            last_token: LeaseToken(0),
+            lease: None,
+            last_error: None,
+        }
+    }
+
+    /// The lease's token when LEASED and not yet expired at `now`.
+    pub fn valid_token(&self, now: Timestamp) -> Option<LeaseToken> {
+        match (&self.state, &self.lease) {
+            (JobState::Leased, Some(l)) if now < l.expires_at => Some(l.token),
+            _ => None,
+        }
+    }
+}
+
+/// A whole job, as read back from a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    pub id: JobId,
+    pub queue: String,
+    pub kind: String,
+    /// Opaque bytes; JSON by convention.
+    pub payload: Vec<u8>,
+    pub priority: Priority,
+    pub created_at: Timestamp,
+    pub unique_key: Option<String>,
+    /// What the worker's ack reported, if anything.
+    pub result: Option<Vec<u8>>,
+    pub status: JobStatus,
+}
+
+impl Job {
+    pub fn state(&self) -> JobState {
+        self.status.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_round_trip_and_unknown_is_none() {
+        for s in JobState::ALL {
+            assert_eq!(JobState::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(JobState::parse("ready"), None);
+        assert_eq!(JobState::parse("RUNNING"), None);
+    }
+
+    #[test]
+    fn priority_bounds() {
+        assert_eq!(Priority::new(3).map(Priority::get), Some(3));
+        assert!(Priority::new(4).is_none());
+        assert!(Priority::try_from(9u8).is_err());
+        assert_eq!(Priority::default(), Priority::NORMAL);
+    }
+
+    #[test]
+    fn valid_token_requires_leased_and_unexpired() {
+        let mut s = JobStatus::new_ready(Timestamp::from_millis(0), 3);
+        assert_eq!(s.valid_token(Timestamp::from_millis(1)), None);
+        s.state = JobState::Leased;
+        s.lease = Some(Lease {
+            token: LeaseToken(4),
+            expires_at: Timestamp::from_millis(10),
+            worker: "w".into(),
+        });
+        assert_eq!(
+            s.valid_token(Timestamp::from_millis(9)),
+            Some(LeaseToken(4))
+        );
+        assert_eq!(s.valid_token(Timestamp::from_millis(10)), None);
+    }
+}

@@ -1,0 +1,41 @@
+//! The pure heart of Relay: what a job is and how it moves.
+//!
+//! Nothing here performs I/O, spawns threads or reads the wall clock; every
+//! function is deterministic given its inputs, so it is tested exhaustively
+//! in isolation and every store applies exactly what it decides.
+//!
+//! - [`job`]: identifiers, [`JobState`], [`Priority`], the [`Job`] record and
+//!   the mutable part of it, [`JobStatus`], that transitions work on.
+//! - [`transition()`]: the ONE function that moves a job between states.
+//! - [`schedule`]: the aging rule that picks among the oldest ready job of
+//!   each priority class.
+//! - [`retry`]: exponential back-off with jitter, capped.
+//! - [`time`]: [`Timestamp`] and the injected [`Clock`].
+//! - [`validate`]: limits on names and payloads, as [`InvalidInput`] errors.
+//!
+//! ```
+//! use relay_core::{transition, Action, JobState, JobStatus, RetryPolicy, Timestamp, TransitionCtx};
+//! use std::time::Duration;
+//!
+//! let now = Timestamp::from_millis(1_000);
+//! let ready = JobStatus::new_ready(now, 3);
+//! let ctx = TransitionCtx { now, retry: &RetryPolicy::default(), jitter: 0.0 };
+//! let leased = transition(1.into(), &ready, Action::Lease { worker: "w1", lease_for: Duration::from_secs(30) }, &ctx)
+//!     .unwrap();
+//! assert_eq!(leased.status.state, JobState::Leased);
+//! assert_eq!(leased.status.attempts, 1);
+//! ```
+
+pub mod job;
+pub mod retry;
+pub mod schedule;
+pub mod time;
+pub mod transition;
+pub mod validate;
+
+pub use job::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority};
+pub use retry::RetryPolicy;
+pub use schedule::{choose, effective_priority, Candidate};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+pub use transition::{transition, Action, EventRecord, Next, TransitionCtx, TransitionError};
+pub use validate::{InvalidInput, Limits};

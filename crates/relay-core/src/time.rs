@@ -1,0 +1,111 @@
+//! Time as Relay sees it: milliseconds since the Unix epoch, read through an
+//! injected [`Clock`] so tests can jump time instead of sleeping.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A point in time, in whole milliseconds since the Unix epoch (UTC).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    pub const fn from_millis(ms: i64) -> Self {
+        Self(ms)
+    }
+
+    pub const fn as_millis(self) -> i64 {
+        self.0
+    }
+
+    /// `self + d`, saturating instead of overflowing for absurd durations.
+    #[must_use]
+    pub fn add(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(duration_millis(d)))
+    }
+
+    /// How long after `earlier` this is; zero when it is not later.
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
+    }
+}
+
+/// A duration in whole milliseconds, saturating at `i64::MAX`.
+pub fn duration_millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Where Relay reads the current time.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now(&self) -> Timestamp;
+}
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| duration_millis(d));
+        Timestamp(ms)
+    }
+}
+
+/// A clock that only moves when told to: for tests that expire leases and
+/// age jobs without sleeping.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(start: Timestamp) -> Self {
+        Self(AtomicI64::new(start.0))
+    }
+
+    pub fn advance(&self, d: Duration) {
+        self.0.fetch_add(duration_millis(d), Ordering::SeqCst);
+    }
+
+    pub fn set(&self, t: Timestamp) {
+        self.0.store(t.0, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_saturates_and_since_clamps() {
+        let t = Timestamp::from_millis(i64::MAX - 1);
+        assert_eq!(t.add(Duration::from_secs(10)).as_millis(), i64::MAX);
+        let a = Timestamp::from_millis(10);
+        let b = Timestamp::from_millis(25);
+        assert_eq!(b.since(a), Duration::from_millis(15));
+        assert_eq!(a.since(b), Duration::ZERO);
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let c = ManualClock::new(Timestamp::from_millis(5));
+        assert_eq!(c.now().as_millis(), 5);
+        c.advance(Duration::from_millis(7));
+        assert_eq!(c.now().as_millis(), 12);
+        c.set(Timestamp::from_millis(1));
+        assert_eq!(c.now().as_millis(), 1);
+    }
+
+    #[test]
+    fn system_clock_is_after_2020() {
+        assert!(SystemClock.now().as_millis() > 1_577_836_800_000);
+    }
+}

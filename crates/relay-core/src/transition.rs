@@ -1,0 +1,300 @@
+//! The one function that moves a job between states.
+//!
+//! Stores never decide anything: they load a job's [`JobStatus`], call
+//! [`transition()`] with what happened, and persist the [`Next`] it returns
+//! (with a write guarded on the state and token they loaded).
+
+use crate::job::{JobId, JobState, JobStatus, Lease, LeaseToken};
+use crate::retry::RetryPolicy;
+use crate::time::Timestamp;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// What happened to a job.
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    /// A worker takes the job (READY and due -> LEASED, one attempt starts).
+    Lease {
+        worker: &'a str,
+        lease_for: Duration,
+    },
+    /// The lease holder reports success (LEASED -> SUCCEEDED).
+    Ack { token: LeaseToken },
+    /// The lease holder reports failure: READY again after `retry_in` (or
+    /// the policy's back-off), DEAD when attempts are spent or `permanent`.
+    Nack {
+        token: LeaseToken,
+        error: &'a str,
+        retry_in: Option<Duration>,
+        permanent: bool,
+    },
+    /// The lease holder asks for more time (LEASED -> LEASED).
+    Extend {
+        token: LeaseToken,
+        lease_for: Duration,
+    },
+    /// The lease holder gives the job back untried (LEASED -> READY, the
+    /// attempt is not counted).
+    Release { token: LeaseToken },
+    /// The lease ran out (LEASED -> READY at once, or DEAD when attempts are
+    /// spent). Only valid once `now` has reached the lease's expiry.
+    Expire,
+    /// A user cancels the job (READY or LEASED -> CANCELLED).
+    Cancel,
+    /// A user runs a DEAD or CANCELLED job again with a fresh attempt budget.
+    Retry,
+    /// A user removes the job (any state but LEASED).
+    Delete,
+}
+
+impl Action<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Lease { .. } => "lease",
+            Self::Ack { .. } => "ack",
+            Self::Nack { .. } => "nack",
+            Self::Extend { .. } => "extend",
+            Self::Release { .. } => "release",
+            Self::Expire => "expire",
+            Self::Cancel => "cancel",
+            Self::Retry => "retry",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// What a transition needs besides the job.
+#[derive(Debug, Clone, Copy)]
+pub struct TransitionCtx<'a> {
+    pub now: Timestamp,
+    pub retry: &'a RetryPolicy,
+    /// A uniform sample from `[0, 1)` for back-off jitter.
+    pub jitter: f64,
+}
+
+/// One row for the job's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    pub kind: &'static str,
+    pub data: Value,
+}
+
+/// What the store must persist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Next {
+    pub status: JobStatus,
+    /// The event-log row to append, if the action is worth one.
+    pub event: Option<EventRecord>,
+    /// The job is to be removed (with its events).
+    pub delete: bool,
+}
+
+/// Why a transition was refused. Nothing changes when one is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransitionError {
+    /// The token is not the job's current, unexpired lease token: a later
+    /// lease (or a cancel) has taken the job from this worker.
+    #[error("job {id}: lease lost (the token is not the job's current valid lease; another worker may hold it)")]
+    LeaseLost { id: JobId },
+    /// The action does not apply to a job in this state.
+    #[error("job {id}: cannot {action} a job that is {state}")]
+    InvalidState {
+        id: JobId,
+        state: JobState,
+        action: &'static str,
+    },
+}
+
+/// Decides the job's next status for `action`, or refuses.
+pub fn transition(
+    id: JobId,
+    cur: &JobStatus,
+    action: Action<'_>,
+    ctx: &TransitionCtx<'_>,
+) -> Result<Next, TransitionError> {
+    let now = ctx.now;
+    let invalid = || TransitionError::InvalidState {
+        id,
+        state: cur.state,
+        action: action.name(),
+    };
+    match action {
+        Action::Lease { worker, lease_for } => {
+            if cur.state != JobState::Ready || cur.ready_at > now {
+                return Err(invalid());
+            }
+            let token = LeaseToken(cur.last_token.0 + 1);
+            let expires_at = now.add(lease_for);
+            let mut s = cur.clone();
+            s.state = JobState::Leased;
+            s.attempts = cur.attempts.saturating_add(1);
+            s.last_token = token;
+            s.lease = Some(Lease {
+                token,
+                expires_at,
+                worker: worker.to_owned(),
+            });
+            let data = json!({"attempt": s.attempts, "token": token.0, "worker": worker, "expires_at": expires_at});
+            Ok(update(s, "leased", data))
+        }
+        Action::Ack { token } => {
+            holder(id, cur, token, now)?;
+            let mut s = finish(cur, JobState::Succeeded, now);
+            s.last_error = cur.last_error.clone();
+            Ok(update(
+                s,
+                "succeeded",
+                json!({"attempt": cur.attempts, "token": token.0}),
+            ))
+        }
+        Action::Nack {
+            token,
+            error,
+            retry_in,
+            permanent,
+        } => {
+            holder(id, cur, token, now)?;
+            Ok(fail(
+                cur,
+                "failed",
+                error,
+                retry_in,
+                permanent,
+                ctx,
+                json!({"token": token.0}),
+            ))
+        }
+        Action::Extend { token, lease_for } => {
+            let lease = holder(id, cur, token, now)?;
+            let mut s = cur.clone();
+            s.lease = Some(Lease {
+                token,
+                expires_at: now.add(lease_for),
+                worker: lease.worker.clone(),
+            });
+            Ok(Next {
+                status: s,
+                event: None,
+                delete: false,
+            })
+        }
+        Action::Release { token } => {
+            holder(id, cur, token, now)?;
+            let mut s = cur.clone();
+            s.state = JobState::Ready;
+            s.attempts = cur.attempts.saturating_sub(1);
+            s.ready_at = now;
+            s.lease = None;
+            Ok(update(s, "released", json!({"token": token.0})))
+        }
+        Action::Expire => match &cur.lease {
+            Some(l) if cur.state == JobState::Leased && now >= l.expires_at => {
+                let data = json!({"token": l.token.0, "worker": l.worker});
+                Ok(fail(
+                    cur,
+                    "expired",
+                    "lease expired",
+                    Some(Duration::ZERO),
+                    false,
+                    ctx,
+                    data,
+                ))
+            }
+            _ => Err(invalid()),
+        },
+        Action::Cancel => {
+            if !matches!(cur.state, JobState::Ready | JobState::Leased) {
+                return Err(invalid());
+            }
+            let s = finish(cur, JobState::Cancelled, now);
+            Ok(update(s, "cancelled", json!({"from": cur.state.as_str()})))
+        }
+        Action::Retry => {
+            if !matches!(cur.state, JobState::Dead | JobState::Cancelled) {
+                return Err(invalid());
+            }
+            let mut s = cur.clone();
+            s.state = JobState::Ready;
+            s.attempts = 0;
+            s.ready_at = now;
+            s.finished_at = None;
+            Ok(update(s, "retried", json!({"from": cur.state.as_str()})))
+        }
+        Action::Delete => {
+            if cur.state == JobState::Leased {
+                return Err(invalid());
+            }
+            Ok(Next {
+                status: cur.clone(),
+                event: None,
+                delete: true,
+            })
+        }
+    }
+}
+
+fn update(status: JobStatus, kind: &'static str, data: Value) -> Next {
+    Next {
+        status,
+        event: Some(EventRecord { kind, data }),
+        delete: false,
+    }
+}
+
+/// The lease, if `token` is the job's current valid one.
+fn holder(
+    id: JobId,
+    cur: &JobStatus,
+    token: LeaseToken,
+    now: Timestamp,
+) -> Result<&Lease, TransitionError> {
+    match &cur.lease {
+        Some(l) if cur.valid_token(now) == Some(token) => Ok(l),
+        _ => Err(TransitionError::LeaseLost { id }),
+    }
+}
+
+fn finish(cur: &JobStatus, state: JobState, now: Timestamp) -> JobStatus {
+    let mut s = cur.clone();
+    s.state = state;
+    s.finished_at = Some(now);
+    s.lease = None;
+    s
+}
+
+/// A failed attempt: back to READY after a delay, or DEAD.
+fn fail(
+    cur: &JobStatus,
+    kind: &'static str,
+    error: &str,
+    retry_in: Option<Duration>,
+    permanent: bool,
+    ctx: &TransitionCtx<'_>,
+    mut data: Value,
+) -> Next {
+    let attempt = cur.attempts;
+    data["attempt"] = json!(attempt);
+    data["error"] = json!(error);
+    if permanent || attempt >= cur.max_attempts {
+        let mut s = finish(cur, JobState::Dead, ctx.now);
+        s.last_error = Some(error.to_owned());
+        data["dead"] = json!(true);
+        data["reason"] = json!(if permanent {
+            "permanent failure"
+        } else {
+            "attempts exhausted"
+        });
+        return update(s, kind, data);
+    }
+    let delay = retry_in.unwrap_or_else(|| ctx.retry.backoff(attempt, ctx.jitter));
+    let mut s = cur.clone();
+    s.state = JobState::Ready;
+    s.ready_at = ctx.now.add(delay);
+    s.lease = None;
+    s.last_error = Some(error.to_owned());
+    data["retry_at"] = json!(s.ready_at);
+    update(s, kind, data)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+use super::*;
+use crate::job::Lease;
+
+const T0: Timestamp = Timestamp::from_millis(1_000_000);
+
+fn policy() -> RetryPolicy {
+    RetryPolicy {
+        base: Duration::from_secs(1),
+        cap: Duration::from_secs(8),
+        jitter: 0.0,
+    }
+}
+
+fn ctx(policy: &RetryPolicy, now: Timestamp) -> TransitionCtx<'_> {
+    TransitionCtx {
+        now,
+        retry: policy,
+        jitter: 0.0,
+    }
+}
+
+/// A job in `state`, leased (token 7, expiring at T0+30s) when LEASED.
+fn status(state: JobState) -> JobStatus {
+    let mut s = JobStatus::new_ready(T0, 3);
+    s.state = state;
+    s.last_token = LeaseToken(7);
+    if state == JobState::Leased {
+        s.attempts = 1;
+        s.lease = Some(Lease {
+            token: LeaseToken(7),
+            expires_at: T0.add(Duration::from_secs(30)),
+            worker: "w".into(),
+        });
+    }
+    if state.is_finished() {
+        s.finished_at = Some(T0);
+    }
+    s
+}
+
+fn actions() -> Vec<Action<'static>> {
+    let token = LeaseToken(7);
+    let d = Duration::from_secs(30);
+    vec![
+        Action::Lease {
+            worker: "w2",
+            lease_for: d,
+        },
+        Action::Ack { token },
+        Action::Nack {
+            token,
+            error: "boom",
+            retry_in: None,
+            permanent: false,
+        },
+        Action::Extend {
+            token,
+            lease_for: d,
+        },
+        Action::Release { token },
+        Action::Expire,
+        Action::Cancel,
+        Action::Retry,
+        Action::Delete,
+    ]
+}
+
+/// Every (state, action) pair: which are allowed, and the state each leads to.
+#[test]
+fn every_state_action_pair() {
+    use JobState::*;
+    let p = policy();
+    // Expire is judged at expiry time; everything else at T0.
+    let expired_at = T0.add(Duration::from_secs(30));
+    for state in JobState::ALL {
+        for action in actions() {
+            let now = if matches!(action, Action::Expire) {
+                expired_at
+            } else {
+                T0
+            };
+            let got = transition(JobId(1), &status(state), action, &ctx(&p, now));
+            let expect: Option<JobState> = match (state, action.name()) {
+                (Ready, "lease") => Some(Leased),
+                (Leased, "ack") => Some(Succeeded),
+                (Leased, "nack") => Some(Ready),
+                (Leased, "extend") => Some(Leased),
+                (Leased, "release") => Some(Ready),
+                (Leased, "expire") => Some(Ready),
+                (Ready | Leased, "cancel") => Some(Cancelled),
+                (Dead | Cancelled, "retry") => Some(Ready),
+                (Ready | Succeeded | Dead | Cancelled, "delete") => Some(state),
+                _ => None,
+            };
+            match (expect, got) {
+                (Some(want), Ok(next)) => {
+                    assert_eq!(next.status.state, want, "{state} + {}", action.name())
+                }
+                (None, Err(e)) => {
+                    let lease_action =
+                        matches!(action.name(), "ack" | "nack" | "extend" | "release");
+                    match e {
+                        TransitionError::LeaseLost { .. } => {
+                            assert!(lease_action, "{state} + {}", action.name())
+                        }
+                        TransitionError::InvalidState { state: s, .. } => {
+                            assert!(!lease_action, "{state} + {}", action.name());
+                            assert_eq!(s, state);
+                        }
+                    }
+                }
+                (want, got) => panic!(
+                    "{state} + {}: expected {want:?}, got {got:?}",
+                    action.name()
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn lease_counts_attempt_and_raises_token() {
+    let p = policy();
+    let n = transition(
+        JobId(1),
+        &status(JobState::Ready),
+        actions()[0],
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    assert_eq!(n.status.attempts, 1);
+    assert_eq!(n.status.last_token, LeaseToken(8));
+    let lease = n.status.lease.unwrap();
+    assert_eq!(lease.token, LeaseToken(8));
+    assert_eq!(lease.expires_at, T0.add(Duration::from_secs(30)));
+    assert_eq!(n.event.unwrap().kind, "leased");
+}
+
+#[test]
+fn lease_before_ready_at_is_refused() {
+    let p = policy();
+    let mut s = status(JobState::Ready);
+    s.ready_at = T0.add(Duration::from_millis(1));
+    let e = transition(JobId(1), &s, actions()[0], &ctx(&p, T0)).unwrap_err();
+    assert!(matches!(e, TransitionError::InvalidState { .. }));
+}
+
+#[test]
+fn stale_wrong_or_expired_token_is_lease_lost() {
+    let p = policy();
+    let s = status(JobState::Leased);
+    let ack = |token, now| transition(JobId(3), &s, Action::Ack { token }, &ctx(&p, now));
+    assert_eq!(
+        ack(LeaseToken(6), T0).unwrap_err(),
+        TransitionError::LeaseLost { id: JobId(3) }
+    );
+    assert_eq!(
+        ack(LeaseToken(8), T0).unwrap_err(),
+        TransitionError::LeaseLost { id: JobId(3) }
+    );
+    let expiry = T0.add(Duration::from_secs(30));
+    assert_eq!(
+        ack(LeaseToken(7), expiry).unwrap_err(),
+        TransitionError::LeaseLost { id: JobId(3) }
+    );
+    assert!(ack(
+        LeaseToken(7),
+        Timestamp::from_millis(expiry.as_millis() - 1)
+    )
+    .is_ok());
+}
+
+#[test]
+fn nack_backs_off_then_dies_with_error() {
+    let p = policy();
+    let mut s = status(JobState::Leased);
+    let nack = Action::Nack {
+        token: LeaseToken(7),
+        error: "disk on fire",
+        retry_in: None,
+        permanent: false,
+    };
+    let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
+    assert_eq!(n.status.state, JobState::Ready);
+    assert_eq!(n.status.ready_at, T0.add(Duration::from_secs(1)));
+    assert_eq!(n.status.last_error.as_deref(), Some("disk on fire"));
+    assert!(n.status.lease.is_none());
+    let ev = n.event.unwrap();
+    assert_eq!(ev.data["error"], "disk on fire");
+
+    s.attempts = 3;
+    let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
+    assert_eq!(n.status.state, JobState::Dead);
+    assert_eq!(n.status.finished_at, Some(T0));
+    assert_eq!(n.event.unwrap().data["dead"], true);
+}
+
+#[test]
+fn nack_explicit_retry_in_and_permanent() {
+    let p = policy();
+    let s = status(JobState::Leased);
+    let a = Action::Nack {
+        token: LeaseToken(7),
+        error: "e",
+        retry_in: Some(Duration::from_secs(5)),
+        permanent: false,
+    };
+    assert_eq!(
+        transition(JobId(1), &s, a, &ctx(&p, T0))
+            .unwrap()
+            .status
+            .ready_at,
+        T0.add(Duration::from_secs(5))
+    );
+    let a = Action::Nack {
+        token: LeaseToken(7),
+        error: "e",
+        retry_in: None,
+        permanent: true,
+    };
+    assert_eq!(
+        transition(JobId(1), &s, a, &ctx(&p, T0))
+            .unwrap()
+            .status
+            .state,
+        JobState::Dead
+    );
+}
+
+#[test]
+fn release_gives_back_the_attempt() {
+    let p = policy();
+    let n = transition(
+        JobId(1),
+        &status(JobState::Leased),
+        Action::Release {
+            token: LeaseToken(7),
+        },
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    assert_eq!(n.status.attempts, 0);
+    assert_eq!(n.status.ready_at, T0);
+    assert_eq!(n.status.last_token, LeaseToken(7));
+}
+
+#[test]
+fn expire_only_after_expiry_and_counts_attempt() {
+    let p = policy();
+    let mut s = status(JobState::Leased);
+    assert!(transition(JobId(1), &s, Action::Expire, &ctx(&p, T0)).is_err());
+    let at = T0.add(Duration::from_secs(30));
+    let n = transition(JobId(1), &s, Action::Expire, &ctx(&p, at)).unwrap();
+    assert_eq!(
+        (n.status.state, n.status.attempts, n.status.ready_at),
+        (JobState::Ready, 1, at)
+    );
+    s.attempts = 3;
+    assert_eq!(
+        transition(JobId(1), &s, Action::Expire, &ctx(&p, at))
+            .unwrap()
+            .status
+            .state,
+        JobState::Dead
+    );
+}
+
+#[test]
+fn extend_moves_expiry_keeps_token() {
+    let p = policy();
+    let now = T0.add(Duration::from_secs(10));
+    let a = Action::Extend {
+        token: LeaseToken(7),
+        lease_for: Duration::from_secs(60),
+    };
+    let n = transition(JobId(1), &status(JobState::Leased), a, &ctx(&p, now)).unwrap();
+    let l = n.status.lease.unwrap();
+    assert_eq!(
+        (l.token, l.expires_at),
+        (LeaseToken(7), now.add(Duration::from_secs(60)))
+    );
+    assert!(n.event.is_none());
+}
+
+#[test]
+fn retry_resets_attempts() {
+    let p = policy();
+    let mut s = status(JobState::Dead);
+    s.attempts = 3;
+    let n = transition(JobId(1), &s, Action::Retry, &ctx(&p, T0)).unwrap();
+    assert_eq!((n.status.attempts, n.status.finished_at), (0, None));
+}

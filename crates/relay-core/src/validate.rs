@@ -1,0 +1,189 @@
+//! Limits on what callers may submit, checked before anything is written.
+
+use std::time::Duration;
+
+/// A caller's input was refused; nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct InvalidInput {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl InvalidInput {
+    pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Size limits; the payload limit is configurable per Relay instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub max_payload_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_payload_bytes: 1 << 20,
+        }
+    }
+}
+
+/// Longest queue, kind, worker or event-kind name.
+pub const MAX_NAME_LEN: usize = 64;
+/// Longest unique key.
+pub const MAX_KEY_LEN: usize = 256;
+/// Longest error text kept from a nack (longer texts are truncated, not refused).
+pub const MAX_ERROR_LEN: usize = 8 * 1024;
+/// Longest lease: a lost worker's job must come back within a day.
+pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
+
+impl Limits {
+    /// A queue name: 1-64 of `[A-Za-z0-9_.-]`.
+    pub fn queue(&self, q: &str) -> Result<(), InvalidInput> {
+        name("queue", q)
+    }
+
+    /// A job kind, worker id or event kind: 1-64 printable characters.
+    pub fn label(&self, field: &'static str, v: &str) -> Result<(), InvalidInput> {
+        if v.is_empty() || v.len() > MAX_NAME_LEN {
+            return Err(InvalidInput::new(
+                field,
+                format!("must be 1-{MAX_NAME_LEN} bytes, got {}", v.len()),
+            ));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(InvalidInput::new(
+                field,
+                "must not contain control characters",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn payload(&self, p: &[u8]) -> Result<(), InvalidInput> {
+        if p.len() > self.max_payload_bytes {
+            return Err(InvalidInput::new(
+                "payload",
+                format!(
+                    "{} bytes exceeds the limit of {} bytes",
+                    p.len(),
+                    self.max_payload_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn unique_key(&self, k: &str) -> Result<(), InvalidInput> {
+        if k.is_empty() || k.len() > MAX_KEY_LEN {
+            return Err(InvalidInput::new(
+                "unique_key",
+                format!("must be 1-{MAX_KEY_LEN} bytes, got {}", k.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn max_attempts(&self, n: u32) -> Result<(), InvalidInput> {
+        if n == 0 || n > 1000 {
+            return Err(InvalidInput::new(
+                "max_attempts",
+                format!("must be 1-1000, got {n}"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn lease_for(&self, d: Duration) -> Result<(), InvalidInput> {
+        if d.is_zero() || d > MAX_LEASE {
+            return Err(InvalidInput::new(
+                "lease_for",
+                format!("must be more than 0 and at most 24h, got {d:?}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn name(field: &'static str, v: &str) -> Result<(), InvalidInput> {
+    if v.is_empty() || v.len() > MAX_NAME_LEN {
+        return Err(InvalidInput::new(
+            field,
+            format!("must be 1-{MAX_NAME_LEN} characters, got {}", v.len()),
+        ));
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(InvalidInput::new(
+            field,
+            format!("{c:?} is not allowed (use A-Z, a-z, 0-9, '_', '.', '-')"),
+        ));
+    }
+    Ok(())
+}
+
+/// Cuts an error text to [`MAX_ERROR_LEN`] bytes on a character boundary.
+pub fn truncate_error(s: &str) -> &str {
+    if s.len() <= MAX_ERROR_LEN {
+        return s;
+    }
+    let mut end = MAX_ERROR_LEN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names() {
+        let l = Limits::default();
+        assert!(l.queue("emails.v2_high-prio").is_ok());
+        assert_eq!(l.queue("").unwrap_err().field, "queue");
+        assert!(l.queue(&"q".repeat(64)).is_ok());
+        assert!(l.queue(&"q".repeat(65)).is_err());
+        assert!(l.queue("a b").is_err());
+        assert!(l.queue("é").is_err());
+    }
+
+    #[test]
+    fn payload_limit_is_inclusive() {
+        let l = Limits {
+            max_payload_bytes: 4,
+        };
+        assert!(l.payload(b"1234").is_ok());
+        let e = l.payload(b"12345").unwrap_err();
+        assert!(e.reason.contains("limit of 4"), "{e}");
+    }
+
+    #[test]
+    fn labels_keys_attempts_leases() {
+        let l = Limits::default();
+        assert!(l.label("kind", "send-email").is_ok());
+        assert!(l.label("kind", "").is_err());
+        assert!(l.label("kind", "a\nb").is_err());
+        assert!(l.unique_key(&"k".repeat(257)).is_err());
+        assert!(l.max_attempts(0).is_err());
+        assert!(l.max_attempts(25).is_ok());
+        assert!(l.lease_for(Duration::ZERO).is_err());
+        assert!(l.lease_for(Duration::from_secs(90_000)).is_err());
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let s = "é".repeat(MAX_ERROR_LEN);
+        let t = truncate_error(&s);
+        assert!(t.len() <= MAX_ERROR_LEN && t.len() >= MAX_ERROR_LEN - 1);
+        assert_eq!(truncate_error("short"), "short");
+    }
+}

@@ -1,0 +1,62 @@
+//! What a store can report. Driver errors stay behind `#[source]`.
+
+use relay_core::JobId;
+
+type Source = Box<dyn std::error::Error + Send + Sync>;
+
+/// A store failure. The docs of each variant say what state data is in.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A stored row does not decode strictly (unknown state, NULL where none
+    /// may be, priority outside 0-3...). Nothing was changed.
+    #[error("{}corrupt row: {reason}", job.map(|j| format!("job {j}: ")).unwrap_or_default())]
+    Corrupt { job: Option<JobId>, reason: String },
+    /// Another process held the write lock past the busy timeout. Nothing
+    /// was changed; retrying is safe.
+    #[error("database is busy: another process held its write lock past the busy timeout; retry")]
+    Busy,
+    /// The file exists but is not a Relay database. It was not modified.
+    #[error("not a Relay database: {reason}")]
+    NotADatabase { reason: String },
+    /// The database was written by a newer Relay. It was not modified.
+    #[error("database schema version {found} is newer than this Relay supports ({supported}); upgrade Relay")]
+    SchemaTooNew { found: i64, supported: i64 },
+    /// A setting the guarantees depend on did not take effect.
+    #[error("setting {name} did not take effect: asked for {asked}, the database answered {got}")]
+    Setting {
+        name: &'static str,
+        asked: String,
+        got: String,
+    },
+    /// The disk is full. The batch in progress was rolled back.
+    #[error("disk full: {message}; free space and retry")]
+    Full {
+        message: String,
+        #[source]
+        source: Source,
+    },
+    /// Any other I/O or driver failure. During a commit this means the
+    /// change may or may not be on disk.
+    #[error("storage error: {message}")]
+    Io {
+        message: String,
+        #[source]
+        source: Source,
+    },
+}
+
+impl StoreError {
+    pub fn corrupt(job: Option<JobId>, reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            job,
+            reason: reason.into(),
+        }
+    }
+
+    /// True when only the operation that met it failed; false when the whole
+    /// transaction is lost.
+    pub fn is_op_local(&self) -> bool {
+        matches!(self, Self::Corrupt { .. })
+    }
+}

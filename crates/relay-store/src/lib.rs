@@ -1,0 +1,144 @@
+//! The seam between Relay's engine and the stores that keep its jobs.
+//!
+//! The engine (one writer thread per process, group commit, replies,
+//! wake-ups) is written once, in the `relay` crate. A store only knows how to
+//! run primitive, entity + verb statements inside one transaction:
+//! [`Store`] for the writer, [`StoreReader`] for read connections, and a
+//! [`Backend`] that opens both. Every decision (which job a claim takes, what
+//! a nack does) is made by `relay_core` and by the engine's operations, so a
+//! second store (PostgreSQL) implements these traits and nothing else.
+//!
+//! This crate is internal: its traits may change with the engine.
+//!
+//! - [`Store`]: transaction control and the job/event primitives.
+//! - [`StoreReader`]: reads beside the writer.
+//! - [`StoreError`]: what a store can report, driver errors kept as sources.
+//! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
+
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, Timestamp};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+mod error;
+pub use error::StoreError;
+
+/// A new job, as the engine hands it to [`Store::job_insert`].
+#[derive(Debug, Clone, Copy)]
+pub struct JobInsert<'a> {
+    pub queue: &'a str,
+    pub kind: &'a str,
+    pub payload: &'a [u8],
+    pub priority: Priority,
+    pub unique_key: Option<&'a str>,
+    pub created_at: Timestamp,
+    pub status: &'a JobStatus,
+}
+
+/// A guarded status write: it applies only while the stored job is still in
+/// `expect_state` with `expect_token` as its latest token.
+#[derive(Debug, Clone, Copy)]
+pub struct JobSetStatus<'a> {
+    pub id: JobId,
+    pub expect_state: JobState,
+    pub expect_token: LeaseToken,
+    pub status: &'a JobStatus,
+    /// Replaces the job's result when `Some`.
+    pub result: Option<&'a [u8]>,
+}
+
+/// One row of a job's event log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Event {
+    pub job_id: JobId,
+    /// 1, 2, 3... per job, in the order the events were appended.
+    pub seq: i64,
+    pub at: Timestamp,
+    pub kind: String,
+    pub data: serde_json::Value,
+}
+
+/// Counts of one queue's jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueStats {
+    /// Jobs per state; every state is present, zero when empty.
+    pub counts: BTreeMap<JobState, u64>,
+    /// How long the oldest job that is due has been waiting to be leased.
+    pub oldest_ready_age: Option<Duration>,
+}
+
+/// Which jobs a listing returns, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub queue: Option<String>,
+    pub state: Option<JobState>,
+    /// Only jobs with an id below this (for paging).
+    pub before: Option<JobId>,
+    pub limit: u32,
+}
+
+/// The writer's connection: used by one thread, inside transactions the
+/// engine opens and closes.
+///
+/// Every method but `begin` runs inside the current transaction. Methods
+/// between `savepoint` and `savepoint_release`/`savepoint_rollback` form one
+/// operation that succeeds or fails alone.
+pub trait Store: Send {
+    /// Starts the batch's transaction, taking the store's write lock (waiting
+    /// up to the busy timeout for other processes).
+    fn begin(&mut self) -> Result<(), StoreError>;
+    /// Makes the batch durable. An error here means "maybe applied".
+    fn commit(&mut self) -> Result<(), StoreError>;
+    fn rollback(&mut self) -> Result<(), StoreError>;
+    fn savepoint(&mut self) -> Result<(), StoreError>;
+    fn savepoint_release(&mut self) -> Result<(), StoreError>;
+    fn savepoint_rollback(&mut self) -> Result<(), StoreError>;
+
+    fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError>;
+    /// The unfinished (READY or LEASED) job holding `key`, if any.
+    fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
+    fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError>;
+    /// Applies a guarded write; `false` when the guard did not match.
+    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError>;
+    /// Removes a job and its events.
+    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError>;
+    /// The oldest READY job of each priority class in `queue` whose
+    /// `ready_at` is at or before `now`: at most four, one index probe each.
+    fn job_ready_heads(
+        &mut self,
+        queue: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Candidate>, StoreError>;
+    /// The earliest `ready_at` after `now` among READY jobs of `queue`.
+    fn job_next_ready_at(
+        &mut self,
+        queue: &str,
+        now: Timestamp,
+    ) -> Result<Option<Timestamp>, StoreError>;
+    /// LEASED jobs whose lease expired at or before `now`, oldest expiry first.
+    fn job_expired_leases(&mut self, now: Timestamp, limit: u32) -> Result<Vec<JobId>, StoreError>;
+    fn event_append(
+        &mut self,
+        job: JobId,
+        at: Timestamp,
+        kind: &str,
+        data: &str,
+    ) -> Result<i64, StoreError>;
+}
+
+/// A read connection, used beside the writer.
+pub trait StoreReader: Send {
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
+    fn job_list(&mut self, filter: &JobFilter) -> Result<Vec<Job>, StoreError>;
+    /// Events with `seq > after`, in order, at most `limit`.
+    fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
+    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;
+}
+
+/// Opens a store's connections.
+pub trait Backend: Send + Sync {
+    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError>;
+    fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError>;
+    /// A short description for logs and errors (a path, a URL without password).
+    fn describe(&self) -> String;
+}
