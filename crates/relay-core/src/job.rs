@@ -4,9 +4,7 @@ use crate::time::Timestamp;
 use std::fmt;
 
 /// A job's identity: 64-bit, increasing, never reused.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct JobId(pub i64);
 
@@ -24,9 +22,7 @@ impl fmt::Display for JobId {
 
 /// A fencing token. Every lease of a job gets a larger token than the one
 /// before it; `0` means the job was never leased.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct LeaseToken(pub i64);
 
@@ -37,9 +33,7 @@ impl fmt::Display for LeaseToken {
 }
 
 /// One of four priority classes, 0 (least urgent) to 3 (most urgent).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "u8", into = "u8")]
 pub struct Priority(u8);
 
@@ -107,13 +101,7 @@ pub enum JobState {
 }
 
 impl JobState {
-    pub const ALL: [JobState; 5] = [
-        Self::Ready,
-        Self::Leased,
-        Self::Succeeded,
-        Self::Dead,
-        Self::Cancelled,
-    ];
+    pub const ALL: [JobState; 5] = [Self::Ready, Self::Leased, Self::Succeeded, Self::Dead, Self::Cancelled];
 
     /// The stored and displayed name, in capitals.
     pub const fn as_str(self) -> &'static str {
@@ -146,8 +134,7 @@ impl serde::Serialize for JobState {
 impl<'de> serde::Deserialize<'de> for JobState {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        JobState::parse(&s)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown job state {s:?}")))
+        JobState::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown job state {s:?}")))
     }
 }
 
@@ -263,10 +250,7 @@ mod tests {
             expires_at: Timestamp::from_millis(10),
             worker: "w".into(),
         });
-        assert_eq!(
-            s.valid_token(Timestamp::from_millis(9)),
-            Some(LeaseToken(4))
-        );
+        assert_eq!(s.valid_token(Timestamp::from_millis(9)), Some(LeaseToken(4)));
         assert_eq!(s.valid_token(Timestamp::from_millis(10)), None);
     }
 }

@@ -32,15 +32,8 @@ impl RetryPolicy {
     /// `rand` is a uniform sample from `[0, 1)`.
     pub fn backoff(&self, attempt: u32, rand: f64) -> Duration {
         let exp = attempt.saturating_sub(1).min(62);
-        let full = self
-            .base
-            .checked_mul(1u32 << exp.min(31))
-            .unwrap_or(self.cap);
-        let full = if exp > 31 {
-            self.cap
-        } else {
-            full.min(self.cap)
-        };
+        let full = self.base.checked_mul(1u32 << exp.min(31)).unwrap_or(self.cap);
+        let full = if exp > 31 { self.cap } else { full.min(self.cap) };
         let cut = (self.jitter.clamp(0.0, 1.0) * rand.clamp(0.0, 1.0)).min(1.0);
         full.mul_f64(1.0 - cut)
     }

@@ -19,12 +19,7 @@ pub struct Candidate {
 }
 
 /// `min(3, priority + waited / aging_interval)`; a zero interval disables aging.
-pub fn effective_priority(
-    priority: Priority,
-    ready_at: Timestamp,
-    now: Timestamp,
-    aging_interval: Duration,
-) -> u8 {
+pub fn effective_priority(priority: Priority, ready_at: Timestamp, now: Timestamp, aging_interval: Duration) -> u8 {
     let interval = aging_interval.as_millis();
     if interval == 0 {
         return priority.get();
@@ -43,9 +38,7 @@ where
     candidates.into_iter().max_by(|a, b| {
         let ea = effective_priority(a.priority, a.ready_at, now, aging_interval);
         let eb = effective_priority(b.priority, b.ready_at, now, aging_interval);
-        ea.cmp(&eb)
-            .then(b.ready_at.cmp(&a.ready_at))
-            .then(b.id.cmp(&a.id))
+        ea.cmp(&eb).then(b.ready_at.cmp(&a.ready_at)).then(b.id.cmp(&a.id))
     })
 }
 
@@ -69,27 +62,14 @@ mod tests {
         let p0 = Priority::LOW;
         assert_eq!(effective_priority(p0, now, now, MIN), 0);
         assert_eq!(
-            effective_priority(
-                p0,
-                Timestamp::from_millis(now.as_millis() - 59_999),
-                now,
-                MIN
-            ),
+            effective_priority(p0, Timestamp::from_millis(now.as_millis() - 59_999), now, MIN),
             0
         );
         assert_eq!(
-            effective_priority(
-                p0,
-                Timestamp::from_millis(now.as_millis() - 60_000),
-                now,
-                MIN
-            ),
+            effective_priority(p0, Timestamp::from_millis(now.as_millis() - 60_000), now, MIN),
             1
         );
-        assert_eq!(
-            effective_priority(p0, Timestamp::from_millis(0), now, MIN),
-            3
-        );
+        assert_eq!(effective_priority(p0, Timestamp::from_millis(0), now, MIN), 3);
         assert_eq!(
             effective_priority(Priority::URGENT, Timestamp::from_millis(0), now, MIN),
             3
@@ -99,10 +79,7 @@ mod tests {
             0
         );
         // A job whose ready_at lies in the future has not waited at all.
-        assert_eq!(
-            effective_priority(Priority::HIGH, now.add(MIN), now, MIN),
-            2
-        );
+        assert_eq!(effective_priority(Priority::HIGH, now.add(MIN), now, MIN), 2);
     }
 
     #[test]

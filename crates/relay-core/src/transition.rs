@@ -14,10 +14,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
     /// A worker takes the job (READY and due -> LEASED, one attempt starts).
-    Lease {
-        worker: &'a str,
-        lease_for: Duration,
-    },
+    Lease { worker: &'a str, lease_for: Duration },
     /// The lease holder reports success (LEASED -> SUCCEEDED).
     Ack { token: LeaseToken },
     /// The lease holder reports failure: READY again after `retry_in` (or
@@ -29,10 +26,7 @@ pub enum Action<'a> {
         permanent: bool,
     },
     /// The lease holder asks for more time (LEASED -> LEASED).
-    Extend {
-        token: LeaseToken,
-        lease_for: Duration,
-    },
+    Extend { token: LeaseToken, lease_for: Duration },
     /// The lease holder gives the job back untried (LEASED -> READY, the
     /// attempt is not counted).
     Release { token: LeaseToken },
@@ -242,12 +236,7 @@ fn update(status: JobStatus, kind: &'static str, data: Value) -> Next {
 }
 
 /// The lease, if `token` is the job's current valid one.
-fn holder(
-    id: JobId,
-    cur: &JobStatus,
-    token: LeaseToken,
-    now: Timestamp,
-) -> Result<&Lease, TransitionError> {
+fn holder(id: JobId, cur: &JobStatus, token: LeaseToken, now: Timestamp) -> Result<&Lease, TransitionError> {
     match &cur.lease {
         Some(l) if cur.valid_token(now) == Some(token) => Ok(l),
         _ => Err(TransitionError::LeaseLost { id }),

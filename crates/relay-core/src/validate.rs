@@ -57,10 +57,7 @@ impl Limits {
             ));
         }
         if v.chars().any(char::is_control) {
-            return Err(InvalidInput::new(
-                field,
-                "must not contain control characters",
-            ));
+            return Err(InvalidInput::new(field, "must not contain control characters"));
         }
         Ok(())
     }
@@ -91,10 +88,7 @@ impl Limits {
 
     pub fn max_attempts(&self, n: u32) -> Result<(), InvalidInput> {
         if n == 0 || n > 1000 {
-            return Err(InvalidInput::new(
-                "max_attempts",
-                format!("must be 1-1000, got {n}"),
-            ));
+            return Err(InvalidInput::new("max_attempts", format!("must be 1-1000, got {n}")));
         }
         Ok(())
     }
@@ -158,9 +152,7 @@ mod tests {
 
     #[test]
     fn payload_limit_is_inclusive() {
-        let l = Limits {
-            max_payload_bytes: 4,
-        };
+        let l = Limits { max_payload_bytes: 4 };
         assert!(l.payload(b"1234").is_ok());
         let e = l.payload(b"12345").unwrap_err();
         assert!(e.reason.contains("limit of 4"), "{e}");

@@ -104,26 +104,12 @@ pub trait Store: Send {
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError>;
     /// The oldest READY job of each priority class in `queue` whose
     /// `ready_at` is at or before `now`: at most four, one index probe each.
-    fn job_ready_heads(
-        &mut self,
-        queue: &str,
-        now: Timestamp,
-    ) -> Result<Vec<Candidate>, StoreError>;
+    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError>;
     /// The earliest `ready_at` after `now` among READY jobs of `queue`.
-    fn job_next_ready_at(
-        &mut self,
-        queue: &str,
-        now: Timestamp,
-    ) -> Result<Option<Timestamp>, StoreError>;
+    fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
     /// LEASED jobs whose lease expired at or before `now`, oldest expiry first.
     fn job_expired_leases(&mut self, now: Timestamp, limit: u32) -> Result<Vec<JobId>, StoreError>;
-    fn event_append(
-        &mut self,
-        job: JobId,
-        at: Timestamp,
-        kind: &str,
-        data: &str,
-    ) -> Result<i64, StoreError>;
+    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError>;
 }
 
 /// A read connection, used beside the writer.

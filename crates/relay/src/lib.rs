@@ -1,1 +1,62 @@
+//! Relay: a durable job queue on one SQLite file.
+//!
+//! Programs submit jobs; workers lease them, run them and acknowledge them.
+//! Relay promises two things:
+//!
+//! 1. Nothing it has acknowledged to a caller is lost: a call that changes
+//!    state returns only after its change is committed with `fsync`.
+//! 2. No job is ever held by two valid leases: every lease carries a larger
+//!    fencing token, and a worker whose lease expired gets
+//!    [`Error::LeaseLost`] instead of overwriting its successor's work.
+//!
+//! # Map
+//!
+//! - [`Relay`] / [`AsyncRelay`]: the API, blocking and async.
+//! - [`NewJob`], [`LeaseRequest`], [`LeasedJob`]: what goes in and out.
+//! - [`Options`]: limits, aging, retries, batching.
+//! - [`Error`]: one variant per thing a caller can act on.
+//! - The engine (private): one writer thread per process applies every
+//!   waiting operation in one transaction and commits once (group commit);
+//!   reads use their own connections. Decisions come from `relay_core`;
+//!   storage sits behind `relay_store::Store`.
+//!
+//! # Example
+//!
+//! ```
+//! use relay::{LeaseRequest, NewJob, Relay};
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), relay::Error> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("jobs.db");
+//! let relay = Relay::open(&path)?;
+//! let id = relay.submit(NewJob::new("emails", "send", br#"{"to":"ada"}"#.to_vec()).priority(2))?;
+//!
+//! let leases = relay.lease(LeaseRequest::new(["emails"]).worker("w1").wait(Duration::from_secs(1)))?;
+//! let job = &leases[0];
+//! assert_eq!(job.id, id);
+//! relay.ack(job.id, job.token, Some(b"sent".to_vec()))?;
+//!
+//! assert_eq!(relay.get(id)?.state(), relay::JobState::Succeeded);
+//! # Ok(()) }
+//! ```
 
+mod calls;
+mod engine;
+mod error;
+mod ops;
+mod options;
+mod relay;
+mod request;
+
+pub use engine::metrics::Metrics;
+pub use error::{Error, Result};
+pub use options::Options;
+pub use relay::{AsyncRelay, Relay, Stats};
+pub use request::{LeaseRequest, LeasedJob, NewJob, MAX_LEASE_BATCH, MAX_WAIT};
+
+pub use relay_core::{
+    Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,
+    RetryPolicy, SystemClock, Timestamp,
+};
+pub use relay_store::{Event, JobFilter, QueueStats};

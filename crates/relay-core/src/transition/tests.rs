@@ -53,10 +53,7 @@ fn actions() -> Vec<Action<'static>> {
             retry_in: None,
             permanent: false,
         },
-        Action::Extend {
-            token,
-            lease_for: d,
-        },
+        Action::Extend { token, lease_for: d },
         Action::Release { token },
         Action::Expire,
         Action::Cancel,
@@ -97,8 +94,7 @@ fn every_state_action_pair() {
                     assert_eq!(next.status.state, want, "{state} + {}", action.name())
                 }
                 (None, Err(e)) => {
-                    let lease_action =
-                        matches!(action.name(), "ack" | "nack" | "extend" | "release");
+                    let lease_action = matches!(action.name(), "ack" | "nack" | "extend" | "release");
                     match e {
                         TransitionError::LeaseLost { .. } => {
                             assert!(lease_action, "{state} + {}", action.name())
@@ -109,10 +105,7 @@ fn every_state_action_pair() {
                         }
                     }
                 }
-                (want, got) => panic!(
-                    "{state} + {}: expected {want:?}, got {got:?}",
-                    action.name()
-                ),
+                (want, got) => panic!("{state} + {}: expected {want:?}, got {got:?}", action.name()),
             }
         }
     }
@@ -121,13 +114,7 @@ fn every_state_action_pair() {
 #[test]
 fn lease_counts_attempt_and_raises_token() {
     let p = policy();
-    let n = transition(
-        JobId(1),
-        &status(JobState::Ready),
-        actions()[0],
-        &ctx(&p, T0),
-    )
-    .unwrap();
+    let n = transition(JobId(1), &status(JobState::Ready), actions()[0], &ctx(&p, T0)).unwrap();
     assert_eq!(n.status.attempts, 1);
     assert_eq!(n.status.last_token, LeaseToken(8));
     let lease = n.status.lease.unwrap();
@@ -163,11 +150,7 @@ fn stale_wrong_or_expired_token_is_lease_lost() {
         ack(LeaseToken(7), expiry).unwrap_err(),
         TransitionError::LeaseLost { id: JobId(3) }
     );
-    assert!(ack(
-        LeaseToken(7),
-        Timestamp::from_millis(expiry.as_millis() - 1)
-    )
-    .is_ok());
+    assert!(ack(LeaseToken(7), Timestamp::from_millis(expiry.as_millis() - 1)).is_ok());
 }
 
 #[test]
@@ -206,10 +189,7 @@ fn nack_explicit_retry_in_and_permanent() {
         permanent: false,
     };
     assert_eq!(
-        transition(JobId(1), &s, a, &ctx(&p, T0))
-            .unwrap()
-            .status
-            .ready_at,
+        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status.ready_at,
         T0.add(Duration::from_secs(5))
     );
     let a = Action::Nack {
@@ -219,10 +199,7 @@ fn nack_explicit_retry_in_and_permanent() {
         permanent: true,
     };
     assert_eq!(
-        transition(JobId(1), &s, a, &ctx(&p, T0))
-            .unwrap()
-            .status
-            .state,
+        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status.state,
         JobState::Dead
     );
 }
@@ -233,9 +210,7 @@ fn release_gives_back_the_attempt() {
     let n = transition(
         JobId(1),
         &status(JobState::Leased),
-        Action::Release {
-            token: LeaseToken(7),
-        },
+        Action::Release { token: LeaseToken(7) },
         &ctx(&p, T0),
     )
     .unwrap();

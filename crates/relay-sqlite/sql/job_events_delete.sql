@@ -1,0 +1,1 @@
+DELETE FROM job_events WHERE job_id = ?1

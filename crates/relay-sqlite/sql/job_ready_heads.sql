@@ -1,0 +1,17 @@
+-- The oldest due READY job of each class: four probes of jobs_ready, each
+-- one index seek, so the cost does not grow with the number of waiting jobs.
+SELECT * FROM (SELECT id, priority, ready_at FROM jobs
+               WHERE state = 'READY' AND queue = ?1 AND priority = 0 AND ready_at <= ?2
+               ORDER BY ready_at, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at FROM jobs
+               WHERE state = 'READY' AND queue = ?1 AND priority = 1 AND ready_at <= ?2
+               ORDER BY ready_at, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at FROM jobs
+               WHERE state = 'READY' AND queue = ?1 AND priority = 2 AND ready_at <= ?2
+               ORDER BY ready_at, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at FROM jobs
+               WHERE state = 'READY' AND queue = ?1 AND priority = 3 AND ready_at <= ?2
+               ORDER BY ready_at, id LIMIT 1)

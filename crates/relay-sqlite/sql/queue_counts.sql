@@ -1,0 +1,1 @@
+SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state

@@ -1,0 +1,209 @@
+//! Opening connections: the header check, the settings the guarantees rest
+//! on (each read back after it is set), and schema migration.
+
+use relay_store::StoreError;
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The schema version this build writes (PRAGMA user_version).
+pub const SCHEMA_VERSION: i64 = 1;
+/// PRAGMA application_id of a Relay database: "RELY".
+const APPLICATION_ID: i64 = 0x5245_4C59;
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Where the database lives.
+#[derive(Debug, Clone)]
+pub enum Target {
+    File(PathBuf),
+    /// A process-private database in memory (SQLite's memdb VFS), shared by
+    /// the connections of one backend. Not durable: for tests.
+    Memory(String),
+}
+
+impl Target {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Self::File(p) => p.display().to_string(),
+            Self::Memory(n) => format!("in-memory database {n}"),
+        }
+    }
+}
+
+/// Connection settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long to wait for another process's write lock.
+    pub busy_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = match target {
+        Target::File(path) => {
+            check_header(path)?;
+            Connection::open_with_flags(path, flags)
+        }
+        Target::Memory(name) => Connection::open_with_flags(format!("file:/{name}?vfs=memdb"), flags),
+    }
+    .map_err(map_err)?;
+    conn.busy_timeout(settings.busy_timeout).map_err(map_err)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    match target {
+        Target::File(_) => {
+            set_pragma(&conn, "journal_mode", "WAL", "wal")?;
+            set_pragma(&conn, "synchronous", "FULL", "2")?;
+        }
+        Target::Memory(_) => {}
+    }
+    if writer {
+        migrate(&conn)?;
+    } else {
+        check_version(&conn)?;
+        set_pragma(&conn, "query_only", "1", "1")?;
+    }
+    Ok(conn)
+}
+
+/// Refuses, without writing a byte, a non-empty file that is not SQLite.
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(format!("cannot open {}", path.display()), e)),
+    };
+    let mut head = [0u8; 16];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(io_err(format!("cannot read {}", path.display()), e)),
+        }
+    }
+    if got == 0 || &head == SQLITE_HEADER {
+        return Ok(());
+    }
+    Err(StoreError::NotADatabase {
+        reason: format!("{} is not an SQLite file (its header is wrong)", path.display()),
+    })
+}
+
+/// Sets a pragma and reads it back: SQLite ignores misspelled or
+/// unsupported pragmas silently, so only the answer counts.
+fn set_pragma(conn: &Connection, name: &'static str, value: &str, expect: &str) -> Result<(), StoreError> {
+    let got: String = conn
+        .query_row(&format!("PRAGMA {name} = {value}"), [], |r| {
+            r.get::<_, rusqlite::types::Value>(0)
+        })
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => {
+                conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, rusqlite::types::Value>(0))
+            }
+            e => Err(e),
+        })
+        .map(|v| match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t.to_lowercase(),
+            other => format!("{other:?}"),
+        })
+        .map_err(map_err)?;
+    if got != expect {
+        return Err(StoreError::Setting {
+            name,
+            asked: value.to_owned(),
+            got,
+        });
+    }
+    Ok(())
+}
+
+fn pragma_int(conn: &Connection, name: &str) -> Result<i64, StoreError> {
+    conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+        .map_err(map_err)
+}
+
+fn check_version(conn: &Connection) -> Result<i64, StoreError> {
+    let app = pragma_int(conn, "application_id")?;
+    if app != 0 && app != APPLICATION_ID {
+        return Err(StoreError::NotADatabase {
+            reason: format!("the file belongs to another application (application_id {app:#x})"),
+        });
+    }
+    let version = pragma_int(conn, "user_version")?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] in one transaction, so two
+/// processes opening a new file at once migrate it exactly once.
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    if check_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = begin_immediate(conn)?;
+    let version = check_version(conn)?;
+    if version == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+            .map_err(map_err)?;
+        if tables > 0 && pragma_int(conn, "application_id")? != APPLICATION_ID {
+            return Err(StoreError::NotADatabase {
+                reason: "an SQLite database of another application (it has tables but no Relay schema)".into(),
+            });
+        }
+    }
+    let from = usize::try_from(version).unwrap_or(0);
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {
+        conn.execute_batch(sql).map_err(map_err)?;
+        conn.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap_or(i64::MAX))
+            .map_err(map_err)?;
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .map_err(map_err)?;
+    tx.commit().map_err(map_err)
+}
+
+fn begin_immediate(conn: &Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate).map_err(map_err)
+}
+
+pub(crate) fn io_err(message: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Io {
+        message,
+        source: Box::new(e),
+    }
+}
+
+/// Maps a driver error to what a caller can act on.
+pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
+    let code = e.sqlite_error_code();
+    match code {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        Some(ErrorCode::DiskFull) => StoreError::Full {
+            message: e.to_string(),
+            source: Box::new(e),
+        },
+        Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { reason: e.to_string() },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::corrupt(None, format!("the database file is damaged: {e}")),
+        _ => io_err(e.to_string(), e),
+    }
+}

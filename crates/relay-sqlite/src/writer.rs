@@ -1,0 +1,204 @@
+//! The writer connection: the [`Store`] primitives, each one prepared
+//! statement from `sql/`.
+
+use crate::connection::map_err;
+use crate::decode::{self, Cols};
+use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_store::{JobInsert, JobSetStatus, Store, StoreError};
+use rusqlite::{params, Connection, OptionalExtension};
+
+pub(crate) struct SqliteStore {
+    pub(crate) conn: Connection,
+}
+
+impl SqliteStore {
+    fn exec(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute([]))
+            .map(drop)
+            .map_err(map_err)
+    }
+}
+
+impl Store for SqliteStore {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.exec("BEGIN IMMEDIATE")
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.exec("COMMIT")
+    }
+
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        if self.conn.is_autocommit() {
+            return Ok(()); // SQLite already rolled the transaction back (I/O error, disk full)
+        }
+        self.exec("ROLLBACK")
+    }
+
+    fn savepoint(&mut self) -> Result<(), StoreError> {
+        self.exec("SAVEPOINT op")
+    }
+
+    fn savepoint_release(&mut self) -> Result<(), StoreError> {
+        self.exec("RELEASE op")
+    }
+
+    fn savepoint_rollback(&mut self) -> Result<(), StoreError> {
+        self.exec("ROLLBACK TO op")?;
+        self.exec("RELEASE op")
+    }
+
+    fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_insert.sql"))
+            .map_err(map_err)?;
+        let s = j.status;
+        st.query_row(
+            params![
+                j.queue,
+                j.kind,
+                j.payload,
+                j.priority.get(),
+                s.state.as_str(),
+                s.attempts,
+                s.max_attempts,
+                s.ready_at.as_millis(),
+                j.created_at.as_millis(),
+                j.unique_key,
+                s.last_token.0,
+            ],
+            |r| r.get(0),
+        )
+        .map(JobId)
+        .map_err(map_err)
+    }
+
+    fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_find_active_by_key.sql"))
+            .map_err(map_err)?;
+        st.query_row([key], |r| r.get(0))
+            .optional()
+            .map(|o| o.map(JobId))
+            .map_err(map_err)
+    }
+
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
+        job_get(&self.conn, id)
+    }
+
+    fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_get_status.sql"))
+            .map_err(map_err)?;
+        let mut rows = st.query([id.0]).map_err(map_err)?;
+        match rows.next().map_err(map_err)? {
+            Some(row) => Cols::new(row, Some(id)).status(0).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_set_status.sql"))
+            .map_err(map_err)?;
+        let s = p.status;
+        let lease = s.lease.as_ref();
+        let n = st
+            .execute(params![
+                p.id.0,
+                p.expect_state.as_str(),
+                p.expect_token.0,
+                s.state.as_str(),
+                s.attempts,
+                s.ready_at.as_millis(),
+                s.finished_at.map(Timestamp::as_millis),
+                s.last_token.0,
+                lease.map(|l| l.expires_at.as_millis()),
+                lease.map(|l| l.worker.as_str()),
+                s.last_error.as_deref(),
+                p.result,
+            ])
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
+        let mut ev = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_events_delete.sql"))
+            .map_err(map_err)?;
+        ev.execute([id.0]).map_err(map_err)?;
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_delete.sql"))
+            .map_err(map_err)?;
+        Ok(st.execute([id.0]).map_err(map_err)? == 1)
+    }
+
+    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_ready_heads.sql"))
+            .map_err(map_err)?;
+        let mut rows = st.query(params![queue, now.as_millis()]).map_err(map_err)?;
+        let mut out = Vec::with_capacity(4);
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let id = JobId(Cols::new(row, None).int(0, "id")?);
+            let c = Cols::new(row, Some(id));
+            out.push(Candidate {
+                id,
+                priority: c.priority(1)?,
+                ready_at: Timestamp::from_millis(c.int(2, "ready_at")?),
+            });
+        }
+        Ok(out)
+    }
+
+    fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_next_ready_at.sql"))
+            .map_err(map_err)?;
+        st.query_row(params![queue, now.as_millis()], |r| r.get::<_, Option<i64>>(0))
+            .map(|o| o.map(Timestamp::from_millis))
+            .map_err(map_err)
+    }
+
+    fn job_expired_leases(&mut self, now: Timestamp, limit: u32) -> Result<Vec<JobId>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_expired_leases.sql"))
+            .map_err(map_err)?;
+        let rows = st
+            .query_map(params![now.as_millis(), limit], |r| r.get(0))
+            .map_err(map_err)?;
+        rows.map(|r| r.map(JobId).map_err(map_err)).collect()
+    }
+
+    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/event_append.sql"))
+            .map_err(map_err)?;
+        st.query_row(params![job.0, at.as_millis(), kind, data], |r| r.get(0))
+            .map_err(map_err)
+    }
+}
+
+pub(crate) fn job_get(conn: &Connection, id: JobId) -> Result<Option<Job>, StoreError> {
+    let mut st = conn
+        .prepare_cached(include_str!("../sql/job_get.sql"))
+        .map_err(map_err)?;
+    let mut rows = st.query([id.0]).map_err(map_err)?;
+    match rows.next().map_err(map_err)? {
+        Some(row) => decode::job(row).map(Some),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,102 @@
+//! Each API call as a [`Pending`] operation, built once and run by both the
+//! blocking [`crate::Relay`] and the async [`crate::AsyncRelay`].
+
+use crate::engine::{Engine, Pending};
+use crate::error::Result;
+use crate::ops;
+use crate::request::{check_body, error_text, LeaseBatch, NewJob, ValidLease};
+use relay_core::{Action, JobId, JobStatus, LeaseToken, Timestamp};
+use std::time::Duration;
+
+impl Engine {
+    pub(crate) fn submit_op(&self, jobs: Vec<NewJob>) -> Result<Pending<Vec<JobId>>> {
+        let now = self.options.clock.now();
+        let limits = &self.options.limits;
+        let valid = jobs
+            .into_iter()
+            .map(|j| j.validate(limits, self.options.default_max_attempts, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Pending::new(false, move |store, ctx| ops::submit(store, ctx, &valid)))
+    }
+
+    pub(crate) fn lease_op(&self, req: ValidLease) -> Pending<LeaseBatch> {
+        Pending::new(true, move |store, ctx| ops::lease(store, ctx, &req))
+    }
+
+    pub(crate) fn ack_op(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<Pending<()>> {
+        if let Some(r) = &result {
+            check_body(&self.options.limits, "result", r)?;
+        }
+        Ok(Pending::new(false, move |store, ctx| {
+            ops::act(store, ctx, id, Action::Ack { token }, result.as_deref()).map(drop)
+        }))
+    }
+
+    pub(crate) fn nack_op(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        error: &str,
+        retry_in: Option<Duration>,
+        permanent: bool,
+    ) -> Pending<JobStatus> {
+        let error = error_text(error);
+        Pending::new(false, move |store, ctx| {
+            ops::act(
+                store,
+                ctx,
+                id,
+                Action::Nack {
+                    token,
+                    error: &error,
+                    retry_in,
+                    permanent,
+                },
+                None,
+            )
+        })
+    }
+
+    pub(crate) fn extend_op(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Pending<Timestamp>> {
+        self.options.limits.lease_for(lease_for)?;
+        Ok(Pending::new(false, move |store, ctx| {
+            let s = ops::act(store, ctx, id, Action::Extend { token, lease_for }, None)?;
+            Ok(s.lease.map_or(ctx.now, |l| l.expires_at))
+        }))
+    }
+
+    /// Release, cancel, retry and delete: actions with nothing to validate.
+    pub(crate) fn action_op(&self, id: JobId, action: SimpleAction) -> Pending<()> {
+        Pending::new(false, move |store, ctx| {
+            let a = match action {
+                SimpleAction::Release(token) => Action::Release { token },
+                SimpleAction::Cancel => Action::Cancel,
+                SimpleAction::Retry => Action::Retry,
+                SimpleAction::Delete => Action::Delete,
+            };
+            ops::act(store, ctx, id, a, None).map(drop)
+        })
+    }
+
+    pub(crate) fn append_event_op(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<Pending<i64>> {
+        self.options.limits.label("event kind", kind)?;
+        let data = data.to_string();
+        check_body(&self.options.limits, "event data", data.as_bytes())?;
+        let kind = kind.to_owned();
+        Ok(Pending::new(false, move |store, ctx| {
+            ops::append_event(store, ctx.now, id, &kind, &data)
+        }))
+    }
+
+    pub(crate) fn reap_op(&self) -> Pending<usize> {
+        Pending::new(false, ops::reap)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SimpleAction {
+    Release(LeaseToken),
+    Cancel,
+    Retry,
+    Delete,
+}

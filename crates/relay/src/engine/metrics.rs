@@ -1,0 +1,46 @@
+//! Counters the writer keeps, read without locks.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    commits: AtomicU64,
+    operations: AtomicU64,
+    failed_commits: AtomicU64,
+    largest_batch: AtomicU64,
+}
+
+/// A snapshot of the writer's counters since this Relay was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Metrics {
+    /// Durable commits made (each one fsync of the WAL).
+    pub commits: u64,
+    /// Operations those commits carried.
+    pub operations: u64,
+    /// Commits that failed (their callers got `MaybeApplied`).
+    pub failed_commits: u64,
+    /// Most operations carried by one commit.
+    pub largest_batch: u64,
+}
+
+impl Counters {
+    pub(crate) fn committed(&self, ops: usize) {
+        let ops = ops as u64;
+        self.commits.fetch_add(1, Relaxed);
+        self.operations.fetch_add(ops, Relaxed);
+        self.largest_batch.fetch_max(ops, Relaxed);
+    }
+
+    pub(crate) fn commit_failed(&self) {
+        self.failed_commits.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Metrics {
+        Metrics {
+            commits: self.commits.load(Relaxed),
+            operations: self.operations.load(Relaxed),
+            failed_commits: self.failed_commits.load(Relaxed),
+            largest_batch: self.largest_batch.load(Relaxed),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The engine: one writer thread per process (group commit), the read
+//! pool, wake-ups for waiting lessees, and the typed calls that connect the
+//! API to the writer. Written once for every store.
+
+pub(crate) mod metrics;
+pub(crate) mod readers;
+pub(crate) mod signal;
+pub(crate) mod writer;
+
+use crate::error::{Error, Result};
+use crate::options::Options;
+use metrics::Counters;
+use readers::Readers;
+use relay_store::{Backend, Store};
+use signal::Signal;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use writer::{BatchCtx, Call, Operation, Writer};
+
+/// An operation ready to send, with the channel its answer comes back on.
+pub(crate) struct Pending<T> {
+    op: Box<dyn Operation>,
+    rx: flume::Receiver<Result<T>>,
+}
+
+impl<T: Send + 'static> Pending<T> {
+    pub(crate) fn new<F>(claims: bool, work: F) -> Self
+    where
+        F: FnMut(&mut dyn Store, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (op, rx) = Call::new(Box::new(work), claims);
+        Self { op, rx }
+    }
+}
+
+/// What every handle to one open Relay shares.
+pub(crate) struct Engine {
+    tx: Option<flume::Sender<Box<dyn Operation>>>,
+    writer: Option<JoinHandle<()>>,
+    pub readers: Readers,
+    pub signal: Arc<Signal>,
+    pub counters: Arc<Counters>,
+    pub options: Options,
+    pub backend: Arc<dyn Backend>,
+}
+
+impl Engine {
+    /// Opens the writer connection (migrating the schema) in the caller's
+    /// thread, so open errors reach the caller, then starts the writer.
+    pub(crate) fn start(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
+        options.validate()?;
+        let store = backend.open_writer().map_err(Error::open)?;
+        let (tx, rx) = flume::bounded(options.queue_capacity);
+        let signal = Arc::new(Signal::new());
+        let counters = Arc::new(Counters::default());
+        let writer = Writer {
+            store,
+            rx,
+            options: options.clone(),
+            signal: Arc::clone(&signal),
+            counters: Arc::clone(&counters),
+        };
+        let handle = std::thread::Builder::new()
+            .name("relay-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| {
+                Error::Storage(Arc::new(relay_store::StoreError::Io {
+                    message: "cannot start the writer thread".into(),
+                    source: Box::new(e),
+                }))
+            })?;
+        let readers = Readers::new(Arc::clone(&backend));
+        Ok(Self {
+            tx: Some(tx),
+            writer: Some(handle),
+            readers,
+            signal,
+            counters,
+            options,
+            backend,
+        })
+    }
+
+    fn sender(&self) -> Result<&flume::Sender<Box<dyn Operation>>> {
+        self.tx.as_ref().ok_or(Error::Closed)
+    }
+
+    /// Sends and waits for the commit that carries the operation.
+    pub(crate) fn run<T>(&self, p: Pending<T>) -> Result<T> {
+        self.sender()?.send(p.op).map_err(|_| Error::Closed)?;
+        p.rx.recv().map_err(|_| Error::Closed)?
+    }
+
+    pub(crate) async fn run_async<T>(&self, p: Pending<T>) -> Result<T> {
+        self.sender()?.send_async(p.op).await.map_err(|_| Error::Closed)?;
+        p.rx.recv_async().await.map_err(|_| Error::Closed)?
+    }
+}
+
+impl Drop for Engine {
+    /// Closes the channel; the writer finishes what was sent, then stops.
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(h) = self.writer.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! A small pool of read connections, opened on demand and reused.
+
+use crate::error::{Error, Result};
+use relay_store::{Backend, StoreError, StoreReader};
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub(crate) struct Readers {
+    backend: Arc<dyn Backend>,
+    idle: Mutex<Vec<Box<dyn StoreReader>>>,
+}
+
+/// Idle connections kept; more are opened under load and closed after use.
+const KEEP_IDLE: usize = 8;
+
+impl Readers {
+    pub(crate) fn new(backend: Arc<dyn Backend>) -> Self {
+        Self {
+            backend,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut dyn StoreReader) -> Result<T, StoreError>) -> Result<T> {
+        let pooled = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => self.backend.open_reader().map_err(Error::from)?,
+        };
+        let out = f(conn.as_mut());
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < KEEP_IDLE {
+            idle.push(conn);
+        }
+        out.map_err(Error::from)
+    }
+}

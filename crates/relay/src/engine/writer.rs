@@ -1,0 +1,208 @@
+//! The writer thread: group commit.
+//!
+//! Every write of a process goes through here. The thread blocks for the
+//! first waiting operation, drains every other one already waiting (up to
+//! `max_batch`), applies them in ONE transaction with one savepoint per
+//! operation (so one failing operation fails alone), commits once, and only
+//! then answers each caller. Alone, a caller waits one fsync; under load one
+//! fsync serves everyone who arrived while the previous commit ran.
+//!
+//! The channel into the thread is bounded (`queue_capacity`): when it is
+//! full, callers block in `send` — that is the back-pressure point.
+
+use super::metrics::Counters;
+use super::signal::Signal;
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::options::Options;
+use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
+use relay_store::Store;
+use std::sync::Arc;
+
+/// What an operation sees of its batch.
+pub(crate) struct BatchCtx<'a> {
+    /// One instant for the whole batch.
+    pub now: Timestamp,
+    pub options: &'a Options,
+    rng: &'a mut fastrand::Rng,
+    /// Set by an operation that made a job ready to lease now.
+    pub woke: bool,
+}
+
+impl BatchCtx<'_> {
+    pub(crate) fn transition_ctx(&mut self) -> TransitionCtx<'_> {
+        let jitter = self.rng.f64();
+        let retry: &RetryPolicy = &self.options.retry;
+        TransitionCtx {
+            now: self.now,
+            retry,
+            jitter,
+        }
+    }
+}
+
+/// One caller's operation, waiting for its batch.
+pub(crate) trait Operation: Send {
+    /// Runs against the open transaction; the result is kept for `finish`.
+    /// The returned error (a copy) tells the writer how to roll back.
+    fn apply(&mut self, store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<()>;
+    /// Answers the caller once the batch's fate is known: the operation's
+    /// own error if it failed, else the batch's error, else its value.
+    fn finish(self: Box<Self>, batch: Result<()>);
+    /// True for claims: the batch reclaims expired leases first.
+    fn claims(&self) -> bool;
+}
+
+pub(crate) type Work<T> = Box<dyn FnMut(&mut dyn Store, &mut BatchCtx<'_>) -> Result<T> + Send>;
+
+/// An operation returning `T`, answered on a typed reply channel.
+pub(crate) struct Call<T> {
+    work: Work<T>,
+    out: Option<Result<T>>,
+    reply: flume::Sender<Result<T>>,
+    claims: bool,
+}
+
+impl<T: Send + 'static> Call<T> {
+    pub(crate) fn new(work: Work<T>, claims: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+        let (reply, rx) = flume::bounded(1);
+        (
+            Box::new(Call {
+                work,
+                out: None,
+                reply,
+                claims,
+            }),
+            rx,
+        )
+    }
+}
+
+impl<T: Send + 'static> Operation for Call<T> {
+    fn apply(&mut self, store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<()> {
+        let r = (self.work)(store, ctx);
+        let status = match &r {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.clone()),
+        };
+        self.out = Some(r);
+        status
+    }
+
+    fn finish(self: Box<Self>, batch: Result<()>) {
+        let answer = match (self.out, batch) {
+            (Some(Err(own)), _) => Err(own),
+            (_, Err(e)) => Err(e),
+            (Some(Ok(v)), Ok(())) => Ok(v),
+            (None, Ok(())) => Err(Error::Closed), // never applied: cannot happen after a commit
+        };
+        let _ = self.reply.send(answer); // the caller may have given up waiting
+    }
+
+    fn claims(&self) -> bool {
+        self.claims
+    }
+}
+
+pub(crate) struct Writer {
+    pub store: Box<dyn Store>,
+    pub rx: flume::Receiver<Box<dyn Operation>>,
+    pub options: Options,
+    pub signal: Arc<Signal>,
+    pub counters: Arc<Counters>,
+}
+
+impl Writer {
+    /// Runs until every sender is dropped, then returns.
+    pub(crate) fn run(mut self) {
+        let mut rng = fastrand::Rng::new();
+        let mut batch: Vec<Box<dyn Operation>> = Vec::with_capacity(self.options.max_batch);
+        let mut last_reap = Timestamp::from_millis(i64::MIN);
+        loop {
+            match self.rx.recv_timeout(self.options.reap_interval) {
+                Ok(op) => batch.push(op),
+                Err(flume::RecvTimeoutError::Timeout) => {}
+                Err(flume::RecvTimeoutError::Disconnected) => break,
+            }
+            while batch.len() < self.options.max_batch {
+                match self.rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            let now = self.options.clock.now();
+            let reap = batch.iter().any(|op| op.claims()) || now >= last_reap.add(self.options.reap_interval);
+            if reap {
+                last_reap = now;
+            }
+            self.execute(&mut batch, now, reap, &mut rng);
+        }
+        tracing::debug!("relay writer stopped");
+    }
+
+    fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
+        let mut ctx = BatchCtx {
+            now,
+            options: &self.options,
+            rng,
+            woke: false,
+        };
+        let outcome = apply_all(self.store.as_mut(), batch, &mut ctx, reap);
+        let woke = ctx.woke;
+        let outcome = match outcome {
+            Ok(()) => match self.store.commit() {
+                Ok(()) => {
+                    self.counters.committed(batch.len());
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = self.store.rollback();
+                    self.counters.commit_failed();
+                    tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
+                    Err(Error::MaybeApplied(Arc::new(e)))
+                }
+            },
+            Err(e) => {
+                let _ = self.store.rollback();
+                Err(e)
+            }
+        };
+        if outcome.is_ok() && woke {
+            self.signal.notify();
+        }
+        for op in batch.drain(..) {
+            op.finish(outcome.clone());
+        }
+    }
+}
+
+/// Opens the transaction and applies every operation in its own savepoint.
+/// An error here lost the whole batch; the caller rolls back.
+fn apply_all(
+    store: &mut dyn Store,
+    batch: &mut [Box<dyn Operation>],
+    ctx: &mut BatchCtx<'_>,
+    reap: bool,
+) -> Result<()> {
+    store.begin()?;
+    if reap {
+        store.savepoint()?;
+        match ops::reap(store, ctx) {
+            Ok(_) => store.savepoint_release()?,
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "reclaiming expired leases failed; will try again");
+                store.savepoint_rollback()?;
+            }
+        }
+    }
+    for op in batch.iter_mut() {
+        store.savepoint()?;
+        match op.apply(store, ctx) {
+            Ok(()) => store.savepoint_release()?,
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(_) => store.savepoint_rollback()?,
+        }
+    }
+    Ok(())
+}

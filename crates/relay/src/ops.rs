@@ -1,0 +1,147 @@
+//! The operations the writer applies, written once for every store: each
+//! loads what it needs, asks `relay_core::transition` what happens, and
+//! persists the answer with a guarded write.
+
+use crate::engine::writer::BatchCtx;
+use crate::error::{Error, Result};
+use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
+use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Timestamp};
+use relay_store::{JobInsert, JobSetStatus, Store};
+
+/// Expired leases reclaimed per batch at most; the rest wait for the next.
+const REAP_LIMIT: u32 = 256;
+
+pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
+    let mut ids = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        if let Some(key) = j.unique_key.as_deref() {
+            if let Some(id) = store.job_find_active_by_key(key)? {
+                ids.push(id);
+                continue;
+            }
+        }
+        let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
+        let id = store.job_insert(&JobInsert {
+            queue: &j.queue,
+            kind: &j.kind,
+            payload: &j.payload,
+            priority: j.priority,
+            unique_key: j.unique_key.as_deref(),
+            created_at: ctx.now,
+            status: &status,
+        })?;
+        let data =
+            serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at});
+        store.event_append(id, ctx.now, "submitted", &data.to_string())?;
+        ctx.woke |= j.ready_at <= ctx.now;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The claim: up to `max` jobs, each the aging winner among the oldest due
+/// job of every class of every requested queue.
+pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
+    let mut heads: Vec<(usize, Candidate)> = Vec::with_capacity(4 * req.queues.len());
+    for (qi, q) in req.queues.iter().enumerate() {
+        heads.extend(store.job_ready_heads(q, ctx.now)?.into_iter().map(|c| (qi, c)));
+    }
+    let mut jobs = Vec::new();
+    while jobs.len() < req.max as usize {
+        let Some(winner) = choose(heads.iter().map(|h| h.1), ctx.now, ctx.options.aging_interval) else {
+            break;
+        };
+        let job = store.job_get(winner.id)?.ok_or(Error::NotFound { id: winner.id })?;
+        let action = Action::Lease {
+            worker: &req.worker,
+            lease_for: req.lease_for,
+        };
+        let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
+        persist(store, ctx.now, job.id, &job.status, &next, None)?;
+        jobs.push(LeasedJob::new(job, next.status));
+        if jobs.len() < req.max as usize {
+            let qi = heads.iter().find(|h| h.1.id == winner.id).map_or(0, |h| h.0);
+            heads.retain(|h| h.0 != qi);
+            heads.extend(
+                store
+                    .job_ready_heads(&req.queues[qi], ctx.now)?
+                    .into_iter()
+                    .map(|c| (qi, c)),
+            );
+        }
+    }
+    let mut next_ready_at: Option<Timestamp> = None;
+    if jobs.is_empty() {
+        for q in &req.queues {
+            if let Some(t) = store.job_next_ready_at(q, ctx.now)? {
+                next_ready_at = Some(next_ready_at.map_or(t, |n| n.min(t)));
+            }
+        }
+    }
+    Ok(LeaseBatch { jobs, next_ready_at })
+}
+
+/// Applies one action to one job; returns its new status.
+pub(crate) fn act(
+    store: &mut dyn Store,
+    ctx: &mut BatchCtx<'_>,
+    id: JobId,
+    action: Action<'_>,
+    result: Option<&[u8]>,
+) -> Result<JobStatus> {
+    let cur = store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
+    let next = transition(id, &cur, action, &ctx.transition_ctx())?;
+    persist(store, ctx.now, id, &cur, &next, result)?;
+    ctx.woke |= next.status.state == JobState::Ready && next.status.ready_at <= ctx.now;
+    Ok(next.status)
+}
+
+/// Reclaims expired leases (each an `Expire` transition with its event).
+pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+    let ids = store.job_expired_leases(ctx.now, REAP_LIMIT)?;
+    for id in &ids {
+        act(store, ctx, *id, Action::Expire, None)?;
+    }
+    if !ids.is_empty() {
+        tracing::debug!(count = ids.len(), "reclaimed expired leases");
+    }
+    Ok(ids.len())
+}
+
+/// Appends a user event to an existing job.
+pub(crate) fn append_event(store: &mut dyn Store, now: Timestamp, id: JobId, kind: &str, data: &str) -> Result<i64> {
+    store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
+    Ok(store.event_append(id, now, kind, data)?)
+}
+
+/// Writes `next` over `cur`, guarded on the state and token that were read.
+fn persist(
+    store: &mut dyn Store,
+    now: Timestamp,
+    id: JobId,
+    cur: &JobStatus,
+    next: &Next,
+    result: Option<&[u8]>,
+) -> Result<()> {
+    if next.delete {
+        return if store.job_delete(id)? {
+            Ok(())
+        } else {
+            Err(Error::NotFound { id })
+        };
+    }
+    let guarded = JobSetStatus {
+        id,
+        expect_state: cur.state,
+        expect_token: cur.last_token,
+        status: &next.status,
+        result,
+    };
+    if !store.job_set_status(&guarded)? {
+        return Err(Error::LeaseLost { id });
+    }
+    if let Some(ev) = &next.event {
+        store.event_append(id, now, ev.kind, &ev.data.to_string())?;
+    }
+    Ok(())
+}

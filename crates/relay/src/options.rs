@@ -1,0 +1,77 @@
+//! How a Relay instance behaves: limits, scheduling, retries, batching.
+
+use relay_core::{Clock, InvalidInput, Limits, RetryPolicy, SystemClock};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings of one Relay instance. `Options::default()` is what
+/// `Relay::open` uses.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Largest payload (and result, and event data) accepted, in bytes.
+    pub limits: Limits,
+    /// A waiting job gains one priority class per interval (zero: no aging).
+    pub aging_interval: Duration,
+    /// Back-off after a failed attempt when the nack names no delay.
+    pub retry: RetryPolicy,
+    /// Attempts a job gets unless its submit says otherwise.
+    pub default_max_attempts: u32,
+    /// Largest number of operations committed together. Callers beyond it
+    /// wait for the next commit.
+    pub max_batch: usize,
+    /// Operations that may wait for the writer before callers block in
+    /// `send` (the back-pressure point).
+    pub queue_capacity: usize,
+    /// How often an idle writer reclaims expired leases.
+    pub reap_interval: Duration,
+    /// Longest a waiting `lease` sleeps before looking again. Submits in the
+    /// same process wake it at once; this bounds how late it sees jobs
+    /// submitted by other processes on the same file.
+    pub poll_interval: Duration,
+    /// How long to wait for another process's write lock.
+    pub busy_timeout: Duration,
+    /// Where time comes from (tests inject a `ManualClock`).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            aging_interval: Duration::from_secs(60),
+            retry: RetryPolicy::default(),
+            default_max_attempts: 20,
+            max_batch: 1024,
+            queue_capacity: 8192,
+            reap_interval: Duration::from_secs(1),
+            poll_interval: Duration::from_millis(250),
+            busy_timeout: Duration::from_secs(10),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl Options {
+    pub(crate) fn validate(&self) -> Result<(), InvalidInput> {
+        Limits::default().max_attempts(self.default_max_attempts)?;
+        if self.max_batch == 0 || self.queue_capacity == 0 {
+            return Err(InvalidInput::new(
+                "options",
+                "max_batch and queue_capacity must be at least 1",
+            ));
+        }
+        if self.reap_interval.is_zero() || self.poll_interval.is_zero() {
+            return Err(InvalidInput::new(
+                "options",
+                "reap_interval and poll_interval must be more than zero",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.retry.jitter) || self.retry.base > self.retry.cap {
+            return Err(InvalidInput::new(
+                "retry",
+                "jitter must be in 0..=1 and base at most cap",
+            ));
+        }
+        Ok(())
+    }
+}

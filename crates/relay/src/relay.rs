@@ -1,0 +1,324 @@
+//! The handles users hold: [`Relay`] (blocking) and [`AsyncRelay`] (async).
+//! Both are cheap to clone and share one engine; the engine closes (after
+//! committing everything already sent) when the last handle is dropped.
+
+use crate::calls::SimpleAction;
+use crate::engine::metrics::Metrics;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::request::{LeaseBatch, LeaseRequest, LeasedJob, NewJob};
+use relay_core::{Job, JobId, JobStatus, LeaseToken, Timestamp};
+use relay_sqlite::{Settings, SqliteBackend};
+use relay_store::{Backend, Event, JobFilter, QueueStats};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Per-queue counts, as returned by [`Relay::stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    pub queues: BTreeMap<String, QueueStats>,
+}
+
+/// A durable job queue. Every method that changes state returns only after
+/// its change is committed to disk.
+#[derive(Clone)]
+pub struct Relay {
+    engine: Arc<Engine>,
+}
+
+/// The async face of a [`Relay`]: the same calls, as futures. Waiting for a
+/// commit or a job never blocks the executor's thread; reads run on the
+/// calling task (they are short).
+#[derive(Clone)]
+pub struct AsyncRelay {
+    engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("store", &self.engine.backend.describe())
+            .finish()
+    }
+}
+
+impl Relay {
+    /// Opens (creating if needed) the database file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, Options::default())
+    }
+
+    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+        let backend = SqliteBackend::file(path.as_ref()).with_settings(Settings {
+            busy_timeout: options.busy_timeout,
+        });
+        Self::with_backend(Arc::new(backend), options)
+    }
+
+    /// A private database in memory: fast, not durable. For tests.
+    pub fn in_memory() -> Result<Self> {
+        Self::in_memory_with(Options::default())
+    }
+
+    pub fn in_memory_with(options: Options) -> Result<Self> {
+        Self::with_backend(Arc::new(SqliteBackend::memory()), options)
+    }
+
+    /// Runs the engine on any store.
+    pub fn with_backend(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
+        Ok(Self {
+            engine: Arc::new(Engine::start(backend, options)?),
+        })
+    }
+
+    /// The async face of this Relay (same engine).
+    pub fn to_async(&self) -> AsyncRelay {
+        AsyncRelay {
+            engine: Arc::clone(&self.engine),
+        }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.engine.options
+    }
+
+    /// Submits one job; returns its id (or, for a `unique_key` already held
+    /// by an unfinished job, that job's id).
+    pub fn submit(&self, job: NewJob) -> Result<JobId> {
+        first(self.submit_batch(vec![job])?)
+    }
+
+    /// Submits jobs atomically: all are committed, or none.
+    pub fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        self.engine.run(self.engine.submit_op(jobs)?)
+    }
+
+    /// Leases up to `max` ready jobs, waiting up to `wait` when none is.
+    pub fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
+        let req = req.validate(&self.engine.options.limits)?;
+        let deadline = Instant::now() + req.wait;
+        loop {
+            let seen = self.engine.signal.generation();
+            let batch = self.engine.run(self.engine.lease_op(req.clone()))?;
+            match self.engine.wait_until(&batch, deadline) {
+                None => return Ok(batch.jobs),
+                Some(until) => self.engine.signal.wait(seen, until),
+            }
+        }
+    }
+
+    /// Marks the job SUCCEEDED, with an optional result.
+    pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
+        self.engine.run(self.engine.ack_op(id, token, result)?)
+    }
+
+    /// Reports a failed attempt. The job runs again after `retry_in` (or the
+    /// back-off policy's delay), or becomes DEAD when its attempts are spent.
+    /// Returns the job's new status.
+    pub fn nack(&self, id: JobId, token: LeaseToken, error: &str, retry_in: Option<Duration>) -> Result<JobStatus> {
+        self.engine.run(self.engine.nack_op(id, token, error, retry_in, false))
+    }
+
+    /// Reports a failure that no retry can fix: the job becomes DEAD now.
+    pub fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
+        self.engine.run(self.engine.nack_op(id, token, error, None, true))
+    }
+
+    /// Extends the lease to `lease_for` from now; returns the new expiry.
+    pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
+        self.engine.run(self.engine.extend_op(id, token, lease_for)?)
+    }
+
+    /// Gives the job back untried: READY at once, the attempt not counted.
+    pub fn release(&self, id: JobId, token: LeaseToken) -> Result<()> {
+        self.engine.run(self.engine.action_op(id, SimpleAction::Release(token)))
+    }
+
+    /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
+    pub fn cancel(&self, id: JobId) -> Result<()> {
+        self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
+    }
+
+    /// Runs a DEAD or CANCELLED job again, with a fresh attempt budget.
+    pub fn retry(&self, id: JobId) -> Result<()> {
+        self.engine.run(self.engine.action_op(id, SimpleAction::Retry))
+    }
+
+    /// Removes a job that is not LEASED, with its events.
+    pub fn delete(&self, id: JobId) -> Result<()> {
+        self.engine.run(self.engine.action_op(id, SimpleAction::Delete))
+    }
+
+    /// Appends a user event (progress, a log line) to the job's event log;
+    /// returns its sequence number.
+    pub fn append_event(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<i64> {
+        self.engine.run(self.engine.append_event_op(id, kind, data)?)
+    }
+
+    /// Reclaims expired leases now (the engine also does this by itself).
+    pub fn reap_expired(&self) -> Result<usize> {
+        self.engine.run(self.engine.reap_op())
+    }
+
+    pub fn get(&self, id: JobId) -> Result<Job> {
+        self.engine.get(id)
+    }
+
+    /// The job's event log, oldest first.
+    pub fn events(&self, id: JobId) -> Result<Vec<Event>> {
+        self.engine.events(id)
+    }
+
+    /// Jobs matching `filter`, newest first.
+    pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        self.engine.readers.with(|r| r.job_list(filter))
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        self.engine.stats()
+    }
+
+    /// The writer's counters: commits, operations, largest batch.
+    pub fn metrics(&self) -> Metrics {
+        self.engine.counters.snapshot()
+    }
+}
+
+impl AsyncRelay {
+    pub async fn submit(&self, job: NewJob) -> Result<JobId> {
+        first(self.submit_batch(vec![job]).await?)
+    }
+
+    pub async fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        self.engine.run_async(self.engine.submit_op(jobs)?).await
+    }
+
+    pub async fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
+        let req = req.validate(&self.engine.options.limits)?;
+        let deadline = Instant::now() + req.wait;
+        loop {
+            let seen = self.engine.signal.generation();
+            let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
+            match self.engine.wait_until(&batch, deadline) {
+                None => return Ok(batch.jobs),
+                Some(until) => self.engine.signal.wait_async(seen, until).await,
+            }
+        }
+    }
+
+    pub async fn ack(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
+        self.engine.run_async(self.engine.ack_op(id, token, result)?).await
+    }
+
+    pub async fn nack(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<JobStatus> {
+        self.engine
+            .run_async(self.engine.nack_op(id, token, error, retry_in, false))
+            .await
+    }
+
+    pub async fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
+        self.engine
+            .run_async(self.engine.nack_op(id, token, error, None, true))
+            .await
+    }
+
+    pub async fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
+        self.engine
+            .run_async(self.engine.extend_op(id, token, lease_for)?)
+            .await
+    }
+
+    pub async fn release(&self, id: JobId, token: LeaseToken) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Release(token)))
+            .await
+    }
+
+    pub async fn cancel(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Cancel))
+            .await
+    }
+
+    pub async fn retry(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Retry))
+            .await
+    }
+
+    pub async fn delete(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Delete))
+            .await
+    }
+
+    pub async fn append_event(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<i64> {
+        self.engine
+            .run_async(self.engine.append_event_op(id, kind, data)?)
+            .await
+    }
+
+    pub async fn get(&self, id: JobId) -> Result<Job> {
+        self.engine.get(id)
+    }
+
+    pub async fn events(&self, id: JobId) -> Result<Vec<Event>> {
+        self.engine.events(id)
+    }
+
+    pub async fn stats(&self) -> Result<Stats> {
+        self.engine.stats()
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        self.engine.counters.snapshot()
+    }
+}
+
+impl Engine {
+    /// When a lease found nothing: until when to sleep before looking again
+    /// (`None`: return now).
+    fn wait_until(&self, batch: &LeaseBatch, deadline: Instant) -> Option<Instant> {
+        let now = Instant::now();
+        if !batch.jobs.is_empty() || now >= deadline {
+            return None;
+        }
+        let mut until = deadline.min(now + self.options.poll_interval);
+        if let Some(t) = batch.next_ready_at {
+            until = until.min(now + t.since(self.options.clock.now()));
+        }
+        Some(until)
+    }
+
+    fn get(&self, id: JobId) -> Result<Job> {
+        self.readers.with(|r| r.job_get(id))?.ok_or(Error::NotFound { id })
+    }
+
+    fn events(&self, id: JobId) -> Result<Vec<Event>> {
+        let events = self.readers.with(|r| r.job_events(id, 0, u32::MAX))?;
+        if events.is_empty() {
+            self.get(id)?; // NotFound for an unknown job, else a job with no events yet
+        }
+        Ok(events)
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        let now = self.options.clock.now();
+        Ok(Stats {
+            queues: self.readers.with(|r| r.queue_stats(now))?,
+        })
+    }
+}
+
+fn first(ids: Vec<JobId>) -> Result<JobId> {
+    ids.into_iter().next().ok_or(Error::Closed)
+}

@@ -1,0 +1,288 @@
+//! What callers ask for, and the checked forms the writer receives. Every
+//! check happens in the caller's thread, before the writer sees anything.
+
+use relay_core::validate::truncate_error;
+use relay_core::{InvalidInput, Job, JobId, JobStatus, LeaseToken, Limits, Priority, Timestamp};
+use std::time::Duration;
+
+/// A job to submit.
+///
+/// ```
+/// use relay::NewJob;
+/// use std::time::Duration;
+/// let job = NewJob::new("emails", "send-welcome", br#"{"to":"ada@example.com"}"#.to_vec())
+///     .priority(2)
+///     .delay(Duration::from_secs(10))
+///     .max_attempts(5)
+///     .unique_key("welcome:ada");
+/// ```
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    queue: String,
+    kind: String,
+    payload: Vec<u8>,
+    priority: u8,
+    when: When,
+    max_attempts: Option<u32>,
+    unique_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum When {
+    Now,
+    After(Duration),
+    At(Timestamp),
+}
+
+impl NewJob {
+    pub fn new(queue: impl Into<String>, kind: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
+        Self {
+            queue: queue.into(),
+            kind: kind.into(),
+            payload: payload.into(),
+            priority: Priority::NORMAL.get(),
+            when: When::Now,
+            max_attempts: None,
+            unique_key: None,
+        }
+    }
+
+    /// Priority class 0 (least urgent) to 3 (most urgent); default 1.
+    #[must_use]
+    pub fn priority(mut self, p: u8) -> Self {
+        self.priority = p;
+        self
+    }
+
+    /// Not leased until `d` from now.
+    #[must_use]
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.when = When::After(d);
+        self
+    }
+
+    /// Not leased before `t`.
+    #[must_use]
+    pub fn run_at(mut self, t: Timestamp) -> Self {
+        self.when = When::At(t);
+        self
+    }
+
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.max_attempts = Some(n);
+        self
+    }
+
+    /// While a job with this key is READY or LEASED, submitting the key
+    /// again returns that job's id and creates nothing.
+    #[must_use]
+    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+
+    pub(crate) fn validate(
+        self,
+        limits: &Limits,
+        default_attempts: u32,
+        now: Timestamp,
+    ) -> Result<ValidJob, InvalidInput> {
+        limits.queue(&self.queue)?;
+        limits.label("kind", &self.kind)?;
+        limits.payload(&self.payload)?;
+        let priority = Priority::new(self.priority)
+            .ok_or_else(|| InvalidInput::new("priority", format!("{} is outside 0-3", self.priority)))?;
+        let max_attempts = self.max_attempts.unwrap_or(default_attempts);
+        limits.max_attempts(max_attempts)?;
+        if let Some(k) = &self.unique_key {
+            limits.unique_key(k)?;
+        }
+        let ready_at = match self.when {
+            When::Now => now,
+            When::After(d) => now.add(d),
+            When::At(t) => t,
+        };
+        Ok(ValidJob {
+            queue: self.queue,
+            kind: self.kind,
+            payload: self.payload,
+            priority,
+            ready_at,
+            max_attempts,
+            unique_key: self.unique_key,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ValidJob {
+    pub queue: String,
+    pub kind: String,
+    pub payload: Vec<u8>,
+    pub priority: Priority,
+    pub ready_at: Timestamp,
+    pub max_attempts: u32,
+    pub unique_key: Option<String>,
+}
+
+/// A request for jobs.
+///
+/// ```
+/// use relay::LeaseRequest;
+/// use std::time::Duration;
+/// let req = LeaseRequest::new(["emails", "reports"])
+///     .worker("mailer-1")
+///     .max(10)
+///     .lease_for(Duration::from_secs(60))
+///     .wait(Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone)]
+pub struct LeaseRequest {
+    queues: Vec<String>,
+    worker: Option<String>,
+    max: u32,
+    lease_for: Duration,
+    wait: Duration,
+}
+
+/// Most jobs one lease call may take.
+pub const MAX_LEASE_BATCH: u32 = 1000;
+/// Longest a lease call may wait for a job.
+pub const MAX_WAIT: Duration = Duration::from_secs(3600);
+
+impl LeaseRequest {
+    pub fn new<Q: Into<String>>(queues: impl IntoIterator<Item = Q>) -> Self {
+        Self {
+            queues: queues.into_iter().map(Into::into).collect(),
+            worker: None,
+            max: 1,
+            lease_for: Duration::from_secs(30),
+            wait: Duration::ZERO,
+        }
+    }
+
+    /// Who holds the leases (shown in events and `show`); default `pid-<pid>`.
+    #[must_use]
+    pub fn worker(mut self, w: impl Into<String>) -> Self {
+        self.worker = Some(w.into());
+        self
+    }
+
+    /// Up to `n` jobs at once (default 1).
+    #[must_use]
+    pub fn max(mut self, n: u32) -> Self {
+        self.max = n;
+        self
+    }
+
+    /// How long each lease lasts unless extended (default 30 s).
+    #[must_use]
+    pub fn lease_for(mut self, d: Duration) -> Self {
+        self.lease_for = d;
+        self
+    }
+
+    /// Block up to `d` for a job when none is ready (default: do not wait).
+    #[must_use]
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.wait = d;
+        self
+    }
+
+    pub(crate) fn validate(self, limits: &Limits) -> Result<ValidLease, InvalidInput> {
+        if self.queues.is_empty() || self.queues.len() > 64 {
+            return Err(InvalidInput::new(
+                "queues",
+                format!("name 1-64 queues, got {}", self.queues.len()),
+            ));
+        }
+        for q in &self.queues {
+            limits.queue(q)?;
+        }
+        let worker = self.worker.unwrap_or_else(|| format!("pid-{}", std::process::id()));
+        limits.label("worker", &worker)?;
+        if self.max == 0 || self.max > MAX_LEASE_BATCH {
+            return Err(InvalidInput::new(
+                "max",
+                format!("must be 1-{MAX_LEASE_BATCH}, got {}", self.max),
+            ));
+        }
+        limits.lease_for(self.lease_for)?;
+        if self.wait > MAX_WAIT {
+            return Err(InvalidInput::new(
+                "wait",
+                format!("must be at most 1h, got {:?}", self.wait),
+            ));
+        }
+        Ok(ValidLease {
+            queues: self.queues,
+            worker,
+            max: self.max,
+            lease_for: self.lease_for,
+            wait: self.wait,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ValidLease {
+    pub queues: Vec<String>,
+    pub worker: String,
+    pub max: u32,
+    pub lease_for: Duration,
+    pub wait: Duration,
+}
+
+/// A job handed to a worker, with the token that fences its lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeasedJob {
+    pub id: JobId,
+    pub token: LeaseToken,
+    pub queue: String,
+    pub kind: String,
+    pub payload: Vec<u8>,
+    pub priority: Priority,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
+impl LeasedJob {
+    pub(crate) fn new(job: Job, status: JobStatus) -> Self {
+        let (token, expires_at) = status
+            .lease
+            .as_ref()
+            .map_or((LeaseToken(0), job.created_at), |l| (l.token, l.expires_at));
+        Self {
+            id: job.id,
+            token,
+            queue: job.queue,
+            kind: job.kind,
+            payload: job.payload,
+            priority: job.priority,
+            attempt: status.attempts,
+            max_attempts: status.max_attempts,
+            expires_at,
+            created_at: job.created_at,
+        }
+    }
+}
+
+pub(crate) struct LeaseBatch {
+    pub jobs: Vec<LeasedJob>,
+    /// When nothing was leased: the earliest time a job will become due.
+    pub next_ready_at: Option<Timestamp>,
+}
+
+/// Checks a result or event body against the payload limit.
+pub(crate) fn check_body(limits: &Limits, field: &'static str, body: &[u8]) -> Result<(), InvalidInput> {
+    limits.payload(body).map_err(|e| InvalidInput::new(field, e.reason))
+}
+
+/// An error text as stored: at most 8 KiB.
+pub(crate) fn error_text(s: &str) -> String {
+    truncate_error(s).to_owned()
+}
