@@ -1,0 +1,103 @@
+//! Fencing: a worker whose lease ended can never act on the job again.
+
+use crate::open_clocked;
+use crate::NewDb;
+use relay::{Error, JobState, LeaseRequest, LeaseToken, NewJob};
+use std::time::Duration;
+
+const LEASE: Duration = Duration::from_secs(10);
+
+pub fn expired_lease_is_lost_and_next_holder_acks(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let first = relay
+        .lease(LeaseRequest::new(["q"]).worker("slow").lease_for(LEASE))
+        .unwrap()
+        .remove(0);
+    clock.advance(LEASE);
+    let t = first.token;
+    assert!(matches!(relay.ack(id, t, None), Err(Error::LeaseLost { id: i }) if i == id));
+    assert!(matches!(relay.nack(id, t, "late", None), Err(Error::LeaseLost { .. })));
+    assert!(matches!(relay.extend(id, t, LEASE), Err(Error::LeaseLost { .. })));
+    assert!(matches!(relay.release(id, t), Err(Error::LeaseLost { .. })));
+    assert_eq!(
+        relay.get(id).unwrap().status.attempts,
+        1,
+        "refused calls changed nothing"
+    );
+
+    let second = relay
+        .lease(LeaseRequest::new(["q"]).worker("fast").lease_for(LEASE))
+        .unwrap()
+        .remove(0);
+    assert_eq!((second.id, second.attempt), (id, 2));
+    assert!(second.token > first.token);
+    assert!(
+        matches!(relay.ack(id, first.token, None), Err(Error::LeaseLost { .. })),
+        "old token still refused"
+    );
+    relay.ack(id, second.token, Some(b"fast".to_vec())).unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.result.as_deref()),
+        (JobState::Succeeded, Some(&b"fast"[..]))
+    );
+    let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased", "expired", "leased", "succeeded"]);
+}
+
+pub fn cancelled_lease_is_lost(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.cancel(id).unwrap();
+    assert!(matches!(relay.extend(id, l.token, LEASE), Err(Error::LeaseLost { .. })));
+    assert!(matches!(
+        relay.ack(id, LeaseToken(l.token.0 + 1), None),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Cancelled);
+}
+
+pub fn extend_keeps_the_job(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let l = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(LEASE))
+        .unwrap()
+        .remove(0);
+    for _ in 0..5 {
+        clock.advance(Duration::from_secs(8));
+        let until = relay.extend(id, l.token, LEASE).unwrap();
+        assert_eq!(until, relay::Clock::now(&*clock).add(LEASE));
+        assert!(
+            relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty(),
+            "extended job is not re-leased"
+        );
+    }
+    relay.ack(id, l.token, None).unwrap();
+    assert_eq!(relay.get(id).unwrap().status.attempts, 1);
+}
+
+pub fn reaper_reclaims_without_a_caller(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    options.reap_interval = Duration::from_millis(20);
+    let relay = db.open(options).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(1)).unwrap();
+    relay.lease(LeaseRequest::new(["q"]).lease_for(LEASE)).unwrap();
+    clock.advance(LEASE);
+    // No call touches the job: the idle writer must reclaim it by itself.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while relay.get(id).unwrap().state() == JobState::Leased {
+        assert!(std::time::Instant::now() < deadline, "expired lease never reclaimed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Dead, "its only attempt expired");
+    let last = relay.events(id).unwrap().pop().unwrap();
+    assert_eq!(
+        (last.kind.as_str(), &last.data["dead"]),
+        ("expired", &serde_json::json!(true))
+    );
+}

@@ -1,0 +1,127 @@
+//! The conformance suite: every behaviour of the core, written once against
+//! the public API, run unchanged by every store.
+//!
+//! A store's test file names a factory of fresh databases and expands
+//! [`conformance!`], which makes one `#[test]` per case:
+//!
+//! ```ignore
+//! relay_storetest::conformance!(relay_storetest::SqliteFile::fresh);
+//! ```
+//!
+//! Cases take time from a [`relay::ManualClock`] so that leases expire and
+//! jobs age without sleeping.
+
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+pub mod fencing;
+pub mod group_commit;
+pub mod input;
+pub mod lifecycle;
+pub mod model;
+pub mod retries;
+pub mod scheduling;
+
+use relay::{ManualClock, Options, Relay, RetryPolicy, Timestamp};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One empty database of the store under test, which can be opened
+/// (and reopened) any number of times.
+pub trait TestDb: Send + Sync {
+    fn open(&self, options: Options) -> relay::Result<Relay>;
+}
+
+/// Makes a fresh, empty database.
+pub type NewDb = dyn Fn() -> Box<dyn TestDb>;
+
+/// A SQLite file in its own temporary directory.
+pub struct SqliteFile {
+    dir: tempfile::TempDir,
+}
+
+impl SqliteFile {
+    pub fn fresh() -> Box<dyn TestDb> {
+        Box::new(Self {
+            dir: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    pub fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("relay.db")
+    }
+}
+
+impl TestDb for SqliteFile {
+    fn open(&self, options: Options) -> relay::Result<Relay> {
+        Relay::open_with(self.path(), options)
+    }
+}
+
+/// Options on a manual clock, with deterministic back-off (no jitter).
+pub fn clocked() -> (Options, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_700_000_000_000)));
+    let options = Options {
+        clock: clock.clone(),
+        retry: RetryPolicy {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(60),
+            jitter: 0.0,
+        },
+        ..Options::default()
+    };
+    (options, clock)
+}
+
+/// A fresh database opened on a manual clock.
+pub fn open_clocked(new_db: &NewDb) -> (Relay, Arc<ManualClock>, Box<dyn TestDb>) {
+    let db = new_db();
+    let (options, clock) = clocked();
+    let relay = db.open(options).unwrap();
+    (relay, clock, db)
+}
+
+/// Expands to one `#[test]` per conformance case, each on fresh databases
+/// from `$new_db` (a `fn() -> Box<dyn TestDb>`).
+#[macro_export]
+macro_rules! conformance {
+    ($new_db:expr) => {
+        $crate::conformance!(@cases $new_db;
+            lifecycle::submit_lease_ack,
+            lifecycle::events_and_user_events,
+            lifecycle::unique_key_dedupes_until_finished,
+            lifecycle::cancel_retry_delete,
+            lifecycle::release_gives_job_back,
+            lifecycle::lease_many_across_queues,
+            lifecycle::stats_counts_and_oldest_age,
+            lifecycle::jobs_survive_reopen,
+            lifecycle::lease_wait_is_woken_by_submit,
+            lifecycle::lease_wait_times_out_empty,
+            lifecycle::async_api_round_trip,
+            fencing::expired_lease_is_lost_and_next_holder_acks,
+            fencing::cancelled_lease_is_lost,
+            fencing::extend_keeps_the_job,
+            fencing::reaper_reclaims_without_a_caller,
+            scheduling::higher_class_first_when_fresh,
+            scheduling::aged_low_priority_beats_newer_urgent,
+            scheduling::no_starvation_under_urgent_stream,
+            retries::dead_after_max_attempts_with_every_error,
+            retries::backoff_grows_and_respects_cap,
+            retries::delayed_jobs_are_not_leased_early,
+            retries::permanent_failure_dies_at_once,
+            input::bad_submits_change_nothing,
+            input::unknown_ids_are_not_found,
+            input::bad_lease_requests_are_refused,
+            input::oversized_result_and_event_are_refused,
+            group_commit::many_callers_share_commits,
+            model::matches_the_model,
+        );
+    };
+    (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::$module::$case(&$new_db);
+            }
+        )*
+    };
+}

@@ -1,0 +1,320 @@
+//! The job's life: submit, lease, ack, events, unique keys, cancel, retry,
+//! delete, release, stats, waiting, reopening, and the async API.
+
+use crate::{clocked, open_clocked, NewDb};
+use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Priority};
+use std::time::{Duration, Instant};
+
+fn kinds(relay: &relay::Relay, id: JobId) -> Vec<String> {
+    relay.events(id).unwrap().into_iter().map(|e| e.kind).collect()
+}
+
+pub fn submit_lease_ack(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay
+        .submit(
+            NewJob::new("emails", "send", b"{\"to\":1}".to_vec())
+                .priority(2)
+                .max_attempts(4),
+        )
+        .unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.priority, job.status.attempts, job.status.max_attempts),
+        (JobState::Ready, Priority::HIGH, 0, 4)
+    );
+    assert_eq!(
+        (job.queue.as_str(), job.kind.as_str(), job.payload.as_slice()),
+        ("emails", "send", &b"{\"to\":1}"[..])
+    );
+    assert_eq!(job.created_at, clock.now());
+
+    let leased = relay
+        .lease(
+            LeaseRequest::new(["emails"])
+                .worker("w1")
+                .lease_for(Duration::from_secs(30)),
+        )
+        .unwrap();
+    assert_eq!(leased.len(), 1);
+    let l = &leased[0];
+    assert_eq!(
+        (l.id, l.token, l.attempt, l.max_attempts, l.kind.as_str()),
+        (id, LeaseToken(1), 1, 4, "send")
+    );
+    assert_eq!(l.expires_at, clock.now().add(Duration::from_secs(30)));
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Leased);
+    assert_eq!(job.status.lease.as_ref().map(|l| l.worker.as_str()), Some("w1"));
+    assert!(
+        relay.lease(LeaseRequest::new(["emails"])).unwrap().is_empty(),
+        "a leased job is not leased twice"
+    );
+
+    relay.ack(id, l.token, Some(b"done".to_vec())).unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded);
+    assert_eq!(job.result.as_deref(), Some(&b"done"[..]));
+    assert_eq!(job.status.finished_at, Some(clock.now()));
+    assert!(job.status.lease.is_none());
+    assert_eq!(kinds(&relay, id), ["submitted", "leased", "succeeded"]);
+    assert!(matches!(relay.ack(id, l.token, None), Err(Error::LeaseLost { id: i }) if i == id));
+}
+
+pub fn events_and_user_events(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    let seq = relay
+        .append_event(id, "progress", &serde_json::json!({"pct": 50}))
+        .unwrap();
+    assert_eq!(seq, 3);
+    relay.append_event(id, "log", &serde_json::json!("half way")).unwrap();
+    relay.ack(l.id, l.token, None).unwrap();
+    let events = relay.events(id).unwrap();
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(events[2].data["pct"], 50);
+    assert_eq!(events[3].data, "half way");
+    assert_eq!(
+        events[1].data["worker"],
+        serde_json::json!(format!("pid-{}", std::process::id()))
+    );
+    assert_eq!(
+        kinds(&relay, id),
+        ["submitted", "leased", "progress", "log", "succeeded"]
+    );
+}
+
+pub fn unique_key_dedupes_until_finished(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let a = relay
+        .submit(NewJob::new("q", "k", b"1".to_vec()).unique_key("order-7"))
+        .unwrap();
+    let b = relay
+        .submit(NewJob::new("q", "k", b"2".to_vec()).unique_key("order-7"))
+        .unwrap();
+    assert_eq!(a, b);
+    let batch = relay
+        .submit_batch(vec![
+            NewJob::new("q", "k", Vec::new()).unique_key("x"),
+            NewJob::new("q", "k", Vec::new()).unique_key("x"),
+            NewJob::new("q", "k", Vec::new()).unique_key("order-7"),
+        ])
+        .unwrap();
+    assert_eq!((batch[0], batch[2]), (batch[1], a));
+    assert_eq!(relay.get(a).unwrap().payload, b"1");
+    assert_eq!(
+        relay
+            .list(&JobFilter {
+                limit: 100,
+                ..JobFilter::default()
+            })
+            .unwrap()
+            .len(),
+        2
+    );
+    // Still unfinished while leased.
+    let l = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert_eq!(
+        relay
+            .submit(NewJob::new("q", "k", Vec::new()).unique_key("order-7"))
+            .unwrap(),
+        a
+    );
+    for j in &l {
+        relay.ack(j.id, j.token, None).unwrap();
+    }
+    let c = relay
+        .submit(NewJob::new("q", "k", Vec::new()).unique_key("order-7"))
+        .unwrap();
+    assert!(c > a, "a finished job's key may be used again");
+}
+
+pub fn cancel_retry_delete(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    relay.cancel(id).unwrap();
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Cancelled);
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    assert!(matches!(
+        relay.cancel(id),
+        Err(Error::InvalidState {
+            state: JobState::Cancelled,
+            ..
+        })
+    ));
+    relay.retry(id).unwrap();
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Ready);
+    assert!(matches!(
+        relay.retry(id),
+        Err(Error::InvalidState {
+            state: JobState::Ready,
+            action: "retry",
+            ..
+        })
+    ));
+
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert!(matches!(
+        relay.delete(id),
+        Err(Error::InvalidState {
+            state: JobState::Leased,
+            ..
+        })
+    ));
+    relay.cancel(id).unwrap();
+    assert!(
+        matches!(relay.ack(id, l.token, None), Err(Error::LeaseLost { .. })),
+        "a cancelled job's holder lost it"
+    );
+    relay.delete(id).unwrap();
+    assert!(matches!(relay.get(id), Err(Error::NotFound { .. })));
+    assert!(matches!(relay.events(id), Err(Error::NotFound { .. })));
+    assert!(matches!(relay.delete(id), Err(Error::NotFound { .. })));
+    let next = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert!(next > id, "ids are never reused");
+}
+
+pub fn release_gives_job_back(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(1)).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.release(id, l.token).unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 0));
+    assert!(matches!(relay.release(id, l.token), Err(Error::LeaseLost { .. })));
+    let again = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(
+        (again.attempt, again.token),
+        (1, LeaseToken(2)),
+        "release counts no attempt; tokens still grow"
+    );
+}
+
+pub fn lease_many_across_queues(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let mut ids = Vec::new();
+    for i in 0..5u8 {
+        ids.push(relay.submit(NewJob::new("a", "k", vec![i]).priority(i % 4)).unwrap());
+        ids.push(
+            relay
+                .submit(NewJob::new("b", "k", vec![i]).priority(3 - i % 4))
+                .unwrap(),
+        );
+    }
+    relay.submit(NewJob::new("c", "k", Vec::new()).priority(3)).unwrap();
+    let got = relay.lease(LeaseRequest::new(["a", "b"]).max(7)).unwrap();
+    assert_eq!(got.len(), 7);
+    let mut seen: Vec<JobId> = got.iter().map(|l| l.id).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 7);
+    assert!(got.iter().all(|l| l.queue != "c"));
+    let prios: Vec<u8> = got.iter().map(|l| l.priority.get()).collect();
+    assert!(prios.windows(2).all(|w| w[0] >= w[1]), "most urgent first: {prios:?}");
+    assert_eq!(relay.lease(LeaseRequest::new(["a", "b"]).max(10)).unwrap().len(), 3);
+}
+
+pub fn stats_counts_and_oldest_age(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    for _ in 0..3 {
+        relay.submit(NewJob::new("a", "k", Vec::new())).unwrap();
+    }
+    relay
+        .submit(NewJob::new("b", "k", Vec::new()).delay(Duration::from_secs(3600)))
+        .unwrap();
+    clock.advance(Duration::from_secs(5));
+    let l = relay.lease(LeaseRequest::new(["a"])).unwrap().remove(0);
+    relay.ack(l.id, l.token, None).unwrap();
+    let s = relay.stats().unwrap();
+    let a = &s.queues["a"];
+    assert_eq!(
+        (
+            a.counts[&JobState::Ready],
+            a.counts[&JobState::Succeeded],
+            a.counts[&JobState::Dead]
+        ),
+        (2, 1, 0)
+    );
+    assert_eq!(a.oldest_ready_age, Some(Duration::from_secs(5)));
+    let b = &s.queues["b"];
+    assert_eq!(b.counts[&JobState::Ready], 1);
+    assert_eq!(b.oldest_ready_age, None, "a delayed job is not yet waiting");
+}
+
+pub fn jobs_survive_reopen(new_db: &NewDb) {
+    let db = new_db();
+    let (options, _clock) = clocked();
+    let relay = db.open(options.clone()).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", b"keep".to_vec())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    drop(relay);
+    let relay = db.open(options).unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!((job.state(), job.payload.as_slice()), (JobState::Leased, &b"keep"[..]));
+    relay.ack(id, l.token, None).unwrap();
+}
+
+pub fn lease_wait_is_woken_by_submit(new_db: &NewDb) {
+    let db = new_db();
+    let relay = db.open(relay::Options::default()).unwrap();
+    let waiter = relay.clone();
+    let t = std::thread::spawn(move || {
+        let start = Instant::now();
+        let got = waiter
+            .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(60)))
+            .unwrap();
+        (got, start.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let (got, waited) = t.join().unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].id, id);
+    assert!(
+        waited < Duration::from_secs(30),
+        "woken by the submit, not the timeout: {waited:?}"
+    );
+}
+
+pub fn lease_wait_times_out_empty(new_db: &NewDb) {
+    let db = new_db();
+    let relay = db.open(relay::Options::default()).unwrap();
+    relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
+    let start = Instant::now();
+    let got = relay
+        .lease(LeaseRequest::new(["q"]).wait(Duration::from_millis(300)))
+        .unwrap();
+    assert!(got.is_empty());
+    assert!(start.elapsed() >= Duration::from_millis(300));
+}
+
+pub fn async_api_round_trip(new_db: &NewDb) {
+    let db = new_db();
+    let relay = db.open(relay::Options::default()).unwrap().to_async();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let waiter = relay.clone();
+        let wait = tokio::spawn(async move {
+            waiter
+                .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(60)))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let id = relay.submit(NewJob::new("q", "k", b"x".to_vec())).await.unwrap();
+        let l = wait.await.unwrap().unwrap().remove(0);
+        assert_eq!(l.id, id);
+        relay.extend(id, l.token, Duration::from_secs(60)).await.unwrap();
+        relay.ack(id, l.token, None).await.unwrap();
+        assert_eq!(relay.get(id).await.unwrap().state(), JobState::Succeeded);
+        assert_eq!(relay.events(id).await.unwrap().len(), 3);
+        assert!(matches!(
+            relay.nack(id, l.token, "late", None).await,
+            Err(Error::LeaseLost { .. })
+        ));
+    });
+}

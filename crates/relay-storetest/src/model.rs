@@ -1,0 +1,416 @@
+//! Model-based test: random operation sequences run against the store and
+//! against a plain in-memory model of the state machine; after every step
+//! their answers and every job's state must agree. Steps include jumping
+//! the clock (expiring leases, aging jobs) and closing and reopening the
+//! database.
+
+use crate::{clocked, NewDb, TestDb};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use relay::{Clock, Error, JobId, JobState, LeaseRequest, LeaseToken, ManualClock, NewJob, Options, Relay};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+const QUEUES: [&str; 2] = ["alpha", "beta"];
+const AGING_MS: i64 = 60_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Submit {
+        queue: usize,
+        priority: u8,
+        delay_s: u64,
+        max_attempts: u32,
+    },
+    Lease {
+        queue: usize,
+        lease_s: u64,
+    },
+    Ack {
+        job: usize,
+        stale: bool,
+    },
+    Nack {
+        job: usize,
+        stale: bool,
+        retry_s: u64,
+    },
+    Extend {
+        job: usize,
+        stale: bool,
+        lease_s: u64,
+    },
+    Release {
+        job: usize,
+        stale: bool,
+    },
+    Cancel {
+        job: usize,
+    },
+    Retry {
+        job: usize,
+    },
+    Delete {
+        job: usize,
+    },
+    Advance {
+        secs: u64,
+    },
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..2usize, 0..4u8, prop_oneof![Just(0u64), 1..30u64], 1..4u32)
+            .prop_map(|(queue, priority, delay_s, max_attempts)| Op::Submit { queue, priority, delay_s, max_attempts }),
+        4 => (0..2usize, 1..40u64).prop_map(|(queue, lease_s)| Op::Lease { queue, lease_s }),
+        2 => (any::<usize>(), any::<bool>()).prop_map(|(job, stale)| Op::Ack { job, stale }),
+        2 => (any::<usize>(), any::<bool>(), 0..20u64).prop_map(|(job, stale, retry_s)| Op::Nack { job, stale, retry_s }),
+        1 => (any::<usize>(), any::<bool>(), 1..40u64).prop_map(|(job, stale, lease_s)| Op::Extend { job, stale, lease_s }),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(job, stale)| Op::Release { job, stale }),
+        1 => any::<usize>().prop_map(|job| Op::Cancel { job }),
+        1 => any::<usize>().prop_map(|job| Op::Retry { job }),
+        1 => any::<usize>().prop_map(|job| Op::Delete { job }),
+        2 => prop_oneof![1..20u64, 50..200u64].prop_map(|secs| Op::Advance { secs }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct MJob {
+    queue: usize,
+    priority: u8,
+    state: JobState,
+    attempts: u32,
+    max_attempts: u32,
+    ready_at: i64,
+    token: i64,
+    expires: Option<i64>,
+}
+
+/// The obvious implementation: scan everything, sort, no indexes.
+#[derive(Default)]
+struct Model {
+    jobs: BTreeMap<i64, MJob>,
+    reap_next: bool,
+}
+
+/// What an operation answered, reduced to what both sides can produce.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    Ok,
+    Id(i64),
+    Leased(Option<(i64, i64, u32)>),
+    NotFound,
+    LeaseLost,
+    InvalidState,
+}
+
+impl Model {
+    fn reap(&mut self, now: i64) {
+        for j in self.jobs.values_mut() {
+            if j.state == JobState::Leased && j.expires.is_some_and(|e| e <= now) {
+                j.expires = None;
+                if j.attempts >= j.max_attempts {
+                    j.state = JobState::Dead;
+                } else {
+                    j.state = JobState::Ready;
+                    j.ready_at = now;
+                }
+            }
+        }
+    }
+
+    /// Runs before every write: claims always reclaim expired leases; so
+    /// does the first batch of a newly opened engine.
+    fn before_write(&mut self, now: i64, claims: bool) {
+        if claims || self.reap_next {
+            self.reap(now);
+            self.reap_next = false;
+        }
+    }
+
+    fn holder(&mut self, id: i64, token: i64, now: i64) -> Result<&mut MJob, Answer> {
+        let j = self.jobs.get_mut(&id).ok_or(Answer::NotFound)?;
+        match j.expires {
+            Some(e) if j.state == JobState::Leased && j.token == token && now < e => Ok(j),
+            _ => Err(Answer::LeaseLost),
+        }
+    }
+
+    fn lease(&mut self, queue: usize, lease_ms: i64, now: i64) -> Answer {
+        let eff = |j: &MJob| (i64::from(j.priority) + (now - j.ready_at) / AGING_MS).min(3);
+        let best = self
+            .jobs
+            .iter_mut()
+            .filter(|(_, j)| j.queue == queue && j.state == JobState::Ready && j.ready_at <= now)
+            .max_by(|(ia, a), (ib, b)| eff(a).cmp(&eff(b)).then(b.ready_at.cmp(&a.ready_at)).then(ib.cmp(ia)));
+        match best {
+            None => Answer::Leased(None),
+            Some((id, j)) => {
+                j.state = JobState::Leased;
+                j.attempts += 1;
+                j.token += 1;
+                j.expires = Some(now + lease_ms);
+                Answer::Leased(Some((*id, j.token, j.attempts)))
+            }
+        }
+    }
+}
+
+struct Run<'a> {
+    db: &'a dyn TestDb,
+    options: Options,
+    clock: Arc<ManualClock>,
+    relay: Option<Relay>,
+    model: Model,
+    ids: Vec<i64>,
+}
+
+fn answer<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Answer) -> Answer {
+    match r {
+        Ok(v) => ok(v),
+        Err(Error::NotFound { .. }) => Answer::NotFound,
+        Err(Error::LeaseLost { .. }) => Answer::LeaseLost,
+        Err(Error::InvalidState { .. }) => Answer::InvalidState,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+fn settle(r: Result<(), Answer>) -> Answer {
+    r.err().unwrap_or(Answer::Ok)
+}
+
+impl Run<'_> {
+    fn relay(&self) -> &Relay {
+        self.relay.as_ref().unwrap()
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now().as_millis()
+    }
+
+    fn pick(&self, job: usize) -> Option<i64> {
+        (!self.ids.is_empty()).then(|| self.ids[job % self.ids.len()])
+    }
+
+    fn token(&self, id: i64, stale: bool) -> LeaseToken {
+        let t = self.model.jobs.get(&id).map_or(1, |j| j.token);
+        LeaseToken(if stale { t - 1 } else { t })
+    }
+
+    fn step(&mut self, op: &Op) {
+        let now = self.now();
+        let (real, expect) = match *op {
+            Op::Submit {
+                queue,
+                priority,
+                delay_s,
+                max_attempts,
+            } => {
+                self.model.before_write(now, false);
+                let job = NewJob::new(QUEUES[queue], "k", Vec::new())
+                    .priority(priority)
+                    .delay(Duration::from_secs(delay_s))
+                    .max_attempts(max_attempts);
+                let real = answer(self.relay().submit(job), |id| Answer::Id(id.0));
+                if let Answer::Id(id) = real {
+                    self.ids.push(id);
+                    let ready_at = now + i64::try_from(delay_s).unwrap() * 1000;
+                    let j = MJob {
+                        queue,
+                        priority,
+                        state: JobState::Ready,
+                        attempts: 0,
+                        max_attempts,
+                        ready_at,
+                        token: 0,
+                        expires: None,
+                    };
+                    self.model.jobs.insert(id, j);
+                }
+                (real.clone(), real)
+            }
+            Op::Lease { queue, lease_s } => {
+                self.model.before_write(now, true);
+                let req = LeaseRequest::new([QUEUES[queue]]).lease_for(Duration::from_secs(lease_s));
+                let real = answer(self.relay().lease(req), |mut v| {
+                    Answer::Leased(v.pop().map(|l| (l.id.0, l.token.0, l.attempt)))
+                });
+                (
+                    real,
+                    self.model.lease(queue, i64::try_from(lease_s).unwrap() * 1000, now),
+                )
+            }
+            Op::Ack { job, stale } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let real = answer(self.relay().ack(JobId(id), token, None), |()| Answer::Ok);
+                let expect = settle(self.model.holder(id, token.0, now).map(|j| {
+                    j.state = JobState::Succeeded;
+                    j.expires = None;
+                }));
+                (real, expect)
+            }
+            Op::Nack { job, stale, retry_s } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let real = answer(
+                    self.relay()
+                        .nack(JobId(id), token, "e", Some(Duration::from_secs(retry_s))),
+                    |_| Answer::Ok,
+                );
+                let expect = settle(self.model.holder(id, token.0, now).map(|j| {
+                    j.expires = None;
+                    if j.attempts >= j.max_attempts {
+                        j.state = JobState::Dead;
+                    } else {
+                        j.state = JobState::Ready;
+                        j.ready_at = now + i64::try_from(retry_s).unwrap() * 1000;
+                    }
+                }));
+                (real, expect)
+            }
+            Op::Extend { job, stale, lease_s } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let real = answer(
+                    self.relay().extend(JobId(id), token, Duration::from_secs(lease_s)),
+                    |_| Answer::Ok,
+                );
+                let expect = settle(self.model.holder(id, token.0, now).map(|j| {
+                    j.expires = Some(now + i64::try_from(lease_s).unwrap() * 1000);
+                }));
+                (real, expect)
+            }
+            Op::Release { job, stale } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let real = answer(self.relay().release(JobId(id), token), |()| Answer::Ok);
+                let expect = settle(self.model.holder(id, token.0, now).map(|j| {
+                    j.state = JobState::Ready;
+                    j.attempts -= 1;
+                    j.ready_at = now;
+                    j.expires = None;
+                }));
+                (real, expect)
+            }
+            Op::Cancel { job } | Op::Retry { job } | Op::Delete { job } => {
+                let Some(id) = self.pick(job) else { return };
+                self.model.before_write(now, false);
+                let real = answer(
+                    match op {
+                        Op::Cancel { .. } => self.relay().cancel(JobId(id)),
+                        Op::Retry { .. } => self.relay().retry(JobId(id)),
+                        _ => self.relay().delete(JobId(id)),
+                    },
+                    |()| Answer::Ok,
+                );
+                (real, self.model_admin(op, id))
+            }
+            Op::Advance { secs } => {
+                self.clock.advance(Duration::from_secs(secs));
+                return;
+            }
+            Op::Reopen => {
+                self.relay = None;
+                self.relay = Some(self.db.open(self.options.clone()).unwrap());
+                self.model.reap_next = true;
+                return;
+            }
+        };
+        assert_eq!(real, expect, "answers differ for {op:?}");
+        self.compare();
+    }
+
+    fn model_admin(&mut self, op: &Op, id: i64) -> Answer {
+        let Some(j) = self.model.jobs.get_mut(&id) else {
+            return Answer::NotFound;
+        };
+        match op {
+            Op::Cancel { .. } if matches!(j.state, JobState::Ready | JobState::Leased) => {
+                j.state = JobState::Cancelled;
+                j.expires = None;
+            }
+            Op::Retry { .. } if matches!(j.state, JobState::Dead | JobState::Cancelled) => {
+                j.state = JobState::Ready;
+                j.attempts = 0;
+                j.ready_at = self.clock.now().as_millis();
+            }
+            Op::Delete { .. } if j.state != JobState::Leased => {
+                self.model.jobs.remove(&id);
+            }
+            _ => return Answer::InvalidState,
+        }
+        Answer::Ok
+    }
+
+    fn compare(&self) {
+        for &id in &self.ids {
+            let real = self.relay().get(JobId(id));
+            let Some(m) = self.model.jobs.get(&id) else {
+                assert!(
+                    matches!(real, Err(Error::NotFound { .. })),
+                    "job {id} should be deleted: {real:?}"
+                );
+                continue;
+            };
+            let j = real.unwrap();
+            let s = &j.status;
+            let got = (
+                s.state,
+                s.attempts,
+                s.ready_at.as_millis(),
+                s.last_token.0,
+                s.lease.as_ref().map(|l| l.expires_at.as_millis()),
+            );
+            assert_eq!(
+                got,
+                (m.state, m.attempts, m.ready_at, m.token, m.expires),
+                "job {id} differs from the model"
+            );
+        }
+    }
+}
+
+pub fn matches_the_model(new_db: &NewDb) {
+    let cases = std::env::var("RELAY_MODEL_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&proptest::collection::vec(op(), 1..80), |ops| {
+            let db = new_db();
+            let (mut options, clock) = clocked();
+            // Expired leases are then reclaimed exactly when the model says:
+            // by claims, and by the first batch after opening.
+            options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+            let relay = Some(db.open(options.clone()).unwrap());
+            let mut run = Run {
+                db: db.as_ref(),
+                options,
+                clock,
+                relay,
+                model: Model {
+                    reap_next: true,
+                    ..Model::default()
+                },
+                ids: Vec::new(),
+            };
+            for op in &ops {
+                run.step(op);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

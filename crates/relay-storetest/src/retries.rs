@@ -1,0 +1,117 @@
+//! Retries: back-off, dead jobs, delays.
+
+use crate::open_clocked;
+use crate::NewDb;
+use relay::{Clock, JobState, LeaseRequest, NewJob, RetryPolicy};
+use std::time::Duration;
+
+pub fn dead_after_max_attempts_with_every_error(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(3)).unwrap();
+    for attempt in 1..=3 {
+        clock.advance(Duration::from_secs(3600));
+        let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        assert_eq!(l.attempt, attempt);
+        let status = relay.nack(id, l.token, &format!("error {attempt}"), None).unwrap();
+        let want = if attempt < 3 { JobState::Ready } else { JobState::Dead };
+        assert_eq!(status.state, want);
+    }
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.status.last_error.as_deref()),
+        (JobState::Dead, Some("error 3"))
+    );
+    clock.advance(Duration::from_secs(3600));
+    assert!(
+        relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty(),
+        "dead jobs are not leased"
+    );
+    let errors: Vec<String> = relay
+        .events(id)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "failed")
+        .map(|e| e.data["error"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(errors, ["error 1", "error 2", "error 3"]);
+}
+
+pub fn backoff_grows_and_respects_cap(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    let cap = Duration::from_secs(30);
+    options.retry = RetryPolicy {
+        base: Duration::from_secs(1),
+        cap,
+        jitter: 0.5,
+    };
+    let relay = db.open(options).unwrap();
+    let id = relay
+        .submit(NewJob::new("q", "k", Vec::new()).max_attempts(12))
+        .unwrap();
+    let mut delays = Vec::new();
+    for _ in 0..11 {
+        let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        let status = relay.nack(id, l.token, "again", None).unwrap();
+        let delay = status.ready_at.since(clock.now());
+        delays.push(delay);
+        // Not leasable a moment before it is due.
+        clock.advance(delay.saturating_sub(Duration::from_millis(1)));
+        if !delay.is_zero() {
+            assert!(
+                relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty(),
+                "leased before its back-off"
+            );
+        }
+        clock.advance(Duration::from_millis(1));
+    }
+    assert!(
+        delays[0] >= Duration::from_millis(500) && delays[0] <= Duration::from_secs(1),
+        "{delays:?}"
+    );
+    for w in delays.windows(2) {
+        assert!(
+            w[1] + Duration::from_millis(1) >= w[0] || w[1] >= cap / 2,
+            "shrank: {delays:?}"
+        );
+    }
+    assert!(delays.iter().all(|d| *d <= cap), "over the cap: {delays:?}");
+    assert!(
+        delays.last().unwrap() >= &(cap / 2),
+        "reaches the cap region: {delays:?}"
+    );
+}
+
+pub fn delayed_jobs_are_not_leased_early(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let later = relay
+        .submit(NewJob::new("q", "k", Vec::new()).delay(Duration::from_secs(10)))
+        .unwrap();
+    let at = clock.now().add(Duration::from_secs(20));
+    let at_job = relay.submit(NewJob::new("q", "k", Vec::new()).run_at(at)).unwrap();
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    clock.advance(Duration::from_millis(9_999));
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(
+        relay
+            .lease(LeaseRequest::new(["q"]).max(5))
+            .unwrap()
+            .iter()
+            .map(|l| l.id)
+            .collect::<Vec<_>>(),
+        [later]
+    );
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap()[0].id, at_job);
+}
+
+pub fn permanent_failure_dies_at_once(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay
+        .submit(NewJob::new("q", "k", Vec::new()).max_attempts(20))
+        .unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    let s = relay.nack_permanent(id, l.token, "no handler for kind k").unwrap();
+    assert_eq!((s.state, s.attempts), (JobState::Dead, 1));
+}
