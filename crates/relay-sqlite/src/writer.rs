@@ -98,7 +98,11 @@ impl Store for SqliteStore {
             .map_err(map_err)?;
         let mut rows = st.query([id.0]).map_err(map_err)?;
         match rows.next().map_err(map_err)? {
-            Some(row) => Cols::new(row, Some(id)).status(0).map(Some),
+            Some(row) => {
+                let c = Cols::new(row, Some(id));
+                c.priority(9)?;
+                c.status(0).map(Some)
+            }
             None => Ok(None),
         }
     }

@@ -72,7 +72,7 @@ impl Engine {
                 SimpleAction::Release(token) => Action::Release { token },
                 SimpleAction::Cancel => Action::Cancel,
                 SimpleAction::Retry => Action::Retry,
-                SimpleAction::Delete => Action::Delete,
+                SimpleAction::Delete => return ops::delete(store, ctx, id),
             };
             ops::act(store, ctx, id, a, None).map(drop)
         })

@@ -96,6 +96,22 @@ pub(crate) fn act(
     Ok(next.status)
 }
 
+/// Deletes a job. A row that no longer decodes can still be deleted: it is
+/// the way out for an operator whose queue is stuck behind a corrupt row.
+pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -> Result<()> {
+    match act(store, ctx, id, Action::Delete, None) {
+        Err(Error::Corrupt { job: Some(j), reason }) if j == id => {
+            tracing::warn!(job = %id, %reason, "deleting a corrupt job");
+            if store.job_delete(id)? {
+                Ok(())
+            } else {
+                Err(Error::NotFound { id })
+            }
+        }
+        other => other.map(drop),
+    }
+}
+
 /// Reclaims expired leases (each an `Expire` transition with its event).
 pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usize> {
     let ids = store.job_expired_leases(ctx.now, REAP_LIMIT)?;

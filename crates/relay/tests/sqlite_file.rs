@@ -1,0 +1,165 @@
+//! What only the SQLite file store has: refusing files that are not Relay
+//! databases, newer schemas, corrupt rows, and the settings durability
+//! rests on.
+
+use relay::{Error, JobId, JobState, LeaseRequest, NewJob, Relay};
+use relay_store::StoreError;
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+
+fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("relay.db");
+    (dir, path)
+}
+
+fn open_error(path: &Path) -> StoreError {
+    match Relay::open(path) {
+        Err(Error::Open(e)) => std::sync::Arc::try_unwrap(e).unwrap_or_else(|_| panic!("shared error")),
+        other => panic!("expected an open error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_untouched() {
+    let (_dir, path) = temp_db();
+    let bytes = b"this is my thesis, please do not overwrite it\n".repeat(100);
+    std::fs::write(&path, &bytes).unwrap();
+    let e = open_error(&path);
+    assert!(matches!(e, StoreError::NotADatabase { .. }), "{e}");
+    assert!(e.to_string().contains("not an SQLite file"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert!(!path.with_extension("db-wal").exists());
+}
+
+#[test]
+fn another_applications_database_is_refused_untouched() {
+    let (_dir, path) = temp_db();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL); INSERT INTO invoices VALUES (1, 9.5);",
+    )
+    .unwrap();
+    drop(conn);
+    let e = open_error(&path);
+    assert!(matches!(e, StoreError::NotADatabase { .. }), "{e}");
+    let conn = Connection::open(&path).unwrap();
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 1, "no Relay tables were added");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let (_dir, path) = temp_db();
+    drop(Relay::open(&path).unwrap());
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let e = open_error(&path);
+    assert!(
+        matches!(
+            e,
+            StoreError::SchemaTooNew {
+                found: 99,
+                supported: 1
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("upgrade Relay"));
+}
+
+#[test]
+fn durability_settings_are_in_force() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    assert!(path.with_extension("db-wal").exists());
+    // A second Relay on the same file migrates nothing and sees the job.
+    let second = Relay::open(&path).unwrap();
+    assert_eq!(
+        second
+            .list(&relay::JobFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// Submits four jobs and corrupts each in its own way, by hand.
+fn corrupted() -> (tempfile::TempDir, PathBuf, Relay, Vec<JobId>) {
+    let (dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let ids: Vec<JobId> = (0..5)
+        .map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap())
+        .collect();
+    let conn = Connection::open(&path).unwrap();
+    let corrupt = [
+        "UPDATE jobs SET state = 'WEIRD' WHERE id = ?1",
+        "UPDATE jobs SET priority = 7 WHERE id = ?1",
+        "UPDATE jobs SET state = 'LEASED' WHERE id = ?1", // LEASED without a lease
+        "UPDATE jobs SET ready_at = 'soon' WHERE id = ?1",
+        "UPDATE jobs SET max_attempts = 0 WHERE id = ?1",
+    ];
+    for (sql, id) in corrupt.iter().zip(&ids) {
+        conn.execute(sql, [id.0]).unwrap();
+    }
+    (dir, path, relay, ids)
+}
+
+fn raw_row(path: &Path, id: JobId) -> String {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row("SELECT quote(state)||quote(priority)||quote(attempts)||quote(ready_at)||quote(lease_token) FROM jobs WHERE id = ?1", [id.0], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn corrupt_rows_are_typed_errors_naming_the_job_and_change_nothing() {
+    let (_dir, path, relay, ids) = corrupted();
+    let expect = [
+        "unknown state \"WEIRD\"",
+        "priority: 7 is outside 0-3",
+        "LEASED job without a lease",
+        "ready_at: expected an integer",
+        "max_attempts: 0",
+    ];
+    for (id, want) in ids.iter().zip(expect) {
+        let before = raw_row(&path, *id);
+        match relay.get(*id) {
+            Err(Error::Corrupt { job, reason }) => {
+                assert_eq!(job, Some(*id));
+                assert!(reason.contains(want), "job {id}: {reason}");
+            }
+            other => panic!("job {id}: expected Corrupt, got {other:?}"),
+        }
+        for r in [relay.cancel(*id), relay.retry(*id)] {
+            assert!(
+                matches!(r, Err(Error::Corrupt { job: Some(j), .. }) if j == *id),
+                "{r:?}"
+            );
+        }
+        assert_eq!(raw_row(&path, *id), before, "job {id} was changed");
+    }
+    // The claim meets the corrupt max_attempts row (READY, due): it refuses
+    // with the job named, and leases nothing.
+    let e = relay.lease(LeaseRequest::new(["q"])).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { job: Some(j), .. } if j == ids[4]), "{e:?}");
+    // Stats name the bad state.
+    assert!(matches!(relay.stats(), Err(Error::Corrupt { .. })));
+    // An operator can always delete a corrupt job, and the queue flows again.
+    for id in &ids {
+        relay.delete(*id).unwrap();
+    }
+    let ok = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap()[0].id, ok);
+    assert_eq!(relay.get(ok).unwrap().state(), JobState::Leased);
+}
