@@ -24,6 +24,13 @@ impl Timestamp {
         Self(self.0.saturating_add(duration_millis(d)))
     }
 
+    /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-29T19:00:00.123Z`
+    /// (times before the epoch print as the epoch).
+    pub fn to_rfc3339(self) -> String {
+        let ms = u64::try_from(self.0).unwrap_or(0);
+        humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+    }
+
     /// How long after `earlier` this is; zero when it is not later.
     pub fn since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
@@ -90,6 +97,15 @@ mod tests {
         let b = Timestamp::from_millis(25);
         assert_eq!(b.since(a), Duration::from_millis(15));
         assert_eq!(a.since(b), Duration::ZERO);
+    }
+
+    #[test]
+    fn rfc3339() {
+        assert_eq!(
+            Timestamp::from_millis(1_764_442_800_123).to_rfc3339(),
+            "2025-11-29T19:00:00.123Z"
+        );
+        assert_eq!(Timestamp::from_millis(-5).to_rfc3339(), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

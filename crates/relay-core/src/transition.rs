@@ -128,7 +128,7 @@ pub fn transition(
                 expires_at,
                 worker: worker.to_owned(),
             });
-            let data = json!({"attempt": s.attempts, "token": token.0, "worker": worker, "expires_at": expires_at});
+            let data = json!({"attempt": s.attempts, "token": token.0, "worker": worker, "expires_at": expires_at.to_rfc3339()});
             Ok(update(s, "leased", data))
         }
         Action::Ack { token } => {
@@ -281,7 +281,7 @@ fn fail(
     s.ready_at = ctx.now.add(delay);
     s.lease = None;
     s.last_error = Some(error.to_owned());
-    data["retry_at"] = json!(s.ready_at);
+    data["retry_at"] = json!(s.ready_at.to_rfc3339());
     update(s, kind, data)
 }
 

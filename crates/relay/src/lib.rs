@@ -48,6 +48,7 @@ mod ops;
 mod options;
 mod relay;
 mod request;
+pub mod view;
 
 pub use engine::metrics::Metrics;
 pub use error::{Error, Result};

@@ -30,8 +30,7 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
             created_at: ctx.now,
             status: &status,
         })?;
-        let data =
-            serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at});
+        let data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
         store.event_append(id, ctx.now, "submitted", &data.to_string())?;
         ctx.woke |= j.ready_at <= ctx.now;
         ids.push(id);

@@ -1,0 +1,160 @@
+//! The command line as typed: raw flags, parsed by clap. `main` turns them
+//! into calls after checking them (`commands`).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Relay: a durable job queue on one SQLite file.
+///
+/// Exit status: 0 on success; 1 on any error; 2 for bad usage; 3 when a job
+/// is not found; 4 when a lease was lost (the token is stale); 5 when the
+/// job's state does not allow the action.
+#[derive(Debug, Parser)]
+#[command(name = "relay", version, propagate_version = true)]
+pub struct Cli {
+    /// The database file (created if missing).
+    #[arg(long, global = true, env = "RELAY_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Print one JSON object per line instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Submit a job; prints its id.
+    Submit(SubmitArgs),
+    /// Lease ready jobs; prints one line per job: id, token, kind, attempt, payload.
+    Lease(LeaseArgs),
+    /// Acknowledge a leased job: it SUCCEEDED.
+    Ack(AckArgs),
+    /// Report a failed attempt: the job retries later, or is DEAD when out of attempts.
+    Nack(NackArgs),
+    /// Extend a lease.
+    Extend(ExtendArgs),
+    /// Give a leased job back untried.
+    Release(TokenArgs),
+    /// Show one job.
+    Show(IdArg),
+    /// Show a job's event log.
+    Events(IdArg),
+    /// Count jobs per queue and state.
+    Stats,
+    /// List jobs, newest first.
+    Jobs(JobsArgs),
+    /// Cancel a READY or LEASED job.
+    Cancel(IdArg),
+    /// Run a DEAD or CANCELLED job again.
+    Retry(IdArg),
+    /// Delete a job that is not LEASED.
+    Delete(IdArg),
+    /// Create a database, run a few thousand jobs through it and report.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[arg(long, short)]
+    pub queue: String,
+    #[arg(long, short)]
+    pub kind: String,
+    /// 0 (least urgent) to 3 (most urgent).
+    #[arg(long, short, default_value_t = 1)]
+    pub priority: u8,
+    /// Not leased before this long from now (e.g. 10s, 5m, 1h).
+    #[arg(long, value_parser = duration)]
+    pub delay: Option<Duration>,
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// While a job with this key is unfinished, submitting it again returns that job.
+    #[arg(long)]
+    pub unique_key: Option<String>,
+    /// The payload; `-` reads it from stdin. Empty when omitted.
+    pub payload: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LeaseArgs {
+    /// A queue to lease from (repeat for several).
+    #[arg(long, short, required = true)]
+    pub queue: Vec<String>,
+    /// Who holds the lease (default: pid-<pid>).
+    #[arg(long, short)]
+    pub worker: Option<String>,
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub lease_for: Duration,
+    /// Wait this long for a job when none is ready.
+    #[arg(long, value_parser = duration, default_value = "0s")]
+    pub wait: Duration,
+    /// Lease up to this many jobs.
+    #[arg(long, default_value_t = 1)]
+    pub max: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    pub id: i64,
+    /// The lease token printed by `lease`.
+    #[arg(long, short)]
+    pub token: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct AckArgs {
+    #[command(flatten)]
+    pub lease: TokenArgs,
+    #[arg(long, short)]
+    pub result: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NackArgs {
+    #[command(flatten)]
+    pub lease: TokenArgs,
+    #[arg(long, short)]
+    pub error: String,
+    /// Retry after this long (default: exponential back-off).
+    #[arg(long, value_parser = duration)]
+    pub retry_in: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtendArgs {
+    #[command(flatten)]
+    pub lease: TokenArgs,
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub lease_for: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArg {
+    pub id: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    #[arg(long, short)]
+    pub queue: Option<String>,
+    /// READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
+    #[arg(long, short)]
+    pub state: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[arg(long, default_value_t = 3000)]
+    pub jobs: u32,
+    #[arg(long, default_value_t = 4)]
+    pub workers: u32,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (write durations like 500ms, 10s, 5m, 1h)"))
+}

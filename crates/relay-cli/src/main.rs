@@ -1,0 +1,21 @@
+//! `relay`: the command line. Parses flags (`args`), runs one command
+//! against the library (`commands`), prints text or JSON lines (`output`).
+
+mod args;
+mod commands;
+mod demo;
+mod output;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("relay: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

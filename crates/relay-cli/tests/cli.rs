@@ -1,0 +1,304 @@
+//! The `relay` binary as scripts use it: real processes on a real file.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const RELAY: &str = env!("CARGO_BIN_EXE_relay");
+
+struct Db {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn db() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cli.db");
+    Db { _dir: dir, path }
+}
+
+fn relay(db: &Path, args: &[&str]) -> Output {
+    Command::new(RELAY)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("RELAY_DB")
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    ok(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// A failed command: the exit status, and a single stderr line naming the problem.
+fn fails(out: &Output, code: i32, needle: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout {:?} stderr {:?}",
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    assert!(
+        err.starts_with("relay: ") && err.contains(needle),
+        "{err:?} should mention {needle:?}"
+    );
+}
+
+#[test]
+fn submit_lease_ack_show_events_stats_in_text() {
+    let db = db();
+    let id = ok(&relay(
+        &db.path,
+        &[
+            "submit",
+            "--queue",
+            "emails",
+            "--kind",
+            "send",
+            "--priority",
+            "2",
+            r#"{"to":"ada"}"#,
+        ],
+    ));
+    assert_eq!(id.trim(), "1");
+    let lease = ok(&relay(&db.path, &["lease", "--queue", "emails", "--worker", "w1"]));
+    let cols: Vec<&str> = lease.trim_end().split('\t').collect();
+    assert_eq!(cols, ["1", "1", "send", "1", r#"{"to":"ada"}"#]);
+    let acked = ok(&relay(&db.path, &["ack", "1", "--token", "1", "--result", "sent"]));
+    assert_eq!(acked.trim(), "job 1 SUCCEEDED");
+    let show = ok(&relay(&db.path, &["show", "1"]));
+    assert!(
+        show.contains("state            SUCCEEDED") && show.contains("result           sent"),
+        "{show}"
+    );
+    let events = ok(&relay(&db.path, &["events", "1"]));
+    let kinds: Vec<&str> = events.lines().map(|l| l.split_whitespace().nth(2).unwrap()).collect();
+    assert_eq!(kinds, ["submitted", "leased", "succeeded"]);
+    let stats = ok(&relay(&db.path, &["stats"]));
+    assert!(
+        stats
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .starts_with(&["emails", "0", "0", "1"]),
+        "{stats}"
+    );
+    // Nothing ready: lease prints nothing and succeeds.
+    assert_eq!(ok(&relay(&db.path, &["lease", "--queue", "emails"])), "");
+}
+
+#[test]
+fn json_output_uses_design_names_and_capital_states() {
+    let db = db();
+    let sub = json_lines(&relay(
+        &db.path,
+        &["--json", "submit", "-q", "q", "-k", "k", "--max-attempts", "2", "hello"],
+    ));
+    assert_eq!(sub, [serde_json::json!({"id": 1})]);
+    // --db and --json after the subcommand work too.
+    let out = Command::new(RELAY)
+        .args(["lease", "--queue", "q", "--json", "--db"])
+        .arg(&db.path)
+        .output()
+        .unwrap();
+    let lease = json_lines(&out);
+    assert_eq!(
+        (
+            lease[0]["id"].as_i64(),
+            lease[0]["token"].as_i64(),
+            lease[0]["attempt"].as_i64()
+        ),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(lease[0]["payload"], "hello");
+    let nack = json_lines(&relay(
+        &db.path,
+        &[
+            "--json",
+            "nack",
+            "1",
+            "--token",
+            "1",
+            "--error",
+            "boom",
+            "--retry-in",
+            "1h",
+        ],
+    ));
+    assert_eq!(nack[0]["state"], "READY");
+    let show = json_lines(&relay(&db.path, &["show", "1", "--json"]));
+    let j = &show[0];
+    assert_eq!(
+        (j["id"].as_i64(), j["state"].as_str(), j["attempts"].as_i64()),
+        (Some(1), Some("READY"), Some(1))
+    );
+    assert_eq!(
+        (
+            j["last_error"].as_str(),
+            j["queue"].as_str(),
+            j["max_attempts"].as_i64()
+        ),
+        (Some("boom"), Some("q"), Some(2))
+    );
+    for key in [
+        "kind",
+        "payload",
+        "priority",
+        "ready_at",
+        "created_at",
+        "finished_at",
+        "unique_key",
+        "result",
+        "lease_token",
+        "lease_expires_at",
+        "leased_by",
+    ] {
+        assert!(j.get(key).is_some(), "missing {key}: {j}");
+    }
+    let stats = json_lines(&relay(&db.path, &["stats", "--json"]));
+    let q = &stats[0]["queues"]["q"];
+    assert_eq!(
+        (
+            q["READY"].as_u64(),
+            q["LEASED"].as_u64(),
+            q["SUCCEEDED"].as_u64(),
+            q["DEAD"].as_u64(),
+            q["CANCELLED"].as_u64()
+        ),
+        (Some(1), Some(0), Some(0), Some(0), Some(0))
+    );
+    let events = json_lines(&relay(&db.path, &["events", "1", "--json"]));
+    assert_eq!(
+        events.iter().map(|e| e["kind"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["submitted", "leased", "failed"]
+    );
+    assert_eq!(events[2]["data"]["error"], "boom");
+}
+
+#[test]
+fn payload_from_stdin_env_db_and_delay() {
+    let db = db();
+    let mut child = Command::new(RELAY)
+        .args(["submit", "--queue", "q", "--kind", "k", "--delay", "1h", "-"])
+        .env("RELAY_DB", &db.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"line one\nline two").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(ok(&out).trim(), "1");
+    let show = json_lines(&relay(&db.path, &["show", "1", "--json"]));
+    assert_eq!(show[0]["payload"], "line one\nline two");
+    assert_eq!(
+        ok(&relay(&db.path, &["lease", "--queue", "q"])),
+        "",
+        "delayed job is not leased early"
+    );
+}
+
+#[test]
+fn errors_are_one_line_with_a_status_per_kind() {
+    let db = db();
+    ok(&relay(&db.path, &["submit", "--queue", "q", "--kind", "k"]));
+    fails(&relay(&db.path, &["show", "99"]), 3, "job 99 not found");
+    fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 4, "lease lost");
+    fails(&relay(&db.path, &["retry", "1"]), 5, "cannot retry");
+    fails(
+        &relay(&db.path, &["submit", "--queue", "bad queue", "--kind", "k"]),
+        2,
+        "invalid queue",
+    );
+    fails(
+        &relay(&db.path, &["submit", "--queue", "q", "--kind", "k", "--priority", "4"]),
+        2,
+        "invalid priority",
+    );
+    let out = Command::new(RELAY)
+        .args(["stats"])
+        .env_remove("RELAY_DB")
+        .output()
+        .unwrap();
+    fails(&out, 2, "pass --db PATH or set RELAY_DB");
+    let junk = db.path.with_file_name("junk.db");
+    std::fs::write(&junk, b"not a database at all").unwrap();
+    fails(&relay(&junk, &["stats"]), 1, "not an SQLite file");
+    // Bad usage is clap's (exit 2), naming the flag.
+    let out = relay(&db.path, &["lease", "--queue", "q", "--wait", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--wait"));
+}
+
+#[test]
+fn unique_key_cancel_retry_delete_jobs() {
+    let db = db();
+    let a = ok(&relay(
+        &db.path,
+        &["submit", "-q", "q", "-k", "k", "--unique-key", "u1"],
+    ));
+    let b = ok(&relay(
+        &db.path,
+        &["submit", "-q", "q", "-k", "k", "--unique-key", "u1"],
+    ));
+    assert_eq!(a, b);
+    assert_eq!(ok(&relay(&db.path, &["cancel", "1"])).trim(), "job 1 CANCELLED");
+    let dead = ok(&relay(&db.path, &["jobs", "--state", "cancelled"]));
+    assert_eq!(dead.lines().count(), 2, "{dead}");
+    assert_eq!(ok(&relay(&db.path, &["retry", "1"])).trim(), "job 1 READY");
+    let lease = ok(&relay(&db.path, &["lease", "-q", "q", "--lease-for", "1m"]));
+    let token = lease.split('\t').nth(1).unwrap().to_owned();
+    let ext = json_lines(&relay(
+        &db.path,
+        &["--json", "extend", "1", "--token", &token, "--lease-for", "2m"],
+    ));
+    assert!(ext[0]["lease_expires_at"].as_str().unwrap().ends_with('Z'));
+    ok(&relay(&db.path, &["release", "1", "--token", &token]));
+    assert_eq!(ok(&relay(&db.path, &["delete", "1"])).trim(), "job 1 deleted");
+    assert_eq!(
+        ok(&relay(&db.path, &["jobs"])).lines().count(),
+        1,
+        "only the header is left"
+    );
+}
+
+#[test]
+fn demo_runs_and_reports() {
+    let db = db();
+    let out = relay(&db.path, &["demo", "--jobs", "300", "--workers", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("submitted 301 jobs"), "{text}");
+    assert!(text.contains("succeeded 300") && text.contains("dead 1"), "{text}");
+    assert!(
+        text.contains("attempts exhausted"),
+        "the dead job's event log is shown: {text}"
+    );
+    let stats = json_lines(&relay(&db.path, &["stats", "--json"]));
+    let total: u64 = stats[0]["queues"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|q| q["SUCCEEDED"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 300);
+    // The demo never reuses a database.
+    let again = relay(&db.path, &["demo"]);
+    fails(&again, 2, "already exists");
+}

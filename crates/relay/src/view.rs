@@ -1,0 +1,112 @@
+//! JSON views of jobs and events, shared by the CLI and the server, with
+//! field names as in DESIGN.md and states in capitals.
+//!
+//! Times are RFC 3339 strings in UTC with milliseconds. A payload or result
+//! that is valid UTF-8 is a string (`payload`); any other bytes are base64
+//! (`payload_base64`), so no byte is ever lost or mangled.
+
+use crate::{Event, Job, LeasedJob, Timestamp};
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+/// RFC 3339 with milliseconds, e.g. `2026-11-29T19:00:00.123Z`.
+pub fn time(t: Timestamp) -> String {
+    t.to_rfc3339()
+}
+
+/// Puts `bytes` under `name` (UTF-8) or `name_base64`.
+fn put_bytes(obj: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
+    match bytes {
+        None => {
+            obj.insert(name.to_owned(), Value::Null);
+        }
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => {
+                obj.insert(name.to_owned(), json!(s));
+            }
+            Err(_) => {
+                obj.insert(
+                    format!("{name}_base64"),
+                    json!(base64::engine::general_purpose::STANDARD.encode(b)),
+                );
+            }
+        },
+    }
+}
+
+/// `base64:` and the bytes in base64, for text output of binary payloads.
+pub fn leased_payload_base64(b: &[u8]) -> String {
+    format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(b))
+}
+
+pub fn job(j: &Job) -> Value {
+    let s = &j.status;
+    let lease = s.lease.as_ref();
+    let mut obj = Map::new();
+    obj.insert("id".into(), json!(j.id));
+    obj.insert("queue".into(), json!(j.queue));
+    obj.insert("kind".into(), json!(j.kind));
+    obj.insert("state".into(), json!(s.state.as_str()));
+    obj.insert("priority".into(), json!(j.priority.get()));
+    obj.insert("attempts".into(), json!(s.attempts));
+    obj.insert("max_attempts".into(), json!(s.max_attempts));
+    obj.insert("ready_at".into(), json!(time(s.ready_at)));
+    obj.insert("created_at".into(), json!(time(j.created_at)));
+    obj.insert("finished_at".into(), json!(s.finished_at.map(time)));
+    obj.insert("unique_key".into(), json!(j.unique_key));
+    obj.insert("lease_token".into(), json!(s.last_token));
+    obj.insert("lease_expires_at".into(), json!(lease.map(|l| time(l.expires_at))));
+    obj.insert("leased_by".into(), json!(lease.map(|l| l.worker.as_str())));
+    obj.insert("last_error".into(), json!(s.last_error));
+    put_bytes(&mut obj, "payload", Some(&j.payload));
+    put_bytes(&mut obj, "result", j.result.as_deref());
+    Value::Object(obj)
+}
+
+pub fn leased(l: &LeasedJob) -> Value {
+    let mut obj = Map::new();
+    obj.insert("id".into(), json!(l.id));
+    obj.insert("token".into(), json!(l.token));
+    obj.insert("queue".into(), json!(l.queue));
+    obj.insert("kind".into(), json!(l.kind));
+    obj.insert("priority".into(), json!(l.priority.get()));
+    obj.insert("attempt".into(), json!(l.attempt));
+    obj.insert("max_attempts".into(), json!(l.max_attempts));
+    obj.insert("lease_expires_at".into(), json!(time(l.expires_at)));
+    put_bytes(&mut obj, "payload", Some(&l.payload));
+    Value::Object(obj)
+}
+
+pub fn event(e: &Event) -> Value {
+    json!({"job_id": e.job_id, "seq": e.seq, "at": time(e.at), "kind": e.kind, "data": e.data})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{JobId, JobStatus, Priority};
+
+    #[test]
+    fn bytes_keep_every_byte() {
+        let status = JobStatus::new_ready(Timestamp::from_millis(0), 3);
+        let mut j = Job {
+            id: JobId(7),
+            queue: "q".into(),
+            kind: "k".into(),
+            payload: b"{\"a\":1}".to_vec(),
+            priority: Priority::HIGH,
+            created_at: Timestamp::from_millis(1_764_442_800_123),
+            unique_key: None,
+            result: Some(vec![0xff, 0x00]),
+            status,
+        };
+        let v = job(&j);
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["state"], "READY");
+        assert_eq!(v["payload"], "{\"a\":1}");
+        assert_eq!(v["result_base64"], "/wA=");
+        assert_eq!(v["created_at"], "2025-11-29T19:00:00.123Z");
+        j.payload = vec![0x80];
+        assert_eq!(job(&j)["payload_base64"], "gA==");
+    }
+}
