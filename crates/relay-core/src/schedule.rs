@@ -79,7 +79,7 @@ mod tests {
             0
         );
         // A job whose ready_at lies in the future has not waited at all.
-        assert_eq!(effective_priority(Priority::HIGH, now.add(MIN), now, MIN), 2);
+        assert_eq!(effective_priority(Priority::HIGH, now.plus(MIN), now, MIN), 2);
     }
 
     #[test]

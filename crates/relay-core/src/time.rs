@@ -20,7 +20,7 @@ impl Timestamp {
 
     /// `self + d`, saturating instead of overflowing for absurd durations.
     #[must_use]
-    pub fn add(self, d: Duration) -> Self {
+    pub fn plus(self, d: Duration) -> Self {
         Self(self.0.saturating_add(duration_millis(d)))
     }
 
@@ -53,9 +53,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| duration_millis(d));
+        let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, duration_millis);
         Timestamp(ms)
     }
 }
@@ -92,7 +90,7 @@ mod tests {
     #[test]
     fn add_saturates_and_since_clamps() {
         let t = Timestamp::from_millis(i64::MAX - 1);
-        assert_eq!(t.add(Duration::from_secs(10)).as_millis(), i64::MAX);
+        assert_eq!(t.plus(Duration::from_secs(10)).as_millis(), i64::MAX);
         let a = Timestamp::from_millis(10);
         let b = Timestamp::from_millis(25);
         assert_eq!(b.since(a), Duration::from_millis(15));

@@ -118,7 +118,7 @@ pub fn transition(
                 return Err(invalid());
             }
             let token = LeaseToken(cur.last_token.0 + 1);
-            let expires_at = now.add(lease_for);
+            let expires_at = now.plus(lease_for);
             let mut s = cur.clone();
             s.state = JobState::Leased;
             s.attempts = cur.attempts.saturating_add(1);
@@ -163,7 +163,7 @@ pub fn transition(
             let mut s = cur.clone();
             s.lease = Some(Lease {
                 token,
-                expires_at: now.add(lease_for),
+                expires_at: now.plus(lease_for),
                 worker: lease.worker.clone(),
             });
             Ok(Next {
@@ -278,7 +278,7 @@ fn fail(
     let delay = retry_in.unwrap_or_else(|| ctx.retry.backoff(attempt, ctx.jitter));
     let mut s = cur.clone();
     s.state = JobState::Ready;
-    s.ready_at = ctx.now.add(delay);
+    s.ready_at = ctx.now.plus(delay);
     s.lease = None;
     s.last_error = Some(error.to_owned());
     data["retry_at"] = json!(s.ready_at.to_rfc3339());

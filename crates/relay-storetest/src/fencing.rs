@@ -69,7 +69,7 @@ pub fn extend_keeps_the_job(new_db: &NewDb) {
     for _ in 0..5 {
         clock.advance(Duration::from_secs(8));
         let until = relay.extend(id, l.token, LEASE).unwrap();
-        assert_eq!(until, relay::Clock::now(&*clock).add(LEASE));
+        assert_eq!(until, relay::Clock::now(&*clock).plus(LEASE));
         assert!(
             relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty(),
             "extended job is not re-leased"

@@ -4,7 +4,7 @@
 //! A store's test file names a factory of fresh databases and expands
 //! [`conformance!`], which makes one `#[test]` per case:
 //!
-//! ```ignore
+//! ```text
 //! relay_storetest::conformance!(relay_storetest::SqliteFile::fresh);
 //! ```
 //!

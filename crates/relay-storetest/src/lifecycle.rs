@@ -42,7 +42,7 @@ pub fn submit_lease_ack(new_db: &NewDb) {
         (l.id, l.token, l.attempt, l.max_attempts, l.kind.as_str()),
         (id, LeaseToken(1), 1, 4, "send")
     );
-    assert_eq!(l.expires_at, clock.now().add(Duration::from_secs(30)));
+    assert_eq!(l.expires_at, clock.now().plus(Duration::from_secs(30)));
     let job = relay.get(id).unwrap();
     assert_eq!(job.state(), JobState::Leased);
     assert_eq!(job.status.lease.as_ref().map(|l| l.worker.as_str()), Some("w1"));

@@ -87,7 +87,7 @@ pub fn delayed_jobs_are_not_leased_early(new_db: &NewDb) {
     let later = relay
         .submit(NewJob::new("q", "k", Vec::new()).delay(Duration::from_secs(10)))
         .unwrap();
-    let at = clock.now().add(Duration::from_secs(20));
+    let at = clock.now().plus(Duration::from_secs(20));
     let at_job = relay.submit(NewJob::new("q", "k", Vec::new()).run_at(at)).unwrap();
     assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
     clock.advance(Duration::from_millis(9_999));

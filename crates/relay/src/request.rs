@@ -100,7 +100,7 @@ impl NewJob {
         }
         let ready_at = match self.when {
             When::Now => now,
-            When::After(d) => now.add(d),
+            When::After(d) => now.plus(d),
             When::At(t) => t,
         };
         Ok(ValidJob {

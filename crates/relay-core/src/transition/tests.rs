@@ -28,7 +28,7 @@ fn status(state: JobState) -> JobStatus {
         s.attempts = 1;
         s.lease = Some(Lease {
             token: LeaseToken(7),
-            expires_at: T0.add(Duration::from_secs(30)),
+            expires_at: T0.plus(Duration::from_secs(30)),
             worker: "w".into(),
         });
     }
@@ -68,7 +68,7 @@ fn every_state_action_pair() {
     use JobState::*;
     let p = policy();
     // Expire is judged at expiry time; everything else at T0.
-    let expired_at = T0.add(Duration::from_secs(30));
+    let expired_at = T0.plus(Duration::from_secs(30));
     for state in JobState::ALL {
         for action in actions() {
             let now = if matches!(action, Action::Expire) {
@@ -119,7 +119,7 @@ fn lease_counts_attempt_and_raises_token() {
     assert_eq!(n.status.last_token, LeaseToken(8));
     let lease = n.status.lease.unwrap();
     assert_eq!(lease.token, LeaseToken(8));
-    assert_eq!(lease.expires_at, T0.add(Duration::from_secs(30)));
+    assert_eq!(lease.expires_at, T0.plus(Duration::from_secs(30)));
     assert_eq!(n.event.unwrap().kind, "leased");
 }
 
@@ -127,7 +127,7 @@ fn lease_counts_attempt_and_raises_token() {
 fn lease_before_ready_at_is_refused() {
     let p = policy();
     let mut s = status(JobState::Ready);
-    s.ready_at = T0.add(Duration::from_millis(1));
+    s.ready_at = T0.plus(Duration::from_millis(1));
     let e = transition(JobId(1), &s, actions()[0], &ctx(&p, T0)).unwrap_err();
     assert!(matches!(e, TransitionError::InvalidState { .. }));
 }
@@ -145,7 +145,7 @@ fn stale_wrong_or_expired_token_is_lease_lost() {
         ack(LeaseToken(8), T0).unwrap_err(),
         TransitionError::LeaseLost { id: JobId(3) }
     );
-    let expiry = T0.add(Duration::from_secs(30));
+    let expiry = T0.plus(Duration::from_secs(30));
     assert_eq!(
         ack(LeaseToken(7), expiry).unwrap_err(),
         TransitionError::LeaseLost { id: JobId(3) }
@@ -165,7 +165,7 @@ fn nack_backs_off_then_dies_with_error() {
     };
     let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
     assert_eq!(n.status.state, JobState::Ready);
-    assert_eq!(n.status.ready_at, T0.add(Duration::from_secs(1)));
+    assert_eq!(n.status.ready_at, T0.plus(Duration::from_secs(1)));
     assert_eq!(n.status.last_error.as_deref(), Some("disk on fire"));
     assert!(n.status.lease.is_none());
     let ev = n.event.unwrap();
@@ -190,7 +190,7 @@ fn nack_explicit_retry_in_and_permanent() {
     };
     assert_eq!(
         transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status.ready_at,
-        T0.add(Duration::from_secs(5))
+        T0.plus(Duration::from_secs(5))
     );
     let a = Action::Nack {
         token: LeaseToken(7),
@@ -224,7 +224,7 @@ fn expire_only_after_expiry_and_counts_attempt() {
     let p = policy();
     let mut s = status(JobState::Leased);
     assert!(transition(JobId(1), &s, Action::Expire, &ctx(&p, T0)).is_err());
-    let at = T0.add(Duration::from_secs(30));
+    let at = T0.plus(Duration::from_secs(30));
     let n = transition(JobId(1), &s, Action::Expire, &ctx(&p, at)).unwrap();
     assert_eq!(
         (n.status.state, n.status.attempts, n.status.ready_at),
@@ -243,7 +243,7 @@ fn expire_only_after_expiry_and_counts_attempt() {
 #[test]
 fn extend_moves_expiry_keeps_token() {
     let p = policy();
-    let now = T0.add(Duration::from_secs(10));
+    let now = T0.plus(Duration::from_secs(10));
     let a = Action::Extend {
         token: LeaseToken(7),
         lease_for: Duration::from_secs(60),
@@ -252,7 +252,7 @@ fn extend_moves_expiry_keeps_token() {
     let l = n.status.lease.unwrap();
     assert_eq!(
         (l.token, l.expires_at),
-        (LeaseToken(7), now.add(Duration::from_secs(60)))
+        (LeaseToken(7), now.plus(Duration::from_secs(60)))
     );
     assert!(n.event.is_none());
 }

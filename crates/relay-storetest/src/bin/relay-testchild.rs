@@ -52,8 +52,7 @@ fn main() -> ExitCode {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or(Err(Error::Closed)))
-            .collect()
+            .try_for_each(|h| h.join().unwrap_or(Err(Error::Closed)))
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -93,7 +92,7 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
             continue;
         };
         n += 1;
-        if stall_every > 0 && n % stall_every == 0 {
+        if stall_every > 0 && n.is_multiple_of(stall_every) {
             std::thread::sleep(lease_for + Duration::from_millis(300));
         }
         match relay.ack(l.id, l.token, None) {

@@ -28,7 +28,7 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: FnMut(&mut dyn Store, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
     {
-        let (op, rx) = Call::new(Box::new(work), claims);
+        let (op, rx) = Call::boxed(Box::new(work), claims);
         Self { op, rx }
     }
 }

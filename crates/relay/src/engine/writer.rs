@@ -64,7 +64,7 @@ pub(crate) struct Call<T> {
 }
 
 impl<T: Send + 'static> Call<T> {
-    pub(crate) fn new(work: Work<T>, claims: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+    pub(crate) fn boxed(work: Work<T>, claims: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
         let (reply, rx) = flume::bounded(1);
         (
             Box::new(Call {
@@ -131,7 +131,7 @@ impl Writer {
                 }
             }
             let now = self.options.clock.now();
-            let reap = batch.iter().any(|op| op.claims()) || now >= last_reap.add(self.options.reap_interval);
+            let reap = batch.iter().any(|op| op.claims()) || now >= last_reap.plus(self.options.reap_interval);
             if reap {
                 last_reap = now;
             }
