@@ -141,18 +141,16 @@ impl Writer {
     }
 
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
-        let mut ctx = BatchCtx {
-            now,
-            options: &self.options,
-            rng,
-            woke: false,
-        };
-        let outcome = apply_all(self.store.as_mut(), batch, &mut ctx, reap);
+        let mut ctx = BatchCtx { now, options: &self.options, rng, woke: false };
+        let applied = apply_all(self.store.as_mut(), batch, &mut ctx, reap);
         let woke = ctx.woke;
-        let outcome = match outcome {
-            Ok(()) => match self.store.commit() {
+        let outcome = match applied {
+            Ok(reaped) => match self.store.commit() {
                 Ok(()) => {
-                    self.counters.committed(batch.len());
+                    // An idle reap that found nothing wrote nothing: no fsync, no count.
+                    if !batch.is_empty() || reaped > 0 {
+                        self.counters.committed(batch.len());
+                    }
                     Ok(())
                 }
                 Err(e) => {
@@ -177,18 +175,23 @@ impl Writer {
 }
 
 /// Opens the transaction and applies every operation in its own savepoint.
-/// An error here lost the whole batch; the caller rolls back.
+/// Returns how many expired leases were reclaimed. An error here lost the
+/// whole batch; the caller rolls back.
 fn apply_all(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
     ctx: &mut BatchCtx<'_>,
     reap: bool,
-) -> Result<()> {
+) -> Result<usize> {
     store.begin()?;
+    let mut reaped = 0;
     if reap {
         store.savepoint()?;
         match ops::reap(store, ctx) {
-            Ok(_) => store.savepoint_release()?,
+            Ok(n) => {
+                reaped = n;
+                store.savepoint_release()?;
+            }
             Err(e) if e.is_batch_fatal() => return Err(e),
             Err(e) => {
                 tracing::warn!(error = %e, "reclaiming expired leases failed; will try again");
@@ -204,5 +207,5 @@ fn apply_all(
             Err(_) => store.savepoint_rollback()?,
         }
     }
-    Ok(())
+    Ok(reaped)
 }
