@@ -22,7 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let mut rows = Vec::new();
     for depth in depths {
-        let relay = if memory { Relay::in_memory()? } else { Relay::open(dir.path().join(format!("depth-{depth}.db")))? };
+        let relay = if memory {
+            Relay::in_memory()?
+        } else {
+            Relay::open(dir.path().join(format!("depth-{depth}.db")))?
+        };
         preload(&relay, depth + CLAIMS)?;
         let p50 = time_claims(&relay)?;
         println!("depth {depth:>9}: claim p50 {:>7.1} us", p50.as_secs_f64() * 1e6);
@@ -40,7 +44,9 @@ fn preload(relay: &Relay, n: usize) -> relay::Result<()> {
     let mut done = 0;
     while done < n {
         let chunk = (n - done).min(10_000);
-        let jobs = (0..chunk).map(|i| NewJob::new("bench", "k", b"{}".to_vec()).priority(((done + i) % 4) as u8)).collect();
+        let jobs = (0..chunk)
+            .map(|i| NewJob::new("bench", "k", b"{}".to_vec()).priority(((done + i) % 4) as u8))
+            .collect();
         relay.submit_batch(jobs)?;
         done += chunk;
         if done % 100_000 == 0 {

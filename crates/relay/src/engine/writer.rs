@@ -141,7 +141,12 @@ impl Writer {
     }
 
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
-        let mut ctx = BatchCtx { now, options: &self.options, rng, woke: false };
+        let mut ctx = BatchCtx {
+            now,
+            options: &self.options,
+            rng,
+            woke: false,
+        };
         let applied = apply_all(self.store.as_mut(), batch, &mut ctx, reap);
         let woke = ctx.woke;
         let outcome = match applied {
