@@ -37,12 +37,16 @@ impl Target {
 pub struct Settings {
     /// How long to wait for another process's write lock.
     pub busy_timeout: Duration,
+    /// Caps the database at this many pages (SQLite's `max_page_count`):
+    /// past it, writes fail as if the disk were full. For tests of that path.
+    pub max_page_count: Option<u32>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
         Self {
             busy_timeout: Duration::from_secs(10),
+            max_page_count: None,
         }
     }
 }
@@ -71,6 +75,9 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
     }
     if writer {
         migrate(&conn)?;
+        if let Some(pages) = settings.max_page_count {
+            conn.pragma_update(None, "max_page_count", pages).map_err(map_err)?;
+        }
     } else {
         check_version(&conn)?;
         set_pragma(&conn, "query_only", "1", "1")?;

@@ -163,3 +163,51 @@ fn corrupt_rows_are_typed_errors_naming_the_job_and_change_nothing() {
     assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap()[0].id, ok);
     assert_eq!(relay.get(ok).unwrap().state(), JobState::Leased);
 }
+
+/// A full disk (here: the database capped by `max_page_count`) is a typed
+/// error, the failed call changes nothing, and what is stored stays readable
+/// and usable once space is back.
+#[test]
+fn a_full_disk_is_a_typed_error_and_changes_nothing() {
+    use relay_sqlite::{Settings, SqliteBackend};
+    use std::sync::Arc;
+    let (_dir, path) = temp_db();
+    drop(Relay::open(&path).unwrap()); // create the schema first
+    let settings = Settings {
+        max_page_count: Some(64),
+        ..Settings::default()
+    };
+    let backend = Arc::new(SqliteBackend::file(&path).with_settings(settings));
+    let relay = Relay::with_backend(backend, relay::Options::default()).unwrap();
+    let first = relay.submit(NewJob::new("q", "k", vec![1u8; 100])).unwrap();
+    let mut stored = 1;
+    let err = loop {
+        let batch = (0..20).map(|_| NewJob::new("q", "k", vec![7u8; 2000])).collect();
+        match relay.submit_batch(batch) {
+            Ok(ids) => stored += ids.len(),
+            Err(e) => break e,
+        }
+        assert!(stored < 10_000, "the page cap never bit");
+    };
+    match &err {
+        Error::Storage(e) => assert!(matches!(**e, StoreError::Full { .. }), "{e:?}"),
+        other => panic!("expected Storage(Full), got {other:?}"),
+    }
+    assert!(err.to_string().contains("disk full"), "{err}");
+    let all = relay
+        .list(&relay::JobFilter {
+            limit: 100_000,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), stored, "the failed batch left nothing behind");
+    // Small writes that fit still work; after reopening without the cap, everything does.
+    assert_eq!(relay.get(first).unwrap().state(), JobState::Ready);
+    drop(relay);
+    let relay = Relay::open(&path).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.ack(l.id, l.token, None).unwrap();
+    relay
+        .submit_batch((0..20).map(|_| NewJob::new("q", "k", vec![7u8; 2000])).collect())
+        .unwrap();
+}
