@@ -1,17 +1,21 @@
+-- Parameters in this statement are written `+?N`: a bare `?N` here makes
+-- SQLite re-prepare the statement each time it is bound after a reset
+-- (rusqlite's statement cache clears bindings), measured as most of the
+-- writer's CPU. The index is used all the same (tests/plan.rs).
 -- The oldest due READY job of each class: four probes of jobs_ready, each
 -- one index seek, so the cost does not grow with the number of waiting jobs.
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state = 'READY' AND queue = ?1 AND priority = 0 AND ready_at <= ?2
+               WHERE state = 'READY' AND queue = +?1 AND priority = 0 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state = 'READY' AND queue = ?1 AND priority = 1 AND ready_at <= ?2
+               WHERE state = 'READY' AND queue = +?1 AND priority = 1 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state = 'READY' AND queue = ?1 AND priority = 2 AND ready_at <= ?2
+               WHERE state = 'READY' AND queue = +?1 AND priority = 2 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state = 'READY' AND queue = ?1 AND priority = 3 AND ready_at <= ?2
+               WHERE state = 'READY' AND queue = +?1 AND priority = 3 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)

@@ -175,14 +175,12 @@ impl Store for SqliteStore {
             .map_err(map_err)
     }
 
-    fn job_expired_leases(&mut self, now: Timestamp, limit: u32) -> Result<Vec<JobId>, StoreError> {
+    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let mut st = self
             .conn
             .prepare_cached(include_str!("../sql/job_expired_leases.sql"))
             .map_err(map_err)?;
-        let rows = st
-            .query_map(params![now.as_millis(), limit], |r| r.get(0))
-            .map_err(map_err)?;
+        let rows = st.query_map(params![now.as_millis()], |r| r.get(0)).map_err(map_err)?;
         rows.map(|r| r.map(JobId).map_err(map_err)).collect()
     }
 

@@ -68,3 +68,40 @@ fn other_hot_statements_seek() {
     assert_seeks_only("job_get_status", include_str!("../sql/job_get_status.sql"));
     assert_seeks_only("job_set_status", include_str!("../sql/job_set_status.sql"));
 }
+
+/// Regression: a bare `?N` in a MIN/MAX or `ORDER BY .. LIMIT 1` probe made
+/// SQLite re-prepare the statement every time the statement cache handed it
+/// out again (the cache clears bindings), which cost most of the writer's
+/// time under load. Every hot statement must run re-prepare-free.
+#[test]
+fn hot_statements_are_never_reprepared() {
+    let conn = schema();
+    let hot = [
+        ("job_ready_heads", include_str!("../sql/job_ready_heads.sql")),
+        ("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql")),
+        ("job_expired_leases", include_str!("../sql/job_expired_leases.sql")),
+        ("event_append", include_str!("../sql/event_append.sql")),
+        ("job_get", include_str!("../sql/job_get.sql")),
+        ("job_get_status", include_str!("../sql/job_get_status.sql")),
+        ("job_set_status", include_str!("../sql/job_set_status.sql")),
+        (
+            "job_find_active_by_key",
+            include_str!("../sql/job_find_active_by_key.sql"),
+        ),
+    ];
+    for (name, sql) in hot {
+        for i in 0..50i64 {
+            let mut st = conn.prepare_cached(sql).unwrap();
+            for p in 1..=st.parameter_count() {
+                st.raw_bind_parameter(p, i * 31 + p as i64).unwrap();
+            }
+            let mut rows = st.raw_query();
+            while rows.next().unwrap().is_some() {}
+        }
+        let n = conn
+            .prepare_cached(sql)
+            .unwrap()
+            .get_status(rusqlite::StatementStatus::RePrepare);
+        assert_eq!(n, 0, "{name} was re-prepared {n} times in 50 runs");
+    }
+}

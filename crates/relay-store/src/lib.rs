@@ -46,6 +46,9 @@ pub struct JobSetStatus<'a> {
     pub result: Option<&'a [u8]>,
 }
 
+/// Most expired leases one call to `Store::job_expired_leases` returns.
+pub const REAP_BATCH: usize = 256;
+
 /// One row of a job's event log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Event {
@@ -107,8 +110,9 @@ pub trait Store: Send {
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError>;
     /// The earliest `ready_at` after `now` among READY jobs of `queue`.
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
-    /// LEASED jobs whose lease expired at or before `now`, oldest expiry first.
-    fn job_expired_leases(&mut self, now: Timestamp, limit: u32) -> Result<Vec<JobId>, StoreError>;
+    /// LEASED jobs whose lease expired at or before `now`, oldest expiry
+    /// first, at most [`REAP_BATCH`] of them.
+    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError>;
 }
 

@@ -8,9 +8,6 @@ use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
 use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Timestamp};
 use relay_store::{JobInsert, JobSetStatus, Store};
 
-/// Expired leases reclaimed per batch at most; the rest wait for the next.
-const REAP_LIMIT: u32 = 256;
-
 pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
     for j in jobs {
@@ -113,7 +110,7 @@ pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -
 
 /// Reclaims expired leases (each an `Expire` transition with its event).
 pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usize> {
-    let ids = store.job_expired_leases(ctx.now, REAP_LIMIT)?;
+    let ids = store.job_expired_leases(ctx.now)?;
     for id in &ids {
         act(store, ctx, *id, Action::Expire, None)?;
     }

@@ -1,0 +1,70 @@
+//! Command-line flags.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Measure Relay's durable throughput and latency on this machine's disk.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "relay-bench", version)]
+pub struct Args {
+    /// Jobs to submit, then lease and ack.
+    #[arg(long, default_value_t = 5000)]
+    pub jobs: u64,
+    /// Worker groups (each with its own worker name).
+    #[arg(long, default_value_t = 4)]
+    pub workers: u32,
+    /// Threads per worker group: threads = workers x concurrency.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: u32,
+    /// A new database file (refused if it holds anything). With --matrix, a
+    /// directory for the rows' files (default: a temporary directory).
+    #[arg(long, value_name = "PATH")]
+    pub database: Option<PathBuf>,
+    /// Print one JSON object instead of the table row.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the rows 1x1, 1x16, 4x16, 8x16 and 16x16, each on a fresh file.
+    #[arg(long)]
+    pub matrix: bool,
+    /// Skip measuring the disk's write+fsync floor.
+    #[arg(long)]
+    pub no_floor: bool,
+    /// Payload size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub payload_bytes: usize,
+    /// Lease duration.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
+    pub lease_for: Duration,
+    /// Spread jobs over the four priority classes (default: all priority 1).
+    #[arg(long)]
+    pub priorities: bool,
+    /// Before the run, preload this many READY jobs in the same queue and
+    /// classes, scheduled a day ahead, to show that claims do not slow down
+    /// as the ready set grows.
+    #[arg(long, default_value_t = 0)]
+    pub depth: u64,
+    /// Fault injection for testing the verifier: leave every Nth leased job
+    /// unacknowledged (the run must then fail).
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub fault_skip_ack_every: u64,
+}
+
+impl Args {
+    pub fn threads(&self) -> u32 {
+        self.workers.saturating_mul(self.concurrency)
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        if self.jobs == 0 {
+            return Err("--jobs must be at least 1".into());
+        }
+        if self.workers == 0 || self.concurrency == 0 || self.threads() > 4096 {
+            return Err("--workers and --concurrency must be at least 1, and their product at most 4096".into());
+        }
+        if self.payload_bytes > 1 << 20 {
+            return Err("--payload-bytes must be at most 1 MiB (Relay's default payload limit)".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,48 @@
+//! The table: one markdown row per run, ready to paste into BENCHMARKS.md.
+
+use crate::floor::Floor;
+use crate::run::Report;
+
+pub fn header() -> String {
+    [
+        "| workers | concurrency | threads | submit jobs/s | submit p50/p95/p99 µs | lease+ACK jobs/s | lease+ACK p50/p95/p99 µs | peak RSS |",
+        "|--------:|------------:|--------:|--------------:|----------------------:|-----------------:|-------------------------:|---------:|",
+    ]
+    .join("\n")
+}
+
+fn rate(jobs_per_sec: f64, floor: Option<&Floor>) -> String {
+    match floor {
+        Some(f) => format!("{jobs_per_sec:.0} ({:.1}x)", jobs_per_sec / f.ops_per_sec),
+        None => format!("{jobs_per_sec:.0}"),
+    }
+}
+
+pub fn row(r: &Report) -> String {
+    let f = r.floor.as_ref();
+    format!(
+        "| {} | {} | {} | {} | {:.0} / {:.0} / {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.1} MiB |",
+        r.workers,
+        r.concurrency,
+        r.threads,
+        rate(r.submit.jobs_per_sec, f),
+        r.submit.p50_us,
+        r.submit.p95_us,
+        r.submit.p99_us,
+        rate(r.lease_ack.jobs_per_sec, f),
+        r.lease_ack.p50_us,
+        r.lease_ack.p95_us,
+        r.lease_ack.p99_us,
+        r.peak_rss_bytes as f64 / (1024.0 * 1024.0),
+    )
+}
+
+pub fn floor_line(floor: Option<&Floor>) {
+    match floor {
+        Some(f) => println!(
+            "\nfloor: 100-byte write + fsync next to the database: {:.0} ops/s (p50 {:.0} µs); (Nx) = multiple of the floor",
+            f.ops_per_sec, f.p50_us
+        ),
+        None => println!("\nfloor: not measured (--no-floor)"),
+    }
+}

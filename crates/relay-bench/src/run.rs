@@ -1,0 +1,251 @@
+//! One benchmark run on one new database.
+
+use crate::args::Args;
+use crate::floor::{self, Floor};
+use crate::report;
+use crate::stats::{peak_rss_bytes, Phase};
+use relay::{JobState, LeaseRequest, NewJob, Relay};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+const QUEUE: &str = "bench";
+
+/// Everything one run measured.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    pub workers: u32,
+    pub concurrency: u32,
+    pub threads: u32,
+    pub jobs: u64,
+    pub verified: bool,
+    pub submit: Phase,
+    pub lease_ack: Phase,
+    pub peak_rss_bytes: u64,
+    pub floor: Option<Floor>,
+    pub depth: u64,
+    pub payload_bytes: usize,
+}
+
+pub fn single(args: &Args) -> Result<(), String> {
+    let path = match &args.database {
+        Some(p) => p.clone(),
+        None => return Err("--database PATH is required: a new file for this run (e.g. /tmp/bench-1.db)".into()),
+    };
+    let r = run(args, &path)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+    } else {
+        println!("{}", report::header());
+        println!("{}", report::row(&r));
+        report::floor_line(r.floor.as_ref());
+    }
+    Ok(())
+}
+
+/// Refuses a path that already holds anything: every run starts empty.
+pub fn check_new(path: &Path) -> Result<(), String> {
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    for p in [path, wal.as_path()] {
+        if std::fs::metadata(p).is_ok_and(|m| m.len() > 0) {
+            return Err(format!(
+                "{} already holds data: relay-bench needs a new database for every run; pass a new --database path",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
+    args.check()?;
+    check_new(path)?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let floor = if args.no_floor {
+        None
+    } else {
+        progress(args, "measuring the disk's write+fsync floor");
+        Some(floor::measure(dir).map_err(|e| format!("cannot measure the fsync floor in {}: {e}", dir.display()))?)
+    };
+    let relay = Relay::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    if args.depth > 0 {
+        preload(&relay, args)?;
+    }
+    progress(
+        args,
+        &format!("submitting {} jobs from {} threads", args.jobs, args.threads()),
+    );
+    let submit = submit_phase(&relay, args)?;
+    progress(
+        args,
+        &format!("leasing and acking {} jobs from {} threads", args.jobs, args.threads()),
+    );
+    let (lease_ack, leased) = lease_ack_phase(&relay, args)?;
+    verify(&relay, args, leased)?;
+    Ok(Report {
+        workers: args.workers,
+        concurrency: args.concurrency,
+        threads: args.threads(),
+        jobs: args.jobs,
+        verified: true,
+        submit,
+        lease_ack,
+        peak_rss_bytes: peak_rss_bytes(),
+        floor,
+        depth: args.depth,
+        payload_bytes: args.payload_bytes,
+    })
+}
+
+fn progress(args: &Args, what: &str) {
+    if !args.json || std::io::stderr().is_terminal() {
+        eprintln!("relay-bench: {what}");
+    }
+}
+
+fn payload(args: &Args) -> Vec<u8> {
+    vec![b'x'; args.payload_bytes]
+}
+
+fn priority(args: &Args, i: u64) -> u8 {
+    if args.priorities {
+        (i % 4) as u8
+    } else {
+        1
+    }
+}
+
+/// Ready jobs scheduled a day ahead: in the same index ranges the claim
+/// probes, never due during the run.
+fn preload(relay: &Relay, args: &Args) -> Result<(), String> {
+    let start = Instant::now();
+    let mut done = 0;
+    while done < args.depth {
+        let n = (args.depth - done).min(10_000);
+        let jobs = (0..n)
+            .map(|i| {
+                NewJob::new(QUEUE, "depth", payload(args))
+                    .priority(priority(args, done + i))
+                    .delay(Duration::from_secs(86_400))
+            })
+            .collect();
+        relay.submit_batch(jobs).map_err(|e| format!("preloading: {e}"))?;
+        done += n;
+        if done % 200_000 == 0 || done == args.depth {
+            progress(
+                args,
+                &format!(
+                    "preloaded {done}/{} ready jobs ({:.0} s)",
+                    args.depth,
+                    start.elapsed().as_secs_f64()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `per_thread` on every thread at once; returns their samples and the
+/// wall time from the common start to the last finish.
+fn on_threads<F>(args: &Args, per_thread: F) -> Result<(Vec<Duration>, Duration), String>
+where
+    F: Fn(u32) -> Result<Vec<Duration>, String> + Sync,
+{
+    let threads = args.threads();
+    let barrier = Barrier::new(threads as usize + 1);
+    let (samples, wall) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (barrier, f) = (&barrier, &per_thread);
+                s.spawn(move || {
+                    barrier.wait();
+                    f(t)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect();
+        (results, start.elapsed())
+    });
+    let mut all = Vec::new();
+    for r in samples {
+        all.extend(r?);
+    }
+    Ok((all, wall))
+}
+
+fn submit_phase(relay: &Relay, args: &Args) -> Result<Phase, String> {
+    let threads = u64::from(args.threads());
+    let (samples, wall) = on_threads(args, |t| {
+        let mut samples = Vec::new();
+        let mut i = u64::from(t);
+        while i < args.jobs {
+            let job = NewJob::new(QUEUE, "bench", payload(args)).priority(priority(args, i));
+            let start = Instant::now();
+            relay.submit(job).map_err(|e| format!("submit: {e}"))?;
+            samples.push(start.elapsed());
+            i += threads;
+        }
+        Ok(samples)
+    })?;
+    Ok(Phase::from_samples(samples, args.jobs, wall))
+}
+
+fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
+    let claimed = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let (samples, wall) = on_threads(args, |t| {
+        let worker = format!("bench-w{}", t / args.concurrency);
+        let req = LeaseRequest::new([QUEUE]).worker(worker).lease_for(args.lease_for);
+        let mut samples = Vec::new();
+        while claimed.load(Relaxed) < args.jobs && !failed.load(Relaxed) {
+            let start = Instant::now();
+            let leased = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"));
+            let Some(job) = leased.inspect_err(|_| failed.store(true, Relaxed))?.pop() else {
+                break;
+            };
+            let n = claimed.fetch_add(1, Relaxed) + 1;
+            if args.fault_skip_ack_every > 0 && n.is_multiple_of(args.fault_skip_ack_every) {
+                continue;
+            }
+            relay.ack(job.id, job.token, None).map_err(|e| format!("ack: {e}"))?;
+            samples.push(start.elapsed());
+        }
+        Ok(samples)
+    })?;
+    let leased = claimed.load(Relaxed);
+    Ok((Phase::from_samples(samples, args.jobs, wall), leased))
+}
+
+/// Every submitted job must be SUCCEEDED, and nothing else may have moved.
+fn verify(relay: &Relay, args: &Args, leased: u64) -> Result<(), String> {
+    let stats = relay.stats().map_err(|e| format!("reading stats to verify: {e}"))?;
+    let q = stats.queues.get(QUEUE).cloned().unwrap_or_default();
+    let n = |s: JobState| q.counts.get(&s).copied().unwrap_or(0);
+    let ok = n(JobState::Succeeded) == args.jobs
+        && n(JobState::Ready) == args.depth
+        && n(JobState::Leased) == 0
+        && n(JobState::Dead) == 0
+        && leased == args.jobs;
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "verification failed: {} of {} jobs SUCCEEDED (READY {}, LEASED {}, DEAD {}; {} leased); a run that does not verify reports no throughput",
+        n(JobState::Succeeded),
+        args.jobs,
+        n(JobState::Ready).saturating_sub(args.depth),
+        n(JobState::Leased),
+        n(JobState::Dead),
+        leased
+    ))
+}
