@@ -37,6 +37,7 @@ impl<T: Send + 'static> Pending<T> {
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
     writer: Option<JoinHandle<()>>,
+    replier: Option<JoinHandle<()>>,
     pub readers: Readers,
     pub signal: Arc<Signal>,
     pub counters: Arc<Counters>,
@@ -51,28 +52,19 @@ impl Engine {
         options.validate()?;
         let store = backend.open_writer().map_err(Error::open)?;
         let (tx, rx) = flume::bounded(options.queue_capacity);
+        let (replies, answered) = flume::unbounded();
+        let (recycle, recycled) = flume::bounded(4);
         let signal = Arc::new(Signal::new());
         let counters = Arc::new(Counters::default());
-        let writer = Writer {
-            store,
-            rx,
-            options: options.clone(),
-            signal: Arc::clone(&signal),
-            counters: Arc::clone(&counters),
-        };
-        let handle = std::thread::Builder::new()
-            .name("relay-writer".into())
-            .spawn(move || writer.run())
-            .map_err(|e| {
-                Error::Storage(Arc::new(relay_store::StoreError::Io {
-                    message: "cannot start the writer thread".into(),
-                    source: Box::new(e),
-                }))
-            })?;
+        let writer = Writer { store, rx, options: options.clone(), counters: Arc::clone(&counters), replies, recycled };
+        let reply_signal = Arc::clone(&signal);
+        let replier = spawn("relay-replier", move || writer::reply_loop(answered, recycle, reply_signal))?;
+        let handle = spawn("relay-writer", move || writer.run())?;
         let readers = Readers::new(Arc::clone(&backend));
         Ok(Self {
             tx: Some(tx),
             writer: Some(handle),
+            replier: Some(replier),
             readers,
             signal,
             counters,
@@ -97,11 +89,24 @@ impl Engine {
     }
 }
 
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| {
+        Error::Storage(Arc::new(relay_store::StoreError::Io {
+            message: format!("cannot start the {name} thread"),
+            source: Box::new(e),
+        }))
+    })
+}
+
 impl Drop for Engine {
     /// Closes the channel; the writer finishes what was sent, then stops.
     fn drop(&mut self) {
         self.tx = None;
         if let Some(h) = self.writer.take() {
+            let _ = h.join();
+        }
+        // The writer's end closed the reply channel: the replier drains it and stops.
+        if let Some(h) = self.replier.take() {
             let _ = h.join();
         }
     }

@@ -104,12 +104,37 @@ impl<T: Send + 'static> Operation for Call<T> {
     }
 }
 
+/// A committed (or failed) batch on its way to its callers.
+pub(crate) struct Answered {
+    ops: Vec<Box<dyn Operation>>,
+    outcome: Result<()>,
+    /// A job became ready: wake waiting lessees.
+    wake: bool,
+}
+
+/// Answers callers on a thread of its own, so that waking them (a futex
+/// wake per caller, measured at 13% of the writer's time) overlaps the
+/// writer's next batch instead of delaying it. Emptied batch vectors go
+/// back to the writer for reuse.
+pub(crate) fn reply_loop(rx: flume::Receiver<Answered>, recycle: flume::Sender<Vec<Box<dyn Operation>>>, signal: Arc<Signal>) {
+    for mut done in rx {
+        if done.outcome.is_ok() && done.wake {
+            signal.notify();
+        }
+        for op in done.ops.drain(..) {
+            op.finish(done.outcome.clone());
+        }
+        let _ = recycle.try_send(done.ops);
+    }
+}
+
 pub(crate) struct Writer {
     pub store: Box<dyn Store>,
     pub rx: flume::Receiver<Box<dyn Operation>>,
     pub options: Options,
-    pub signal: Arc<Signal>,
     pub counters: Arc<Counters>,
+    pub replies: flume::Sender<Answered>,
+    pub recycled: flume::Receiver<Vec<Box<dyn Operation>>>,
 }
 
 impl Writer {
@@ -170,11 +195,14 @@ impl Writer {
                 Err(e)
             }
         };
-        if outcome.is_ok() && woke {
-            self.signal.notify();
-        }
-        for op in batch.drain(..) {
-            op.finish(outcome.clone());
+        let fresh = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch.len()));
+        let ops = std::mem::replace(batch, fresh);
+        if let Err(flume::SendError(mut lost)) = self.replies.send(Answered { ops, outcome, wake: woke }) {
+            // The reply thread is gone (it only stops when the writer does):
+            // answer here rather than leave callers waiting.
+            for op in lost.ops.drain(..) {
+                op.finish(lost.outcome.clone());
+            }
         }
     }
 }
