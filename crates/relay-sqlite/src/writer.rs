@@ -37,17 +37,8 @@ impl Store for SqliteStore {
         self.exec("ROLLBACK")
     }
 
-    fn savepoint(&mut self) -> Result<(), StoreError> {
-        self.exec("SAVEPOINT op")
-    }
-
-    fn savepoint_release(&mut self) -> Result<(), StoreError> {
-        self.exec("RELEASE op")
-    }
-
-    fn savepoint_rollback(&mut self) -> Result<(), StoreError> {
-        self.exec("ROLLBACK TO op")?;
-        self.exec("RELEASE op")
+    fn changes(&self) -> u64 {
+        self.conn.total_changes()
     }
 
     fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {

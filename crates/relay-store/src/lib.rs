@@ -82,9 +82,9 @@ pub struct JobFilter {
 /// The writer's connection: used by one thread, inside transactions the
 /// engine opens and closes.
 ///
-/// Every method but `begin` runs inside the current transaction. Methods
-/// between `savepoint` and `savepoint_release`/`savepoint_rollback` form one
-/// operation that succeeds or fails alone.
+/// Every method but `begin` runs inside the current transaction. A failed
+/// statement changes nothing (the store undoes it); the engine isolates one
+/// operation from another with [`Store::changes`] (see the engine's docs).
 pub trait Store: Send {
     /// Starts the batch's transaction, taking the store's write lock (waiting
     /// up to the busy timeout for other processes).
@@ -92,9 +92,9 @@ pub trait Store: Send {
     /// Makes the batch durable. An error here means "maybe applied".
     fn commit(&mut self) -> Result<(), StoreError>;
     fn rollback(&mut self) -> Result<(), StoreError>;
-    fn savepoint(&mut self) -> Result<(), StoreError>;
-    fn savepoint_release(&mut self) -> Result<(), StoreError>;
-    fn savepoint_rollback(&mut self) -> Result<(), StoreError>;
+    /// Rows inserted, updated or deleted by this connection so far; a
+    /// statement that failed adds nothing.
+    fn changes(&self) -> u64;
 
     fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError>;
     /// The unfinished (READY or LEASED) job holding `key`, if any.

@@ -211,3 +211,30 @@ fn a_full_disk_is_a_typed_error_and_changes_nothing() {
         .submit_batch((0..20).map(|_| NewJob::new("q", "k", vec![7u8; 2000])).collect())
         .unwrap();
 }
+
+/// An operation that fails after it has written (here: a two-job lease that
+/// claims a good job, then meets a corrupt one) must leave nothing behind:
+/// the engine rolls the batch back and applies it again without it.
+#[test]
+fn an_operation_failing_after_it_wrote_leaves_nothing_behind() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let good = relay.submit(NewJob::new("q", "k", Vec::new()).priority(3)).unwrap();
+    let bad = relay.submit(NewJob::new("q", "k", Vec::new()).priority(3)).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE jobs SET max_attempts = 0 WHERE id = ?1", [bad.0])
+        .unwrap();
+    let e = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { job: Some(j), .. } if j == bad), "{e:?}");
+    let job = relay.get(good).unwrap();
+    assert_eq!(
+        (job.state(), job.status.attempts, job.status.last_token.0),
+        (JobState::Ready, 0, 0)
+    );
+    let kinds: Vec<String> = relay.events(good).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted"], "the rolled-back lease left no event");
+    // Other work goes on.
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(l.id, good);
+}

@@ -56,9 +56,18 @@ impl Engine {
         let (recycle, recycled) = flume::bounded(4);
         let signal = Arc::new(Signal::new());
         let counters = Arc::new(Counters::default());
-        let writer = Writer { store, rx, options: options.clone(), counters: Arc::clone(&counters), replies, recycled };
+        let writer = Writer {
+            store,
+            rx,
+            options: options.clone(),
+            counters: Arc::clone(&counters),
+            replies,
+            recycled,
+        };
         let reply_signal = Arc::clone(&signal);
-        let replier = spawn("relay-replier", move || writer::reply_loop(answered, recycle, reply_signal))?;
+        let replier = spawn("relay-replier", move || {
+            writer::reply_loop(answered, recycle, reply_signal)
+        })?;
         let handle = spawn("relay-writer", move || writer.run())?;
         let readers = Readers::new(Arc::clone(&backend));
         Ok(Self {

@@ -2,9 +2,8 @@
 //!
 //! Every write of a process goes through here. The thread blocks for the
 //! first waiting operation, drains every other one already waiting (up to
-//! `max_batch`), applies them in ONE transaction with one savepoint per
-//! operation (so one failing operation fails alone), commits once, and only
-//! then answers each caller. Alone, a caller waits one fsync; under load one
+//! `max_batch`), applies them in ONE transaction (one failing operation fails
+//! alone: see `apply_all`), commits once, and only then answers each caller. Alone, a caller waits one fsync; under load one
 //! fsync serves everyone who arrived while the previous commit ran.
 //!
 //! The channel into the thread is bounded (`queue_capacity`): when it is
@@ -116,7 +115,11 @@ pub(crate) struct Answered {
 /// wake per caller, measured at 13% of the writer's time) overlaps the
 /// writer's next batch instead of delaying it. Emptied batch vectors go
 /// back to the writer for reuse.
-pub(crate) fn reply_loop(rx: flume::Receiver<Answered>, recycle: flume::Sender<Vec<Box<dyn Operation>>>, signal: Arc<Signal>) {
+pub(crate) fn reply_loop(
+    rx: flume::Receiver<Answered>,
+    recycle: flume::Sender<Vec<Box<dyn Operation>>>,
+    signal: Arc<Signal>,
+) {
     for mut done in rx {
         if done.outcome.is_ok() && done.wake {
             signal.notify();
@@ -165,39 +168,60 @@ impl Writer {
         tracing::debug!("relay writer stopped");
     }
 
-    fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
-        let mut ctx = BatchCtx {
-            now,
-            options: &self.options,
-            rng,
-            woke: false,
-        };
-        let applied = apply_all(self.store.as_mut(), batch, &mut ctx, reap);
-        let woke = ctx.woke;
-        let outcome = match applied {
-            Ok(reaped) => match self.store.commit() {
-                Ok(()) => {
-                    // An idle reap that found nothing wrote nothing: no fsync, no count.
-                    if !batch.is_empty() || reaped > 0 {
-                        self.counters.committed(batch.len());
-                    }
-                    Ok(())
+    /// Commits the open transaction; counts it when it carried anything.
+    fn commit(&mut self, ops: usize, reaped: usize) -> Result<()> {
+        match self.store.commit() {
+            Ok(()) => {
+                // An idle reap that found nothing wrote nothing: no fsync, no count.
+                if ops > 0 || reaped > 0 {
+                    self.counters.committed(ops);
                 }
-                Err(e) => {
-                    let _ = self.store.rollback();
-                    self.counters.commit_failed();
-                    tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
-                    Err(Error::MaybeApplied(Arc::new(e)))
-                }
-            },
+                Ok(())
+            }
             Err(e) => {
                 let _ = self.store.rollback();
-                Err(e)
+                self.counters.commit_failed();
+                tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
+                Err(Error::MaybeApplied(Arc::new(e)))
+            }
+        }
+    }
+
+    fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
+        let mut skip = vec![false; batch.len()];
+        let (outcome, woke) = loop {
+            let mut ctx = BatchCtx {
+                now,
+                options: &self.options,
+                rng: &mut *rng,
+                woke: false,
+            };
+            match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
+                Ok(reaped) => {
+                    let woke = ctx.woke;
+                    break (self.commit(batch.len(), reaped), woke);
+                }
+                Err(Abort::Redo(i)) => {
+                    let _ = self.store.rollback();
+                    skip[i] = true;
+                    tracing::warn!("an operation failed after writing; applying its batch again without it");
+                }
+                Err(Abort::Fatal(e)) => {
+                    let _ = self.store.rollback();
+                    break (Err(e), false);
+                }
             }
         };
-        let fresh = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch.len()));
+        let fresh = self
+            .recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(batch.len()));
         let ops = std::mem::replace(batch, fresh);
-        if let Err(flume::SendError(mut lost)) = self.replies.send(Answered { ops, outcome, wake: woke }) {
+        if let Err(flume::SendError(mut lost)) = self.replies.send(Answered {
+            ops,
+            outcome,
+            wake: woke,
+        }) {
             // The reply thread is gone (it only stops when the writer does):
             // answer here rather than leave callers waiting.
             for op in lost.ops.drain(..) {
@@ -207,37 +231,52 @@ impl Writer {
     }
 }
 
-/// Opens the transaction and applies every operation in its own savepoint.
-/// Returns how many expired leases were reclaimed. An error here lost the
-/// whole batch; the caller rolls back.
+/// Why a batch's transaction was abandoned.
+enum Abort {
+    /// Operation `i` failed after it had written: roll back, and apply the
+    /// batch again without it.
+    Redo(usize),
+    /// The transaction is lost; every caller gets this error.
+    Fatal(Error),
+}
+
+/// Opens the transaction and applies every operation not in `skip`.
+/// Returns how many expired leases were reclaimed.
+///
+/// Operations are isolated without savepoints: each one reads and checks
+/// everything before it writes, so a refused operation (a stale token, a
+/// corrupt row, a wrong state) has written nothing and simply fails alone.
+/// The store's change counter proves it; in the rare case an operation
+/// failed after writing, the batch is rolled back and applied again without
+/// it. A savepoint per operation cost ~10% of the writer's time (it copies
+/// every page an operation touches into a sub-journal).
 fn apply_all(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
+    skip: &[bool],
     ctx: &mut BatchCtx<'_>,
     reap: bool,
-) -> Result<usize> {
-    store.begin()?;
+) -> Result<usize, Abort> {
+    store.begin().map_err(|e| Abort::Fatal(e.into()))?;
     let mut reaped = 0;
     if reap {
-        store.savepoint()?;
+        // Each reclaim is complete in itself, so a partial reap is kept.
         match ops::reap(store, ctx) {
-            Ok(n) => {
-                reaped = n;
-                store.savepoint_release()?;
-            }
-            Err(e) if e.is_batch_fatal() => return Err(e),
-            Err(e) => {
-                tracing::warn!(error = %e, "reclaiming expired leases failed; will try again");
-                store.savepoint_rollback()?;
-            }
+            Ok(n) => reaped = n,
+            Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
+            Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
         }
     }
-    for op in batch.iter_mut() {
-        store.savepoint()?;
+    for (i, op) in batch.iter_mut().enumerate() {
+        if skip.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let before = store.changes();
         match op.apply(store, ctx) {
-            Ok(()) => store.savepoint_release()?,
-            Err(e) if e.is_batch_fatal() => return Err(e),
-            Err(_) => store.savepoint_rollback()?,
+            Ok(()) => {}
+            Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
+            Err(_) if store.changes() == before => {}
+            Err(_) => return Err(Abort::Redo(i)),
         }
     }
     Ok(reaped)
