@@ -63,6 +63,7 @@ impl Engine {
             counters: Arc::clone(&counters),
             replies,
             recycled,
+            signal: Arc::clone(&signal),
         };
         let reply_signal = Arc::clone(&signal);
         let replier = spawn("relay-replier", move || {

@@ -121,13 +121,20 @@ pub(crate) fn reply_loop(
     signal: Arc<Signal>,
 ) {
     for mut done in rx {
-        if done.outcome.is_ok() && done.wake {
-            signal.notify();
-        }
-        for op in done.ops.drain(..) {
-            op.finish(done.outcome.clone());
-        }
+        answer(&mut done.ops, &done.outcome, done.wake, &signal);
         let _ = recycle.try_send(done.ops);
+    }
+}
+
+/// Batches this small are answered by the writer itself.
+const REPLY_INLINE_MAX: usize = 2;
+
+fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, signal: &Signal) {
+    if outcome.is_ok() && wake {
+        signal.notify();
+    }
+    for op in ops.drain(..) {
+        op.finish(outcome.clone());
     }
 }
 
@@ -138,6 +145,7 @@ pub(crate) struct Writer {
     pub counters: Arc<Counters>,
     pub replies: flume::Sender<Answered>,
     pub recycled: flume::Receiver<Vec<Box<dyn Operation>>>,
+    pub signal: Arc<Signal>,
 }
 
 impl Writer {
@@ -212,6 +220,12 @@ impl Writer {
                 }
             }
         };
+        if batch.len() <= REPLY_INLINE_MAX {
+            // Few callers: waking them here is cheaper than a hop through
+            // the reply thread (one less thread wake-up on their path).
+            answer(batch, &outcome, woke, &self.signal);
+            return;
+        }
         let fresh = self
             .recycled
             .try_recv()
@@ -222,11 +236,8 @@ impl Writer {
             outcome,
             wake: woke,
         }) {
-            // The reply thread is gone (it only stops when the writer does):
-            // answer here rather than leave callers waiting.
-            for op in lost.ops.drain(..) {
-                op.finish(lost.outcome.clone());
-            }
+            // The reply thread is gone (it only stops when the writer does).
+            answer(&mut lost.ops, &lost.outcome, lost.wake, &self.signal);
         }
     }
 }
