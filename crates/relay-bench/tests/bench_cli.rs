@@ -1,0 +1,181 @@
+//! relay-bench as users run it: a real process on real files.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_relay-bench");
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BENCH).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_run_reports_every_field_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let out = bench(&[
+        "--jobs",
+        "300",
+        "--workers",
+        "2",
+        "--concurrency",
+        "4",
+        "--json",
+        "--database",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            r["workers"].as_u64(),
+            r["concurrency"].as_u64(),
+            r["threads"].as_u64(),
+            r["jobs"].as_u64()
+        ),
+        (Some(2), Some(4), Some(8), Some(300))
+    );
+    assert_eq!(r["verified"], true);
+    for phase in ["submit", "lease_ack"] {
+        for key in ["jobs_per_sec", "p50_us", "p95_us", "p99_us"] {
+            assert!(r[phase][key].as_f64().unwrap() > 0.0, "{phase}.{key}: {r}");
+        }
+        assert!(r[phase]["p50_us"].as_f64() <= r[phase]["p99_us"].as_f64());
+    }
+    assert!(r["peak_rss_bytes"].as_u64().unwrap() > 1 << 20);
+    assert!(r["floor"]["ops_per_sec"].as_f64().unwrap() > 0.0 && r["floor"]["p50_us"].as_f64().unwrap() > 0.0);
+    // The database really holds 300 SUCCEEDED jobs.
+    let relay = relay::Relay::open(&db).unwrap();
+    assert_eq!(
+        relay.stats().unwrap().queues["bench"].counts[&relay::JobState::Succeeded],
+        300
+    );
+}
+
+#[test]
+fn a_database_that_holds_anything_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("used.db");
+    let first = bench(&[
+        "--jobs",
+        "20",
+        "--workers",
+        "1",
+        "--concurrency",
+        "2",
+        "--no-floor",
+        "--database",
+        db.to_str().unwrap(),
+    ]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let again = bench(&["--jobs", "20", "--no-floor", "--database", db.to_str().unwrap()]);
+    assert!(!again.status.success());
+    assert!(again.stdout.is_empty(), "no report for a refused run");
+    let e = stderr(&again);
+    assert!(
+        e.contains("already holds data") && e.contains("new --database path"),
+        "{e}"
+    );
+    // Any non-empty file, Relay's or not.
+    let other = dir.path().join("notes.txt");
+    std::fs::write(&other, "keep me").unwrap();
+    let out = bench(&["--jobs", "20", "--no-floor", "--database", other.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "keep me");
+}
+
+#[test]
+fn a_run_that_does_not_verify_fails_without_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fault.db");
+    let out = bench(&[
+        "--jobs",
+        "200",
+        "--workers",
+        "1",
+        "--concurrency",
+        "4",
+        "--no-floor",
+        "--fault-skip-ack-every",
+        "50",
+        "--database",
+        db.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "a run with unacknowledged jobs must fail");
+    assert!(
+        out.stdout.is_empty(),
+        "no throughput printed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let e = stderr(&out);
+    assert!(e.contains("verification failed: 196 of 200 jobs SUCCEEDED"), "{e}");
+    assert!(e.contains("LEASED 4"), "{e}");
+}
+
+#[test]
+fn depth_and_matrix_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("depth.db");
+    let out = bench(&[
+        "--jobs",
+        "100",
+        "--workers",
+        "1",
+        "--concurrency",
+        "4",
+        "--depth",
+        "5000",
+        "--priorities",
+        "--no-floor",
+        "--json",
+        "--database",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (r["depth"].as_u64(), r["verified"].as_bool(), r["floor"].is_null()),
+        (Some(5000), Some(true), true)
+    );
+
+    let out = bench(&[
+        "--matrix",
+        "--jobs",
+        "64",
+        "--no-floor",
+        "--database",
+        dir.path().join("m").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| workers"))
+        .collect();
+    let shapes: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            r.split('|')
+                .skip(1)
+                .take(3)
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join("x")
+        })
+        .collect();
+    assert_eq!(shapes, ["1x1x1", "1x16x16", "4x16x64", "8x16x128", "16x16x256"]);
+}
+
+#[test]
+fn bad_flags_are_refused() {
+    let out = bench(&["--jobs", "0", "--database", "/tmp/never-created-relay-bench.db"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--jobs must be at least 1"));
+    let out = bench(&["--jobs", "10"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--database PATH is required"));
+}
