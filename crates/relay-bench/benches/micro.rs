@@ -2,7 +2,10 @@
 //! committed baseline with `scripts/microbench`; see docs/BENCHMARKS.md.
 
 use relay::{LeaseRequest, NewJob, Relay};
-use relay_core::{choose, transition, Action, Candidate, JobId, JobStatus, LeaseToken, Priority, RetryPolicy, Timestamp, TransitionCtx};
+use relay_core::{
+    choose, transition, Action, Candidate, JobId, JobStatus, LeaseToken, Priority, RetryPolicy, Timestamp,
+    TransitionCtx,
+};
 use relay_store::Backend;
 use std::hint::black_box;
 use std::time::Duration;
@@ -35,16 +38,30 @@ mod core {
     fn transition_lease(b: divan::Bencher) {
         let status = JobStatus::new_ready(NOW, 20);
         let policy = RetryPolicy::default();
-        let ctx = TransitionCtx { now: NOW, retry: &policy, jitter: 0.5 };
-        let action = Action::Lease { worker: "worker-1", lease_for: Duration::from_secs(30) };
+        let ctx = TransitionCtx {
+            now: NOW,
+            retry: &policy,
+            jitter: 0.5,
+        };
+        let action = Action::Lease {
+            worker: "worker-1",
+            lease_for: Duration::from_secs(30),
+        };
         b.bench(|| transition(JobId(7), black_box(&status), action, &ctx));
     }
 
     #[divan::bench]
     fn transition_ack(b: divan::Bencher) {
         let policy = RetryPolicy::default();
-        let ctx = TransitionCtx { now: NOW, retry: &policy, jitter: 0.5 };
-        let lease = Action::Lease { worker: "worker-1", lease_for: Duration::from_secs(30) };
+        let ctx = TransitionCtx {
+            now: NOW,
+            retry: &policy,
+            jitter: 0.5,
+        };
+        let lease = Action::Lease {
+            worker: "worker-1",
+            lease_for: Duration::from_secs(30),
+        };
         let leased = transition(JobId(7), &JobStatus::new_ready(NOW, 20), lease, &ctx).map(|n| n.status);
         let Ok(leased) = leased else { return };
         b.bench(|| transition(JobId(7), black_box(&leased), Action::Ack { token: LeaseToken(1) }, &ctx));
@@ -53,12 +70,24 @@ mod core {
     #[divan::bench]
     fn transition_nack_backoff(b: divan::Bencher) {
         let policy = RetryPolicy::default();
-        let ctx = TransitionCtx { now: NOW, retry: &policy, jitter: 0.5 };
-        let lease = Action::Lease { worker: "worker-1", lease_for: Duration::from_secs(30) };
+        let ctx = TransitionCtx {
+            now: NOW,
+            retry: &policy,
+            jitter: 0.5,
+        };
+        let lease = Action::Lease {
+            worker: "worker-1",
+            lease_for: Duration::from_secs(30),
+        };
         let Ok(leased) = transition(JobId(7), &JobStatus::new_ready(NOW, 20), lease, &ctx).map(|n| n.status) else {
             return;
         };
-        let nack = Action::Nack { token: LeaseToken(1), error: "connection refused", retry_in: None, permanent: false };
+        let nack = Action::Nack {
+            token: LeaseToken(1),
+            error: "connection refused",
+            retry_in: None,
+            permanent: false,
+        };
         b.bench(|| transition(JobId(7), black_box(&leased), nack, &ctx));
     }
 }
@@ -102,8 +131,12 @@ mod store {
     #[divan::bench]
     fn job_get_and_decode(b: divan::Bencher) {
         let backend = relay_sqlite::SqliteBackend::memory();
-        let Ok(relay) = Relay::with_backend(std::sync::Arc::new(backend.clone()), relay::Options::default()) else { return };
-        let Ok(id) = relay.submit(NewJob::new("q", "k", vec![b'x'; 100])) else { return };
+        let Ok(relay) = Relay::with_backend(std::sync::Arc::new(backend.clone()), relay::Options::default()) else {
+            return;
+        };
+        let Ok(id) = relay.submit(NewJob::new("q", "k", vec![b'x'; 100])) else {
+            return;
+        };
         let Ok(mut reader) = backend.open_reader() else { return };
         b.bench_local(|| reader.job_get(black_box(id)));
     }
@@ -115,7 +148,9 @@ mod store {
     #[divan::bench(sample_count = 200)]
     fn claim_and_release_in_memory(b: divan::Bencher) {
         let Ok(relay) = Relay::in_memory() else { return };
-        let jobs = (0..1000).map(|i| NewJob::new("q", "k", vec![b'x'; 100]).priority((i % 4) as u8)).collect();
+        let jobs = (0..1000)
+            .map(|i| NewJob::new("q", "k", vec![b'x'; 100]).priority((i % 4) as u8))
+            .collect();
         if relay.submit_batch(jobs).is_err() {
             return;
         }

@@ -30,7 +30,9 @@ fn main() -> ExitCode {
 
 fn parse_stdin() -> Result<ExitCode, String> {
     let mut text = String::new();
-    std::io::stdin().read_to_string(&mut text).map_err(|e| format!("reading stdin: {e}"))?;
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("reading stdin: {e}"))?;
     let results = parse(&text);
     if results.is_empty() {
         return Err("no benchmark results found in the input (expected divan's table)".into());
@@ -46,11 +48,16 @@ fn parse(text: &str) -> Results {
     let mut out = Results::new();
     for line in text.lines() {
         // The tree prefix (`│  ├─ `) is three characters a level.
-        let prefix = line.chars().take_while(|c| matches!(c, '│' | '├' | '╰' | '─' | ' ')).count();
+        let prefix = line
+            .chars()
+            .take_while(|c| matches!(c, '│' | '├' | '╰' | '─' | ' '))
+            .count();
         let rest: String = line.chars().skip(prefix).collect();
         // A table row: name and fastest, then slowest, median, mean, samples, iters.
         let cols: Vec<&str> = rest.split('│').collect();
-        let Some(name) = cols[0].split_whitespace().next() else { continue };
+        let Some(name) = cols[0].split_whitespace().next() else {
+            continue;
+        };
         if cols.len() < 6 || name == "Timer" {
             continue;
         }
@@ -85,10 +92,16 @@ fn read(path: &str) -> Result<Results, String> {
 }
 
 fn check(args: &[String]) -> Result<ExitCode, String> {
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let baseline_path = flag("--baseline").ok_or("--baseline PATH is required")?;
     let latest_path = flag("--latest").ok_or("--latest PATH is required")?;
-    let threshold: f64 = flag("--threshold").map_or(Ok(10.0), |t| t.parse().map_err(|_| format!("bad --threshold {t}")))?;
+    let threshold: f64 =
+        flag("--threshold").map_or(Ok(10.0), |t| t.parse().map_err(|_| format!("bad --threshold {t}")))?;
     let soft = args.iter().any(|a| a == "--soft");
     let (table, regressions) = compare(&read(&baseline_path)?, &read(&latest_path)?, threshold);
     println!("{table}");
@@ -124,7 +137,11 @@ fn compare(baseline: &Results, latest: &Results, threshold: f64) -> (String, usi
                 } else {
                     "same"
                 };
-                format!("| {name} | {} | {} | {change:+.1}% | {verdict} |", fmt_ns(*b), fmt_ns(*c))
+                format!(
+                    "| {name} | {} | {} | {change:+.1}% | {verdict} |",
+                    fmt_ns(*b),
+                    fmt_ns(*c)
+                )
             }
             (Some(b), None) => format!("| {name} | {} | - | - | gone |", fmt_ns(*b)),
             (None, Some(c)) => format!("| {name} | - | {} | - | new |", fmt_ns(*c)),
@@ -169,11 +186,26 @@ micro                              fastest       │ slowest       │ median   
 
     #[test]
     fn compare_flags_regressions_past_threshold() {
-        let base: Results = [("a".into(), 100.0), ("b".into(), 100.0), ("c".into(), 100.0), ("old".into(), 5.0)].into();
-        let cur: Results = [("a".into(), 109.0), ("b".into(), 125.0), ("c".into(), 50.0), ("new".into(), 7.0)].into();
+        let base: Results = [
+            ("a".into(), 100.0),
+            ("b".into(), 100.0),
+            ("c".into(), 100.0),
+            ("old".into(), 5.0),
+        ]
+        .into();
+        let cur: Results = [
+            ("a".into(), 109.0),
+            ("b".into(), 125.0),
+            ("c".into(), 50.0),
+            ("new".into(), 7.0),
+        ]
+        .into();
         let (table, n) = compare(&base, &cur, 10.0);
         assert_eq!(n, 1);
-        assert!(table.contains("| b | 100.0 ns | 125.0 ns | +25.0% | REGRESSED |"), "{table}");
+        assert!(
+            table.contains("| b | 100.0 ns | 125.0 ns | +25.0% | REGRESSED |"),
+            "{table}"
+        );
         assert!(table.contains("| a | 100.0 ns | 109.0 ns | +9.0% | same |"));
         assert!(table.contains("| c | 100.0 ns | 50.0 ns | -50.0% | faster |"));
         assert!(table.contains("| old | 5.0 ns | - | - | gone |") && table.contains("| new | - | 7.0 ns | - | new |"));
