@@ -49,6 +49,7 @@ mod options;
 mod relay;
 mod request;
 pub mod view;
+pub mod worker;
 
 pub use engine::metrics::Metrics;
 pub use error::{Error, Result};

@@ -198,14 +198,24 @@ impl AsyncRelay {
     }
 
     pub async fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
+        self.lease_until(req, std::future::pending::<()>()).await
+    }
+
+    /// `lease`, giving up its wait (never a claim in flight, so no job is
+    /// lost) as soon as `stop` completes.
+    pub async fn lease_until(&self, req: LeaseRequest, stop: impl std::future::Future) -> Result<Vec<LeasedJob>> {
         let req = req.validate(&self.engine.options.limits)?;
         let deadline = Instant::now() + req.wait;
+        tokio::pin!(stop);
         loop {
             let seen = self.engine.signal.generation();
             let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
             match self.engine.wait_until(&batch, deadline) {
                 None => return Ok(batch.jobs),
-                Some(until) => self.engine.signal.wait_async(seen, until).await,
+                Some(until) => tokio::select! {
+                    () = self.engine.signal.wait_async(seen, until) => {}
+                    _ = &mut stop => return Ok(Vec::new()),
+                },
             }
         }
     }

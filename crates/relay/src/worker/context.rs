@@ -1,0 +1,128 @@
+//! What a handler sees of its job, and what it returns.
+
+use crate::{LeasedJob, Relay};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a handler returns: `Ok(result)` acks the job (with the optional
+/// result bytes), `Err` nacks it.
+pub type JobResult = Result<Option<Vec<u8>>, JobError>;
+
+/// Why a job failed, and what should happen next.
+///
+/// Any `std::error::Error` converts into one with `?`, as a retryable
+/// failure using the back-off policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobError {
+    pub message: String,
+    /// Retry after this long instead of the back-off policy's delay.
+    pub retry_in: Option<Duration>,
+    /// No retry can fix it: the job becomes DEAD now.
+    pub permanent: bool,
+}
+
+impl JobError {
+    /// A failure to retry with back-off.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retry_in: None,
+            permanent: false,
+        }
+    }
+
+    /// A failure that no retry can fix.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retry_in: None,
+            permanent: true,
+        }
+    }
+
+    #[must_use]
+    pub fn retry_in(mut self, d: Duration) -> Self {
+        self.retry_in = Some(d);
+        self
+    }
+}
+
+impl<E: std::error::Error> From<E> for JobError {
+    fn from(e: E) -> Self {
+        JobError::new(e.to_string())
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A running job, as its handler sees it.
+#[derive(Clone)]
+pub struct JobContext {
+    job: Arc<LeasedJob>,
+    relay: Relay,
+    lost: Arc<AtomicBool>,
+}
+
+impl JobContext {
+    pub(crate) fn new(job: LeasedJob, relay: Relay) -> Self {
+        Self {
+            job: Arc::new(job),
+            relay,
+            lost: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    pub fn job(&self) -> &LeasedJob {
+        &self.job
+    }
+
+    pub fn id(&self) -> crate::JobId {
+        self.job.id
+    }
+
+    pub fn kind(&self) -> &str {
+        &self.job.kind
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        &self.job.payload
+    }
+
+    /// The payload parsed as JSON into `T`.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, JobError> {
+        serde_json::from_slice(&self.job.payload)
+            .map_err(|e| JobError::permanent(format!("payload is not the expected JSON: {e}")))
+    }
+
+    /// 1 for the first attempt.
+    pub fn attempt(&self) -> u32 {
+        self.job.attempt
+    }
+
+    /// Appends an event (progress, a log line) to the job's event log.
+    /// Blocks until it is committed; from async code use `event_async`.
+    pub fn event(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
+        self.relay.append_event(self.job.id, kind, data)
+    }
+
+    pub async fn event_async(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
+        self.relay.to_async().append_event(self.job.id, kind, data).await
+    }
+
+    /// True once the job's lease is lost (it expired, was cancelled, or the
+    /// worker is stopping at once): a long handler should stop early, its
+    /// result will be refused.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Relaxed);
+    }
+}

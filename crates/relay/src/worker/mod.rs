@@ -1,0 +1,283 @@
+//! The worker runtime: register handlers by job kind, and Relay leases,
+//! runs, heartbeats, acks and nacks for you.
+//!
+//! ```no_run
+//! use relay::worker::{JobError, Worker};
+//! use relay::Relay;
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), relay::Error> {
+//! let relay = Relay::open("jobs.db")?;
+//! let report = Worker::new(relay, ["emails"])
+//!     .concurrency(8)
+//!     .handler("send", |ctx| {
+//!         let to: String = ctx.json()?;
+//!         ctx.event("log", &serde_json::json!(format!("sending to {to}")))?;
+//!         Ok(Some(b"sent".to_vec()))
+//!     })
+//!     .async_handler("fetch", |ctx| async move {
+//!         if ctx.payload().is_empty() {
+//!             return Err(JobError::permanent("nothing to fetch"));
+//!         }
+//!         Ok(None)
+//!     })
+//!     .timeout("fetch", Duration::from_secs(30))
+//!     .run()?; // until SIGINT/SIGTERM: stop leasing, finish or release in-flight jobs
+//! println!("{} succeeded", report.succeeded);
+//! # Ok(()) }
+//! ```
+//!
+//! - A bounded pool: at most `concurrency` handlers run at once, and the
+//!   worker leases only as many jobs as it has free slots.
+//! - Heartbeats extend each lease every third of its duration for as long as
+//!   the handler runs; a lost lease is flagged to the handler
+//!   ([`JobContext::is_lost`]).
+//! - Outcomes: `Ok` acks (with the optional result); `Err` nacks with the
+//!   error's text; a panic nacks with the panic message (the pool stays at
+//!   full strength); a timeout nacks with a timeout error; a kind with no
+//!   handler is DEAD at once.
+//! - Shutdown ([`Shutdown`], or SIGINT/SIGTERM): stop leasing, let running
+//!   handlers finish within the grace period, then release (not nack) the
+//!   rest so they run again at once elsewhere; a second signal stops at
+//!   once. A job whose handler never returned is leased again after its
+//!   lease expires, so nothing is lost either way.
+//!
+//! Sync handlers run on blocking threads and cannot be interrupted: one that
+//! overruns its timeout is nacked, but keeps its pool slot until it returns
+//! (so the pool never runs more than `concurrency` handlers). Async handlers
+//! are cancelled at their next `.await`.
+
+mod context;
+mod run;
+mod shutdown;
+
+pub use context::{JobContext, JobError, JobResult};
+pub use run::{Finished, Outcome, WorkerStats};
+pub use shutdown::Shutdown;
+
+use crate::{Error, Relay, Result};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+type SyncFn = dyn Fn(&JobContext) -> JobResult + Send + Sync;
+type AsyncFn = dyn Fn(JobContext) -> Pin<Box<dyn Future<Output = JobResult> + Send>> + Send + Sync;
+
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Sync(Arc<SyncFn>),
+    Async(Arc<AsyncFn>),
+}
+
+/// A handler and its timeout.
+#[derive(Clone)]
+pub(crate) struct Registered {
+    pub handler: Handler,
+    pub timeout: Option<Duration>,
+}
+
+/// A pool of handlers working the given queues. Configure, then [`Worker::run`].
+pub struct Worker {
+    pub(crate) relay: Relay,
+    pub(crate) queues: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) concurrency: usize,
+    pub(crate) lease_for: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) poll: Duration,
+    pub(crate) handlers: HashMap<String, Registered>,
+    pub(crate) fallback: Option<Registered>,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) signals: bool,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) stats: Arc<WorkerStats>,
+    pub(crate) on_finish: Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
+}
+
+impl Worker {
+    /// A worker for `queues` with one slot; add handlers, then run it.
+    pub fn new<Q: Into<String>>(relay: Relay, queues: impl IntoIterator<Item = Q>) -> Self {
+        Self {
+            relay,
+            queues: queues.into_iter().map(Into::into).collect(),
+            name: format!("worker-{}", std::process::id()),
+            concurrency: 1,
+            lease_for: Duration::from_secs(30),
+            grace: Duration::from_secs(10),
+            poll: Duration::from_millis(500),
+            handlers: HashMap::new(),
+            fallback: None,
+            default_timeout: None,
+            signals: true,
+            shutdown: Shutdown::default(),
+            stats: Arc::new(WorkerStats::default()),
+            on_finish: None,
+        }
+    }
+
+    /// At most `n` handlers at once (default 1).
+    #[must_use]
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// The lease holder's name in events (default `worker-<pid>`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Each lease's duration; heartbeats renew it every third (default 30 s).
+    #[must_use]
+    pub fn lease_for(mut self, d: Duration) -> Self {
+        self.lease_for = d;
+        self
+    }
+
+    /// How long a graceful shutdown waits for running handlers (default 10 s).
+    #[must_use]
+    pub fn grace(mut self, d: Duration) -> Self {
+        self.grace = d;
+        self
+    }
+
+    /// Handle SIGINT/SIGTERM (default true; embedded users may prefer the
+    /// [`Shutdown`] handle alone).
+    #[must_use]
+    pub fn handle_signals(mut self, on: bool) -> Self {
+        self.signals = on;
+        self
+    }
+
+    /// A blocking handler for jobs of `kind`.
+    #[must_use]
+    pub fn handler<F>(mut self, kind: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(&JobContext) -> JobResult + Send + Sync + 'static,
+    {
+        self.handlers.insert(
+            kind.into(),
+            Registered {
+                handler: Handler::Sync(Arc::new(f)),
+                timeout: None,
+            },
+        );
+        self
+    }
+
+    /// An async handler for jobs of `kind`.
+    #[must_use]
+    pub fn async_handler<F, Fut>(mut self, kind: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(JobContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = JobResult> + Send + 'static,
+    {
+        let f: Arc<AsyncFn> = Arc::new(move |ctx| Box::pin(f(ctx)));
+        self.handlers.insert(
+            kind.into(),
+            Registered {
+                handler: Handler::Async(f),
+                timeout: None,
+            },
+        );
+        self
+    }
+
+    /// A blocking handler for every kind without one of its own.
+    #[must_use]
+    pub fn fallback_handler<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&JobContext) -> JobResult + Send + Sync + 'static,
+    {
+        self.fallback = Some(Registered {
+            handler: Handler::Sync(Arc::new(f)),
+            timeout: None,
+        });
+        self
+    }
+
+    /// Jobs of `kind` that run longer than `d` are nacked with a timeout
+    /// error. Set it after registering the handler.
+    #[must_use]
+    pub fn timeout(mut self, kind: &str, d: Duration) -> Self {
+        if let Some(r) = self.handlers.get_mut(kind) {
+            r.timeout = Some(d);
+        }
+        self
+    }
+
+    /// The timeout for kinds without one of their own.
+    #[must_use]
+    pub fn default_timeout(mut self, d: Duration) -> Self {
+        self.default_timeout = Some(d);
+        self
+    }
+
+    /// Called after each job's outcome is recorded (for logs and progress).
+    #[must_use]
+    pub fn on_finish(mut self, f: impl Fn(&Finished) + Send + Sync + 'static) -> Self {
+        self.on_finish = Some(Arc::new(f));
+        self
+    }
+
+    /// A handle that stops this worker from another thread.
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+
+    /// Live counters (done, failed, in flight...).
+    pub fn stats(&self) -> Arc<WorkerStats> {
+        Arc::clone(&self.stats)
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |field, reason: &str| Err(Error::InvalidInput(crate::InvalidInput::new(field, reason)));
+        if self.concurrency == 0 || self.concurrency > 4096 {
+            return bad("concurrency", "must be 1-4096");
+        }
+        if self.handlers.is_empty() && self.fallback.is_none() {
+            return bad("handlers", "register at least one handler");
+        }
+        if self.lease_for < Duration::from_millis(30) {
+            return bad("lease_for", "must be at least 30ms (heartbeats renew it every third)");
+        }
+        // Checks the queue names and worker name now rather than on first lease.
+        crate::LeaseRequest::new(self.queues.clone())
+            .worker(self.name.clone())
+            .lease_for(self.lease_for)
+            .validate(&self.relay.options().limits)?;
+        Ok(())
+    }
+
+    /// Runs until shut down (by the handle, or SIGINT/SIGTERM), on a runtime
+    /// of its own. Returns the final counts.
+    pub fn run(self) -> Result<WorkerStatsSnapshot> {
+        self.check()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.concurrency.clamp(1, 4))
+            .max_blocking_threads(self.concurrency + 8)
+            .thread_name("relay-worker")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::Storage(Arc::new(relay_store::StoreError::Io {
+                    message: "cannot start the worker runtime".into(),
+                    source: Box::new(e),
+                }))
+            })?;
+        rt.block_on(self.run_async())
+    }
+
+    /// Runs on the caller's tokio runtime (which needs its time driver and,
+    /// for sync handlers, blocking threads).
+    pub async fn run_async(self) -> Result<WorkerStatsSnapshot> {
+        self.check()?;
+        run::Pool::new(self).run().await
+    }
+}
+
+pub use run::WorkerStatsSnapshot;

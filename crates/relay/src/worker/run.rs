@@ -1,0 +1,405 @@
+//! The pool at work: the lease loop, one task per job (handler, heartbeat,
+//! timeout, outcome), and the drain on shutdown.
+
+use super::shutdown::{Phase, Shutdown};
+use super::{Handler, JobContext, JobError, JobResult, Registered, Worker};
+use crate::{AsyncRelay, Error, JobId, LeaseRequest, LeaseToken, LeasedJob, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+/// Live counters of a worker.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    pub succeeded: AtomicU64,
+    pub failed: AtomicU64,
+    pub dead: AtomicU64,
+    pub released: AtomicU64,
+    pub lost: AtomicU64,
+    pub in_flight: AtomicU64,
+}
+
+/// The counters at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerStatsSnapshot {
+    pub succeeded: u64,
+    /// Nacked and to be retried.
+    pub failed: u64,
+    /// Nacked for good (attempts spent, permanent, or no handler).
+    pub dead: u64,
+    /// Given back untried at shutdown.
+    pub released: u64,
+    /// The lease was lost before the outcome could be recorded.
+    pub lost: u64,
+    pub in_flight: u64,
+}
+
+impl WorkerStats {
+    pub fn snapshot(&self) -> WorkerStatsSnapshot {
+        WorkerStatsSnapshot {
+            succeeded: self.succeeded.load(Relaxed),
+            failed: self.failed.load(Relaxed),
+            dead: self.dead.load(Relaxed),
+            released: self.released.load(Relaxed),
+            lost: self.lost.load(Relaxed),
+            in_flight: self.in_flight.load(Relaxed),
+        }
+    }
+}
+
+/// What became of one job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    /// Nacked; it will run again.
+    Failed {
+        error: String,
+    },
+    /// Nacked for good.
+    Dead {
+        error: String,
+    },
+    Released,
+    /// The lease was gone when the outcome was reported.
+    Lost,
+}
+
+/// One finished job, for logs and progress displays.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub id: JobId,
+    pub kind: String,
+    pub attempt: u32,
+    pub outcome: Outcome,
+    pub took: Duration,
+}
+
+type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext)>>>;
+
+pub(crate) struct Pool {
+    w: Worker,
+    relay: AsyncRelay,
+    slots: Arc<Semaphore>,
+    in_flight: InFlight,
+}
+
+impl Pool {
+    pub(crate) fn new(w: Worker) -> Self {
+        let relay = w.relay.to_async();
+        let slots = Arc::new(Semaphore::new(w.concurrency));
+        Self {
+            w,
+            relay,
+            slots,
+            in_flight: Arc::default(),
+        }
+    }
+
+    pub(crate) async fn run(self) -> Result<WorkerStatsSnapshot> {
+        if self.w.signals {
+            tokio::spawn(listen_for_signals(self.w.shutdown.clone()));
+        }
+        let mut tasks = JoinSet::new();
+        let mut phase = self.w.shutdown.subscribe();
+        while self.w.shutdown.phase() == Phase::Running {
+            let first = tokio::select! {
+                p = Arc::clone(&self.slots).acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => break,
+                },
+                _ = phase.changed() => continue,
+            };
+            let mut permits = vec![first];
+            while let Ok(p) = Arc::clone(&self.slots).try_acquire_owned() {
+                permits.push(p);
+            }
+            self.lease_into(&mut tasks, permits).await;
+            while tasks.try_join_next().is_some() {}
+        }
+        self.drain(tasks).await;
+        Ok(self.w.stats.snapshot())
+    }
+
+    /// Leases as many jobs as there are free slots and starts them.
+    async fn lease_into(&self, tasks: &mut JoinSet<()>, mut permits: Vec<OwnedSemaphorePermit>) {
+        let req = LeaseRequest::new(self.w.queues.clone())
+            .worker(self.w.name.clone())
+            .max(u32::try_from(permits.len()).unwrap_or(1))
+            .lease_for(self.w.lease_for)
+            .wait(self.w.poll);
+        let mut phase = self.w.shutdown.subscribe();
+        match self.relay.lease_until(req, phase.changed()).await {
+            Ok(jobs) => {
+                for job in jobs {
+                    let Some(permit) = permits.pop() else { break };
+                    tasks.spawn(self.job_task(job, permit));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "lease failed; retrying in 1s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+
+    fn job_task(
+        &self,
+        job: LeasedJob,
+        permit: OwnedSemaphorePermit,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let registered = self
+            .w
+            .handlers
+            .get(&job.kind)
+            .cloned()
+            .or_else(|| self.w.fallback.clone());
+        let timeout = registered.as_ref().and_then(|r| r.timeout).or(self.w.default_timeout);
+        let run = JobRun {
+            relay: self.relay.clone(),
+            ctx: JobContext::new(job, self.w.relay.clone()),
+            in_flight: Arc::clone(&self.in_flight),
+            stats: Arc::clone(&self.w.stats),
+            on_finish: self.w.on_finish.clone(),
+            lease_for: self.w.lease_for,
+            queues: self.w.queues.join(", "),
+        };
+        run.go(registered, timeout, permit)
+    }
+
+    /// Waits for running jobs up to the grace period (or until told to stop
+    /// at once), then releases every job still in flight.
+    async fn drain(&self, mut tasks: JoinSet<()>) {
+        let mut phase = self.w.shutdown.subscribe();
+        let deadline = tokio::time::Instant::now() + self.w.grace;
+        while self.w.shutdown.phase() == Phase::Draining {
+            tokio::select! {
+                next = tasks.join_next() => if next.is_none() { break },
+                () = tokio::time::sleep_until(deadline) => break,
+                _ = phase.changed() => {}
+            }
+        }
+        let left: Vec<(JobId, (LeaseToken, JobContext))> = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .collect();
+        for (id, (token, ctx)) in left {
+            ctx.mark_lost();
+            match self.relay.release(id, token).await {
+                Ok(()) => {
+                    self.w.stats.released.fetch_add(1, Relaxed);
+                    self.w.stats.in_flight.fetch_sub(1, Relaxed);
+                    report(&self.w.on_finish, &ctx, Outcome::Released, Duration::ZERO);
+                }
+                Err(e) => {
+                    tracing::warn!(job = %id, error = %e, "could not release at shutdown; it runs again after its lease expires")
+                }
+            }
+        }
+        // Async handlers stop at their next await; blocking ones cannot be
+        // interrupted, and their late outcome will be refused (LeaseLost).
+        tasks.abort_all();
+    }
+}
+
+/// Everything one job's task needs.
+struct JobRun {
+    relay: AsyncRelay,
+    ctx: JobContext,
+    in_flight: InFlight,
+    stats: Arc<WorkerStats>,
+    on_finish: Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
+    lease_for: Duration,
+    queues: String,
+}
+
+impl JobRun {
+    async fn go(self, registered: Option<Registered>, timeout: Option<Duration>, permit: OwnedSemaphorePermit) {
+        let (id, token) = (self.ctx.id(), self.ctx.job().token);
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, (token, self.ctx.clone()));
+        self.stats.in_flight.fetch_add(1, Relaxed);
+        let started = Instant::now();
+        let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), self.ctx.clone(), self.lease_for));
+        let result = match registered {
+            None => Err(JobError::permanent(format!(
+                "no handler for kind {:?} on this worker (queues: {}); register one with Worker::handler",
+                self.ctx.kind(),
+                self.queues
+            ))),
+            Some(r) => run_handler(r.handler, self.ctx.clone(), timeout, permit).await,
+        };
+        heartbeat.abort();
+        // Whoever takes the job out of the in-flight map reports its outcome:
+        // a shutdown may already have released it.
+        if self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id)
+            .is_none()
+        {
+            return;
+        }
+        self.stats.in_flight.fetch_sub(1, Relaxed);
+        let outcome = self.record(result).await;
+        report(&self.on_finish, &self.ctx, outcome, started.elapsed());
+    }
+
+    async fn record(&self, result: JobResult) -> Outcome {
+        let (id, token) = (self.ctx.id(), self.ctx.job().token);
+        let call = match &result {
+            Ok(out) => self
+                .relay
+                .ack(id, token, out.clone())
+                .await
+                .map(|()| Outcome::Succeeded),
+            Err(e) if e.permanent => self
+                .relay
+                .nack_permanent(id, token, &e.message)
+                .await
+                .map(|_| Outcome::Dead {
+                    error: e.message.clone(),
+                }),
+            Err(e) => self.relay.nack(id, token, &e.message, e.retry_in).await.map(|s| {
+                if s.state == crate::JobState::Dead {
+                    Outcome::Dead {
+                        error: e.message.clone(),
+                    }
+                } else {
+                    Outcome::Failed {
+                        error: e.message.clone(),
+                    }
+                }
+            }),
+        };
+        let outcome = match call {
+            Ok(o) => o,
+            Err(Error::LeaseLost { .. }) => Outcome::Lost,
+            Err(e) => {
+                tracing::warn!(job = %id, error = %e, "could not record the outcome; the job runs again after its lease expires");
+                Outcome::Lost
+            }
+        };
+        let counter = match outcome {
+            Outcome::Succeeded => &self.stats.succeeded,
+            Outcome::Failed { .. } => &self.stats.failed,
+            Outcome::Dead { .. } => &self.stats.dead,
+            Outcome::Released => &self.stats.released,
+            Outcome::Lost => &self.stats.lost,
+        };
+        counter.fetch_add(1, Relaxed);
+        outcome
+    }
+}
+
+fn report(
+    on_finish: &Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
+    ctx: &JobContext,
+    outcome: Outcome,
+    took: Duration,
+) {
+    if let Some(f) = on_finish {
+        let job = ctx.job();
+        f(&Finished {
+            id: job.id,
+            kind: job.kind.clone(),
+            attempt: job.attempt,
+            outcome,
+            took,
+        });
+    }
+}
+
+/// Runs the handler holding its pool slot; a panic or a timeout becomes an
+/// error. A blocking handler keeps its slot until it really returns.
+async fn run_handler(
+    handler: Handler,
+    ctx: JobContext,
+    timeout: Option<Duration>,
+    permit: OwnedSemaphorePermit,
+) -> JobResult {
+    let mut task = match handler {
+        Handler::Sync(f) => tokio::task::spawn_blocking(move || {
+            let _slot = permit;
+            f(&ctx)
+        }),
+        Handler::Async(f) => {
+            let fut = f(ctx);
+            tokio::spawn(async move {
+                let _slot = permit;
+                fut.await
+            })
+        }
+    };
+    let joined = match timeout {
+        None => (&mut task).await,
+        Some(t) => match tokio::time::timeout(t, &mut task).await {
+            Ok(j) => j,
+            Err(_) => {
+                task.abort();
+                return Err(JobError::new(format!("timed out after {}", humantime_short(t))));
+            }
+        },
+    };
+    match joined {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => Err(JobError::new(format!(
+            "handler panicked: {}",
+            panic_message(e.into_panic())
+        ))),
+        Err(_) => Err(JobError::new("handler was cancelled")),
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a non-string panic payload)".to_owned())
+}
+
+fn humantime_short(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// Extends the lease every third of its duration while the handler runs.
+async fn heartbeat(relay: AsyncRelay, ctx: JobContext, lease_for: Duration) {
+    let every = lease_for / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        match relay.extend(ctx.id(), ctx.job().token, lease_for).await {
+            Ok(_) => {}
+            Err(Error::LeaseLost { .. }) => {
+                ctx.mark_lost();
+                return;
+            }
+            Err(e) => tracing::warn!(job = %ctx.id(), error = %e, "heartbeat failed; trying again"),
+        }
+    }
+}
+
+async fn listen_for_signals(shutdown: Shutdown) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        tracing::warn!("cannot listen for SIGINT/SIGTERM; use the shutdown handle");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        shutdown.graceful();
+    }
+}

@@ -1,0 +1,315 @@
+//! The worker runtime: outcomes, heartbeats, timeouts, the pool's bound and
+//! graceful shutdown, on a real database file.
+
+use relay::worker::{JobError, Outcome, Worker};
+use relay::{JobId, JobState, NewJob, Options, Relay};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn open() -> (tempfile::TempDir, Relay) {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = Relay::open(dir.path().join("w.db")).unwrap();
+    (dir, relay)
+}
+
+fn submit(relay: &Relay, kind: &str, payload: &str, max_attempts: u32) -> JobId {
+    relay
+        .submit(NewJob::new("q", kind, payload.as_bytes().to_vec()).max_attempts(max_attempts))
+        .unwrap()
+}
+
+/// Runs `worker` on a thread until `done` holds (or 30 s pass), then shuts
+/// it down gracefully and returns its final stats.
+fn run_until(worker: Worker, done: impl Fn() -> bool) -> relay::worker::WorkerStatsSnapshot {
+    let stop = worker.shutdown_handle();
+    let t = std::thread::spawn(move || worker.handle_signals(false).run().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "condition not reached in 30 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.graceful();
+    t.join().unwrap()
+}
+
+fn state(relay: &Relay, id: JobId) -> JobState {
+    relay.get(id).unwrap().state()
+}
+
+fn finished(relay: &Relay, id: JobId) -> bool {
+    state(relay, id).is_finished()
+}
+
+#[test]
+fn ok_acks_with_result_and_events_are_recorded() {
+    let (_d, relay) = open();
+    let id = submit(&relay, "greet", "\"ada\"", 3);
+    let w = Worker::new(relay.clone(), ["q"]).handler("greet", |ctx| {
+        let name: String = ctx.json()?;
+        ctx.event("progress", &serde_json::json!({"pct": 50}))?;
+        Ok(Some(format!("hello {name}").into_bytes()))
+    });
+    let stats = run_until(w, || finished(&relay, id));
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.result.as_deref()),
+        (JobState::Succeeded, Some(&b"hello ada"[..]))
+    );
+    let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased", "progress", "succeeded"]);
+    assert_eq!(stats.succeeded, 1);
+}
+
+#[test]
+fn err_nacks_with_its_text_then_dies() {
+    let (_d, relay) = open();
+    let id = submit(&relay, "flaky", "", 2);
+    let w = Worker::new(relay.clone(), ["q"]).handler("flaky", |ctx| {
+        Err(JobError::new(format!("refused on attempt {}", ctx.attempt())).retry_in(Duration::ZERO))
+    });
+    let stats = run_until(w, || finished(&relay, id));
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.status.last_error.as_deref()),
+        (JobState::Dead, Some("refused on attempt 2"))
+    );
+    let errors: Vec<String> = relay
+        .events(id)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "failed")
+        .map(|e| e.data["error"].to_string())
+        .collect();
+    assert_eq!(errors, ["\"refused on attempt 1\"", "\"refused on attempt 2\""]);
+    assert_eq!((stats.failed, stats.dead), (1, 1));
+}
+
+#[test]
+fn a_panic_is_a_nack_and_the_pool_keeps_its_strength() {
+    let (_d, relay) = open();
+    let bad = submit(&relay, "explode", "", 1);
+    let good: Vec<JobId> = (0..10).map(|_| submit(&relay, "fine", "", 1)).collect();
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(2)
+        .handler("explode", |_| panic!("kaboom"))
+        .handler("fine", |_| Ok(None));
+    let r = relay.clone();
+    let stats = run_until(w, move || finished(&r, bad) && good.iter().all(|id| finished(&r, *id)));
+    let job = relay.get(bad).unwrap();
+    assert_eq!(job.state(), JobState::Dead);
+    assert_eq!(job.status.last_error.as_deref(), Some("handler panicked: kaboom"));
+    assert_eq!((stats.succeeded, stats.dead), (10, 1));
+}
+
+#[test]
+fn timeouts_nack_sync_and_async_handlers() {
+    let (_d, relay) = open();
+    let slow_async = submit(&relay, "slow-async", "", 1);
+    let slow_sync = submit(&relay, "slow-sync", "", 1);
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(2)
+        .async_handler("slow-async", |_| async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(None)
+        })
+        .handler("slow-sync", |_| {
+            std::thread::sleep(Duration::from_millis(600));
+            Ok(None)
+        })
+        .timeout("slow-async", Duration::from_millis(200))
+        .timeout("slow-sync", Duration::from_millis(100));
+    let r = relay.clone();
+    let start = Instant::now();
+    run_until(w, move || finished(&r, slow_async) && finished(&r, slow_sync));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the async handler was not cut off"
+    );
+    for (id, want) in [
+        (slow_async, "timed out after 200ms"),
+        (slow_sync, "timed out after 100ms"),
+    ] {
+        let job = relay.get(id).unwrap();
+        assert_eq!(
+            (job.state(), job.status.last_error.as_deref()),
+            (JobState::Dead, Some(want))
+        );
+    }
+}
+
+#[test]
+fn a_kind_without_handler_is_dead_at_once() {
+    let (_d, relay) = open();
+    let id = submit(&relay, "mystery", "", 20);
+    let w = Worker::new(relay.clone(), ["q"]).handler("known", |_| Ok(None));
+    run_until(w, || finished(&relay, id));
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.status.attempts),
+        (JobState::Dead, 1),
+        "not retried 20 times"
+    );
+    assert!(job
+        .status
+        .last_error
+        .unwrap()
+        .contains("no handler for kind \"mystery\""));
+}
+
+#[test]
+fn heartbeats_keep_a_job_longer_than_its_lease() {
+    let (_d, relay) = open();
+    let id = submit(&relay, "long", "", 1);
+    let w = Worker::new(relay.clone(), ["q"])
+        .lease_for(Duration::from_millis(300))
+        .handler("long", |ctx| {
+            std::thread::sleep(Duration::from_millis(1500));
+            assert!(!ctx.is_lost());
+            Ok(None)
+        });
+    run_until(w, || finished(&relay, id));
+    let job = relay.get(id).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Succeeded, 1));
+    assert!(relay.events(id).unwrap().iter().all(|e| e.kind != "expired"));
+}
+
+#[test]
+fn graceful_shutdown_finishes_quick_jobs_and_releases_slow_ones() {
+    let (_d, relay) = open();
+    let quick: Vec<JobId> = (0..2).map(|_| submit(&relay, "quick", "", 5)).collect();
+    let slow: Vec<JobId> = (0..2).map(|_| submit(&relay, "slow", "", 5)).collect();
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = Arc::clone(&started);
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(4)
+        .grace(Duration::from_millis(300))
+        .handler("quick", |_| {
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(None)
+        })
+        .async_handler("slow", move |_| {
+            s.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(None)
+            }
+        });
+    let r = relay.clone();
+    let stats = run_until(w, || {
+        started.load(Ordering::SeqCst) == 2 && quick.iter().all(|id| finished(&r, *id))
+    });
+    assert_eq!((stats.succeeded, stats.released, stats.in_flight), (2, 2, 0));
+    for id in &slow {
+        let job = relay.get(*id).unwrap();
+        assert_eq!(
+            (job.state(), job.status.attempts),
+            (JobState::Ready, 0),
+            "released, not nacked"
+        );
+        assert_eq!(relay.events(*id).unwrap().last().unwrap().kind, "released");
+    }
+    // They run again at once elsewhere.
+    let again = Worker::new(relay.clone(), ["q"]).handler("slow", |_| Ok(None));
+    run_until(again, || slow.iter().all(|id| finished(&relay, *id)));
+}
+
+#[test]
+fn the_pool_never_runs_more_than_n_and_keeps_n_busy() {
+    let (_d, relay) = open();
+    let ids: Vec<JobId> = (0..40).map(|_| submit(&relay, "work", "", 1)).collect();
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (r, m) = (Arc::clone(&running), Arc::clone(&most));
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(4)
+        .handler("work", move |_| {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok(None)
+        });
+    run_until(w, || ids.iter().all(|id| finished(&relay, *id)));
+    assert_eq!(most.load(Ordering::SeqCst), 4, "never more than 4, and 4 reached");
+}
+
+#[test]
+fn eight_slots_run_ten_ms_jobs_near_eight_times_faster_than_one() {
+    let time = |n: usize| {
+        let relay = Relay::in_memory_with(Options::default()).unwrap();
+        let ids: Vec<JobId> = (0..96).map(|_| submit(&relay, "sleep", "", 1)).collect();
+        let w = Worker::new(relay.clone(), ["q"]).concurrency(n).handler("sleep", |_| {
+            std::thread::sleep(Duration::from_millis(10));
+            Ok(None)
+        });
+        // Watch the worker's own counters: polling the database would compete
+        // with the worker for it.
+        let stats = w.stats();
+        let start = Instant::now();
+        let took = std::cell::Cell::new(None);
+        run_until(w, || {
+            let done = stats.snapshot().succeeded == 96;
+            if done && took.get().is_none() {
+                took.set(Some(start.elapsed()));
+            }
+            done
+        });
+        let took = took.get().unwrap();
+        assert!(ids.iter().all(|id| finished(&relay, *id)));
+        took
+    };
+    let one = time(1);
+    let eight = time(8);
+    let speedup = one.as_secs_f64() / eight.as_secs_f64();
+    assert!(
+        speedup > 5.0,
+        "N=1 took {one:?}, N=8 took {eight:?}: speed-up {speedup:.1}"
+    );
+}
+
+#[test]
+fn on_finish_reports_each_outcome() {
+    let (_d, relay) = open();
+    let a = submit(&relay, "ok", "", 1);
+    let b = submit(&relay, "no", "", 1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let w = Worker::new(relay.clone(), ["q"])
+        .handler("ok", |_| Ok(None))
+        .handler("no", |_| Err(JobError::permanent("bad input")))
+        .on_finish(move |f| s.lock().unwrap().push((f.id, f.outcome.clone())));
+    run_until(w, || finished(&relay, a) && finished(&relay, b));
+    let mut got = seen.lock().unwrap().clone();
+    got.sort_by_key(|x| x.0);
+    assert_eq!(
+        got,
+        [
+            (a, Outcome::Succeeded),
+            (
+                b,
+                Outcome::Dead {
+                    error: "bad input".into()
+                }
+            )
+        ]
+    );
+}
+
+#[test]
+fn bad_configuration_is_refused() {
+    let (_d, relay) = open();
+    let e = Worker::new(relay.clone(), ["q"]).run().unwrap_err();
+    assert!(e.to_string().contains("register at least one handler"), "{e}");
+    let e = Worker::new(relay.clone(), ["bad queue"])
+        .handler("k", |_| Ok(None))
+        .run()
+        .unwrap_err();
+    assert!(e.to_string().contains("invalid queue"), "{e}");
+    let e = Worker::new(relay, ["q"])
+        .concurrency(0)
+        .handler("k", |_| Ok(None))
+        .run()
+        .unwrap_err();
+    assert!(e.to_string().contains("concurrency"), "{e}");
+}
