@@ -52,6 +52,7 @@ mod run;
 mod shutdown;
 
 pub use context::{JobContext, JobError, JobResult};
+use run::OnFinish;
 pub use run::{Finished, Outcome, WorkerStats};
 pub use shutdown::Shutdown;
 
@@ -93,7 +94,7 @@ pub struct Worker {
     pub(crate) signals: bool,
     pub(crate) shutdown: Shutdown,
     pub(crate) stats: Arc<WorkerStats>,
-    pub(crate) on_finish: Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
+    pub(crate) on_finish: Option<OnFinish>,
 }
 
 impl Worker {

@@ -77,6 +77,9 @@ pub struct Finished {
     pub took: Duration,
 }
 
+/// The callback told of each finished job.
+pub(crate) type OnFinish = Arc<dyn Fn(&Finished) + Send + Sync>;
+
 type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext)>>>;
 
 pub(crate) struct Pool {
@@ -212,7 +215,7 @@ struct JobRun {
     ctx: JobContext,
     in_flight: InFlight,
     stats: Arc<WorkerStats>,
-    on_finish: Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
+    on_finish: Option<OnFinish>,
     lease_for: Duration,
     queues: String,
 }
@@ -299,12 +302,7 @@ impl JobRun {
     }
 }
 
-fn report(
-    on_finish: &Option<Arc<dyn Fn(&Finished) + Send + Sync>>,
-    ctx: &JobContext,
-    outcome: Outcome,
-    took: Duration,
-) {
+fn report(on_finish: &Option<OnFinish>, ctx: &JobContext, outcome: Outcome, took: Duration) {
     if let Some(f) = on_finish {
         let job = ctx.job();
         f(&Finished {
