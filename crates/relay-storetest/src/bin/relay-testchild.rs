@@ -9,6 +9,9 @@
 //!   queue `q` (1 s leases) until none is left; every STALL_EVERY-th job it
 //!   sleeps past its lease before acking. Prints `ACK <id> <token>` for an
 //!   accepted ack and `LOST <id> <token>` for a refused one.
+//! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
+//!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
+//!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
 
 use relay::{Error, JobState, LeaseRequest, NewJob, Relay};
 use std::io::Write;
@@ -20,6 +23,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let threads: usize = arg(3).parse().unwrap_or(4);
+    if arg(1) == "runtime" {
+        return runtime(&arg(2), threads, arg(4).parse().unwrap_or(0));
+    }
     let relay = match Relay::open(arg(2)) {
         Ok(r) => r,
         Err(e) => {
@@ -99,6 +105,32 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
             Ok(()) => say(format!("ACK {} {}", l.id, l.token)),
             Err(Error::LeaseLost { .. }) => say(format!("LOST {} {}", l.id, l.token)),
             Err(e) => return Err(e),
+        }
+    }
+}
+
+fn runtime(db: &str, concurrency: usize, sleep_ms: u64) -> ExitCode {
+    let result = Relay::open(db).and_then(|relay| {
+        relay::worker::Worker::new(relay, ["q"])
+            .concurrency(concurrency)
+            .lease_for(Duration::from_secs(1))
+            .grace(Duration::from_millis(500))
+            .handler("k", move |ctx| {
+                println!("RUNNING {}", ctx.id());
+                let _ = std::io::stdout().flush();
+                std::thread::sleep(Duration::from_millis(sleep_ms));
+                Ok(None)
+            })
+            .run()
+    });
+    match result {
+        Ok(stats) => {
+            println!("STOPPED released={} succeeded={}", stats.released, stats.succeeded);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("relay-testchild: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -270,7 +270,11 @@ impl Worker {
                     source: Box::new(e),
                 }))
             })?;
-        rt.block_on(self.run_async())
+        let result = rt.block_on(self.run_async());
+        // A blocking handler that never returned must not keep the process
+        // alive: its job was released, and it will be refused if it ends.
+        rt.shutdown_background();
+        result
     }
 
     /// Runs on the caller's tokio runtime (which needs its time driver and,
