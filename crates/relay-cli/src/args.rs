@@ -53,6 +53,14 @@ pub enum Command {
     Retry(IdArg),
     /// Delete a job that is not LEASED.
     Delete(IdArg),
+    /// Run a shell command for each job: payload on stdin, exit 0 acks.
+    ///
+    /// The command gets RELAY_JOB_ID, RELAY_JOB_KIND, RELAY_QUEUE and
+    /// RELAY_ATTEMPT in its environment; stdout (up to --max-result) becomes
+    /// the result; on failure the tail of stderr becomes the error. Lines it
+    /// writes to file descriptor 3 become progress events. Runs until SIGINT
+    /// or SIGTERM (a second one stops at once).
+    Work(WorkArgs),
     /// Create a database, run a few thousand jobs through it and report.
     Demo(DemoArgs),
 }
@@ -145,6 +153,34 @@ pub struct JobsArgs {
     pub state: Option<String>,
     #[arg(long, default_value_t = 50)]
     pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// A queue to work (repeat for several).
+    #[arg(long, short, required = true)]
+    pub queue: Vec<String>,
+    /// Jobs run at once.
+    #[arg(long, short, default_value_t = 1)]
+    pub concurrency: usize,
+    /// The command, run with /bin/sh -c.
+    #[arg(long)]
+    pub exec: String,
+    /// Kill the command (and everything it started) after this long.
+    #[arg(long, value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Lease duration; heartbeats renew it while the command runs.
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub lease_for: Duration,
+    /// On SIGINT/SIGTERM, how long running commands get before their jobs are released.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    pub grace: Duration,
+    /// The lease holder's name (default: worker-<pid>).
+    #[arg(long, short)]
+    pub worker: Option<String>,
+    /// Most bytes of stdout kept as the job's result.
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub max_result: usize,
 }
 
 #[derive(Debug, Args)]

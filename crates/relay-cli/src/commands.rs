@@ -111,6 +111,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             out.deleted(JobId(a.id));
             Ok(())
         }
+        Command::Work(a) => crate::work::run(relay, a, &out),
         Command::Demo(_) => Ok(()),
     }
 }

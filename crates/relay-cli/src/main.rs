@@ -4,7 +4,9 @@
 mod args;
 mod commands;
 mod demo;
+mod exec;
 mod output;
+mod work;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -4,9 +4,9 @@
 use relay::{JobFilter, JobId, JobState, NewJob, Relay};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
-use std::time::Instant;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use std::time::Instant;
 
 const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
 
@@ -143,7 +143,11 @@ fn two_processes_never_share_a_job() {
 
 /// Spawns the worker runtime in a child process and waits until it has
 /// started `running` handlers; returns the child and the ids it runs.
-fn runtime_child(db: &std::path::Path, concurrency: u32, running: usize) -> (std::process::Child, Vec<i64>, BufReader<std::process::ChildStdout>) {
+fn runtime_child(
+    db: &std::path::Path,
+    concurrency: u32,
+    running: usize,
+) -> (std::process::Child, Vec<i64>, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(CHILD)
         .args(["runtime", db.to_str().unwrap(), &concurrency.to_string(), "600000"])
         .stdout(Stdio::piped())
@@ -170,14 +174,19 @@ fn jobs_of_a_killed_worker_process_run_again() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.db");
     let relay = Relay::open(&path).unwrap();
-    let ids: Vec<JobId> = (0..8).map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap()).collect();
+    let ids: Vec<JobId> = (0..8)
+        .map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap())
+        .collect();
     let (mut child, running, _out) = runtime_child(&path, 4, 4);
     child.kill().unwrap();
     child.wait().unwrap();
     for id in &running {
         assert_eq!(relay.get(JobId(*id)).unwrap().state(), JobState::Leased);
     }
-    let worker = relay::worker::Worker::new(relay.clone(), ["q"]).concurrency(4).handle_signals(false).handler("k", |_| Ok(None));
+    let worker = relay::worker::Worker::new(relay.clone(), ["q"])
+        .concurrency(4)
+        .handle_signals(false)
+        .handler("k", |_| Ok(None));
     let stop = worker.shutdown_handle();
     let stats = worker.stats();
     let t = std::thread::spawn(move || worker.run().unwrap());
@@ -192,7 +201,11 @@ fn jobs_of_a_killed_worker_process_run_again() {
         let job = relay.get(*id).unwrap();
         assert_eq!(job.state(), JobState::Succeeded);
         let expired = relay.events(*id).unwrap().iter().any(|e| e.kind == "expired");
-        assert_eq!(expired, running.contains(&id.0), "job {id}: only the killed worker's jobs expired");
+        assert_eq!(
+            expired,
+            running.contains(&id.0),
+            "job {id}: only the killed worker's jobs expired"
+        );
     }
 }
 
@@ -204,7 +217,9 @@ fn sigterm_releases_unfinished_jobs_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("term.db");
     let relay = Relay::open(&path).unwrap();
-    let ids: Vec<JobId> = (0..4).map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap()).collect();
+    let ids: Vec<JobId> = (0..4)
+        .map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap())
+        .collect();
     let (mut child, running, mut out) = runtime_child(&path, 2, 2);
     let pid = child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
@@ -217,7 +232,11 @@ fn sigterm_releases_unfinished_jobs_and_exits_cleanly() {
     assert!(rest.contains("STOPPED released=2 succeeded=0"), "{rest}");
     for id in &ids {
         let job = relay.get(*id).unwrap();
-        assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 0), "job {id} released or untouched");
+        assert_eq!(
+            (job.state(), job.status.attempts),
+            (JobState::Ready, 0),
+            "job {id} released or untouched"
+        );
         let released = relay.events(*id).unwrap().iter().any(|e| e.kind == "released");
         assert_eq!(released, running.contains(&id.0));
     }

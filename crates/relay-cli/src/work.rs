@@ -1,0 +1,86 @@
+//! `relay work`: the worker runtime with `--exec` as the handler of every
+//! kind, a live progress line on a terminal, JSON lines with `--json`.
+
+use crate::args::WorkArgs;
+use crate::commands::CliError;
+use crate::exec::{self, ExecConfig};
+use crate::output::Out;
+use relay::worker::{Finished, Outcome, Worker, WorkerStats};
+use relay::Relay;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
+    let limit = relay.options().limits.max_payload_bytes;
+    let cfg = ExecConfig {
+        command: a.exec.clone(),
+        timeout: a.timeout,
+        max_result: a.max_result.min(limit),
+    };
+    let mut worker = Worker::new(relay, a.queue.clone())
+        .concurrency(a.concurrency)
+        .lease_for(a.lease_for)
+        .grace(a.grace)
+        .fallback_handler(move |ctx| exec::run(ctx, &cfg));
+    if let Some(w) = a.worker {
+        worker = worker.name(w);
+    }
+    if out.is_json() {
+        worker = worker.on_finish(|f| println!("{}", finished_json(f)));
+    }
+    let tty = std::io::stderr().is_terminal();
+    let stats = worker.stats();
+    let done = Arc::new(AtomicBool::new(false));
+    let progress = tty.then(|| {
+        let (stats, done) = (Arc::clone(&stats), Arc::clone(&done));
+        std::thread::spawn(move || progress_line(&stats, &done))
+    });
+    let result = worker.run();
+    done.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
+    let s = result?;
+    if tty {
+        eprintln!(
+            "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",
+            s.succeeded, s.failed, s.dead, s.released
+        );
+    }
+    Ok(())
+}
+
+fn finished_json(f: &Finished) -> serde_json::Value {
+    let (outcome, error) = match &f.outcome {
+        Outcome::Succeeded => ("succeeded", None),
+        Outcome::Failed { error } => ("failed", Some(error.as_str())),
+        Outcome::Dead { error } => ("dead", Some(error.as_str())),
+        Outcome::Released => ("released", None),
+        Outcome::Lost => ("lost", None),
+    };
+    serde_json::json!({
+        "id": f.id, "kind": f.kind, "attempt": f.attempt, "outcome": outcome, "error": error,
+        "took_ms": f.took.as_secs_f64() * 1000.0,
+    })
+}
+
+/// One line on the terminal, rewritten in place: done, failed, rate.
+fn progress_line(stats: &WorkerStats, done: &AtomicBool) {
+    let start = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        let s = stats.snapshot();
+        let finished = s.succeeded + s.failed + s.dead;
+        let rate = finished as f64 / start.elapsed().as_secs_f64().max(1e-3);
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\r\x1b[Krelay work: {} done, {} failed, {} dead, {} running, {rate:.1} jobs/s",
+            s.succeeded, s.failed, s.dead, s.in_flight
+        );
+        let _ = e.flush();
+    }
+    let _ = write!(std::io::stderr(), "\r\x1b[K");
+}

@@ -1,0 +1,152 @@
+//! `relay work --exec` with real shell commands.
+
+use relay::{JobId, JobState, NewJob, Relay};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RELAY: &str = env!("CARGO_BIN_EXE_relay");
+
+/// Submits `jobs` (kind, payload, max attempts), runs `relay work --exec
+/// CMD --json EXTRA...` until every job is finished, stops it with SIGTERM
+/// and returns the JSON lines it printed.
+fn work(db: &Path, jobs: &[(&str, &str, u32)], cmd: &str, extra: &[&str]) -> (Relay, Vec<JobId>, Vec<Value>) {
+    let relay = Relay::open(db).unwrap();
+    let ids: Vec<JobId> = jobs
+        .iter()
+        .map(|(k, p, n)| {
+            relay
+                .submit(NewJob::new("q", *k, p.as_bytes().to_vec()).max_attempts(*n))
+                .unwrap()
+        })
+        .collect();
+    let child = Command::new(RELAY)
+        .arg("--db")
+        .arg(db)
+        .args(["work", "--queue", "q", "--concurrency", "2", "--json", "--exec", cmd])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ids.iter().all(|id| relay.get(*id).unwrap().state().is_finished()) {
+        assert!(Instant::now() < deadline, "jobs did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "relay work exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "quiet when stderr is not a terminal: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (relay, ids, lines)
+}
+
+#[test]
+fn exit_zero_acks_with_stdout_and_the_job_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = r#"read x; echo "$x from $RELAY_JOB_KIND #$RELAY_JOB_ID in $RELAY_QUEUE, attempt $RELAY_ATTEMPT""#;
+    let (relay, ids, lines) = work(&dir.path().join("a.db"), &[("greet", "hello", 1)], cmd, &[]);
+    let job = relay.get(ids[0]).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded);
+    assert_eq!(
+        job.result.as_deref(),
+        Some(&b"hello from greet #1 in q, attempt 1\n"[..])
+    );
+    assert_eq!(
+        (lines[0]["id"].as_i64(), lines[0]["outcome"].as_str()),
+        (Some(1), Some("succeeded"))
+    );
+}
+
+#[test]
+fn a_failing_command_nacks_with_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = "echo 'lots of noise' >&2; echo 'disk on fire' >&2; exit 3";
+    let (relay, ids, lines) = work(&dir.path().join("b.db"), &[("k", "", 1)], cmd, &[]);
+    let job = relay.get(ids[0]).unwrap();
+    assert_eq!(job.state(), JobState::Dead);
+    assert_eq!(
+        job.status.last_error.as_deref(),
+        Some("exit status 3: lots of noise\ndisk on fire")
+    );
+    assert_eq!(lines[0]["outcome"], "dead");
+}
+
+#[test]
+fn a_hanging_command_is_killed_with_everything_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    let cmd = format!("sleep 300 & echo $! > {}; sleep 300", pidfile.display());
+    let start = Instant::now();
+    let (relay, ids, _) = work(&dir.path().join("c.db"), &[("k", "", 1)], &cmd, &["--timeout", "500ms"]);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let job = relay.get(ids[0]).unwrap();
+    assert_eq!(job.state(), JobState::Dead);
+    assert_eq!(job.status.last_error.as_deref(), Some("timed out after 500ms"));
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    // Gone, or a zombie waiting for its reaper: either way no longer running.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or("gone");
+    assert!(
+        matches!(state, "gone" | "Z" | "X"),
+        "the command's child {pid} still runs: state {state}"
+    );
+}
+
+#[test]
+fn lines_on_fd_3_become_progress_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = r#"echo '{"pct": 50}' >&3; echo 'half way there' >&3; echo ok"#;
+    let (relay, ids, _) = work(&dir.path().join("d.db"), &[("k", "", 1)], cmd, &[]);
+    let events = relay.events(ids[0]).unwrap();
+    let progress: Vec<Value> = events
+        .iter()
+        .filter(|e| e.kind == "progress")
+        .map(|e| e.data.clone())
+        .collect();
+    assert_eq!(
+        progress,
+        [serde_json::json!({"pct": 50}), serde_json::json!("half way there")]
+    );
+    assert_eq!(relay.get(ids[0]).unwrap().state(), JobState::Succeeded);
+}
+
+#[test]
+fn many_jobs_mixed_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<(&str, &str, u32)> = (0..10)
+        .map(|i| ("k", if i % 3 == 0 { "fail" } else { "ok" }, 1))
+        .collect();
+    let cmd = r#"read x; [ "$x" = ok ]"#;
+    let (relay, ids, lines) = work(&dir.path().join("e.db"), &jobs, cmd, &[]);
+    let dead = ids
+        .iter()
+        .filter(|id| relay.get(**id).unwrap().state() == JobState::Dead)
+        .count();
+    assert_eq!(dead, 4);
+    assert_eq!(lines.len(), 10);
+    assert_eq!(lines.iter().filter(|l| l["outcome"] == "succeeded").count(), 6);
+}
