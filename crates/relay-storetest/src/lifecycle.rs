@@ -318,3 +318,30 @@ pub fn async_api_round_trip(new_db: &NewDb) {
         ));
     });
 }
+
+pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    for _ in 0..3 {
+        relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(2)).unwrap();
+    }
+    let l = relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap();
+    let (a, b, c) = (&l[0], &l[1], &l[2]);
+    let results = relay
+        .complete_batch(vec![
+            relay::Completion::ack(a.id, a.token, Some(b"done".to_vec())),
+            relay::Completion::nack(b.id, b.token, "later", Some(Duration::from_secs(60))),
+            relay::Completion::ack(c.id, LeaseToken(c.token.0 + 1), None),
+            relay::Completion::nack_permanent(JobId(9999), LeaseToken(1), "gone"),
+        ])
+        .unwrap();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0].as_ref().unwrap().state, JobState::Succeeded);
+    assert_eq!(results[1].as_ref().unwrap().state, JobState::Ready);
+    assert!(matches!(results[2], Err(Error::LeaseLost { .. })));
+    assert!(matches!(results[3], Err(Error::NotFound { .. })));
+    assert_eq!(relay.get(a.id).unwrap().result.as_deref(), Some(&b"done"[..]));
+    assert_eq!(relay.get(b.id).unwrap().status.last_error.as_deref(), Some("later"));
+    assert_eq!(relay.get(c.id).unwrap().state(), JobState::Leased, "the stale completion changed nothing");
+    let e = relay.complete_batch(vec![relay::Completion::ack(c.id, c.token, Some(vec![0; 2 << 20]))]).unwrap_err();
+    assert!(matches!(e, Error::InvalidInput(_)));
+}

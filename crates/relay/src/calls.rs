@@ -4,7 +4,7 @@
 use crate::engine::{Engine, Pending};
 use crate::error::Result;
 use crate::ops;
-use crate::request::{check_body, error_text, LeaseBatch, NewJob, ValidLease};
+use crate::request::{check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, ValidLease};
 use relay_core::{Action, JobId, JobStatus, LeaseToken, Timestamp};
 use std::time::Duration;
 
@@ -85,6 +85,44 @@ impl Engine {
         let kind = kind.to_owned();
         Ok(Pending::new(false, move |store, ctx| {
             ops::append_event(store, ctx.now, id, &kind, &data)
+        }))
+    }
+
+    /// Acks and nacks of many jobs in one operation; each succeeds or fails
+    /// on its own.
+    pub(crate) fn complete_op(&self, batch: Vec<Completion>) -> Result<Pending<Vec<Result<JobStatus>>>> {
+        for c in &batch {
+            if let CompletionOutcome::Ack { result: Some(r) } = &c.outcome {
+                check_body(&self.options.limits, "result", r)?;
+            }
+        }
+        let batch: Vec<Completion> = batch
+            .into_iter()
+            .map(|mut c| {
+                if let CompletionOutcome::Nack { error, .. } = &mut c.outcome {
+                    *error = error_text(error);
+                }
+                c
+            })
+            .collect();
+        Ok(Pending::new(false, move |store, ctx| {
+            let mut out = Vec::with_capacity(batch.len());
+            for c in &batch {
+                let r = match &c.outcome {
+                    CompletionOutcome::Ack { result } => {
+                        ops::act(store, ctx, c.id, Action::Ack { token: c.token }, result.as_deref())
+                    }
+                    CompletionOutcome::Nack { error, retry_in, permanent } => {
+                        let a = Action::Nack { token: c.token, error, retry_in: *retry_in, permanent: *permanent };
+                        ops::act(store, ctx, c.id, a, None)
+                    }
+                };
+                match r {
+                    Err(e) if e.is_batch_fatal() => return Err(e),
+                    r => out.push(r),
+                }
+            }
+            Ok(out)
         }))
     }
 

@@ -55,7 +55,7 @@ pub use engine::metrics::Metrics;
 pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::{AsyncRelay, Relay, Stats};
-pub use request::{LeaseRequest, LeasedJob, NewJob, MAX_LEASE_BATCH, MAX_WAIT};
+pub use request::{Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, MAX_LEASE_BATCH, MAX_WAIT};
 
 pub use relay_core::{
     Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,

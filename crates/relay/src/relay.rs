@@ -7,7 +7,7 @@ use crate::engine::metrics::Metrics;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::request::{LeaseBatch, LeaseRequest, LeasedJob, NewJob};
+use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::{Backend, Event, JobFilter, QueueStats};
@@ -128,6 +128,13 @@ impl Relay {
         self.engine.run(self.engine.nack_op(id, token, error, None, true))
     }
 
+    /// Acks and nacks many leased jobs in one operation (one trip to the
+    /// writer). Each completion succeeds or fails on its own; the outer error
+    /// is for the whole call (closed, storage).
+    pub fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
+        self.engine.run(self.engine.complete_op(batch)?)
+    }
+
     /// Extends the lease to `lease_for` from now; returns the new expiry.
     pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         self.engine.run(self.engine.extend_op(id, token, lease_for)?)
@@ -240,6 +247,10 @@ impl AsyncRelay {
         self.engine
             .run_async(self.engine.nack_op(id, token, error, None, true))
             .await
+    }
+
+    pub async fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
+        self.engine.run_async(self.engine.complete_op(batch)?).await
     }
 
     pub async fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {

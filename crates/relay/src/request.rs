@@ -271,6 +271,37 @@ impl LeasedJob {
     }
 }
 
+/// The outcome of one leased job, for [`crate::Relay::complete_batch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub id: JobId,
+    pub token: LeaseToken,
+    pub outcome: CompletionOutcome,
+}
+
+/// What [`Completion`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionOutcome {
+    /// Like `ack`.
+    Ack { result: Option<Vec<u8>> },
+    /// Like `nack` (or `nack_permanent` when `permanent`).
+    Nack { error: String, retry_in: Option<Duration>, permanent: bool },
+}
+
+impl Completion {
+    pub fn ack(id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Self {
+        Self { id, token, outcome: CompletionOutcome::Ack { result } }
+    }
+
+    pub fn nack(id: JobId, token: LeaseToken, error: impl Into<String>, retry_in: Option<Duration>) -> Self {
+        Self { id, token, outcome: CompletionOutcome::Nack { error: error.into(), retry_in, permanent: false } }
+    }
+
+    pub fn nack_permanent(id: JobId, token: LeaseToken, error: impl Into<String>) -> Self {
+        Self { id, token, outcome: CompletionOutcome::Nack { error: error.into(), retry_in: None, permanent: true } }
+    }
+}
+
 pub(crate) struct LeaseBatch {
     pub jobs: Vec<LeasedJob>,
     /// When nothing was leased: the earliest time a job will become due.
