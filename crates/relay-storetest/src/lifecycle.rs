@@ -341,7 +341,13 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
     assert!(matches!(results[3], Err(Error::NotFound { .. })));
     assert_eq!(relay.get(a.id).unwrap().result.as_deref(), Some(&b"done"[..]));
     assert_eq!(relay.get(b.id).unwrap().status.last_error.as_deref(), Some("later"));
-    assert_eq!(relay.get(c.id).unwrap().state(), JobState::Leased, "the stale completion changed nothing");
-    let e = relay.complete_batch(vec![relay::Completion::ack(c.id, c.token, Some(vec![0; 2 << 20]))]).unwrap_err();
+    assert_eq!(
+        relay.get(c.id).unwrap().state(),
+        JobState::Leased,
+        "the stale completion changed nothing"
+    );
+    let e = relay
+        .complete_batch(vec![relay::Completion::ack(c.id, c.token, Some(vec![0; 2 << 20]))])
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)));
 }

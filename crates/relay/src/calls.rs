@@ -112,8 +112,17 @@ impl Engine {
                     CompletionOutcome::Ack { result } => {
                         ops::act(store, ctx, c.id, Action::Ack { token: c.token }, result.as_deref())
                     }
-                    CompletionOutcome::Nack { error, retry_in, permanent } => {
-                        let a = Action::Nack { token: c.token, error, retry_in: *retry_in, permanent: *permanent };
+                    CompletionOutcome::Nack {
+                        error,
+                        retry_in,
+                        permanent,
+                    } => {
+                        let a = Action::Nack {
+                            token: c.token,
+                            error,
+                            retry_in: *retry_in,
+                            permanent: *permanent,
+                        };
                         ops::act(store, ctx, c.id, a, None)
                     }
                 };

@@ -285,20 +285,44 @@ pub enum CompletionOutcome {
     /// Like `ack`.
     Ack { result: Option<Vec<u8>> },
     /// Like `nack` (or `nack_permanent` when `permanent`).
-    Nack { error: String, retry_in: Option<Duration>, permanent: bool },
+    Nack {
+        error: String,
+        retry_in: Option<Duration>,
+        permanent: bool,
+    },
 }
 
 impl Completion {
     pub fn ack(id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Self {
-        Self { id, token, outcome: CompletionOutcome::Ack { result } }
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Ack { result },
+        }
     }
 
     pub fn nack(id: JobId, token: LeaseToken, error: impl Into<String>, retry_in: Option<Duration>) -> Self {
-        Self { id, token, outcome: CompletionOutcome::Nack { error: error.into(), retry_in, permanent: false } }
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Nack {
+                error: error.into(),
+                retry_in,
+                permanent: false,
+            },
+        }
     }
 
     pub fn nack_permanent(id: JobId, token: LeaseToken, error: impl Into<String>) -> Self {
-        Self { id, token, outcome: CompletionOutcome::Nack { error: error.into(), retry_in: None, permanent: true } }
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Nack {
+                error: error.into(),
+                retry_in: None,
+                permanent: true,
+            },
+        }
     }
 }
 

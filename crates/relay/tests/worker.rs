@@ -313,3 +313,44 @@ fn bad_configuration_is_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("concurrency"), "{e}");
 }
+
+#[test]
+fn prefetched_jobs_wait_for_a_slot_and_are_released_at_shutdown() {
+    let (_d, relay) = open();
+    let ids: Vec<JobId> = (0..20).map(|_| submit(&relay, "tiny", "", 1)).collect();
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (r, m) = (Arc::clone(&running), Arc::clone(&most));
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(1)
+        .prefetch(8)
+        .handler("tiny", move |_| {
+            m.fetch_max(r.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            r.fetch_sub(1, Ordering::SeqCst);
+            Ok(None)
+        });
+    let stats = w.stats();
+    run_until(w, || stats.snapshot().succeeded == 20);
+    assert!(ids.iter().all(|id| state(&relay, *id) == JobState::Succeeded));
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "prefetching never runs more than the slots"
+    );
+
+    // At shutdown, the one running job and the four waiting ones are released.
+    let ids: Vec<JobId> = (0..5).map(|_| submit(&relay, "slow", "", 1)).collect();
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(1)
+        .prefetch(4)
+        .grace(Duration::from_millis(100))
+        .async_handler("slow", |_| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(None)
+        });
+    let stats = w.stats();
+    let r = relay.clone();
+    let s = run_until(w, || ids.iter().all(|id| state(&r, *id) == JobState::Leased));
+    assert_eq!((s.released, stats.snapshot().in_flight), (5, 0));
+    assert!(ids.iter().all(|id| state(&relay, *id) == JobState::Ready));
+}

@@ -7,7 +7,7 @@
 //! (throughput, speed-up over inline, overhead per job), the break-even body
 //! size per configuration, and draws the speed-up as an SVG chart.
 //!
-//! cargo run --release -p relay-bench --bin relay-scaling -- [--chart docs/scaling.svg] [--quick]
+//! cargo run --release -p relay-bench --bin relay-scaling -- [--chart docs/scaling.svg] [--prefetch N] [--quick]
 
 use relay::worker::Worker;
 use relay::{NewJob, Relay};
@@ -101,19 +101,36 @@ fn inline(body: Duration, jobs: usize) -> f64 {
     jobs as f64 / start.elapsed().as_secs_f64()
 }
 
-fn through_runtime(store: Store, body: Duration, jobs: usize, threads: usize, dir: &std::path::Path) -> Result<f64, String> {
+fn through_runtime(
+    store: Store,
+    body: Duration,
+    jobs: usize,
+    threads: usize,
+    prefetch: usize,
+    dir: &std::path::Path,
+) -> Result<f64, String> {
     let relay = match store {
         Store::Memory => Relay::in_memory(),
-        Store::File => Relay::open(dir.join(format!("scaling-{}-{threads}-{}.db", body.as_micros(), fastrand::u64(..)))),
+        Store::File => Relay::open(dir.join(format!(
+            "scaling-{}-{threads}-{}.db",
+            body.as_micros(),
+            fastrand::u64(..)
+        ))),
     }
     .map_err(|e| e.to_string())?;
     for chunk in (0..jobs).collect::<Vec<_>>().chunks(1000) {
-        relay.submit_batch(chunk.iter().map(|_| NewJob::new("scale", "burn", Vec::new())).collect()).map_err(|e| e.to_string())?;
+        relay
+            .submit_batch(chunk.iter().map(|_| NewJob::new("scale", "burn", Vec::new())).collect())
+            .map_err(|e| e.to_string())?;
     }
-    let worker = Worker::new(relay.clone(), ["scale"]).concurrency(threads).handle_signals(false).handler("burn", move |_| {
-        burn(body);
-        Ok(None)
-    });
+    let worker = Worker::new(relay.clone(), ["scale"])
+        .concurrency(threads)
+        .prefetch(prefetch)
+        .handle_signals(false)
+        .handler("burn", move |_| {
+            burn(body);
+            Ok(None)
+        });
     let stats = worker.stats();
     let stop = worker.shutdown_handle();
     let start = Instant::now();
@@ -126,15 +143,28 @@ fn through_runtime(store: Store, body: Duration, jobs: usize, threads: usize, di
     }
     let took = start.elapsed();
     stop.now();
-    handle.join().map_err(|_| "the worker panicked".to_owned())?.map_err(|e| e.to_string())?;
+    handle
+        .join()
+        .map_err(|_| "the worker panicked".to_owned())?
+        .map_err(|e| e.to_string())?;
     Ok(jobs as f64 / took.as_secs_f64())
 }
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let chart = args.iter().position(|a| a == "--chart").and_then(|i| args.get(i + 1)).cloned();
-    match run(quick, chart.as_deref()) {
+    let chart = args
+        .iter()
+        .position(|a| a == "--chart")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let prefetch = args
+        .iter()
+        .position(|a| a == "--prefetch")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    match run(quick, prefetch, chart.as_deref()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("relay-scaling: {e}");
@@ -143,7 +173,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run(quick: bool, chart: Option<&str>) -> Result<(), String> {
+fn run(quick: bool, prefetch: usize, chart: Option<&str>) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a scratch directory: {e}"))?;
     let mut rows = Vec::new();
     for body_us in BODIES_US {
@@ -153,9 +183,16 @@ fn run(quick: bool, chart: Option<&str>) -> Result<(), String> {
         eprintln!("relay-scaling: body {body_us} µs, {jobs} jobs: inline {inline_rate:.0} jobs/s");
         for store in [Store::Memory, Store::File] {
             for threads in THREADS {
-                let rate = through_runtime(store, body, jobs, threads, dir.path())?;
+                let rate = through_runtime(store, body, jobs, threads, prefetch, dir.path())?;
                 eprintln!("relay-scaling:   {} x{threads}: {rate:.0} jobs/s", store.name());
-                rows.push(Row { body_us, store, threads, jobs, jobs_per_sec: rate, inline_per_sec: inline_rate });
+                rows.push(Row {
+                    body_us,
+                    store,
+                    threads,
+                    jobs,
+                    jobs_per_sec: rate,
+                    inline_per_sec: inline_rate,
+                });
             }
         }
     }
@@ -192,7 +229,10 @@ fn print_break_even(rows: &[Row]) {
     println!("\nbreak-even body size (runtime as fast as inline):");
     for store in [Store::Memory, Store::File] {
         for threads in THREADS {
-            let series: Vec<&Row> = rows.iter().filter(|r| r.store == store && r.threads == threads).collect();
+            let series: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.store == store && r.threads == threads)
+                .collect();
             let mut found = None;
             for w in series.windows(2) {
                 let (a, b) = (w[0], w[1]);
@@ -230,7 +270,11 @@ fn svg(rows: &[Row]) -> String {
         left + pw / 2.0
     );
     for us in BODIES_US {
-        let label = if us >= 1000 { format!("{} ms", us / 1000) } else { format!("{us} µs") };
+        let label = if us >= 1000 {
+            format!("{} ms", us / 1000)
+        } else {
+            format!("{us} µs")
+        };
         out += &format!(
             "<line x1=\"{0}\" x2=\"{0}\" y1=\"{top}\" y2=\"{1}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\">{label}</text>\n",
             x(us),
@@ -266,8 +310,16 @@ fn svg(rows: &[Row]) -> String {
                 .filter(|r| r.store == store && r.threads == *threads)
                 .map(|r| format!("{:.1},{:.1}", x(r.body_us), y(r.speedup())))
                 .collect();
-            let dash = if store == Store::File { " stroke-dasharray=\"6 4\"" } else { "" };
-            out += &format!("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n", colors[i], pts.join(" "));
+            let dash = if store == Store::File {
+                " stroke-dasharray=\"6 4\""
+            } else {
+                ""
+            };
+            out += &format!(
+                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{dash} points=\"{}\"/>\n",
+                colors[i],
+                pts.join(" ")
+            );
             out += &format!(
                 "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"2\"{dash}/><text x=\"{4}\" y=\"{5}\">{6}, {threads} slot(s)</text>\n",
                 left + pw + 12.0,

@@ -88,6 +88,7 @@ pub struct Worker {
     pub(crate) lease_for: Duration,
     pub(crate) grace: Duration,
     pub(crate) poll: Duration,
+    pub(crate) prefetch: usize,
     pub(crate) handlers: HashMap<String, Registered>,
     pub(crate) fallback: Option<Registered>,
     pub(crate) default_timeout: Option<Duration>,
@@ -108,6 +109,7 @@ impl Worker {
             lease_for: Duration::from_secs(30),
             grace: Duration::from_secs(10),
             poll: Duration::from_millis(500),
+            prefetch: 0,
             handlers: HashMap::new(),
             fallback: None,
             default_timeout: None,
@@ -136,6 +138,16 @@ impl Worker {
     #[must_use]
     pub fn lease_for(mut self, d: Duration) -> Self {
         self.lease_for = d;
+        self
+    }
+
+    /// Lease up to `n` jobs beyond the free slots and keep them ready (their
+    /// leases renewed) for the next free slot: fewer trips to the store for
+    /// tiny jobs, at the price of holding jobs another worker could run.
+    /// Default 0.
+    #[must_use]
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.prefetch = n.min(crate::MAX_LEASE_BATCH as usize);
         self
     }
 

@@ -82,22 +82,37 @@ pub(crate) type OnFinish = Arc<dyn Fn(&Finished) + Send + Sync>;
 
 type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext)>>>;
 
+/// A leased job waiting for a free slot (with `prefetch`), its lease
+/// already kept alive.
+struct Buffered {
+    job: LeasedJob,
+    heartbeat: tokio::task::JoinHandle<()>,
+    ctx: JobContext,
+}
+
 pub(crate) struct Pool {
     w: Worker,
     relay: AsyncRelay,
     slots: Arc<Semaphore>,
     in_flight: InFlight,
+    completer: Completer,
+    buffer: Mutex<std::collections::VecDeque<Buffered>>,
 }
 
 impl Pool {
     pub(crate) fn new(w: Worker) -> Self {
         let relay = w.relay.to_async();
         let slots = Arc::new(Semaphore::new(w.concurrency));
+        // Outcomes are gathered into batches only with prefetch: measured,
+        // the extra hop costs more than it saves when each slot holds one job.
+        let completer = Completer::start(relay.clone(), w.prefetch > 0);
         Self {
             w,
             relay,
             slots,
             in_flight: Arc::default(),
+            completer,
+            buffer: Mutex::default(),
         }
     }
 
@@ -119,26 +134,49 @@ impl Pool {
             while let Ok(p) = Arc::clone(&self.slots).try_acquire_owned() {
                 permits.push(p);
             }
-            self.lease_into(&mut tasks, permits).await;
+            while let Some(p) = permits.pop() {
+                match self.buffer.lock().unwrap_or_else(PoisonError::into_inner).pop_front() {
+                    Some(b) => {
+                        tasks.spawn(self.job_task(b, p));
+                    }
+                    None => {
+                        permits.push(p);
+                        break;
+                    }
+                }
+            }
+            if !permits.is_empty() {
+                self.lease_into(&mut tasks, permits).await;
+            }
             while tasks.try_join_next().is_some() {}
         }
         self.drain(tasks).await;
         Ok(self.w.stats.snapshot())
     }
 
-    /// Leases as many jobs as there are free slots and starts them.
+    /// Leases as many jobs as there are free slots (plus room in the
+    /// prefetch buffer) and starts them.
     async fn lease_into(&self, tasks: &mut JoinSet<()>, mut permits: Vec<OwnedSemaphorePermit>) {
+        let buffered = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).len();
+        let want = permits.len() + self.w.prefetch.saturating_sub(buffered);
         let req = LeaseRequest::new(self.w.queues.clone())
             .worker(self.w.name.clone())
-            .max(u32::try_from(permits.len()).unwrap_or(1))
+            .max(u32::try_from(want).unwrap_or(1).clamp(1, crate::MAX_LEASE_BATCH))
             .lease_for(self.w.lease_for)
             .wait(self.w.poll);
         let mut phase = self.w.shutdown.subscribe();
         match self.relay.lease_until(req, phase.changed()).await {
             Ok(jobs) => {
                 for job in jobs {
-                    let Some(permit) = permits.pop() else { break };
-                    tasks.spawn(self.job_task(job, permit));
+                    let ctx = JobContext::new(job.clone(), self.w.relay.clone());
+                    let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), ctx.clone(), self.w.lease_for));
+                    let b = Buffered { job, heartbeat, ctx };
+                    match permits.pop() {
+                        Some(permit) => {
+                            tasks.spawn(self.job_task(b, permit));
+                        }
+                        None => self.buffer.lock().unwrap_or_else(PoisonError::into_inner).push_back(b),
+                    }
                 }
             }
             Err(e) => {
@@ -150,23 +188,23 @@ impl Pool {
 
     fn job_task(
         &self,
-        job: LeasedJob,
+        b: Buffered,
         permit: OwnedSemaphorePermit,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let registered = self
             .w
             .handlers
-            .get(&job.kind)
+            .get(&b.job.kind)
             .cloned()
             .or_else(|| self.w.fallback.clone());
         let timeout = registered.as_ref().and_then(|r| r.timeout).or(self.w.default_timeout);
         let run = JobRun {
-            relay: self.relay.clone(),
-            ctx: JobContext::new(job, self.w.relay.clone()),
+            ctx: b.ctx,
+            completer: self.completer.clone(),
+            heartbeat: b.heartbeat,
             in_flight: Arc::clone(&self.in_flight),
             stats: Arc::clone(&self.w.stats),
             on_finish: self.w.on_finish.clone(),
-            lease_for: self.w.lease_for,
             queues: self.w.queues.join(", "),
         };
         run.go(registered, timeout, permit)
@@ -184,12 +222,18 @@ impl Pool {
                 _ = phase.changed() => {}
             }
         }
-        let left: Vec<(JobId, (LeaseToken, JobContext))> = self
+        let mut left: Vec<(JobId, (LeaseToken, JobContext))> = self
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
             .collect();
+        // Prefetched jobs that never got a slot go back too.
+        for b in self.buffer.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
+            b.heartbeat.abort();
+            self.w.stats.in_flight.fetch_add(1, Relaxed);
+            left.push((b.job.id, (b.job.token, b.ctx)));
+        }
         for (id, (token, ctx)) in left {
             ctx.mark_lost();
             match self.relay.release(id, token).await {
@@ -211,12 +255,12 @@ impl Pool {
 
 /// Everything one job's task needs.
 struct JobRun {
-    relay: AsyncRelay,
     ctx: JobContext,
+    completer: Completer,
+    heartbeat: tokio::task::JoinHandle<()>,
     in_flight: InFlight,
     stats: Arc<WorkerStats>,
     on_finish: Option<OnFinish>,
-    lease_for: Duration,
     queues: String,
 }
 
@@ -229,7 +273,6 @@ impl JobRun {
             .insert(id, (token, self.ctx.clone()));
         self.stats.in_flight.fetch_add(1, Relaxed);
         let started = Instant::now();
-        let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), self.ctx.clone(), self.lease_for));
         let result = match registered {
             None => Err(JobError::permanent(format!(
                 "no handler for kind {:?} on this worker (queues: {}); register one with Worker::handler",
@@ -238,7 +281,7 @@ impl JobRun {
             ))),
             Some(r) => run_handler(r.handler, self.ctx.clone(), timeout, permit).await,
         };
-        heartbeat.abort();
+        self.heartbeat.abort();
         // Whoever takes the job out of the in-flight map reports its outcome:
         // a shutdown may already have released it.
         if self
@@ -257,31 +300,24 @@ impl JobRun {
 
     async fn record(&self, result: JobResult) -> Outcome {
         let (id, token) = (self.ctx.id(), self.ctx.job().token);
-        let call = match &result {
-            Ok(out) => self
-                .relay
-                .ack(id, token, out.clone())
-                .await
-                .map(|()| Outcome::Succeeded),
-            Err(e) if e.permanent => self
-                .relay
-                .nack_permanent(id, token, &e.message)
-                .await
-                .map(|_| Outcome::Dead {
-                    error: e.message.clone(),
-                }),
-            Err(e) => self.relay.nack(id, token, &e.message, e.retry_in).await.map(|s| {
-                if s.state == crate::JobState::Dead {
-                    Outcome::Dead {
-                        error: e.message.clone(),
-                    }
-                } else {
-                    Outcome::Failed {
-                        error: e.message.clone(),
-                    }
-                }
-            }),
+        let completion = match &result {
+            Ok(out) => crate::Completion::ack(id, token, out.clone()),
+            Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
+            Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
+        let call = self
+            .completer
+            .complete(completion)
+            .await
+            .map(|s| match (&result, s.state) {
+                (Ok(_), _) => Outcome::Succeeded,
+                (Err(e), crate::JobState::Dead) => Outcome::Dead {
+                    error: e.message.clone(),
+                },
+                (Err(e), _) => Outcome::Failed {
+                    error: e.message.clone(),
+                },
+            });
         let outcome = match call {
             Ok(o) => o,
             Err(Error::LeaseLost { .. }) => Outcome::Lost,
@@ -299,6 +335,75 @@ impl JobRun {
         };
         counter.fetch_add(1, Relaxed);
         outcome
+    }
+}
+
+/// Gathers the outcomes of finished jobs and records them in batches: one
+/// writer operation for every outcome that arrived while the previous batch
+/// was being committed, instead of one per job.
+#[derive(Clone)]
+struct Completer {
+    relay: AsyncRelay,
+    tx: Option<CompleteTx>,
+}
+
+type CompleteTx = tokio::sync::mpsc::UnboundedSender<(
+    crate::Completion,
+    tokio::sync::oneshot::Sender<Result<crate::JobStatus>>,
+)>;
+
+/// Most outcomes recorded by one operation.
+const COMPLETE_BATCH: usize = 256;
+
+impl Completer {
+    fn start(relay: AsyncRelay, batching: bool) -> Self {
+        if !batching {
+            return Self { tx: None, relay };
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
+            crate::Completion,
+            tokio::sync::oneshot::Sender<Result<crate::JobStatus>>,
+        )>();
+        let r = relay.clone();
+        tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < COMPLETE_BATCH {
+                    match rx.try_recv() {
+                        Ok(next) => batch.push(next),
+                        Err(_) => break,
+                    }
+                }
+                let (completions, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+                match r.complete_batch(completions).await {
+                    Ok(results) => {
+                        for (reply, r) in replies.into_iter().zip(results) {
+                            let _ = reply.send(r);
+                        }
+                    }
+                    Err(e) => {
+                        for reply in replies {
+                            let _ = reply.send(Err(e.clone()));
+                        }
+                    }
+                }
+            }
+        });
+        Self { tx: Some(tx), relay }
+    }
+
+    async fn complete(&self, c: crate::Completion) -> Result<crate::JobStatus> {
+        let Some(tx) = &self.tx else {
+            return self
+                .relay
+                .complete_batch(vec![c])
+                .await?
+                .pop()
+                .unwrap_or(Err(Error::Closed));
+        };
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        tx.send((c, reply)).map_err(|_| Error::Closed)?;
+        rx.await.map_err(|_| Error::Closed)?
     }
 }
 
