@@ -66,14 +66,21 @@ fn finished_json(f: &Finished) -> serde_json::Value {
     })
 }
 
-/// One line on the terminal, rewritten in place: done, failed, rate.
+/// One line on the terminal, rewritten in place: done, failed, running,
+/// and the rate over the last few seconds.
 fn progress_line(stats: &WorkerStats, done: &AtomicBool) {
-    let start = Instant::now();
+    let mut window: std::collections::VecDeque<(Instant, u64)> = std::collections::VecDeque::new();
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         let s = stats.snapshot();
         let finished = s.succeeded + s.failed + s.dead;
-        let rate = finished as f64 / start.elapsed().as_secs_f64().max(1e-3);
+        let now = Instant::now();
+        window.push_back((now, finished));
+        while window.len() > 2 && now.duration_since(window[0].0) > Duration::from_secs(3) {
+            window.pop_front();
+        }
+        let (t0, f0) = window[0];
+        let rate = (finished - f0) as f64 / now.duration_since(t0).as_secs_f64().max(0.25);
         let mut e = std::io::stderr().lock();
         let _ = write!(
             e,
