@@ -61,6 +61,8 @@ pub enum Command {
     /// writes to file descriptor 3 become progress events. Runs until SIGINT
     /// or SIGTERM (a second one stops at once).
     Work(WorkArgs),
+    /// Serve every call over HTTP (JSON), with long-poll leases.
+    Serve(ServeArgs),
     /// Create a database, run a few thousand jobs through it and report.
     Demo(DemoArgs),
 }
@@ -181,6 +183,28 @@ pub struct WorkArgs {
     /// Most bytes of stdout kept as the job's result.
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_result: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7433")]
+    pub listen: std::net::SocketAddr,
+    /// A file of accepted bearer tokens, one per line (# starts a comment).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// An accepted bearer token (prefer --token-file: the environment can leak).
+    #[arg(long, env = "RELAY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Allow listening beyond loopback without any token.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Longest a lease request may wait for a job.
+    #[arg(long, value_parser = duration, default_value = "60s")]
+    pub max_wait: Duration,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = 2 << 20)]
+    pub max_body: usize,
 }
 
 #[derive(Debug, Args)]

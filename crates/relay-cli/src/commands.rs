@@ -112,6 +112,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Work(a) => crate::work::run(relay, a, &out),
+        Command::Serve(a) => crate::serve::run(relay, a),
         Command::Demo(_) => Ok(()),
     }
 }

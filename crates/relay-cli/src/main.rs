@@ -6,6 +6,7 @@ mod commands;
 mod demo;
 mod exec;
 mod output;
+mod serve;
 mod work;
 
 use clap::Parser;

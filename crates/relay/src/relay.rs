@@ -297,6 +297,10 @@ impl AsyncRelay {
         self.engine.events(id)
     }
 
+    pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        self.engine.readers.with(|r| r.job_list(filter))
+    }
+
     pub async fn stats(&self) -> Result<Stats> {
         self.engine.stats()
     }

@@ -1,0 +1,64 @@
+//! `relay serve`: the HTTP server on a database file, until SIGINT/SIGTERM.
+
+use crate::args::ServeArgs;
+use crate::commands::CliError;
+use relay::Relay;
+use relay_server::{Server, ServerConfig};
+
+pub fn run(relay: Relay, a: ServeArgs) -> Result<(), CliError> {
+    let mut config = ServerConfig::new(a.listen);
+    config.tokens = tokens(&a)?;
+    config.insecure = a.insecure;
+    config.max_wait = a.max_wait;
+    config.request_timeout = a.max_wait + std::time::Duration::from_secs(30);
+    config.max_body_bytes = a.max_body;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Io(format!("cannot start the server runtime: {e}")))?;
+    rt.block_on(async move {
+        let server = Server::bind(relay, config)
+            .await
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let addr = server.local_addr().map_err(|e| CliError::Io(e.to_string()))?;
+        eprintln!("relay: serving on http://{addr} (SIGINT or SIGTERM stops it)");
+        server.run(stopped()).await.map_err(|e| CliError::Io(e.to_string()))?;
+        eprintln!("relay: stopped");
+        Ok(())
+    })
+}
+
+fn tokens(a: &ServeArgs) -> Result<Vec<String>, CliError> {
+    let mut tokens = Vec::new();
+    if let Some(path) = &a.token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::Io(format!("cannot read the token file {}: {e}", path.display())))?;
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned),
+        );
+        if tokens.is_empty() {
+            return Err(CliError::Usage(format!(
+                "the token file {} holds no token",
+                path.display()
+            )));
+        }
+    }
+    if let Some(t) = a.token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        tokens.push(t.to_owned());
+    }
+    Ok(tokens)
+}
+
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}

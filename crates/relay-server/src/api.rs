@@ -1,0 +1,402 @@
+//! The routes: `/v1/...` for every library call, `/healthz`, `/metrics`.
+
+use crate::error::{ApiError, ApiJson};
+use crate::AppState;
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine as _;
+use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+type S = State<Arc<AppState>>;
+type ApiResult = Result<Response, ApiError>;
+
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let v1 = Router::new()
+        .route("/jobs", post(submit).get(list))
+        .route("/jobs/batch", post(submit_batch))
+        .route("/jobs/{id}", get(show).delete(delete))
+        .route("/jobs/{id}/ack", post(ack))
+        .route("/jobs/{id}/nack", post(nack))
+        .route("/jobs/{id}/extend", post(extend))
+        .route("/jobs/{id}/release", post(release))
+        .route("/jobs/{id}/cancel", post(cancel))
+        .route("/jobs/{id}/retry", post(retry))
+        .route("/jobs/{id}/events", get(events).post(append_event))
+        .route("/lease", post(lease))
+        .route("/stats", get(stats))
+        .route("/queues", get(queues));
+    let protected = Router::new()
+        .nest("/v1", v1)
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::auth::require_token,
+        ));
+    Router::new()
+        .merge(protected)
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
+        .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), deadline))
+        .with_state(state)
+}
+
+/// Records every request in the metrics, by route template and status.
+async fn observe(State(state): S, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let start = Instant::now();
+    let res = next.run(req).await;
+    state.metrics.observe(&route, res.status().as_u16(), start.elapsed());
+    res
+}
+
+/// Cuts off a request that takes longer than the configured timeout.
+async fn deadline(State(state): S, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(state.config.request_timeout, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long").into_response()
+        }
+    }
+}
+
+fn id(raw: &str) -> Result<JobId, ApiError> {
+    raw.parse::<i64>()
+        .map(JobId)
+        .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a job id (a positive integer)")))
+}
+
+fn ok(v: Value) -> ApiResult {
+    Ok(Json(v).into_response())
+}
+
+fn ms(field: &str, v: Option<u64>) -> Option<Duration> {
+    let _ = field;
+    v.map(Duration::from_millis)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    queue: String,
+    kind: String,
+    /// A string is stored as its UTF-8 bytes; any other JSON value as its
+    /// JSON text.
+    #[serde(default)]
+    payload: Option<Value>,
+    #[serde(default)]
+    payload_base64: Option<String>,
+    #[serde(default)]
+    priority: Option<u8>,
+    #[serde(default)]
+    delay_ms: Option<u64>,
+    /// RFC 3339, e.g. `2026-12-01T09:00:00Z`.
+    #[serde(default)]
+    run_at: Option<String>,
+    #[serde(default)]
+    max_attempts: Option<u32>,
+    #[serde(default)]
+    unique_key: Option<String>,
+}
+
+impl SubmitBody {
+    fn into_job(self) -> Result<NewJob, ApiError> {
+        let payload = match (self.payload, self.payload_base64) {
+            (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
+            (Some(Value::String(s)), None) => s.into_bytes(),
+            (Some(v), None) => v.to_string().into_bytes(),
+            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b.as_bytes())
+                .map_err(|e| ApiError::bad_request(format!("payload_base64 is not base64: {e}")))?,
+            (None, None) => Vec::new(),
+        };
+        let mut job = NewJob::new(self.queue, self.kind, payload);
+        if let Some(p) = self.priority {
+            job = job.priority(p);
+        }
+        if let Some(d) = ms("delay_ms", self.delay_ms) {
+            job = job.delay(d);
+        }
+        if let Some(t) = self.run_at {
+            let at = humantime::parse_rfc3339(&t)
+                .map_err(|e| ApiError::bad_request(format!("run_at {t:?} is not an RFC 3339 time: {e}")))?;
+            let ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            job = job.run_at(Timestamp::from_millis(ms));
+        }
+        if let Some(n) = self.max_attempts {
+            job = job.max_attempts(n);
+        }
+        if let Some(k) = self.unique_key {
+            job = job.unique_key(k);
+        }
+        Ok(job)
+    }
+}
+
+async fn submit(State(s): S, ApiJson(body): ApiJson<SubmitBody>) -> ApiResult {
+    let id = s.relay.submit(body.into_job()?).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": id}))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchBody {
+    jobs: Vec<SubmitBody>,
+}
+
+async fn submit_batch(State(s): S, ApiJson(body): ApiJson<BatchBody>) -> ApiResult {
+    if body.jobs.is_empty() || body.jobs.len() > 10_000 {
+        return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
+    }
+    let jobs = body
+        .jobs
+        .into_iter()
+        .map(SubmitBody::into_job)
+        .collect::<Result<Vec<_>, _>>()?;
+    let ids = s.relay.submit_batch(jobs).await?;
+    Ok((StatusCode::CREATED, Json(json!({"ids": ids}))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    queue: Option<String>,
+    state: Option<String>,
+    before: Option<i64>,
+    limit: Option<u32>,
+}
+
+async fn list(State(s): S, Query(q): Query<ListQuery>) -> ApiResult {
+    let state = match q.state.as_deref() {
+        None => None,
+        Some(st) => Some(JobState::parse(&st.to_uppercase()).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "unknown state {st:?}: use READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
+            ))
+        })?),
+    };
+    let filter = JobFilter {
+        queue: q.queue,
+        state,
+        before: q.before.map(JobId),
+        limit: q.limit.unwrap_or(50).clamp(1, 1000),
+    };
+    let relay = s.relay.clone();
+    let jobs = relay.list(&filter).await?;
+    ok(json!({"jobs": jobs.iter().map(view::job).collect::<Vec<_>>()}))
+}
+
+async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
+    ok(view::job(&s.relay.get(id(&raw)?).await?))
+}
+
+async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
+    let id = id(&raw)?;
+    s.relay.delete(id).await?;
+    ok(json!({"id": id, "deleted": true}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AckBody {
+    token: i64,
+    #[serde(default)]
+    result: Option<Value>,
+}
+
+async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<AckBody>) -> ApiResult {
+    let id = id(&raw)?;
+    let result = b.result.map(|v| match v {
+        Value::String(s) => s.into_bytes(),
+        other => other.to_string().into_bytes(),
+    });
+    s.relay.ack(id, LeaseToken(b.token), result).await?;
+    ok(json!({"id": id, "state": "SUCCEEDED"}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NackBody {
+    token: i64,
+    error: String,
+    #[serde(default)]
+    retry_in_ms: Option<u64>,
+    #[serde(default)]
+    permanent: bool,
+}
+
+async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<NackBody>) -> ApiResult {
+    let id = id(&raw)?;
+    let token = LeaseToken(b.token);
+    let c = if b.permanent {
+        Completion::nack_permanent(id, token, b.error)
+    } else {
+        Completion::nack(id, token, b.error, ms("retry_in_ms", b.retry_in_ms))
+    };
+    let status = s
+        .relay
+        .complete_batch(vec![c])
+        .await?
+        .pop()
+        .unwrap_or(Err(relay::Error::Closed))?;
+    let mut v = json!({"id": id, "state": status.state.as_str()});
+    if status.state == JobState::Ready {
+        v["ready_at"] = json!(view::time(status.ready_at));
+    }
+    ok(v)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtendBody {
+    token: i64,
+    #[serde(default)]
+    lease_for_ms: Option<u64>,
+}
+
+async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<ExtendBody>) -> ApiResult {
+    let id = id(&raw)?;
+    let lease_for = ms("lease_for_ms", b.lease_for_ms).unwrap_or(Duration::from_secs(30));
+    let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
+    ok(json!({"id": id, "lease_expires_at": view::time(until)}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenBody {
+    token: i64,
+}
+
+async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<TokenBody>) -> ApiResult {
+    let id = id(&raw)?;
+    s.relay.release(id, LeaseToken(b.token)).await?;
+    ok(json!({"id": id, "state": "READY"}))
+}
+
+async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {
+    let id = id(&raw)?;
+    s.relay.cancel(id).await?;
+    ok(json!({"id": id, "state": "CANCELLED"}))
+}
+
+async fn retry(State(s): S, Path(raw): Path<String>) -> ApiResult {
+    let id = id(&raw)?;
+    s.relay.retry(id).await?;
+    ok(json!({"id": id, "state": "READY"}))
+}
+
+async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
+    let events = s.relay.events(id(&raw)?).await?;
+    ok(json!({"events": events.iter().map(view::event).collect::<Vec<_>>()}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventBody {
+    kind: String,
+    #[serde(default)]
+    data: Value,
+}
+
+async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<EventBody>) -> ApiResult {
+    let id = id(&raw)?;
+    let seq = s.relay.append_event(id, &b.kind, &b.data).await?;
+    Ok((StatusCode::CREATED, Json(json!({"job_id": id, "seq": seq}))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeaseBody {
+    queues: Vec<String>,
+    #[serde(default)]
+    worker: Option<String>,
+    #[serde(default)]
+    max: Option<u32>,
+    #[serde(default)]
+    lease_for_ms: Option<u64>,
+    #[serde(default)]
+    wait_ms: Option<u64>,
+}
+
+/// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
+/// answered with no jobs when the server shuts down.
+async fn lease(State(s): S, ApiJson(b): ApiJson<LeaseBody>) -> ApiResult {
+    let wait = ms("wait_ms", b.wait_ms).unwrap_or(Duration::ZERO);
+    if wait > s.config.max_wait {
+        return Err(ApiError::bad_request(format!(
+            "wait_ms must be at most {}",
+            s.config.max_wait.as_millis()
+        )));
+    }
+    let mut req = LeaseRequest::new(b.queues).max(b.max.unwrap_or(1)).wait(wait);
+    if let Some(w) = b.worker {
+        req = req.worker(w);
+    }
+    if let Some(d) = ms("lease_for_ms", b.lease_for_ms) {
+        req = req.lease_for(d);
+    }
+    let _permit = if wait.is_zero() {
+        None
+    } else {
+        Some(s.waiting.try_acquire().map_err(|_| {
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_waiting",
+                "too many lease requests are waiting; retry shortly or wait less",
+            )
+        })?)
+    };
+    let mut stopping = s.stopping.clone();
+    if *stopping.borrow() {
+        return ok(json!({"jobs": []}));
+    }
+    let jobs = s.relay.lease_until(req, stopping.changed()).await?;
+    ok(json!({"jobs": jobs.iter().map(view::leased).collect::<Vec<_>>()}))
+}
+
+async fn stats(State(s): S) -> ApiResult {
+    let stats = s.relay.stats().await?;
+    let queues: serde_json::Map<String, Value> = stats
+        .queues
+        .iter()
+        .map(|(q, st)| {
+            let mut counts: serde_json::Map<String, Value> = st
+                .counts
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+                .collect();
+            counts.insert(
+                "oldest_ready_age_ms".into(),
+                json!(st.oldest_ready_age.map(|d| d.as_millis() as u64)),
+            );
+            (q.clone(), Value::Object(counts))
+        })
+        .collect();
+    ok(json!({"queues": queues}))
+}
+
+async fn queues(State(s): S) -> ApiResult {
+    let stats = s.relay.stats().await?;
+    ok(json!({"queues": stats.queues.keys().collect::<Vec<_>>()}))
+}
+
+async fn metrics(State(s): S) -> Response {
+    let stats = s.relay.stats().await.ok();
+    let text = s.metrics.render(&s.relay.metrics(), stats.as_ref());
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}

@@ -1,0 +1,45 @@
+//! Bearer-token auth, compared in constant time against every token.
+
+use crate::error::ApiError;
+use crate::AppState;
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+pub(crate) async fn require_token(
+    State(state): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let tokens = &state.config.tokens;
+    if tokens.is_empty() {
+        return Ok(next.run(req).await);
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(given) = given else {
+        return Err(unauthorized("send `Authorization: Bearer <token>`"));
+    };
+    // Check every token, always, so the time taken says nothing about which
+    // (or how much of one) matched.
+    let mut ok = subtle::Choice::from(0u8);
+    for t in tokens {
+        ok |= given.as_bytes().ct_eq(t.as_bytes());
+    }
+    if bool::from(ok) {
+        Ok(next.run(req).await)
+    } else {
+        Err(unauthorized("the token is not valid"))
+    }
+}
+
+fn unauthorized(message: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+}

@@ -1,0 +1,148 @@
+//! Relay over HTTP: every library call as JSON, so that workers and
+//! producers in any language reach the same engine (and share its group
+//! commit).
+//!
+//! - [`Server::bind`] then [`Server::run`]: axum on tokio, with bearer-token
+//!   auth ([`ServerConfig::tokens`], compared in constant time), a body size
+//!   limit, a cap on waiting long-polls and a request timeout.
+//! - `api`: the routes under `/v1`, plus `/healthz` and `/metrics`.
+//! - `error`: JSON errors (`{"error": {"code", "message"}}`) with statuses a
+//!   client can act on: 400, 401, 404, 409, 413, 429, 503.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let relay = relay::Relay::open("jobs.db")?;
+//! let config = relay_server::ServerConfig::new("127.0.0.1:7433".parse()?);
+//! let server = relay_server::Server::bind(relay, config).await?;
+//! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod auth;
+mod error;
+mod metrics;
+
+pub use error::ApiError;
+
+use relay::Relay;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Semaphore};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Accepted bearer tokens; empty means no auth, allowed only on loopback
+    /// unless `insecure`.
+    pub tokens: Vec<String>,
+    pub insecure: bool,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest a lease request may wait for a job.
+    pub max_wait: Duration,
+    /// Lease requests allowed to wait at once; more get 429.
+    pub max_waiting: usize,
+    /// A request still unanswered after this long is cut off (slow clients).
+    pub request_timeout: Duration,
+}
+
+impl ServerConfig {
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            tokens: Vec::new(),
+            insecure: false,
+            max_body_bytes: 2 << 20,
+            max_wait: Duration::from_secs(60),
+            max_waiting: 1024,
+            request_timeout: Duration::from_secs(90),
+        }
+    }
+
+    fn check(&self) -> Result<(), ServerError> {
+        if self.tokens.is_empty() && !self.insecure && !self.listen.ip().is_loopback() {
+            return Err(ServerError::Config(format!(
+                "refusing to listen on {} without a token: set --token-file or RELAY_TOKEN, or pass --insecure",
+                self.listen
+            )));
+        }
+        if self.tokens.iter().any(|t| t.trim().is_empty()) {
+            return Err(ServerError::Config("a token is empty".into()));
+        }
+        if self.request_timeout <= self.max_wait {
+            return Err(ServerError::Config(
+                "the request timeout must be longer than the longest lease wait".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What every request handler shares.
+pub(crate) struct AppState {
+    pub relay: relay::AsyncRelay,
+    pub config: ServerConfig,
+    pub waiting: Semaphore,
+    pub stopping: watch::Receiver<bool>,
+    pub metrics: metrics::Metrics,
+}
+
+/// A bound, not yet running, server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    stop: watch::Sender<bool>,
+}
+
+impl Server {
+    pub async fn bind(relay: Relay, config: ServerConfig) -> Result<Self, ServerError> {
+        config.check()?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let (stop, stopping) = watch::channel(false);
+        let state = Arc::new(AppState {
+            relay: relay.to_async(),
+            waiting: Semaphore::new(config.max_waiting),
+            config,
+            stopping,
+            metrics: metrics::Metrics::default(),
+        });
+        Ok(Self { listener, state, stop })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
+        Ok(self.listener.local_addr()?)
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting, answers
+    /// waiting long-polls with no jobs, finishes requests in flight, and
+    /// returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServerError> {
+        let app = api::router(Arc::clone(&self.state));
+        let stop = self.stop;
+        let signal = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        axum::serve(self.listener, app).with_graceful_shutdown(signal).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! Prometheus text: requests by route and status, their latency, the
+//! writer's commits and batch sizes, and jobs by queue and state.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 30.0];
+
+#[derive(Default)]
+struct Route {
+    by_status: BTreeMap<u16, u64>,
+    buckets: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+pub(crate) struct Metrics {
+    routes: Mutex<BTreeMap<String, Route>>,
+}
+
+impl Metrics {
+    pub(crate) fn observe(&self, route: &str, status: u16, took: Duration) {
+        let Ok(mut routes) = self.routes.lock() else { return };
+        let r = routes.entry(route.to_owned()).or_default();
+        *r.by_status.entry(status).or_default() += 1;
+        let secs = took.as_secs_f64();
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                r.buckets[i] += 1;
+            }
+        }
+        r.count += 1;
+        r.sum += secs;
+    }
+
+    pub(crate) fn render(&self, relay: &relay::Metrics, stats: Option<&relay::Stats>) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP relay_commits_total Durable commits made by the writer.\n# TYPE relay_commits_total counter"
+        );
+        let _ = writeln!(out, "relay_commits_total {}", relay.commits);
+        let _ = writeln!(
+            out,
+            "# HELP relay_operations_total Operations carried by those commits.\n# TYPE relay_operations_total counter"
+        );
+        let _ = writeln!(out, "relay_operations_total {}", relay.operations);
+        let _ = writeln!(
+            out,
+            "# HELP relay_failed_commits_total Commits that failed.\n# TYPE relay_failed_commits_total counter"
+        );
+        let _ = writeln!(out, "relay_failed_commits_total {}", relay.failed_commits);
+        let _ = writeln!(
+            out,
+            "# HELP relay_largest_batch Most operations in one commit.\n# TYPE relay_largest_batch gauge"
+        );
+        let _ = writeln!(out, "relay_largest_batch {}", relay.largest_batch);
+        if let Some(stats) = stats {
+            let _ = writeln!(
+                out,
+                "# HELP relay_jobs Jobs by queue and state.\n# TYPE relay_jobs gauge"
+            );
+            for (queue, q) in &stats.queues {
+                for (state, n) in &q.counts {
+                    let _ = writeln!(out, "relay_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}");
+                }
+            }
+        }
+        let Ok(routes) = self.routes.lock() else { return out };
+        let _ = writeln!(
+            out,
+            "# HELP relay_http_requests_total Requests by route and status.\n# TYPE relay_http_requests_total counter"
+        );
+        for (route, r) in routes.iter() {
+            for (status, n) in &r.by_status {
+                let _ = writeln!(
+                    out,
+                    "relay_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP relay_http_request_seconds Request latency.\n# TYPE relay_http_request_seconds histogram"
+        );
+        for (route, r) in routes.iter() {
+            for (i, b) in BUCKETS.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "relay_http_request_seconds_bucket{{route=\"{route}\",le=\"{b}\"}} {}",
+                    r.buckets[i]
+                );
+            }
+            let _ = writeln!(
+                out,
+                "relay_http_request_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+                r.count
+            );
+            let _ = writeln!(out, "relay_http_request_seconds_sum{{route=\"{route}\"}} {}", r.sum);
+            let _ = writeln!(out, "relay_http_request_seconds_count{{route=\"{route}\"}} {}", r.count);
+        }
+        out
+    }
+}

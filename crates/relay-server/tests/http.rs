@@ -1,0 +1,408 @@
+//! The real server on an ephemeral loopback port, driven by a real HTTP
+//! client (ureq): the job life cycle, long-poll, auth, every error status.
+
+use relay::{Options, Relay};
+use relay_server::{Server, ServerConfig};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+struct TestServer {
+    base: String,
+    token: Option<String>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    fn start(options: Options, configure: impl FnOnce(&mut ServerConfig) + Send + 'static) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.db");
+        let relay = Relay::open_with(&path, options).unwrap();
+        let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        configure(&mut config);
+        let token = config.tokens.first().cloned();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let server = Server::bind(relay, config).await.unwrap();
+                addr_tx.send(server.local_addr().unwrap()).unwrap();
+                server
+                    .run(async move {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Self {
+            base: format!("http://{addr}"),
+            token,
+            stop: Some(stop),
+            thread: Some(thread),
+            path,
+            _dir: dir,
+        }
+    }
+
+    fn plain() -> Self {
+        Self::start(Options::default(), |_| {})
+    }
+
+    fn agent() -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into()
+    }
+
+    /// Sends `body` (JSON, or nothing) and returns the status and JSON body.
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.call_as(self.token.as_deref(), method, path, body)
+    }
+
+    fn call_as(&self, token: Option<&str>, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let agent = Self::agent();
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut res = match (method, body) {
+            ("GET", _) => with_auth(agent.get(&url), auth.as_deref()).call(),
+            ("DELETE", _) => with_auth(agent.delete(&url), auth.as_deref()).call(),
+            (_, Some(b)) => with_auth(agent.post(&url), auth.as_deref()).send_json(&b),
+            (_, None) => with_auth(agent.post(&url), auth.as_deref()).send_empty(),
+        }
+        .unwrap();
+        let status = res.status().as_u16();
+        let text = res.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    fn raw_post(&self, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+        let mut res = Self::agent()
+            .post(&format!("{}{path}", self.base))
+            .content_type(content_type)
+            .send(body)
+            .unwrap();
+        let status = res.status().as_u16();
+        let text = res.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    fn stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn with_auth<B>(req: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
+    match auth {
+        Some(a) => req.header("Authorization", a),
+        None => req,
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn code(v: &Value) -> &str {
+    v["error"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn the_whole_job_life_cycle() {
+    let s = TestServer::plain();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "emails", "kind": "send", "payload": {"to": "ada"}, "priority": 2})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let (st, v) = s.call("POST", "/v1/jobs/batch", Some(json!({"jobs": [{"queue": "emails", "kind": "send"}, {"queue": "other", "kind": "k", "payload_base64": "/wA="}]})));
+    assert_eq!((st, v["ids"].as_array().unwrap().len()), (201, 2));
+
+    let (st, v) = s.call(
+        "POST",
+        "/v1/lease",
+        Some(json!({"queues": ["emails"], "worker": "w1", "lease_for_ms": 30000})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let job = &v["jobs"][0];
+    assert_eq!(
+        (job["id"].as_i64(), job["payload"].as_str(), job["attempt"].as_i64()),
+        (Some(id), Some("{\"to\":\"ada\"}"), Some(1))
+    );
+    let token = job["token"].as_i64().unwrap();
+
+    let (st, _) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id}/extend"),
+        Some(json!({"token": token, "lease_for_ms": 60000})),
+    );
+    assert_eq!(st, 200);
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id}/events"),
+        Some(json!({"kind": "progress", "data": {"pct": 50}})),
+    );
+    assert_eq!((st, v["seq"].as_i64()), (201, Some(3)));
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id}/ack"),
+        Some(json!({"token": token, "result": "sent"})),
+    );
+    assert_eq!((st, v["state"].as_str()), (200, Some("SUCCEEDED")));
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(
+        (v["state"].as_str(), v["result"].as_str(), v["priority"].as_i64()),
+        (Some("SUCCEEDED"), Some("sent"), Some(2))
+    );
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{id}/events"), None);
+    let kinds: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["submitted", "leased", "progress", "succeeded"]);
+
+    // nack, release, cancel, retry, delete on the next job
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    let (id2, t2) = (
+        v["jobs"][0]["id"].as_i64().unwrap(),
+        v["jobs"][0]["token"].as_i64().unwrap(),
+    );
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id2}/nack"),
+        Some(json!({"token": t2, "error": "smtp down", "retry_in_ms": 0})),
+    );
+    assert_eq!((st, v["state"].as_str()), (200, Some("READY")));
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    let t3 = v["jobs"][0]["token"].as_i64().unwrap();
+    assert_eq!(
+        s.call("POST", &format!("/v1/jobs/{id2}/release"), Some(json!({"token": t3})))
+            .0,
+        200
+    );
+    assert_eq!(s.call("POST", &format!("/v1/jobs/{id2}/cancel"), None).0, 200);
+    assert_eq!(s.call("POST", &format!("/v1/jobs/{id2}/retry"), None).0, 200);
+    assert_eq!(s.call("DELETE", &format!("/v1/jobs/{id2}"), None).0, 200);
+    assert_eq!(s.call("GET", &format!("/v1/jobs/{id2}"), None).0, 404);
+
+    let (_, v) = s.call("GET", "/v1/stats", None);
+    assert_eq!(v["queues"]["emails"]["SUCCEEDED"], 1);
+    assert_eq!(v["queues"]["other"]["READY"], 1);
+    let (_, v) = s.call("GET", "/v1/queues", None);
+    assert_eq!(v["queues"], json!(["emails", "other"]));
+    let (_, v) = s.call("GET", "/v1/jobs?queue=other&state=ready", None);
+    assert_eq!(v["jobs"][0]["payload_base64"], "/wA=");
+    let (st, v) = s.call("GET", "/metrics", None);
+    let text = v.as_str().unwrap();
+    assert_eq!(st, 200);
+    assert!(
+        text.contains("relay_commits_total") && text.contains("relay_jobs{queue=\"emails\",state=\"SUCCEEDED\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("relay_http_requests_total{route=\"/v1/jobs\",status=\"201\"} 1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_long_poll_is_woken_by_a_submit() {
+    let s = TestServer::plain();
+    let start = Instant::now();
+    let (st, v) = std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": 30000}))));
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(
+            s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"}))).0,
+            201
+        );
+        waiter.join().unwrap()
+    });
+    assert_eq!(st, 200);
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "woken by the submit, not the wait"
+    );
+}
+
+#[test]
+fn auth_refuses_missing_and_wrong_tokens() {
+    let s = TestServer::start(Options::default(), |c| {
+        c.tokens = vec!["s3cret-token".into(), "other".into()]
+    });
+    let (st, v) = s.call_as(None, "GET", "/v1/stats", None);
+    assert_eq!((st, code(&v)), (401, "unauthorized"));
+    let (st, v) = s.call_as(Some("s3cret-tokeN"), "GET", "/v1/stats", None);
+    assert_eq!((st, code(&v)), (401, "unauthorized"));
+    assert_eq!(s.call_as(Some("s3cret-token"), "GET", "/v1/stats", None).0, 200);
+    assert_eq!(s.call_as(Some("other"), "GET", "/v1/stats", None).0, 200);
+    assert_eq!(
+        s.call_as(None, "GET", "/healthz", None).0,
+        200,
+        "health checks need no token"
+    );
+    assert_eq!(s.call_as(None, "GET", "/metrics", None).0, 401);
+}
+
+#[test]
+fn no_token_is_refused_off_loopback() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let relay = Relay::in_memory().unwrap();
+    let err = rt
+        .block_on(Server::bind(relay, ServerConfig::new("0.0.0.0:0".parse().unwrap())))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("without a token"), "{err}");
+}
+
+#[test]
+fn every_error_status_is_reachable_and_json() {
+    let s = TestServer::start(
+        Options {
+            busy_timeout: Duration::from_millis(200),
+            ..Options::default()
+        },
+        |c| {
+            c.max_body_bytes = 4096;
+            c.max_waiting = 1;
+        },
+    );
+    // 400: malformed JSON, wrong fields, bad values, bad ids.
+    let (st, v) = s.raw_post("/v1/jobs", "application/json", "{not json");
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+    let (st, v) = s.raw_post("/v1/jobs", "text/plain", "{}");
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "q", "kind": "k", "colour": "red"})),
+    );
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "bad queue", "kind": "k"})));
+    assert_eq!((st, code(&v)), (400, "invalid_input"), "{v}");
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "q", "kind": "k", "priority": 4})),
+    );
+    assert_eq!((st, code(&v)), (400, "invalid_input"), "{v}");
+    assert_eq!(s.call("GET", "/v1/jobs/abc", None).0, 400);
+    assert_eq!(
+        s.call(
+            "POST",
+            "/v1/lease",
+            Some(json!({"queues": ["q"], "wait_ms": 3_600_000}))
+        )
+        .0,
+        400
+    );
+    // 404: unknown job, unknown route.
+    let (st, v) = s.call("GET", "/v1/jobs/424242", None);
+    assert_eq!((st, code(&v)), (404, "not_found"));
+    assert_eq!(s.call("GET", "/v2/nothing", None).0, 404);
+    // 409: a stale token; a wrong state.
+    let (_, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
+    let id = v["id"].as_i64().unwrap();
+    let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": 99})));
+    assert_eq!((st, code(&v)), (409, "lease_lost"));
+    let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/retry"), None);
+    assert_eq!((st, code(&v)), (409, "invalid_state"));
+    // 413: a body over the limit.
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "q", "kind": "k", "payload": "x".repeat(10_000)})),
+    );
+    assert_eq!((st, code(&v)), (413, "payload_too_large"), "{v}");
+    // 429: more long-polls than allowed wait at once.
+    std::thread::scope(|sc| {
+        let first = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["empty"], "wait_ms": 1500}))));
+        std::thread::sleep(Duration::from_millis(300));
+        let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["empty"], "wait_ms": 1000})));
+        assert_eq!((st, code(&v)), (429, "too_many_waiting"));
+        assert_eq!(first.join().unwrap().0, 200);
+    });
+    // 503: another process holds the database's write lock.
+    let other = rusqlite_lock(&s.path);
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
+    assert_eq!((st, code(&v)), (503, "busy"), "{v}");
+    drop(other);
+    assert_eq!(
+        s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"}))).0,
+        201
+    );
+}
+
+/// Holds the database's write lock from another connection until dropped.
+struct Lock {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn rusqlite_lock(path: &std::path::Path) -> Lock {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+    let path = path.to_owned();
+    let thread = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        ready_tx.send(()).unwrap();
+        let _ = stop_rx.recv();
+        conn.execute_batch("ROLLBACK").unwrap();
+    });
+    ready_rx.recv().unwrap();
+    Lock {
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn shutdown_answers_waiting_long_polls_empty() {
+    let mut s = TestServer::plain();
+    let stop = s.stop.take().unwrap();
+    let start = Instant::now();
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": 30000}))));
+        std::thread::sleep(Duration::from_millis(300));
+        stop.send(()).unwrap();
+        let (st, v) = waiter.join().unwrap();
+        assert_eq!((st, v["jobs"].as_array().map(Vec::len)), (200, Some(0)));
+    });
+    assert!(start.elapsed() < Duration::from_secs(10));
+    s.stop();
+}
