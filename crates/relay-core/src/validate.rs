@@ -33,9 +33,9 @@ impl Default for Limits {
     }
 }
 
-/// Longest queue, kind, worker or event-kind name.
+/// Longest queue, kind, worker or event-kind name, in characters.
 pub const MAX_NAME_LEN: usize = 64;
-/// Longest unique key.
+/// Longest unique key, in characters.
 pub const MAX_KEY_LEN: usize = 256;
 /// Longest error text kept from a nack (longer texts are truncated, not refused).
 pub const MAX_ERROR_LEN: usize = 8 * 1024;

@@ -43,6 +43,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(protected)
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/openapi.json", get(openapi))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
@@ -83,9 +84,15 @@ fn ok(v: Value) -> ApiResult {
     Ok(Json(v).into_response())
 }
 
-fn ms(field: &str, v: Option<u64>) -> Option<Duration> {
-    let _ = field;
-    v.map(Duration::from_millis)
+/// A duration in milliseconds from a request, at most `MAX_MS`.
+fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiError> {
+    match v {
+        Some(n) if n > crate::openapi::MAX_MS => Err(ApiError::bad_request(format!(
+            "{field} must be at most {}",
+            crate::openapi::MAX_MS
+        ))),
+        v => Ok(v.map(Duration::from_millis)),
+    }
 }
 
 #[derive(Deserialize)]
@@ -127,15 +134,13 @@ impl SubmitBody {
         if let Some(p) = self.priority {
             job = job.priority(p);
         }
-        if let Some(d) = ms("delay_ms", self.delay_ms) {
+        if let Some(d) = ms("delay_ms", self.delay_ms)? {
             job = job.delay(d);
         }
         if let Some(t) = self.run_at {
-            let at = humantime::parse_rfc3339(&t)
+            let at = time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
                 .map_err(|e| ApiError::bad_request(format!("run_at {t:?} is not an RFC 3339 time: {e}")))?;
-            let ms = at
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let ms = i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
             job = job.run_at(Timestamp::from_millis(ms));
         }
         if let Some(n) = self.max_attempts {
@@ -181,7 +186,8 @@ struct ListQuery {
     limit: Option<u32>,
 }
 
-async fn list(State(s): S, Query(q): Query<ListQuery>) -> ApiResult {
+async fn list(State(s): S, q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
     let state = match q.state.as_deref() {
         None => None,
         Some(st) => Some(JobState::parse(&st.to_uppercase()).ok_or_else(|| {
@@ -190,11 +196,18 @@ async fn list(State(s): S, Query(q): Query<ListQuery>) -> ApiResult {
             ))
         })?),
     };
+    if let Some(queue) = &q.queue {
+        relay::Limits::default().queue(queue).map_err(relay::Error::from)?;
+    }
     let filter = JobFilter {
         queue: q.queue,
         state,
         before: q.before.map(JobId),
-        limit: q.limit.unwrap_or(50).clamp(1, 1000),
+        limit: match q.limit {
+            None => 50,
+            Some(n @ 1..=1000) => n,
+            Some(n) => return Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
+        },
     };
     let relay = s.relay.clone();
     let jobs = relay.list(&filter).await?;
@@ -246,7 +259,7 @@ async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<NackBody
     let c = if b.permanent {
         Completion::nack_permanent(id, token, b.error)
     } else {
-        Completion::nack(id, token, b.error, ms("retry_in_ms", b.retry_in_ms))
+        Completion::nack(id, token, b.error, ms("retry_in_ms", b.retry_in_ms)?)
     };
     let status = s
         .relay
@@ -271,7 +284,7 @@ struct ExtendBody {
 
 async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<ExtendBody>) -> ApiResult {
     let id = id(&raw)?;
-    let lease_for = ms("lease_for_ms", b.lease_for_ms).unwrap_or(Duration::from_secs(30));
+    let lease_for = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
     ok(json!({"id": id, "lease_expires_at": view::time(until)}))
 }
@@ -336,7 +349,7 @@ struct LeaseBody {
 /// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
 /// answered with no jobs when the server shuts down.
 async fn lease(State(s): S, ApiJson(b): ApiJson<LeaseBody>) -> ApiResult {
-    let wait = ms("wait_ms", b.wait_ms).unwrap_or(Duration::ZERO);
+    let wait = ms("wait_ms", b.wait_ms)?.unwrap_or(Duration::ZERO);
     if wait > s.config.max_wait {
         return Err(ApiError::bad_request(format!(
             "wait_ms must be at most {}",
@@ -347,7 +360,7 @@ async fn lease(State(s): S, ApiJson(b): ApiJson<LeaseBody>) -> ApiResult {
     if let Some(w) = b.worker {
         req = req.worker(w);
     }
-    if let Some(d) = ms("lease_for_ms", b.lease_for_ms) {
+    if let Some(d) = ms("lease_for_ms", b.lease_for_ms)? {
         req = req.lease_for(d);
     }
     let _permit = if wait.is_zero() {
@@ -399,4 +412,8 @@ async fn metrics(State(s): S) -> Response {
     let stats = s.relay.stats().await.ok();
     let text = s.metrics.render(&s.relay.metrics(), stats.as_ref());
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+async fn openapi(State(s): S) -> Response {
+    Json(crate::openapi::document(&s.config)).into_response()
 }

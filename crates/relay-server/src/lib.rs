@@ -22,6 +22,7 @@ mod api;
 mod auth;
 mod error;
 mod metrics;
+mod openapi;
 
 pub use error::ApiError;
 

@@ -406,3 +406,39 @@ fn shutdown_answers_waiting_long_polls_empty() {
     assert!(start.elapsed() < Duration::from_secs(10));
     s.stop();
 }
+
+#[test]
+fn the_openapi_document_describes_every_route() {
+    let s = TestServer::start(Options::default(), |c| c.tokens = vec!["t".into()]);
+    let (st, doc) = s.call_as(None, "GET", "/openapi.json", None);
+    assert_eq!(st, 200, "the document needs no token");
+    assert_eq!(doc["openapi"], "3.0.3");
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, methods) in [
+        ("/v1/jobs", &["post", "get"][..]),
+        ("/v1/jobs/batch", &["post"]),
+        ("/v1/jobs/{id}", &["get", "delete"]),
+        ("/v1/jobs/{id}/ack", &["post"]),
+        ("/v1/jobs/{id}/nack", &["post"]),
+        ("/v1/jobs/{id}/extend", &["post"]),
+        ("/v1/jobs/{id}/release", &["post"]),
+        ("/v1/jobs/{id}/cancel", &["post"]),
+        ("/v1/jobs/{id}/retry", &["post"]),
+        ("/v1/jobs/{id}/events", &["get", "post"]),
+        ("/v1/lease", &["post"]),
+        ("/v1/stats", &["get"]),
+        ("/v1/queues", &["get"]),
+        ("/healthz", &["get"]),
+        ("/metrics", &["get"]),
+    ] {
+        for m in methods {
+            assert!(paths[path].get(*m).is_some(), "{m} {path} is not documented");
+        }
+    }
+    assert_eq!(doc["security"], json!([{"bearer": []}]));
+    assert_eq!(
+        doc["paths"]["/v1/lease"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+            ["wait_ms"]["maximum"],
+        60000
+    );
+}

@@ -1,0 +1,197 @@
+//! `GET /openapi.json`: the OpenAPI 3.0 description of every endpoint, built
+//! from the server's own limits. `scripts/schemathesis` checks the running
+//! server against it with generated requests.
+
+use crate::ServerConfig;
+use serde_json::{json, Value};
+
+/// Largest delay accepted in milliseconds (what fits a u64 comfortably: ~292 million years).
+pub(crate) const MAX_MS: u64 = u64::MAX / 1_000_000;
+
+fn r(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn body(schema: Value) -> Value {
+    json!({"required": true, "content": {"application/json": {"schema": schema}}})
+}
+
+/// The success response plus every error a call can answer with.
+fn responses(ok: &str, schema: Value, errors: &[&str]) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        ok.to_owned(),
+        json!({"description": "success", "content": {"application/json": {"schema": schema}}}),
+    );
+    for code in errors.iter().chain(["401", "503"].iter()) {
+        out.insert(
+            (*code).to_owned(),
+            json!({"$ref": format!("#/components/responses/E{code}")}),
+        );
+    }
+    Value::Object(out)
+}
+
+/// What `Limits::label` accepts: 1-64 characters, no control characters.
+fn label() -> Value {
+    json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]{1,64}$"})
+}
+
+/// Optional request fields also accept `null` (read as absent).
+fn nullable(mut v: Value) -> Value {
+    v["nullable"] = json!(true);
+    v
+}
+
+fn queue() -> Value {
+    json!({"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"})
+}
+
+fn id_param() -> Value {
+    json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}])
+}
+
+fn token_body(extra: Value) -> Value {
+    let mut props = json!({"token": {"type": "integer", "format": "int64"}});
+    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    json!({"type": "object", "additionalProperties": false, "required": ["token"], "properties": props})
+}
+
+fn state_reply() -> Value {
+    json!({"type": "object", "required": ["id", "state"], "properties": {
+        "id": {"type": "integer"}, "state": r("State"), "ready_at": {"type": "string", "format": "date-time"}}})
+}
+
+pub(crate) fn document(config: &ServerConfig) -> Value {
+    let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
+    let e = ["400", "404", "409", "413"];
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Relay", "version": env!("CARGO_PKG_VERSION"),
+                 "description": "A durable job queue. Every state change is committed to disk before the response."},
+        "security": if config.tokens.is_empty() { json!([]) } else { json!([{"bearer": []}]) },
+        "paths": {
+            "/healthz": {"get": {"operationId": "health", "security": [], "responses": {"200": {"description": "up",
+                "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}}}}}}},
+            "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text",
+                "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
+            "/v1/jobs": {
+                "post": {"operationId": "submit", "requestBody": body(r("NewJob")),
+                    "responses": responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "413"])},
+                "get": {"operationId": "list", "parameters": [
+                    {"name": "queue", "in": "query", "schema": queue()},
+                    {"name": "state", "in": "query", "schema": r("State")},
+                    {"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                    "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("Job")}}}), &["400"])}},
+            "/v1/jobs/batch": {"post": {"operationId": "submitBatch",
+                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
+                    "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
+                "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "413"])}},
+            "/v1/jobs/{id}": {
+                "get": {"operationId": "get", "parameters": id_param(), "responses": responses("200", r("Job"), &["400", "404"])},
+                "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200",
+                    json!({"type": "object", "required": ["id", "deleted"], "properties": {"id": {"type": "integer"}, "deleted": {"type": "boolean"}}}), &["400", "404", "409"])}},
+            "/v1/jobs/{id}/ack": {"post": {"operationId": "ack", "parameters": id_param(),
+                "requestBody": body(token_body(json!({"result": {}}))), "responses": responses("200", state_reply(), &e)}},
+            "/v1/jobs/{id}/nack": {"post": {"operationId": "nack", "parameters": id_param(),
+                "requestBody": body({
+                    let mut b = token_body(json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}));
+                    b["required"] = json!(["token", "error"]);
+                    b
+                }),
+                "responses": responses("200", state_reply(), &e)}},
+            "/v1/jobs/{id}/extend": {"post": {"operationId": "extend", "parameters": id_param(),
+                "requestBody": body(token_body(json!({"lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}))),
+                "responses": responses("200", json!({"type": "object", "required": ["id", "lease_expires_at"], "properties": {
+                    "id": {"type": "integer"}, "lease_expires_at": {"type": "string", "format": "date-time"}}}), &e)}},
+            "/v1/jobs/{id}/release": {"post": {"operationId": "release", "parameters": id_param(),
+                "requestBody": body(token_body(json!({}))), "responses": responses("200", state_reply(), &e)}},
+            "/v1/jobs/{id}/cancel": {"post": {"operationId": "cancel", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
+            "/v1/jobs/{id}/retry": {"post": {"operationId": "retry", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
+            "/v1/jobs/{id}/events": {
+                "get": {"operationId": "events", "parameters": id_param(), "responses": responses("200",
+                    json!({"type": "object", "required": ["events"], "properties": {"events": {"type": "array", "items": r("Event")}}}), &["400", "404"])},
+                "post": {"operationId": "appendEvent", "parameters": id_param(),
+                    "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["kind"],
+                        "properties": {"kind": label(), "data": {}}})),
+                    "responses": responses("201", json!({"type": "object", "required": ["job_id", "seq"], "properties": {
+                        "job_id": {"type": "integer"}, "seq": {"type": "integer"}}}), &["400", "404", "413"])}},
+            "/v1/lease": {"post": {"operationId": "lease",
+                "description": "Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken at once by a submit).",
+                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["queues"], "properties": {
+                    "queues": {"type": "array", "minItems": 1, "maxItems": 64, "items": queue()},
+                    "worker": nullable(label()), "max": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
+                    "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
+                    "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}})),
+                "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
+            "/v1/stats": {"get": {"operationId": "stats", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
+                "queues": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer", "nullable": true}}}}}), &[])}},
+            "/v1/queues": {"get": {"operationId": "queues", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
+                "queues": {"type": "array", "items": {"type": "string"}}}}), &[])}},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "responses": errors(),
+            "schemas": schemas(),
+        }
+    })
+}
+
+fn errors() -> Value {
+    let mut out = serde_json::Map::new();
+    for (code, what) in [
+        ("400", "bad request"),
+        ("401", "missing or wrong token"),
+        ("404", "no such job"),
+        ("409", "lease lost or wrong state"),
+        ("413", "body too large"),
+        ("429", "too many waiting long-polls"),
+        ("503", "busy, closed or timed out"),
+    ] {
+        out.insert(
+            format!("E{code}"),
+            json!({"description": what, "content": {"application/json": {"schema": r("Error")}}}),
+        );
+    }
+    Value::Object(out)
+}
+
+fn schemas() -> Value {
+    let time = json!({"type": "string", "format": "date-time"});
+    let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
+    let text_or_null = json!({"type": "string", "nullable": true});
+    json!({
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
+        "State": {"type": "string", "enum": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
+        "NewJob": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
+            "not": {"required": ["payload", "payload_base64"]},
+            "properties": {
+            "queue": queue(),
+            "kind": label(),
+            "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
+            "payload_base64": {"type": "string", "format": "byte", "nullable": true},
+            "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
+            "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
+            "run_at": {"type": "string", "format": "date-time", "nullable": true},
+            "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
+            "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true}}},
+        "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
+            "properties": {
+                "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
+                "priority": {"type": "integer", "minimum": 0, "maximum": 3}, "attempts": {"type": "integer"}, "max_attempts": {"type": "integer"},
+                "ready_at": time, "created_at": time, "finished_at": time_or_null, "unique_key": text_or_null,
+                "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
+                "payload": {"type": "string"}, "payload_base64": {"type": "string"}, "result": text_or_null, "result_base64": {"type": "string"}}},
+        "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
+            "properties": {
+                "id": {"type": "integer"}, "token": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"},
+                "priority": {"type": "integer"}, "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"},
+                "lease_expires_at": time, "payload": {"type": "string"}, "payload_base64": {"type": "string"}}},
+        "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
+            "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
+    })
+}
