@@ -17,6 +17,15 @@ pub struct Cli {
     #[arg(long, global = true, env = "RELAY_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
+    /// Talk to a Relay server instead of a file (e.g. http://127.0.0.1:7433).
+    #[arg(long, global = true, env = "RELAY_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+
+    /// Bearer token for --server, and a token `serve` accepts. Give it
+    /// before the subcommand (after it, --token is a lease token).
+    #[arg(long = "token", env = "RELAY_TOKEN", hide_env_values = true, value_name = "BEARER")]
+    pub bearer: Option<String>,
+
     /// Print one JSON object per line instead of text.
     #[arg(long, global = true)]
     pub json: bool,
@@ -190,12 +199,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7433")]
     pub listen: std::net::SocketAddr,
-    /// A file of accepted bearer tokens, one per line (# starts a comment).
+    /// A file of accepted bearer tokens, one per line (# starts a comment);
+    /// the global --token (or RELAY_TOKEN) is accepted too.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
-    /// An accepted bearer token (prefer --token-file: the environment can leak).
-    #[arg(long, env = "RELAY_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
     /// Allow listening beyond loopback without any token.
     #[arg(long)]
     pub insecure: bool,

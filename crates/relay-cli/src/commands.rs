@@ -1,8 +1,9 @@
 //! Each subcommand: check what the flags say, make the library call, print.
 
-use crate::args::{Cli, Command, LeaseArgs, SubmitArgs};
+use crate::args::{Cli, Command, SubmitArgs};
 use crate::output::Out;
-use relay::{Error, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use crate::target::{Admin, Lease, Remote, Submit, Target};
+use relay::{Error, JobId, JobState, LeaseToken, Relay};
 use std::fmt;
 use std::io::Read;
 use std::path::PathBuf;
@@ -13,6 +14,12 @@ pub enum CliError {
     Relay(Error),
     Usage(String),
     Io(String),
+    /// A server's error answer.
+    Remote {
+        status: u16,
+        code: String,
+        message: String,
+    },
 }
 
 impl From<Error> for CliError {
@@ -26,6 +33,7 @@ impl fmt::Display for CliError {
         match self {
             Self::Relay(e) => write!(f, "{e}"),
             Self::Usage(m) | Self::Io(m) => f.write_str(m),
+            Self::Remote { status, message, .. } => write!(f, "{message} (server answered {status})"),
         }
     }
 }
@@ -37,6 +45,13 @@ impl CliError {
             Self::Relay(Error::NotFound { .. }) => 3,
             Self::Relay(Error::LeaseLost { .. }) => 4,
             Self::Relay(Error::InvalidState { .. }) => 5,
+            Self::Remote { code, .. } => match code.as_str() {
+                "invalid_input" | "invalid_request" => 2,
+                "not_found" => 3,
+                "lease_lost" => 4,
+                "invalid_state" => 5,
+                _ => 1,
+            },
             _ => 1,
         }
     }
@@ -44,48 +59,43 @@ impl CliError {
 
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let out = Out::new(cli.json);
-    if let Command::Demo(args) = &cli.command {
-        return crate::demo::run(cli.db, args, &out);
-    }
-    let relay = open(cli.db)?;
     match cli.command {
-        Command::Submit(a) => submit(&relay, a, &out),
-        Command::Lease(a) => lease(&relay, a, &out),
-        Command::Ack(a) => {
-            let (id, token) = (JobId(a.lease.id), LeaseToken(a.lease.token));
-            relay.ack(id, token, a.result.map(String::into_bytes))?;
-            out.state(id, JobState::Succeeded, None);
-            Ok(())
+        Command::Demo(args) => return crate::demo::run(cli.db, &args, &out),
+        Command::Work(a) => return crate::work::run(local(cli.db, cli.server.as_deref(), "work")?, a, &out),
+        Command::Serve(a) => return crate::serve::run(local(cli.db, cli.server.as_deref(), "serve")?, a, cli.bearer),
+        _ => {}
+    }
+    let target = match (&cli.server, &cli.db) {
+        (Some(_), Some(_)) => return Err(CliError::Usage("give --db or --server, not both".into())),
+        (Some(url), None) => Target::Remote(Remote::new(url, cli.bearer.clone())),
+        (None, _) => Target::Local(open(cli.db.clone())?),
+    };
+    dispatch(&target, cli.command, &out)
+}
+
+fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
+    match command {
+        Command::Submit(a) => out.submitted(&t.submit(submit_args(a)?)?),
+        Command::Lease(a) => {
+            let lease = Lease {
+                queues: a.queue,
+                worker: a.worker,
+                lease_for: a.lease_for,
+                wait: a.wait,
+                max: a.max,
+            };
+            t.lease(lease)?.iter().for_each(|l| out.leased(l));
         }
-        Command::Nack(a) => {
-            let (id, token) = (JobId(a.lease.id), LeaseToken(a.lease.token));
-            let status = relay.nack(id, token, &a.error, a.retry_in)?;
-            let retry_at = (status.state == JobState::Ready).then_some(status.ready_at);
-            out.state(id, status.state, retry_at);
-            Ok(())
-        }
-        Command::Extend(a) => {
-            let until = relay.extend(JobId(a.lease.id), LeaseToken(a.lease.token), a.lease_for)?;
-            out.extended(JobId(a.lease.id), until);
-            Ok(())
-        }
-        Command::Release(a) => {
-            relay.release(JobId(a.id), LeaseToken(a.token))?;
-            out.state(JobId(a.id), JobState::Ready, None);
-            Ok(())
-        }
-        Command::Show(a) => {
-            out.job(&relay.get(JobId(a.id))?);
-            Ok(())
-        }
-        Command::Events(a) => {
-            out.events(&relay.events(JobId(a.id))?);
-            Ok(())
-        }
-        Command::Stats => {
-            out.stats(&relay.stats()?);
-            Ok(())
-        }
+        Command::Ack(a) => out.changed(&t.ack(JobId(a.lease.id), LeaseToken(a.lease.token), a.result)?),
+        Command::Nack(a) => out.changed(&t.nack(JobId(a.lease.id), LeaseToken(a.lease.token), a.error, a.retry_in)?),
+        Command::Extend(a) => out.changed(&t.extend(JobId(a.lease.id), LeaseToken(a.lease.token), a.lease_for)?),
+        Command::Release(a) => out.changed(&t.admin(JobId(a.id), Admin::Release(LeaseToken(a.token)))?),
+        Command::Cancel(a) => out.changed(&t.admin(JobId(a.id), Admin::Cancel)?),
+        Command::Retry(a) => out.changed(&t.admin(JobId(a.id), Admin::Retry)?),
+        Command::Delete(a) => out.changed(&t.admin(JobId(a.id), Admin::Delete)?),
+        Command::Show(a) => out.job(&t.show(JobId(a.id))?),
+        Command::Events(a) => out.events(&t.events(JobId(a.id))?),
+        Command::Stats => out.stats(&t.stats()?),
         Command::Jobs(a) => {
             let state = match a.state.as_deref() {
                 None => None,
@@ -95,43 +105,34 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                     ))
                 })?),
             };
-            let filter = JobFilter {
-                queue: a.queue,
-                state,
-                before: None,
-                limit: a.limit.clamp(1, 10_000),
-            };
-            out.jobs(&relay.list(&filter)?);
-            Ok(())
+            out.jobs(&t.jobs(a.queue, state, a.limit.clamp(1, 1000))?);
         }
-        Command::Cancel(a) => admin(&out, JobId(a.id), JobState::Cancelled, || relay.cancel(JobId(a.id))),
-        Command::Retry(a) => admin(&out, JobId(a.id), JobState::Ready, || relay.retry(JobId(a.id))),
-        Command::Delete(a) => {
-            relay.delete(JobId(a.id))?;
-            out.deleted(JobId(a.id));
-            Ok(())
-        }
-        Command::Work(a) => crate::work::run(relay, a, &out),
-        Command::Serve(a) => crate::serve::run(relay, a),
-        Command::Demo(_) => Ok(()),
+        Command::Work(_) | Command::Serve(_) | Command::Demo(_) => {}
     }
+    Ok(())
+}
+
+/// The commands that run the engine themselves need a file.
+fn local(db: Option<PathBuf>, server: Option<&str>, what: &str) -> Result<Relay, CliError> {
+    if server.is_some() {
+        return Err(CliError::Usage(format!(
+            "`relay {what}` runs on a database file: give --db, not --server"
+        )));
+    }
+    open(db)
 }
 
 fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
-    let path = db.ok_or_else(|| CliError::Usage("no database given: pass --db PATH or set RELAY_DB".into()))?;
+    let path = db.ok_or_else(|| {
+        CliError::Usage("no database given: pass --db PATH (or --server URL), or set RELAY_DB".into())
+    })?;
     Relay::open(&path).map_err(|e| match e {
         Error::Open(inner) => CliError::Io(format!("cannot open {}: {inner}", path.display())),
         other => CliError::Relay(other),
     })
 }
 
-fn admin(out: &Out, id: JobId, to: JobState, f: impl FnOnce() -> relay::Result<()>) -> Result<(), CliError> {
-    f()?;
-    out.state(id, to, None);
-    Ok(())
-}
-
-fn submit(relay: &Relay, a: SubmitArgs, out: &Out) -> Result<(), CliError> {
+fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
     let payload = match a.payload.as_deref() {
         None => Vec::new(),
         Some("-") => {
@@ -143,31 +144,13 @@ fn submit(relay: &Relay, a: SubmitArgs, out: &Out) -> Result<(), CliError> {
         }
         Some(p) => p.as_bytes().to_vec(),
     };
-    let mut job = NewJob::new(a.queue, a.kind, payload).priority(a.priority);
-    if let Some(d) = a.delay {
-        job = job.delay(d);
-    }
-    if let Some(n) = a.max_attempts {
-        job = job.max_attempts(n);
-    }
-    if let Some(k) = a.unique_key {
-        job = job.unique_key(k);
-    }
-    let id = relay.submit(job)?;
-    out.submitted(id);
-    Ok(())
-}
-
-fn lease(relay: &Relay, a: LeaseArgs, out: &Out) -> Result<(), CliError> {
-    let mut req = LeaseRequest::new(a.queue)
-        .lease_for(a.lease_for)
-        .wait(a.wait)
-        .max(a.max);
-    if let Some(w) = a.worker {
-        req = req.worker(w);
-    }
-    for l in relay.lease(req)? {
-        out.leased(&l);
-    }
-    Ok(())
+    Ok(Submit {
+        queue: a.queue,
+        kind: a.kind,
+        payload,
+        priority: a.priority,
+        delay: a.delay,
+        max_attempts: a.max_attempts,
+        unique_key: a.unique_key,
+    })
 }

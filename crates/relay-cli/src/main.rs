@@ -7,6 +7,7 @@ mod demo;
 mod exec;
 mod output;
 mod serve;
+mod target;
 mod work;
 
 use clap::Parser;

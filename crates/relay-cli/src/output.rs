@@ -1,12 +1,20 @@
 //! Printing: short text for people, or one JSON object per line (`--json`).
+//! Everything printed is a JSON view (`relay::view`), whether it came from
+//! the library or from a server, so both print alike.
 
-use relay::view;
-use relay::{Event, Job, JobId, JobState, LeasedJob, Stats, Timestamp};
-use serde_json::json;
+use serde_json::Value;
 use std::io::Write;
 
 pub struct Out {
     json: bool,
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl Out {
@@ -24,170 +32,172 @@ impl Out {
         let _ = writeln!(o, "{s}");
     }
 
-    fn value(&self, v: &serde_json::Value) {
+    fn value(&self, v: &Value) {
         self.line(&v.to_string());
     }
 
-    pub fn submitted(&self, id: JobId) {
+    pub fn submitted(&self, v: &Value) {
         if self.json {
-            self.value(&json!({"id": id}));
+            self.value(v);
         } else {
-            self.line(&id.to_string());
+            self.line(&s(&v["id"]));
         }
     }
 
-    pub fn leased(&self, l: &LeasedJob) {
+    pub fn leased(&self, l: &Value) {
         if self.json {
-            self.value(&view::leased(l));
-        } else {
-            let payload = text(&l.payload);
-            self.line(&format!(
-                "{}\t{}\t{}\t{}\t{}",
-                l.id, l.token, l.kind, l.attempt, payload
-            ));
+            return self.value(l);
         }
-    }
-
-    pub fn state(&self, id: JobId, state: JobState, retry_at: Option<Timestamp>) {
-        if self.json {
-            let mut v = json!({"id": id, "state": state.as_str()});
-            if let Some(t) = retry_at {
-                v["ready_at"] = json!(view::time(t));
-            }
-            self.value(&v);
-        } else {
-            match retry_at {
-                Some(t) => self.line(&format!("job {id} {state}, retry at {}", view::time(t))),
-                None => self.line(&format!("job {id} {state}")),
-            }
-        }
-    }
-
-    pub fn extended(&self, id: JobId, until: Timestamp) {
-        if self.json {
-            self.value(&json!({"id": id, "lease_expires_at": view::time(until)}));
-        } else {
-            self.line(&format!("job {id} leased until {}", view::time(until)));
-        }
-    }
-
-    pub fn deleted(&self, id: JobId) {
-        if self.json {
-            self.value(&json!({"id": id, "deleted": true}));
-        } else {
-            self.line(&format!("job {id} deleted"));
-        }
-    }
-
-    pub fn job(&self, j: &Job) {
-        let v = view::job(j);
-        if self.json {
-            return self.value(&v);
-        }
-        let Some(obj) = v.as_object() else { return };
-        for (k, val) in obj {
-            let shown = match val {
-                serde_json::Value::Null => "-".to_owned(),
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            self.line(&format!("{k:<17}{shown}"));
-        }
-    }
-
-    pub fn jobs(&self, jobs: &[Job]) {
-        if self.json {
-            return jobs.iter().for_each(|j| self.value(&view::job(j)));
-        }
+        let payload = match (&l["payload"], &l["payload_base64"]) {
+            (Value::String(p), _) if !p.chars().any(char::is_control) => p.clone(),
+            (Value::String(p), _) => Value::String(p.clone()).to_string(),
+            (_, Value::String(b)) => format!("base64:{b}"),
+            _ => String::new(),
+        };
         self.line(&format!(
-            "{:>8}  {:<16} {:<20} {:<10} {:>3} {:>8}  {}",
-            "ID", "QUEUE", "KIND", "STATE", "PRI", "ATTEMPTS", "CREATED"
+            "{}\t{}\t{}\t{}\t{payload}",
+            s(&l["id"]),
+            s(&l["token"]),
+            s(&l["kind"]),
+            s(&l["attempt"])
+        ));
+    }
+
+    /// `{"id", "state", "ready_at"?}`, `{"id", "lease_expires_at"}` or
+    /// `{"id", "deleted"}`.
+    pub fn changed(&self, v: &Value) {
+        if self.json {
+            return self.value(v);
+        }
+        let id = s(&v["id"]);
+        let text = if let Some(until) = v.get("lease_expires_at") {
+            format!("job {id} leased until {}", s(until))
+        } else if v.get("deleted").is_some() {
+            format!("job {id} deleted")
+        } else if let Some(at) = v.get("ready_at").filter(|_| v["state"] == "READY") {
+            format!("job {id} {}, retry at {}", s(&v["state"]), s(at))
+        } else {
+            format!("job {id} {}", s(&v["state"]))
+        };
+        self.line(&text);
+    }
+
+    pub fn job(&self, j: &Value) {
+        if self.json {
+            return self.value(j);
+        }
+        let Some(obj) = j.as_object() else { return };
+        for key in JOB_KEYS
+            .iter()
+            .copied()
+            .chain(obj.keys().map(String::as_str).filter(|k| !JOB_KEYS.contains(k)))
+        {
+            if let Some(val) = obj.get(key) {
+                self.line(&format!("{key:<17}{}", s(val)));
+            }
+        }
+    }
+
+    pub fn jobs(&self, jobs: &[Value]) {
+        if self.json {
+            return jobs.iter().for_each(|j| self.value(j));
+        }
+        let row = |c: [String; 7]| {
+            format!(
+                "{:>8}  {:<16} {:<20} {:<10} {:>3} {:>8}  {}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+            )
+        };
+        self.line(&row(
+            ["ID", "QUEUE", "KIND", "STATE", "PRI", "ATTEMPTS", "CREATED"].map(str::to_owned)
         ));
         for j in jobs {
-            let attempts = format!("{}/{}", j.status.attempts, j.status.max_attempts);
-            self.line(&format!(
-                "{:>8}  {:<16} {:<20} {:<10} {:>3} {:>8}  {}",
-                j.id,
-                j.queue,
-                j.kind,
-                j.state(),
-                j.priority.get(),
+            let attempts = format!("{}/{}", s(&j["attempts"]), s(&j["max_attempts"]));
+            self.line(&row([
+                s(&j["id"]),
+                s(&j["queue"]),
+                s(&j["kind"]),
+                s(&j["state"]),
+                s(&j["priority"]),
                 attempts,
-                view::time(j.created_at)
-            ));
+                s(&j["created_at"]),
+            ]));
         }
     }
 
-    pub fn events(&self, events: &[Event]) {
+    pub fn events(&self, events: &[Value]) {
         for e in events {
             if self.json {
-                self.value(&view::event(e));
+                self.value(e);
             } else {
                 self.line(&format!(
                     "{:>4}  {}  {:<10} {}",
-                    e.seq,
-                    view::time(e.at),
-                    e.kind,
-                    e.data
+                    s(&e["seq"]),
+                    s(&e["at"]),
+                    s(&e["kind"]),
+                    e["data"]
                 ));
             }
         }
     }
 
-    pub fn stats(&self, s: &Stats) {
+    pub fn stats(&self, v: &Value) {
         if self.json {
-            let queues: serde_json::Map<String, serde_json::Value> = s
-                .queues
-                .iter()
-                .map(|(q, st)| {
-                    let mut counts: serde_json::Map<String, serde_json::Value> = st
-                        .counts
-                        .iter()
-                        .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
-                        .collect();
-                    counts.insert(
-                        "oldest_ready_age_ms".into(),
-                        json!(st.oldest_ready_age.map(|d| d.as_millis() as u64)),
-                    );
-                    (q.clone(), serde_json::Value::Object(counts))
-                })
-                .collect();
-            return self.value(&json!({"queues": queues}));
+            return self.value(v);
         }
-        self.line(&format!(
-            "{:<20} {:>9} {:>9} {:>10} {:>9} {:>10}  {}",
-            "QUEUE", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "OLDEST READY"
-        ));
-        for (q, st) in &s.queues {
-            let n = |state| st.counts.get(&state).copied().unwrap_or(0);
-            let age = st.oldest_ready_age.map_or_else(
-                || "-".to_owned(),
-                |d| humantime::format_duration(round_ms(d)).to_string(),
-            );
-            self.line(&format!(
+        let row = |c: [String; 7]| {
+            format!(
                 "{:<20} {:>9} {:>9} {:>10} {:>9} {:>10}  {}",
-                q,
-                n(JobState::Ready),
-                n(JobState::Leased),
-                n(JobState::Succeeded),
-                n(JobState::Dead),
-                n(JobState::Cancelled),
-                age
-            ));
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+            )
+        };
+        self.line(&row([
+            "QUEUE",
+            "READY",
+            "LEASED",
+            "SUCCEEDED",
+            "DEAD",
+            "CANCELLED",
+            "OLDEST READY",
+        ]
+        .map(str::to_owned)));
+        let Some(queues) = v["queues"].as_object() else { return };
+        for (q, st) in queues {
+            let n = |k: &str| st[k].as_u64().unwrap_or(0).to_string();
+            let age = st["oldest_ready_age_ms"].as_u64().map_or_else(
+                || "-".to_owned(),
+                |ms| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
+            );
+            self.line(&row([
+                q.clone(),
+                n("READY"),
+                n("LEASED"),
+                n("SUCCEEDED"),
+                n("DEAD"),
+                n("CANCELLED"),
+                age,
+            ]));
         }
     }
 }
 
-fn round_ms(d: std::time::Duration) -> std::time::Duration {
-    std::time::Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// A payload as one line of text: as-is when it is printable UTF-8,
-/// JSON-quoted when it holds line breaks or tabs, base64 when not UTF-8.
-fn text(b: &[u8]) -> String {
-    match std::str::from_utf8(b) {
-        Ok(s) if !s.chars().any(char::is_control) => s.to_owned(),
-        Ok(s) => serde_json::Value::String(s.to_owned()).to_string(),
-        Err(_) => view::leased_payload_base64(b),
-    }
-}
+/// The order `show` prints a job's fields in.
+const JOB_KEYS: [&str; 17] = [
+    "id",
+    "queue",
+    "kind",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "ready_at",
+    "created_at",
+    "finished_at",
+    "unique_key",
+    "lease_token",
+    "lease_expires_at",
+    "leased_by",
+    "last_error",
+    "payload",
+    "result",
+];

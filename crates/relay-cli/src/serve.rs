@@ -5,9 +5,9 @@ use crate::commands::CliError;
 use relay::Relay;
 use relay_server::{Server, ServerConfig};
 
-pub fn run(relay: Relay, a: ServeArgs) -> Result<(), CliError> {
+pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), CliError> {
     let mut config = ServerConfig::new(a.listen);
-    config.tokens = tokens(&a)?;
+    config.tokens = tokens(&a, bearer)?;
     config.insecure = a.insecure;
     config.max_wait = a.max_wait;
     config.request_timeout = a.max_wait + std::time::Duration::from_secs(30);
@@ -28,7 +28,7 @@ pub fn run(relay: Relay, a: ServeArgs) -> Result<(), CliError> {
     })
 }
 
-fn tokens(a: &ServeArgs) -> Result<Vec<String>, CliError> {
+fn tokens(a: &ServeArgs, bearer: Option<String>) -> Result<Vec<String>, CliError> {
     let mut tokens = Vec::new();
     if let Some(path) = &a.token_file {
         let text = std::fs::read_to_string(path)
@@ -46,7 +46,7 @@ fn tokens(a: &ServeArgs) -> Result<Vec<String>, CliError> {
             )));
         }
     }
-    if let Some(t) = a.token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+    if let Some(t) = bearer.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         tokens.push(t.to_owned());
     }
     Ok(tokens)

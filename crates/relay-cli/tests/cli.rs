@@ -236,7 +236,7 @@ fn errors_are_one_line_with_a_status_per_kind() {
         .env_remove("RELAY_DB")
         .output()
         .unwrap();
-    fails(&out, 2, "pass --db PATH or set RELAY_DB");
+    fails(&out, 2, "pass --db PATH (or --server URL), or set RELAY_DB");
     let junk = db.path.with_file_name("junk.db");
     std::fs::write(&junk, b"not a database at all").unwrap();
     fails(&relay(&junk, &["stats"]), 1, "not an SQLite file");

@@ -62,3 +62,93 @@ fn refuses_an_open_listener_without_a_token() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
 }
+
+/// `relay --server URL --token T ...`: the same subcommands and the same
+/// output as against a file.
+#[test]
+fn the_cli_speaks_to_a_server_with_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(RELAY)
+        .arg("--db")
+        .arg(dir.path().join("remote.db"))
+        .args(["--token", "cli-token", "serve", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let local = dir.path().join("local.db");
+    let run = |remote: bool, args: &[&str]| {
+        let mut c = Command::new(RELAY);
+        if remote {
+            c.args(["--server", &url, "--token", "cli-token"]);
+        } else {
+            c.arg("--db").arg(&local);
+        }
+        let out = c
+            .args(args)
+            .env_remove("RELAY_DB")
+            .env_remove("RELAY_TOKEN")
+            .env_remove("RELAY_SERVER")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    for remote in [false, true] {
+        let (code, id, err) = run(
+            remote,
+            &["submit", "--queue", "q", "--kind", "send", "--priority", "2", "hello"],
+        );
+        assert_eq!((code, id.trim(), err.as_str()), (Some(0), "1", ""), "remote={remote}");
+        let (_, lease, _) = run(remote, &["lease", "--queue", "q", "--worker", "w"]);
+        assert_eq!(
+            lease.trim_end().split('\t').collect::<Vec<_>>(),
+            ["1", "1", "send", "1", "hello"],
+            "remote={remote}"
+        );
+        let (code, _, err) = run(remote, &["ack", "1", "--token", "9"]);
+        assert_eq!(code, Some(4), "a stale lease token is exit 4 either way: {err}");
+        let (_, acked, _) = run(remote, &["ack", "1", "--token", "1", "--result", "done"]);
+        assert_eq!(acked.trim(), "job 1 SUCCEEDED");
+        let (_, show, _) = run(remote, &["--json", "show", "1"]);
+        let v: serde_json::Value = serde_json::from_str(&show).unwrap();
+        assert_eq!(
+            (v["state"].as_str(), v["result"].as_str(), v["priority"].as_i64()),
+            (Some("SUCCEEDED"), Some("done"), Some(2))
+        );
+        let (_, events, _) = run(remote, &["events", "1"]);
+        assert_eq!(events.lines().count(), 3);
+        let (_, stats, _) = run(remote, &["--json", "stats"]);
+        let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+        assert_eq!(v["queues"]["q"]["SUCCEEDED"], 1);
+        let (code, _, err) = run(remote, &["show", "77"]);
+        assert_eq!(code, Some(3), "{err}");
+        assert!(err.starts_with("relay: ") && err.contains("77"), "{err}");
+    }
+    let (code, _, err) = {
+        let out = Command::new(RELAY)
+            .args(["--server", &url, "stats"])
+            .env_remove("RELAY_TOKEN")
+            .output()
+            .unwrap();
+        (out.status.code(), (), String::from_utf8(out.stderr).unwrap())
+    };
+    assert_eq!(code, Some(1));
+    assert!(err.contains("401"), "{err}");
+    assert!(Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(server.wait().unwrap().success());
+}

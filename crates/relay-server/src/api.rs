@@ -383,24 +383,7 @@ async fn lease(State(s): S, ApiJson(b): ApiJson<LeaseBody>) -> ApiResult {
 }
 
 async fn stats(State(s): S) -> ApiResult {
-    let stats = s.relay.stats().await?;
-    let queues: serde_json::Map<String, Value> = stats
-        .queues
-        .iter()
-        .map(|(q, st)| {
-            let mut counts: serde_json::Map<String, Value> = st
-                .counts
-                .iter()
-                .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
-                .collect();
-            counts.insert(
-                "oldest_ready_age_ms".into(),
-                json!(st.oldest_ready_age.map(|d| d.as_millis() as u64)),
-            );
-            (q.clone(), Value::Object(counts))
-        })
-        .collect();
-    ok(json!({"queues": queues}))
+    ok(view::stats(&s.relay.stats().await?))
 }
 
 async fn queues(State(s): S) -> ApiResult {

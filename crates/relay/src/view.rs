@@ -77,6 +77,27 @@ pub fn leased(l: &LeasedJob) -> Value {
     Value::Object(obj)
 }
 
+/// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null}}}`.
+pub fn stats(s: &crate::Stats) -> Value {
+    let queues: Map<String, Value> = s
+        .queues
+        .iter()
+        .map(|(q, st)| {
+            let mut counts: Map<String, Value> = st
+                .counts
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+                .collect();
+            let age = st
+                .oldest_ready_age
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            counts.insert("oldest_ready_age_ms".into(), json!(age));
+            (q.clone(), Value::Object(counts))
+        })
+        .collect();
+    json!({ "queues": queues })
+}
+
 pub fn event(e: &Event) -> Value {
     json!({"job_id": e.job_id, "seq": e.seq, "at": time(e.at), "kind": e.kind, "data": e.data})
 }

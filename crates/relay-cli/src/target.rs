@@ -1,0 +1,282 @@
+//! Where a command goes: a database file (the library) or a Relay server
+//! (HTTP). Both answer with the same JSON views, so every subcommand prints
+//! the same output either way.
+
+use crate::commands::CliError;
+use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+pub enum Target {
+    Local(Relay),
+    Remote(Remote),
+}
+
+/// A job to submit, as the flags gave it.
+pub struct Submit {
+    pub queue: String,
+    pub kind: String,
+    pub payload: Vec<u8>,
+    pub priority: u8,
+    pub delay: Option<Duration>,
+    pub max_attempts: Option<u32>,
+    pub unique_key: Option<String>,
+}
+
+pub struct Lease {
+    pub queues: Vec<String>,
+    pub worker: Option<String>,
+    pub lease_for: Duration,
+    pub wait: Duration,
+    pub max: u32,
+}
+
+/// Simple calls on one job.
+#[derive(Clone, Copy)]
+pub enum Admin {
+    Cancel,
+    Retry,
+    Delete,
+    Release(LeaseToken),
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Target {
+    pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => {
+                let mut job = NewJob::new(s.queue, s.kind, s.payload).priority(s.priority);
+                if let Some(d) = s.delay {
+                    job = job.delay(d);
+                }
+                if let Some(n) = s.max_attempts {
+                    job = job.max_attempts(n);
+                }
+                if let Some(k) = s.unique_key {
+                    job = job.unique_key(k);
+                }
+                Ok(json!({"id": r.submit(job)?}))
+            }
+            Target::Remote(r) => {
+                let mut body = json!({"queue": s.queue, "kind": s.kind, "priority": s.priority,
+                    "delay_ms": s.delay.map(millis), "max_attempts": s.max_attempts, "unique_key": s.unique_key});
+                match String::from_utf8(s.payload) {
+                    Ok(text) => body["payload"] = json!(text),
+                    Err(e) => {
+                        use base64::Engine as _;
+                        body["payload_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
+                    }
+                }
+                r.call("POST", "/v1/jobs", Some(body))
+            }
+        }
+    }
+
+    pub fn lease(&self, l: Lease) -> Result<Vec<Value>, CliError> {
+        match self {
+            Target::Local(r) => {
+                let mut req = LeaseRequest::new(l.queues)
+                    .lease_for(l.lease_for)
+                    .wait(l.wait)
+                    .max(l.max);
+                if let Some(w) = l.worker {
+                    req = req.worker(w);
+                }
+                Ok(r.lease(req)?.iter().map(view::leased).collect())
+            }
+            Target::Remote(r) => {
+                let body = json!({"queues": l.queues, "worker": l.worker, "max": l.max,
+                    "lease_for_ms": millis(l.lease_for), "wait_ms": millis(l.wait)});
+                list(r.call("POST", "/v1/lease", Some(body))?, "jobs")
+            }
+        }
+    }
+
+    pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<String>) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => {
+                r.ack(id, token, result.map(String::into_bytes))?;
+                Ok(json!({"id": id, "state": "SUCCEEDED"}))
+            }
+            Target::Remote(r) => r.call(
+                "POST",
+                &format!("/v1/jobs/{id}/ack"),
+                Some(json!({"token": token, "result": result})),
+            ),
+        }
+    }
+
+    pub fn nack(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        error: String,
+        retry_in: Option<Duration>,
+    ) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => {
+                let s = r
+                    .complete_batch(vec![Completion::nack(id, token, error, retry_in)])?
+                    .pop()
+                    .unwrap_or(Err(relay::Error::Closed))?;
+                let mut v = json!({"id": id, "state": s.state.as_str()});
+                if s.state == JobState::Ready {
+                    v["ready_at"] = json!(view::time(s.ready_at));
+                }
+                Ok(v)
+            }
+            Target::Remote(r) => r.call(
+                "POST",
+                &format!("/v1/jobs/{id}/nack"),
+                Some(json!({"token": token, "error": error, "retry_in_ms": retry_in.map(millis)})),
+            ),
+        }
+    }
+
+    pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => {
+                let until = r.extend(id, token, lease_for)?;
+                Ok(json!({"id": id, "lease_expires_at": view::time(until)}))
+            }
+            Target::Remote(r) => r.call(
+                "POST",
+                &format!("/v1/jobs/{id}/extend"),
+                Some(json!({"token": token, "lease_for_ms": millis(lease_for)})),
+            ),
+        }
+    }
+
+    pub fn admin(&self, id: JobId, what: Admin) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => match what {
+                Admin::Cancel => r.cancel(id).map(|()| json!({"id": id, "state": "CANCELLED"})),
+                Admin::Retry => r.retry(id).map(|()| json!({"id": id, "state": "READY"})),
+                Admin::Release(t) => r.release(id, t).map(|()| json!({"id": id, "state": "READY"})),
+                Admin::Delete => r.delete(id).map(|()| json!({"id": id, "deleted": true})),
+            }
+            .map_err(CliError::from),
+            Target::Remote(r) => match what {
+                Admin::Cancel => r.call("POST", &format!("/v1/jobs/{id}/cancel"), None),
+                Admin::Retry => r.call("POST", &format!("/v1/jobs/{id}/retry"), None),
+                Admin::Release(t) => r.call("POST", &format!("/v1/jobs/{id}/release"), Some(json!({"token": t}))),
+                Admin::Delete => r.call("DELETE", &format!("/v1/jobs/{id}"), None),
+            },
+        }
+    }
+
+    pub fn show(&self, id: JobId) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => Ok(view::job(&r.get(id)?)),
+            Target::Remote(r) => r.call("GET", &format!("/v1/jobs/{id}"), None),
+        }
+    }
+
+    pub fn events(&self, id: JobId) -> Result<Vec<Value>, CliError> {
+        match self {
+            Target::Local(r) => Ok(r.events(id)?.iter().map(view::event).collect()),
+            Target::Remote(r) => list(r.call("GET", &format!("/v1/jobs/{id}/events"), None)?, "events"),
+        }
+    }
+
+    pub fn stats(&self) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => Ok(view::stats(&r.stats()?)),
+            Target::Remote(r) => r.call("GET", "/v1/stats", None),
+        }
+    }
+
+    pub fn jobs(&self, queue: Option<String>, state: Option<JobState>, limit: u32) -> Result<Vec<Value>, CliError> {
+        match self {
+            Target::Local(r) => {
+                let filter = JobFilter {
+                    queue,
+                    state,
+                    before: None,
+                    limit,
+                };
+                Ok(r.list(&filter)?.iter().map(view::job).collect())
+            }
+            Target::Remote(r) => {
+                let mut q = format!("/v1/jobs?limit={limit}");
+                if let Some(queue) = queue {
+                    q += &format!("&queue={queue}");
+                }
+                if let Some(s) = state {
+                    q += &format!("&state={}", s.as_str());
+                }
+                list(r.call("GET", &q, None)?, "jobs")
+            }
+        }
+    }
+}
+
+fn list(mut v: Value, key: &str) -> Result<Vec<Value>, CliError> {
+    match v.get_mut(key).map(Value::take) {
+        Some(Value::Array(items)) => Ok(items),
+        _ => Err(CliError::Io(format!("the server's answer has no {key:?} list"))),
+    }
+}
+
+/// A Relay server, reached over HTTP.
+pub struct Remote {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl Remote {
+    pub fn new(base: &str, token: Option<String>) -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(3600)))
+            .build()
+            .into();
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            agent,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, CliError> {
+        let url = format!("{}{path}", self.base);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let res = match method {
+            "GET" => with_auth(self.agent.get(&url), auth.as_deref()).call(),
+            "DELETE" => with_auth(self.agent.delete(&url), auth.as_deref()).call(),
+            _ => match body {
+                Some(b) => with_auth(self.agent.post(&url), auth.as_deref()).send_json(b),
+                None => with_auth(self.agent.post(&url), auth.as_deref()).send_empty(),
+            },
+        };
+        let mut res = res.map_err(|e| CliError::Io(format!("cannot reach the server at {}: {e}", self.base)))?;
+        let status = res.status().as_u16();
+        let text = res
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| CliError::Io(format!("reading the server's answer: {e}")))?;
+        let v: Value = serde_json::from_str(&text).map_err(|_| {
+            CliError::Io(format!(
+                "the server answered {status} with something that is not JSON: {}",
+                text.trim()
+            ))
+        })?;
+        if (200..300).contains(&status) {
+            return Ok(v);
+        }
+        let code = v["error"]["code"].as_str().unwrap_or("error").to_owned();
+        let message = v["error"]["message"].as_str().unwrap_or(text.trim()).to_owned();
+        Err(CliError::Remote { status, code, message })
+    }
+}
+
+fn with_auth<B>(req: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
+    match auth {
+        Some(a) => req.header("Authorization", a),
+        None => req,
+    }
+}
