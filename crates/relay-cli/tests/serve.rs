@@ -152,3 +152,109 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         .success());
     assert!(server.wait().unwrap().success());
 }
+
+fn spawn_server(db: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = Command::new(RELAY)
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("RELAY_TOKEN")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in err.lines() {});
+    (child, url)
+}
+
+/// Issue 5, acceptance 3: kill -9 the server under load, restart it on the
+/// same file: every submit answered 2xx exists, every ack answered 2xx is
+/// SUCCEEDED.
+#[test]
+fn answered_changes_survive_kill_9_of_the_server() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crash.db");
+    let submitted = Mutex::new(Vec::<i64>::new());
+    let acked = Mutex::new(Vec::<i64>::new());
+    for round in 0..5 {
+        let (mut server, url) = spawn_server(&db);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    let agent: ureq::Agent = ureq::Agent::config_builder()
+                        .http_status_as_error(false)
+                        .timeout_global(Some(std::time::Duration::from_secs(5)))
+                        .build()
+                        .into();
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(mut r) = agent
+                            .post(&format!("{url}/v1/jobs"))
+                            .send_json(serde_json::json!({"queue": "q", "kind": "k"}))
+                        else {
+                            break;
+                        };
+                        if r.status().as_u16() == 201 {
+                            let v: serde_json::Value = r.body_mut().read_json().unwrap();
+                            submitted.lock().unwrap().push(v["id"].as_i64().unwrap());
+                        }
+                        let Ok(mut r) = agent
+                            .post(&format!("{url}/v1/lease"))
+                            .send_json(serde_json::json!({"queues": ["q"]}))
+                        else {
+                            break;
+                        };
+                        let Ok(v) = r.body_mut().read_json::<serde_json::Value>() else {
+                            break;
+                        };
+                        let Some(job) = v["jobs"].as_array().and_then(|j| j.first()).cloned() else {
+                            continue;
+                        };
+                        let (id, token) = (job["id"].as_i64().unwrap(), job["token"].as_i64().unwrap());
+                        let Ok(r) = agent
+                            .post(&format!("{url}/v1/jobs/{id}/ack"))
+                            .send_json(serde_json::json!({"token": token}))
+                        else {
+                            break;
+                        };
+                        if r.status().as_u16() == 200 {
+                            acked.lock().unwrap().push(id);
+                        }
+                    }
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300 + 150 * round));
+            server.kill().unwrap(); // SIGKILL, mid-load
+            server.wait().unwrap();
+            stop.store(true, Ordering::Relaxed);
+        });
+        let relay = relay::Relay::open(&db).unwrap();
+        for id in submitted.lock().unwrap().iter() {
+            let job = relay
+                .get(relay::JobId(*id))
+                .unwrap_or_else(|e| panic!("round {round}: answered submit {id} lost: {e}"));
+            if acked.lock().unwrap().contains(id) {
+                assert_eq!(
+                    job.state(),
+                    relay::JobState::Succeeded,
+                    "round {round}: answered ack of {id} lost"
+                );
+            }
+        }
+    }
+    let (s, a) = (submitted.lock().unwrap().len(), acked.lock().unwrap().len());
+    assert!(
+        s > 50 && a > 20,
+        "too little load to mean anything: {s} submits, {a} acks"
+    );
+}
