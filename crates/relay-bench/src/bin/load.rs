@@ -1,0 +1,334 @@
+//! `relay-load`: drives a Relay server over HTTP and reports what it costs.
+//!
+//! For each step of a sweep of connection counts, every connection (a thread
+//! with its own keep-alive HTTP connection) loops: submit a job, lease a job,
+//! ack it — producers and workers at once. After a warm-up that is not
+//! sampled, it times each call for the step's duration and reports
+//! throughput and p50/p95/p99 per operation, with the server's CPU and RSS
+//! sampled from /proc/<pid> over the measured window. A step with no
+//! successful call fails the run: the first error is printed verbatim and
+//! the exit status is non-zero.
+//!
+//! relay-load [--url URL --pid PID | --spawn] [--token T] [--connections 1,16,64,256]
+//!            [--seconds 5] [--warmup 1] [--json]
+//!
+//! `--spawn` starts `relay serve` itself (the `relay` binary next to this
+//! one) on a new database in a temporary directory, and stops it after.
+
+use serde_json::{json, Value};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+struct Config {
+    url: String,
+    token: Option<String>,
+    pid: Option<u32>,
+    connections: Vec<usize>,
+    seconds: f64,
+    warmup: f64,
+    json: bool,
+}
+
+fn parse_args() -> Result<(Config, bool), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let get = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let num = |name: &str, default: f64| {
+        get(name).map_or(Ok(default), |v| {
+            v.parse().map_err(|_| format!("{name} takes a number, got {v:?}"))
+        })
+    };
+    let connections = get("--connections")
+        .unwrap_or_else(|| "1,16,64,256".into())
+        .split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=4096).contains(n))
+                .ok_or(format!("bad connection count {c:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let spawn = args.iter().any(|a| a == "--spawn");
+    let url = get("--url").unwrap_or_default();
+    if url.is_empty() && !spawn {
+        return Err("give --url URL (and --pid PID to sample the server), or --spawn to start a server".into());
+    }
+    let pid = get("--pid")
+        .map(|p| p.parse().map_err(|_| format!("--pid takes a process id, got {p:?}")))
+        .transpose()?;
+    let config = Config {
+        url,
+        token: get("--token"),
+        pid,
+        connections,
+        seconds: num("--seconds", 5.0)?,
+        warmup: num("--warmup", 1.0)?,
+        json: args.iter().any(|a| a == "--json"),
+    };
+    Ok((config, spawn))
+}
+
+#[derive(Default)]
+struct Samples {
+    submit: Vec<Duration>,
+    lease: Vec<Duration>,
+    ack: Vec<Duration>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1].as_secs_f64() * 1e6
+}
+
+/// CPU seconds (user + system) and current RSS of a process.
+fn proc_usage(pid: u32) -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit(')').next()?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some((ticks / hz, rss_kb * 1024))
+}
+
+fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<Samples>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+    let auth = cfg.token.as_ref().map(|t| format!("Bearer {t}"));
+    let mut local = Samples::default();
+    let call = |path: &str, body: Value| -> Result<Value, String> {
+        let mut req = agent.post(&format!("{}{path}", cfg.url));
+        if let Some(a) = &auth {
+            req = req.header("Authorization", a);
+        }
+        let mut res = req.send_json(body).map_err(|e| format!("POST {path}: {e}"))?;
+        let status = res.status().as_u16();
+        let text = res
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| format!("POST {path}: {e}"))?;
+        if !(200..300).contains(&status) {
+            return Err(format!("POST {path}: {status} {text}"));
+        }
+        serde_json::from_str(&text).map_err(|e| format!("POST {path}: {e}: {text}"))
+    };
+    let record = |which: usize, start: Instant, r: &Result<Value, String>, local: &mut Samples| {
+        if start < warm_until {
+            return;
+        }
+        match r {
+            Ok(_) => [&mut local.submit, &mut local.lease, &mut local.ack][which].push(start.elapsed()),
+            Err(e) => {
+                local.errors += 1;
+                local.first_error.get_or_insert_with(|| e.clone());
+            }
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        let r = call(
+            "/v1/jobs",
+            json!({"queue": "load", "kind": "k", "payload": "x".repeat(100)}),
+        );
+        record(0, t, &r, &mut local);
+        let t = Instant::now();
+        let r = call("/v1/lease", json!({"queues": ["load"], "worker": "load"}));
+        record(1, t, &r, &mut local);
+        let Some(job) = r
+            .ok()
+            .and_then(|v| v["jobs"].as_array().and_then(|a| a.first()).cloned())
+        else {
+            continue;
+        };
+        let (id, token) = (job["id"].as_i64().unwrap_or(0), job["token"].as_i64().unwrap_or(0));
+        let t = Instant::now();
+        let r = call(&format!("/v1/jobs/{id}/ack"), json!({"token": token}));
+        record(2, t, &r, &mut local);
+    }
+    if let Ok(mut o) = out.lock() {
+        o.submit.append(&mut local.submit);
+        o.lease.append(&mut local.lease);
+        o.ack.append(&mut local.ack);
+        o.errors += local.errors;
+        if o.first_error.is_none() {
+            o.first_error = local.first_error;
+        }
+    }
+}
+
+fn step(cfg: &Config, conns: usize) -> Result<Value, String> {
+    let samples = Mutex::new(Samples::default());
+    let stop = AtomicBool::new(false);
+    let warm_until = Instant::now() + Duration::from_secs_f64(cfg.warmup);
+    let mut cpu = (0.0, 0.0);
+    let mut peak_rss = 0u64;
+    std::thread::scope(|s| {
+        for _ in 0..conns {
+            s.spawn(|| connection(cfg, warm_until, &stop, &samples));
+        }
+        std::thread::sleep(warm_until.saturating_duration_since(Instant::now()));
+        let start = cfg.pid.and_then(proc_usage);
+        let end_at = Instant::now() + Duration::from_secs_f64(cfg.seconds);
+        while Instant::now() < end_at {
+            std::thread::sleep(Duration::from_millis(100));
+            if let Some((_, rss)) = cfg.pid.and_then(proc_usage) {
+                peak_rss = peak_rss.max(rss);
+            }
+        }
+        let end = cfg.pid.and_then(proc_usage);
+        if let (Some(a), Some(b)) = (start, end) {
+            cpu = (b.0 - a.0, cfg.seconds);
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let mut s = samples
+        .into_inner()
+        .map_err(|_| "a connection thread panicked".to_owned())?;
+    let ok = s.submit.len() + s.lease.len() + s.ack.len();
+    if ok == 0 {
+        return Err(format!(
+            "no call succeeded with {conns} connection(s); first error: {}",
+            s.first_error.unwrap_or_else(|| "none".into())
+        ));
+    }
+    let secs = cfg.seconds;
+    let op = |v: &mut Vec<Duration>| json!({"per_sec": v.len() as f64 / secs, "p50_us": pct(v, 50.0), "p95_us": pct(v, 95.0), "p99_us": pct(v, 99.0)});
+    Ok(json!({
+        "connections": conns,
+        "seconds": secs,
+        "submit": op(&mut s.submit),
+        "lease": op(&mut s.lease),
+        "ack": op(&mut s.ack),
+        "errors": s.errors,
+        "first_error": s.first_error,
+        "server_cpu_percent": cfg.pid.map(|_| cpu.0 / cpu.1.max(1e-9) * 100.0),
+        "server_peak_rss_bytes": cfg.pid.map(|_| peak_rss),
+    }))
+}
+
+fn spawn_server() -> Result<(Child, String, u32, tempfile::TempDir), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let relay = exe.with_file_name("relay");
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut child = Command::new(&relay)
+        .arg("--db")
+        .arg(dir.path().join("load.db"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("RELAY_TOKEN")
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot start {} (build it: cargo build --release --bin relay): {e}",
+                relay.display()
+            )
+        })?;
+    let mut line = String::new();
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let mut reader = std::io::BufReader::new(stderr);
+    std::io::BufRead::read_line(&mut reader, &mut line).map_err(|e| e.to_string())?;
+    std::thread::spawn(move || for _ in std::io::BufRead::lines(reader) {});
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or(format!("relay serve said: {line}"))?
+        .to_owned();
+    let pid = child.id();
+    Ok((child, url, pid, dir))
+}
+
+fn main() -> ExitCode {
+    let (mut cfg, spawn) = match parse_args() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("relay-load: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut server = None;
+    if spawn {
+        match spawn_server() {
+            Ok((child, url, pid, dir)) => {
+                cfg.url = url;
+                cfg.pid = Some(pid);
+                server = Some((child, dir));
+            }
+            Err(e) => {
+                eprintln!("relay-load: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let mut code = ExitCode::SUCCESS;
+    if !cfg.json {
+        println!("| connections | submit/s | submit p50/p95/p99 µs | lease/s | lease p50/p95/p99 µs | ack/s | ack p50/p95/p99 µs | server CPU | server RSS |");
+        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    }
+    for conns in cfg.connections.clone() {
+        eprintln!(
+            "relay-load: {conns} connection(s), {}s warm-up, {}s measured",
+            cfg.warmup, cfg.seconds
+        );
+        match step(&cfg, conns) {
+            Ok(v) if cfg.json => println!("{v}"),
+            Ok(v) => {
+                let o = |k: &str| {
+                    format!(
+                        "{:.0} | {:.0} / {:.0} / {:.0}",
+                        v[k]["per_sec"].as_f64().unwrap_or(0.0),
+                        v[k]["p50_us"].as_f64().unwrap_or(0.0),
+                        v[k]["p95_us"].as_f64().unwrap_or(0.0),
+                        v[k]["p99_us"].as_f64().unwrap_or(0.0)
+                    )
+                };
+                let cpu = v["server_cpu_percent"]
+                    .as_f64()
+                    .map_or("-".into(), |c| format!("{c:.0}%"));
+                let rss = v["server_peak_rss_bytes"]
+                    .as_u64()
+                    .map_or("-".into(), |r| format!("{:.1} MiB", r as f64 / 1048576.0));
+                println!(
+                    "| {conns} | {} | {} | {} | {cpu} | {rss} |",
+                    o("submit"),
+                    o("lease"),
+                    o("ack")
+                );
+            }
+            Err(e) => {
+                eprintln!("relay-load: {e}");
+                code = ExitCode::FAILURE;
+                break;
+            }
+        }
+    }
+    if let Some((mut child, _dir)) = server {
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        let _ = child.wait();
+    }
+    code
+}
