@@ -48,12 +48,14 @@ impl Limits {
         name("queue", q)
     }
 
-    /// A job kind, worker id or event kind: 1-64 printable characters.
+    /// A job kind, worker id or event kind: 1-64 characters, none of them
+    /// a control character.
     pub fn label(&self, field: &'static str, v: &str) -> Result<(), InvalidInput> {
-        if v.is_empty() || v.len() > MAX_NAME_LEN {
+        let n = v.chars().count();
+        if n == 0 || n > MAX_NAME_LEN {
             return Err(InvalidInput::new(
                 field,
-                format!("must be 1-{MAX_NAME_LEN} bytes, got {}", v.len()),
+                format!("must be 1-{MAX_NAME_LEN} characters, got {n}"),
             ));
         }
         if v.chars().any(char::is_control) {
@@ -77,10 +79,11 @@ impl Limits {
     }
 
     pub fn unique_key(&self, k: &str) -> Result<(), InvalidInput> {
-        if k.is_empty() || k.len() > MAX_KEY_LEN {
+        let n = k.chars().count();
+        if n == 0 || n > MAX_KEY_LEN {
             return Err(InvalidInput::new(
                 "unique_key",
-                format!("must be 1-{MAX_KEY_LEN} bytes, got {}", k.len()),
+                format!("must be 1-{MAX_KEY_LEN} characters, got {n}"),
             ));
         }
         Ok(())
@@ -165,6 +168,10 @@ mod tests {
         assert!(l.label("kind", "").is_err());
         assert!(l.label("kind", "a\nb").is_err());
         assert!(l.unique_key(&"k".repeat(257)).is_err());
+        // Lengths count characters, not bytes: 64 two-byte characters are fine.
+        assert!(l.label("kind", &"é".repeat(64)).is_ok());
+        assert!(l.label("kind", &"é".repeat(65)).is_err());
+        assert!(l.unique_key(&"é".repeat(256)).is_ok());
         assert!(l.max_attempts(0).is_err());
         assert!(l.max_attempts(25).is_ok());
         assert!(l.lease_for(Duration::ZERO).is_err());
