@@ -18,6 +18,7 @@ pub mod group_commit;
 pub mod input;
 pub mod lifecycle;
 pub mod model;
+pub mod pg;
 pub mod retries;
 pub mod scheduling;
 
@@ -54,6 +55,29 @@ impl SqliteFile {
 impl TestDb for SqliteFile {
     fn open(&self, options: Options) -> relay::Result<Relay> {
         Relay::open_with(self.path(), options)
+    }
+}
+
+/// A fresh PostgreSQL database on the test server (see [`pg`]).
+pub struct PgDb {
+    url: String,
+}
+
+impl PgDb {
+    pub fn fresh() -> Box<dyn TestDb> {
+        Box::new(Self {
+            url: pg::PgServer::shared().new_database(),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl TestDb for PgDb {
+    fn open(&self, options: Options) -> relay::Result<Relay> {
+        Relay::with_backend(Arc::new(relay_postgres::PgBackend::new(self.url.clone())), options)
     }
 }
 

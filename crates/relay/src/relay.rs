@@ -290,19 +290,29 @@ impl AsyncRelay {
     }
 
     pub async fn get(&self, id: JobId) -> Result<Job> {
-        self.engine.get(id)
+        self.read(move |e| e.get(id)).await
     }
 
     pub async fn events(&self, id: JobId) -> Result<Vec<Event>> {
-        self.engine.events(id)
+        self.read(move |e| e.events(id)).await
     }
 
     pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        self.engine.readers.with(|r| r.job_list(filter))
+        let filter = filter.clone();
+        self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
     }
 
     pub async fn stats(&self) -> Result<Stats> {
-        self.engine.stats()
+        self.read(Engine::stats).await
+    }
+
+    /// Runs a read on a blocking thread: store drivers may block (and the
+    /// PostgreSQL one must not run inside the async runtime).
+    async fn read<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || f(&engine))
+            .await
+            .map_err(|_| Error::Closed)?
     }
 
     pub fn metrics(&self) -> Metrics {

@@ -111,6 +111,7 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
 impl Drop for Engine {
     /// Closes the channel; the writer finishes what was sent, then stops.
     fn drop(&mut self) {
+        self.readers.close();
         self.tx = None;
         if let Some(h) = self.writer.take() {
             let _ = h.join();

@@ -33,4 +33,15 @@ impl Readers {
         }
         out.map_err(Error::from)
     }
+
+    /// Closes the idle connections on a thread of their own: a driver may
+    /// block while closing (the PostgreSQL one even starts a runtime), which
+    /// must not happen on an async executor that dropped the last handle.
+    pub(crate) fn close(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
+        if idle.is_empty() {
+            return;
+        }
+        let _ = std::thread::spawn(move || drop(idle)).join();
+    }
 }

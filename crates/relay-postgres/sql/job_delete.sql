@@ -1,0 +1,1 @@
+DELETE FROM relay_jobs WHERE id = $1

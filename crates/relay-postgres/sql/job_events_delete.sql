@@ -1,0 +1,1 @@
+DELETE FROM relay_job_events WHERE job_id = $1

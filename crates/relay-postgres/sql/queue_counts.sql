@@ -1,0 +1,1 @@
+SELECT queue, state, COUNT(*) FROM relay_jobs GROUP BY queue, state

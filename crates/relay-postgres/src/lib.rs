@@ -1,0 +1,62 @@
+//! Relay's scale-out store: PostgreSQL. Many Relay processes on many
+//! machines share one database; each keeps its own writer thread and group
+//! commit (one transaction per batch).
+//!
+//! - Claims take the oldest due job of each class with `FOR UPDATE SKIP
+//!   LOCKED` (`sql/job_ready_head.sql`), so processes never wait on each
+//!   other's candidates; transitions lock their job row (`FOR UPDATE`).
+//! - Expired leases are reclaimed by whichever process gets there first,
+//!   exactly once (`SKIP LOCKED` again).
+//! - No savepoints: the engine isolates operations by the store's change
+//!   counter, so PostgreSQL's subtransaction-cache cliff never applies.
+//! - Schema in `migrations/`, version in `relay_schema`, migrated under an
+//!   advisory lock; a newer schema is refused.
+//!
+//! Durability is the server's: `synchronous_commit = on` and `fsync = on`
+//! (its defaults) make each commit durable before Relay answers.
+
+mod connect;
+mod decode;
+mod store;
+
+pub use connect::SCHEMA_VERSION;
+use relay_store::{Backend, Store, StoreError, StoreReader};
+use store::{Conn, PgReader, PgStore};
+
+/// Opens connections to one PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PgBackend {
+    url: String,
+}
+
+impl PgBackend {
+    /// `postgres://user[:password]@host[:port]/database`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into() }
+    }
+
+    /// True for URLs this store takes (`postgres://` or `postgresql://`).
+    pub fn handles(url: &str) -> bool {
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    }
+}
+
+impl Backend for PgBackend {
+    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
+        let mut client = connect::connect(&self.url)?;
+        connect::migrate(&mut client)?;
+        Ok(Box::new(PgStore::new(Conn::new(client))))
+    }
+
+    fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {
+        let mut client = connect::connect(&self.url)?;
+        connect::check_version(&mut client)?;
+        Ok(Box::new(PgReader {
+            conn: Conn::new(client),
+        }))
+    }
+
+    fn describe(&self) -> String {
+        connect::redact(&self.url)
+    }
+}

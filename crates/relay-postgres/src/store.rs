@@ -1,0 +1,292 @@
+//! The writer connection and read connections on PostgreSQL.
+
+use crate::connect::map_err;
+use crate::decode;
+use postgres::{Client, Statement};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Priority, Timestamp};
+use relay_store::{Event, JobFilter, JobInsert, JobSetStatus, QueueStats, Store, StoreError, StoreReader};
+use std::collections::{BTreeMap, HashMap};
+
+/// A connection with its prepared statements (prepared once, by SQL text).
+pub(crate) struct Conn {
+    pub client: Client,
+    stmts: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    pub(crate) fn new(client: Client) -> Self {
+        Self {
+            client,
+            stmts: HashMap::new(),
+        }
+    }
+
+    fn stmt(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql).map_err(map_err)?;
+        self.stmts.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
+        let st = self.stmt(include_str!("../sql/job_get.sql"))?;
+        match self.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+            Some(row) => decode::job(&row).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+pub(crate) struct PgStore {
+    pub conn: Conn,
+    /// Rows changed so far: the engine's proof that a failed operation wrote nothing.
+    changes: u64,
+}
+
+impl PgStore {
+    pub(crate) fn new(conn: Conn) -> Self {
+        Self { conn, changes: 0 }
+    }
+
+    fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.conn.client.batch_execute(sql).map_err(map_err)
+    }
+}
+
+fn i(v: u32) -> i64 {
+    i64::from(v)
+}
+
+impl Store for PgStore {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.exec("BEGIN")
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.exec("COMMIT")
+    }
+
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        self.exec("ROLLBACK")
+    }
+
+    fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_insert.sql"))?;
+        let s = j.status;
+        let row = self
+            .conn
+            .client
+            .query_one(
+                &st,
+                &[
+                    &j.queue,
+                    &j.kind,
+                    &j.payload,
+                    &i64::from(j.priority.get()),
+                    &s.state.as_str(),
+                    &i(s.attempts),
+                    &i(s.max_attempts),
+                    &s.ready_at.as_millis(),
+                    &j.created_at.as_millis(),
+                    &j.unique_key,
+                    &s.last_token.0,
+                ],
+            )
+            .map_err(map_err)?;
+        self.changes += 1;
+        Ok(JobId(row.get(0)))
+    }
+
+    fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_find_active_by_key.sql"))?;
+        let row = self.conn.client.query_opt(&st, &[&key]).map_err(map_err)?;
+        Ok(row.map(|r| JobId(r.get(0))))
+    }
+
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
+        self.conn.job_get(id)
+    }
+
+    fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_get_status.sql"))?;
+        match self.conn.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+            Some(row) => {
+                decode::priority(&row, 9, Some(id))?;
+                decode::status(&row, 0, Some(id)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_set_status.sql"))?;
+        let s = p.status;
+        let lease = s.lease.as_ref();
+        let n = self
+            .conn
+            .client
+            .execute(
+                &st,
+                &[
+                    &p.id.0,
+                    &p.expect_state.as_str(),
+                    &p.expect_token.0,
+                    &s.state.as_str(),
+                    &i(s.attempts),
+                    &s.ready_at.as_millis(),
+                    &s.finished_at.map(Timestamp::as_millis),
+                    &s.last_token.0,
+                    &lease.map(|l| l.expires_at.as_millis()),
+                    &lease.map(|l| l.worker.as_str()),
+                    &s.last_error.as_deref(),
+                    &p.result,
+                ],
+            )
+            .map_err(map_err)?;
+        self.changes += n;
+        Ok(n == 1)
+    }
+
+    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
+        let ev = self.conn.stmt(include_str!("../sql/job_events_delete.sql"))?;
+        self.changes += self.conn.client.execute(&ev, &[&id.0]).map_err(map_err)?;
+        let st = self.conn.stmt(include_str!("../sql/job_delete.sql"))?;
+        let n = self.conn.client.execute(&st, &[&id.0]).map_err(map_err)?;
+        self.changes += n;
+        Ok(n == 1)
+    }
+
+    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_ready_head.sql"))?;
+        let mut out = Vec::with_capacity(4);
+        for p in Priority::ALL {
+            if let Some(row) = self
+                .conn
+                .client
+                .query_opt(&st, &[&queue, &i64::from(p.get()), &now.as_millis()])
+                .map_err(map_err)?
+            {
+                let id = JobId(row.get(0));
+                out.push(Candidate {
+                    id,
+                    priority: decode::priority(&row, 1, Some(id))?,
+                    ready_at: Timestamp::from_millis(row.get(2)),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_next_ready_at.sql"))?;
+        let row = self
+            .conn
+            .client
+            .query_one(&st, &[&queue, &now.as_millis()])
+            .map_err(map_err)?;
+        Ok(row.get::<_, Option<i64>>(0).map(Timestamp::from_millis))
+    }
+
+    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_expired_leases.sql"))?;
+        let rows = self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)?;
+        Ok(rows.iter().map(|r| JobId(r.get(0))).collect())
+    }
+
+    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/event_append.sql"))?;
+        let row = self
+            .conn
+            .client
+            .query_one(&st, &[&job.0, &at.as_millis(), &kind, &data])
+            .map_err(map_err)?;
+        self.changes += 1;
+        Ok(row.get(0))
+    }
+}
+
+pub(crate) struct PgReader {
+    pub conn: Conn,
+}
+
+impl StoreReader for PgReader {
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
+        self.conn.job_get(id)
+    }
+
+    fn job_list(&mut self, f: &JobFilter) -> Result<Vec<Job>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_list.sql"))?;
+        let rows = self
+            .conn
+            .client
+            .query(
+                &st,
+                &[
+                    &f.queue.as_deref(),
+                    &f.state.map(JobState::as_str),
+                    &f.before.map(|b| b.0),
+                    &i64::from(f.limit),
+                ],
+            )
+            .map_err(map_err)?;
+        rows.iter().map(decode::job).collect()
+    }
+
+    fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_events.sql"))?;
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&id.0, &after, &i64::from(limit)])
+            .map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                let raw: String = r.get(3);
+                let data = serde_json::from_str(&raw)
+                    .map_err(|e| StoreError::corrupt(Some(id), format!("event data is not JSON: {e}")))?;
+                Ok(Event {
+                    job_id: id,
+                    seq: r.get(0),
+                    at: Timestamp::from_millis(r.get(1)),
+                    kind: r.get(2),
+                    data,
+                })
+            })
+            .collect()
+    }
+
+    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
+        let mut out: BTreeMap<String, QueueStats> = BTreeMap::new();
+        let empty = || QueueStats {
+            counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
+            oldest_ready_age: None,
+        };
+        let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
+        for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
+            let queue: String = r.get(0);
+            let raw: String = r.get(1);
+            let state = JobState::parse(&raw)
+                .ok_or_else(|| StoreError::corrupt(None, format!("queue {queue}: unknown state {raw:?}")))?;
+            let n: i64 = r.get(2);
+            out.entry(queue)
+                .or_insert_with(empty)
+                .counts
+                .insert(state, u64::try_from(n).unwrap_or(0));
+        }
+        let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
+        for r in self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)? {
+            let queue: String = r.get(0);
+            if let Some(oldest) = r.get::<_, Option<i64>>(1) {
+                out.entry(queue).or_insert_with(empty).oldest_ready_age =
+                    Some(now.since(Timestamp::from_millis(oldest)));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,155 @@
+//! A real PostgreSQL for the tests: `initdb` into a temporary directory
+//! (as the `postgres` user when run as root: the server refuses root), a
+//! server on a free loopback port with `fsync` and `synchronous_commit` on,
+//! one fresh database per test, stopped when the test process exits.
+//!
+//! `RELAY_TEST_PG_URL=postgres://user@host/db` uses an existing server
+//! instead (each test then creates its own database on it).
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+pub struct PgServer {
+    /// A URL of the server's `postgres` database (for CREATE DATABASE).
+    admin_url: String,
+    /// Set when this process started the server.
+    data_dir: Option<std::path::PathBuf>,
+}
+
+static SERVER: OnceLock<PgServer> = OnceLock::new();
+static NEXT_DB: AtomicU32 = AtomicU32::new(0);
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a PostgreSQL tool, as `postgres` when we are root.
+fn pg_tool(tool: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--", tool]);
+        c
+    } else {
+        Command::new(tool)
+    };
+    cmd.args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool} (is PostgreSQL installed?): {e}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(55432)
+}
+
+extern "C" fn stop_at_exit() {
+    if let Some(PgServer {
+        data_dir: Some(dir), ..
+    }) = SERVER.get()
+    {
+        let data = dir.join("data");
+        let _ = pg_tool(
+            "pg_ctl",
+            &["-D", data.to_str().unwrap_or_default(), "-m", "immediate", "-w", "stop"],
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+impl PgServer {
+    /// The server shared by every test of this process, started on first use.
+    pub fn shared() -> &'static PgServer {
+        SERVER.get_or_init(|| match std::env::var("RELAY_TEST_PG_URL") {
+            Ok(url) => PgServer {
+                admin_url: url,
+                data_dir: None,
+            },
+            Err(_) => Self::start(),
+        })
+    }
+
+    fn start() -> PgServer {
+        let dir = std::env::temp_dir().join(format!("relay-pg-{}-{}", std::process::id(), free_port()));
+        std::fs::create_dir_all(&dir).unwrap();
+        if is_root() {
+            let out = Command::new("chown")
+                .args(["postgres:postgres", dir.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "chown: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let data = dir.join("data");
+        let out = pg_tool(
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = free_port();
+        let opts = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=300",
+            dir.display()
+        );
+        let log = dir.join("server.log");
+        let out = pg_tool(
+            "pg_ctl",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-o",
+                &opts,
+                "-l",
+                log.to_str().unwrap(),
+                "-w",
+                "start",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl start failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe {
+            libc::atexit(stop_at_exit);
+        }
+        PgServer {
+            admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            data_dir: Some(dir),
+        }
+    }
+
+    /// A new, empty database; returns its URL.
+    pub fn new_database(&self) -> String {
+        let name = format!(
+            "relay_test_{}_{}",
+            std::process::id(),
+            NEXT_DB.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut client = postgres::Client::connect(&self.admin_url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL at {}: {e}", self.admin_url));
+        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        match self.admin_url.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{name}"),
+            None => panic!("RELAY_TEST_PG_URL must end with /DATABASE"),
+        }
+    }
+}
