@@ -20,7 +20,11 @@ mod decode;
 mod store;
 
 pub use connect::SCHEMA_VERSION;
-use relay_store::{Backend, Store, StoreError, StoreReader};
+use postgres::fallible_iterator::FallibleIterator;
+use relay_store::{Backend, Store, StoreError, StoreReader, WatchGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use store::{Conn, PgReader, PgStore};
 
 /// Opens connections to one PostgreSQL database.
@@ -58,5 +62,43 @@ impl Backend for PgBackend {
 
     fn describe(&self) -> String {
         connect::redact(&self.url)
+    }
+
+    /// A connection of its own that LISTENs for `relay_ready` and wakes this
+    /// process's waiting lessees whenever any process commits ready jobs.
+    fn watch_ready(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<Option<WatchGuard>, StoreError> {
+        let mut client = connect::connect(&self.url)?;
+        client
+            .batch_execute(include_str!("../sql/listen_ready.sql"))
+            .map_err(connect::map_err)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("relay-pg-listen".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    let mut any = false;
+                    let mut notes = client.notifications();
+                    let mut it = notes.timeout_iter(Duration::from_millis(500));
+                    loop {
+                        match it.next() {
+                            Ok(Some(_)) => any = true,
+                            Ok(None) => break,
+                            Err(_) => return, // connection lost: waiters fall back to polling
+                        }
+                    }
+                    if any {
+                        wake();
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Io {
+                message: "cannot start the LISTEN thread".into(),
+                source: Box::new(e),
+            })?;
+        // Not joined: the thread sees the flag within half a second and
+        // closes its connection; a Relay being dropped need not wait for it.
+        drop(thread);
+        Ok(Some(WatchGuard::new(move || stop.store(true, Ordering::Relaxed))))
     }
 }

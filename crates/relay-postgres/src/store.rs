@@ -60,6 +60,10 @@ fn i(v: u32) -> i64 {
 }
 
 impl Store for PgStore {
+    fn notify_ready(&mut self) -> Result<(), StoreError> {
+        self.exec(include_str!("../sql/notify_ready.sql"))
+    }
+
     fn begin(&mut self) -> Result<(), StoreError> {
         self.exec("BEGIN")
     }

@@ -114,6 +114,11 @@ pub trait Store: Send {
     /// first, at most [`REAP_BATCH`] of them.
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError>;
+    /// Tells other processes, when this transaction commits, that jobs
+    /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.
+    fn notify_ready(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// A read connection, used beside the writer.
@@ -131,4 +136,33 @@ pub trait Backend: Send + Sync {
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError>;
     /// A short description for logs and errors (a path, a URL without password).
     fn describe(&self) -> String;
+    /// Calls `wake` whenever another process reports ready jobs (see
+    /// [`Store::notify_ready`]), until the returned guard is dropped. `None`
+    /// where the store has no such channel (waiters then poll).
+    fn watch_ready(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<Option<WatchGuard>, StoreError> {
+        let _ = wake;
+        Ok(None)
+    }
+}
+
+/// Stops a [`Backend::watch_ready`] listener when dropped.
+pub struct WatchGuard {
+    stop: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl WatchGuard {
+    pub fn new(stop: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            stop: std::sync::Mutex::new(Some(Box::new(stop))),
+        }
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        let stop = self.stop.get_mut().ok().and_then(Option::take);
+        if let Some(stop) = stop {
+            stop();
+        }
+    }
 }

@@ -64,6 +64,11 @@ pub struct PgDb {
 }
 
 impl PgDb {
+    /// The database at `url`.
+    pub fn fresh_at(url: String) -> Self {
+        Self { url }
+    }
+
     pub fn fresh() -> Box<dyn TestDb> {
         Box::new(Self {
             url: pg::PgServer::shared().new_database(),

@@ -38,6 +38,8 @@ pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
     writer: Option<JoinHandle<()>>,
     replier: Option<JoinHandle<()>>,
+    /// Listens for other processes' ready jobs, where the store can.
+    _watch: Option<relay_store::WatchGuard>,
     pub readers: Readers,
     pub signal: Arc<Signal>,
     pub counters: Arc<Counters>,
@@ -71,10 +73,15 @@ impl Engine {
         })?;
         let handle = spawn("relay-writer", move || writer.run())?;
         let readers = Readers::new(Arc::clone(&backend));
+        let wake_signal = Arc::clone(&signal);
+        let watch = backend
+            .watch_ready(Box::new(move || wake_signal.notify()))
+            .map_err(Error::open)?;
         Ok(Self {
             tx: Some(tx),
             writer: Some(handle),
             replier: Some(replier),
+            _watch: watch,
             readers,
             signal,
             counters,

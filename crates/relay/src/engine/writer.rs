@@ -290,5 +290,8 @@ fn apply_all(
             Err(_) => return Err(Abort::Redo(i)),
         }
     }
+    if ctx.woke {
+        store.notify_ready().map_err(|e| Abort::Fatal(e.into()))?;
+    }
     Ok(reaped)
 }

@@ -1,0 +1,1 @@
+LISTEN relay_ready

@@ -1,0 +1,2 @@
+-- Delivered when the batch commits; several in one transaction fold into one.
+NOTIFY relay_ready
