@@ -59,20 +59,45 @@ pub fn check_new(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses a PostgreSQL database that already holds jobs.
+fn check_empty(relay: &Relay, target: &str) -> Result<(), String> {
+    let stats = relay.stats().map_err(|e| format!("reading {target}: {e}"))?;
+    let jobs: u64 = stats.queues.values().flat_map(|q| q.counts.values()).sum();
+    if jobs > 0 {
+        return Err(format!(
+            "the database already holds {jobs} jobs: relay-bench needs a new database for every run; create one (CREATE DATABASE ...) and pass its URL"
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     args.check()?;
-    check_new(path)?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let target = path.to_string_lossy().into_owned();
+    let postgres = relay::is_postgres_url(&target);
+    if !postgres {
+        check_new(path)?;
+    }
+    // The floor is measured next to the database; for a server, in the temporary directory here.
+    let temp = std::env::temp_dir();
+    let dir = if postgres {
+        temp.as_path()
+    } else {
+        path.parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    };
     let floor = if args.no_floor {
         None
     } else {
         progress(args, "measuring the disk's write+fsync floor");
         Some(floor::measure(dir).map_err(|e| format!("cannot measure the fsync floor in {}: {e}", dir.display()))?)
     };
-    let relay = Relay::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let relay = Relay::connect(&target, relay::Options::default())
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    if postgres {
+        check_empty(&relay, &target)?;
+    }
     if args.depth > 0 {
         preload(&relay, args)?;
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "relay", version, propagate_version = true)]
 pub struct Cli {
-    /// The database file (created if missing).
+    /// The database: an SQLite file (created if missing) or a postgres:// URL.
     #[arg(long, global = true, env = "RELAY_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 

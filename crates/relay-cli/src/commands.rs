@@ -126,7 +126,7 @@ fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
     let path = db.ok_or_else(|| {
         CliError::Usage("no database given: pass --db PATH (or --server URL), or set RELAY_DB".into())
     })?;
-    Relay::open(&path).map_err(|e| match e {
+    Relay::connect(&path.to_string_lossy(), relay::Options::default()).map_err(|e| match e {
         Error::Open(inner) => CliError::Io(format!("cannot open {}: {inner}", path.display())),
         other => CliError::Relay(other),
     })

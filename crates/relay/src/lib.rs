@@ -62,3 +62,8 @@ pub use relay_core::{
     RetryPolicy, SystemClock, Timestamp,
 };
 pub use relay_store::{Event, JobFilter, QueueStats};
+
+/// True for database targets that name a PostgreSQL server rather than a file.
+pub fn is_postgres_url(target: &str) -> bool {
+    relay_postgres::PgBackend::handles(target)
+}

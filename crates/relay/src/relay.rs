@@ -59,6 +59,16 @@ impl Relay {
         Self::with_backend(Arc::new(backend), options)
     }
 
+    /// Opens `target`: a `postgres://` (or `postgresql://`) URL, or the path
+    /// of an SQLite file.
+    pub fn connect(target: &str, options: Options) -> Result<Self> {
+        if relay_postgres::PgBackend::handles(target) {
+            Self::with_backend(Arc::new(relay_postgres::PgBackend::new(target)), options)
+        } else {
+            Self::open_with(target, options)
+        }
+    }
+
     /// A private database in memory: fast, not durable. For tests.
     pub fn in_memory() -> Result<Self> {
         Self::in_memory_with(Options::default())

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     if arg(1) == "runtime" {
         return runtime(&arg(2), threads, arg(4).parse().unwrap_or(0));
     }
-    let relay = match Relay::open(arg(2)) {
+    let relay = match Relay::connect(&arg(2), relay::Options::default()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("relay-testchild: cannot open {}: {e}", arg(2));
@@ -110,7 +110,7 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
 }
 
 fn runtime(db: &str, concurrency: usize, sleep_ms: u64) -> ExitCode {
-    let result = Relay::open(db).and_then(|relay| {
+    let result = Relay::connect(db, relay::Options::default()).and_then(|relay| {
         relay::worker::Worker::new(relay, ["q"])
             .concurrency(concurrency)
             .lease_for(Duration::from_secs(1))
