@@ -48,6 +48,15 @@ pub struct Args {
     /// unacknowledged (the run must then fail).
     #[arg(long, hide = true, default_value_t = 0)]
     pub fault_skip_ack_every: u64,
+    /// Lease and ack from this many Relay processes (each with
+    /// workers x concurrency threads) on the same database. Useful with
+    /// PostgreSQL; with SQLite they share the file's write lock.
+    #[arg(long, default_value_t = 1)]
+    pub processes: u32,
+    /// Internal: run only the lease+ack loop (a child of --processes) and
+    /// print its samples as JSON.
+    #[arg(long, hide = true)]
+    pub lease_ack_child: bool,
 }
 
 impl Args {

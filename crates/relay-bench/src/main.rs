@@ -23,7 +23,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = args::Args::parse();
-    let result = if args.matrix {
+    let result = if args.lease_ack_child {
+        run::lease_ack_child(&args)
+    } else if args.matrix {
         matrix::run(&args)
     } else {
         run::single(&args)

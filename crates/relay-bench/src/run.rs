@@ -110,7 +110,11 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         args,
         &format!("leasing and acking {} jobs from {} threads", args.jobs, args.threads()),
     );
-    let (lease_ack, leased) = lease_ack_phase(&relay, args)?;
+    let (lease_ack, leased) = if args.processes > 1 {
+        lease_ack_processes(args, &target)?
+    } else {
+        lease_ack_phase(&relay, args)?
+    };
     verify(&relay, args, leased)?;
     Ok(Report {
         workers: args.workers,
@@ -273,4 +277,85 @@ fn verify(relay: &Relay, args: &Args, leased: u64) -> Result<(), String> {
         n(JobState::Dead),
         leased
     ))
+}
+
+/// `--processes N`: the lease+ack phase in N child processes at once; the
+/// throughput is all jobs over the wall time from the first start to the
+/// last exit, the latencies are every child's samples together.
+fn lease_ack_processes(args: &Args, target: &str) -> Result<(Phase, u64), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find relay-bench itself: {e}"))?;
+    let start = Instant::now();
+    let children = (0..args.processes)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args(["--lease-ack-child", "--database", target, "--no-floor"])
+                .args([
+                    "--workers",
+                    &args.workers.to_string(),
+                    "--concurrency",
+                    &args.concurrency.to_string(),
+                ])
+                .args(["--jobs", &args.jobs.to_string()])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start a lease+ack process: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut samples = Vec::new();
+    let mut leased = 0u64;
+    for c in children {
+        let out = c.wait_with_output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("a lease+ack process failed: {:?}", out.status));
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable child report: {e}"))?;
+        leased += v["leased"].as_u64().unwrap_or(0);
+        samples.extend(
+            v["samples_us"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_u64)
+                .map(Duration::from_micros),
+        );
+    }
+    let wall = start.elapsed();
+    Ok((Phase::from_samples(samples, args.jobs, wall), leased))
+}
+
+/// The child side of `--processes`: lease and ack until nothing is left.
+pub fn lease_ack_child(args: &Args) -> Result<(), String> {
+    let target = args
+        .database
+        .as_ref()
+        .map(|p| p.to_string_lossy().into_owned())
+        .ok_or("--database is required")?;
+    let relay = Relay::connect(&target, relay::Options::default()).map_err(|e| e.to_string())?;
+    let leased = AtomicU64::new(0);
+    let (samples, _) = on_threads(args, |t| {
+        let req = LeaseRequest::new([QUEUE])
+            .worker(format!("bench-p{}-t{t}", std::process::id()))
+            .lease_for(args.lease_for);
+        let mut samples = Vec::new();
+        loop {
+            let start = Instant::now();
+            let Some(job) = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"))?.pop() else {
+                break;
+            };
+            leased.fetch_add(1, Relaxed);
+            relay.ack(job.id, job.token, None).map_err(|e| format!("ack: {e}"))?;
+            samples.push(start.elapsed());
+        }
+        Ok(samples)
+    })?;
+    let us: Vec<u64> = samples
+        .iter()
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({"leased": leased.load(Relaxed), "samples_us": us})
+    );
+    Ok(())
 }
