@@ -3,7 +3,7 @@
 //! commit (one transaction per batch).
 //!
 //! - Claims take the oldest due job of each class with `FOR UPDATE SKIP
-//!   LOCKED` (`sql/job_ready_head.sql`), so processes never wait on each
+//!   LOCKED` (`sql/job_ready_heads.sql`), so processes never wait on each
 //!   other's candidates; transitions lock their job row (`FOR UPDATE`).
 //! - Expired leases are reclaimed by whichever process gets there first,
 //!   exactly once (`SKIP LOCKED` again).

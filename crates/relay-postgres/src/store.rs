@@ -3,7 +3,7 @@
 use crate::connect::map_err;
 use crate::decode;
 use postgres::{Client, Statement};
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Priority, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{Event, JobFilter, JobInsert, JobSetStatus, QueueStats, Store, StoreError, StoreReader};
 use std::collections::{BTreeMap, HashMap};
 
@@ -167,24 +167,22 @@ impl Store for PgStore {
     }
 
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_ready_head.sql"))?;
-        let mut out = Vec::with_capacity(4);
-        for p in Priority::ALL {
-            if let Some(row) = self
-                .conn
-                .client
-                .query_opt(&st, &[&queue, &i64::from(p.get()), &now.as_millis()])
-                .map_err(map_err)?
-            {
+        let st = self.conn.stmt(include_str!("../sql/job_ready_heads.sql"))?;
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&queue, &now.as_millis()])
+            .map_err(map_err)?;
+        rows.iter()
+            .map(|row| {
                 let id = JobId(row.get(0));
-                out.push(Candidate {
+                Ok(Candidate {
                     id,
-                    priority: decode::priority(&row, 1, Some(id))?,
+                    priority: decode::priority(row, 1, Some(id))?,
                     ready_at: Timestamp::from_millis(row.get(2)),
-                });
-            }
-        }
-        Ok(out)
+                })
+            })
+            .collect()
     }
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
