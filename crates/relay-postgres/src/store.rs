@@ -60,6 +60,19 @@ fn i(v: u32) -> i64 {
 }
 
 impl Store for PgStore {
+    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_prune.sql"))?;
+        let n: i64 = self
+            .conn
+            .client
+            .query_one(&st, &[&before.as_millis()])
+            .map_err(map_err)?
+            .get(0);
+        let n = u64::try_from(n).unwrap_or(0);
+        self.changes += n;
+        Ok(n)
+    }
+
     fn notify_ready(&mut self) -> Result<(), StoreError> {
         self.exec(include_str!("../sql/notify_ready.sql"))
     }

@@ -22,6 +22,19 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
+    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let mut ev = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_prune_events.sql"))
+            .map_err(map_err)?;
+        ev.execute([before.as_millis()]).map_err(map_err)?;
+        let mut st = self
+            .conn
+            .prepare_cached(include_str!("../sql/job_prune.sql"))
+            .map_err(map_err)?;
+        Ok(st.execute([before.as_millis()]).map_err(map_err)? as u64)
+    }
+
     fn begin(&mut self) -> Result<(), StoreError> {
         self.exec("BEGIN IMMEDIATE")
     }

@@ -113,6 +113,9 @@ pub trait Store: Send {
     /// LEASED jobs whose lease expired at or before `now`, oldest expiry
     /// first, at most [`REAP_BATCH`] of them.
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
+    /// Deletes up to 1000 finished jobs (SUCCEEDED, DEAD, CANCELLED) that
+    /// finished before `before`, with their events; returns how many.
+    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError>;
     /// Tells other processes, when this transaction commits, that jobs
     /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.

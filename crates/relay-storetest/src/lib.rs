@@ -127,6 +127,7 @@ macro_rules! conformance {
             lifecycle::lease_wait_times_out_empty,
             lifecycle::async_api_round_trip,
             lifecycle::complete_batch_settles_each_job_alone,
+            lifecycle::finished_jobs_are_pruned_after_retention,
             fencing::expired_lease_is_lost_and_next_holder_acks,
             fencing::cancelled_lease_is_lost,
             fencing::extend_keeps_the_job,

@@ -351,3 +351,51 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
         .unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)));
 }
+
+pub fn finished_jobs_are_pruned_after_retention(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    options.retention = Some(Duration::from_secs(3600));
+    options.reap_interval = Duration::from_millis(20);
+    let relay = db.open(options).unwrap();
+    let ids: Vec<JobId> = (0..5)
+        .map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap())
+        .collect();
+    let leased = relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap();
+    relay.ack(leased[0].id, leased[0].token, None).unwrap();
+    relay.ack(leased[1].id, leased[1].token, None).unwrap();
+    relay.nack_permanent(leased[2].id, leased[2].token, "bad").unwrap();
+    relay.cancel(ids[3]).unwrap();
+    // ids[4] stays READY: never pruned, however old.
+    clock.advance(Duration::from_secs(2 * 3600));
+    let fresh = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
+    let fresh_lease = l.iter().find(|j| j.id == fresh).unwrap();
+    relay.ack(fresh, fresh_lease.token, None).unwrap();
+    // The engine prunes by itself on its idle ticks.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while relay.get(ids[3]).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "finished jobs were never pruned");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for id in &ids[..4] {
+        assert!(
+            matches!(relay.get(*id), Err(Error::NotFound { .. })),
+            "job {id} kept past retention"
+        );
+        assert!(matches!(relay.events(*id), Err(Error::NotFound { .. })));
+    }
+    assert!(relay.get(ids[4]).is_ok(), "an unfinished job is never pruned");
+    assert_eq!(
+        relay.get(fresh).unwrap().state(),
+        JobState::Succeeded,
+        "a recent one is kept"
+    );
+    assert_eq!(relay.prune(Duration::from_secs(3600)).unwrap(), 0);
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(
+        relay.prune(Duration::ZERO).unwrap(),
+        1,
+        "an explicit prune takes the recent one"
+    );
+}

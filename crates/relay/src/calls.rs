@@ -135,6 +135,10 @@ impl Engine {
         }))
     }
 
+    pub(crate) fn prune_op(&self, age: Duration) -> Pending<u64> {
+        Pending::new(false, move |store, ctx| ops::prune(store, ctx.now, age))
+    }
+
     pub(crate) fn reap_op(&self) -> Pending<usize> {
         Pending::new(false, ops::reap)
     }

@@ -120,6 +120,12 @@ pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usiz
     Ok(ids.len())
 }
 
+/// Deletes finished jobs older than `age` (up to 1000 a call).
+pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Duration) -> Result<u64> {
+    let before = Timestamp::from_millis(now.as_millis().saturating_sub(relay_core::time::duration_millis(age)));
+    Ok(store.job_prune(before)?)
+}
+
 /// Appends a user event to an existing job.
 pub(crate) fn append_event(store: &mut dyn Store, now: Timestamp, id: JobId, kind: &str, data: &str) -> Result<i64> {
     store.job_get_status(id)?.ok_or(Error::NotFound { id })?;

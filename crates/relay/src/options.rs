@@ -24,6 +24,10 @@ pub struct Options {
     pub queue_capacity: usize,
     /// How often an idle writer reclaims expired leases.
     pub reap_interval: Duration,
+    /// Finished jobs (SUCCEEDED, DEAD, CANCELLED) are deleted, with their
+    /// events, this long after they finished; `None` keeps them forever.
+    /// Keeps the jobs table (and its indexes) small.
+    pub retention: Option<Duration>,
     /// Longest a waiting `lease` sleeps before looking again. Submits in the
     /// same process wake it at once; this bounds how late it sees jobs
     /// submitted by other processes on the same file.
@@ -44,6 +48,7 @@ impl Default for Options {
             max_batch: 1024,
             queue_capacity: 8192,
             reap_interval: Duration::from_secs(1),
+            retention: Some(Duration::from_secs(7 * 24 * 3600)),
             poll_interval: Duration::from_millis(250),
             busy_timeout: Duration::from_secs(10),
             clock: Arc::new(SystemClock),

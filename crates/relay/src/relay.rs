@@ -176,6 +176,13 @@ impl Relay {
         self.engine.run(self.engine.append_event_op(id, kind, data)?)
     }
 
+    /// Deletes up to 1000 finished jobs that finished more than `age` ago,
+    /// with their events; returns how many. The engine does this by itself
+    /// with `Options::retention`; call it again while it returns 1000.
+    pub fn prune(&self, age: Duration) -> Result<u64> {
+        self.engine.run(self.engine.prune_op(age))
+    }
+
     /// Reclaims expired leases now (the engine also does this by itself).
     pub fn reap_expired(&self) -> Result<usize> {
         self.engine.run(self.engine.reap_op())

@@ -26,6 +26,8 @@ pub(crate) struct BatchCtx<'a> {
     rng: &'a mut fastrand::Rng,
     /// Set by an operation that made a job ready to lease now.
     pub woke: bool,
+    /// This batch also prunes finished jobs past their retention.
+    pub prune_due: bool,
 }
 
 impl BatchCtx<'_> {
@@ -126,6 +128,9 @@ pub(crate) fn reply_loop(
     }
 }
 
+/// How often finished jobs past their retention are pruned.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Batches this small are answered by the writer itself.
 const REPLY_INLINE_MAX: usize = 2;
 
@@ -154,6 +159,7 @@ impl Writer {
         let mut rng = fastrand::Rng::new();
         let mut batch: Vec<Box<dyn Operation>> = Vec::with_capacity(self.options.max_batch);
         let mut last_reap = Timestamp::from_millis(i64::MIN);
+        let mut last_prune = Timestamp::from_millis(i64::MIN);
         loop {
             match self.rx.recv_timeout(self.options.reap_interval) {
                 Ok(op) => batch.push(op),
@@ -171,7 +177,11 @@ impl Writer {
             if reap {
                 last_reap = now;
             }
-            self.execute(&mut batch, now, reap, &mut rng);
+            let prune = reap && now >= last_prune.plus(PRUNE_EVERY);
+            if prune {
+                last_prune = now;
+            }
+            self.execute(&mut batch, now, (reap, prune), &mut rng);
         }
         tracing::debug!("relay writer stopped");
     }
@@ -195,7 +205,13 @@ impl Writer {
         }
     }
 
-    fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>, now: Timestamp, reap: bool, rng: &mut fastrand::Rng) {
+    fn execute(
+        &mut self,
+        batch: &mut Vec<Box<dyn Operation>>,
+        now: Timestamp,
+        (reap, prune_due): (bool, bool),
+        rng: &mut fastrand::Rng,
+    ) {
         let mut skip = vec![false; batch.len()];
         let (outcome, woke) = loop {
             let mut ctx = BatchCtx {
@@ -203,6 +219,7 @@ impl Writer {
                 options: &self.options,
                 rng: &mut *rng,
                 woke: false,
+                prune_due,
             };
             match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
                 Ok(reaped) => {
@@ -276,6 +293,14 @@ fn apply_all(
             Ok(n) => reaped = n,
             Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
             Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
+        }
+        if let Some(age) = ctx.options.retention.filter(|_| ctx.prune_due) {
+            match ops::prune(store, ctx.now, age) {
+                Ok(n) if n > 0 => tracing::debug!(count = n, "pruned finished jobs"),
+                Ok(_) => {}
+                Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
+                Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed; will try again"),
+            }
         }
     }
     for (i, op) in batch.iter_mut().enumerate() {

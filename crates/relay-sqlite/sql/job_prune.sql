@@ -1,0 +1,4 @@
+DELETE FROM jobs WHERE id IN (
+    SELECT id FROM (SELECT id, state, finished_at FROM jobs ORDER BY id LIMIT 5000)
+    WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED') AND finished_at < +?1
+    LIMIT 1000)
