@@ -179,3 +179,26 @@ fn bad_flags_are_refused() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--database PATH is required"));
 }
+
+#[test]
+fn postgres_databases_run_and_a_used_one_is_refused() {
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let out = bench(&[
+        "--jobs",
+        "200",
+        "--workers",
+        "2",
+        "--concurrency",
+        "4",
+        "--no-floor",
+        "--json",
+        "--database",
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((r["verified"].as_bool(), r["jobs"].as_u64()), (Some(true), Some(200)));
+    let again = bench(&["--jobs", "20", "--no-floor", "--database", &url]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("already holds 200 jobs"), "{}", stderr(&again));
+}

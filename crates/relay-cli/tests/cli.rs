@@ -302,3 +302,27 @@ fn demo_runs_and_reports() {
     let again = relay(&db.path, &["demo"]);
     fails(&again, 2, "already exists");
 }
+
+#[test]
+fn a_postgres_url_works_wherever_a_path_does() {
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let run = |args: &[&str]| {
+        Command::new(RELAY)
+            .args(["--db", &url])
+            .args(args)
+            .env_remove("RELAY_DB")
+            .output()
+            .unwrap()
+    };
+    let id = ok(&run(&["submit", "--queue", "q", "--kind", "k", "on postgres"]));
+    assert_eq!(id.trim(), "1");
+    let lease = ok(&run(&["lease", "--queue", "q"]));
+    assert_eq!(
+        lease.trim_end().split('\t').collect::<Vec<_>>(),
+        ["1", "1", "k", "1", "on postgres"]
+    );
+    assert_eq!(ok(&run(&["ack", "1", "--token", "1"])).trim(), "job 1 SUCCEEDED");
+    let stats = json_lines(&run(&["--json", "stats"]));
+    assert_eq!(stats[0]["queues"]["q"]["SUCCEEDED"], 1);
+    fails(&run(&["show", "5"]), 3, "job 5 not found");
+}
