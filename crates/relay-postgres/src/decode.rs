@@ -4,7 +4,8 @@
 
 use postgres::types::FromSql;
 use postgres::Row;
-use relay_core::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, Timestamp};
+use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 
 fn get<'a, T: FromSql<'a>>(row: &'a Row, i: usize, name: &str, job: Option<JobId>) -> Result<T, StoreError> {
@@ -12,63 +13,25 @@ fn get<'a, T: FromSql<'a>>(row: &'a Row, i: usize, name: &str, job: Option<JobId
         .map_err(|e| StoreError::corrupt(job, format!("column {name}: {e}")))
 }
 
-fn count(v: i64, name: &str, job: Option<JobId>) -> Result<u32, StoreError> {
-    u32::try_from(v).map_err(|_| StoreError::corrupt(job, format!("column {name}: {v} is out of range")))
-}
-
 pub(crate) fn priority(row: &Row, i: usize, job: Option<JobId>) -> Result<Priority, StoreError> {
-    let v: i64 = get(row, i, "priority", job)?;
-    u8::try_from(v)
-        .ok()
-        .and_then(Priority::new)
-        .ok_or_else(|| StoreError::corrupt(job, format!("column priority: {v} is outside 0-3")))
+    relay_store::decode::priority(job, get(row, i, "priority", job)?)
 }
 
 /// The status columns from `at`: state, attempts, max_attempts, ready_at,
 /// finished_at, lease_token, lease_expires_at, leased_by, last_error.
 pub(crate) fn status(row: &Row, at: usize, job: Option<JobId>) -> Result<JobStatus, StoreError> {
-    let raw: String = get(row, at, "state", job)?;
-    let state = JobState::parse(&raw)
-        .ok_or_else(|| StoreError::corrupt(job, format!("column state: unknown state {raw:?}")))?;
-    let max_attempts = count(get(row, at + 2, "max_attempts", job)?, "max_attempts", job)?;
-    if max_attempts == 0 {
-        return Err(StoreError::corrupt(job, "column max_attempts: 0"));
-    }
-    let finished_at = get::<Option<i64>>(row, at + 4, "finished_at", job)?.map(Timestamp::from_millis);
-    if state.is_finished() != finished_at.is_some() {
-        return Err(StoreError::corrupt(
-            job,
-            format!("{state} job with finished_at {finished_at:?}"),
-        ));
-    }
-    let last_token = LeaseToken(get(row, at + 5, "lease_token", job)?);
-    let expires: Option<i64> = get(row, at + 6, "lease_expires_at", job)?;
-    let worker: Option<String> = get(row, at + 7, "leased_by", job)?;
-    let lease = match (state, expires, worker) {
-        (JobState::Leased, Some(e), Some(worker)) => Some(Lease {
-            token: last_token,
-            expires_at: Timestamp::from_millis(e),
-            worker,
-        }),
-        (JobState::Leased, e, w) => {
-            return Err(StoreError::corrupt(
-                job,
-                format!("LEASED job without a lease (lease_expires_at {e:?}, leased_by {w:?})"),
-            ))
-        }
-        (_, None, None) => None,
-        _ => return Err(StoreError::corrupt(job, format!("{state} job holds a lease"))),
-    };
-    Ok(JobStatus {
-        state,
-        attempts: count(get(row, at + 1, "attempts", job)?, "attempts", job)?,
-        max_attempts,
-        ready_at: Timestamp::from_millis(get(row, at + 3, "ready_at", job)?),
-        finished_at,
-        last_token,
-        lease,
+    RawStatus {
+        state: get(row, at, "state", job)?,
+        attempts: get(row, at + 1, "attempts", job)?,
+        max_attempts: get(row, at + 2, "max_attempts", job)?,
+        ready_at: get(row, at + 3, "ready_at", job)?,
+        finished_at: get(row, at + 4, "finished_at", job)?,
+        lease_token: get(row, at + 5, "lease_token", job)?,
+        lease_expires_at: get(row, at + 6, "lease_expires_at", job)?,
+        leased_by: get(row, at + 7, "leased_by", job)?,
         last_error: get(row, at + 8, "last_error", job)?,
-    })
+    }
+    .decode(job)
 }
 
 /// A row of `sql/job_get.sql`'s columns.

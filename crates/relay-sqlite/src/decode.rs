@@ -1,7 +1,8 @@
 //! Strict row decoding: every column must hold exactly the type and range
 //! the schema promises, or the row is reported as `Corrupt`, naming the job.
 
-use relay_core::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, Timestamp};
+use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 use rusqlite::types::ValueRef;
 use rusqlite::Row;
@@ -68,65 +69,26 @@ impl<'a, 'r> Cols<'a, 'r> {
         }
     }
 
-    fn count(&self, i: usize, name: &str) -> Result<u32, StoreError> {
-        let v = self.int(i, name)?;
-        u32::try_from(v).map_err(|_| StoreError::corrupt(self.job, format!("column {name}: {v} is out of range")))
-    }
-
     /// The status columns, starting at column `at` in this order: state,
     /// attempts, max_attempts, ready_at, finished_at, lease_token,
     /// lease_expires_at, leased_by, last_error.
     pub(crate) fn status(&self, at: usize) -> Result<JobStatus, StoreError> {
-        let raw = self.text(at, "state")?;
-        let state = JobState::parse(&raw)
-            .ok_or_else(|| StoreError::corrupt(self.job, format!("column state: unknown state {raw:?}")))?;
-        let max_attempts = self.count(at + 2, "max_attempts")?;
-        if max_attempts == 0 {
-            return Err(StoreError::corrupt(self.job, "column max_attempts: 0"));
-        }
-        let finished_at = self.opt_int(at + 4, "finished_at")?.map(Timestamp::from_millis);
-        if state.is_finished() != finished_at.is_some() {
-            return Err(StoreError::corrupt(
-                self.job,
-                format!("{state} job with finished_at {finished_at:?}"),
-            ));
-        }
-        let last_token = LeaseToken(self.int(at + 5, "lease_token")?);
-        let expires = self.opt_int(at + 6, "lease_expires_at")?;
-        let worker = self.opt_text(at + 7, "leased_by")?;
-        let lease = match (state, expires, worker) {
-            (JobState::Leased, Some(e), Some(worker)) => Some(Lease {
-                token: last_token,
-                expires_at: Timestamp::from_millis(e),
-                worker,
-            }),
-            (JobState::Leased, e, w) => {
-                return Err(StoreError::corrupt(
-                    self.job,
-                    format!("LEASED job without a lease (lease_expires_at {e:?}, leased_by {w:?})"),
-                ))
-            }
-            (_, None, None) => None,
-            (_, _, _) => return Err(StoreError::corrupt(self.job, format!("{state} job holds a lease"))),
-        };
-        Ok(JobStatus {
-            state,
-            attempts: self.count(at + 1, "attempts")?,
-            max_attempts,
-            ready_at: Timestamp::from_millis(self.int(at + 3, "ready_at")?),
-            finished_at,
-            last_token,
-            lease,
+        RawStatus {
+            state: self.text(at, "state")?,
+            attempts: self.int(at + 1, "attempts")?,
+            max_attempts: self.int(at + 2, "max_attempts")?,
+            ready_at: self.int(at + 3, "ready_at")?,
+            finished_at: self.opt_int(at + 4, "finished_at")?,
+            lease_token: self.int(at + 5, "lease_token")?,
+            lease_expires_at: self.opt_int(at + 6, "lease_expires_at")?,
+            leased_by: self.opt_text(at + 7, "leased_by")?,
             last_error: self.opt_text(at + 8, "last_error")?,
-        })
+        }
+        .decode(self.job)
     }
 
     pub(crate) fn priority(&self, i: usize) -> Result<Priority, StoreError> {
-        let v = self.int(i, "priority")?;
-        u8::try_from(v)
-            .ok()
-            .and_then(Priority::new)
-            .ok_or_else(|| StoreError::corrupt(self.job, format!("column priority: {v} is outside 0-3")))
+        relay_store::decode::priority(self.job, self.int(i, "priority")?)
     }
 }
 

@@ -19,6 +19,7 @@ use relay_core::{Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priorit
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod decode;
 mod error;
 pub use error::StoreError;
 
