@@ -45,12 +45,21 @@ pub fn run(db: Option<PathBuf>, args: &DemoArgs, out: &Out) -> Result<(), CliErr
         aging_interval: Duration::from_secs(2),
         ..Options::default()
     };
-    let relay = Relay::open_with(&path, options)?;
-    if !out.is_json() {
-        out.line(&format!(
-            "Relay demo: {} (SQLite, WAL, synchronous=FULL)\n",
+    let relay = Relay::connect(&path.to_string_lossy(), options)?;
+    let jobs: u64 = relay.stats()?.queues.values().flat_map(|q| q.counts.values()).sum();
+    if jobs > 0 {
+        return Err(CliError::Usage(format!(
+            "{} already holds {jobs} jobs: the demo makes a new database; pass --db with a new one",
             path.display()
-        ));
+        )));
+    }
+    if !out.is_json() {
+        let store = if relay::is_postgres_url(&path.to_string_lossy()) {
+            "PostgreSQL"
+        } else {
+            "SQLite, WAL, synchronous=FULL"
+        };
+        out.line(&format!("Relay demo: {} ({store})\n", path.display()));
     }
     let (submit_time, poison) = submit_all(&relay, args)?;
     let total = u64::from(args.jobs) + 1;

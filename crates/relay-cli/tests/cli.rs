@@ -325,4 +325,16 @@ fn a_postgres_url_works_wherever_a_path_does() {
     let stats = json_lines(&run(&["--json", "stats"]));
     assert_eq!(stats[0]["queues"]["q"]["SUCCEEDED"], 1);
     fails(&run(&["show", "5"]), 3, "job 5 not found");
+    // The demo refuses a database that holds jobs, and runs on a new one.
+    fails(&run(&["demo", "--jobs", "50"]), 2, "already holds 1 jobs");
+    let fresh = relay_storetest::pg::PgServer::shared().new_database();
+    let out = Command::new(RELAY)
+        .args(["--db", &fresh, "demo", "--jobs", "100", "--workers", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("(PostgreSQL)") && text.contains("succeeded 100"),
+        "{text}"
+    );
 }
