@@ -4,7 +4,7 @@ use crate::connect::map_err;
 use crate::decode;
 use postgres::{Client, Statement};
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Event, JobFilter, JobInsert, JobSetStatus, QueueStats, Store, StoreError, StoreReader};
+use relay_store::{Event, EventWrite, JobFilter, JobInsert, JobSetStatus, QueueStats, Store, StoreError, StoreReader};
 use std::collections::{BTreeMap, HashMap};
 
 /// A connection with its prepared statements (prepared once, by SQL text).
@@ -60,6 +60,41 @@ fn i(v: u32) -> i64 {
 }
 
 impl Store for PgStore {
+    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_transition.sql"))?;
+        let s = p.status;
+        let lease = s.lease.as_ref();
+        let row = self
+            .conn
+            .client
+            .query_one(
+                &st,
+                &[
+                    &p.id.0,
+                    &p.expect_state.as_str(),
+                    &p.expect_token.0,
+                    &s.state.as_str(),
+                    &i(s.attempts),
+                    &s.ready_at.as_millis(),
+                    &s.finished_at.map(Timestamp::as_millis),
+                    &s.last_token.0,
+                    &lease.map(|l| l.expires_at.as_millis()),
+                    &lease.map(|l| l.worker.as_str()),
+                    &s.last_error.as_deref(),
+                    &p.result,
+                    &event.map_or(0, |e| e.at.as_millis()),
+                    &event.map(|e| e.kind),
+                    &event.map_or("", |e| e.data),
+                ],
+            )
+            .map_err(map_err)?;
+        let matched = row.get::<_, i64>(0) == 1;
+        if matched {
+            self.changes += 1 + u64::from(event.is_some());
+        }
+        Ok(matched)
+    }
+
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_prune.sql"))?;
         let n: i64 = self

@@ -6,7 +6,7 @@ use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
 use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Timestamp};
-use relay_store::{JobInsert, JobSetStatus, Store};
+use relay_store::{EventWrite, JobInsert, JobSetStatus, Store};
 
 pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
@@ -155,11 +155,14 @@ fn persist(
         status: &next.status,
         result,
     };
-    if !store.job_set_status(&guarded)? {
+    let data = next.event.as_ref().map(|e| e.data.to_string());
+    let event = next.event.as_ref().zip(data.as_deref()).map(|(e, data)| EventWrite {
+        at: now,
+        kind: e.kind,
+        data,
+    });
+    if !store.job_transition(&guarded, event)? {
         return Err(Error::LeaseLost { id });
-    }
-    if let Some(ev) = &next.event {
-        store.event_append(id, now, ev.kind, &ev.data.to_string())?;
     }
     Ok(())
 }
