@@ -1,4 +1,4 @@
--- The guarded status write and its event in one round trip. The event is
+-- The guarded status write (and its event, if any) in one round trip. The event is
 -- appended only when the guard matched (and a kind is given); the count
 -- says whether it did.
 WITH u AS (

@@ -177,32 +177,8 @@ impl Store for PgStore {
     }
 
     fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_set_status.sql"))?;
-        let s = p.status;
-        let lease = s.lease.as_ref();
-        let n = self
-            .conn
-            .client
-            .execute(
-                &st,
-                &[
-                    &p.id.0,
-                    &p.expect_state.as_str(),
-                    &p.expect_token.0,
-                    &s.state.as_str(),
-                    &i(s.attempts),
-                    &s.ready_at.as_millis(),
-                    &s.finished_at.map(Timestamp::as_millis),
-                    &s.last_token.0,
-                    &lease.map(|l| l.expires_at.as_millis()),
-                    &lease.map(|l| l.worker.as_str()),
-                    &s.last_error.as_deref(),
-                    &p.result,
-                ],
-            )
-            .map_err(map_err)?;
-        self.changes += n;
-        Ok(n == 1)
+        // The same guarded write, without an event.
+        self.job_transition(p, None)
     }
 
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {

@@ -34,11 +34,6 @@ fn put_bytes(obj: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
     }
 }
 
-/// `base64:` and the bytes in base64, for text output of binary payloads.
-pub fn leased_payload_base64(b: &[u8]) -> String {
-    format!("base64:{}", base64::engine::general_purpose::STANDARD.encode(b))
-}
-
 pub fn job(j: &Job) -> Value {
     let s = &j.status;
     let lease = s.lease.as_ref();
