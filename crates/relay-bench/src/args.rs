@@ -48,6 +48,11 @@ pub struct Args {
     /// unacknowledged (the run must then fail).
     #[arg(long, hide = true, default_value_t = 0)]
     pub fault_skip_ack_every: u64,
+    /// SQLite: commit the old way, each `COMMIT` waiting for its own fsync
+    /// (`synchronous=FULL`), instead of splitting the fsync off the writer.
+    /// For comparing the two.
+    #[arg(long)]
+    pub no_split_commit: bool,
     /// Lease and ack from this many Relay processes (each with
     /// workers x concurrency threads) on the same database. Useful with
     /// PostgreSQL; with SQLite they share the file's write lock.
@@ -60,6 +65,13 @@ pub struct Args {
 }
 
 impl Args {
+    pub fn options(&self) -> relay::Options {
+        relay::Options {
+            split_commit: !self.no_split_commit,
+            ..relay::Options::default()
+        }
+    }
+
     pub fn threads(&self) -> u32 {
         self.workers.saturating_mul(self.concurrency)
     }

@@ -53,6 +53,9 @@ pub fn run(args: &Args) -> Result<(), String> {
         if args.no_floor {
             cmd.arg("--no-floor");
         }
+        if args.no_split_commit {
+            cmd.arg("--no-split-commit");
+        }
         if args.priorities {
             cmd.arg("--priorities");
         }

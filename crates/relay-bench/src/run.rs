@@ -93,8 +93,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         progress(args, "measuring the disk's write+fsync floor");
         Some(floor::measure(dir).map_err(|e| format!("cannot measure the fsync floor in {}: {e}", dir.display()))?)
     };
-    let relay = Relay::connect(&target, relay::Options::default())
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let relay = Relay::connect(&target, args.options()).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     if postgres {
         check_empty(&relay, &target)?;
     }
@@ -105,7 +104,10 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         args,
         &format!("submitting {} jobs from {} threads", args.jobs, args.threads()),
     );
+    let before = relay.metrics();
     let submit = submit_phase(&relay, args)?;
+    let after_submit = relay.metrics();
+    progress(args, &writer_line("submit", &before, &after_submit));
     progress(
         args,
         &format!("leasing and acking {} jobs from {} threads", args.jobs, args.threads()),
@@ -115,6 +117,9 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     } else {
         lease_ack_phase(&relay, args)?
     };
+    if args.processes <= 1 {
+        progress(args, &writer_line("lease+ack", &after_submit, &relay.metrics()));
+    }
     verify(&relay, args, leased)?;
     Ok(Report {
         workers: args.workers,
@@ -129,6 +134,23 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         depth: args.depth,
         payload_bytes: args.payload_bytes,
     })
+}
+
+/// How the writer batched a phase: commits, operations per commit, fsyncs.
+fn writer_line(phase: &str, a: &relay::Metrics, b: &relay::Metrics) -> String {
+    let commits = b.commits - a.commits;
+    let ops = b.operations - a.operations;
+    let syncs = b.syncs - a.syncs;
+    let per = if commits == 0 { 0.0 } else { ops as f64 / commits as f64 };
+    let sync_note = if syncs == 0 {
+        "each commit synced itself".to_owned()
+    } else {
+        format!(
+            "{syncs} separate fsyncs ({:.1} commits each)",
+            commits as f64 / syncs as f64
+        )
+    };
+    format!("{phase}: {commits} commits, {per:.1} operations each; {sync_note}")
 }
 
 fn progress(args: &Args, what: &str) {
@@ -296,6 +318,7 @@ fn lease_ack_processes(args: &Args, target: &str) -> Result<(Phase, u64), String
                     &args.concurrency.to_string(),
                 ])
                 .args(["--jobs", &args.jobs.to_string()])
+                .args(args.no_split_commit.then_some("--no-split-commit"))
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start a lease+ack process: {e}"))
@@ -331,7 +354,7 @@ pub fn lease_ack_child(args: &Args) -> Result<(), String> {
         .as_ref()
         .map(|p| p.to_string_lossy().into_owned())
         .ok_or("--database is required")?;
-    let relay = Relay::connect(&target, relay::Options::default()).map_err(|e| e.to_string())?;
+    let relay = Relay::connect(&target, args.options()).map_err(|e| e.to_string())?;
     let leased = AtomicU64::new(0);
     let (samples, _) = on_threads(args, |t| {
         let req = LeaseRequest::new([QUEUE])

@@ -70,7 +70,26 @@ pub struct TransitionCtx<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
     pub kind: &'static str,
-    pub data: Value,
+    /// A JSON object, as text (what the store writes).
+    pub data: String,
+}
+
+/// The data of a "leased" event (fields in the order a JSON map sorts them,
+/// as every other event's). A struct rather than `json!`: a claim's event is
+/// on the writer's hottest path, and building a map cost ~5% of its time.
+#[derive(serde::Serialize)]
+struct LeasedData<'a> {
+    attempt: u32,
+    expires_at: String,
+    token: i64,
+    worker: &'a str,
+}
+
+/// The data of a "succeeded" event.
+#[derive(serde::Serialize)]
+struct AckedData {
+    attempt: u32,
+    token: i64,
 }
 
 /// What the store must persist.
@@ -128,18 +147,23 @@ pub fn transition(
                 expires_at,
                 worker: worker.to_owned(),
             });
-            let data = json!({"attempt": s.attempts, "token": token.0, "worker": worker, "expires_at": expires_at.to_rfc3339()});
+            let data = LeasedData {
+                attempt: s.attempts,
+                expires_at: expires_at.to_rfc3339(),
+                token: token.0,
+                worker,
+            };
             Ok(update(s, "leased", data))
         }
         Action::Ack { token } => {
             holder(id, cur, token, now)?;
             let mut s = finish(cur, JobState::Succeeded, now);
             s.last_error = cur.last_error.clone();
-            Ok(update(
-                s,
-                "succeeded",
-                json!({"attempt": cur.attempts, "token": token.0}),
-            ))
+            let data = AckedData {
+                attempt: cur.attempts,
+                token: token.0,
+            };
+            Ok(update(s, "succeeded", data))
         }
         Action::Nack {
             token,
@@ -227,7 +251,10 @@ pub fn transition(
     }
 }
 
-fn update(status: JobStatus, kind: &'static str, data: Value) -> Next {
+fn update(status: JobStatus, kind: &'static str, data: impl serde::Serialize) -> Next {
+    // Serializing these maps and structs (string keys, numbers, strings)
+    // cannot fail; an empty object would still be valid event data.
+    let data = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_owned());
     Next {
         status,
         event: Some(EventRecord { kind, data }),

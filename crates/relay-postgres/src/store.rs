@@ -148,6 +148,9 @@ impl Store for PgStore {
                     &j.created_at.as_millis(),
                     &j.unique_key,
                     &s.last_token.0,
+                    &j.event.map(|e| e.at.as_millis()),
+                    &j.event.map(|e| e.kind),
+                    &j.event.map(|e| e.data),
                 ],
             )
             .map_err(map_err)?;

@@ -40,6 +40,14 @@ pub struct Settings {
     /// Caps the database at this many pages (SQLite's `max_page_count`):
     /// past it, writes fail as if the disk were full. For tests of that path.
     pub max_page_count: Option<u32>,
+    /// Splits the writer's commit in two (see `docs/ARCHITECTURE.md`,
+    /// "Split commit"): `COMMIT` runs with `synchronous=NORMAL` and only
+    /// writes the WAL; the engine then fsyncs the WAL through
+    /// [`relay_store::Store::syncer`] before it answers anyone, while the
+    /// writer already applies the next batch. Every answered change is as
+    /// durable as with `synchronous=FULL`. `false`: `synchronous=FULL`, each
+    /// `COMMIT` waits for its own fsync.
+    pub split_commit: bool,
 }
 
 impl Default for Settings {
@@ -47,6 +55,7 @@ impl Default for Settings {
         Self {
             busy_timeout: Duration::from_secs(10),
             max_page_count: None,
+            split_commit: true,
         }
     }
 }
@@ -69,7 +78,11 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
     match target {
         Target::File(_) => {
             set_pragma(&conn, "journal_mode", "WAL", "wal")?;
-            set_pragma(&conn, "synchronous", "FULL", "2")?;
+            if writer && settings.split_commit {
+                set_pragma(&conn, "synchronous", "NORMAL", "1")?;
+            } else {
+                set_pragma(&conn, "synchronous", "FULL", "2")?;
+            }
         }
         Target::Memory(_) => {}
     }

@@ -1,7 +1,10 @@
 //! Relay's embedded store: one SQLite file.
 //!
-//! The file runs in WAL mode with `synchronous=FULL`; both settings are read
-//! back after they are set and opening fails if either did not take. The
+//! The file runs in WAL mode; the writer commits with `synchronous=NORMAL`
+//! and the engine fsyncs the WAL (through [`Store::syncer`]) before it
+//! answers, so that the next batch is applied while the disk flushes this
+//! one (`Settings::split_commit`; off: `synchronous=FULL`). Every setting is
+//! read back after it is set and opening fails if one did not take. The
 //! schema is created and migrated on open (`PRAGMA user_version`); a file
 //! written by a newer Relay, or a file that is not a Relay database, is
 //! refused without being modified. Rows are decoded strictly: a row that
@@ -23,12 +26,14 @@
 mod connection;
 mod decode;
 mod reader;
+mod sync;
 mod writer;
 
 pub use connection::{Settings, Target, SCHEMA_VERSION};
-use relay_store::{Backend, Store, StoreError, StoreReader};
+use relay_store::{Backend, Store, StoreError, StoreReader, Syncer};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Opens connections to one SQLite database.
 #[derive(Debug, Clone)]
@@ -71,7 +76,16 @@ impl SqliteBackend {
 impl Backend for SqliteBackend {
     fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
         let conn = connection::open(&self.target, &self.settings, true)?;
-        Ok(Box::new(writer::SqliteStore { conn }))
+        let syncer = match &self.target {
+            Target::File(_) if self.settings.split_commit => {
+                let wal = sync::WalSyncer::open(&conn)?;
+                // The schema may have just been written without an fsync.
+                wal.sync()?;
+                Some(Arc::new(wal) as Arc<dyn Syncer>)
+            }
+            _ => None,
+        };
+        Ok(Box::new(writer::SqliteStore { conn, syncer }))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

@@ -64,7 +64,8 @@ fn other_hot_statements_seek() {
         "job_find_active_by_key",
         include_str!("../sql/job_find_active_by_key.sql"),
     );
-    assert_seeks_only("event_append", include_str!("../sql/event_append.sql"));
+    assert_seeks_only("event_next_seq", include_str!("../sql/event_next_seq.sql"));
+    assert_seeks_only("event_append_next", include_str!("../sql/event_append_next.sql"));
     assert_seeks_only("job_get_status", include_str!("../sql/job_get_status.sql"));
     assert_seeks_only("job_set_status", include_str!("../sql/job_set_status.sql"));
 }
@@ -80,7 +81,9 @@ fn hot_statements_are_never_reprepared() {
         ("job_ready_heads", include_str!("../sql/job_ready_heads.sql")),
         ("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql")),
         ("job_expired_leases", include_str!("../sql/job_expired_leases.sql")),
+        ("event_next_seq", include_str!("../sql/event_next_seq.sql")),
         ("event_append", include_str!("../sql/event_append.sql")),
+        ("event_append_next", include_str!("../sql/event_append_next.sql")),
         ("job_get", include_str!("../sql/job_get.sql")),
         ("job_get_status", include_str!("../sql/job_get_status.sql")),
         ("job_set_status", include_str!("../sql/job_set_status.sql")),

@@ -33,6 +33,8 @@ pub struct JobInsert<'a> {
     pub unique_key: Option<&'a str>,
     pub created_at: Timestamp,
     pub status: &'a JobStatus,
+    /// The job's first event (number 1), written with it.
+    pub event: Option<EventWrite<'a>>,
 }
 
 /// A guarded status write: it applies only while the stored job is still in
@@ -99,13 +101,24 @@ pub trait Store: Send {
     /// Starts the batch's transaction, taking the store's write lock (waiting
     /// up to the busy timeout for other processes).
     fn begin(&mut self) -> Result<(), StoreError>;
-    /// Makes the batch durable. An error here means "maybe applied".
+    /// Ends the batch's transaction. An error here means "maybe applied".
+    /// Durable on return unless the store has a [`Store::syncer`]: then
+    /// the commit is only written, and durable once a later
+    /// [`Syncer::sync`] returns.
     fn commit(&mut self) -> Result<(), StoreError>;
+    /// Where a store splits its commit in two (write now, make durable
+    /// later), the handle that does the second half from another thread, so
+    /// the writer can apply the next batch while the disk flushes this one.
+    /// `None` (the default): [`Store::commit`] is durable by itself.
+    fn syncer(&self) -> Option<std::sync::Arc<dyn Syncer>> {
+        None
+    }
     fn rollback(&mut self) -> Result<(), StoreError>;
     /// Rows inserted, updated or deleted by this connection so far; a
     /// statement that failed adds nothing.
     fn changes(&self) -> u64;
 
+    /// Inserts a new job and, when given, its first event.
     fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError>;
     /// The unfinished (READY or LEASED) job holding `key`, if any.
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;
@@ -144,6 +157,15 @@ pub trait Store: Send {
     fn notify_ready(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// Makes durable everything its store had committed when `sync` was
+/// called: commits are written in order, so one sync covers every commit
+/// before it (the second half of a split commit, see [`Store::syncer`]).
+pub trait Syncer: Send + Sync {
+    /// An error means the disk may have dropped written commits: the
+    /// engine answers their callers "maybe applied" and writes nothing more.
+    fn sync(&self) -> Result<(), StoreError>;
 }
 
 /// A read connection, used beside the writer.

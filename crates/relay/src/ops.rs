@@ -18,6 +18,8 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
             }
         }
         let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
+        let data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()})
+            .to_string();
         let id = store.job_insert(&JobInsert {
             queue: &j.queue,
             kind: &j.kind,
@@ -26,9 +28,12 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
             unique_key: j.unique_key.as_deref(),
             created_at: ctx.now,
             status: &status,
+            event: Some(EventWrite {
+                at: ctx.now,
+                kind: "submitted",
+                data: &data,
+            }),
         })?;
-        let data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
-        store.event_append(id, ctx.now, "submitted", &data.to_string())?;
         ctx.woke |= j.ready_at <= ctx.now;
         ids.push(id);
     }
@@ -155,11 +160,10 @@ fn persist(
         status: &next.status,
         result,
     };
-    let data = next.event.as_ref().map(|e| e.data.to_string());
-    let event = next.event.as_ref().zip(data.as_deref()).map(|(e, data)| EventWrite {
+    let event = next.event.as_ref().map(|e| EventWrite {
         at: now,
         kind: e.kind,
-        data,
+        data: &e.data,
     });
     if !store.job_transition(&guarded, event)? {
         return Err(Error::LeaseLost { id });

@@ -34,6 +34,14 @@ pub struct Options {
     pub poll_interval: Duration,
     /// How long to wait for another process's write lock.
     pub busy_timeout: Duration,
+    /// SQLite files: split each commit into its write and its fsync, so the
+    /// writer applies the next batch while the disk flushes this one
+    /// (ARCHITECTURE.md, "Split commit"). Nobody is answered before the
+    /// fsync that covers their change, and this process's reads wait for
+    /// it too; another process reading the same file may see a change up to
+    /// one fsync before it is durable. `false`: `synchronous=FULL`, each
+    /// commit waits for its own fsync (slower under load).
+    pub split_commit: bool,
     /// Where time comes from (tests inject a `ManualClock`).
     pub clock: Arc<dyn Clock>,
 }
@@ -51,6 +59,7 @@ impl Default for Options {
             retention: Some(Duration::from_secs(7 * 24 * 3600)),
             poll_interval: Duration::from_millis(250),
             busy_timeout: Duration::from_secs(10),
+            split_commit: true,
             clock: Arc::new(SystemClock),
         }
     }

@@ -54,6 +54,7 @@ impl Relay {
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
         let backend = SqliteBackend::file(path.as_ref()).with_settings(Settings {
             busy_timeout: options.busy_timeout,
+            split_commit: options.split_commit,
             ..Settings::default()
         });
         Self::with_backend(Arc::new(backend), options)

@@ -168,14 +168,15 @@ fn nack_backs_off_then_dies_with_error() {
     assert_eq!(n.status.ready_at, T0.plus(Duration::from_secs(1)));
     assert_eq!(n.status.last_error.as_deref(), Some("disk on fire"));
     assert!(n.status.lease.is_none());
-    let ev = n.event.unwrap();
-    assert_eq!(ev.data["error"], "disk on fire");
+    let ev: serde_json::Value = serde_json::from_str(&n.event.unwrap().data).unwrap();
+    assert_eq!(ev["error"], "disk on fire");
 
     s.attempts = 3;
     let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
     assert_eq!(n.status.state, JobState::Dead);
     assert_eq!(n.status.finished_at, Some(T0));
-    assert_eq!(n.event.unwrap().data["dead"], true);
+    let ev: serde_json::Value = serde_json::from_str(&n.event.unwrap().data).unwrap();
+    assert_eq!(ev["dead"], true);
 }
 
 #[test]
@@ -264,4 +265,26 @@ fn retry_resets_attempts() {
     s.attempts = 3;
     let n = transition(JobId(1), &s, Action::Retry, &ctx(&p, T0)).unwrap();
     assert_eq!((n.status.attempts, n.status.finished_at), (0, None));
+}
+
+#[test]
+fn lease_and_ack_events_are_json_objects_with_sorted_keys() {
+    let p = RetryPolicy::default();
+    let s = JobStatus::new_ready(T0, 3);
+    let lease = Action::Lease {
+        worker: "w\"1",
+        lease_for: Duration::from_secs(30),
+    };
+    let n = transition(JobId(1), &s, lease, &ctx(&p, T0)).unwrap();
+    let ev = n.event.unwrap();
+    assert_eq!(ev.kind, "leased");
+    let v: serde_json::Value = serde_json::from_str(&ev.data).unwrap();
+    assert_eq!(v["worker"], "w\"1");
+    assert_eq!(v["attempt"], 1);
+    assert_eq!(v["token"], 1);
+    let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["attempt", "expires_at", "token", "worker"]);
+    let ack = Action::Ack { token: LeaseToken(1) };
+    let n = transition(JobId(1), &n.status, ack, &ctx(&p, T0)).unwrap();
+    assert_eq!(n.event.unwrap().data, r#"{"attempt":1,"token":1}"#);
 }

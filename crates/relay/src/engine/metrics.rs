@@ -8,12 +8,13 @@ pub(crate) struct Counters {
     operations: AtomicU64,
     failed_commits: AtomicU64,
     largest_batch: AtomicU64,
+    syncs: AtomicU64,
 }
 
 /// A snapshot of the writer's counters since this Relay was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Metrics {
-    /// Durable commits made (each one fsync of the WAL).
+    /// Commits that wrote something.
     pub commits: u64,
     /// Operations those commits carried.
     pub operations: u64,
@@ -21,6 +22,10 @@ pub struct Metrics {
     pub failed_commits: u64,
     /// Most operations carried by one commit.
     pub largest_batch: u64,
+    /// Separate fsyncs made for split commits (SQLite): one may cover
+    /// several commits. 0 where each commit syncs itself (PostgreSQL, or
+    /// SQLite with `split_commit` off).
+    pub syncs: u64,
 }
 
 impl Counters {
@@ -29,6 +34,10 @@ impl Counters {
         self.commits.fetch_add(1, Relaxed);
         self.operations.fetch_add(ops, Relaxed);
         self.largest_batch.fetch_max(ops, Relaxed);
+    }
+
+    pub(crate) fn synced(&self) {
+        self.syncs.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn commit_failed(&self) {
@@ -41,6 +50,7 @@ impl Counters {
             operations: self.operations.load(Relaxed),
             failed_commits: self.failed_commits.load(Relaxed),
             largest_batch: self.largest_batch.load(Relaxed),
+            syncs: self.syncs.load(Relaxed),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! pool, wake-ups for waiting lessees, and the typed calls that connect the
 //! API to the writer. Written once for every store.
 
+pub(crate) mod durable;
 pub(crate) mod metrics;
 pub(crate) mod readers;
 pub(crate) mod signal;
@@ -9,6 +10,7 @@ pub(crate) mod writer;
 
 use crate::error::{Error, Result};
 use crate::options::Options;
+use durable::Durability;
 use metrics::Counters;
 use readers::Readers;
 use relay_store::{Backend, Store};
@@ -37,6 +39,7 @@ impl<T: Send + 'static> Pending<T> {
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
     writer: Option<JoinHandle<()>>,
+    syncer: Option<JoinHandle<()>>,
     replier: Option<JoinHandle<()>>,
     /// Listens for other processes' ready jobs, where the store can.
     _watch: Option<relay_store::WatchGuard>,
@@ -53,13 +56,17 @@ impl Engine {
     pub(crate) fn start(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
         options.validate()?;
         let store = backend.open_writer().map_err(Error::open)?;
+        let syncer = store.syncer();
+        let durability = Arc::new(Durability::default());
         let (tx, rx) = flume::bounded(options.queue_capacity);
         let (replies, answered) = flume::unbounded();
         let (recycle, recycled) = flume::bounded(4);
         let signal = Arc::new(Signal::new());
         let counters = Arc::new(Counters::default());
-        let writer = Writer {
+        let mut writer = Writer {
             store,
+            syncer: syncer.clone(),
+            durability: Arc::clone(&durability),
             rx,
             options: options.clone(),
             counters: Arc::clone(&counters),
@@ -71,8 +78,24 @@ impl Engine {
         let replier = spawn("relay-replier", move || {
             writer::reply_loop(answered, recycle, reply_signal)
         })?;
+        // A split commit adds a stage: writer -> fsync -> replies.
+        let syncer_thread = match syncer.clone() {
+            Some(syncer) => {
+                let (to_sync, from_writer) = flume::unbounded();
+                let stage = writer::SyncStage {
+                    rx: from_writer,
+                    replies: std::mem::replace(&mut writer.replies, to_sync),
+                    syncer,
+                    durability: Arc::clone(&durability),
+                    counters: Arc::clone(&counters),
+                    signal: Arc::clone(&signal),
+                };
+                Some(spawn("relay-syncer", move || writer::sync_loop(stage))?)
+            }
+            None => None,
+        };
         let handle = spawn("relay-writer", move || writer.run())?;
-        let readers = Readers::new(Arc::clone(&backend));
+        let readers = Readers::new(Arc::clone(&backend), durability);
         let wake_signal = Arc::clone(&signal);
         let watch = backend
             .watch_ready(Box::new(move || wake_signal.notify()))
@@ -80,6 +103,7 @@ impl Engine {
         Ok(Self {
             tx: Some(tx),
             writer: Some(handle),
+            syncer: syncer_thread,
             replier: Some(replier),
             _watch: watch,
             readers,
@@ -123,7 +147,10 @@ impl Drop for Engine {
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
-        // The writer's end closed the reply channel: the replier drains it and stops.
+        // Each stage's end closes the next one's channel: it drains it and stops.
+        if let Some(h) = self.syncer.take() {
+            let _ = h.join();
+        }
         if let Some(h) = self.replier.take() {
             let _ = h.join();
         }

@@ -1,5 +1,6 @@
 //! A small pool of read connections, opened on demand and reused.
 
+use super::durable::{self, Durability};
 use crate::error::{Error, Result};
 use relay_store::{Backend, StoreError, StoreReader};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -7,16 +8,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub(crate) struct Readers {
     backend: Arc<dyn Backend>,
     idle: Mutex<Vec<Box<dyn StoreReader>>>,
+    durability: Arc<Durability>,
 }
 
 /// Idle connections kept; more are opened under load and closed after use.
 const KEEP_IDLE: usize = 8;
 
 impl Readers {
-    pub(crate) fn new(backend: Arc<dyn Backend>) -> Self {
+    pub(crate) fn new(backend: Arc<dyn Backend>, durability: Arc<Durability>) -> Self {
         Self {
             backend,
             idle: Mutex::new(Vec::new()),
+            durability,
         }
     }
 
@@ -31,7 +34,14 @@ impl Readers {
         if idle.len() < KEEP_IDLE {
             idle.push(conn);
         }
-        out.map_err(Error::from)
+        drop(idle);
+        let out = out.map_err(Error::from)?;
+        // Show nothing a power loss could still take back (a split commit
+        // is visible before its fsync): wait for the fsync of what was read.
+        self.durability
+            .wait_durable()
+            .map_err(|e| Error::Storage(Arc::new(durable::stopped(&e))))?;
+        Ok(out)
     }
 
     /// Closes the idle connections on a thread of their own: a driver may

@@ -3,19 +3,23 @@
 //! Every write of a process goes through here. The thread blocks for the
 //! first waiting operation, drains every other one already waiting (up to
 //! `max_batch`), applies them in ONE transaction (one failing operation fails
-//! alone: see `apply_all`), commits once, and only then answers each caller. Alone, a caller waits one fsync; under load one
-//! fsync serves everyone who arrived while the previous commit ran.
+//! alone: see `apply_all`), commits once, and only then answers each caller.
+//! Alone, a caller waits one fsync; under load one fsync serves everyone who
+//! arrived while the previous commit ran. Where the store splits its commit
+//! (SQLite), the fsync runs on the reply thread while the writer applies the
+//! next batch; nobody is answered before the fsync that covers their change.
 //!
 //! The channel into the thread is bounded (`queue_capacity`): when it is
 //! full, callers block in `send` — that is the back-pressure point.
 
+use super::durable::{self, Durability};
 use super::metrics::Counters;
 use super::signal::Signal;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
 use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
-use relay_store::Store;
+use relay_store::{Store, Syncer};
 use std::sync::Arc;
 
 /// What an operation sees of its batch.
@@ -111,6 +115,8 @@ pub(crate) struct Answered {
     outcome: Result<()>,
     /// A job became ready: wake waiting lessees.
     wake: bool,
+    /// The commit's number when it still needs its fsync (a split commit).
+    unsynced: Option<u64>,
 }
 
 /// Answers callers on a thread of its own, so that waking them (a futex
@@ -125,6 +131,59 @@ pub(crate) fn reply_loop(
     for mut done in rx {
         answer(&mut done.ops, &done.outcome, done.wake, &signal);
         let _ = recycle.try_send(done.ops);
+    }
+}
+
+/// What the sync thread needs.
+pub(crate) struct SyncStage {
+    pub rx: flume::Receiver<Answered>,
+    pub replies: flume::Sender<Answered>,
+    pub syncer: Arc<dyn Syncer>,
+    pub durability: Arc<Durability>,
+    pub counters: Arc<Counters>,
+    pub signal: Arc<Signal>,
+}
+
+/// The middle stage of a split commit: takes every committed batch waiting,
+/// fsyncs once for all of them, and passes them to the reply thread. The
+/// writer applies the next batch meanwhile, and the reply thread wakes the
+/// previous batch's callers while this one waits on the disk.
+pub(crate) fn sync_loop(st: SyncStage) {
+    let mut pending: Vec<Answered> = Vec::new();
+    while let Ok(first) = st.rx.recv() {
+        pending.push(first);
+        pending.extend(st.rx.try_iter());
+        if let Some(seq) = pending.iter().filter_map(|a| a.unsynced).max() {
+            if let Err(e) = sync(st.syncer.as_ref(), seq, &st.durability, &st.counters) {
+                for done in pending.iter_mut().filter(|a| a.unsynced.is_some() && a.outcome.is_ok()) {
+                    done.outcome = Err(e.clone());
+                }
+            }
+        }
+        for done in pending.drain(..) {
+            if let Err(flume::SendError(mut lost)) = st.replies.send(done) {
+                answer(&mut lost.ops, &lost.outcome, lost.wake, &st.signal);
+            }
+        }
+    }
+}
+
+/// The second half of a split commit: makes every commit up to `seq`
+/// durable, or stops the Relay when the disk failed.
+fn sync(syncer: &dyn Syncer, seq: u64, durability: &Durability, counters: &Counters) -> Result<()> {
+    match syncer.sync() {
+        Ok(()) => {
+            counters.synced();
+            durability.mark_durable(seq);
+            Ok(())
+        }
+        Err(e) => {
+            let e = Arc::new(e);
+            tracing::error!(error = %e, "fsync failed; its callers are told their changes may be on disk, and this Relay stops writing");
+            counters.commit_failed();
+            durability.fail(Arc::clone(&e));
+            Err(Error::MaybeApplied(e))
+        }
     }
 }
 
@@ -145,6 +204,9 @@ fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, s
 
 pub(crate) struct Writer {
     pub store: Box<dyn Store>,
+    /// The store's syncer when its commits are split (see [`Store::syncer`]).
+    pub syncer: Option<Arc<dyn Syncer>>,
+    pub durability: Arc<Durability>,
     pub rx: flume::Receiver<Box<dyn Operation>>,
     pub options: Options,
     pub counters: Arc<Counters>,
@@ -212,7 +274,15 @@ impl Writer {
         (reap, prune_due): (bool, bool),
         rng: &mut fastrand::Rng,
     ) {
+        if let Some(e) = self.durability.failure() {
+            // A sync failed: writing on could make later answers durable
+            // while an earlier commit is lost. Refuse everything.
+            let stopped = Err(Error::Storage(Arc::new(durable::stopped(&e))));
+            answer(batch, &stopped, false, &self.signal);
+            return;
+        }
         let mut skip = vec![false; batch.len()];
+        let mut unsynced = None;
         let (outcome, woke) = loop {
             let mut ctx = BatchCtx {
                 now,
@@ -224,6 +294,11 @@ impl Writer {
             match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
                 Ok(reaped) => {
                     let woke = ctx.woke;
+                    if self.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
+                        // Numbered before COMMIT: any reader that sees this
+                        // batch then waits for its fsync (see durable.rs).
+                        unsynced = Some(self.durability.begin_commit());
+                    }
                     break (self.commit(batch.len(), reaped), woke);
                 }
                 Err(Abort::Redo(i)) => {
@@ -237,10 +312,25 @@ impl Writer {
                 }
             }
         };
-        if batch.len() <= REPLY_INLINE_MAX {
-            // Few callers: waking them here is cheaper than a hop through
-            // the reply thread (one less thread wake-up on their path).
-            answer(batch, &outcome, woke, &self.signal);
+        let mut outcome = outcome;
+        let mut wake = woke;
+        if unsynced.is_some() && outcome.is_ok() && woke {
+            // Lessees may claim the new jobs at once: their claims commit
+            // later, and the fsync that answers them covers this commit.
+            self.signal.notify();
+            wake = false;
+        }
+        if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || self.rx.is_empty()) {
+            // Few callers and nobody else waiting: answering (and syncing)
+            // here is cheaper than a hop through the reply thread, and
+            // there is no next batch to overlap with the fsync.
+            if let (Some(seq), Some(syncer)) = (unsynced, self.syncer.as_deref()) {
+                let synced = sync(syncer, seq, &self.durability, &self.counters);
+                if let (Err(e), Ok(())) = (synced, &outcome) {
+                    outcome = Err(e);
+                }
+            }
+            answer(batch, &outcome, wake, &self.signal);
             return;
         }
         let fresh = self
@@ -251,9 +341,15 @@ impl Writer {
         if let Err(flume::SendError(mut lost)) = self.replies.send(Answered {
             ops,
             outcome,
-            wake: woke,
+            wake,
+            unsynced,
         }) {
             // The reply thread is gone (it only stops when the writer does).
+            if let (Some(seq), Some(syncer)) = (lost.unsynced, self.syncer.as_deref()) {
+                if let (Err(e), Ok(())) = (sync(syncer, seq, &self.durability, &self.counters), &lost.outcome) {
+                    lost.outcome = Err(e);
+                }
+            }
             answer(&mut lost.ops, &lost.outcome, lost.wake, &self.signal);
         }
     }

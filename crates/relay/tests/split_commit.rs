@@ -1,0 +1,365 @@
+//! The split commit (ARCHITECTURE.md, "Split commit"): SQLite's `COMMIT`
+//! only writes the WAL and the engine fsyncs it afterwards, off the
+//! writer's path. These tests run the real engine on a real SQLite file
+//! whose syncer is wrapped in a gate the test opens and closes, and check
+//! what the split must never break: nobody is answered, and no read of this
+//! process returns, before the fsync that covers the change; the writer
+//! keeps applying while an fsync is pending; a failed fsync answers "maybe
+//! applied" and stops the Relay.
+
+use relay::{Error, NewJob, Options, Relay};
+use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_sqlite::SqliteBackend;
+use relay_store::{Backend, EventWrite, JobInsert, JobSetStatus, Store, StoreError, StoreReader, Syncer};
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::Duration;
+
+#[derive(Default)]
+struct GateState {
+    /// Syncs allowed through before the gate closes again.
+    permits: u64,
+    /// Syncs waiting at the gate now.
+    waiting: u32,
+    /// Syncs that went through.
+    passed: u32,
+    /// Fail every sync instead of waiting.
+    fail: bool,
+}
+
+/// A syncer that waits for the test's permission, then does the real fsync.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn release(&self, n: u64) {
+        self.state.lock().unwrap().permits += n;
+        self.changed.notify_all();
+    }
+
+    fn fail_from_now_on(&self) {
+        self.state.lock().unwrap().fail = true;
+        self.changed.notify_all();
+    }
+
+    fn waiting(&self) -> u32 {
+        self.state.lock().unwrap().waiting
+    }
+
+    fn passed(&self) -> u32 {
+        self.state.lock().unwrap().passed
+    }
+
+    /// Waits (up to 10 s) until `n` syncs are held at the gate.
+    fn wait_for_waiters(&self, n: u32) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut s = self.state.lock().unwrap();
+        while s.waiting < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "no sync reached the gate");
+            s = self.changed.wait_timeout(s, left).unwrap().0;
+        }
+    }
+}
+
+struct GatedSyncer {
+    inner: Arc<dyn Syncer>,
+    gate: Arc<Gate>,
+}
+
+impl Syncer for GatedSyncer {
+    fn sync(&self) -> Result<(), StoreError> {
+        let mut s = self.gate.state.lock().unwrap();
+        s.waiting += 1;
+        self.gate.changed.notify_all();
+        while s.permits == 0 && !s.fail {
+            s = self.gate.changed.wait(s).unwrap();
+        }
+        s.waiting -= 1;
+        if s.fail {
+            return Err(StoreError::Io {
+                message: "fsync of the WAL failed (injected by the test)".into(),
+                source: "EIO".into(),
+            });
+        }
+        s.permits -= 1;
+        s.passed += 1;
+        drop(s);
+        self.inner.sync()
+    }
+}
+
+/// The SQLite store with its syncer behind the gate; everything else is
+/// passed through untouched.
+struct GatedStore {
+    inner: Box<dyn Store>,
+    syncer: Arc<dyn Syncer>,
+}
+
+impl Store for GatedStore {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.inner.begin()
+    }
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.inner.commit()
+    }
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        self.inner.rollback()
+    }
+    fn changes(&self) -> u64 {
+        self.inner.changes()
+    }
+    fn syncer(&self) -> Option<Arc<dyn Syncer>> {
+        Some(Arc::clone(&self.syncer))
+    }
+    fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError> {
+        self.inner.job_insert(job)
+    }
+    fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
+        self.inner.job_find_active_by_key(key)
+    }
+    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
+        self.inner.job_get(id)
+    }
+    fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
+        self.inner.job_get_status(id)
+    }
+    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
+        self.inner.job_set_status(p)
+    }
+    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
+        self.inner.job_transition(p, event)
+    }
+    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
+        self.inner.job_delete(id)
+    }
+    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
+        self.inner.job_ready_heads(queue, now)
+    }
+    fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        self.inner.job_next_ready_at(queue, now)
+    }
+    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
+        self.inner.job_expired_leases(now)
+    }
+    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.job_prune(before)
+    }
+    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
+        self.inner.event_append(job, at, kind, data)
+    }
+}
+
+struct GatedBackend {
+    inner: SqliteBackend,
+    gate: Arc<Gate>,
+}
+
+impl Backend for GatedBackend {
+    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
+        let inner = self.inner.open_writer()?;
+        let real = inner
+            .syncer()
+            .expect("an SQLite file store splits its commits by default");
+        Ok(Box::new(GatedStore {
+            inner,
+            syncer: Arc::new(GatedSyncer {
+                inner: real,
+                gate: Arc::clone(&self.gate),
+            }),
+        }))
+    }
+    fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {
+        self.inner.open_reader()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Opens the gate for good when dropped: declared after the Relay, it is
+/// dropped before it, so a failing assertion ends the test instead of
+/// leaving the Relay's threads waiting at the gate forever.
+struct OpenOnDrop(Arc<Gate>);
+
+impl std::ops::Deref for OpenOnDrop {
+    type Target = Gate;
+    fn deref(&self) -> &Gate {
+        &self.0
+    }
+}
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.release(u64::MAX / 2);
+    }
+}
+
+fn gated_relay() -> (tempfile::TempDir, PathBuf, Relay, OpenOnDrop) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("relay.db");
+    let gate = Arc::new(Gate::default());
+    let backend = GatedBackend {
+        inner: SqliteBackend::file(&path),
+        gate: Arc::clone(&gate),
+    };
+    let options = Options {
+        reap_interval: Duration::from_secs(3600), // no idle commits in the way
+        ..Options::default()
+    };
+    let relay = Relay::with_backend(Arc::new(backend), options).unwrap();
+    (dir, path, relay, OpenOnDrop(gate))
+}
+
+/// Jobs committed to the file, as another process would see them.
+fn committed_kinds(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut st = conn.prepare("SELECT kind FROM jobs ORDER BY id").unwrap();
+    let rows = st.query_map([], |r| r.get(0)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn submit_in_thread(relay: &Relay, kind: &str) -> mpsc::Receiver<relay::Result<JobId>> {
+    let (tx, rx) = mpsc::channel();
+    let relay = relay.clone();
+    let job = NewJob::new("q", kind, b"{}".to_vec());
+    std::thread::spawn(move || {
+        let _ = tx.send(relay.submit(job));
+    });
+    rx
+}
+
+#[test]
+fn answers_and_reads_wait_for_the_fsync_while_the_writer_goes_on() {
+    let (_dir, path, relay, gate) = gated_relay();
+
+    // Hold the file's write lock so that the first submit waits in BEGIN
+    // while seven more queue up behind it.
+    let mut blocker = Connection::open(&path).unwrap();
+    let tx = blocker
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let mut answers = vec![submit_in_thread(&relay, "k0")];
+    std::thread::sleep(Duration::from_millis(200));
+    answers.extend((1..8).map(|i| submit_in_thread(&relay, &format!("k{i}"))));
+    std::thread::sleep(Duration::from_millis(300));
+    tx.rollback().unwrap();
+    drop(blocker);
+
+    // The writer commits k0's batch, hands it to the fsync stage (held at
+    // the gate), and goes on to commit the other seven.
+    gate.wait_for_waiters(1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while committed_kinds(&path).len() < 8 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the writer stopped while an fsync was pending"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(gate.passed(), 0);
+
+    // Committed, visible to another process, but nobody is answered yet,
+    // and a read of this process waits too.
+    let (read_tx, read_rx) = mpsc::channel();
+    let reader = relay.clone();
+    std::thread::spawn(move || {
+        let _ = read_tx.send(reader.stats());
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    for a in &answers {
+        assert!(a.try_recv().is_err(), "a caller was answered before its fsync");
+    }
+    assert!(read_rx.try_recv().is_err(), "a read returned a change not yet durable");
+
+    gate.release(u64::MAX / 2);
+    let mut ids: Vec<JobId> = answers
+        .iter()
+        .map(|a| a.recv_timeout(Duration::from_secs(10)).unwrap().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 8);
+    let stats = read_rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    assert_eq!(stats.queues["q"].counts[&relay::JobState::Ready], 8);
+    let m = relay.metrics();
+    assert!(m.commits >= 2, "{m:?}");
+    assert!(m.syncs >= 1 && m.syncs <= m.commits, "{m:?}");
+    assert!(gate.passed() >= 1);
+}
+
+#[test]
+fn a_lone_caller_is_answered_after_one_fsync() {
+    let (_dir, path, relay, gate) = gated_relay();
+    let answer = submit_in_thread(&relay, "alone");
+    gate.wait_for_waiters(1);
+    assert_eq!(committed_kinds(&path), ["alone"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(answer.try_recv().is_err(), "answered before its fsync");
+    gate.release(1);
+    answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    assert_eq!(gate.waiting(), 0);
+    assert_eq!(relay.metrics().syncs, 1);
+}
+
+#[test]
+fn a_failed_fsync_answers_maybe_applied_and_stops_the_relay() {
+    let (_dir, path, relay, gate) = gated_relay();
+    gate.release(1);
+    let before = relay.submit(NewJob::new("q", "before", Vec::new())).unwrap();
+    gate.fail_from_now_on();
+    match relay.submit(NewJob::new("q", "during", Vec::new())) {
+        Err(Error::MaybeApplied(e)) => assert!(e.to_string().contains("fsync"), "{e}"),
+        other => panic!("expected MaybeApplied, got {other:?}"),
+    }
+    // Written but maybe not on disk: "maybe applied" is exactly the truth.
+    assert_eq!(committed_kinds(&path), ["before", "during"]);
+
+    // After a failed fsync the disk may have dropped written pages, so a
+    // later fsync could "succeed" over a hole: nothing more is written or read.
+    match relay.submit(NewJob::new("q", "after", Vec::new())) {
+        Err(Error::Storage(e)) => {
+            let text = e.to_string();
+            assert!(text.contains("fsync") && text.contains("reopen"), "{text}");
+        }
+        other => panic!("expected a Storage error, got {other:?}"),
+    }
+    assert_eq!(committed_kinds(&path), ["before", "during"]);
+    assert!(matches!(relay.get(before), Err(Error::Storage(_))));
+    assert_eq!(relay.metrics().failed_commits, 1);
+    drop(relay);
+
+    // Once the disk is fixed, reopening works and shows what the file holds.
+    let relay = Relay::open(&path).unwrap();
+    assert_eq!(relay.get(before).unwrap().kind, "before");
+    relay.submit(NewJob::new("q", "again", Vec::new())).unwrap();
+}
+
+#[test]
+fn the_split_can_be_switched_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("relay.db");
+    let full = SqliteBackend::file(&path).with_settings(relay_sqlite::Settings {
+        split_commit: false,
+        ..relay_sqlite::Settings::default()
+    });
+    assert!(full.open_writer().unwrap().syncer().is_none());
+    assert!(SqliteBackend::file(&path).open_writer().unwrap().syncer().is_some());
+    assert!(SqliteBackend::memory().open_writer().unwrap().syncer().is_none());
+
+    let options = Options {
+        split_commit: false,
+        ..Options::default()
+    };
+    let relay = Relay::open_with(&path, options).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert_eq!(relay.get(id).unwrap().kind, "k");
+    assert_eq!(relay.metrics().syncs, 0);
+    let relay = Relay::open(&path).unwrap();
+    relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert_eq!(relay.metrics().syncs, 1);
+}
