@@ -26,6 +26,7 @@
 mod connection;
 mod decode;
 mod reader;
+mod sql;
 mod sync;
 mod writer;
 

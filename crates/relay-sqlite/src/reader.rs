@@ -18,10 +18,7 @@ impl StoreReader for SqliteReader {
     }
 
     fn job_list(&mut self, f: &JobFilter) -> Result<Vec<Job>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_list.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_LIST).map_err(map_err)?;
         let mut rows = st
             .query(params![
                 f.queue.as_deref(),
@@ -38,10 +35,7 @@ impl StoreReader for SqliteReader {
     }
 
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_events.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_EVENTS).map_err(map_err)?;
         let mut rows = st.query(params![id.0, after, limit]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
@@ -66,10 +60,7 @@ impl StoreReader for SqliteReader {
             counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
             oldest_ready_age: None,
         };
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/queue_counts.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_COUNTS).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
@@ -82,7 +73,7 @@ impl StoreReader for SqliteReader {
         }
         let mut st = self
             .conn
-            .prepare_cached(include_str!("../sql/queue_oldest_ready.sql"))
+            .prepare_cached(&crate::sql::QUEUE_OLDEST_READY)
             .map_err(map_err)?;
         let mut rows = st.query([now.as_millis()]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {

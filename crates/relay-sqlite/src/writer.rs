@@ -3,7 +3,7 @@
 
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
-use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobStatus, Priority, Timestamp};
 use relay_store::{EventWrite, JobInsert, JobSetStatus, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -27,13 +27,10 @@ impl Store for SqliteStore {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         let mut ev = self
             .conn
-            .prepare_cached(include_str!("../sql/job_prune_events.sql"))
+            .prepare_cached(&crate::sql::JOB_PRUNE_EVENTS)
             .map_err(map_err)?;
         ev.execute([before.as_millis()]).map_err(map_err)?;
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_prune.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_PRUNE).map_err(map_err)?;
         Ok(st.execute([before.as_millis()]).map_err(map_err)? as u64)
     }
 
@@ -61,10 +58,7 @@ impl Store for SqliteStore {
     }
 
     fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_insert.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_INSERT).map_err(map_err)?;
         let s = j.status;
         st.execute(params![
             j.queue,
@@ -83,7 +77,7 @@ impl Store for SqliteStore {
         let id = JobId(self.conn.last_insert_rowid());
         if let Some(e) = j.event {
             self.conn
-                .prepare_cached(include_str!("../sql/event_append.sql"))
+                .prepare_cached(&crate::sql::EVENT_APPEND)
                 .and_then(|mut st| st.execute(params![id.0, 1, e.at.as_millis(), e.kind, e.data]))
                 .map_err(map_err)?;
         }
@@ -93,7 +87,7 @@ impl Store for SqliteStore {
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(include_str!("../sql/job_find_active_by_key.sql"))
+            .prepare_cached(&crate::sql::JOB_FIND_ACTIVE_BY_KEY)
             .map_err(map_err)?;
         st.query_row([key], |r| r.get(0))
             .optional()
@@ -106,10 +100,7 @@ impl Store for SqliteStore {
     }
 
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_get_status.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_GET_STATUS).map_err(map_err)?;
         let mut rows = st.query([id.0]).map_err(map_err)?;
         match rows.next().map_err(map_err)? {
             Some(row) => {
@@ -122,10 +113,7 @@ impl Store for SqliteStore {
     }
 
     fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_set_status.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_SET_STATUS).map_err(map_err)?;
         let s = p.status;
         let lease = s.lease.as_ref();
         let n = st
@@ -155,7 +143,7 @@ impl Store for SqliteStore {
         }
         if let Some(e) = event {
             self.conn
-                .prepare_cached(include_str!("../sql/event_append_next.sql"))
+                .prepare_cached(&crate::sql::EVENT_APPEND_NEXT)
                 .and_then(|mut st| st.execute(params![p.id.0, e.at.as_millis(), e.kind, e.data]))
                 .map_err(map_err)?;
         }
@@ -165,39 +153,46 @@ impl Store for SqliteStore {
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
         let mut ev = self
             .conn
-            .prepare_cached(include_str!("../sql/job_events_delete.sql"))
+            .prepare_cached(&crate::sql::JOB_EVENTS_DELETE)
             .map_err(map_err)?;
         ev.execute([id.0]).map_err(map_err)?;
-        let mut st = self
-            .conn
-            .prepare_cached(include_str!("../sql/job_delete.sql"))
-            .map_err(map_err)?;
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_DELETE).map_err(map_err)?;
         Ok(st.execute([id.0]).map_err(map_err)? == 1)
     }
 
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(include_str!("../sql/job_ready_heads.sql"))
+            .prepare_cached(&crate::sql::JOB_READY_HEADS)
             .map_err(map_err)?;
         let mut rows = st.query(params![queue, now.as_millis()]).map_err(map_err)?;
         let mut out = Vec::with_capacity(4);
         while let Some(row) = rows.next().map_err(map_err)? {
-            let id = JobId(Cols::new(row, None).int(0, "id")?);
-            let c = Cols::new(row, Some(id));
-            out.push(Candidate {
-                id,
-                priority: c.priority(1)?,
-                ready_at: Timestamp::from_millis(c.int(2, "ready_at")?),
-            });
+            out.push(candidate(row)?);
         }
         Ok(out)
+    }
+
+    fn job_ready_head(
+        &mut self,
+        queue: &str,
+        priority: Priority,
+        now: Timestamp,
+    ) -> Result<Option<Candidate>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_READY_HEAD).map_err(map_err)?;
+        let mut rows = st
+            .query(params![queue, priority.get(), now.as_millis()])
+            .map_err(map_err)?;
+        match rows.next().map_err(map_err)? {
+            Some(row) => candidate(row).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(include_str!("../sql/job_next_ready_at.sql"))
+            .prepare_cached(&crate::sql::JOB_NEXT_READY_AT)
             .map_err(map_err)?;
         st.query_row(params![queue, now.as_millis()], |r| r.get::<_, Option<i64>>(0))
             .map(|o| o.map(Timestamp::from_millis))
@@ -207,7 +202,7 @@ impl Store for SqliteStore {
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached(include_str!("../sql/job_expired_leases.sql"))
+            .prepare_cached(&crate::sql::JOB_EXPIRED_LEASES)
             .map_err(map_err)?;
         let rows = st.query_map(params![now.as_millis()], |r| r.get(0)).map_err(map_err)?;
         rows.map(|r| r.map(JobId).map_err(map_err)).collect()
@@ -216,21 +211,30 @@ impl Store for SqliteStore {
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
         let seq: i64 = self
             .conn
-            .prepare_cached(include_str!("../sql/event_next_seq.sql"))
+            .prepare_cached(&crate::sql::EVENT_NEXT_SEQ)
             .and_then(|mut st| st.query_row([job.0], |r| r.get(0)))
             .map_err(map_err)?;
         self.conn
-            .prepare_cached(include_str!("../sql/event_append.sql"))
+            .prepare_cached(&crate::sql::EVENT_APPEND)
             .and_then(|mut st| st.execute(params![job.0, seq, at.as_millis(), kind, data]))
             .map_err(map_err)?;
         Ok(seq)
     }
 }
 
+/// A claim candidate from `id, priority, ready_at`, decoded strictly.
+fn candidate(row: &rusqlite::Row<'_>) -> Result<Candidate, StoreError> {
+    let id = JobId(Cols::new(row, None).int(0, "id")?);
+    let c = Cols::new(row, Some(id));
+    Ok(Candidate {
+        id,
+        priority: c.priority(1)?,
+        ready_at: Timestamp::from_millis(c.int(2, "ready_at")?),
+    })
+}
+
 pub(crate) fn job_get(conn: &Connection, id: JobId) -> Result<Option<Job>, StoreError> {
-    let mut st = conn
-        .prepare_cached(include_str!("../sql/job_get.sql"))
-        .map_err(map_err)?;
+    let mut st = conn.prepare_cached(&crate::sql::JOB_GET).map_err(map_err)?;
     let mut rows = st.query([id.0]).map_err(map_err)?;
     match rows.next().map_err(map_err)? {
         Some(row) => decode::job(row).map(Some),

@@ -57,8 +57,21 @@ fn claim_probes_the_ready_index_once_per_class() {
 }
 
 #[test]
+fn a_single_class_probe_is_one_seek_of_the_ready_index() {
+    let conn = schema();
+    let steps = plan(&conn, include_str!("../sql/job_ready_head.sql"));
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert!(
+        steps[0].starts_with("SEARCH jobs USING")
+            && steps[0].contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"),
+        "{steps:#?}"
+    );
+}
+
+#[test]
 fn other_hot_statements_seek() {
     assert_seeks_only("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql"));
+    assert_seeks_only("job_ready_head", include_str!("../sql/job_ready_head.sql"));
     assert_seeks_only("job_expired_leases", include_str!("../sql/job_expired_leases.sql"));
     assert_seeks_only(
         "job_find_active_by_key",
@@ -80,6 +93,7 @@ fn hot_statements_are_never_reprepared() {
     let hot = [
         ("job_ready_heads", include_str!("../sql/job_ready_heads.sql")),
         ("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql")),
+        ("job_ready_head", include_str!("../sql/job_ready_head.sql")),
         ("job_expired_leases", include_str!("../sql/job_expired_leases.sql")),
         ("event_next_seq", include_str!("../sql/event_next_seq.sql")),
         ("event_append", include_str!("../sql/event_append.sql")),

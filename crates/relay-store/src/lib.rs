@@ -143,6 +143,19 @@ pub trait Store: Send {
     /// The oldest READY job of each priority class in `queue` whose
     /// `ready_at` is at or before `now`: at most four, one index probe each.
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError>;
+    /// The oldest due READY job of one class of `queue` (one probe): what a
+    /// claim needs after taking that class's head.
+    fn job_ready_head(
+        &mut self,
+        queue: &str,
+        priority: Priority,
+        now: Timestamp,
+    ) -> Result<Option<Candidate>, StoreError> {
+        Ok(self
+            .job_ready_heads(queue, now)?
+            .into_iter()
+            .find(|c| c.priority == priority))
+    }
     /// The earliest `ready_at` after `now` among READY jobs of `queue`.
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
     /// LEASED jobs whose lease expired at or before `now`, oldest expiry

@@ -35,6 +35,7 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
             }),
         })?;
         ctx.woke |= j.ready_at <= ctx.now;
+        ctx.ready_changed();
         ids.push(id);
     }
     Ok(ids)
@@ -45,7 +46,15 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
 pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
     let mut heads: Vec<(usize, Candidate)> = Vec::with_capacity(4 * req.queues.len());
     for (qi, q) in req.queues.iter().enumerate() {
-        heads.extend(store.job_ready_heads(q, ctx.now)?.into_iter().map(|c| (qi, c)));
+        let probed;
+        let found = match ctx.heads(q) {
+            Some(kept) => kept,
+            None => {
+                probed = store.job_ready_heads(q, ctx.now)?;
+                &probed
+            }
+        };
+        heads.extend(found.iter().map(|c| (qi, *c)));
     }
     let mut jobs = Vec::new();
     while jobs.len() < req.max as usize {
@@ -60,16 +69,17 @@ pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLe
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
         persist(store, ctx.now, job.id, &job.status, &next, None)?;
         jobs.push(LeasedJob::new(job, next.status));
-        if jobs.len() < req.max as usize {
-            let qi = heads.iter().find(|h| h.1.id == winner.id).map_or(0, |h| h.0);
-            heads.retain(|h| h.0 != qi);
-            heads.extend(
-                store
-                    .job_ready_heads(&req.queues[qi], ctx.now)?
-                    .into_iter()
-                    .map(|c| (qi, c)),
-            );
+        // The winner's class has a new head (the next job in its index);
+        // the other classes' heads are unchanged.
+        let qi = heads.iter().position(|h| h.1.id == winner.id).map_or(0, |i| heads[i].0);
+        heads.retain(|h| h.1.id != winner.id);
+        if let Some(c) = store.job_ready_head(&req.queues[qi], winner.priority, ctx.now)? {
+            heads.push((qi, c));
         }
+    }
+    for (qi, q) in req.queues.iter().enumerate() {
+        let kept = heads.iter().filter(|h| h.0 == qi).map(|h| h.1).collect();
+        ctx.keep_heads(q, kept);
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
@@ -93,6 +103,9 @@ pub(crate) fn act(
     let cur = store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
     let next = transition(id, &cur, action, &ctx.transition_ctx())?;
     persist(store, ctx.now, id, &cur, &next, result)?;
+    if cur.state == JobState::Ready || next.status.state == JobState::Ready || next.delete {
+        ctx.ready_changed();
+    }
     ctx.woke |= next.status.state == JobState::Ready && next.status.ready_at <= ctx.now;
     Ok(next.status)
 }
@@ -103,6 +116,7 @@ pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -
     match act(store, ctx, id, Action::Delete, None) {
         Err(Error::Corrupt { job: Some(j), reason }) if j == id => {
             tracing::warn!(job = %id, %reason, "deleting a corrupt job");
+            ctx.ready_changed();
             if store.job_delete(id)? {
                 Ok(())
             } else {

@@ -18,7 +18,7 @@ use super::signal::Signal;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
-use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
+use relay_core::{Candidate, RetryPolicy, Timestamp, TransitionCtx};
 use relay_store::{Store, Syncer};
 use std::sync::Arc;
 
@@ -32,9 +32,34 @@ pub(crate) struct BatchCtx<'a> {
     pub woke: bool,
     /// This batch also prunes finished jobs past their retention.
     pub prune_due: bool,
+    /// The due heads of each queue claimed from in this batch, kept while
+    /// no operation of the batch changes which jobs are READY: a claim then
+    /// re-probes only the class it took from (one seek, not four).
+    ready_heads: Vec<(String, Vec<Candidate>)>,
 }
 
 impl BatchCtx<'_> {
+    /// The kept heads of `queue`, if still valid.
+    pub(crate) fn heads(&self, queue: &str) -> Option<&[Candidate]> {
+        self.ready_heads
+            .iter()
+            .find(|(q, _)| q == queue)
+            .map(|(_, h)| h.as_slice())
+    }
+
+    pub(crate) fn keep_heads(&mut self, queue: &str, heads: Vec<Candidate>) {
+        match self.ready_heads.iter_mut().find(|(q, _)| q == queue) {
+            Some(slot) => slot.1 = heads,
+            None => self.ready_heads.push((queue.to_owned(), heads)),
+        }
+    }
+
+    /// An operation added, removed or rescheduled a READY job: the kept
+    /// heads may be stale.
+    pub(crate) fn ready_changed(&mut self) {
+        self.ready_heads.clear();
+    }
+
     pub(crate) fn transition_ctx(&mut self) -> TransitionCtx<'_> {
         let jitter = self.rng.f64();
         let retry: &RetryPolicy = &self.options.retry;
@@ -290,6 +315,7 @@ impl Writer {
                 rng: &mut *rng,
                 woke: false,
                 prune_due,
+                ready_heads: Vec::new(),
             };
             match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
                 Ok(reaped) => {

@@ -1,0 +1,129 @@
+//! The statements of `sql/`, compacted once per process.
+//!
+//! The files keep their comments; what SQLite (and rusqlite's statement
+//! cache) sees is the compacted text. The cache copies a statement's text
+//! into a fresh `Arc<str>` and hashes it on every use, so a 1,200-byte
+//! commented claim query cost measurably more than its 600 bytes of SQL
+//! (see BENCHMARKS.md).
+
+use std::sync::LazyLock;
+
+macro_rules! statements {
+    ($($name:ident = $file:literal;)*) => {
+        $(
+            pub(crate) static $name: LazyLock<String> =
+                LazyLock::new(|| compact(include_str!(concat!("../sql/", $file))));
+        )*
+    };
+}
+
+statements! {
+    EVENT_APPEND = "event_append.sql";
+    EVENT_APPEND_NEXT = "event_append_next.sql";
+    EVENT_NEXT_SEQ = "event_next_seq.sql";
+    JOB_DELETE = "job_delete.sql";
+    JOB_EVENTS = "job_events.sql";
+    JOB_EVENTS_DELETE = "job_events_delete.sql";
+    JOB_EXPIRED_LEASES = "job_expired_leases.sql";
+    JOB_FIND_ACTIVE_BY_KEY = "job_find_active_by_key.sql";
+    JOB_GET = "job_get.sql";
+    JOB_GET_STATUS = "job_get_status.sql";
+    JOB_INSERT = "job_insert.sql";
+    JOB_LIST = "job_list.sql";
+    JOB_NEXT_READY_AT = "job_next_ready_at.sql";
+    JOB_PRUNE = "job_prune.sql";
+    JOB_PRUNE_EVENTS = "job_prune_events.sql";
+    JOB_READY_HEAD = "job_ready_head.sql";
+    JOB_READY_HEADS = "job_ready_heads.sql";
+    JOB_SET_STATUS = "job_set_status.sql";
+    QUEUE_COUNTS = "queue_counts.sql";
+    QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
+}
+
+/// Drops `--` comments and collapses runs of whitespace to one space,
+/// leaving quoted text ('...' and "...") exactly as written.
+pub(crate) fn compact(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut space = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                if space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = false;
+                out.push(c);
+                for q in chars.by_ref() {
+                    out.push(q);
+                    if q == c {
+                        break; // a doubled quote reopens at the next char: same result
+                    }
+                }
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for q in chars.by_ref() {
+                    if q == '\n' {
+                        break;
+                    }
+                }
+                space = true;
+            }
+            c if c.is_whitespace() => space = true,
+            c => {
+                if space && !out.is_empty() {
+                    out.push(' ');
+                }
+                space = false;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+
+    #[test]
+    fn comments_and_whitespace_go_quoted_text_stays() {
+        let sql = "-- a comment\nSELECT  a,\n   b -- trailing\nFROM t\n  WHERE s = 'x  -- not a comment' AND \"c  d\" = 'it''s'\n";
+        assert_eq!(
+            compact(sql),
+            "SELECT a, b FROM t WHERE s = 'x  -- not a comment' AND \"c  d\" = 'it''s'"
+        );
+    }
+
+    #[test]
+    fn every_statement_is_shorter_and_still_parses() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+        for sql in [
+            &*super::EVENT_APPEND,
+            &super::EVENT_APPEND_NEXT,
+            &super::EVENT_NEXT_SEQ,
+            &super::JOB_DELETE,
+            &super::JOB_EVENTS,
+            &super::JOB_EVENTS_DELETE,
+            &super::JOB_EXPIRED_LEASES,
+            &super::JOB_FIND_ACTIVE_BY_KEY,
+            &super::JOB_GET,
+            &super::JOB_GET_STATUS,
+            &super::JOB_INSERT,
+            &super::JOB_LIST,
+            &super::JOB_NEXT_READY_AT,
+            &super::JOB_PRUNE,
+            &super::JOB_PRUNE_EVENTS,
+            &super::JOB_READY_HEAD,
+            &super::JOB_READY_HEADS,
+            &super::JOB_SET_STATUS,
+            &super::QUEUE_COUNTS,
+            &super::QUEUE_OLDEST_READY,
+        ] {
+            assert!(!sql.contains("--") && !sql.contains('\n'), "{sql}");
+            conn.prepare(sql).unwrap_or_else(|e| panic!("{e}: {sql}"));
+        }
+        assert!(super::JOB_READY_HEADS.len() < include_str!("../sql/job_ready_heads.sql").len() * 2 / 3);
+    }
+}
