@@ -57,7 +57,7 @@ pub fn run(db: Option<PathBuf>, args: &DemoArgs, out: &Out) -> Result<(), CliErr
         let store = if relay::is_postgres_url(&path.to_string_lossy()) {
             "PostgreSQL"
         } else {
-            "SQLite, WAL, synchronous=FULL"
+            "SQLite, WAL, every answer after its fsync"
         };
         out.line(&format!("Relay demo: {} ({store})\n", path.display()));
     }

@@ -15,9 +15,10 @@ use metrics::Counters;
 use readers::Readers;
 use relay_store::{Backend, Store};
 use signal::Signal;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
-use writer::{BatchCtx, Call, Operation, Writer};
+use writer::{BatchCtx, Call, Deliver, Operation, Writer};
 
 /// An operation ready to send, with the channel its answer comes back on.
 pub(crate) struct Pending<T> {
@@ -38,6 +39,12 @@ impl<T: Send + 'static> Pending<T> {
 /// What every handle to one open Relay shares.
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
+    /// The writer, for callers that commit their own operation when it is
+    /// idle and nothing waits (`None`: always through the writer thread).
+    core: Option<Arc<Mutex<Writer>>>,
+    deliver: Deliver,
+    /// Operations sent (or being committed by their caller) and not yet answered.
+    in_flight: AtomicUsize,
     writer: Option<JoinHandle<()>>,
     syncer: Option<JoinHandle<()>>,
     replier: Option<JoinHandle<()>>,
@@ -59,6 +66,7 @@ impl Engine {
         let syncer = store.syncer();
         let durability = Arc::new(Durability::default());
         let (tx, rx) = flume::bounded(options.queue_capacity);
+        let rx_for_thread = rx.clone();
         let (replies, answered) = flume::unbounded();
         let (recycle, recycled) = flume::bounded(4);
         let signal = Arc::new(Signal::new());
@@ -73,6 +81,10 @@ impl Engine {
             replies,
             recycled,
             signal: Arc::clone(&signal),
+            rng: fastrand::Rng::new(),
+            batch: Vec::with_capacity(options.max_batch),
+            last_reap: relay_core::Timestamp::from_millis(i64::MIN),
+            last_prune: relay_core::Timestamp::from_millis(i64::MIN),
         };
         let reply_signal = Arc::clone(&signal);
         let replier = spawn("relay-replier", move || {
@@ -94,7 +106,23 @@ impl Engine {
             }
             None => None,
         };
-        let handle = spawn("relay-writer", move || writer.run())?;
+        let deliver = Deliver {
+            syncer: syncer.clone(),
+            durability: Arc::clone(&durability),
+            counters: Arc::clone(&counters),
+            signal: Arc::clone(&signal),
+        };
+        // Callers commit their own operation without a thread hop only where
+        // that is cheap and safe in any thread: SQLite's split commit (the
+        // PostgreSQL driver runs a runtime of its own and must stay on the
+        // writer thread).
+        let caller_commits = syncer.is_some();
+        let reap_interval = options.reap_interval;
+        let writer = Arc::new(Mutex::new(writer));
+        let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&writer), rx_for_thread, deliver.clone());
+        let handle = spawn("relay-writer", move || {
+            writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
+        })?;
         let readers = Readers::new(Arc::clone(&backend), durability);
         let wake_signal = Arc::clone(&signal);
         let watch = backend
@@ -102,6 +130,9 @@ impl Engine {
             .map_err(Error::open)?;
         Ok(Self {
             tx: Some(tx),
+            core: caller_commits.then_some(writer),
+            deliver,
+            in_flight: AtomicUsize::new(0),
             writer: Some(handle),
             syncer: syncer_thread,
             replier: Some(replier),
@@ -118,15 +149,62 @@ impl Engine {
         self.tx.as_ref().ok_or(Error::Closed)
     }
 
-    /// Sends and waits for the commit that carries the operation.
+    /// Sends and waits for the commit that carries the operation. When the
+    /// writer is idle and nothing waits, the caller's thread commits the
+    /// operation itself (with anything that arrives meanwhile): no wake-up
+    /// of the writer thread, none back. Measured at 1x1: see BENCHMARKS.md.
     pub(crate) fn run<T>(&self, p: Pending<T>) -> Result<T> {
-        self.sender()?.send(p.op).map_err(|_| Error::Closed)?;
+        let tx = self.sender()?;
+        let _busy = InFlight::enter(&self.in_flight);
+        // Only when this is the one operation in flight: under concurrency
+        // the writer thread's batches are what make commits cheap.
+        let alone = _busy.was_alone() && tx.is_empty();
+        if let Some(core) = self.core.as_ref().filter(|_| alone) {
+            let held = match core.try_lock() {
+                Ok(w) => Some(w),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut writer) = held {
+                let inline = writer.process(Some(p.op));
+                drop(writer);
+                if let Some(done) = inline {
+                    done.finish(&self.deliver);
+                }
+                return p.rx.recv().map_err(|_| Error::Closed)?;
+            }
+        }
+        tx.send(p.op).map_err(|_| Error::Closed)?;
         p.rx.recv().map_err(|_| Error::Closed)?
     }
 
     pub(crate) async fn run_async<T>(&self, p: Pending<T>) -> Result<T> {
+        let _busy = InFlight::enter(&self.in_flight);
         self.sender()?.send_async(p.op).await.map_err(|_| Error::Closed)?;
         p.rx.recv_async().await.map_err(|_| Error::Closed)?
+    }
+}
+
+/// Counts an operation in flight for as long as it lives.
+struct InFlight<'a> {
+    count: &'a AtomicUsize,
+    before: usize,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        let before = count.fetch_add(1, Ordering::SeqCst);
+        Self { count, before }
+    }
+
+    fn was_alone(&self) -> bool {
+        self.before == 0
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -144,6 +222,9 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.readers.close();
         self.tx = None;
+        // The writer holds the next stage's channel: once the thread and
+        // this handle let go of it, the stages drain and stop in turn.
+        self.core = None;
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }

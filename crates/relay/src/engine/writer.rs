@@ -227,6 +227,41 @@ fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, s
     }
 }
 
+/// What finishing a batch needs: its fsync (split commits) and its answers.
+#[derive(Clone)]
+pub(crate) struct Deliver {
+    pub syncer: Option<Arc<dyn Syncer>>,
+    pub durability: Arc<Durability>,
+    pub counters: Arc<Counters>,
+    pub signal: Arc<Signal>,
+}
+
+/// A committed batch of one or two callers, finished by the thread that
+/// committed it after it let go of the writer (see [`Writer::process`]).
+pub(crate) struct Inline {
+    ops: Vec<Box<dyn Operation>>,
+    outcome: Result<()>,
+    wake: bool,
+    unsynced: Option<u64>,
+}
+
+impl Inline {
+    /// Syncs (when the commit is split) and only then answers.
+    pub(crate) fn finish(mut self, d: &Deliver) {
+        if let (Some(seq), Some(syncer)) = (self.unsynced, d.syncer.as_deref()) {
+            let synced = sync(syncer, seq, &d.durability, &d.counters);
+            if let (Err(e), Ok(())) = (synced, &self.outcome) {
+                self.outcome = Err(e);
+            }
+        }
+        answer(&mut self.ops, &self.outcome, self.wake, &d.signal);
+    }
+}
+
+/// The writer: the store's write connection and the batch being built.
+/// One thread at a time holds it (a mutex): the writer thread, or a caller
+/// that found it idle with nothing waiting and commits its own operation
+/// without a thread hop (see `Engine::run`).
 pub(crate) struct Writer {
     pub store: Box<dyn Store>,
     /// The store's syncer when its commits are split (see [`Store::syncer`]).
@@ -238,39 +273,64 @@ pub(crate) struct Writer {
     pub replies: flume::Sender<Answered>,
     pub recycled: flume::Receiver<Vec<Box<dyn Operation>>>,
     pub signal: Arc<Signal>,
+    pub rng: fastrand::Rng,
+    pub batch: Vec<Box<dyn Operation>>,
+    pub last_reap: Timestamp,
+    pub last_prune: Timestamp,
+}
+
+/// The writer thread: waits for operations, applies them in batches, until
+/// every sender is dropped.
+pub(crate) fn run(
+    writer: &std::sync::Mutex<Writer>,
+    rx: &flume::Receiver<Box<dyn Operation>>,
+    d: &Deliver,
+    reap_interval: std::time::Duration,
+) {
+    loop {
+        let first = match rx.recv_timeout(reap_interval) {
+            Ok(op) => Some(op),
+            Err(flume::RecvTimeoutError::Timeout) => None,
+            Err(flume::RecvTimeoutError::Disconnected) => break,
+        };
+        let inline = writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .process(first);
+        if let Some(done) = inline {
+            done.finish(d);
+        }
+    }
+    tracing::debug!("relay writer stopped");
 }
 
 impl Writer {
-    /// Runs until every sender is dropped, then returns.
-    pub(crate) fn run(mut self) {
-        let mut rng = fastrand::Rng::new();
-        let mut batch: Vec<Box<dyn Operation>> = Vec::with_capacity(self.options.max_batch);
-        let mut last_reap = Timestamp::from_millis(i64::MIN);
-        let mut last_prune = Timestamp::from_millis(i64::MIN);
-        loop {
-            match self.rx.recv_timeout(self.options.reap_interval) {
+    /// Applies `first` and every operation already waiting as one batch
+    /// and commits it. A batch of more than two callers goes on to the sync
+    /// and reply threads; a smaller one comes back, to be synced and
+    /// answered by the caller of `process` once it has let go of the writer
+    /// (so that the next batch can be applied during that fsync).
+    pub(crate) fn process(&mut self, first: Option<Box<dyn Operation>>) -> Option<Inline> {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.extend(first);
+        while batch.len() < self.options.max_batch {
+            match self.rx.try_recv() {
                 Ok(op) => batch.push(op),
-                Err(flume::RecvTimeoutError::Timeout) => {}
-                Err(flume::RecvTimeoutError::Disconnected) => break,
+                Err(_) => break,
             }
-            while batch.len() < self.options.max_batch {
-                match self.rx.try_recv() {
-                    Ok(op) => batch.push(op),
-                    Err(_) => break,
-                }
-            }
-            let now = self.options.clock.now();
-            let reap = batch.iter().any(|op| op.claims()) || now >= last_reap.plus(self.options.reap_interval);
-            if reap {
-                last_reap = now;
-            }
-            let prune = reap && now >= last_prune.plus(PRUNE_EVERY);
-            if prune {
-                last_prune = now;
-            }
-            self.execute(&mut batch, now, (reap, prune), &mut rng);
         }
-        tracing::debug!("relay writer stopped");
+        let now = self.options.clock.now();
+        let reap = batch.iter().any(|op| op.claims()) || now >= self.last_reap.plus(self.options.reap_interval);
+        if reap {
+            self.last_reap = now;
+        }
+        let prune = reap && now >= self.last_prune.plus(PRUNE_EVERY);
+        if prune {
+            self.last_prune = now;
+        }
+        let inline = self.execute(&mut batch, now, (reap, prune));
+        self.batch = batch;
+        inline
     }
 
     /// Commits the open transaction; counts it when it carried anything.
@@ -297,14 +357,13 @@ impl Writer {
         batch: &mut Vec<Box<dyn Operation>>,
         now: Timestamp,
         (reap, prune_due): (bool, bool),
-        rng: &mut fastrand::Rng,
-    ) {
+    ) -> Option<Inline> {
         if let Some(e) = self.durability.failure() {
             // A sync failed: writing on could make later answers durable
             // while an earlier commit is lost. Refuse everything.
             let stopped = Err(Error::Storage(Arc::new(durable::stopped(&e))));
             answer(batch, &stopped, false, &self.signal);
-            return;
+            return None;
         }
         let mut skip = vec![false; batch.len()];
         let mut unsynced = None;
@@ -312,7 +371,7 @@ impl Writer {
             let mut ctx = BatchCtx {
                 now,
                 options: &self.options,
-                rng: &mut *rng,
+                rng: &mut self.rng,
                 woke: false,
                 prune_due,
                 ready_heads: Vec::new(),
@@ -338,7 +397,6 @@ impl Writer {
                 }
             }
         };
-        let mut outcome = outcome;
         let mut wake = woke;
         if unsynced.is_some() && outcome.is_ok() && woke {
             // Lessees may claim the new jobs at once: their claims commit
@@ -347,37 +405,39 @@ impl Writer {
             wake = false;
         }
         if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || self.rx.is_empty()) {
-            // Few callers and nobody else waiting: answering (and syncing)
-            // here is cheaper than a hop through the reply thread, and
-            // there is no next batch to overlap with the fsync.
-            if let (Some(seq), Some(syncer)) = (unsynced, self.syncer.as_deref()) {
-                let synced = sync(syncer, seq, &self.durability, &self.counters);
-                if let (Err(e), Ok(())) = (synced, &outcome) {
-                    outcome = Err(e);
-                }
-            }
-            answer(batch, &outcome, wake, &self.signal);
-            return;
+            // Few callers and nobody else waiting: syncing and answering
+            // them in this thread (after it lets go of the writer) is
+            // cheaper than two thread hops.
+            // Moved out, so that the batch vector keeps its capacity.
+            let mut ops = Vec::with_capacity(batch.len());
+            ops.append(batch);
+            return Some(Inline {
+                ops,
+                outcome,
+                wake,
+                unsynced,
+            });
         }
         let fresh = self
             .recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(batch.len()));
         let ops = std::mem::replace(batch, fresh);
-        if let Err(flume::SendError(mut lost)) = self.replies.send(Answered {
+        if let Err(flume::SendError(lost)) = self.replies.send(Answered {
             ops,
             outcome,
             wake,
             unsynced,
         }) {
-            // The reply thread is gone (it only stops when the writer does).
-            if let (Some(seq), Some(syncer)) = (lost.unsynced, self.syncer.as_deref()) {
-                if let (Err(e), Ok(())) = (sync(syncer, seq, &self.durability, &self.counters), &lost.outcome) {
-                    lost.outcome = Err(e);
-                }
-            }
-            answer(&mut lost.ops, &lost.outcome, lost.wake, &self.signal);
+            // The sync/reply threads are gone (they stop only after the writer).
+            return Some(Inline {
+                ops: lost.ops,
+                outcome: lost.outcome,
+                wake: lost.wake,
+                unsynced: lost.unsynced,
+            });
         }
+        None
     }
 }
 
