@@ -2,10 +2,10 @@
 //! loads what it needs, asks `relay_core::transition` what happens, and
 //! persists the answer with a guarded write.
 
-use crate::engine::writer::BatchCtx;
+use crate::engine::writer::{BatchCtx, KeptHeads};
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
-use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Timestamp};
+use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Priority, Timestamp};
 use relay_store::{EventWrite, JobInsert, JobSetStatus, Store};
 
 pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
@@ -46,16 +46,17 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
 pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
     let mut heads: Vec<(usize, Candidate)> = Vec::with_capacity(4 * req.queues.len());
     for (qi, q) in req.queues.iter().enumerate() {
-        let probed;
-        let found = match ctx.heads(q) {
-            Some(kept) => kept,
-            None => {
-                probed = store.job_ready_heads(q, ctx.now)?;
-                &probed
+        match ctx.take_heads(q) {
+            Some(kept) => {
+                heads.extend(kept.heads.iter().map(|c| (qi, *c)));
+                for p in kept.stale {
+                    heads.extend(store.job_ready_head(q, p, ctx.now)?.map(|c| (qi, c)));
+                }
             }
-        };
-        heads.extend(found.iter().map(|c| (qi, *c)));
+            None => heads.extend(store.job_ready_heads(q, ctx.now)?.into_iter().map(|c| (qi, c))),
+        }
     }
+    let mut stale: Vec<(usize, Priority)> = Vec::new();
     let mut jobs = Vec::new();
     while jobs.len() < req.max as usize {
         let Some(winner) = choose(heads.iter().map(|h| h.1), ctx.now, ctx.options.aging_interval) else {
@@ -73,12 +74,20 @@ pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLe
         // the other classes' heads are unchanged.
         let qi = heads.iter().position(|h| h.1.id == winner.id).map_or(0, |i| heads[i].0);
         heads.retain(|h| h.1.id != winner.id);
-        if let Some(c) = store.job_ready_head(&req.queues[qi], winner.priority, ctx.now)? {
-            heads.push((qi, c));
+        if jobs.len() < req.max as usize {
+            if let Some(c) = store.job_ready_head(&req.queues[qi], winner.priority, ctx.now)? {
+                heads.push((qi, c));
+            }
+        } else {
+            // Probed by the next claim of the batch, if there is one.
+            stale.push((qi, winner.priority));
         }
     }
     for (qi, q) in req.queues.iter().enumerate() {
-        let kept = heads.iter().filter(|h| h.0 == qi).map(|h| h.1).collect();
+        let kept = KeptHeads {
+            heads: heads.iter().filter(|h| h.0 == qi).map(|h| h.1).collect(),
+            stale: stale.iter().filter(|s| s.0 == qi).map(|s| s.1).collect(),
+        };
         ctx.keep_heads(q, kept);
     }
     let mut next_ready_at: Option<Timestamp> = None;

@@ -35,19 +35,27 @@ pub(crate) struct BatchCtx<'a> {
     /// The due heads of each queue claimed from in this batch, kept while
     /// no operation of the batch changes which jobs are READY: a claim then
     /// re-probes only the class it took from (one seek, not four).
-    ready_heads: Vec<(String, Vec<Candidate>)>,
+    ready_heads: Vec<(String, KeptHeads)>,
+}
+
+/// A queue's heads kept between claims of one batch.
+pub(crate) struct KeptHeads {
+    pub heads: Vec<Candidate>,
+    /// Classes whose head was claimed and not probed again yet: probed only
+    /// if another claim of the batch needs them.
+    pub stale: Vec<relay_core::Priority>,
 }
 
 impl BatchCtx<'_> {
-    /// The kept heads of `queue`, if still valid.
-    pub(crate) fn heads(&self, queue: &str) -> Option<&[Candidate]> {
-        self.ready_heads
-            .iter()
-            .find(|(q, _)| q == queue)
-            .map(|(_, h)| h.as_slice())
+    /// The kept heads of `queue`, if still valid. Taken out: the claim keeps
+    /// them again when it succeeds, and a claim that fails part-way leaves
+    /// none behind (the next one probes afresh).
+    pub(crate) fn take_heads(&mut self, queue: &str) -> Option<KeptHeads> {
+        let i = self.ready_heads.iter().position(|(q, _)| q == queue)?;
+        Some(self.ready_heads.swap_remove(i).1)
     }
 
-    pub(crate) fn keep_heads(&mut self, queue: &str, heads: Vec<Candidate>) {
+    pub(crate) fn keep_heads(&mut self, queue: &str, heads: KeptHeads) {
         match self.ready_heads.iter_mut().find(|(q, _)| q == queue) {
             Some(slot) => slot.1 = heads,
             None => self.ready_heads.push((queue.to_owned(), heads)),
