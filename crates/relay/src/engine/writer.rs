@@ -6,8 +6,11 @@
 //! alone: see `apply_all`), commits once, and only then answers each caller.
 //! Alone, a caller waits one fsync; under load one fsync serves everyone who
 //! arrived while the previous commit ran. Where the store splits its commit
-//! (SQLite), the fsync runs on the reply thread while the writer applies the
+//! (SQLite), the fsync runs on a sync thread while the writer applies the
 //! next batch; nobody is answered before the fsync that covers their change.
+//! The writer itself is a mutex-guarded [`Writer`]: its thread holds it
+//! while it builds and commits a batch, and a caller that finds it idle with
+//! nothing else in flight may commit its own operation (`Engine::run`).
 //!
 //! The channel into the thread is bounded (`queue_capacity`): when it is
 //! full, callers block in `send` — that is the back-pressure point.
@@ -223,7 +226,8 @@ fn sync(syncer: &dyn Syncer, seq: u64, durability: &Durability, counters: &Count
 /// How often finished jobs past their retention are pruned.
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Batches this small are answered by the writer itself.
+/// Batches this small (with nobody else waiting) are synced and answered by
+/// the thread that committed them, not handed on.
 const REPLY_INLINE_MAX: usize = 2;
 
 fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, signal: &Signal) {
