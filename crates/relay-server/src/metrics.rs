@@ -40,7 +40,7 @@ impl Metrics {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "# HELP relay_commits_total Durable commits made by the writer.\n# TYPE relay_commits_total counter"
+            "# HELP relay_commits_total Commits made by the writer (durable once answered).\n# TYPE relay_commits_total counter"
         );
         let _ = writeln!(out, "relay_commits_total {}", relay.commits);
         let _ = writeln!(
@@ -58,6 +58,11 @@ impl Metrics {
             "# HELP relay_largest_batch Most operations in one commit.\n# TYPE relay_largest_batch gauge"
         );
         let _ = writeln!(out, "relay_largest_batch {}", relay.largest_batch);
+        let _ = writeln!(
+            out,
+            "# HELP relay_syncs_total Separate fsyncs of split commits (SQLite), each covering one or more commits.\n# TYPE relay_syncs_total counter"
+        );
+        let _ = writeln!(out, "relay_syncs_total {}", relay.syncs);
         if let Some(stats) = stats {
             let _ = writeln!(
                 out,

@@ -217,7 +217,9 @@ fn the_whole_job_life_cycle() {
     let text = v.as_str().unwrap();
     assert_eq!(st, 200);
     assert!(
-        text.contains("relay_commits_total") && text.contains("relay_jobs{queue=\"emails\",state=\"SUCCEEDED\"} 1"),
+        text.contains("relay_commits_total")
+            && text.contains("relay_syncs_total ")
+            && text.contains("relay_jobs{queue=\"emails\",state=\"SUCCEEDED\"} 1"),
         "{text}"
     );
     assert!(
