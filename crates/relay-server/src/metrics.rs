@@ -38,31 +38,41 @@ impl Metrics {
 
     pub(crate) fn render(&self, relay: &relay::Metrics, stats: Option<&relay::Stats>) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP relay_commits_total Commits made by the writer (durable once answered).\n# TYPE relay_commits_total counter"
-        );
-        let _ = writeln!(out, "relay_commits_total {}", relay.commits);
-        let _ = writeln!(
-            out,
-            "# HELP relay_operations_total Operations carried by those commits.\n# TYPE relay_operations_total counter"
-        );
-        let _ = writeln!(out, "relay_operations_total {}", relay.operations);
-        let _ = writeln!(
-            out,
-            "# HELP relay_failed_commits_total Commits that failed.\n# TYPE relay_failed_commits_total counter"
-        );
-        let _ = writeln!(out, "relay_failed_commits_total {}", relay.failed_commits);
-        let _ = writeln!(
-            out,
-            "# HELP relay_largest_batch Most operations in one commit.\n# TYPE relay_largest_batch gauge"
-        );
-        let _ = writeln!(out, "relay_largest_batch {}", relay.largest_batch);
-        let _ = writeln!(
-            out,
-            "# HELP relay_syncs_total Separate fsyncs of split commits (SQLite), each covering one or more commits.\n# TYPE relay_syncs_total counter"
-        );
-        let _ = writeln!(out, "relay_syncs_total {}", relay.syncs);
+        let writer = [
+            (
+                "relay_commits_total",
+                "counter",
+                "Commits made by the writer (durable once answered).",
+                relay.commits,
+            ),
+            (
+                "relay_operations_total",
+                "counter",
+                "Operations carried by those commits.",
+                relay.operations,
+            ),
+            (
+                "relay_failed_commits_total",
+                "counter",
+                "Commits that failed.",
+                relay.failed_commits,
+            ),
+            (
+                "relay_largest_batch",
+                "gauge",
+                "Most operations in one commit.",
+                relay.largest_batch,
+            ),
+            (
+                "relay_syncs_total",
+                "counter",
+                "Separate fsyncs of split commits (SQLite), each covering one or more commits.",
+                relay.syncs,
+            ),
+        ];
+        for (name, kind, help, value) in writer {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
         if let Some(stats) = stats {
             let _ = writeln!(
                 out,

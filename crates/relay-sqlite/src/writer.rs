@@ -14,39 +14,34 @@ pub(crate) struct SqliteStore {
 }
 
 impl SqliteStore {
-    fn exec(&self, sql: &str) -> Result<(), StoreError> {
+    /// Runs one cached statement; returns the rows it changed.
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
         self.conn
             .prepare_cached(sql)
-            .and_then(|mut s| s.execute([]))
-            .map(drop)
+            .and_then(|mut s| s.execute(params))
             .map_err(map_err)
     }
 }
 
 impl Store for SqliteStore {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        let mut ev = self
-            .conn
-            .prepare_cached(&crate::sql::JOB_PRUNE_EVENTS)
-            .map_err(map_err)?;
-        ev.execute([before.as_millis()]).map_err(map_err)?;
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_PRUNE).map_err(map_err)?;
-        Ok(st.execute([before.as_millis()]).map_err(map_err)? as u64)
+        self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
+        Ok(self.exec(&crate::sql::JOB_PRUNE, [before.as_millis()])? as u64)
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
-        self.exec("BEGIN IMMEDIATE")
+        self.exec("BEGIN IMMEDIATE", []).map(drop)
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        self.exec("COMMIT")
+        self.exec("COMMIT", []).map(drop)
     }
 
     fn rollback(&mut self) -> Result<(), StoreError> {
         if self.conn.is_autocommit() {
             return Ok(()); // SQLite already rolled the transaction back (I/O error, disk full)
         }
-        self.exec("ROLLBACK")
+        self.exec("ROLLBACK", []).map(drop)
     }
 
     fn changes(&self) -> u64 {
@@ -58,28 +53,29 @@ impl Store for SqliteStore {
     }
 
     fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_INSERT).map_err(map_err)?;
         let s = j.status;
-        st.execute(params![
-            j.queue,
-            j.kind,
-            j.payload,
-            j.priority.get(),
-            s.state.as_str(),
-            s.attempts,
-            s.max_attempts,
-            s.ready_at.as_millis(),
-            j.created_at.as_millis(),
-            j.unique_key,
-            s.last_token.0,
-        ])
-        .map_err(map_err)?;
+        self.exec(
+            &crate::sql::JOB_INSERT,
+            params![
+                j.queue,
+                j.kind,
+                j.payload,
+                j.priority.get(),
+                s.state.as_str(),
+                s.attempts,
+                s.max_attempts,
+                s.ready_at.as_millis(),
+                j.created_at.as_millis(),
+                j.unique_key,
+                s.last_token.0,
+            ],
+        )?;
         let id = JobId(self.conn.last_insert_rowid());
         if let Some(e) = j.event {
-            self.conn
-                .prepare_cached(&crate::sql::EVENT_APPEND)
-                .and_then(|mut st| st.execute(params![id.0, 1, e.at.as_millis(), e.kind, e.data]))
-                .map_err(map_err)?;
+            self.exec(
+                &crate::sql::EVENT_APPEND,
+                params![id.0, 1, e.at.as_millis(), e.kind, e.data],
+            )?;
         }
         Ok(id)
     }
@@ -113,11 +109,11 @@ impl Store for SqliteStore {
     }
 
     fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_SET_STATUS).map_err(map_err)?;
         let s = p.status;
         let lease = s.lease.as_ref();
-        let n = st
-            .execute(params![
+        let n = self.exec(
+            &crate::sql::JOB_SET_STATUS,
+            params![
                 p.id.0,
                 p.expect_state.as_str(),
                 p.expect_token.0,
@@ -130,8 +126,8 @@ impl Store for SqliteStore {
                 lease.map(|l| l.worker.as_str()),
                 s.last_error.as_deref(),
                 p.result,
-            ])
-            .map_err(map_err)?;
+            ],
+        )?;
         Ok(n == 1)
     }
 
@@ -142,22 +138,17 @@ impl Store for SqliteStore {
             return Ok(false);
         }
         if let Some(e) = event {
-            self.conn
-                .prepare_cached(&crate::sql::EVENT_APPEND_NEXT)
-                .and_then(|mut st| st.execute(params![p.id.0, e.at.as_millis(), e.kind, e.data]))
-                .map_err(map_err)?;
+            self.exec(
+                &crate::sql::EVENT_APPEND_NEXT,
+                params![p.id.0, e.at.as_millis(), e.kind, e.data],
+            )?;
         }
         Ok(true)
     }
 
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
-        let mut ev = self
-            .conn
-            .prepare_cached(&crate::sql::JOB_EVENTS_DELETE)
-            .map_err(map_err)?;
-        ev.execute([id.0]).map_err(map_err)?;
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_DELETE).map_err(map_err)?;
-        Ok(st.execute([id.0]).map_err(map_err)? == 1)
+        self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
+        Ok(self.exec(&crate::sql::JOB_DELETE, [id.0])? == 1)
     }
 
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
@@ -214,10 +205,10 @@ impl Store for SqliteStore {
             .prepare_cached(&crate::sql::EVENT_NEXT_SEQ)
             .and_then(|mut st| st.query_row([job.0], |r| r.get(0)))
             .map_err(map_err)?;
-        self.conn
-            .prepare_cached(&crate::sql::EVENT_APPEND)
-            .and_then(|mut st| st.execute(params![job.0, seq, at.as_millis(), kind, data]))
-            .map_err(map_err)?;
+        self.exec(
+            &crate::sql::EVENT_APPEND,
+            params![job.0, seq, at.as_millis(), kind, data],
+        )?;
         Ok(seq)
     }
 }

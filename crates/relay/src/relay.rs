@@ -113,11 +113,11 @@ impl Relay {
         let req = req.validate(&self.engine.options.limits)?;
         let deadline = Instant::now() + req.wait;
         loop {
-            let seen = self.engine.signal.generation();
+            let seen = self.engine.deliver.signal.generation();
             let batch = self.engine.run(self.engine.lease_op(req.clone()))?;
             match self.engine.wait_until(&batch, deadline) {
                 None => return Ok(batch.jobs),
-                Some(until) => self.engine.signal.wait(seen, until),
+                Some(until) => self.engine.deliver.signal.wait(seen, until),
             }
         }
     }
@@ -209,7 +209,7 @@ impl Relay {
 
     /// The writer's counters: commits, operations, largest batch.
     pub fn metrics(&self) -> Metrics {
-        self.engine.counters.snapshot()
+        self.engine.deliver.counters.snapshot()
     }
 }
 
@@ -233,12 +233,12 @@ impl AsyncRelay {
         let deadline = Instant::now() + req.wait;
         tokio::pin!(stop);
         loop {
-            let seen = self.engine.signal.generation();
+            let seen = self.engine.deliver.signal.generation();
             let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
             match self.engine.wait_until(&batch, deadline) {
                 None => return Ok(batch.jobs),
                 Some(until) => tokio::select! {
-                    () = self.engine.signal.wait_async(seen, until) => {}
+                    () = self.engine.deliver.signal.wait_async(seen, until) => {}
                     _ = &mut stop => return Ok(Vec::new()),
                 },
             }
@@ -334,7 +334,7 @@ impl AsyncRelay {
     }
 
     pub fn metrics(&self) -> Metrics {
-        self.engine.counters.snapshot()
+        self.engine.deliver.counters.snapshot()
     }
 }
 

@@ -42,7 +42,8 @@ pub(crate) struct Engine {
     /// The writer, for callers that commit their own operation when it is
     /// idle and nothing waits (`None`: always through the writer thread).
     core: Option<Arc<Mutex<Writer>>>,
-    deliver: Deliver,
+    /// The wake-up signal, the counters, and the sync of split commits.
+    pub deliver: Deliver,
     /// Operations sent (or being committed by their caller) and not yet answered.
     in_flight: AtomicUsize,
     writer: Option<JoinHandle<()>>,
@@ -51,8 +52,6 @@ pub(crate) struct Engine {
     /// Listens for other processes' ready jobs, where the store can.
     _watch: Option<relay_store::WatchGuard>,
     pub readers: Readers,
-    pub signal: Arc<Signal>,
-    pub counters: Arc<Counters>,
     pub options: Options,
     pub backend: Arc<dyn Backend>,
 }
@@ -63,67 +62,55 @@ impl Engine {
     pub(crate) fn start(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
         options.validate()?;
         let store = backend.open_writer().map_err(Error::open)?;
-        let syncer = store.syncer();
-        let durability = Arc::new(Durability::default());
         let (tx, rx) = flume::bounded(options.queue_capacity);
         let rx_for_thread = rx.clone();
         let (replies, answered) = flume::unbounded();
         let (recycle, recycled) = flume::bounded(4);
         let signal = Arc::new(Signal::new());
         let counters = Arc::new(Counters::default());
-        let mut writer = Writer {
-            store,
-            syncer: syncer.clone(),
-            durability: Arc::clone(&durability),
-            rx,
-            options: options.clone(),
+        let deliver = Deliver {
+            syncer: store.syncer(),
+            durability: Arc::new(Durability::default()),
             counters: Arc::clone(&counters),
-            replies,
-            recycled,
             signal: Arc::clone(&signal),
-            rng: fastrand::Rng::new(),
-            batch: Vec::with_capacity(options.max_batch),
-            last_reap: relay_core::Timestamp::from_millis(i64::MIN),
-            last_prune: relay_core::Timestamp::from_millis(i64::MIN),
         };
         let reply_signal = Arc::clone(&signal);
         let replier = spawn("relay-replier", move || {
             writer::reply_loop(answered, recycle, reply_signal)
         })?;
         // A split commit adds a stage: writer -> fsync -> replies.
-        let syncer_thread = match syncer.clone() {
-            Some(syncer) => {
-                let (to_sync, from_writer) = flume::unbounded();
-                let stage = writer::SyncStage {
-                    rx: from_writer,
-                    replies: std::mem::replace(&mut writer.replies, to_sync),
-                    syncer,
-                    durability: Arc::clone(&durability),
-                    counters: Arc::clone(&counters),
-                    signal: Arc::clone(&signal),
-                };
-                Some(spawn("relay-syncer", move || writer::sync_loop(stage))?)
-            }
-            None => None,
+        let (replies, syncer_thread) = if deliver.syncer.is_some() {
+            let (to_sync, from_writer) = flume::unbounded();
+            let d = deliver.clone();
+            let thread = spawn("relay-syncer", move || writer::sync_loop(from_writer, replies, d))?;
+            (to_sync, Some(thread))
+        } else {
+            (replies, None)
         };
-        let deliver = Deliver {
-            syncer: syncer.clone(),
-            durability: Arc::clone(&durability),
-            counters: Arc::clone(&counters),
-            signal: Arc::clone(&signal),
+        let writer = Writer {
+            store,
+            deliver: deliver.clone(),
+            rx,
+            options: options.clone(),
+            replies,
+            recycled,
+            rng: fastrand::Rng::new(),
+            batch: Vec::with_capacity(options.max_batch),
+            last_reap: relay_core::Timestamp::from_millis(i64::MIN),
+            last_prune: relay_core::Timestamp::from_millis(i64::MIN),
         };
         // Callers commit their own operation without a thread hop only where
         // that is cheap and safe in any thread: SQLite's split commit (the
         // PostgreSQL driver runs a runtime of its own and must stay on the
         // writer thread).
-        let caller_commits = syncer.is_some();
+        let caller_commits = deliver.syncer.is_some();
         let reap_interval = options.reap_interval;
         let writer = Arc::new(Mutex::new(writer));
         let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&writer), rx_for_thread, deliver.clone());
         let handle = spawn("relay-writer", move || {
             writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
         })?;
-        let readers = Readers::new(Arc::clone(&backend), durability);
+        let readers = Readers::new(Arc::clone(&backend), Arc::clone(&deliver.durability));
         let wake_signal = Arc::clone(&signal);
         let watch = backend
             .watch_ready(Box::new(move || wake_signal.notify()))
@@ -138,8 +125,6 @@ impl Engine {
             replier: Some(replier),
             _watch: watch,
             readers,
-            signal,
-            counters,
             options,
             backend,
         })

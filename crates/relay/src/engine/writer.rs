@@ -155,6 +155,27 @@ pub(crate) struct Answered {
     unsynced: Option<u64>,
 }
 
+impl Answered {
+    /// A batch that was not made durable gets the sync's error instead of
+    /// its own success.
+    fn sync_failed(&mut self, e: &Error) {
+        if self.unsynced.is_some() && self.outcome.is_ok() {
+            self.outcome = Err(e.clone());
+        }
+    }
+
+    /// Syncs (when the commit is split and not yet synced), then answers:
+    /// how the thread that committed a small batch finishes it.
+    pub(crate) fn finish(mut self, d: &Deliver) {
+        if let Some(seq) = self.unsynced {
+            if let Err(e) = d.sync(seq) {
+                self.sync_failed(&e);
+            }
+        }
+        answer(&mut self.ops, &self.outcome, self.wake, &d.signal);
+    }
+}
+
 /// Answers callers on a thread of its own, so that waking them (a futex
 /// wake per caller, measured at 13% of the writer's time) overlaps the
 /// writer's next batch instead of delaying it. Emptied batch vectors go
@@ -170,55 +191,24 @@ pub(crate) fn reply_loop(
     }
 }
 
-/// What the sync thread needs.
-pub(crate) struct SyncStage {
-    pub rx: flume::Receiver<Answered>,
-    pub replies: flume::Sender<Answered>,
-    pub syncer: Arc<dyn Syncer>,
-    pub durability: Arc<Durability>,
-    pub counters: Arc<Counters>,
-    pub signal: Arc<Signal>,
-}
-
 /// The middle stage of a split commit: takes every committed batch waiting,
 /// fsyncs once for all of them, and passes them to the reply thread. The
 /// writer applies the next batch meanwhile, and the reply thread wakes the
 /// previous batch's callers while this one waits on the disk.
-pub(crate) fn sync_loop(st: SyncStage) {
+pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<Answered>, d: Deliver) {
     let mut pending: Vec<Answered> = Vec::new();
-    while let Ok(first) = st.rx.recv() {
+    while let Ok(first) = rx.recv() {
         pending.push(first);
-        pending.extend(st.rx.try_iter());
+        pending.extend(rx.try_iter());
         if let Some(seq) = pending.iter().filter_map(|a| a.unsynced).max() {
-            if let Err(e) = sync(st.syncer.as_ref(), seq, &st.durability, &st.counters) {
-                for done in pending.iter_mut().filter(|a| a.unsynced.is_some() && a.outcome.is_ok()) {
-                    done.outcome = Err(e.clone());
-                }
+            if let Err(e) = d.sync(seq) {
+                pending.iter_mut().for_each(|a| a.sync_failed(&e));
             }
         }
         for done in pending.drain(..) {
-            if let Err(flume::SendError(mut lost)) = st.replies.send(done) {
-                answer(&mut lost.ops, &lost.outcome, lost.wake, &st.signal);
+            if let Err(flume::SendError(mut lost)) = replies.send(done) {
+                answer(&mut lost.ops, &lost.outcome, lost.wake, &d.signal);
             }
-        }
-    }
-}
-
-/// The second half of a split commit: makes every commit up to `seq`
-/// durable, or stops the Relay when the disk failed.
-fn sync(syncer: &dyn Syncer, seq: u64, durability: &Durability, counters: &Counters) -> Result<()> {
-    match syncer.sync() {
-        Ok(()) => {
-            counters.synced();
-            durability.mark_durable(seq);
-            Ok(())
-        }
-        Err(e) => {
-            let e = Arc::new(e);
-            tracing::error!(error = %e, "fsync failed; its callers are told their changes may be on disk, and this Relay stops writing");
-            counters.commit_failed();
-            durability.fail(Arc::clone(&e));
-            Err(Error::MaybeApplied(e))
         }
     }
 }
@@ -242,31 +232,34 @@ fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, s
 /// What finishing a batch needs: its fsync (split commits) and its answers.
 #[derive(Clone)]
 pub(crate) struct Deliver {
+    /// The store's syncer when its commits are split (see [`Store::syncer`]).
     pub syncer: Option<Arc<dyn Syncer>>,
     pub durability: Arc<Durability>,
     pub counters: Arc<Counters>,
     pub signal: Arc<Signal>,
 }
 
-/// A committed batch of one or two callers, finished by the thread that
-/// committed it after it let go of the writer (see [`Writer::process`]).
-pub(crate) struct Inline {
-    ops: Vec<Box<dyn Operation>>,
-    outcome: Result<()>,
-    wake: bool,
-    unsynced: Option<u64>,
-}
-
-impl Inline {
-    /// Syncs (when the commit is split) and only then answers.
-    pub(crate) fn finish(mut self, d: &Deliver) {
-        if let (Some(seq), Some(syncer)) = (self.unsynced, d.syncer.as_deref()) {
-            let synced = sync(syncer, seq, &d.durability, &d.counters);
-            if let (Err(e), Ok(())) = (synced, &self.outcome) {
-                self.outcome = Err(e);
+impl Deliver {
+    /// The second half of a split commit: makes every commit up to `seq`
+    /// durable, or stops the Relay when the disk failed.
+    fn sync(&self, seq: u64) -> Result<()> {
+        let Some(syncer) = self.syncer.as_deref() else {
+            return Ok(()); // every commit was durable by itself
+        };
+        match syncer.sync() {
+            Ok(()) => {
+                self.counters.synced();
+                self.durability.mark_durable(seq);
+                Ok(())
+            }
+            Err(e) => {
+                let e = Arc::new(e);
+                tracing::error!(error = %e, "fsync failed; its callers are told their changes may be on disk, and this Relay stops writing");
+                self.counters.commit_failed();
+                self.durability.fail(Arc::clone(&e));
+                Err(Error::MaybeApplied(e))
             }
         }
-        answer(&mut self.ops, &self.outcome, self.wake, &d.signal);
     }
 }
 
@@ -276,15 +269,11 @@ impl Inline {
 /// without a thread hop (see `Engine::run`).
 pub(crate) struct Writer {
     pub store: Box<dyn Store>,
-    /// The store's syncer when its commits are split (see [`Store::syncer`]).
-    pub syncer: Option<Arc<dyn Syncer>>,
-    pub durability: Arc<Durability>,
+    pub deliver: Deliver,
     pub rx: flume::Receiver<Box<dyn Operation>>,
     pub options: Options,
-    pub counters: Arc<Counters>,
     pub replies: flume::Sender<Answered>,
     pub recycled: flume::Receiver<Vec<Box<dyn Operation>>>,
-    pub signal: Arc<Signal>,
     pub rng: fastrand::Rng,
     pub batch: Vec<Box<dyn Operation>>,
     pub last_reap: Timestamp,
@@ -322,7 +311,7 @@ impl Writer {
     /// and reply threads; a smaller one comes back, to be synced and
     /// answered by the caller of `process` once it has let go of the writer
     /// (so that the next batch can be applied during that fsync).
-    pub(crate) fn process(&mut self, first: Option<Box<dyn Operation>>) -> Option<Inline> {
+    pub(crate) fn process(&mut self, first: Option<Box<dyn Operation>>) -> Option<Answered> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.extend(first);
         while batch.len() < self.options.max_batch {
@@ -351,13 +340,13 @@ impl Writer {
             Ok(()) => {
                 // An idle reap that found nothing wrote nothing: no fsync, no count.
                 if ops > 0 || reaped > 0 {
-                    self.counters.committed(ops);
+                    self.deliver.counters.committed(ops);
                 }
                 Ok(())
             }
             Err(e) => {
                 let _ = self.store.rollback();
-                self.counters.commit_failed();
+                self.deliver.counters.commit_failed();
                 tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
                 Err(Error::MaybeApplied(Arc::new(e)))
             }
@@ -369,12 +358,12 @@ impl Writer {
         batch: &mut Vec<Box<dyn Operation>>,
         now: Timestamp,
         (reap, prune_due): (bool, bool),
-    ) -> Option<Inline> {
-        if let Some(e) = self.durability.failure() {
+    ) -> Option<Answered> {
+        if let Some(e) = self.deliver.durability.failure() {
             // A sync failed: writing on could make later answers durable
             // while an earlier commit is lost. Refuse everything.
             let stopped = Err(Error::Storage(Arc::new(durable::stopped(&e))));
-            answer(batch, &stopped, false, &self.signal);
+            answer(batch, &stopped, false, &self.deliver.signal);
             return None;
         }
         let mut skip = vec![false; batch.len()];
@@ -391,10 +380,10 @@ impl Writer {
             match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
                 Ok(reaped) => {
                     let woke = ctx.woke;
-                    if self.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
+                    if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
                         // Numbered before COMMIT: any reader that sees this
                         // batch then waits for its fsync (see durable.rs).
-                        unsynced = Some(self.durability.begin_commit());
+                        unsynced = Some(self.deliver.durability.begin_commit());
                     }
                     break (self.commit(batch.len(), reaped), woke);
                 }
@@ -413,7 +402,7 @@ impl Writer {
         if unsynced.is_some() && outcome.is_ok() && woke {
             // Lessees may claim the new jobs at once: their claims commit
             // later, and the fsync that answers them covers this commit.
-            self.signal.notify();
+            self.deliver.signal.notify();
             wake = false;
         }
         if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || self.rx.is_empty()) {
@@ -423,7 +412,7 @@ impl Writer {
             // Moved out, so that the batch vector keeps its capacity.
             let mut ops = Vec::with_capacity(batch.len());
             ops.append(batch);
-            return Some(Inline {
+            return Some(Answered {
                 ops,
                 outcome,
                 wake,
@@ -442,12 +431,7 @@ impl Writer {
             unsynced,
         }) {
             // The sync/reply threads are gone (they stop only after the writer).
-            return Some(Inline {
-                ops: lost.ops,
-                outcome: lost.outcome,
-                wake: lost.wake,
-                unsynced: lost.unsynced,
-            });
+            return Some(lost);
         }
         None
     }
