@@ -3,8 +3,7 @@
 
 use relay_store::StoreError;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
@@ -12,7 +11,6 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
-const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// Where the database lives.
 #[derive(Debug, Clone)]
@@ -65,16 +63,23 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
+    // Only SQLite itself ever opens the file (never `std::fs`): on Linux,
+    // closing any descriptor of a file drops every POSIX lock the process
+    // holds on it, including the SHARED lock SQLite keeps for as long as a
+    // connection is open in WAL mode. Without it, the next program to close
+    // the file (a backup, the sqlite3 CLI) believes it is the last user,
+    // checkpoints and unlinks the live WAL. See ARCHITECTURE.md, "Other
+    // programs on the file".
     let conn = match target {
-        Target::File(path) => {
-            check_header(path)?;
-            Connection::open_with_flags(path, flags)
-        }
+        Target::File(path) => Connection::open_with_flags(path, flags),
         Target::Memory(name) => Connection::open_with_flags(format!("file:/{name}?vfs=memdb"), flags),
     }
     .map_err(map_err)?;
     conn.busy_timeout(settings.busy_timeout).map_err(map_err)?;
     conn.set_prepared_statement_cache_capacity(64);
+    // Before any setting that writes (journal_mode=WAL rewrites the
+    // header): a file that is not a Relay database is refused untouched.
+    let version = inspect(&conn, target)?;
     match target {
         Target::File(_) => {
             set_pragma(&conn, "journal_mode", "WAL", "wal")?;
@@ -87,39 +92,42 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
         Target::Memory(_) => {}
     }
     if writer {
-        migrate(&conn)?;
+        if version != SCHEMA_VERSION {
+            migrate(&conn)?;
+        }
         if let Some(pages) = settings.max_page_count {
             conn.pragma_update(None, "max_page_count", pages).map_err(map_err)?;
         }
     } else {
-        check_version(&conn)?;
         set_pragma(&conn, "query_only", "1", "1")?;
     }
     Ok(conn)
 }
 
-/// Refuses, without writing a byte, a non-empty file that is not SQLite.
-fn check_header(path: &Path) -> Result<(), StoreError> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err(format!("cannot open {}", path.display()), e)),
-    };
-    let mut head = [0u8; 16];
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) => return Err(io_err(format!("cannot read {}", path.display()), e)),
-        }
+/// Reads the file's identity through SQLite (which reads the header and
+/// writes nothing): refuses a file that is not SQLite, another
+/// application's database and a newer schema. Returns the schema version.
+fn inspect(conn: &Connection, target: &Target) -> Result<i64, StoreError> {
+    let version = check_version(conn).map_err(|e| match e {
+        StoreError::NotADatabase { .. } => StoreError::NotADatabase {
+            reason: format!("{} is not an SQLite file (its header is wrong)", target.describe()),
+        },
+        e => e,
+    })?;
+    if version == 0 && foreign_tables(conn)? {
+        return Err(StoreError::NotADatabase {
+            reason: "an SQLite database of another application (it has tables but no Relay schema)".into(),
+        });
     }
-    if got == 0 || &head == SQLITE_HEADER {
-        return Ok(());
-    }
-    Err(StoreError::NotADatabase {
-        reason: format!("{} is not an SQLite file (its header is wrong)", path.display()),
-    })
+    Ok(version)
+}
+
+/// An unversioned file with tables that Relay did not create.
+fn foreign_tables(conn: &Connection) -> Result<bool, StoreError> {
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+        .map_err(map_err)?;
+    Ok(tables > 0 && pragma_int(conn, "application_id")? != APPLICATION_ID)
 }
 
 /// Sets a pragma and reads it back: SQLite ignores misspelled or
@@ -176,20 +184,13 @@ fn check_version(conn: &Connection) -> Result<i64, StoreError> {
 /// Brings the schema to [`SCHEMA_VERSION`] in one transaction, so two
 /// processes opening a new file at once migrate it exactly once.
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
-    if check_version(conn)? == SCHEMA_VERSION {
-        return Ok(());
-    }
     let tx = begin_immediate(conn)?;
+    // Another process may have migrated (or claimed) the file since `inspect`.
     let version = check_version(conn)?;
-    if version == 0 {
-        let tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
-            .map_err(map_err)?;
-        if tables > 0 && pragma_int(conn, "application_id")? != APPLICATION_ID {
-            return Err(StoreError::NotADatabase {
-                reason: "an SQLite database of another application (it has tables but no Relay schema)".into(),
-            });
-        }
+    if version == 0 && foreign_tables(conn)? {
+        return Err(StoreError::NotADatabase {
+            reason: "an SQLite database of another application (it has tables but no Relay schema)".into(),
+        });
     }
     let from = usize::try_from(version).unwrap_or(0);
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {

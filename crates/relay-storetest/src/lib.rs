@@ -21,6 +21,7 @@ pub mod model;
 pub mod pg;
 pub mod retries;
 pub mod scheduling;
+pub mod visitors;
 
 use relay::{ManualClock, Options, Relay, RetryPolicy, Timestamp};
 use std::sync::Arc;

@@ -41,8 +41,11 @@ fn another_applications_database_is_refused_untouched() {
     )
     .unwrap();
     drop(conn);
+    let before = std::fs::read(&path).unwrap();
     let e = open_error(&path);
     assert!(matches!(e, StoreError::NotADatabase { .. }), "{e}");
+    // Not a byte changed: not even the journal mode in its header.
+    assert_eq!(std::fs::read(&path).unwrap(), before);
     let conn = Connection::open(&path).unwrap();
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))

@@ -9,6 +9,12 @@
 //!   queue `q` (1 s leases) until none is left; every STALL_EVERY-th job it
 //!   sleeps past its lease before acking. Prints `ACK <id> <token>` for an
 //!   accepted ack and `LOST <id> <token>` for a refused one.
+//! - `relay-testchild script DB`: runs one command per line of stdin and
+//!   ends each answer with `OK <command>` (or `ERR <command>: <error>`):
+//!   `submit N` prints `S <id>` per job; `work N` leases up to N jobs and
+//!   acks each, printing `A <id>`; `call NAME` makes one public call of
+//!   that kind (see `call`), so a test can look at the process between
+//!   calls (its file locks, the WAL) before it sends the next line.
 //! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
 //!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
@@ -25,6 +31,9 @@ fn main() -> ExitCode {
     let threads: usize = arg(3).parse().unwrap_or(4);
     if arg(1) == "runtime" {
         return runtime(&arg(2), threads, arg(4).parse().unwrap_or(0));
+    }
+    if arg(1) == "script" {
+        return script(&arg(2));
     }
     let relay = match Relay::connect(&arg(2), relay::Options::default()) {
         Ok(r) => r,
@@ -84,6 +93,9 @@ fn churn(relay: &Relay, t: usize, say: &(dyn Fn(String) + Sync)) -> Result<(), E
 fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)) -> Result<(), Error> {
     let lease_for = Duration::from_secs(1);
     let mut n = 0u64;
+    // A worker that looks before it works: every thread reads once first
+    // (the read connections of a process open lazily, on the first read).
+    relay.stats()?;
     loop {
         let req = LeaseRequest::new(["q"])
             .worker(format!("p{}-t{t}", std::process::id()))
@@ -133,4 +145,125 @@ fn runtime(db: &str, concurrency: usize, sleep_ms: u64) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The `script` mode: see the module docs.
+fn script(db: &str) -> ExitCode {
+    let relay = match Relay::connect(db, relay::Options::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("relay-testchild: cannot open {db}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("OPEN");
+    let mut held: Vec<relay::LeasedJob> = Vec::new();
+    let mut last: Option<relay::JobId> = None;
+    for line in std::io::stdin().lines().map_while(Result::ok) {
+        let line = line.trim().to_owned();
+        let (cmd, arg) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        let n: usize = arg.parse().unwrap_or(1);
+        let r = match cmd {
+            "submit" => (0..n).try_for_each(|i| {
+                let id = relay.submit(NewJob::new("q", "k", format!("script-{i}").into_bytes()))?;
+                println!("S {id}");
+                Ok(())
+            }),
+            "work" => relay
+                .lease(LeaseRequest::new(["q"]).worker("script").max(n as u32))
+                .and_then(|jobs| {
+                    jobs.into_iter().try_for_each(|j| {
+                        relay.ack(j.id, j.token, None)?;
+                        println!("A {}", j.id);
+                        Ok(())
+                    })
+                }),
+            "call" => call(&relay, arg, &mut held, &mut last),
+            other => {
+                println!("ERR {other}: unknown command");
+                continue;
+            }
+        };
+        match r {
+            Ok(()) => println!("OK {line}"),
+            Err(e) => println!("ERR {line}: {e}"),
+        }
+        let _ = std::io::stdout().flush();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Every kind of public call, one per name, on jobs of queue `c`.
+fn call(
+    relay: &Relay,
+    name: &str,
+    held: &mut Vec<relay::LeasedJob>,
+    last: &mut Option<relay::JobId>,
+) -> Result<(), Error> {
+    let lease = |max: u32| relay.lease(LeaseRequest::new(["c"]).worker("calls").max(max));
+    let job = |last: &Option<relay::JobId>| last.ok_or(Error::NotFound { id: relay::JobId(0) });
+    match name {
+        "submit" => *last = Some(relay.submit(NewJob::new("c", "k", b"{}".to_vec()))?),
+        "submit_batch" => {
+            let jobs = (0..4).map(|i| NewJob::new("c", "k", vec![i])).collect();
+            *last = relay.submit_batch(jobs)?.pop();
+        }
+        "lease" => held.extend(lease(4)?),
+        "ack" => {
+            let j = held.pop().ok_or(Error::Closed)?;
+            relay.ack(j.id, j.token, Some(b"done".to_vec()))?;
+        }
+        "nack" => {
+            let j = held.pop().ok_or(Error::Closed)?;
+            relay.nack(j.id, j.token, "failed", Some(Duration::from_secs(3600)))?;
+        }
+        "extend" => {
+            let j = held.last().ok_or(Error::Closed)?;
+            relay.extend(j.id, j.token, Duration::from_secs(60))?;
+        }
+        "release" => {
+            let j = held.pop().ok_or(Error::Closed)?;
+            relay.release(j.id, j.token)?;
+        }
+        "complete_batch" => {
+            let batch = held
+                .drain(..)
+                .map(|j| relay::Completion::ack(j.id, j.token, None))
+                .collect();
+            relay.complete_batch(batch)?.into_iter().try_for_each(|r| r.map(drop))?;
+        }
+        "cancel" => relay.cancel(job(last)?)?,
+        "retry" => relay.retry(job(last)?)?,
+        "delete" => relay.delete(job(last)?)?,
+        "append_event" => drop(relay.append_event(job(last)?, "progress", &serde_json::json!({"n": 1}))?),
+        "get" => drop(relay.get(job(last)?)?),
+        "events" => drop(relay.events(job(last)?)?),
+        "list" => drop(relay.list(&relay::JobFilter {
+            limit: 10,
+            ..relay::JobFilter::default()
+        })?),
+        "stats" => drop(relay.stats()?),
+        "metrics" => drop(relay.metrics()),
+        "prune" => drop(relay.prune(Duration::from_secs(3600))?),
+        "reap_expired" => drop(relay.reap_expired()?),
+        "async_stats" => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|_| Error::Closed)?;
+            let r = relay.to_async();
+            rt.block_on(async {
+                let id = r.submit(NewJob::new("c", "k", b"{}".to_vec())).await?;
+                r.get(id).await?;
+                r.stats().await.map(drop)
+            })?;
+        }
+        other => {
+            return Err(Error::InvalidInput(relay::InvalidInput::new(
+                "call",
+                format!("unknown call {other}"),
+            )));
+        }
+    }
+    Ok(())
 }
