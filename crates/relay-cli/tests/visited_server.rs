@@ -61,6 +61,9 @@ impl Server {
     }
 }
 
+/// A program that opens the file: given its path and the jobs it holds.
+type Visitor = dyn Fn(&Path, i64);
+
 fn relay_stats(path: &Path) {
     let out = Command::new(RELAY).arg("--db").arg(path).arg("stats").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -98,7 +101,7 @@ fn a_served_file_loses_nothing_to_its_visitors() {
     let mut metrics = server.agent.get(&format!("{}/metrics", server.url)).call().unwrap();
     assert_eq!(metrics.status().as_u16(), 200);
     let _ = metrics.body_mut().read_to_string().unwrap();
-    let visitors: [(&str, &dyn Fn(&Path, i64)); 3] = [
+    let visitors: [(&str, &Visitor); 3] = [
         ("sqlite3 .backup", &|p, n| {
             sqlite3_backup(p, &p.with_extension("copy"), n)
         }),

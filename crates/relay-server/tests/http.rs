@@ -230,7 +230,12 @@ fn the_whole_job_life_cycle() {
 
 #[test]
 fn a_long_poll_is_woken_by_a_submit() {
-    let s = TestServer::plain();
+    // Polling far above the bound below: only the wake-up can pass it.
+    let options = Options {
+        poll_interval: Duration::from_secs(3600),
+        ..Options::default()
+    };
+    let s = TestServer::start(options, |_| {});
     let start = Instant::now();
     let (st, v) = std::thread::scope(|sc| {
         let waiter = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": 30000}))));

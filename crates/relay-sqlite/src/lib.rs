@@ -86,7 +86,11 @@ impl Backend for SqliteBackend {
             }
             _ => None,
         };
-        Ok(Box::new(writer::SqliteStore { conn, syncer }))
+        Ok(Box::new(writer::SqliteStore {
+            conn,
+            syncer,
+            on_disk: matches!(self.target, Target::File(_)),
+        }))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

@@ -9,6 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 pub(crate) struct SqliteStore {
     pub(crate) conn: Connection,
+    /// A file (not the in-memory test database).
+    pub(crate) on_disk: bool,
     /// Set when commits run with `synchronous=NORMAL` (a split commit).
     pub(crate) syncer: Option<std::sync::Arc<dyn Syncer>>,
 }
@@ -46,6 +48,10 @@ impl Store for SqliteStore {
 
     fn changes(&self) -> u64 {
         self.conn.total_changes()
+    }
+
+    fn failed_commit_is_final(&self) -> bool {
+        self.on_disk
     }
 
     fn syncer(&self) -> Option<std::sync::Arc<dyn Syncer>> {

@@ -114,6 +114,15 @@ pub trait Store: Send {
         None
     }
     fn rollback(&mut self) -> Result<(), StoreError>;
+    /// True where a failed commit (other than busy or disk full) may leave
+    /// what this process reads ahead of what is on disk: a local file,
+    /// whose failed writeback Linux reports once and then forgets. The
+    /// engine then stops writing and reading, as after a failed
+    /// [`Syncer::sync`]. `false` (the default): the store recovers by
+    /// itself (PostgreSQL handles its own fsync failures).
+    fn failed_commit_is_final(&self) -> bool {
+        false
+    }
     /// Rows inserted, updated or deleted by this connection so far; a
     /// statement that failed adds nothing.
     fn changes(&self) -> u64;

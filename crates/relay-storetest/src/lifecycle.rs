@@ -258,7 +258,13 @@ pub fn jobs_survive_reopen(new_db: &NewDb) {
 
 pub fn lease_wait_is_woken_by_submit(new_db: &NewDb) {
     let db = new_db();
-    let relay = db.open(relay::Options::default()).unwrap();
+    // Polling far above the bound below: only the wake-up can pass it.
+    let relay = db
+        .open(relay::Options {
+            poll_interval: Duration::from_secs(3600),
+            ..relay::Options::default()
+        })
+        .unwrap();
     let waiter = relay.clone();
     let t = std::thread::spawn(move || {
         let start = Instant::now();

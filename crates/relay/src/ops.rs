@@ -137,15 +137,28 @@ pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -
 }
 
 /// Reclaims expired leases (each an `Expire` transition with its event).
+/// A corrupt row is reported (once per process) and passed over: it would
+/// otherwise be first in expiry order every time and stop every reclaim
+/// behind it. `delete` removes it.
 pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usize> {
     let ids = store.job_expired_leases(ctx.now)?;
+    let mut reaped = 0;
     for id in &ids {
-        act(store, ctx, *id, Action::Expire, None)?;
+        match act(store, ctx, *id, Action::Expire, None) {
+            Ok(_) => reaped += 1,
+            Err(Error::Corrupt { job, reason }) => {
+                if ctx.corrupt_reported.insert(*id) {
+                    let job = job.unwrap_or(*id);
+                    tracing::error!(%job, %reason, "an expired lease cannot be reclaimed: its row is corrupt; delete the job (relay delete) to clear it");
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
-    if !ids.is_empty() {
-        tracing::debug!(count = ids.len(), "reclaimed expired leases");
+    if reaped > 0 {
+        tracing::debug!(count = reaped, "reclaimed expired leases");
     }
-    Ok(ids.len())
+    Ok(reaped)
 }
 
 /// Deletes finished jobs older than `age` (up to 1000 a call).

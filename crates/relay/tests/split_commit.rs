@@ -26,6 +26,9 @@ struct GateState {
     passed: u32,
     /// Fail every sync instead of waiting.
     fail: bool,
+    /// Fail this many of the next syncs, then wait for permits again (how
+    /// Linux reports a failed writeback: once).
+    failures: u64,
 }
 
 /// A syncer that waits for the test's permission, then does the real fsync.
@@ -38,6 +41,11 @@ struct Gate {
 impl Gate {
     fn release(&self, n: u64) {
         self.state.lock().unwrap().permits += n;
+        self.changed.notify_all();
+    }
+
+    fn fail_next(&self, n: u64) {
+        self.state.lock().unwrap().failures += n;
         self.changed.notify_all();
     }
 
@@ -76,10 +84,17 @@ impl Syncer for GatedSyncer {
         let mut s = self.gate.state.lock().unwrap();
         s.waiting += 1;
         self.gate.changed.notify_all();
-        while s.permits == 0 && !s.fail {
+        while s.permits == 0 && !s.fail && s.failures == 0 {
             s = self.gate.changed.wait(s).unwrap();
         }
         s.waiting -= 1;
+        if s.failures > 0 {
+            s.failures -= 1;
+            return Err(StoreError::Io {
+                message: "fsync of the WAL failed once (injected by the test)".into(),
+                source: "EIO".into(),
+            });
+        }
         if s.fail {
             return Err(StoreError::Io {
                 message: "fsync of the WAL failed (injected by the test)".into(),
@@ -113,6 +128,9 @@ impl Store for GatedStore {
     fn changes(&self) -> u64 {
         self.inner.changes()
     }
+    fn failed_commit_is_final(&self) -> bool {
+        self.inner.failed_commit_is_final()
+    }
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::clone(&self.syncer))
     }
@@ -140,6 +158,14 @@ impl Store for GatedStore {
     fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
         self.inner.job_ready_heads(queue, now)
     }
+    fn job_ready_head(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        now: Timestamp,
+    ) -> Result<Option<Candidate>, StoreError> {
+        self.inner.job_ready_head(queue, priority, now)
+    }
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.inner.job_next_ready_at(queue, now)
     }
@@ -151,6 +177,9 @@ impl Store for GatedStore {
     }
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
         self.inner.event_append(job, at, kind, data)
+    }
+    fn notify_ready(&mut self) -> Result<(), StoreError> {
+        self.inner.notify_ready()
     }
 }
 
@@ -200,6 +229,10 @@ impl Drop for OpenOnDrop {
 }
 
 fn gated_relay() -> (tempfile::TempDir, PathBuf, Relay, OpenOnDrop) {
+    gated_relay_with(Options::default())
+}
+
+fn gated_relay_with(options: Options) -> (tempfile::TempDir, PathBuf, Relay, OpenOnDrop) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("relay.db");
     let gate = Arc::new(Gate::default());
@@ -209,7 +242,7 @@ fn gated_relay() -> (tempfile::TempDir, PathBuf, Relay, OpenOnDrop) {
     };
     let options = Options {
         reap_interval: Duration::from_secs(3600), // no idle commits in the way
-        ..Options::default()
+        ..options
     };
     let relay = Relay::with_backend(Arc::new(backend), options).unwrap();
     (dir, path, relay, OpenOnDrop(gate))
@@ -221,6 +254,23 @@ fn committed_kinds(path: &Path) -> Vec<String> {
     let mut st = conn.prepare("SELECT kind FROM jobs ORDER BY id").unwrap();
     let rows = st.query_map([], |r| r.get(0)).unwrap();
     rows.map(Result::unwrap).collect()
+}
+
+/// Each job's state in the file, as another process would see it.
+fn committed_states(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut st = conn.prepare("SELECT state FROM jobs ORDER BY id").unwrap();
+    let rows = st.query_map([], |r| r.get(0)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// Waits up to 10 s for the file to hold these kinds.
+fn wait_committed(path: &Path, kinds: &[&str]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while committed_kinds(path) != kinds {
+        assert!(std::time::Instant::now() < deadline, "never committed: {kinds:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn submit_in_thread(relay: &Relay, kind: &str) -> mpsc::Receiver<relay::Result<JobId>> {
@@ -362,4 +412,103 @@ fn the_split_can_be_switched_off() {
     let relay = Relay::open(&path).unwrap();
     relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     assert_eq!(relay.metrics().syncs, 1);
+}
+
+/// Regression: Linux reports a failed writeback once, and the next fsync
+/// returns 0 over pages it dropped. A batch committed after the failed one
+/// was answered Ok when its own sync "succeeded".
+#[test]
+fn after_a_sync_fails_once_no_later_batch_is_answered_ok() {
+    let (_dir, path, relay, gate) = gated_relay();
+    // `a` alone: committed and held at the gate. `b`: committed after it,
+    // its sync queued behind a's.
+    let a = submit_in_thread(&relay, "a");
+    gate.wait_for_waiters(1);
+    let b = submit_in_thread(&relay, "b");
+    wait_committed(&path, &["a", "b"]);
+    // a's sync fails; every sync after it would succeed.
+    gate.fail_next(1);
+    gate.release(u64::MAX / 2);
+    let a = a.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(a, Err(Error::MaybeApplied(_))), "{a:?}");
+    let b = b.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(
+        matches!(b, Err(Error::MaybeApplied(_))),
+        "a batch committed after a failed fsync was answered {b:?}"
+    );
+    assert!(matches!(
+        relay.submit(NewJob::new("q", "c", Vec::new())),
+        Err(Error::Storage(_))
+    ));
+    assert_eq!(committed_kinds(&path), ["a", "b"]);
+}
+
+/// Regression: the failure flag was read only before a batch began, so a
+/// batch that waited for the write lock while an fsync failed was
+/// committed (and answered Ok by the next, "successful", fsync).
+#[test]
+fn a_batch_applied_while_a_sync_failed_is_never_committed() {
+    let (_dir, path, relay, gate) = gated_relay();
+    let a = submit_in_thread(&relay, "a");
+    gate.wait_for_waiters(1);
+    // b's batch starts, then waits in BEGIN for another connection's lock.
+    let mut blocker = Connection::open(&path).unwrap();
+    let tx = blocker
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .unwrap();
+    let b = submit_in_thread(&relay, "b");
+    std::thread::sleep(Duration::from_millis(300));
+    gate.fail_next(1);
+    let a = a.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(a, Err(Error::MaybeApplied(_))), "{a:?}");
+    gate.release(u64::MAX / 2);
+    tx.rollback().unwrap();
+    drop(blocker);
+    let b = b.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(b, Err(Error::Storage(_))), "{b:?}");
+    assert_eq!(
+        committed_kinds(&path),
+        ["a"],
+        "b reached the file after the failed fsync"
+    );
+}
+
+/// A waiting lessee is woken only once the submit that made its job ready
+/// is durable: its claim is never written before that fsync.
+#[test]
+fn lessees_are_not_woken_before_the_submit_is_durable() {
+    let (_dir, path, relay, gate) = gated_relay_with(Options {
+        poll_interval: Duration::from_secs(3600), // only the wake-up can end the wait
+        ..Options::default()
+    });
+    let lessee = relay.clone();
+    let (tx, leased) = mpsc::channel();
+    // The lessee's first claim finds nothing; its commit's sync passes.
+    gate.release(1);
+    std::thread::spawn(move || {
+        let r = lessee.lease(relay::LeaseRequest::new(["q"]).wait(Duration::from_secs(30)));
+        let _ = tx.send(r);
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while gate.passed() < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lessee's first claim never synced"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200)); // the lessee is waiting
+    let submitted = submit_in_thread(&relay, "k");
+    gate.wait_for_waiters(1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        committed_states(&path),
+        ["READY"],
+        "a lessee claimed a job whose submit was not yet durable"
+    );
+    gate.release(u64::MAX / 2);
+    let id = submitted.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    let jobs = leased.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].id, id);
 }

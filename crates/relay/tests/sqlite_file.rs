@@ -241,3 +241,87 @@ fn an_operation_failing_after_it_wrote_leaves_nothing_behind() {
     let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     assert_eq!(l.id, good);
 }
+
+fn manual_clock() -> (std::sync::Arc<relay::ManualClock>, relay::Options) {
+    let clock = std::sync::Arc::new(relay::ManualClock::new(relay::Timestamp::from_millis(
+        1_700_000_000_000,
+    )));
+    let options = relay::Options {
+        clock: clock.clone(),
+        reap_interval: std::time::Duration::from_secs(3600),
+        ..relay::Options::default()
+    };
+    (clock, options)
+}
+
+/// Regression: the batch's clock was read before `BEGIN IMMEDIATE`, which
+/// may wait up to the busy timeout for another process's lock: an ack that
+/// waited there past its lease's expiry was still accepted.
+#[test]
+fn an_ack_that_waited_for_the_write_lock_is_judged_by_when_it_got_it() {
+    use std::time::Duration;
+    let (_dir, path) = temp_db();
+    let (clock, options) = manual_clock();
+    let relay = Relay::open_with(&path, options).unwrap();
+    relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let job = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(Duration::from_secs(10)))
+        .unwrap()
+        .remove(0);
+    // Another process holds the write lock; the ack waits in BEGIN.
+    let mut blocker = Connection::open(&path).unwrap();
+    let tx = blocker
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let acker = relay.clone();
+    let ack = std::thread::spawn(move || acker.ack(job.id, job.token, None));
+    std::thread::sleep(Duration::from_millis(300));
+    // The lease expires while the ack waits for the lock.
+    clock.advance(Duration::from_secs(20));
+    tx.rollback().unwrap();
+    drop(blocker);
+    let r = ack.join().unwrap();
+    assert!(
+        matches!(r, Err(Error::LeaseLost { id }) if id == job.id),
+        "an ack 10 s past its lease was {r:?}"
+    );
+    assert_ne!(relay.get(job.id).unwrap().state(), JobState::Succeeded);
+}
+
+/// Regression: a corrupt LEASED row whose lease had expired stopped every
+/// reclaim behind it (it is first in expiry order every time). It is now
+/// reported and passed over.
+#[test]
+fn the_reaper_passes_over_a_corrupt_row() {
+    use std::time::Duration;
+    let (_dir, path) = temp_db();
+    let (clock, options) = manual_clock();
+    let relay = Relay::open_with(&path, options).unwrap();
+    for _ in 0..3 {
+        relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    }
+    let leased = relay
+        .lease(LeaseRequest::new(["q"]).max(3).lease_for(Duration::from_secs(10)))
+        .unwrap();
+    let (bad, good) = (leased[0].id, [leased[1].id, leased[2].id]);
+    // The first to expire breaks an invariant: a LEASED row with no holder.
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE jobs SET leased_by = NULL WHERE id = ?1", [bad.0])
+        .unwrap();
+    let before = raw_row(&path, bad);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(relay.reap_expired().unwrap(), 2);
+    for id in good {
+        assert_eq!(
+            relay.get(id).unwrap().state(),
+            JobState::Ready,
+            "job {id} was not reclaimed"
+        );
+    }
+    assert!(matches!(relay.get(bad), Err(Error::Corrupt { job: Some(j), .. }) if j == bad));
+    assert_eq!(raw_row(&path, bad), before, "the corrupt row was changed");
+    // Claims (which reap first) go on, and the operator can delete it.
+    assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap().len(), 2);
+    relay.delete(bad).unwrap();
+}

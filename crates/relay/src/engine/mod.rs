@@ -39,9 +39,12 @@ impl<T: Send + 'static> Pending<T> {
 /// What every handle to one open Relay shares.
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
-    /// The writer, for callers that commit their own operation when it is
-    /// idle and nothing waits (`None`: always through the writer thread).
+    /// The writer. Callers commit their own operation when it is idle and
+    /// nothing waits, where `caller_commits`; otherwise only the writer
+    /// thread uses it. Held here so that the store's connection closes only
+    /// after the sync and reply stages have finished (see `Drop`).
     core: Option<Arc<Mutex<Writer>>>,
+    caller_commits: bool,
     /// The wake-up signal, the counters, and the sync of split commits.
     pub deliver: Deliver,
     /// Operations sent (or being committed by their caller) and not yet answered.
@@ -73,6 +76,7 @@ impl Engine {
             durability: Arc::new(Durability::default()),
             counters: Arc::clone(&counters),
             signal: Arc::clone(&signal),
+            sync_turn: Arc::default(),
         };
         let reply_signal = Arc::clone(&signal);
         let replier = spawn("relay-replier", move || {
@@ -92,8 +96,9 @@ impl Engine {
             deliver: deliver.clone(),
             rx,
             options: options.clone(),
-            replies,
+            replies: Some(replies),
             recycled,
+            corrupt_reported: std::collections::HashSet::new(),
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(options.max_batch),
             last_reap: relay_core::Timestamp::from_millis(i64::MIN),
@@ -117,7 +122,8 @@ impl Engine {
             .map_err(Error::open)?;
         Ok(Self {
             tx: Some(tx),
-            core: caller_commits.then_some(writer),
+            core: Some(writer),
+            caller_commits,
             deliver,
             in_flight: AtomicUsize::new(0),
             writer: Some(handle),
@@ -144,7 +150,7 @@ impl Engine {
         // Only when this is the one operation in flight: under concurrency
         // the writer thread's batches are what make commits cheap.
         let alone = _busy.was_alone() && tx.is_empty();
-        if let Some(core) = self.core.as_ref().filter(|_| alone) {
+        if let Some(core) = self.core.as_ref().filter(|_| alone && self.caller_commits) {
             let held = match core.try_lock() {
                 Ok(w) => Some(w),
                 Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -207,9 +213,8 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.readers.close();
         self.tx = None;
-        // The writer holds the next stage's channel: once the thread and
-        // this handle let go of it, the stages drain and stop in turn.
-        self.core = None;
+        // The writer thread lets go of the next stage's channel when it
+        // stops: the stages then drain and stop in turn.
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
@@ -219,6 +224,13 @@ impl Drop for Engine {
         }
         if let Some(h) = self.replier.take() {
             let _ = h.join();
+        }
+        // Only now does the writer's connection close: the last fsyncs ran
+        // on a WAL that closing the last connection may checkpoint and
+        // delete. On a thread of its own, as the readers: a driver may
+        // block while closing, which must not happen on an async executor.
+        if let Some(core) = self.core.take() {
+            let _ = std::thread::spawn(move || drop(core)).join();
         }
     }
 }

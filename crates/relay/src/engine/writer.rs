@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
 use relay_core::{Candidate, RetryPolicy, Timestamp, TransitionCtx};
-use relay_store::{Store, Syncer};
+use relay_store::{Store, StoreError, Syncer};
 use std::sync::Arc;
 
 /// What an operation sees of its batch.
@@ -39,6 +39,8 @@ pub(crate) struct BatchCtx<'a> {
     /// no operation of the batch changes which jobs are READY: a claim then
     /// re-probes only the class it took from (one seek, not four).
     ready_heads: Vec<(String, KeptHeads)>,
+    /// Corrupt rows the reaper has already reported (once per process).
+    pub corrupt_reported: &'a mut std::collections::HashSet<relay_core::JobId>,
 }
 
 /// A queue's heads kept between claims of one batch.
@@ -237,17 +239,32 @@ pub(crate) struct Deliver {
     pub durability: Arc<Durability>,
     pub counters: Arc<Counters>,
     pub signal: Arc<Signal>,
+    /// Held for the length of one sync: syncs of one file never overlap.
+    pub sync_turn: Arc<std::sync::Mutex<()>>,
 }
 
 impl Deliver {
     /// The second half of a split commit: makes every commit up to `seq`
     /// durable, or stops the Relay when the disk failed.
+    ///
+    /// Linux reports a failed writeback once and may then drop the pages,
+    /// so a later fsync can "succeed" over a hole: the first failure is
+    /// final. Syncs run one at a time, none starts after a failure, and
+    /// the failure flag is read again after every successful one, so no
+    /// batch is answered Ok once any sync of this Relay has failed.
     fn sync(&self, seq: u64) -> Result<()> {
         let Some(syncer) = self.syncer.as_deref() else {
             return Ok(()); // every commit was durable by itself
         };
+        let _one_at_a_time = self.sync_turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(e) = self.durability.failure() {
+            return Err(Error::MaybeApplied(e));
+        }
         match syncer.sync() {
             Ok(()) => {
+                if let Some(e) = self.durability.failure() {
+                    return Err(Error::MaybeApplied(e));
+                }
                 self.counters.synced();
                 self.durability.mark_durable(seq);
                 Ok(())
@@ -272,8 +289,12 @@ pub(crate) struct Writer {
     pub deliver: Deliver,
     pub rx: flume::Receiver<Box<dyn Operation>>,
     pub options: Options,
-    pub replies: flume::Sender<Answered>,
+    /// The next stage (sync or replies); `None` once the writer thread has
+    /// stopped, so that stage can drain and stop.
+    pub replies: Option<flume::Sender<Answered>>,
     pub recycled: flume::Receiver<Vec<Box<dyn Operation>>>,
+    /// Corrupt rows the reaper has reported, so each is logged once.
+    pub corrupt_reported: std::collections::HashSet<relay_core::JobId>,
     pub rng: fastrand::Rng,
     pub batch: Vec<Box<dyn Operation>>,
     pub last_reap: Timestamp,
@@ -302,6 +323,9 @@ pub(crate) fn run(
             done.finish(d);
         }
     }
+    // Lets the sync and reply stages drain and stop; the connection itself
+    // closes when the engine drops the writer, after them.
+    writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner).replies = None;
     tracing::debug!("relay writer stopped");
 }
 
@@ -320,6 +344,16 @@ impl Writer {
                 Err(_) => break,
             }
         }
+        let inline = self.execute(&mut batch);
+        self.batch = batch;
+        inline
+    }
+
+    /// The batch's instant, and whether it reaps and prunes. Read once the
+    /// write lock is held: `BEGIN` may wait up to the busy timeout for
+    /// another process, and a lease must not be judged by a clock read
+    /// before that wait (an ack 10 s past its expiry would be accepted).
+    fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, bool, bool) {
         let now = self.options.clock.now();
         let reap = batch.iter().any(|op| op.claims()) || now >= self.last_reap.plus(self.options.reap_interval);
         if reap {
@@ -329,9 +363,7 @@ impl Writer {
         if prune {
             self.last_prune = now;
         }
-        let inline = self.execute(&mut batch, now, (reap, prune));
-        self.batch = batch;
-        inline
+        (now, reap, prune)
     }
 
     /// Commits the open transaction; counts it when it carried anything.
@@ -348,27 +380,37 @@ impl Writer {
                 let _ = self.store.rollback();
                 self.deliver.counters.commit_failed();
                 tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
-                Err(Error::MaybeApplied(Arc::new(e)))
+                let e = Arc::new(e);
+                if self.store.failed_commit_is_final() && !matches!(*e, StoreError::Busy | StoreError::Full { .. }) {
+                    // COMMIT wrote (and, unsplit, fsynced) the file: after an
+                    // I/O error there, what this process sees may be ahead
+                    // of the disk. Same rule as a failed sync.
+                    self.deliver.durability.fail(Arc::clone(&e));
+                }
+                Err(Error::MaybeApplied(e))
             }
         }
     }
 
-    fn execute(
-        &mut self,
-        batch: &mut Vec<Box<dyn Operation>>,
-        now: Timestamp,
-        (reap, prune_due): (bool, bool),
-    ) -> Option<Answered> {
+    fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
         if let Some(e) = self.deliver.durability.failure() {
             // A sync failed: writing on could make later answers durable
             // while an earlier commit is lost. Refuse everything.
-            let stopped = Err(Error::Storage(Arc::new(durable::stopped(&e))));
-            answer(batch, &stopped, false, &self.deliver.signal);
+            refuse(batch, &e, &self.deliver.signal);
             return None;
         }
         let mut skip = vec![false; batch.len()];
         let mut unsynced = None;
+        let mut instant = None;
         let (outcome, woke) = loop {
+            if let Err(e) = self.store.begin() {
+                let _ = self.store.rollback();
+                break (Err(e.into()), false);
+            }
+            let (now, reap, prune_due) = match instant {
+                Some(i) => i,
+                None => *instant.insert(self.instant(batch)),
+            };
             let mut ctx = BatchCtx {
                 now,
                 options: &self.options,
@@ -376,10 +418,18 @@ impl Writer {
                 woke: false,
                 prune_due,
                 ready_heads: Vec::new(),
+                corrupt_reported: &mut self.corrupt_reported,
             };
             match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
                 Ok(reaped) => {
                     let woke = ctx.woke;
+                    if let Some(e) = self.deliver.durability.failure() {
+                        // A sync failed while this batch was applied: it
+                        // must not reach the file.
+                        let _ = self.store.rollback();
+                        refuse(batch, &e, &self.deliver.signal);
+                        return None;
+                    }
                     if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
                         // Numbered before COMMIT: any reader that sees this
                         // batch then waits for its fsync (see durable.rs).
@@ -398,13 +448,14 @@ impl Writer {
                 }
             }
         };
-        let mut wake = woke;
-        if unsynced.is_some() && outcome.is_ok() && woke {
-            // Lessees may claim the new jobs at once: their claims commit
-            // later, and the fsync that answers them covers this commit.
-            self.deliver.signal.notify();
-            wake = false;
-        }
+        // Waiting lessees are woken when the batch is answered, after its
+        // fsync: never for a job whose submit is not yet durable.
+        let done = Answered {
+            ops: Vec::new(),
+            outcome,
+            wake: woke,
+            unsynced,
+        };
         if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || self.rx.is_empty()) {
             // Few callers and nobody else waiting: syncing and answering
             // them in this thread (after it lets go of the writer) is
@@ -412,29 +463,29 @@ impl Writer {
             // Moved out, so that the batch vector keeps its capacity.
             let mut ops = Vec::with_capacity(batch.len());
             ops.append(batch);
-            return Some(Answered {
-                ops,
-                outcome,
-                wake,
-                unsynced,
-            });
+            return Some(Answered { ops, ..done });
         }
         let fresh = self
             .recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(batch.len()));
         let ops = std::mem::replace(batch, fresh);
-        if let Err(flume::SendError(lost)) = self.replies.send(Answered {
-            ops,
-            outcome,
-            wake,
-            unsynced,
-        }) {
+        let Some(next) = self.replies.as_ref() else {
+            return Some(Answered { ops, ..done });
+        };
+        if let Err(flume::SendError(lost)) = next.send(Answered { ops, ..done }) {
             // The sync/reply threads are gone (they stop only after the writer).
             return Some(lost);
         }
         None
     }
+}
+
+/// Answers every operation of a batch that was not written: the Relay
+/// stopped after a failed sync.
+fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, signal: &Signal) {
+    let stopped = Err(Error::Storage(Arc::new(durable::stopped(e))));
+    answer(batch, &stopped, false, signal);
 }
 
 /// Why a batch's transaction was abandoned.
@@ -446,7 +497,7 @@ enum Abort {
     Fatal(Error),
 }
 
-/// Opens the transaction and applies every operation not in `skip`.
+/// Applies every operation not in `skip` inside the open transaction.
 /// Returns how many expired leases were reclaimed.
 ///
 /// Operations are isolated without savepoints: each one reads and checks
@@ -463,7 +514,6 @@ fn apply_all(
     ctx: &mut BatchCtx<'_>,
     reap: bool,
 ) -> Result<usize, Abort> {
-    store.begin().map_err(|e| Abort::Fatal(e.into()))?;
     let mut reaped = 0;
     if reap {
         // Each reclaim is complete in itself, so a partial reap is kept.
