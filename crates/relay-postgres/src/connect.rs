@@ -37,7 +37,7 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
     tx.batch_execute("CREATE TABLE IF NOT EXISTS relay_schema (version BIGINT NOT NULL)")
         .map_err(map_err)?;
     let version: i64 = match tx.query_opt("SELECT version FROM relay_schema", &[]).map_err(map_err)? {
-        Some(row) => row.get(0),
+        Some(row) => crate::decode::col(&row, 0, "relay_schema.version", None)?,
         None => {
             tx.execute("INSERT INTO relay_schema (version) VALUES (0)", &[])
                 .map_err(map_err)?;
@@ -60,11 +60,50 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
     tx.commit().map_err(map_err)
 }
 
+/// Reads back the server settings promise 1 rests on, for the writer's
+/// session: `fsync` must be on (a crash of the server's machine could
+/// otherwise lose acknowledged commits, and Relay cannot change it), and
+/// `synchronous_commit` must not be `off` (the server would answer COMMIT
+/// before its WAL is flushed). A session that starts with it off (a role's,
+/// a database's or the URL's `options=-c synchronous_commit=off`) gets it
+/// set back to `on` for Relay's own session and read again.
+pub(crate) fn check_durability(client: &mut Client) -> Result<(), StoreError> {
+    let fsync = show(client, "fsync")?;
+    if fsync != "on" {
+        return Err(StoreError::Setting {
+            name: "fsync",
+            asked: "on (set fsync = on in postgresql.conf and reload)".into(),
+            got: fsync,
+        });
+    }
+    if show(client, "synchronous_commit")? == "off" {
+        client.batch_execute("SET synchronous_commit = on").map_err(map_err)?;
+        let got = show(client, "synchronous_commit")?;
+        if got == "off" {
+            return Err(StoreError::Setting {
+                name: "synchronous_commit",
+                asked: "on".into(),
+                got,
+            });
+        }
+        tracing::info!("synchronous_commit was off for this session; Relay set it on for its own connection");
+    }
+    Ok(())
+}
+
+fn show(client: &mut Client, name: &'static str) -> Result<String, StoreError> {
+    let row = client.query_one(&format!("SHOW {name}"), &[]).map_err(map_err)?;
+    crate::decode::col(&row, 0, name, None)
+}
+
 pub(crate) fn check_version(client: &mut Client) -> Result<(), StoreError> {
     let row = client
         .query_opt("SELECT version FROM relay_schema", &[])
         .map_err(map_err)?;
-    let version: i64 = row.map_or(0, |r| r.get(0));
+    let version: i64 = match row {
+        Some(r) => crate::decode::col(&r, 0, "relay_schema.version", None)?,
+        None => 0,
+    };
     if version > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew {
             found: version,

@@ -13,7 +13,11 @@
 //!   advisory lock; a newer schema is refused.
 //!
 //! Durability is the server's: `synchronous_commit = on` and `fsync = on`
-//! (its defaults) make each commit durable before Relay answers.
+//! (its defaults) make each commit durable before Relay answers. The writer
+//! reads both back when it connects: it refuses a server with `fsync` off,
+//! and turns `synchronous_commit` back on for its own session. A writer
+//! whose connection dropped reconnects at its next batch (the batch that
+//! met the drop was answered "maybe applied", or "nothing applied").
 
 mod connect;
 mod decode;
@@ -47,9 +51,8 @@ impl PgBackend {
 
 impl Backend for PgBackend {
     fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
-        let mut client = connect::connect(&self.url)?;
-        connect::migrate(&mut client)?;
-        Ok(Box::new(PgStore::new(Conn::new(client))))
+        let client = store::open_writer_client(&self.url)?;
+        Ok(Box::new(PgStore::new(Conn::new(client), self.url.clone())))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

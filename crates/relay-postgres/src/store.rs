@@ -43,11 +43,21 @@ pub(crate) struct PgStore {
     pub conn: Conn,
     /// Rows changed so far: the engine's proof that a failed operation wrote nothing.
     changes: u64,
+    /// Where to connect again after the connection dropped.
+    url: String,
+}
+
+/// The writer's connection: migrated, its durability settings read back.
+pub(crate) fn open_writer_client(url: &str) -> Result<Client, StoreError> {
+    let mut client = crate::connect::connect(url)?;
+    crate::connect::migrate(&mut client)?;
+    crate::connect::check_durability(&mut client)?;
+    Ok(client)
 }
 
 impl PgStore {
-    pub(crate) fn new(conn: Conn) -> Self {
-        Self { conn, changes: 0 }
+    pub(crate) fn new(conn: Conn, url: String) -> Self {
+        Self { conn, changes: 0, url }
     }
 
     fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -57,6 +67,41 @@ impl PgStore {
 
 fn i(v: u32) -> i64 {
     i64::from(v)
+}
+
+impl PgStore {
+    /// One attempt at `sql/job_insert.sql`: the new id, or `None` when an
+    /// unfinished job of another transaction holds the unique key.
+    fn insert_row(&mut self, j: &JobInsert<'_>) -> Result<Option<JobId>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_insert.sql"))?;
+        let s = j.status;
+        let row = self
+            .conn
+            .client
+            .query_opt(
+                &st,
+                &[
+                    &j.queue,
+                    &j.kind,
+                    &j.payload,
+                    &i64::from(j.priority.get()),
+                    &s.state.as_str(),
+                    &i(s.attempts),
+                    &i(s.max_attempts),
+                    &s.ready_at.as_millis(),
+                    &j.created_at.as_millis(),
+                    &j.unique_key,
+                    &s.last_token.0,
+                    &j.event.map(|e| e.at.as_millis()),
+                    &j.event.map(|e| e.kind),
+                    &j.event.map(|e| e.data),
+                ],
+            )
+            .map_err(map_err)?;
+        let Some(row) = row else { return Ok(None) };
+        self.changes += 1 + u64::from(j.event.is_some());
+        decode::col(&row, 0, "id", None).map(|id| Some(JobId(id)))
+    }
 }
 
 impl Store for PgStore {
@@ -88,7 +133,7 @@ impl Store for PgStore {
                 ],
             )
             .map_err(map_err)?;
-        let matched = row.get::<_, i64>(0) == 1;
+        let matched = decode::col::<i64>(&row, 0, "matched", Some(p.id))? == 1;
         if matched {
             self.changes += 1 + u64::from(event.is_some());
         }
@@ -97,12 +142,12 @@ impl Store for PgStore {
 
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_prune.sql"))?;
-        let n: i64 = self
+        let row = self
             .conn
             .client
             .query_one(&st, &[&before.as_millis()])
-            .map_err(map_err)?
-            .get(0);
+            .map_err(map_err)?;
+        let n: i64 = decode::col(&row, 0, "pruned", None)?;
         let n = u64::try_from(n).unwrap_or(0);
         self.changes += n;
         Ok(n)
@@ -113,6 +158,13 @@ impl Store for PgStore {
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
+        if self.conn.client.is_closed() {
+            // The server or the network dropped the connection (the batch
+            // that met it was answered already): connect again, with the
+            // same checks as at open. Statements are prepared anew.
+            tracing::warn!("the PostgreSQL connection of the writer dropped; connecting again");
+            self.conn = Conn::new(open_writer_client(&self.url)?);
+        }
         self.exec("BEGIN")
     }
 
@@ -128,40 +180,43 @@ impl Store for PgStore {
         self.changes
     }
 
+    /// Inserts the job, or, when a submit with the same unique key in
+    /// another process committed first, returns that job (the same answer
+    /// the engine gives a key it finds before inserting).
     fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_insert.sql"))?;
-        let s = j.status;
-        let row = self
-            .conn
-            .client
-            .query_one(
-                &st,
-                &[
-                    &j.queue,
-                    &j.kind,
-                    &j.payload,
-                    &i64::from(j.priority.get()),
-                    &s.state.as_str(),
-                    &i(s.attempts),
-                    &i(s.max_attempts),
-                    &s.ready_at.as_millis(),
-                    &j.created_at.as_millis(),
-                    &j.unique_key,
-                    &s.last_token.0,
-                    &j.event.map(|e| e.at.as_millis()),
-                    &j.event.map(|e| e.kind),
-                    &j.event.map(|e| e.data),
-                ],
-            )
-            .map_err(map_err)?;
-        self.changes += 1;
-        Ok(JobId(row.get(0)))
+        // The holder can finish between the insert and the look-up; then
+        // the insert is tried again (bounded: each round needs another
+        // process to finish a job with this very key at that moment).
+        for _ in 0..8 {
+            if let Some(id) = self.insert_row(j)? {
+                return Ok(id);
+            }
+            let key = j.unique_key.ok_or_else(|| StoreError::Io {
+                message: "the insert of a job without a unique key returned no row".into(),
+                source: "no row".into(),
+            })?;
+            if let Some(id) = self.job_find_active_by_key(key)? {
+                return Ok(id);
+            }
+        }
+        Err(StoreError::Busy)
     }
 
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_find_active_by_key.sql"))?;
         let row = self.conn.client.query_opt(&st, &[&key]).map_err(map_err)?;
-        Ok(row.map(|r| JobId(r.get(0))))
+        row.map(|r| decode::col(&r, 0, "id", None).map(JobId)).transpose()
+    }
+
+    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_key_holder.sql"))?;
+        match self.conn.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+            Some(row) => Ok(Some((
+                decode::col(&row, 0, "unique_key", Some(id))?,
+                JobId(decode::col(&row, 1, "id", Some(id))?),
+            ))),
+            None => Ok(None),
+        }
     }
 
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
@@ -202,11 +257,11 @@ impl Store for PgStore {
             .map_err(map_err)?;
         rows.iter()
             .map(|row| {
-                let id = JobId(row.get(0));
+                let id = JobId(decode::col(row, 0, "id", None)?);
                 Ok(Candidate {
                     id,
                     priority: decode::priority(row, 1, Some(id))?,
-                    ready_at: Timestamp::from_millis(row.get(2)),
+                    ready_at: Timestamp::from_millis(decode::col(row, 2, "ready_at", Some(id))?),
                 })
             })
             .collect()
@@ -219,13 +274,14 @@ impl Store for PgStore {
             .client
             .query_one(&st, &[&queue, &now.as_millis()])
             .map_err(map_err)?;
-        Ok(row.get::<_, Option<i64>>(0).map(Timestamp::from_millis))
+        let next: Option<i64> = decode::col(&row, 0, "ready_at", None)?;
+        Ok(next.map(Timestamp::from_millis))
     }
 
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_expired_leases.sql"))?;
         let rows = self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)?;
-        Ok(rows.iter().map(|r| JobId(r.get(0))).collect())
+        rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()
     }
 
     fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
@@ -236,7 +292,7 @@ impl Store for PgStore {
             .query_one(&st, &[&job.0, &at.as_millis(), &kind, &data])
             .map_err(map_err)?;
         self.changes += 1;
-        Ok(row.get(0))
+        decode::col(&row, 0, "seq", Some(job))
     }
 }
 
@@ -276,14 +332,15 @@ impl StoreReader for PgReader {
             .map_err(map_err)?;
         rows.iter()
             .map(|r| {
-                let raw: String = r.get(3);
+                let j = Some(id);
+                let raw: String = decode::col(r, 3, "event data", j)?;
                 let data = serde_json::from_str(&raw)
-                    .map_err(|e| StoreError::corrupt(Some(id), format!("event data is not JSON: {e}")))?;
+                    .map_err(|e| StoreError::corrupt(j, format!("event data is not JSON: {e}")))?;
                 Ok(Event {
                     job_id: id,
-                    seq: r.get(0),
-                    at: Timestamp::from_millis(r.get(1)),
-                    kind: r.get(2),
+                    seq: decode::col(r, 0, "seq", j)?,
+                    at: Timestamp::from_millis(decode::col(r, 1, "at", j)?),
+                    kind: decode::col(r, 2, "kind", j)?,
                     data,
                 })
             })
@@ -298,11 +355,11 @@ impl StoreReader for PgReader {
         };
         let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
         for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
-            let queue: String = r.get(0);
-            let raw: String = r.get(1);
+            let queue: String = decode::col(&r, 0, "queue", None)?;
+            let raw: String = decode::col(&r, 1, "state", None)?;
             let state = JobState::parse(&raw)
                 .ok_or_else(|| StoreError::corrupt(None, format!("queue {queue}: unknown state {raw:?}")))?;
-            let n: i64 = r.get(2);
+            let n: i64 = decode::col(&r, 2, "count", None)?;
             out.entry(queue)
                 .or_insert_with(empty)
                 .counts
@@ -310,8 +367,8 @@ impl StoreReader for PgReader {
         }
         let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
         for r in self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)? {
-            let queue: String = r.get(0);
-            if let Some(oldest) = r.get::<_, Option<i64>>(1) {
+            let queue: String = decode::col(&r, 0, "queue", None)?;
+            if let Some(oldest) = decode::col::<Option<i64>>(&r, 1, "ready_at", None)? {
                 out.entry(queue).or_insert_with(empty).oldest_ready_age =
                     Some(now.since(Timestamp::from_millis(oldest)));
             }

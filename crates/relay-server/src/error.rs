@@ -43,6 +43,7 @@ impl From<relay::Error> for ApiError {
             E::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
             E::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             E::InvalidState { .. } => (StatusCode::CONFLICT, "invalid_state"),
+            E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             E::InvalidInput(_) => (StatusCode::BAD_REQUEST, "invalid_input"),
             E::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             E::Closed => (StatusCode::SERVICE_UNAVAILABLE, "closed"),

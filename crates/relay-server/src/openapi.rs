@@ -146,7 +146,10 @@ fn errors() -> Value {
         ("400", "bad request"),
         ("401", "missing or wrong token"),
         ("404", "no such job"),
-        ("409", "lease lost or wrong state"),
+        (
+            "409",
+            "lease lost, wrong state, or a unique key held by another unfinished job",
+        ),
         ("413", "body too large"),
         ("429", "too many waiting long-polls"),
         ("503", "busy, closed or timed out"),

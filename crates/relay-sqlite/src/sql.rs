@@ -35,6 +35,7 @@ statements! {
     JOB_GET = "job_get.sql";
     JOB_GET_STATUS = "job_get_status.sql";
     JOB_INSERT = "job_insert.sql";
+    JOB_KEY_HOLDER = "job_key_holder.sql";
     JOB_LIST = "job_list.sql";
     JOB_NEXT_READY_AT = "job_next_ready_at.sql";
     JOB_PRUNE = "job_prune.sql";

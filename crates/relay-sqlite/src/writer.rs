@@ -97,6 +97,18 @@ impl Store for SqliteStore {
             .map_err(map_err)
     }
 
+    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_KEY_HOLDER).map_err(map_err)?;
+        let mut rows = st.query([id.0]).map_err(map_err)?;
+        match rows.next().map_err(map_err)? {
+            Some(row) => {
+                let c = Cols::new(row, Some(id));
+                Ok(Some((c.text(0, "unique_key")?, JobId(c.int(1, "id")?))))
+            }
+            None => Ok(None),
+        }
+    }
+
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
         job_get(&self.conn, id)
     }

@@ -131,6 +131,9 @@ pub trait Store: Send {
     fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError>;
     /// The unfinished (READY or LEASED) job holding `key`, if any.
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;
+    /// Job `id`'s unique key and the other unfinished job holding it now,
+    /// if any (what a retry of a finished job checks before it writes).
+    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError>;
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError>;
     /// Applies a guarded write; `false` when the guard did not match.

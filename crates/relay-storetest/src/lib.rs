@@ -21,6 +21,7 @@ pub mod model;
 pub mod pg;
 pub mod retries;
 pub mod scheduling;
+pub mod unique;
 pub mod visitors;
 
 use relay::{ManualClock, Options, Relay, RetryPolicy, Timestamp};
@@ -146,6 +147,8 @@ macro_rules! conformance {
             input::oversized_result_and_event_are_refused,
             group_commit::many_callers_share_commits,
             model::matches_the_model,
+            unique::retry_into_a_held_key_is_a_conflict_that_fails_alone,
+            unique::concurrent_submits_of_one_key_get_one_job,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -68,11 +68,25 @@ impl PgServer {
                 admin_url: url,
                 data_dir: None,
             },
-            Err(_) => Self::start(),
+            Err(_) => Self::start("", true),
         })
     }
 
-    fn start() -> PgServer {
+    /// A server of the test's own, with extra `-c name=value` settings,
+    /// stopped when dropped (for settings the shared server must not have).
+    pub fn private(settings: &str) -> PgServer {
+        Self::start(settings, false)
+    }
+
+    /// The URL of a database on this server.
+    pub fn url_of(&self, database: &str) -> String {
+        match self.admin_url.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{database}"),
+            None => panic!("the admin URL must end with /DATABASE"),
+        }
+    }
+
+    fn start(settings: &str, shared: bool) -> PgServer {
         let dir = std::env::temp_dir().join(format!("relay-pg-{}-{}", std::process::id(), free_port()));
         std::fs::create_dir_all(&dir).unwrap();
         if is_root() {
@@ -104,7 +118,7 @@ impl PgServer {
         );
         let port = free_port();
         let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=300",
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=300 {settings}",
             dir.display()
         );
         let log = dir.join("server.log");
@@ -127,9 +141,11 @@ impl PgServer {
             String::from_utf8_lossy(&out.stderr),
             std::fs::read_to_string(&log).unwrap_or_default()
         );
-        // SAFETY: registering a plain extern "C" function with atexit.
-        unsafe {
-            libc::atexit(stop_at_exit);
+        if shared {
+            // SAFETY: registering a plain extern "C" function with atexit.
+            unsafe {
+                libc::atexit(stop_at_exit);
+            }
         }
         PgServer {
             admin_url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
@@ -150,6 +166,21 @@ impl PgServer {
         match self.admin_url.rsplit_once('/') {
             Some((base, _)) => format!("{base}/{name}"),
             None => panic!("RELAY_TEST_PG_URL must end with /DATABASE"),
+        }
+    }
+}
+
+/// Private servers stop with their owner (the shared one lives in a static
+/// and is stopped at exit instead).
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(dir) = self.data_dir.take() {
+            let data = dir.join("data");
+            let _ = pg_tool(
+                "pg_ctl",
+                &["-D", data.to_str().unwrap_or_default(), "-m", "immediate", "-w", "stop"],
+            );
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }

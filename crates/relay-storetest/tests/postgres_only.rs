@@ -130,3 +130,125 @@ fn three_processes_share_one_database_and_survive_a_kill_9() {
     let expired = jobs.iter().filter(|j| j.status.attempts > 1).count();
     assert!(expired > 0, "the killed process's leases never ran again elsewhere");
 }
+
+/// Promise 1 rests on the server's `fsync`; Relay reads it back and refuses
+/// a server that runs without it, naming the setting.
+#[test]
+fn a_server_without_fsync_is_refused() {
+    let server = PgServer::private("-c fsync=off");
+    let url = server.url_of("postgres");
+    match Relay::connect(&url, Options::default()) {
+        Err(relay::Error::Open(e)) => {
+            let text = e.to_string();
+            assert!(text.contains("fsync") && text.contains("off"), "{text}");
+        }
+        Err(e) => panic!("expected an open error naming fsync, got {e}"),
+        Ok(_) => panic!("a server with fsync = off was accepted"),
+    }
+}
+
+/// A session that starts with `synchronous_commit = off` (here from the
+/// URL) gets it turned back on for Relay's writer. Seen from the server, on
+/// a server of the test's own: with it on, each of 20 submits in a row
+/// waits for its own WAL flush (`pg_stat_wal.wal_sync` counts them); with
+/// it off, COMMIT returns before the flush and the count hardly moves.
+#[test]
+fn a_session_without_synchronous_commit_is_put_right() {
+    let server = PgServer::private("-c wal_writer_delay=10s");
+    let url = format!("{}?options=-c%20synchronous_commit%3Doff", server.url_of("postgres"));
+    let relay = Relay::connect(&url, Options::default()).unwrap();
+    let mut probe = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let show: String = probe.query_one("SHOW synchronous_commit", &[]).unwrap().get(0);
+    assert_eq!(show, "off", "the URL's option is in force for other sessions");
+    // Backends publish their statistics when idle, at most once a second.
+    let syncs = |c: &mut postgres::Client| -> i64 {
+        std::thread::sleep(Duration::from_millis(2500));
+        c.query_one("SELECT wal_sync FROM pg_stat_wal", &[]).unwrap().get(0)
+    };
+    let before = syncs(&mut probe);
+    for _ in 0..20 {
+        relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    }
+    let flushed = syncs(&mut probe) - before;
+    assert!(
+        flushed >= 18,
+        "20 submits in a row made {flushed} WAL flushes: the writer commits without waiting for them"
+    );
+}
+
+/// The writer's connection dropped (a server restart, a proxy, an admin's
+/// pg_terminate_backend): the call that meets it fails with a typed error,
+/// and later calls work on a new connection.
+#[test]
+fn the_writer_reconnects_after_its_connection_dropped() {
+    let url = PgServer::shared().new_database();
+    let relay = Relay::connect(&url, Options::default()).unwrap();
+    let first = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert_eq!(relay.get(first).unwrap().kind, "k");
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let killed: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()) t",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed >= 1, "no connection of the Relay was found to drop");
+    // The next call may meet the dead connection: a typed error, never a panic.
+    match relay.submit(NewJob::new("q", "k", Vec::new())) {
+        Ok(_) | Err(relay::Error::Storage(_) | relay::Error::MaybeApplied(_)) => {}
+        Err(e) => panic!("unexpected error after the drop: {e:?}"),
+    }
+    let mut later = None;
+    for _ in 0..3 {
+        if let Ok(id) = relay.submit(NewJob::new("q", "after", Vec::new())) {
+            later = Some(id);
+            break;
+        }
+    }
+    let later = later.expect("the writer never reconnected");
+    let leased = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert!(leased.iter().any(|j| j.id == later));
+    let mut read = None;
+    for _ in 0..3 {
+        if let Ok(job) = relay.get(later) {
+            read = Some(job);
+            break;
+        }
+    }
+    assert_eq!(read.expect("reads never recovered").kind, "after");
+}
+
+/// Regression: rows were read with `Row::get`, which panics on a type it
+/// did not expect; in the writer thread that killed the writer and every
+/// later call got `Closed`. A column of the wrong type (here: a hand-edited
+/// schema) is now `Corrupt`, and the Relay goes on.
+#[test]
+fn a_column_of_the_wrong_type_is_corrupt_not_a_panic() {
+    let url = PgServer::shared().new_database();
+    let relay = Relay::connect(&url, Options::default()).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // A read connection decoding an event's kind.
+    admin
+        .batch_execute("ALTER TABLE relay_job_events ALTER COLUMN kind TYPE bytea USING convert_to(kind, 'UTF8')")
+        .unwrap();
+    let e = relay.events(id).unwrap_err();
+    assert!(matches!(e, relay::Error::Corrupt { .. }), "{e:?}");
+    // A writer decoding a new job's id (in a database of its own, changed
+    // before the Relay prepared any statement).
+    let url = PgServer::shared().new_database();
+    drop(Relay::connect(&url, Options::default()).unwrap());
+    postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap()
+        .batch_execute("ALTER TABLE relay_jobs ALTER COLUMN id TYPE integer")
+        .unwrap();
+    let relay = Relay::connect(&url, Options::default()).unwrap();
+    for _ in 0..2 {
+        // Twice: the writer is still alive for the second (not `Closed`).
+        let e = relay.submit(NewJob::new("q", "k2", Vec::new())).unwrap_err();
+        assert!(matches!(e, relay::Error::Corrupt { .. }), "{e:?}");
+    }
+    assert!(relay.stats().is_ok());
+}

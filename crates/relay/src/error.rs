@@ -24,6 +24,13 @@ pub enum Error {
         state: JobState,
         action: &'static str,
     },
+    /// Running the job again would give it a unique key that another
+    /// unfinished job holds (a `retry` of a finished job whose key was
+    /// taken since). Nothing changed; finish or cancel `holder` first.
+    #[error(
+        "job {id}: its unique key {key:?} is held by unfinished job {holder}; finish or cancel job {holder} first"
+    )]
+    Conflict { id: JobId, key: String, holder: JobId },
     /// The input was refused before anything was written. Nothing changed.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

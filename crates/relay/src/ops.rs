@@ -111,6 +111,13 @@ pub(crate) fn act(
 ) -> Result<JobStatus> {
     let cur = store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
     let next = transition(id, &cur, action, &ctx.transition_ctx())?;
+    if matches!(action, Action::Retry) {
+        // Checked before writing, on every store: the unique index would
+        // refuse the write, and on PostgreSQL that aborts the whole batch.
+        if let Some((key, holder)) = store.job_key_holder(id)? {
+            return Err(Error::Conflict { id, key, holder });
+        }
+    }
     persist(store, ctx.now, id, &cur, &next, result)?;
     if cur.state == JobState::Ready || next.status.state == JobState::Ready || next.delete {
         ctx.ready_changed();

@@ -140,6 +140,9 @@ impl Store for GatedStore {
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         self.inner.job_find_active_by_key(key)
     }
+    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
+        self.inner.job_key_holder(id)
+    }
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
         self.inner.job_get(id)
     }

@@ -30,11 +30,16 @@ impl Readers {
             None => self.backend.open_reader().map_err(Error::from)?,
         };
         let out = f(conn.as_mut());
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < KEEP_IDLE {
-            idle.push(conn);
+        // A connection that met an error may be broken (a dropped
+        // PostgreSQL connection): the next read opens a fresh one.
+        if out.is_ok() {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            if idle.len() < KEEP_IDLE {
+                idle.push(conn);
+            }
+        } else {
+            let _ = std::thread::spawn(move || drop(conn)).join();
         }
-        drop(idle);
         let out = out.map_err(Error::from)?;
         // Show nothing a power loss could still take back (a split commit
         // is visible before its fsync): wait for the fsync of what was read.

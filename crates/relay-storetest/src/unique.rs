@@ -1,0 +1,105 @@
+//! Unique keys under concurrency: one failing operation fails alone.
+//!
+//! Regression: a `retry` of a finished job whose unique key another
+//! unfinished job had taken since hit the store's unique index; the error
+//! was mapped to `Storage` and every other caller of the same batch was told
+//! "nothing applied". On PostgreSQL two processes submitting one key at once
+//! had the same fate.
+
+use crate::NewDb;
+use relay::{Error, JobId, JobState, NewJob};
+use std::sync::Barrier;
+
+/// A retry into a held key is `Conflict` naming the holder, changes
+/// nothing, and the submits racing beside it (often in its batch) commit.
+pub fn retry_into_a_held_key_is_a_conflict_that_fails_alone(new_db: &NewDb) {
+    let db = new_db();
+    let relay = db.open(relay::Options::default()).unwrap();
+    for round in 0..5 {
+        let key = format!("order-{round}");
+        let old = relay
+            .submit(NewJob::new("q", "k", Vec::new()).unique_key(&key))
+            .unwrap();
+        relay.cancel(old).unwrap();
+        let holder = relay
+            .submit(NewJob::new("q", "k", Vec::new()).unique_key(&key))
+            .unwrap();
+        assert_ne!(old, holder, "a cancelled job's key is free again");
+        let barrier = Barrier::new(9);
+        let (retried, submitted) = std::thread::scope(|s| {
+            let retry = s.spawn(|| {
+                barrier.wait();
+                relay.retry(old)
+            });
+            let others: Vec<_> = (0..8)
+                .map(|i| {
+                    let (relay, barrier) = (&relay, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        relay.submit(NewJob::new("q", "other", vec![i]))
+                    })
+                })
+                .collect();
+            let submitted: Vec<_> = others.into_iter().map(|h| h.join().unwrap()).collect();
+            (retry.join().unwrap(), submitted)
+        });
+        match retried {
+            Err(Error::Conflict { id, key: k, holder: h }) => {
+                assert_eq!((id, k.as_str(), h), (old, key.as_str(), holder));
+            }
+            other => panic!("round {round}: expected Conflict, got {other:?}"),
+        }
+        for s in submitted {
+            let id = s.unwrap_or_else(|e| panic!("round {round}: a submit beside the conflict failed: {e}"));
+            assert_eq!(relay.get(id).unwrap().state(), JobState::Ready);
+        }
+        assert_eq!(
+            relay.get(old).unwrap().state(),
+            JobState::Cancelled,
+            "the refused retry changed its job"
+        );
+        assert_eq!(relay.get(holder).unwrap().state(), JobState::Ready);
+        // Once the holder is finished, the retry goes through.
+        relay.cancel(holder).unwrap();
+        relay.retry(old).unwrap();
+        assert_eq!(relay.get(old).unwrap().state(), JobState::Ready);
+    }
+}
+
+/// Two Relays on one database (two writers, as two processes have),
+/// eight threads each, submit the same key at once: every caller gets the
+/// same job, none an error.
+pub fn concurrent_submits_of_one_key_get_one_job(new_db: &NewDb) {
+    let db = new_db();
+    let relays = [
+        db.open(relay::Options::default()).unwrap(),
+        db.open(relay::Options::default()).unwrap(),
+    ];
+    for round in 0..10 {
+        let key = format!("pay-{round}");
+        let barrier = Barrier::new(16);
+        let ids: Vec<JobId> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16)
+                .map(|t| {
+                    let (relay, barrier, key) = (&relays[t % 2], &barrier, &key);
+                    s.spawn(move || {
+                        barrier.wait();
+                        relay.submit(NewJob::new("q", "k", vec![1]).unique_key(key))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap()
+                        .unwrap_or_else(|e| panic!("round {round}: a submit of a shared key failed: {e}"))
+                })
+                .collect()
+        });
+        assert!(
+            ids.iter().all(|id| *id == ids[0]),
+            "round {round}: one key, many jobs: {ids:?}"
+        );
+    }
+}
