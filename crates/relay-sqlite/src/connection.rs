@@ -71,7 +71,10 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
     // checkpoints and unlinks the live WAL. See ARCHITECTURE.md, "Other
     // programs on the file".
     let conn = match target {
-        Target::File(path) => Connection::open_with_flags(path, flags),
+        Target::File(path) => {
+            crate::quarantine::check(path)?;
+            Connection::open_with_flags(path, flags)
+        }
         Target::Memory(name) => Connection::open_with_flags(format!("file:/{name}?vfs=memdb"), flags),
     }
     .map_err(map_err)?;

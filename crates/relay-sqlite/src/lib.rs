@@ -25,6 +25,7 @@
 
 mod connection;
 mod decode;
+mod quarantine;
 mod reader;
 mod sql;
 mod sync;
@@ -100,5 +101,11 @@ impl Backend for SqliteBackend {
 
     fn describe(&self) -> String {
         self.target.describe()
+    }
+
+    fn quarantine(&self) {
+        if let Target::File(path) = &self.target {
+            quarantine::add(path);
+        }
     }
 }

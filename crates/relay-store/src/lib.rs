@@ -208,6 +208,11 @@ pub trait Backend: Send + Sync {
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError>;
     /// A short description for logs and errors (a path, a URL without password).
     fn describe(&self) -> String;
+    /// A sync or commit failed in a way that leaves this process's view of
+    /// the data possibly ahead of the disk (see
+    /// [`Store::failed_commit_is_final`]): refuse to open the store again
+    /// in this process. A no-op where a reopen is safe (the default).
+    fn quarantine(&self) {}
     /// Calls `wake` whenever another process reports ready jobs (see
     /// [`Store::notify_ready`]), until the returned guard is dropped. `None`
     /// where the store has no such channel (waiters then poll).

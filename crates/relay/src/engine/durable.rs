@@ -14,6 +14,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 #[derive(Default)]
 pub(crate) struct Durability {
+    /// Called once, at the first failure (the store refuses to be opened
+    /// again in this process).
+    on_fail: Option<Box<dyn Fn() + Send + Sync>>,
     /// The last commit numbered (its `COMMIT` may still be running).
     committed: AtomicU64,
     /// Everything up to this number is on disk.
@@ -24,6 +27,13 @@ pub(crate) struct Durability {
 }
 
 impl Durability {
+    pub(crate) fn new(on_fail: Box<dyn Fn() + Send + Sync>) -> Self {
+        Self {
+            on_fail: Some(on_fail),
+            ..Self::default()
+        }
+    }
+
     /// Numbers the commit about to be issued.
     pub(crate) fn begin_commit(&self) -> u64 {
         self.committed.fetch_add(1, SeqCst) + 1
@@ -41,9 +51,14 @@ impl Durability {
     /// visible in memory, so nothing more may be written or read.
     pub(crate) fn fail(&self, e: Arc<StoreError>) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = state.is_none();
         state.get_or_insert(e);
         self.failed.store(true, SeqCst);
         self.changed.notify_all();
+        drop(state);
+        if let Some(on_fail) = self.on_fail.as_ref().filter(|_| first) {
+            on_fail();
+        }
     }
 
     /// The error that stopped this Relay, if a sync failed.

@@ -73,7 +73,10 @@ impl Engine {
         let counters = Arc::new(Counters::default());
         let deliver = Deliver {
             syncer: store.syncer(),
-            durability: Arc::new(Durability::default()),
+            durability: Arc::new({
+                let backend = Arc::clone(&backend);
+                Durability::new(Box::new(move || backend.quarantine()))
+            }),
             counters: Arc::clone(&counters),
             signal: Arc::clone(&signal),
             sync_turn: Arc::default(),

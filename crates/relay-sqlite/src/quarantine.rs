@@ -1,0 +1,64 @@
+//! Files this process must not open again: an fsync or a commit of theirs
+//! failed here.
+//!
+//! Linux reports a failed writeback once and may keep the pages that never
+//! reached the disk in its page cache, marked clean: a connection opened
+//! afterwards would read them as if they were stored, and build on them.
+//! So once a Relay of this process has met such a failure on a file, every
+//! later open of that file in this process is refused until the process
+//! restarts (which the error says). Files are named by their absolute path
+//! with device and inode, read with `stat` (never `open`: closing a
+//! descriptor of the file would drop the POSIX locks of this process's
+//! other connections to it); the path too, because a deleted file's inode
+//! number is soon reused by a new file elsewhere.
+
+use relay_store::StoreError;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+type Identity = (PathBuf, u64, u64);
+
+static FAILED: Mutex<Option<HashSet<Identity>>> = Mutex::new(None);
+
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let absolute = std::path::absolute(path).ok()?;
+    Some((absolute, meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(path: &Path) -> Option<Identity> {
+    std::path::absolute(path).ok().map(|p| (p, 0, 0))
+}
+
+/// Records that an fsync or commit of `path` failed in this process.
+pub(crate) fn add(path: &Path) {
+    if let Some(id) = identity(path) {
+        FAILED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(HashSet::new)
+            .insert(id);
+    }
+}
+
+/// Refuses a file recorded by [`add`].
+pub(crate) fn check(path: &Path) -> Result<(), StoreError> {
+    let Some(id) = identity(path) else {
+        return Ok(()); // not there yet: it will be created
+    };
+    let failed = FAILED.lock().unwrap_or_else(PoisonError::into_inner);
+    if failed.as_ref().is_some_and(|f| f.contains(&id)) {
+        return Err(StoreError::Io {
+            message: format!(
+                "an fsync or write of {} failed earlier in this process, and pages that never reached the disk may still be cached and read back as if they had: fix the disk, stop every program using the file, then start this process again (see ARCHITECTURE.md, \"After an I/O error\")",
+                path.display()
+            ),
+            source: "refused after an I/O error".into(),
+        });
+    }
+    Ok(())
+}
