@@ -36,6 +36,8 @@ use relay_store::{Backend, Store, StoreError, StoreReader, Syncer};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+#[doc(hidden)]
+pub use sync::set_wal_sync_hook;
 
 /// Opens connections to one SQLite database.
 #[derive(Debug, Clone)]

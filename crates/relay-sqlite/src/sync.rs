@@ -60,11 +60,26 @@ impl WalSyncer {
     }
 }
 
+/// How a WAL is fsynced: `fdatasync` unless a test installed a hook.
+type SyncHook = fn(&Path, &File) -> std::io::Result<()>;
+
+static SYNC_HOOK: std::sync::OnceLock<SyncHook> = std::sync::OnceLock::new();
+
+/// Test support: routes every WAL fsync of split commits through `hook`
+/// (given the WAL's path and Relay's descriptor of it), for a fault
+/// injecting VFS that must see them. Only the first call takes effect.
+#[doc(hidden)]
+pub fn set_wal_sync_hook(hook: SyncHook) {
+    let _ = SYNC_HOOK.set(hook);
+}
+
 impl Syncer for WalSyncer {
     fn sync(&self) -> Result<(), StoreError> {
-        self.wal
-            .sync_data()
-            .map_err(|e| io_err(format!("fsync of the WAL {} failed", self.path.display()), e))?;
+        match SYNC_HOOK.get() {
+            Some(hook) => hook(&self.path, &self.wal),
+            None => self.wal.sync_data(),
+        }
+        .map_err(|e| io_err(format!("fsync of the WAL {} failed", self.path.display()), e))?;
         // `stat`, not `open`: opening and closing the path could itself drop locks.
         let live = std::fs::metadata(&self.path).map(|m| identity(&m));
         if live.as_ref().ok() == Some(&self.identity) {

@@ -15,6 +15,16 @@
 //!   acks each, printing `A <id>`; `call NAME` makes one public call of
 //!   that kind (see `call`), so a test can look at the process between
 //!   calls (its file locks, the WAL) before it sends the next line.
+//! - `relay-testchild campaign DB THREADS CUT_AFTER_MS`: under the fault
+//!   VFS, THREADS threads submit, lease, ack and nack until the power is
+//!   cut after CUT_AFTER_MS (exit status `relay_faultvfs::CUT_EXIT_CODE`).
+//!   Prints `S <id>`, `L <id> <token>`, `A <id> <token>`, `N <id> <token>`
+//!   after each call that returned successfully.
+//! - `relay-testchild faults DB WRITE|FULL|SYNC N CALLS`: under the fault
+//!   VFS with the Nth write failing with EIO (`WRITE`) or ENOSPC (`FULL`),
+//!   or the Nth fsync failing (`SYNC`), makes CALLS submits one after
+//!   another; prints `S <id>` for each answered, `E <variant>: <error>`
+//!   for each refused.
 //! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
 //!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
@@ -34,6 +44,17 @@ fn main() -> ExitCode {
     }
     if arg(1) == "script" {
         return script(&arg(2));
+    }
+    if arg(1) == "campaign" {
+        return campaign(&arg(2), threads, arg(4).parse().unwrap_or(100));
+    }
+    if arg(1) == "faults" {
+        return faults(
+            &arg(2),
+            &arg(3),
+            arg(4).parse().unwrap_or(1),
+            arg(5).parse().unwrap_or(10),
+        );
     }
     let relay = match Relay::connect(&arg(2), relay::Options::default()) {
         Ok(r) => r,
@@ -266,4 +287,99 @@ fn call(
         }
     }
     Ok(())
+}
+
+fn say_line(line: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{line}");
+    let _ = o.flush();
+}
+
+/// The `campaign` mode: see the module docs.
+fn campaign(db: &str, threads: usize, cut_after_ms: u64) -> ExitCode {
+    relay_faultvfs::install(relay_faultvfs::Plan::default());
+    let relay = match Relay::connect(db, relay::Options::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("relay-testchild: cannot open {db}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(cut_after_ms));
+        relay_faultvfs::power_cut();
+    });
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let relay = relay.clone();
+            s.spawn(move || {
+                if let Err(e) = campaign_thread(&relay, t) {
+                    eprintln!("relay-testchild: thread {t}: {e}");
+                    std::process::exit(1);
+                }
+            });
+        }
+    });
+    ExitCode::FAILURE // unreachable in practice: the cut ends the process
+}
+
+fn campaign_thread(relay: &Relay, t: usize) -> Result<(), Error> {
+    let mut rng = fastrand::Rng::with_seed(t as u64 ^ u64::from(std::process::id()));
+    loop {
+        let id = relay.submit(NewJob::new("p", "k", vec![0u8; rng.usize(0..200)]))?;
+        say_line(&format!("S {id}"));
+        let req = LeaseRequest::new(["p"]).worker(format!("t{t}")).max(2);
+        for job in relay.lease(req)? {
+            say_line(&format!("L {} {}", job.id, job.token));
+            if rng.u8(0..4) == 0 {
+                relay.nack(job.id, job.token, "campaign", Some(Duration::ZERO))?;
+                say_line(&format!("N {} {}", job.id, job.token));
+            } else {
+                relay.ack(job.id, job.token, None)?;
+                say_line(&format!("A {} {}", job.id, job.token));
+            }
+        }
+    }
+}
+
+/// The `faults` mode: see the module docs.
+fn faults(db: &str, mode: &str, n: u64, calls: usize) -> ExitCode {
+    use relay_faultvfs::codes;
+    let plan = match mode {
+        "WRITE" => relay_faultvfs::Plan {
+            fail_write: Some((n, codes::SQLITE_IOERR_WRITE)),
+            ..Default::default()
+        },
+        "FULL" => relay_faultvfs::Plan {
+            fail_write: Some((n, codes::SQLITE_FULL)),
+            ..Default::default()
+        },
+        "SYNC" => relay_faultvfs::Plan {
+            fail_sync: Some(n),
+            ..Default::default()
+        },
+        other => {
+            eprintln!("relay-testchild: unknown fault {other:?}");
+            return ExitCode::FAILURE;
+        }
+    };
+    relay_faultvfs::install(plan);
+    let relay = match Relay::connect(db, relay::Options::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("relay-testchild: cannot open {db}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for i in 0..calls {
+        match relay.submit(NewJob::new("f", "k", format!("{i}").into_bytes())) {
+            Ok(id) => say_line(&format!("S {id}")),
+            Err(e) => {
+                let variant = format!("{e:?}");
+                let variant = variant.split(['(', ' ', '{']).next().unwrap_or("?").to_owned();
+                say_line(&format!("E {variant}: {e}"));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
