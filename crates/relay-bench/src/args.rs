@@ -58,6 +58,12 @@ pub struct Args {
     /// PostgreSQL; with SQLite they share the file's write lock.
     #[arg(long, default_value_t = 1)]
     pub processes: u32,
+    /// PostgreSQL: also run the textbook queue (one connection per thread,
+    /// one transaction per transition, a SKIP LOCKED claim) on the same
+    /// server in the same run, and give Relay's throughput as a multiple of
+    /// it. (SQLite's baseline is the fsync floor, always measured.)
+    #[arg(long)]
+    pub baseline: bool,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]

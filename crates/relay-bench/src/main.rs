@@ -17,6 +17,7 @@ mod matrix;
 mod report;
 mod run;
 mod stats;
+mod textbook;
 
 use clap::Parser;
 use std::process::ExitCode;

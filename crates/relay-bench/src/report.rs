@@ -46,3 +46,18 @@ pub fn floor_line(floor: Option<&Floor>) {
         None => println!("\nfloor: not measured (--no-floor)"),
     }
 }
+
+/// `--baseline`: the textbook queue's numbers and Relay's as multiples.
+pub fn baseline_line(r: &Report, b: &crate::textbook::Baseline) {
+    let x = |relay: f64, base: f64| relay / base.max(1e-9);
+    println!(
+        "baseline: the textbook queue on {} connections: submit {:.0} jobs/s (p50 {:.0} µs), lease+ACK {:.0} jobs/s (p50 {:.0} µs); Relay = {:.2}x submit, {:.2}x lease+ACK",
+        b.connections,
+        b.submit.jobs_per_sec,
+        b.submit.p50_us,
+        b.lease_ack.jobs_per_sec,
+        b.lease_ack.p50_us,
+        x(r.submit.jobs_per_sec, b.submit.jobs_per_sec),
+        x(r.lease_ack.jobs_per_sec, b.lease_ack.jobs_per_sec),
+    );
+}

@@ -27,6 +27,9 @@ pub struct Report {
     pub floor: Option<Floor>,
     pub depth: u64,
     pub payload_bytes: usize,
+    /// PostgreSQL with `--baseline`: the textbook queue, same run.
+    #[serde(default)]
+    pub baseline: Option<crate::textbook::Baseline>,
 }
 
 pub fn single(args: &Args) -> Result<(), String> {
@@ -41,6 +44,9 @@ pub fn single(args: &Args) -> Result<(), String> {
         println!("{}", report::header());
         println!("{}", report::row(&r));
         report::floor_line(r.floor.as_ref());
+        if let Some(b) = &r.baseline {
+            report::baseline_line(&r, b);
+        }
     }
     Ok(())
 }
@@ -77,6 +83,9 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     let postgres = relay::is_postgres_url(&target);
     if !postgres {
         check_new(path)?;
+    }
+    if args.baseline && !postgres {
+        return Err("--baseline runs the textbook PostgreSQL queue: it needs a postgres:// --database (SQLite's baseline is the fsync floor, measured anyway)".into());
     }
     // The floor is measured next to the database; for a server, in the temporary directory here.
     let temp = std::env::temp_dir();
@@ -121,6 +130,15 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         progress(args, &writer_line("lease+ack", &after_submit, &relay.metrics()));
     }
     verify(&relay, args, leased)?;
+    let baseline = if args.baseline {
+        progress(
+            args,
+            &format!("baseline: the textbook queue on {} connections", args.threads()),
+        );
+        Some(crate::textbook::run(args, &target)?)
+    } else {
+        None
+    };
     Ok(Report {
         workers: args.workers,
         concurrency: args.concurrency,
@@ -133,6 +151,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         floor,
         depth: args.depth,
         payload_bytes: args.payload_bytes,
+        baseline,
     })
 }
 

@@ -202,3 +202,43 @@ fn postgres_databases_run_and_a_used_one_is_refused() {
     assert!(!again.status.success());
     assert!(stderr(&again).contains("already holds 200 jobs"), "{}", stderr(&again));
 }
+
+/// `--baseline` runs the textbook queue on the same PostgreSQL in the same
+/// run, verifies it, and gives Relay's throughput as a multiple of it;
+/// on SQLite it is refused (the fsync floor is SQLite's baseline).
+#[test]
+fn the_postgres_baseline_runs_beside_relay() {
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let args = [
+        "--jobs",
+        "300",
+        "--workers",
+        "2",
+        "--concurrency",
+        "4",
+        "--no-floor",
+        "--baseline",
+    ];
+    let out = bench(&[&args[..], &["--json", "--database", &url]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = &r["baseline"];
+    assert_eq!(b["connections"].as_u64(), Some(8));
+    for phase in ["submit", "lease_ack"] {
+        let rate = b[phase]["jobs_per_sec"].as_f64().unwrap_or(0.0);
+        assert!(rate > 0.0, "baseline {phase}: {b}");
+    }
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let out = bench(&[&args[..], &["--database", &url]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("baseline: the textbook queue on 8 connections") && text.contains("x lease+ACK"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
+    let out = bench(&["--baseline", "--no-floor", "--database", db.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("needs a postgres://"), "{}", stderr(&out));
+}

@@ -109,30 +109,45 @@ impl Store for PgStore {
         let st = self.conn.stmt(include_str!("../sql/job_transition.sql"))?;
         let s = p.status;
         let lease = s.lease.as_ref();
-        let row = self
-            .conn
-            .client
-            .query_one(
-                &st,
-                &[
-                    &p.id.0,
-                    &p.expect_state.as_str(),
-                    &p.expect_token.0,
-                    &s.state.as_str(),
-                    &i(s.attempts),
-                    &s.ready_at.as_millis(),
-                    &s.finished_at.map(Timestamp::as_millis),
-                    &s.last_token.0,
-                    &lease.map(|l| l.expires_at.as_millis()),
-                    &lease.map(|l| l.worker.as_str()),
-                    &s.last_error.as_deref(),
-                    &p.result,
-                    &event.map_or(0, |e| e.at.as_millis()),
-                    &event.map(|e| e.kind),
-                    &event.map_or("", |e| e.data),
-                ],
-            )
-            .map_err(map_err)?;
+        // A retry gives a finished job its unique key back: another process
+        // may have taken the key since the engine checked, and the unique
+        // index would then abort the whole transaction. A savepoint (retries
+        // are rare) keeps that failure to this write.
+        let retry = p.status.state == JobState::Ready && matches!(p.expect_state, JobState::Dead | JobState::Cancelled);
+        if retry {
+            self.exec("SAVEPOINT relay_retry")?;
+        }
+        let row = self.conn.client.query_one(
+            &st,
+            &[
+                &p.id.0,
+                &p.expect_state.as_str(),
+                &p.expect_token.0,
+                &s.state.as_str(),
+                &i(s.attempts),
+                &s.ready_at.as_millis(),
+                &s.finished_at.map(Timestamp::as_millis),
+                &s.last_token.0,
+                &lease.map(|l| l.expires_at.as_millis()),
+                &lease.map(|l| l.worker.as_str()),
+                &s.last_error.as_deref(),
+                &p.result,
+                &event.map_or(0, |e| e.at.as_millis()),
+                &event.map(|e| e.kind),
+                &event.map_or("", |e| e.data),
+            ],
+        );
+        let row = match row {
+            Ok(row) => row,
+            Err(e) if retry && e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                self.exec("ROLLBACK TO SAVEPOINT relay_retry; RELEASE SAVEPOINT relay_retry")?;
+                return Err(StoreError::KeyTaken { job: p.id });
+            }
+            Err(e) => return Err(map_err(e)),
+        };
+        if retry {
+            self.exec("RELEASE SAVEPOINT relay_retry")?;
+        }
         let matched = decode::col::<i64>(&row, 0, "matched", Some(p.id))? == 1;
         if matched {
             self.changes += 1 + u64::from(event.is_some());

@@ -81,11 +81,16 @@ impl Backend for SqliteBackend {
     fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
         let conn = connection::open(&self.target, &self.settings, true)?;
         let syncer = match &self.target {
-            Target::File(_) if self.settings.split_commit => {
-                let wal = sync::WalSyncer::open(&conn)?;
+            Target::File(path) if self.settings.split_commit => {
                 // The schema may have just been written without an fsync.
-                wal.sync()?;
-                Some(Arc::new(wal) as Arc<dyn Syncer>)
+                let wal = sync::WalSyncer::open(&conn).and_then(|wal| wal.sync().map(|()| wal));
+                if let Err(e) = wal {
+                    // The first fsync failed: pages may be cached that are
+                    // not on disk; a retried open must not build on them.
+                    quarantine::add(path);
+                    return Err(e);
+                }
+                wal.ok().map(|wal| Arc::new(wal) as Arc<dyn Syncer>)
             }
             _ => None,
         };

@@ -6,11 +6,12 @@
 //! afterwards would read them as if they were stored, and build on them.
 //! So once a Relay of this process has met such a failure on a file, every
 //! later open of that file in this process is refused until the process
-//! restarts (which the error says). Files are named by their absolute path
-//! with device and inode, read with `stat` (never `open`: closing a
-//! descriptor of the file would drop the POSIX locks of this process's
-//! other connections to it); the path too, because a deleted file's inode
-//! number is soon reused by a new file elsewhere.
+//! restarts (which the error says). Files are named by their canonical
+//! path (symlinks and `..` resolved) with device and inode, read with
+//! `stat` and `realpath` (never `open`: closing a descriptor of the file
+//! would drop the POSIX locks of this process's other connections to it);
+//! the path too, because a deleted file's inode number is soon reused by a
+//! new file elsewhere. (A second hard link to the file is not recognized.)
 
 use relay_store::StoreError;
 use std::collections::HashSet;
@@ -25,13 +26,14 @@ static FAILED: Mutex<Option<HashSet<Identity>>> = Mutex::new(None);
 fn identity(path: &Path) -> Option<Identity> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;
-    let absolute = std::path::absolute(path).ok()?;
-    Some((absolute, meta.dev(), meta.ino()))
+    // realpath(3): symlinks and `..` resolved; it opens nothing.
+    let canonical = std::fs::canonicalize(path).ok()?;
+    Some((canonical, meta.dev(), meta.ino()))
 }
 
 #[cfg(not(unix))]
 fn identity(path: &Path) -> Option<Identity> {
-    std::path::absolute(path).ok().map(|p| (p, 0, 0))
+    std::fs::canonicalize(path).ok().map(|p| (p, 0, 0))
 }
 
 /// Records that an fsync or commit of `path` failed in this process.

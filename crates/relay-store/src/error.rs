@@ -36,6 +36,11 @@ pub enum StoreError {
         #[source]
         source: Source,
     },
+    /// The write would give `job` a unique key that another unfinished job
+    /// took meanwhile (another process, after the engine checked). Only
+    /// that write was undone; the transaction goes on.
+    #[error("job {job}: its unique key was taken by another unfinished job meanwhile")]
+    KeyTaken { job: JobId },
     /// Any other I/O or driver failure. During a commit this means the
     /// change may or may not be on disk.
     #[error("storage error: {message}")]
@@ -57,6 +62,6 @@ impl StoreError {
     /// True when only the operation that met it failed; false when the whole
     /// transaction is lost.
     pub fn is_op_local(&self) -> bool {
-        matches!(self, Self::Corrupt { .. })
+        matches!(self, Self::Corrupt { .. } | Self::KeyTaken { .. })
     }
 }

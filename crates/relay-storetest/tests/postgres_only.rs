@@ -252,3 +252,60 @@ fn a_column_of_the_wrong_type_is_corrupt_not_a_panic() {
     }
     assert!(relay.stats().is_ok());
 }
+
+/// Two processes (two writers) race on one unique key: one retries a
+/// cancelled job that held it, the other submits a new job with it. Either
+/// may win; the loser gets the winner's job (submit) or `Conflict` (retry),
+/// and the jobs submitted beside the retry commit: never `Storage`.
+/// Regression: the retry's UPDATE hit the unique index after the engine's
+/// check and aborted the whole PostgreSQL transaction.
+#[test]
+fn a_retry_racing_a_submit_of_its_key_in_another_process_fails_alone() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url);
+    let (a, b) = (
+        db.open(Options::default()).unwrap(),
+        db.open(Options::default()).unwrap(),
+    );
+    let mut conflicts = 0;
+    for round in 0..40 {
+        let key = format!("race-{round}");
+        let old = a.submit(NewJob::new("q", "k", Vec::new()).unique_key(&key)).unwrap();
+        a.cancel(old).unwrap();
+        let barrier = std::sync::Barrier::new(6);
+        let (retried, submitted, beside) = std::thread::scope(|s| {
+            let r = s.spawn(|| {
+                barrier.wait();
+                a.retry(old)
+            });
+            let n = s.spawn(|| {
+                barrier.wait();
+                b.submit(NewJob::new("q", "k", Vec::new()).unique_key(&key))
+            });
+            let others: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        a.submit(NewJob::new("q", "other", Vec::new()))
+                    })
+                })
+                .collect();
+            let others: Vec<_> = others.into_iter().map(|h| h.join().unwrap()).collect();
+            (r.join().unwrap(), n.join().unwrap(), others)
+        });
+        let submitted = submitted.unwrap_or_else(|e| panic!("round {round}: the submit failed: {e}"));
+        match retried {
+            Ok(()) => assert_eq!(submitted, old, "round {round}: the retry won, the submit must find it"),
+            Err(relay::Error::Conflict { holder, .. }) => {
+                assert_eq!(holder, submitted, "round {round}");
+                conflicts += 1;
+            }
+            Err(e) => panic!("round {round}: the retry failed with {e:?}"),
+        }
+        for r in beside {
+            r.unwrap_or_else(|e| panic!("round {round}: a submit beside the retry failed: {e}"));
+        }
+        a.cancel(submitted).unwrap();
+    }
+    eprintln!("{conflicts} of 40 rounds ended in Conflict");
+}

@@ -250,3 +250,25 @@ fn an_io_error_stops_the_relay_and_loses_nothing_answered() {
         }
     }
 }
+
+/// Regression: when the fsync Relay makes while opening the file failed,
+/// the file was not quarantined, so an open retried in the same process
+/// built on pages that may never have reached the disk.
+#[test]
+fn a_failed_fsync_while_opening_is_final_for_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("open.db");
+    let warm = faults(&path, "FULL", u64::MAX, 2);
+    assert_eq!(answered_ids(&warm).len(), 2);
+    let lines = faults(&path, "SYNC", 1, 5);
+    assert!(
+        lines[0].starts_with("OPEN-ERR") && lines[0].contains("fsync"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("REOPEN-ERR") && lines[1].contains("failed earlier in this process"),
+        "{lines:?}"
+    );
+    // Another process opens it.
+    assert_eq!(answered_ids(&faults(&path, "FULL", u64::MAX, 1)).len(), 1);
+}

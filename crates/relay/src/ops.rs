@@ -6,7 +6,7 @@ use crate::engine::writer::{BatchCtx, KeptHeads};
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
 use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Priority, Timestamp};
-use relay_store::{EventWrite, JobInsert, JobSetStatus, Store};
+use relay_store::{EventWrite, JobInsert, JobSetStatus, Store, StoreError};
 
 pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
@@ -118,7 +118,16 @@ pub(crate) fn act(
             return Err(Error::Conflict { id, key, holder });
         }
     }
-    persist(store, ctx.now, id, &cur, &next, result)?;
+    match persist(store, ctx.now, id, &cur, &next, result) {
+        Err(Error::Storage(e)) if matches!(*e, StoreError::KeyTaken { .. }) => {
+            // Taken by another process after the check above.
+            return Err(match store.job_key_holder(id)? {
+                Some((key, holder)) => Error::Conflict { id, key, holder },
+                None => Error::Busy, // the holder finished meanwhile: retrying is safe
+            });
+        }
+        r => r?,
+    }
     if cur.state == JobState::Ready || next.status.state == JobState::Ready || next.delete {
         ctx.ready_changed();
     }

@@ -233,7 +233,7 @@ impl Drop for Engine {
         // delete. On a thread of its own, as the readers: a driver may
         // block while closing, which must not happen on an async executor.
         if let Some(core) = self.core.take() {
-            let _ = std::thread::spawn(move || drop(core)).join();
+            readers::close_off_thread(core);
         }
     }
 }

@@ -38,7 +38,7 @@ impl Readers {
                 idle.push(conn);
             }
         } else {
-            let _ = std::thread::spawn(move || drop(conn)).join();
+            close_off_thread(conn);
         }
         let out = out.map_err(Error::from)?;
         // Show nothing a power loss could still take back (a split commit
@@ -57,6 +57,21 @@ impl Readers {
         if idle.is_empty() {
             return;
         }
-        let _ = std::thread::spawn(move || drop(idle)).join();
+        close_off_thread(idle);
+    }
+}
+
+/// Drops `value` on a thread of its own and waits for it (a driver may
+/// block while closing, which must not happen on an async executor); in
+/// place when no thread can be started.
+pub(crate) fn close_off_thread<T: Send + 'static>(value: T) {
+    let slot = Arc::new(Mutex::new(Some(value)));
+    let theirs = Arc::clone(&slot);
+    let spawned = std::thread::Builder::new()
+        .name("relay-close".into())
+        .spawn(move || drop(theirs.lock().unwrap_or_else(PoisonError::into_inner).take()));
+    match spawned {
+        Ok(handle) => drop(handle.join()),
+        Err(_) => drop(slot.lock().unwrap_or_else(PoisonError::into_inner).take()),
     }
 }

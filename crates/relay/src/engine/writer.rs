@@ -407,8 +407,10 @@ impl Writer {
                 let _ = self.store.rollback();
                 break (Err(e.into()), false);
             }
+            // A redo keeps the first reap/prune decision, but its clock is
+            // read again: this BEGIN may have waited too.
             let (now, reap, prune_due) = match instant {
-                Some(i) => i,
+                Some((_, reap, prune)) => (self.options.clock.now(), reap, prune),
                 None => *instant.insert(self.instant(batch)),
             };
             let mut ctx = BatchCtx {
