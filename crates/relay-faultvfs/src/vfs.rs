@@ -17,7 +17,9 @@ pub struct Plan {
     /// `SQLITE_FULL` is a full disk (ENOSPC), `SQLITE_IOERR_WRITE` EIO.
     pub fail_write: Option<(u64, c_int)>,
     /// The Nth fsync fails (`SQLITE_IOERR_FSYNC`; Relay's own WAL fsyncs
-    /// see EIO) and makes nothing durable; later ones succeed, as on Linux.
+    /// see EIO) and loses what it should have written, for good: as on
+    /// Linux, the pages are dropped and later fsyncs succeed without them
+    /// (a power cut afterwards shows the hole).
     pub fail_sync: Option<u64>,
 }
 
@@ -32,9 +34,48 @@ struct FileState {
     len: u64,
     /// Bytes overwritten since that fsync: (sequence, offset, old bytes).
     undo: Vec<(u64, u64, Vec<u8>)>,
+    /// What a failed fsync lost: ranges whose pages Linux dropped (marked
+    /// clean without writing them), with what the disk still holds there.
+    /// A later write of a range makes it dirty again (it is then written
+    /// by the next fsync); what is left is restored by a power cut even
+    /// though later fsyncs "succeeded".
+    holes: Vec<(u64, Vec<u8>)>,
 }
 
 impl FileState {
+    /// An fsync failed: what it should have written is lost (Linux drops
+    /// the pages and reports success next time), the rest goes on.
+    fn sync_failed(&mut self, seq: u64) {
+        for (_, off, old) in self.undo.drain(..).rev() {
+            self.holes.push((off, old));
+        }
+        if self.len > self.synced_len {
+            let n = usize::try_from(self.len - self.synced_len).unwrap_or(0);
+            self.holes.push((self.synced_len, vec![0; n]));
+        }
+        self.synced_seq = seq;
+        self.synced_len = self.len;
+    }
+
+    /// `[start, end)` is written again: those bytes are no longer lost.
+    fn rewritten(&mut self, start: u64, end: u64) {
+        let mut kept = Vec::with_capacity(self.holes.len());
+        for (off, bytes) in self.holes.drain(..) {
+            let hole_end = off + bytes.len() as u64;
+            if hole_end <= start || off >= end {
+                kept.push((off, bytes));
+                continue;
+            }
+            if off < start {
+                kept.push((off, bytes[..usize::try_from(start - off).unwrap_or(0)].to_vec()));
+            }
+            if hole_end > end {
+                kept.push((end, bytes[usize::try_from(end - off).unwrap_or(0)..].to_vec()));
+            }
+        }
+        self.holes = kept;
+    }
+
     /// An fsync that began at `(seq, len)` succeeded: everything written
     /// before it is durable.
     fn synced(&mut self, (seq, len): (u64, u64)) {
@@ -117,7 +158,9 @@ pub fn power_cut() -> ! {
             continue; // deleted: nothing to restore
         };
         let _ = file.set_len(fs.synced_len);
-        for (_, off, old) in fs.undo.iter().rev() {
+        let undo = fs.undo.iter().rev().map(|(_, off, old)| (off, old));
+        // Lost pages last: what the disk holds there whatever came after.
+        for (off, old) in undo.chain(fs.holes.iter().map(|(off, old)| (off, old))) {
             if *off < fs.synced_len {
                 let n = old
                     .len()
@@ -136,10 +179,13 @@ fn external_sync(path: &Path, file: &std::fs::File) -> std::io::Result<()> {
     let epoch = {
         let mut s = state();
         s.syncs += 1;
+        let seq = s.next_seq;
         if s.plan.fail_sync == Some(s.syncs) {
+            if let Some(fs) = s.files.get_mut(path) {
+                fs.sync_failed(seq);
+            }
             return Err(std::io::Error::from_raw_os_error(libc::EIO));
         }
-        let seq = s.next_seq;
         s.files.get(path).map(|fs| (seq, fs.len))
     };
     file.sync_data()?;
@@ -263,6 +309,7 @@ unsafe extern "C" fn x_write(file: *mut ffi::sqlite3_file, buf: *const c_void, a
         s.next_seq += 1;
         let (start, amt64) = (u64::try_from(off).unwrap_or(0), u64::try_from(amt).unwrap_or(0));
         let fs = s.files.entry(path).or_default();
+        fs.rewritten(start, start + amt64);
         let end = (start + amt64).min(fs.len);
         if start < end {
             match read_old(orig, file, start, end - start) {
@@ -305,6 +352,10 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
     };
     s.syncs += 1;
     if s.plan.fail_sync == Some(s.syncs) {
+        let seq = s.next_seq;
+        if let Some(fs) = s.files.get_mut(&path) {
+            fs.sync_failed(seq);
+        }
         return ffi::SQLITE_IOERR_FSYNC;
     }
     let epoch = (s.next_seq, s.files.get(&path).map_or(0, |fs| fs.len));

@@ -15,11 +15,14 @@
 //!   acks each, printing `A <id>`; `call NAME` makes one public call of
 //!   that kind (see `call`), so a test can look at the process between
 //!   calls (its file locks, the WAL) before it sends the next line.
-//! - `relay-testchild campaign DB THREADS CUT_AFTER_MS`: under the fault
-//!   VFS, THREADS threads submit, lease, ack and nack until the power is
-//!   cut after CUT_AFTER_MS (exit status `relay_faultvfs::CUT_EXIT_CODE`).
-//!   Prints `S <id>`, `L <id> <token>`, `A <id> <token>`, `N <id> <token>`
-//!   after each call that returned successfully.
+//! - `relay-testchild campaign DB THREADS CUT_AFTER_MS [sync=N|full=N]`:
+//!   under the fault VFS, THREADS threads submit, lease, ack and nack until
+//!   the power is cut after CUT_AFTER_MS (exit status
+//!   `relay_faultvfs::CUT_EXIT_CODE`), optionally with the Nth fsync
+//!   failing (EIO) or the Nth write finding the disk full. Prints `S <id>`,
+//!   `L <id> <token>`, `A <id> <token>`, `N <id> <token>` after each call
+//!   that returned successfully, `X stopped` when a thread stops after an
+//!   I/O error.
 //! - `relay-testchild faults DB WRITE|FULL|SYNC N CALLS`: under the fault
 //!   VFS with the Nth write failing with EIO (`WRITE`) or ENOSPC (`FULL`),
 //!   or the Nth fsync failing (`SYNC`), makes CALLS submits one after
@@ -47,7 +50,7 @@ fn main() -> ExitCode {
         return script(&arg(2));
     }
     if arg(1) == "campaign" {
-        return campaign(&arg(2), threads, arg(4).parse().unwrap_or(100));
+        return campaign(&arg(2), threads, arg(4).parse().unwrap_or(100), &arg(5));
     }
     if arg(1) == "faults" {
         return faults(
@@ -297,8 +300,20 @@ fn say_line(line: &str) {
 }
 
 /// The `campaign` mode: see the module docs.
-fn campaign(db: &str, threads: usize, cut_after_ms: u64) -> ExitCode {
-    relay_faultvfs::install(relay_faultvfs::Plan::default());
+fn campaign(db: &str, threads: usize, cut_after_ms: u64, fault: &str) -> ExitCode {
+    let number = |s: &str| s.parse::<u64>().ok();
+    let plan = match fault.split_once('=') {
+        Some(("sync", n)) => relay_faultvfs::Plan {
+            fail_sync: number(n),
+            ..Default::default()
+        },
+        Some(("full", n)) => relay_faultvfs::Plan {
+            fail_write: number(n).map(|n| (n, relay_faultvfs::codes::SQLITE_FULL)),
+            ..Default::default()
+        },
+        _ => relay_faultvfs::Plan::default(),
+    };
+    relay_faultvfs::install(plan);
     let relay = match Relay::connect(db, relay::Options::default()) {
         Ok(r) => r,
         Err(e) => {
@@ -314,14 +329,30 @@ fn campaign(db: &str, threads: usize, cut_after_ms: u64) -> ExitCode {
         for t in 0..threads {
             let relay = relay.clone();
             s.spawn(move || {
-                if let Err(e) = campaign_thread(&relay, t) {
-                    eprintln!("relay-testchild: thread {t}: {e}");
-                    std::process::exit(1);
+                // A call the disk failed is not answered Ok: not printed.
+                // After a full disk the thread goes on; after an I/O error
+                // the Relay refuses everything, and the thread waits for the cut.
+                loop {
+                    match campaign_thread(&relay, t) {
+                        Err(Error::Storage(_) | Error::MaybeApplied(_)) if fault.starts_with("full") => continue,
+                        Err(Error::Storage(_) | Error::MaybeApplied(_)) if fault.starts_with("sync") => {
+                            say_line("X stopped");
+                            return;
+                        }
+                        Err(e) => {
+                            eprintln!("relay-testchild: thread {t}: {e}");
+                            std::process::exit(1);
+                        }
+                        Ok(()) => return,
+                    }
                 }
             });
         }
     });
-    ExitCode::FAILURE // unreachable in practice: the cut ends the process
+    // Every thread stopped (after an I/O error): the cut still ends it.
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 fn campaign_thread(relay: &Relay, t: usize) -> Result<(), Error> {
