@@ -195,6 +195,10 @@ impl Store for PgStore {
         self.changes
     }
 
+    fn busy_is_transient(&self) -> bool {
+        true
+    }
+
     /// Inserts the job, or, when a submit with the same unique key in
     /// another process committed first, returns that job (the same answer
     /// the engine gives a key it finds before inserting).

@@ -110,6 +110,13 @@ impl Backend for SqliteBackend {
         self.target.describe()
     }
 
+    fn failure_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        match &self.target {
+            Target::File(path) => quarantine::flag(path),
+            Target::Memory(_) => None,
+        }
+    }
+
     fn quarantine(&self) {
         if let Target::File(path) = &self.target {
             quarantine::add(path);

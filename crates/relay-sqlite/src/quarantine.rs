@@ -14,13 +14,27 @@
 //! new file elsewhere. (A second hard link to the file is not recognized.)
 
 use relay_store::StoreError;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 type Identity = (PathBuf, u64, u64);
 
 static FAILED: Mutex<Option<HashSet<Identity>>> = Mutex::new(None);
+
+/// One flag per file, shared by every Relay of this process on it: set by
+/// the first failure, read by every batch of the others.
+static FLAGS: Mutex<Option<HashMap<Identity, Arc<AtomicBool>>>> = Mutex::new(None);
+
+/// The failure flag every Relay of this process on `path` shares.
+pub(crate) fn flag(path: &Path) -> Option<Arc<AtomicBool>> {
+    let id = identity(path)?;
+    let mut flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
+    Some(Arc::clone(
+        flags.get_or_insert_with(HashMap::new).entry(id).or_default(),
+    ))
+}
 
 #[cfg(unix)]
 fn identity(path: &Path) -> Option<Identity> {
@@ -38,6 +52,9 @@ fn identity(path: &Path) -> Option<Identity> {
 
 /// Records that an fsync or commit of `path` failed in this process.
 pub(crate) fn add(path: &Path) {
+    if let Some(f) = flag(path) {
+        f.store(true, Ordering::SeqCst);
+    }
     if let Some(id) = identity(path) {
         FAILED
             .lock()

@@ -123,6 +123,13 @@ pub trait Store: Send {
     fn failed_commit_is_final(&self) -> bool {
         false
     }
+    /// True where `Busy` means a transient conflict with another process
+    /// that a new attempt resolves at once (PostgreSQL's deadlocks and
+    /// serialization failures): the engine then applies the batch again.
+    /// `false` (the default): `Busy` already waited its busy timeout.
+    fn busy_is_transient(&self) -> bool {
+        false
+    }
     /// Rows inserted, updated or deleted by this connection so far; a
     /// statement that failed adds nothing.
     fn changes(&self) -> u64;
@@ -213,6 +220,13 @@ pub trait Backend: Send + Sync {
     /// [`Store::failed_commit_is_final`]): refuse to open the store again
     /// in this process. A no-op where a reopen is safe (the default).
     fn quarantine(&self) {}
+    /// A flag shared by every handle of this process on the same store,
+    /// set when one of them quarantines it: the others then stop too
+    /// (`None`: nothing to share, the default). Read after the writer is
+    /// opened (the file exists then).
+    fn failure_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        None
+    }
     /// Calls `wake` whenever another process reports ready jobs (see
     /// [`Store::notify_ready`]), until the returned guard is dropped. `None`
     /// where the store has no such channel (waiters then poll).

@@ -309,3 +309,36 @@ fn a_retry_racing_a_submit_of_its_key_in_another_process_fails_alone() {
     }
     eprintln!("{conflicts} of 40 rounds ended in Conflict");
 }
+
+/// Two processes submit the same two unique keys in opposite orders, each
+/// in one batch: PostgreSQL makes one the victim of a deadlock, and that
+/// batch is applied again instead of failing: both get the same two jobs.
+#[test]
+fn batches_of_one_keys_in_opposite_orders_both_succeed() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url);
+    let (a, b) = (
+        db.open(Options::default()).unwrap(),
+        db.open(Options::default()).unwrap(),
+    );
+    // Each deadlock costs PostgreSQL's deadlock_timeout (1 s) to detect.
+    for round in 0..8 {
+        let (k1, k2) = (format!("x-{round}"), format!("y-{round}"));
+        let job = |k: &str| NewJob::new("q", "k", Vec::new()).unique_key(k);
+        let barrier = std::sync::Barrier::new(2);
+        let (ra, rb) = std::thread::scope(|s| {
+            let ha = s.spawn(|| {
+                barrier.wait();
+                a.submit_batch(vec![job(&k1), job(&k2)])
+            });
+            let hb = s.spawn(|| {
+                barrier.wait();
+                b.submit_batch(vec![job(&k2), job(&k1)])
+            });
+            (ha.join().unwrap(), hb.join().unwrap())
+        });
+        let ra = ra.unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+        let rb = rb.unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+        assert_eq!((ra[0], ra[1]), (rb[1], rb[0]), "round {round}: one key, two jobs");
+    }
+}

@@ -214,6 +214,9 @@ impl Backend for GatedBackend {
     fn quarantine(&self) {
         self.inner.quarantine();
     }
+    fn failure_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        self.inner.failure_flag()
+    }
 }
 
 /// Opens the gate for good when dropped: declared after the Relay, it is
@@ -534,4 +537,27 @@ fn lessees_are_not_woken_before_the_submit_is_durable() {
     let jobs = leased.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
     assert_eq!(jobs.len(), 1);
     assert_eq!(jobs[0].id, id);
+}
+
+/// Two Relays of one process on one file: when one meets a failed fsync,
+/// the other stops too, at once (its own next fsync might "succeed" over
+/// the pages the failed one dropped).
+#[test]
+fn a_failed_fsync_stops_every_relay_of_the_process_on_that_file() {
+    let (_dir, path, relay, gate) = gated_relay();
+    let other = Relay::open(&path).unwrap();
+    gate.release(1);
+    relay.submit(NewJob::new("q", "before", Vec::new())).unwrap();
+    let id = other.submit(NewJob::new("q", "other", Vec::new())).unwrap();
+    gate.fail_from_now_on();
+    assert!(matches!(
+        relay.submit(NewJob::new("q", "during", Vec::new())),
+        Err(Error::MaybeApplied(_))
+    ));
+    match other.submit(NewJob::new("q", "after", Vec::new())) {
+        Err(Error::Storage(e)) => assert!(e.to_string().contains("another Relay of this process"), "{e}"),
+        r => panic!("the other Relay went on after the failed fsync: {r:?}"),
+    }
+    assert!(matches!(other.get(id), Err(Error::Storage(_))));
+    assert!(!committed_kinds(&path).contains(&"after".to_owned()));
 }

@@ -17,6 +17,8 @@ pub(crate) struct Durability {
     /// Called once, at the first failure (the store refuses to be opened
     /// again in this process).
     on_fail: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Set when another Relay of this process failed on the same store.
+    shared: Option<Arc<AtomicBool>>,
     /// The last commit numbered (its `COMMIT` may still be running).
     committed: AtomicU64,
     /// Everything up to this number is on disk.
@@ -27,11 +29,24 @@ pub(crate) struct Durability {
 }
 
 impl Durability {
-    pub(crate) fn new(on_fail: Box<dyn Fn() + Send + Sync>) -> Self {
+    pub(crate) fn new(on_fail: Box<dyn Fn() + Send + Sync>, shared: Option<Arc<AtomicBool>>) -> Self {
         Self {
             on_fail: Some(on_fail),
+            shared,
             ..Self::default()
         }
+    }
+
+    /// Another Relay of this process stopped on this store: stop too.
+    fn shared_failed(&self) -> bool {
+        self.shared.as_ref().is_some_and(|s| s.load(SeqCst))
+    }
+
+    fn fail_from_shared(&self) {
+        self.fail(Arc::new(StoreError::Io {
+            message: "another Relay of this process met an I/O error on this store".into(),
+            source: "refused after an I/O error".into(),
+        }));
     }
 
     /// Numbers the commit about to be issued.
@@ -64,7 +79,10 @@ impl Durability {
     /// The error that stopped this Relay, if a sync failed.
     pub(crate) fn failure(&self) -> Option<Arc<StoreError>> {
         if !self.failed.load(SeqCst) {
-            return None;
+            if !self.shared_failed() {
+                return None;
+            }
+            self.fail_from_shared();
         }
         self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -73,6 +91,9 @@ impl Durability {
     /// read: a commit the read saw was numbered before it was issued, so
     /// before the read began.
     pub(crate) fn wait_durable(&self) -> Result<(), Arc<StoreError>> {
+        if self.shared_failed() && !self.failed.load(SeqCst) {
+            self.fail_from_shared();
+        }
         let target = self.committed.load(SeqCst);
         if self.durable.load(SeqCst) >= target && !self.failed.load(SeqCst) {
             return Ok(());

@@ -75,7 +75,8 @@ impl Engine {
             syncer: store.syncer(),
             durability: Arc::new({
                 let backend = Arc::clone(&backend);
-                Durability::new(Box::new(move || backend.quarantine()))
+                let shared = backend.failure_flag();
+                Durability::new(Box::new(move || backend.quarantine()), shared)
             }),
             counters: Arc::clone(&counters),
             signal: Arc::clone(&signal),

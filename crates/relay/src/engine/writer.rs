@@ -215,6 +215,10 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
     }
 }
 
+/// How often a batch is applied again after a transient conflict with
+/// another process (see [`Store::busy_is_transient`]).
+const BUSY_RETRIES: u32 = 3;
+
 /// How often finished jobs past their retention are pruned.
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -400,6 +404,7 @@ impl Writer {
             return None;
         }
         let mut skip = vec![false; batch.len()];
+        let mut busy_retries = 0;
         let mut unsynced = None;
         let mut instant = None;
         let (outcome, woke) = loop {
@@ -443,6 +448,14 @@ impl Writer {
                     let _ = self.store.rollback();
                     skip[i] = true;
                     tracing::warn!("an operation failed after writing; applying its batch again without it");
+                }
+                Err(Abort::Fatal(Error::Busy)) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
+                    // PostgreSQL chose this transaction as a deadlock's
+                    // victim (two processes inserting the same unique keys
+                    // in different orders): nothing was applied; again.
+                    let _ = self.store.rollback();
+                    busy_retries += 1;
+                    tracing::debug!("the batch met a deadlock or serialization failure; applying it again");
                 }
                 Err(Abort::Fatal(e)) => {
                     let _ = self.store.rollback();
