@@ -248,6 +248,11 @@ pub(crate) struct Deliver {
 }
 
 impl Deliver {
+    /// An fsync is running now (another thread holds the turn).
+    fn sync_busy(&self) -> bool {
+        self.sync_turn.try_lock().is_err()
+    }
+
     /// The second half of a split commit: makes every commit up to `seq`
     /// durable, or stops the Relay when the disk failed.
     ///
@@ -471,7 +476,11 @@ impl Writer {
             wake: woke,
             unsynced,
         };
-        if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || self.rx.is_empty()) {
+        // While the sync thread is in an fsync, a small batch goes to it too
+        // (its next fsync covers it) rather than wait here for its turn:
+        // the writer thread must not stall on the disk.
+        let inline_sync = self.rx.is_empty() && !self.deliver.sync_busy();
+        if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || inline_sync) {
             // Few callers and nobody else waiting: syncing and answering
             // them in this thread (after it lets go of the writer) is
             // cheaper than two thread hops.
