@@ -55,9 +55,12 @@ pub struct Args {
     pub no_split_commit: bool,
     /// Lease and ack from this many Relay processes (each with
     /// workers x concurrency threads) on the same database. Useful with
-    /// PostgreSQL; with SQLite they share the file's write lock.
-    #[arg(long, default_value_t = 1)]
-    pub processes: u32,
+    /// PostgreSQL; with SQLite they share the file's write lock. A list
+    /// (`1,2,4`) runs the submit and lease+ack phases once per count, one
+    /// after another on the same database, and reports each count's
+    /// lease+ack throughput as a multiple of the first.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub processes: Vec<u32>,
     /// PostgreSQL: also run the textbook queue (one connection per thread,
     /// one transaction per transition, a SKIP LOCKED claim) on the same
     /// server in the same run, and give Relay's throughput as a multiple of
@@ -78,6 +81,11 @@ impl Args {
         }
     }
 
+    /// The first (or only) process count.
+    pub fn first_processes(&self) -> u32 {
+        self.processes.first().copied().unwrap_or(1)
+    }
+
     pub fn threads(&self) -> u32 {
         self.workers.saturating_mul(self.concurrency)
     }
@@ -88,6 +96,9 @@ impl Args {
         }
         if self.workers == 0 || self.concurrency == 0 || self.threads() > 4096 {
             return Err("--workers and --concurrency must be at least 1, and their product at most 4096".into());
+        }
+        if self.processes.is_empty() || self.processes.iter().any(|p| *p == 0 || *p > 64) {
+            return Err("--processes takes counts from 1 to 64, e.g. 1,2,4".into());
         }
         if self.payload_bytes > 1 << 20 {
             return Err("--payload-bytes must be at most 1 MiB (Relay's default payload limit)".into());

@@ -61,3 +61,16 @@ pub fn baseline_line(r: &Report, b: &crate::textbook::Baseline) {
         x(r.lease_ack.jobs_per_sec, b.lease_ack.jobs_per_sec),
     );
 }
+
+/// `--processes 1,2,4`: each count's lease+ack, as a multiple of the first.
+pub fn processes_lines(rows: &[(u32, crate::stats::Phase)]) {
+    let Some((_, first)) = rows.first() else { return };
+    for (p, phase) in rows {
+        println!(
+            "lease+ACK from {p} process(es): {:.0} jobs/s (p50 {:.0} µs), {:.2}x the first",
+            phase.jobs_per_sec,
+            phase.p50_us,
+            phase.jobs_per_sec / first.jobs_per_sec.max(1e-9)
+        );
+    }
+}

@@ -30,6 +30,9 @@ pub struct Report {
     /// PostgreSQL with `--baseline`: the textbook queue, same run.
     #[serde(default)]
     pub baseline: Option<crate::textbook::Baseline>,
+    /// `--processes` with several counts: each count's lease+ack phase.
+    #[serde(default)]
+    pub by_processes: Vec<(u32, Phase)>,
 }
 
 pub fn single(args: &Args) -> Result<(), String> {
@@ -47,6 +50,7 @@ pub fn single(args: &Args) -> Result<(), String> {
         if let Some(b) = &r.baseline {
             report::baseline_line(&r, b);
         }
+        report::processes_lines(&r.by_processes);
     }
     Ok(())
 }
@@ -121,15 +125,22 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         args,
         &format!("leasing and acking {} jobs from {} threads", args.jobs, args.threads()),
     );
-    let (lease_ack, leased) = if args.processes > 1 {
-        lease_ack_processes(args, &target)?
-    } else {
-        lease_ack_phase(&relay, args)?
-    };
-    if args.processes <= 1 {
-        progress(args, &writer_line("lease+ack", &after_submit, &relay.metrics()));
+    let (lease_ack, leased) = lease_ack_with(&relay, args, &target, args.first_processes(), &after_submit)?;
+    verify(&relay, args, leased, 1)?;
+    // `--processes 1,2,4`: the same phases again for each further count,
+    // on the same database (verified cumulatively).
+    let mut by_processes = vec![(args.first_processes(), lease_ack.clone())];
+    for (round, &p) in args.processes.iter().enumerate().skip(1) {
+        progress(
+            args,
+            &format!("again: {} jobs, lease+ack from {p} processes", args.jobs),
+        );
+        submit_phase(&relay, args)?;
+        let before = relay.metrics();
+        let (phase, leased) = lease_ack_with(&relay, args, &target, p, &before)?;
+        verify(&relay, args, leased, round as u64 + 1)?;
+        by_processes.push((p, phase));
     }
-    verify(&relay, args, leased)?;
     let baseline = if args.baseline {
         progress(
             args,
@@ -152,7 +163,28 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         depth: args.depth,
         payload_bytes: args.payload_bytes,
         baseline,
+        by_processes: if args.processes.len() > 1 {
+            by_processes
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// The lease+ack phase from `processes` processes (1: this one).
+fn lease_ack_with(
+    relay: &Relay,
+    args: &Args,
+    target: &str,
+    processes: u32,
+    before: &relay::Metrics,
+) -> Result<(Phase, u64), String> {
+    if processes > 1 {
+        return lease_ack_processes(args, target, processes);
+    }
+    let r = lease_ack_phase(relay, args)?;
+    progress(args, &writer_line("lease+ack", before, &relay.metrics()));
+    Ok(r)
 }
 
 /// How the writer batched a phase: commits, operations per commit, fsyncs.
@@ -296,12 +328,13 @@ fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
     Ok((Phase::from_samples(samples, args.jobs, wall), leased))
 }
 
-/// Every submitted job must be SUCCEEDED, and nothing else may have moved.
-fn verify(relay: &Relay, args: &Args, leased: u64) -> Result<(), String> {
+/// Every submitted job (`rounds` x `--jobs` so far) must be SUCCEEDED, and
+/// nothing else may have moved.
+fn verify(relay: &Relay, args: &Args, leased: u64, rounds: u64) -> Result<(), String> {
     let stats = relay.stats().map_err(|e| format!("reading stats to verify: {e}"))?;
     let q = stats.queues.get(QUEUE).cloned().unwrap_or_default();
     let n = |s: JobState| q.counts.get(&s).copied().unwrap_or(0);
-    let ok = n(JobState::Succeeded) == args.jobs
+    let ok = n(JobState::Succeeded) == args.jobs * rounds
         && n(JobState::Ready) == args.depth
         && n(JobState::Leased) == 0
         && n(JobState::Dead) == 0
@@ -312,7 +345,7 @@ fn verify(relay: &Relay, args: &Args, leased: u64) -> Result<(), String> {
     Err(format!(
         "verification failed: {} of {} jobs SUCCEEDED (READY {}, LEASED {}, DEAD {}; {} leased); a run that does not verify reports no throughput",
         n(JobState::Succeeded),
-        args.jobs,
+        args.jobs * rounds,
         n(JobState::Ready).saturating_sub(args.depth),
         n(JobState::Leased),
         n(JobState::Dead),
@@ -323,10 +356,10 @@ fn verify(relay: &Relay, args: &Args, leased: u64) -> Result<(), String> {
 /// `--processes N`: the lease+ack phase in N child processes at once; the
 /// throughput is all jobs over the wall time from the first start to the
 /// last exit, the latencies are every child's samples together.
-fn lease_ack_processes(args: &Args, target: &str) -> Result<(Phase, u64), String> {
+fn lease_ack_processes(args: &Args, target: &str, processes: u32) -> Result<(Phase, u64), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find relay-bench itself: {e}"))?;
     let start = Instant::now();
-    let children = (0..args.processes)
+    let children = (0..processes)
         .map(|_| {
             std::process::Command::new(&exe)
                 .args(["--lease-ack-child", "--database", target, "--no-floor"])

@@ -242,3 +242,33 @@ fn the_postgres_baseline_runs_beside_relay() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("needs a postgres://"), "{}", stderr(&out));
 }
+
+/// `--processes 1,2`: the phases once per count on one database, each
+/// verified, each count's lease+ack reported.
+#[test]
+fn several_process_counts_in_one_run() {
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let out = bench(&[
+        "--jobs",
+        "200",
+        "--workers",
+        "1",
+        "--concurrency",
+        "4",
+        "--no-floor",
+        "--processes",
+        "1,2",
+        "--json",
+        "--database",
+        &url,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = r["by_processes"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{r}");
+    assert_eq!(rows[1][0].as_u64(), Some(2));
+    assert!(rows[1][1]["jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0);
+    let bad = bench(&["--processes", "0", "--no-floor", "--database", &url]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("--processes takes counts"), "{}", stderr(&bad));
+}
