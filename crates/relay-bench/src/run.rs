@@ -129,7 +129,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     verify(&relay, args, leased, 1)?;
     // `--processes 1,2,4`: the same phases again for each further count,
     // on the same database (verified cumulatively).
-    let mut by_processes = vec![(args.first_processes(), lease_ack.clone())];
+    let mut by_processes = vec![(args.first_processes(), lease_ack)];
     for (round, &p) in args.processes.iter().enumerate().skip(1) {
         progress(
             args,
