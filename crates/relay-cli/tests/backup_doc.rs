@@ -1,7 +1,8 @@
 //! The backup procedure of docs/ARCHITECTURE.md ("Backups"), run as written
 //! while `relay serve` answers submits on the same file.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::process::{Command, Stdio};
 
 const RELAY: &str = env!("CARGO_BIN_EXE_relay");
@@ -28,21 +29,16 @@ fn the_documented_backup_runs_while_relay_serves() {
     let commands = documented_commands();
     assert_eq!(commands.len(), 2, "{commands:?}");
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(RELAY)
-        .args(["--db", "jobs.db", "serve", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .env_remove("RELAY_TOKEN")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
+    let mut server = common::KillOnDrop(
+        Command::new(RELAY)
+            .args(["--db", "jobs.db", "serve", "--listen", "127.0.0.1:0"])
+            .current_dir(dir.path())
+            .env_remove("RELAY_TOKEN")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (_err, url) = common::server_url(&mut server.0);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let submit = |i: usize| {
         let res = agent
@@ -69,8 +65,7 @@ fn the_documented_backup_runs_while_relay_serves() {
     assert_eq!(outputs[1], "ok", "the integrity check of the copy");
     // The server goes on, and lost nothing to the backup.
     (5..8).for_each(submit);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     let count = |db: &str| -> u64 {
         let out = Command::new(RELAY)
             .args(["--db", db, "--json", "stats"])

@@ -1,7 +1,9 @@
 //! `relay serve` as a real process: it serves, refuses an open listener
 //! without a token, and stops cleanly on SIGTERM.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 const RELAY: &str = env!("CARGO_BIN_EXE_relay");
@@ -20,14 +22,7 @@ fn serves_over_http_and_stops_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (mut err, url) = common::server_url(&mut child);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let res = agent
         .post(&format!("{url}/v1/jobs"))
@@ -75,14 +70,7 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (_err, url) = common::server_url(&mut server);
     let local = dir.path().join("local.db");
     let run = |remote: bool, args: &[&str]| {
         let mut c = Command::new(RELAY);
@@ -162,14 +150,7 @@ fn spawn_server(db: &std::path::Path) -> (std::process::Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (err, url) = common::server_url(&mut child);
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || for _ in err.lines() {});
     (child, url)

@@ -9,9 +9,11 @@
 //! checkpointed and unlinked the live WAL, and jobs answered 201 afterwards
 //! were gone after kill -9.
 
+mod common;
+
+use common::KillOnDrop;
 use relay_storetest::visitors::{python_reader, shared_lock_holder, sqlite3_backup, wal};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -20,16 +22,6 @@ const RELAY: &str = env!("CARGO_BIN_EXE_relay");
 struct Server {
     url: String,
     agent: ureq::Agent,
-}
-
-/// Kills the server when the test ends, even on a failed assertion.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 impl Server {
@@ -84,14 +76,7 @@ fn a_served_file_loses_nothing_to_its_visitors() {
             .unwrap(),
     );
     let pid = i32::try_from(child.0.id()).unwrap();
-    let mut err = BufReader::new(child.0.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
+    let (_err, url) = common::server_url(&mut child.0);
     let server = Server {
         url,
         agent: ureq::Agent::config_builder().http_status_as_error(false).build().into(),
