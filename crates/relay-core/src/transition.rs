@@ -100,6 +100,9 @@ pub struct Next {
     pub event: Option<EventRecord>,
     /// The job is to be removed (with its events).
     pub delete: bool,
+    /// Nothing to write: the action had already been applied (an ack
+    /// repeated with the token it succeeded with).
+    pub unchanged: bool,
 }
 
 /// Why a transition was refused. Nothing changes when one is returned.
@@ -156,6 +159,18 @@ pub fn transition(
             Ok(update(s, "leased", data))
         }
         Action::Ack { token } => {
+            if cur.state == JobState::Succeeded && cur.last_token == token {
+                // This very lease's ack, repeated (a client that timed out
+                // and tried again): it succeeded; nothing more to do. Only
+                // the lease that acked holds its token, and a later lease
+                // would have raised it.
+                return Ok(Next {
+                    status: cur.clone(),
+                    event: None,
+                    delete: false,
+                    unchanged: true,
+                });
+            }
             holder(id, cur, token, now)?;
             let mut s = finish(cur, JobState::Succeeded, now);
             s.last_error = cur.last_error.clone();
@@ -194,6 +209,7 @@ pub fn transition(
                 status: s,
                 event: None,
                 delete: false,
+                unchanged: false,
             })
         }
         Action::Release { token } => {
@@ -246,6 +262,7 @@ pub fn transition(
                 status: cur.clone(),
                 event: None,
                 delete: true,
+                unchanged: false,
             })
         }
     }
@@ -259,6 +276,7 @@ fn update(status: JobStatus, kind: &'static str, data: impl serde::Serialize) ->
         status,
         event: Some(EventRecord { kind, data }),
         delete: false,
+        unchanged: false,
     }
 }
 

@@ -449,3 +449,25 @@ fn the_openapi_document_describes_every_route() {
         60000
     );
 }
+
+/// A client that timed out and sends its ack again gets 200 again, not
+/// `lease_lost` ("drop this job, another worker may hold it"); a stale token
+/// is still refused.
+#[test]
+fn a_repeated_ack_is_answered_ok() {
+    let s = TestServer::plain();
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
+    assert_eq!(st, 201);
+    let id = v["id"].as_i64().unwrap();
+    let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"]})));
+    assert_eq!(st, 200);
+    let token = v["jobs"][0]["token"].as_i64().unwrap();
+    for attempt in 0..2 {
+        let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": token})));
+        assert_eq!(st, 200, "attempt {attempt}: {v}");
+    }
+    let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": token - 1})));
+    assert_eq!((st, code(&v)), (409, "lease_lost"));
+    let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(job["state"], "SUCCEEDED");
+}

@@ -58,7 +58,16 @@ pub fn submit_lease_ack(new_db: &NewDb) {
     assert_eq!(job.status.finished_at, Some(clock.now()));
     assert!(job.status.lease.is_none());
     assert_eq!(kinds(&relay, id), ["submitted", "leased", "succeeded"]);
-    assert!(matches!(relay.ack(id, l.token, None), Err(Error::LeaseLost { id: i }) if i == id));
+    // The same ack again (a client over a network that timed out and
+    // retried): answered Ok, and nothing changes, not even the result.
+    relay.ack(id, l.token, Some(b"again".to_vec())).unwrap();
+    let again = relay.get(id).unwrap();
+    assert_eq!(again.result.as_deref(), Some(&b"done"[..]));
+    assert_eq!(again.status, job.status);
+    assert_eq!(kinds(&relay, id), ["submitted", "leased", "succeeded"]);
+    // Any other token is not this lease's ack.
+    let stale = relay::LeaseToken(l.token.0 - 1);
+    assert!(matches!(relay.ack(id, stale, None), Err(Error::LeaseLost { id: i }) if i == id));
 }
 
 pub fn events_and_user_events(new_db: &NewDb) {

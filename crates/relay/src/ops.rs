@@ -198,6 +198,9 @@ fn persist(
     next: &Next,
     result: Option<&[u8]>,
 ) -> Result<()> {
+    if next.unchanged {
+        return Ok(());
+    }
     if next.delete {
         return if store.job_delete(id)? {
             Ok(())

@@ -80,6 +80,8 @@ fn every_state_action_pair() {
             let expect: Option<JobState> = match (state, action.name()) {
                 (Ready, "lease") => Some(Leased),
                 (Leased, "ack") => Some(Succeeded),
+                // The same token's ack again: already done, nothing to write.
+                (Succeeded, "ack") => Some(Succeeded),
                 (Leased, "nack") => Some(Ready),
                 (Leased, "extend") => Some(Leased),
                 (Leased, "release") => Some(Ready),
@@ -287,4 +289,38 @@ fn lease_and_ack_events_are_json_objects_with_sorted_keys() {
     let ack = Action::Ack { token: LeaseToken(1) };
     let n = transition(JobId(1), &n.status, ack, &ctx(&p, T0)).unwrap();
     assert_eq!(n.event.unwrap().data, r#"{"attempt":1,"token":1}"#);
+}
+
+/// An ack repeated with the token it succeeded with is answered Ok and
+/// writes nothing; any other token on a finished job is still refused.
+#[test]
+fn a_repeated_ack_is_answered_and_changes_nothing() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let first = transition(JobId(1), &leased, Action::Ack { token: LeaseToken(7) }, &ctx(&p, T0)).unwrap();
+    assert!(!first.unchanged);
+    let again = transition(
+        JobId(1),
+        &first.status,
+        Action::Ack { token: LeaseToken(7) },
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    assert!(again.unchanged && again.event.is_none() && !again.delete);
+    assert_eq!(again.status, first.status);
+    let stale = transition(
+        JobId(1),
+        &first.status,
+        Action::Ack { token: LeaseToken(6) },
+        &ctx(&p, T0),
+    );
+    assert_eq!(stale, Err(TransitionError::LeaseLost { id: JobId(1) }));
+    // A nack after the ack is not the same call repeated.
+    let nack = Action::Nack {
+        token: LeaseToken(7),
+        error: "late",
+        retry_in: None,
+        permanent: false,
+    };
+    assert!(transition(JobId(1), &first.status, nack, &ctx(&p, T0)).is_err());
 }
