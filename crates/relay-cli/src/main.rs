@@ -14,6 +14,16 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The engine's and the server's own reports (a failed fsync, a corrupt
+    // row passed over, a token sent to a server without auth) on stderr;
+    // RELAY_LOG=info (or debug, or a tracing filter) shows more.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RELAY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
     let cli = args::Cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,13 @@ use relay_server::{Server, ServerConfig};
 pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), CliError> {
     let mut config = ServerConfig::new(a.listen);
     config.tokens = tokens(&a, bearer)?;
+    let auth_note = match (config.tokens.len(), a.insecure) {
+        (0, false) => {
+            Some("no token given (--token-file or RELAY_TOKEN): authentication is off; listening on loopback only")
+        }
+        (0, true) => Some("no token given: authentication is off and the listener is open to the network (--insecure)"),
+        _ => None,
+    };
     config.insecure = a.insecure;
     config.max_wait = a.max_wait;
     config.request_timeout = a.max_wait + std::time::Duration::from_secs(30);
@@ -22,6 +29,9 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let addr = server.local_addr().map_err(|e| CliError::Io(e.to_string()))?;
         eprintln!("relay: serving on http://{addr} (SIGINT or SIGTERM stops it)");
+        if let Some(note) = auth_note {
+            eprintln!("relay: {note}");
+        }
         server.run(stopped()).await.map_err(|e| CliError::Io(e.to_string()))?;
         eprintln!("relay: stopped");
         Ok(())

@@ -239,3 +239,45 @@ fn answered_changes_survive_kill_9_of_the_server() {
         "too little load to mean anything: {s} submits, {a} acks"
     );
 }
+
+/// Without a token the server says at start that authentication is off,
+/// and says once when a request carries a token it does not check.
+#[test]
+fn a_server_without_tokens_says_auth_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = common::KillOnDrop(
+        Command::new(RELAY)
+            .arg("--db")
+            .arg(dir.path().join("open.db"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("RELAY_TOKEN")
+            .env_remove("RELAY_LOG")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (mut err, url) = common::server_url(&mut child.0);
+    let mut second = String::new();
+    err.read_line(&mut second).unwrap();
+    assert!(
+        second.contains("authentication is off") && second.contains("loopback"),
+        "{second}"
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    for _ in 0..3 {
+        let res = agent
+            .get(&format!("{url}/v1/stats"))
+            .header("Authorization", "Bearer my-secret")
+            .call()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+    }
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(rest.matches("carried an Authorization header").count(), 1, "{rest}");
+}

@@ -16,6 +16,13 @@ pub(crate) async fn require_token(
 ) -> Result<Response, ApiError> {
     let tokens = &state.config.tokens;
     if tokens.is_empty() {
+        // Answered as any request (auth is off), but a client that sends a
+        // token probably expects it checked: say so, once.
+        if req.headers().contains_key(header::AUTHORIZATION)
+            && !state.told_auth_off.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("a request carried an Authorization header, but this server has no token: authentication is off (start it with --token-file or RELAY_TOKEN to turn it on)");
+        }
         return Ok(next.run(req).await);
     }
     let given = req

@@ -100,6 +100,8 @@ pub(crate) struct AppState {
     pub waiting: Semaphore,
     pub stopping: watch::Receiver<bool>,
     pub metrics: metrics::Metrics,
+    /// A request carried a token to a server that has none: said once.
+    pub told_auth_off: std::sync::atomic::AtomicBool,
 }
 
 /// A bound, not yet running, server.
@@ -125,6 +127,7 @@ impl Server {
             config,
             stopping,
             metrics: metrics::Metrics::default(),
+            told_auth_off: std::sync::atomic::AtomicBool::new(false),
         });
         Ok(Self { listener, state, stop })
     }
