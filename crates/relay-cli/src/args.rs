@@ -83,8 +83,8 @@ pub struct SubmitArgs {
     #[arg(long, short)]
     pub kind: String,
     /// 0 (least urgent) to 3 (most urgent).
-    #[arg(long, short, default_value_t = 1)]
-    pub priority: u8,
+    #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
+    pub priority: i64,
     /// Not leased before this long from now (e.g. 10s, 5m, 1h).
     #[arg(long, value_parser = duration)]
     pub delay: Option<Duration>,
@@ -162,7 +162,8 @@ pub struct JobsArgs {
     /// READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
     #[arg(long, short)]
     pub state: Option<String>,
-    #[arg(long, default_value_t = 50)]
+    /// At most this many jobs (1-1000).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,
 }
 

@@ -68,7 +68,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     let target = match (&cli.server, &cli.db) {
         (Some(_), Some(_)) => return Err(CliError::Usage("give --db or --server, not both".into())),
         (Some(url), None) => Target::Remote(Remote::new(url, cli.bearer.clone())),
-        (None, _) => Target::Local(open(cli.db.clone())?),
+        (None, db) => {
+            if !writes(&cli.command) {
+                must_exist(db.as_deref())?;
+            }
+            Target::Local(open(cli.db.clone())?)
+        }
     };
     dispatch(&target, cli.command, &out)
 }
@@ -105,7 +110,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                     ))
                 })?),
             };
-            out.jobs(&t.jobs(a.queue, state, a.limit.clamp(1, 1000))?);
+            out.jobs(&t.jobs(a.queue, state, a.limit)?);
         }
         Command::Work(_) | Command::Serve(_) | Command::Demo(_) => {}
     }
@@ -122,11 +127,50 @@ fn local(db: Option<PathBuf>, server: Option<&str>, what: &str) -> Result<Relay,
     open(db)
 }
 
+/// Commands that change the database; the others only read it.
+fn writes(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_)
+    )
+}
+
+/// A command that only reads does not create a database: a path that
+/// does not exist is a typo (or the wrong directory), said so.
+fn must_exist(db: Option<&std::path::Path>) -> Result<(), CliError> {
+    match db {
+        Some(p) if !relay::is_postgres_url(&p.to_string_lossy()) && !p.exists() => Err(CliError::Io(format!(
+            "there is no database at {}: check --db (or RELAY_DB); a command that writes (submit) creates it",
+            p.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
     let path = db.ok_or_else(|| {
         CliError::Usage("no database given: pass --db PATH (or --server URL), or set RELAY_DB".into())
     })?;
-    Relay::connect(&path.to_string_lossy(), relay::Options::default()).map_err(|e| match e {
+    let target = path.to_string_lossy();
+    if !relay::is_postgres_url(&target) {
+        if path.is_dir() {
+            return Err(CliError::Io(format!(
+                "{} is a directory: give the path of a database file in it, e.g. {}",
+                path.display(),
+                path.join("jobs.db").display()
+            )));
+        }
+        let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+            return Err(CliError::Io(format!(
+                "cannot create {}: the directory {} does not exist (create it first, e.g. mkdir -p {})",
+                path.display(),
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
+    Relay::connect(&target, relay::Options::default()).map_err(|e| match e {
         Error::Open(inner) => CliError::Io(format!("cannot open {}: {inner}", path.display())),
         other => CliError::Relay(other),
     })
@@ -144,11 +188,18 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         }
         Some(p) => p.as_bytes().to_vec(),
     };
+    // One message for every value outside 0-3, whatever its size or sign.
+    let priority = u8::try_from(a.priority).ok().filter(|p| *p <= 3).ok_or_else(|| {
+        CliError::Usage(format!(
+            "{} is not a priority: use 0 (least urgent) to 3 (most urgent)",
+            a.priority
+        ))
+    })?;
     Ok(Submit {
         queue: a.queue,
         kind: a.kind,
         payload,
-        priority: a.priority,
+        priority,
         delay: a.delay,
         max_attempts: a.max_attempts,
         unique_key: a.unique_key,

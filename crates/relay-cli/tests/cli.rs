@@ -229,7 +229,7 @@ fn errors_are_one_line_with_a_status_per_kind() {
     fails(
         &relay(&db.path, &["submit", "--queue", "q", "--kind", "k", "--priority", "4"]),
         2,
-        "invalid priority",
+        "4 is not a priority",
     );
     let out = Command::new(RELAY)
         .args(["stats"])
@@ -337,4 +337,69 @@ fn a_postgres_url_works_wherever_a_path_does() {
         out.status.success() && text.contains("(PostgreSQL)") && text.contains("succeeded 100"),
         "{text}"
     );
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A priority out of range gets one message, whatever the number or sign.
+#[test]
+fn every_bad_priority_gets_the_same_error() {
+    let d = db();
+    for p in ["7", "300", "-1", "99999999999"] {
+        let out = relay(&d.path, &["submit", "--queue", "q", "--kind", "k", "--priority", p]);
+        fails(
+            &out,
+            2,
+            &format!("{p} is not a priority: use 0 (least urgent) to 3 (most urgent)"),
+        );
+    }
+    ok(&relay(
+        &d.path,
+        &["submit", "--queue", "q", "--kind", "k", "--priority", "3"],
+    ));
+}
+
+/// Opening errors name the fix; commands that only read never create a file.
+#[test]
+fn opening_errors_name_the_fix() {
+    let d = db();
+    let missing = d.path.with_file_name("nothere.db");
+    for args in [&["stats"][..], &["show", "1"], &["jobs"], &["events", "1"]] {
+        let out = relay(&missing, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr_of(&out).contains("there is no database at"),
+            "{}",
+            stderr_of(&out)
+        );
+        assert!(!missing.exists(), "`relay {args:?}` created the file");
+    }
+    let dir = d.path.parent().unwrap();
+    let out = relay(dir, &["stats"]);
+    assert!(stderr_of(&out).contains("is a directory"), "{}", stderr_of(&out));
+    let deep = dir.join("no/such/dir/jobs.db");
+    let out = relay(&deep, &["submit", "--queue", "q", "--kind", "k"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("does not exist (create it first"),
+        "{}",
+        stderr_of(&out)
+    );
+    // A command that writes creates the file; then reads work.
+    ok(&relay(&missing, &["submit", "--queue", "q", "--kind", "k"]));
+    ok(&relay(&missing, &["stats"]));
+}
+
+/// `jobs --limit` outside 1-1000 is refused, not silently clamped.
+#[test]
+fn jobs_limit_is_validated() {
+    let d = db();
+    ok(&relay(&d.path, &["submit", "--queue", "q", "--kind", "k"]));
+    for bad in ["0", "1001", "-3"] {
+        let out = relay(&d.path, &["jobs", "--limit", bad]);
+        assert_eq!(out.status.code(), Some(2), "--limit {bad}: {}", stderr_of(&out));
+    }
+    ok(&relay(&d.path, &["jobs", "--limit", "1000"]));
 }
