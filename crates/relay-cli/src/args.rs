@@ -14,20 +14,38 @@ use std::time::Duration;
 #[command(name = "relay", version, propagate_version = true)]
 pub struct Cli {
     /// The database: an SQLite file (created if missing) or a postgres:// URL.
-    #[arg(long, global = true, env = "RELAY_DB", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "RELAY_DB",
+        value_name = "PATH",
+        help_heading = "Global options"
+    )]
     pub db: Option<PathBuf>,
 
     /// Talk to a Relay server instead of a file (e.g. http://127.0.0.1:7433).
-    #[arg(long, global = true, env = "RELAY_SERVER", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "RELAY_SERVER",
+        value_name = "URL",
+        help_heading = "Global options"
+    )]
     pub server: Option<String>,
 
     /// Bearer token for --server, and a token `serve` accepts. Give it
     /// before the subcommand (after it, --token is a lease token).
-    #[arg(long = "token", env = "RELAY_TOKEN", hide_env_values = true, value_name = "BEARER")]
+    #[arg(
+        long = "token",
+        env = "RELAY_TOKEN",
+        hide_env_values = true,
+        value_name = "BEARER",
+        help_heading = "Global options"
+    )]
     pub bearer: Option<String>,
 
     /// Print one JSON object per line instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
     #[command(subcommand)]
@@ -78,16 +96,22 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
+    /// The queue (1-64 of A-Z a-z 0-9 _ . -); workers lease by queue.
     #[arg(long, short)]
     pub queue: String,
+    /// What the job is: the handler that runs it (e.g. send-email).
     #[arg(long, short)]
     pub kind: String,
     /// 0 (least urgent) to 3 (most urgent).
     #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
     pub priority: i64,
     /// Not leased before this long from now (e.g. 10s, 5m, 1h).
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = duration, conflicts_with = "run_at")]
     pub delay: Option<Duration>,
+    /// Not leased before this moment (RFC 3339, e.g. 2026-12-24T18:00:00Z).
+    #[arg(long, value_parser = run_at)]
+    pub run_at: Option<relay::Timestamp>,
+    /// Attempts before the job is DEAD (default 20).
     #[arg(long)]
     pub max_attempts: Option<u32>,
     /// While a job with this key is unfinished, submitting it again returns that job.
@@ -127,6 +151,7 @@ pub struct TokenArgs {
 pub struct AckArgs {
     #[command(flatten)]
     pub lease: TokenArgs,
+    /// The job's result (kept with it).
     #[arg(long, short)]
     pub result: Option<String>,
 }
@@ -135,6 +160,7 @@ pub struct AckArgs {
 pub struct NackArgs {
     #[command(flatten)]
     pub lease: TokenArgs,
+    /// What went wrong (kept as the job's last error).
     #[arg(long, short)]
     pub error: String,
     /// Retry after this long (default: exponential back-off).
@@ -146,17 +172,20 @@ pub struct NackArgs {
 pub struct ExtendArgs {
     #[command(flatten)]
     pub lease: TokenArgs,
+    /// The lease's new length, from now.
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub lease_for: Duration,
 }
 
 #[derive(Debug, Args)]
 pub struct IdArg {
+    /// The job's id.
     pub id: i64,
 }
 
 #[derive(Debug, Args)]
 pub struct JobsArgs {
+    /// Only this queue's jobs.
     #[arg(long, short)]
     pub queue: Option<String>,
     /// READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
@@ -197,8 +226,8 @@ pub struct WorkArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:7433")]
+    /// Address to listen on: HOST:PORT (localhost:7433, 127.0.0.1:7433, [::1]:7433).
+    #[arg(long, default_value = "127.0.0.1:7433", value_parser = listen)]
     pub listen: std::net::SocketAddr,
     /// A file of accepted bearer tokens, one per line (# starts a comment);
     /// the global --token (or RELAY_TOKEN) is accepted too.
@@ -217,12 +246,33 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    /// Jobs to submit and run.
     #[arg(long, default_value_t = 3000)]
     pub jobs: u32,
+    /// Worker threads leasing and acking them.
     #[arg(long, default_value_t = 4)]
     pub workers: u32,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (write durations like 500ms, 10s, 5m, 1h)"))
+}
+
+/// HOST:PORT, the host a name (`localhost`) or an address.
+fn listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s}: {e} (write HOST:PORT, e.g. 127.0.0.1:7433 or localhost:7433)"))?
+        .next()
+        .ok_or_else(|| format!("{s} resolves to no address"))
+}
+
+/// An RFC 3339 moment.
+fn run_at(s: &str) -> Result<relay::Timestamp, String> {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("{s}: {e} (write an RFC 3339 time, e.g. 2026-12-24T18:00:00Z)"))?;
+    let millis = t.unix_timestamp_nanos() / 1_000_000;
+    i64::try_from(millis)
+        .map(relay::Timestamp::from_millis)
+        .map_err(|_| format!("{s} is out of range"))
 }

@@ -201,6 +201,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         payload,
         priority,
         delay: a.delay,
+        run_at: a.run_at,
         max_attempts: a.max_attempts,
         unique_key: a.unique_key,
     })

@@ -19,6 +19,7 @@ pub struct Submit {
     pub payload: Vec<u8>,
     pub priority: u8,
     pub delay: Option<Duration>,
+    pub run_at: Option<relay::Timestamp>,
     pub max_attempts: Option<u32>,
     pub unique_key: Option<String>,
 }
@@ -52,6 +53,9 @@ impl Target {
                 if let Some(d) = s.delay {
                     job = job.delay(d);
                 }
+                if let Some(t) = s.run_at {
+                    job = job.run_at(t);
+                }
                 if let Some(n) = s.max_attempts {
                     job = job.max_attempts(n);
                 }
@@ -62,7 +66,8 @@ impl Target {
             }
             Target::Remote(r) => {
                 let mut body = json!({"queue": s.queue, "kind": s.kind, "priority": s.priority,
-                    "delay_ms": s.delay.map(millis), "max_attempts": s.max_attempts, "unique_key": s.unique_key});
+                    "delay_ms": s.delay.map(millis), "run_at": s.run_at.map(relay::Timestamp::to_rfc3339),
+                    "max_attempts": s.max_attempts, "unique_key": s.unique_key});
                 match String::from_utf8(s.payload) {
                     Ok(text) => body["payload"] = json!(text),
                     Err(e) => {

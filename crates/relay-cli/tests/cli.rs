@@ -403,3 +403,74 @@ fn jobs_limit_is_validated() {
     }
     ok(&relay(&d.path, &["jobs", "--limit", "1000"]));
 }
+
+/// Every flag of every subcommand has help text, and the global flags are
+/// shown apart from the subcommand's own.
+#[test]
+fn every_flag_has_help() {
+    let subcommands = [
+        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "jobs", "cancel", "retry",
+        "delete", "work", "serve", "demo",
+    ];
+    for sub in subcommands {
+        let out = Command::new(RELAY).args([sub, "--help"]).output().unwrap();
+        let help = ok(&out);
+        assert!(help.contains("Global options:"), "relay {sub} --help: {help}");
+        let lines: Vec<&str> = help.lines().collect();
+        for (i, line) in lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with('-'))
+        {
+            // "  -q, --queue <QUEUE>   The queue ...": a flag, then its text,
+            // on the same line or (long help) indented on the next.
+            let same = line.trim_start().split("  ").filter(|p| !p.trim().is_empty()).nth(1);
+            let next = lines
+                .get(i + 1)
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty() && !l.starts_with('-'));
+            assert!(
+                same.is_some() || next.is_some(),
+                "relay {sub}: a flag without help: {line:?}"
+            );
+        }
+    }
+}
+
+/// `--run-at` schedules a job for a moment; a bad moment is a usage error.
+#[test]
+fn submit_run_at() {
+    let d = db();
+    let id = ok(&relay(
+        &d.path,
+        &[
+            "submit",
+            "--queue",
+            "q",
+            "--kind",
+            "k",
+            "--run-at",
+            "2099-01-01T00:00:00Z",
+        ],
+    ));
+    let shown = json_lines(&relay(&d.path, &["--json", "show", id.trim()]));
+    assert!(
+        shown[0]["ready_at"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("2099-01-01T00:00:00"),
+        "{}",
+        shown[0]
+    );
+    assert_eq!(
+        ok(&relay(&d.path, &["lease", "--queue", "q"])),
+        "",
+        "leased before its time"
+    );
+    let out = relay(
+        &d.path,
+        &["submit", "--queue", "q", "--kind", "k", "--run-at", "tomorrow"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("RFC 3339"), "{}", stderr_of(&out));
+}

@@ -281,3 +281,23 @@ fn a_server_without_tokens_says_auth_is_off() {
     std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert_eq!(rest.matches("carried an Authorization header").count(), 1, "{rest}");
 }
+
+/// `serve --listen localhost:PORT` takes a host name.
+#[test]
+fn serve_listens_on_a_host_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = common::KillOnDrop(
+        Command::new(RELAY)
+            .arg("--db")
+            .arg(dir.path().join("named.db"))
+            .args(["serve", "--listen", "localhost:0"])
+            .env_remove("RELAY_TOKEN")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (_err, url) = common::server_url(&mut child.0);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let res = agent.get(&format!("{url}/healthz")).call().unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+}
