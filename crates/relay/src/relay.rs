@@ -63,10 +63,22 @@ impl Relay {
     /// Opens `target`: a `postgres://` (or `postgresql://`) URL, or the path
     /// of an SQLite file.
     pub fn connect(target: &str, options: Options) -> Result<Self> {
-        if relay_postgres::PgBackend::handles(target) {
+        if !crate::is_postgres_url(target) {
+            return Self::open_with(target, options);
+        }
+        #[cfg(feature = "postgres")]
+        {
             Self::with_backend(Arc::new(relay_postgres::PgBackend::new(target)), options)
-        } else {
-            Self::open_with(target, options)
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = options;
+            Err(Error::Open(Arc::new(relay_store::StoreError::Io {
+                message:
+                    "this build of relay has no PostgreSQL store: enable the `postgres` feature of the relay crate"
+                        .into(),
+                source: "feature `postgres` off".into(),
+            })))
         }
     }
 
