@@ -253,11 +253,6 @@ impl Store for PgStore {
         }
     }
 
-    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        // The same guarded write, without an event.
-        self.job_transition(p, None)
-    }
-
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
         let ev = self.conn.stmt(include_str!("../sql/job_events_delete.sql"))?;
         self.changes += self.conn.client.execute(&ev, &[&id.0]).map_err(map_err)?;

@@ -111,6 +111,15 @@ pub struct Server {
     stop: watch::Sender<bool>,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("listen", &self.listener.local_addr().ok())
+            .field("auth", &!self.state.config.tokens.is_empty())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     pub async fn bind(relay: Relay, config: ServerConfig) -> Result<Self, ServerError> {
         config.check()?;

@@ -71,10 +71,6 @@ impl SqliteBackend {
         self.settings = settings;
         self
     }
-
-    pub fn target(&self) -> &Target {
-        &self.target
-    }
 }
 
 impl Backend for SqliteBackend {

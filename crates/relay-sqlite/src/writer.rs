@@ -16,6 +16,30 @@ pub(crate) struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// The guarded status write; `false` when the guard did not match.
+    fn set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
+        let s = p.status;
+        let lease = s.lease.as_ref();
+        let n = self.exec(
+            &crate::sql::JOB_SET_STATUS,
+            params![
+                p.id.0,
+                p.expect_state.as_str(),
+                p.expect_token.0,
+                s.state.as_str(),
+                s.attempts,
+                s.ready_at.as_millis(),
+                s.finished_at.map(Timestamp::as_millis),
+                s.last_token.0,
+                lease.map(|l| l.expires_at.as_millis()),
+                lease.map(|l| l.worker.as_str()),
+                s.last_error.as_deref(),
+                p.result,
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Runs one cached statement; returns the rows it changed.
     fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
         self.conn
@@ -126,33 +150,10 @@ impl Store for SqliteStore {
         }
     }
 
-    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        let s = p.status;
-        let lease = s.lease.as_ref();
-        let n = self.exec(
-            &crate::sql::JOB_SET_STATUS,
-            params![
-                p.id.0,
-                p.expect_state.as_str(),
-                p.expect_token.0,
-                s.state.as_str(),
-                s.attempts,
-                s.ready_at.as_millis(),
-                s.finished_at.map(Timestamp::as_millis),
-                s.last_token.0,
-                lease.map(|l| l.expires_at.as_millis()),
-                lease.map(|l| l.worker.as_str()),
-                s.last_error.as_deref(),
-                p.result,
-            ],
-        )?;
-        Ok(n == 1)
-    }
-
     /// The guarded write, then its event numbered inside one INSERT: two
     /// statements instead of the default's three.
     fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
-        if !self.job_set_status(p)? {
+        if !self.set_status(p)? {
             return Ok(false);
         }
         if let Some(e) = event {

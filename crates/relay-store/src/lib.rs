@@ -143,20 +143,10 @@ pub trait Store: Send {
     fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError>;
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError>;
-    /// Applies a guarded write; `false` when the guard did not match.
-    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError>;
     /// A guarded status write and, when it matched, its event: `false` (and
     /// nothing written) when the guard did not match. Stores may do both in
     /// one statement (PostgreSQL does: one round trip fewer per transition).
-    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
-        if !self.job_set_status(p)? {
-            return Ok(false);
-        }
-        if let Some(e) = event {
-            self.event_append(p.id, e.at, e.kind, e.data)?;
-        }
-        Ok(true)
-    }
+    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError>;
     /// Removes a job and its events.
     fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError>;
     /// The oldest READY job of each priority class in `queue` whose

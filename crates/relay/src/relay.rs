@@ -45,6 +45,21 @@ impl std::fmt::Debug for Relay {
     }
 }
 
+impl std::fmt::Debug for AsyncRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncRelay")
+            .field("store", &self.engine.backend.describe())
+            .finish()
+    }
+}
+
+// The handles are shared across threads and tasks: keep them so.
+const _: () = {
+    const fn shared<T: Send + Sync + Clone + 'static>() {}
+    shared::<Relay>();
+    shared::<AsyncRelay>();
+};
+
 impl Relay {
     /// Opens (creating if needed) the database file at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {

@@ -149,9 +149,6 @@ impl Store for GatedStore {
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
         self.inner.job_get_status(id)
     }
-    fn job_set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        self.inner.job_set_status(p)
-    }
     fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
         self.inner.job_transition(p, event)
     }

@@ -354,3 +354,17 @@ fn prefetched_jobs_wait_for_a_slot_and_are_released_at_shutdown() {
     assert_eq!((s.released, stats.snapshot().in_flight), (5, 0));
     assert!(ids.iter().all(|id| state(&relay, *id) == JobState::Ready));
 }
+
+/// `Worker::run` inside an async runtime used to panic ("Cannot start a
+/// runtime from within a runtime"); it now says to call `run_async`.
+#[tokio::test]
+async fn run_inside_a_runtime_says_to_call_run_async() {
+    let relay = Relay::in_memory().unwrap();
+    let worker = Worker::new(relay, ["q"]).handler("k", |_| Ok(None));
+    let shown = format!("{worker:?}");
+    assert!(shown.contains("Worker") && shown.contains("\"k\""), "{shown}");
+    match worker.run() {
+        Err(relay::Error::InvalidInput(i)) => assert!(i.reason.contains("run_async"), "{i}"),
+        other => panic!("expected an error naming run_async, got {other:?}"),
+    }
+}

@@ -69,6 +69,18 @@ pub struct JobContext {
     lost: Arc<AtomicBool>,
 }
 
+impl std::fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobContext")
+            .field("id", &self.job.id)
+            .field("kind", &self.job.kind)
+            .field("attempt", &self.job.attempt)
+            .field("token", &self.job.token)
+            .field("lost", &self.lost.load(std::sync::atomic::Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
 impl JobContext {
     pub(crate) fn new(job: LeasedJob, relay: Relay) -> Self {
         Self {

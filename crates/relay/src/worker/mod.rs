@@ -98,6 +98,24 @@ pub struct Worker {
     pub(crate) on_finish: Option<OnFinish>,
 }
 
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut kinds: Vec<&String> = self.handlers.keys().collect();
+        kinds.sort();
+        f.debug_struct("Worker")
+            .field("relay", &self.relay)
+            .field("queues", &self.queues)
+            .field("name", &self.name)
+            .field("concurrency", &self.concurrency)
+            .field("lease_for", &self.lease_for)
+            .field("grace", &self.grace)
+            .field("prefetch", &self.prefetch)
+            .field("kinds", &kinds)
+            .field("fallback", &self.fallback.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Worker {
     /// A worker for `queues` with one slot; add handlers, then run it.
     pub fn new<Q: Into<String>>(relay: Relay, queues: impl IntoIterator<Item = Q>) -> Self {
@@ -270,6 +288,14 @@ impl Worker {
     /// of its own. Returns the final counts.
     pub fn run(self) -> Result<WorkerStatsSnapshot> {
         self.check()?;
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Starting a runtime inside one panics ("Cannot start a runtime
+            // from within a runtime"): say what to call instead.
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "worker",
+                "Worker::run starts a tokio runtime of its own and was called inside one; in async code, call `worker.run_async().await`",
+            )));
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.concurrency.clamp(1, 4))
             .max_blocking_threads(self.concurrency + 8)
