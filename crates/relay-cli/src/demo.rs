@@ -26,7 +26,26 @@ struct Tally {
 }
 
 pub fn run(db: Option<PathBuf>, args: &DemoArgs, out: &Out) -> Result<(), CliError> {
+    // Without --db the demo works on a temporary file and removes it after.
+    let temporary = db.is_none();
     let path = db.unwrap_or_else(|| std::env::temp_dir().join(format!("relay-demo-{}.db", std::process::id())));
+    let result = run_on(&path, args, out);
+    if temporary {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        if result.is_ok() && !out.is_json() {
+            out.line(&format!(
+                "(removed the temporary database {}; pass --db PATH to keep one)",
+                path.display()
+            ));
+        }
+    }
+    result
+}
+
+fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliError> {
+    let path = path.to_path_buf();
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
         return Err(CliError::Usage(format!(
             "{} already exists: the demo makes a new database; pass --db with a new path",
@@ -231,7 +250,8 @@ fn report(
         return Ok(());
     }
     out.line(&format!(
-        "submitted {total} jobs from {} threads in {:.2} s: {:.0} jobs/s",
+        "submitted {} jobs and one that always fails ({total} in all) from {} threads in {:.2} s: {:.0} jobs/s",
+        args.jobs,
         args.workers,
         submit_time.as_secs_f64(),
         rate(total, submit_time)

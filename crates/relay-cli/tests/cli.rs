@@ -284,7 +284,10 @@ fn demo_runs_and_reports() {
     let out = relay(&db.path, &["demo", "--jobs", "300", "--workers", "3"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("submitted 301 jobs"), "{text}");
+    assert!(
+        text.contains("submitted 300 jobs and one that always fails (301 in all)"),
+        "{text}"
+    );
     assert!(text.contains("succeeded 300") && text.contains("dead 1"), "{text}");
     assert!(
         text.contains("attempts exhausted"),
@@ -473,4 +476,23 @@ fn submit_run_at() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_of(&out).contains("RFC 3339"), "{}", stderr_of(&out));
+}
+
+/// Without --db the demo runs on a temporary database and removes it.
+#[test]
+fn demo_without_a_database_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(RELAY)
+        .args(["demo", "--jobs", "40", "--workers", "2"])
+        .env_remove("RELAY_DB")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("removed the temporary database"), "{text}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
