@@ -1,5 +1,6 @@
 //! `relay work`: the worker runtime with `--exec` as the handler of every
-//! kind, a live progress line on a terminal, JSON lines with `--json`.
+//! kind: a live progress line on a terminal, one line per job outcome on
+//! stderr otherwise (and a summary at exit), JSON lines with `--json`.
 
 use crate::args::WorkArgs;
 use crate::commands::CliError;
@@ -27,10 +28,14 @@ pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
     if let Some(w) = a.worker {
         worker = worker.name(w);
     }
+    let tty = std::io::stderr().is_terminal();
     if out.is_json() {
         worker = worker.on_finish(|f| println!("{}", finished_json(f)));
+    } else if !tty {
+        // No terminal for a live line (a log file, systemd, a pipe): one
+        // line per job outcome instead.
+        worker = worker.on_finish(|f| eprintln!("relay work: {}", finished_text(f)));
     }
-    let tty = std::io::stderr().is_terminal();
     let stats = worker.stats();
     let done = Arc::new(AtomicBool::new(false));
     let progress = tty.then(|| {
@@ -43,13 +48,39 @@ pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         let _ = p.join();
     }
     let s = result?;
-    if tty {
+    if !out.is_json() {
         eprintln!(
             "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",
             s.succeeded, s.failed, s.dead, s.released
         );
     }
     Ok(())
+}
+
+fn finished_text(f: &Finished) -> String {
+    let what = match &f.outcome {
+        Outcome::Succeeded => "succeeded".to_owned(),
+        Outcome::Failed { error } => format!("failed (will retry): {}", one_line(error)),
+        Outcome::Dead { error } => format!("dead: {}", one_line(error)),
+        Outcome::Released => "released".to_owned(),
+        Outcome::Lost => "lost its lease (another worker may run it)".to_owned(),
+    };
+    format!(
+        "job {} ({}) attempt {} {what} in {:.0} ms",
+        f.id,
+        f.kind,
+        f.attempt,
+        f.took.as_secs_f64() * 1000.0
+    )
+}
+
+/// An error's text on one line, cut to a readable length.
+fn one_line(error: &str) -> String {
+    let flat: String = error.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &flat[..i]),
+        None => flat,
+    }
 }
 
 fn finished_json(f: &Finished) -> serde_json::Value {

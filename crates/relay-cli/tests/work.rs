@@ -150,3 +150,46 @@ fn many_jobs_mixed_outcomes() {
     assert_eq!(lines.len(), 10);
     assert_eq!(lines.iter().filter(|l| l["outcome"] == "succeeded").count(), 6);
 }
+
+/// Without a terminal and without --json, `relay work` logs one line per
+/// job outcome on stderr, and a summary when it stops.
+#[test]
+fn without_a_terminal_each_outcome_is_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.db");
+    let relay = Relay::open(&db).unwrap();
+    let ok = relay
+        .submit(NewJob::new("q", "greet", b"hi".to_vec()).max_attempts(1))
+        .unwrap();
+    let bad = relay
+        .submit(NewJob::new("q", "boom", b"x".to_vec()).max_attempts(1))
+        .unwrap();
+    let cmd = r#"if [ "$RELAY_JOB_KIND" = boom ]; then echo "it broke" >&2; exit 3; fi; cat"#;
+    let child = Command::new(RELAY)
+        .arg("--db")
+        .arg(&db)
+        .args(["work", "--queue", "q", "--exec", cmd])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ![ok, bad].iter().all(|id| relay.get(*id).unwrap().state().is_finished()) {
+        assert!(Instant::now() < deadline, "jobs did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("job {ok} (greet) attempt 1 succeeded")), "{err}");
+    assert!(
+        err.contains(&format!("job {bad} (boom) attempt 1 dead: ")) && err.contains("it broke"),
+        "{err}"
+    );
+    assert!(err.contains("stopped: 1 succeeded"), "{err}");
+}
