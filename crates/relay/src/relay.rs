@@ -32,6 +32,11 @@ pub struct Relay {
 /// The async face of a [`Relay`]: the same calls, as futures. Waiting for a
 /// commit or a job never blocks the executor's thread; reads run on the
 /// calling task (they are short).
+///
+/// The futures need a Tokio runtime with its time driver enabled
+/// (`#[tokio::main]`, or `Builder::enable_time`): a `lease` that waits uses
+/// Tokio's timers, and panics under another executor ("there is no reactor
+/// running"). Calls that do not wait work on any executor.
 #[derive(Clone)]
 pub struct AsyncRelay {
     engine: Arc<Engine>,

@@ -48,6 +48,9 @@ impl NewJob {
     }
 
     /// Priority class 0 (least urgent) to 3 (most urgent); default 1.
+    /// Anything above 3 is refused at submit with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) (field
+    /// `priority`), and nothing is written.
     #[must_use]
     pub fn priority(mut self, p: u8) -> Self {
         self.priority = p;
