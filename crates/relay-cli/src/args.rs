@@ -33,10 +33,11 @@ pub struct Cli {
     )]
     pub server: Option<String>,
 
-    /// Bearer token for --server, and a token `serve` accepts. Give it
-    /// before the subcommand (after it, --token is a lease token).
+    /// The server's bearer token: sent with --server, and accepted by
+    /// `serve`. (`--token` is always a lease token.)
     #[arg(
-        long = "token",
+        long = "auth",
+        global = true,
         env = "RELAY_TOKEN",
         hide_env_values = true,
         value_name = "BEARER",
@@ -230,7 +231,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:7433", value_parser = listen)]
     pub listen: std::net::SocketAddr,
     /// A file of accepted bearer tokens, one per line (# starts a comment);
-    /// the global --token (or RELAY_TOKEN) is accepted too.
+    /// the global --auth (or RELAY_TOKEN) is accepted too.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// Allow listening beyond loopback without any token.

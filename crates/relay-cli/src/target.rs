@@ -274,7 +274,15 @@ impl Remote {
             return Ok(v);
         }
         let code = v["error"]["code"].as_str().unwrap_or("error").to_owned();
-        let message = v["error"]["message"].as_str().unwrap_or(text.trim()).to_owned();
+        let mut message = v["error"]["message"].as_str().unwrap_or(text.trim()).to_owned();
+        if status == 401 {
+            let given = if self.token.is_some() {
+                "the token given was refused"
+            } else {
+                "no token was given"
+            };
+            message = format!("{message} ({given}: pass the server's token with --auth TOKEN or RELAY_TOKEN)");
+        }
         Err(CliError::Remote { status, code, message })
     }
 }

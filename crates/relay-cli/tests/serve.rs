@@ -66,7 +66,7 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
     let mut server = Command::new(RELAY)
         .arg("--db")
         .arg(dir.path().join("remote.db"))
-        .args(["--token", "cli-token", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--auth", "cli-token", "serve", "--listen", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -75,7 +75,7 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
     let run = |remote: bool, args: &[&str]| {
         let mut c = Command::new(RELAY);
         if remote {
-            c.args(["--server", &url, "--token", "cli-token"]);
+            c.args(["--server", &url, "--auth", "cli-token"]);
         } else {
             c.arg("--db").arg(&local);
         }
@@ -132,7 +132,18 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         (out.status.code(), (), String::from_utf8(out.stderr).unwrap())
     };
     assert_eq!(code, Some(1));
-    assert!(err.contains("401"), "{err}");
+    assert!(
+        err.contains("401") && err.contains("--auth TOKEN or RELAY_TOKEN"),
+        "{err}"
+    );
+    // The bearer token may come after the subcommand too: `--token` there
+    // is the lease token, `--auth` the server's.
+    let out = Command::new(RELAY)
+        .args(["--server", &url, "stats", "--auth", "cli-token"])
+        .env_remove("RELAY_TOKEN")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status()
