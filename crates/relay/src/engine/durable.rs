@@ -115,7 +115,7 @@ impl Durability {
 pub(crate) fn stopped(e: &Arc<StoreError>) -> StoreError {
     StoreError::Io {
         message: format!(
-            "an fsync of the store failed ({e}); to keep every acknowledged change safe this Relay writes and reads nothing more: fix the disk, then reopen it"
+            "an fsync of the store failed ({e}); to keep every acknowledged change safe this Relay writes and reads nothing more: fix the disk, then restart this process to reopen it (ARCHITECTURE.md, \"After an I/O error\")"
         ),
         source: Box::new(Arc::clone(e)),
     }
