@@ -8,24 +8,14 @@ use std::time::{Duration, Instant};
 
 const RELAY: &str = env!("CARGO_BIN_EXE_relay");
 
-/// Submits `jobs` (kind, payload, max attempts), runs `relay work --exec
-/// CMD --json EXTRA...` until every job is finished, stops it with SIGTERM
-/// and returns the JSON lines it printed.
-fn work(db: &Path, jobs: &[(&str, &str, u32)], cmd: &str, extra: &[&str]) -> (Relay, Vec<JobId>, Vec<Value>) {
-    let relay = Relay::open(db).unwrap();
-    let ids: Vec<JobId> = jobs
-        .iter()
-        .map(|(k, p, n)| {
-            relay
-                .submit(NewJob::new("q", *k, p.as_bytes().to_vec()).max_attempts(*n))
-                .unwrap()
-        })
-        .collect();
+/// Runs `relay work --queue q ARGS` until every job of `ids` is finished,
+/// then stops it with SIGTERM and returns what it printed.
+fn run_until_finished(db: &Path, relay: &Relay, ids: &[JobId], args: &[&str]) -> std::process::Output {
     let child = Command::new(RELAY)
         .arg("--db")
         .arg(db)
-        .args(["work", "--queue", "q", "--concurrency", "2", "--json", "--exec", cmd])
-        .args(extra)
+        .args(["work", "--queue", "q"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -40,7 +30,25 @@ fn work(db: &Path, jobs: &[(&str, &str, u32)], cmd: &str, extra: &[&str]) -> (Re
         .status()
         .unwrap()
         .success());
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Submits `jobs` (kind, payload, max attempts), runs `relay work --exec
+/// CMD --json EXTRA...` until every job is finished, stops it with SIGTERM
+/// and returns the JSON lines it printed.
+fn work(db: &Path, jobs: &[(&str, &str, u32)], cmd: &str, extra: &[&str]) -> (Relay, Vec<JobId>, Vec<Value>) {
+    let relay = Relay::open(db).unwrap();
+    let ids: Vec<JobId> = jobs
+        .iter()
+        .map(|(k, p, n)| {
+            relay
+                .submit(NewJob::new("q", *k, p.as_bytes().to_vec()).max_attempts(*n))
+                .unwrap()
+        })
+        .collect();
+    let mut args = vec!["--concurrency", "2", "--json", "--exec", cmd];
+    args.extend_from_slice(extra);
+    let out = run_until_finished(db, &relay, &ids, &args);
     assert!(
         out.status.success(),
         "relay work exit {:?}: {}",
@@ -165,25 +173,7 @@ fn without_a_terminal_each_outcome_is_a_line() {
         .submit(NewJob::new("q", "boom", b"x".to_vec()).max_attempts(1))
         .unwrap();
     let cmd = r#"if [ "$RELAY_JOB_KIND" = boom ]; then echo "it broke" >&2; exit 3; fi; cat"#;
-    let child = Command::new(RELAY)
-        .arg("--db")
-        .arg(&db)
-        .args(["work", "--queue", "q", "--exec", cmd])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while ![ok, bad].iter().all(|id| relay.get(*id).unwrap().state().is_finished()) {
-        assert!(Instant::now() < deadline, "jobs did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let out = child.wait_with_output().unwrap();
+    let out = run_until_finished(&db, &relay, &[ok, bad], &["--exec", cmd]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("job {ok} (greet) attempt 1 succeeded")), "{err}");

@@ -79,14 +79,12 @@ impl Backend for SqliteBackend {
         let syncer = match &self.target {
             Target::File(path) if self.settings.split_commit => {
                 // The schema may have just been written without an fsync.
-                let wal = sync::WalSyncer::open(&conn).and_then(|wal| wal.sync().map(|()| wal));
-                if let Err(e) = wal {
+                let wal = sync::WalSyncer::open(&conn)
+                    .and_then(|wal| wal.sync().map(|()| wal))
                     // The first fsync failed: pages may be cached that are
                     // not on disk; a retried open must not build on them.
-                    quarantine::add(path);
-                    return Err(e);
-                }
-                wal.ok().map(|wal| Arc::new(wal) as Arc<dyn Syncer>)
+                    .inspect_err(|_| quarantine::add(path))?;
+                Some(Arc::new(wal) as Arc<dyn Syncer>)
             }
             _ => None,
         };

@@ -29,11 +29,12 @@ static FLAGS: Mutex<Option<HashMap<Identity, Arc<AtomicBool>>>> = Mutex::new(Non
 
 /// The failure flag every Relay of this process on `path` shares.
 pub(crate) fn flag(path: &Path) -> Option<Arc<AtomicBool>> {
-    let id = identity(path)?;
+    identity(path).map(flag_of)
+}
+
+fn flag_of(id: Identity) -> Arc<AtomicBool> {
     let mut flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
-    Some(Arc::clone(
-        flags.get_or_insert_with(HashMap::new).entry(id).or_default(),
-    ))
+    Arc::clone(flags.get_or_insert_with(HashMap::new).entry(id).or_default())
 }
 
 #[cfg(unix)]
@@ -52,16 +53,13 @@ fn identity(path: &Path) -> Option<Identity> {
 
 /// Records that an fsync or commit of `path` failed in this process.
 pub(crate) fn add(path: &Path) {
-    if let Some(f) = flag(path) {
-        f.store(true, Ordering::SeqCst);
-    }
-    if let Some(id) = identity(path) {
-        FAILED
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(HashSet::new)
-            .insert(id);
-    }
+    let Some(id) = identity(path) else { return };
+    flag_of(id.clone()).store(true, Ordering::SeqCst);
+    FAILED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(HashSet::new)
+        .insert(id);
 }
 
 /// Refuses a file recorded by [`add`].

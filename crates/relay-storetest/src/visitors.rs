@@ -24,6 +24,13 @@ pub fn shared_lock_holder(path: &Path) -> Option<i32> {
     (i32::from(fl.l_type) != libc::F_UNLCK).then_some(fl.l_pid)
 }
 
+/// SQLite's own check of the whole file: it must answer "ok".
+pub fn assert_sound(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok", "{} is damaged", path.display());
+}
+
 /// The WAL of a database file.
 pub fn wal(path: &Path) -> PathBuf {
     PathBuf::from(format!("{}-wal", path.display()))
@@ -41,9 +48,8 @@ pub fn sqlite3_backup(path: &Path, copy: &Path, at_least: i64) {
         .output()
         .expect("the sqlite3 CLI is needed: scripts/test installs Debian's sqlite3 package");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_sound(copy);
     let conn = rusqlite::Connection::open(copy).unwrap();
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok", "the backup is damaged");
     let n: i64 = conn.query_row("SELECT count(*) FROM jobs", [], |r| r.get(0)).unwrap();
     assert!(n >= at_least, "the backup holds {n} jobs, expected at least {at_least}");
 }

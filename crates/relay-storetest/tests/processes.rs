@@ -10,11 +10,7 @@ use std::time::Instant;
 
 const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
 
-fn integrity_ok(path: &std::path::Path) {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok");
-}
+use relay_storetest::visitors::assert_sound as integrity_ok;
 
 /// Acceptance 1: every acknowledged submit and ack survives kill -9.
 #[test]

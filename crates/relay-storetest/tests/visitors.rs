@@ -11,7 +11,7 @@
 
 use relay::{JobId, JobState, NewJob, Relay};
 use relay_storetest::visitors::{
-    python_reader, rusqlite_reader, shared_lock_holder, sqlite3_backup, wal, PYTHON_READER,
+    assert_sound, python_reader, rusqlite_reader, shared_lock_holder, sqlite3_backup, wal, PYTHON_READER,
 };
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -183,9 +183,7 @@ fn acknowledged_changes_survive_other_programs_on_the_file() {
         }
     }
     drop(reopened);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    assert_eq!(check, "ok");
+    assert_sound(&path);
 }
 
 /// Acceptance: three Relay processes, started one after another, lease from

@@ -60,12 +60,8 @@ fn main() -> ExitCode {
             arg(5).parse().unwrap_or(10),
         );
     }
-    let relay = match Relay::connect(&arg(2), relay::Options::default()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("relay-testchild: cannot open {}: {e}", arg(2));
-            return ExitCode::FAILURE;
-        }
+    let Some(relay) = open(&arg(2)) else {
+        return ExitCode::FAILURE;
     };
     let out = Mutex::new(std::io::stdout());
     let say = |line: String| {
@@ -174,12 +170,8 @@ fn runtime(db: &str, concurrency: usize, sleep_ms: u64) -> ExitCode {
 
 /// The `script` mode: see the module docs.
 fn script(db: &str) -> ExitCode {
-    let relay = match Relay::connect(db, relay::Options::default()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("relay-testchild: cannot open {db}: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(relay) = open(db) else {
+        return ExitCode::FAILURE;
     };
     println!("OPEN");
     let mut held: Vec<relay::LeasedJob> = Vec::new();
@@ -301,25 +293,12 @@ fn say_line(line: &str) {
 
 /// The `campaign` mode: see the module docs.
 fn campaign(db: &str, threads: usize, cut_after_ms: u64, fault: &str) -> ExitCode {
-    let number = |s: &str| s.parse::<u64>().ok();
-    let plan = match fault.split_once('=') {
-        Some(("sync", n)) => relay_faultvfs::Plan {
-            fail_sync: number(n),
-            ..Default::default()
-        },
-        Some(("full", n)) => relay_faultvfs::Plan {
-            fail_write: number(n).map(|n| (n, relay_faultvfs::codes::SQLITE_FULL)),
-            ..Default::default()
-        },
-        _ => relay_faultvfs::Plan::default(),
-    };
-    relay_faultvfs::install(plan);
-    let relay = match Relay::connect(db, relay::Options::default()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("relay-testchild: cannot open {db}: {e}");
-            return ExitCode::FAILURE;
-        }
+    let plan = fault
+        .split_once('=')
+        .and_then(|(kind, n)| fault_plan(kind, n.parse().ok()?));
+    relay_faultvfs::install(plan.unwrap_or_default());
+    let Some(relay) = open(db) else {
+        return ExitCode::FAILURE;
     };
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(cut_after_ms));
@@ -376,24 +355,9 @@ fn campaign_thread(relay: &Relay, t: usize) -> Result<(), Error> {
 
 /// The `faults` mode: see the module docs.
 fn faults(db: &str, mode: &str, n: u64, calls: usize) -> ExitCode {
-    use relay_faultvfs::codes;
-    let plan = match mode {
-        "WRITE" => relay_faultvfs::Plan {
-            fail_write: Some((n, codes::SQLITE_IOERR_WRITE)),
-            ..Default::default()
-        },
-        "FULL" => relay_faultvfs::Plan {
-            fail_write: Some((n, codes::SQLITE_FULL)),
-            ..Default::default()
-        },
-        "SYNC" => relay_faultvfs::Plan {
-            fail_sync: Some(n),
-            ..Default::default()
-        },
-        other => {
-            eprintln!("relay-testchild: unknown fault {other:?}");
-            return ExitCode::FAILURE;
-        }
+    let Some(plan) = fault_plan(mode, n) else {
+        eprintln!("relay-testchild: unknown fault {mode:?}");
+        return ExitCode::FAILURE;
     };
     relay_faultvfs::install(plan);
     let relay = match Relay::connect(db, relay::Options::default()) {
@@ -420,4 +384,30 @@ fn faults(db: &str, mode: &str, n: u64, calls: usize) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The Nth write failing with EIO (`write`) or ENOSPC (`full`), or the Nth
+/// fsync failing (`sync`); any case.
+fn fault_plan(kind: &str, n: u64) -> Option<relay_faultvfs::Plan> {
+    use relay_faultvfs::codes;
+    let write = |code| relay_faultvfs::Plan {
+        fail_write: Some((n, code)),
+        ..Default::default()
+    };
+    match kind.to_ascii_lowercase().as_str() {
+        "write" => Some(write(codes::SQLITE_IOERR_WRITE)),
+        "full" => Some(write(codes::SQLITE_FULL)),
+        "sync" => Some(relay_faultvfs::Plan {
+            fail_sync: Some(n),
+            ..Default::default()
+        }),
+        _ => None,
+    }
+}
+
+/// Opens the database, or says why not on stderr.
+fn open(db: &str) -> Option<Relay> {
+    Relay::connect(db, relay::Options::default())
+        .inspect_err(|e| eprintln!("relay-testchild: cannot open {db}: {e}"))
+        .ok()
 }
