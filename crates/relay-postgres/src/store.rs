@@ -4,7 +4,10 @@ use crate::connect::map_err;
 use crate::decode;
 use postgres::{Client, Statement};
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Event, EventWrite, JobFilter, JobInsert, JobSetStatus, QueueStats, Store, StoreError, StoreReader};
+use relay_store::{
+    Changes, Event, EventRow, JobFilter, JobInsert, JobUpdate, QueueStats, ReadyRow, StatusRead, Store, StoreError,
+    StoreReader,
+};
 use std::collections::{BTreeMap, HashMap};
 
 /// A connection with its prepared statements (prepared once, by SQL text).
@@ -41,11 +44,14 @@ impl Conn {
 
 pub(crate) struct PgStore {
     pub conn: Conn,
-    /// Rows changed so far: the engine's proof that a failed operation wrote nothing.
-    changes: u64,
     /// Where to connect again after the connection dropped.
     url: String,
+    /// Job ids drawn from the sequence and not handed out yet.
+    ids: Vec<JobId>,
 }
+
+/// Ids drawn from the sequence at a time: most batches then draw none.
+const ID_BLOCK: usize = 256;
 
 /// The writer's connection: migrated, its durability settings read back.
 pub(crate) fn open_writer_client(url: &str) -> Result<Client, StoreError> {
@@ -57,11 +63,185 @@ pub(crate) fn open_writer_client(url: &str) -> Result<Client, StoreError> {
 
 impl PgStore {
     pub(crate) fn new(conn: Conn, url: String) -> Self {
-        Self { conn, changes: 0, url }
+        Self {
+            conn,
+            url,
+            ids: Vec::new(),
+        }
     }
 
     fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
         self.conn.client.batch_execute(sql).map_err(map_err)
+    }
+
+    fn ready_rows(&mut self, rows: &[postgres::Row]) -> Result<Vec<ReadyRow>, StoreError> {
+        rows.iter()
+            .map(|row| {
+                let id = JobId(decode::col(row, 0, "id", None)?);
+                let candidate = Candidate {
+                    id,
+                    priority: decode::priority(row, 4, Some(id))?,
+                    ready_at: Timestamp::from_millis(decode::col(row, 11, "ready_at", Some(id))?),
+                };
+                Ok(ReadyRow {
+                    candidate,
+                    job: Some(decode::job(row)),
+                })
+            })
+            .collect()
+    }
+
+    /// One set-based statement's row count, which must be `expected`.
+    fn execute_all(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+        expected: usize,
+        what: &str,
+    ) -> Result<(), StoreError> {
+        let st = self.conn.stmt(sql)?;
+        let n = match self.conn.client.execute(&st, params) {
+            Ok(n) => n,
+            Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                // A retry's key taken by another process since the batch
+                // checked: plan the batch again (it then sees the holder).
+                tracing::debug!(error = %e, "a unique key was taken by another process during the batch");
+                return Err(StoreError::Busy);
+            }
+            Err(e) => return Err(map_err(e)),
+        };
+        if n as usize == expected {
+            return Ok(());
+        }
+        // Rows locked when read cannot change, but a unique key can be
+        // taken by another process's insert: plan the batch again.
+        tracing::debug!(
+            what,
+            expected,
+            written = n,
+            "a set-based write fell short; planning the batch again"
+        );
+        Err(StoreError::Busy)
+    }
+
+    fn apply_updates(&mut self, ups: &[JobUpdate<'_>]) -> Result<(), StoreError> {
+        if ups.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = ups.iter().map(|u| u.id.0).collect();
+        let expect_state: Vec<&str> = ups.iter().map(|u| u.expect_state.as_str()).collect();
+        let expect_token: Vec<i64> = ups.iter().map(|u| u.expect_token.0).collect();
+        let state: Vec<&str> = ups.iter().map(|u| u.status.state.as_str()).collect();
+        let attempts: Vec<i64> = ups.iter().map(|u| i(u.status.attempts)).collect();
+        let ready_at: Vec<i64> = ups.iter().map(|u| u.status.ready_at.as_millis()).collect();
+        let finished_at: Vec<Option<i64>> = ups
+            .iter()
+            .map(|u| u.status.finished_at.map(Timestamp::as_millis))
+            .collect();
+        let token: Vec<i64> = ups.iter().map(|u| u.status.last_token.0).collect();
+        let expires: Vec<Option<i64>> = ups
+            .iter()
+            .map(|u| u.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
+            .collect();
+        let by: Vec<Option<&str>> = ups
+            .iter()
+            .map(|u| u.status.lease.as_ref().map(|l| l.worker.as_str()))
+            .collect();
+        let error: Vec<Option<&str>> = ups.iter().map(|u| u.status.last_error.as_deref()).collect();
+        let result: Vec<Option<&[u8]>> = ups.iter().map(|u| u.result).collect();
+        self.execute_all(
+            include_str!("../sql/apply_update.sql"),
+            &[
+                &ids,
+                &expect_state,
+                &expect_token,
+                &state,
+                &attempts,
+                &ready_at,
+                &finished_at,
+                &token,
+                &expires,
+                &by,
+                &error,
+                &result,
+            ],
+            ups.len(),
+            "update",
+        )
+    }
+
+    fn apply_inserts(&mut self, ins: &[JobInsert<'_>]) -> Result<(), StoreError> {
+        if ins.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = ins.iter().map(|j| j.id.0).collect();
+        let queue: Vec<&str> = ins.iter().map(|j| j.queue).collect();
+        let kind: Vec<&str> = ins.iter().map(|j| j.kind).collect();
+        let payload: Vec<&[u8]> = ins.iter().map(|j| j.payload).collect();
+        let priority: Vec<i64> = ins.iter().map(|j| i64::from(j.priority.get())).collect();
+        let state: Vec<&str> = ins.iter().map(|j| j.status.state.as_str()).collect();
+        let attempts: Vec<i64> = ins.iter().map(|j| i(j.status.attempts)).collect();
+        let max_attempts: Vec<i64> = ins.iter().map(|j| i(j.status.max_attempts)).collect();
+        let ready_at: Vec<i64> = ins.iter().map(|j| j.status.ready_at.as_millis()).collect();
+        let created_at: Vec<i64> = ins.iter().map(|j| j.created_at.as_millis()).collect();
+        let finished_at: Vec<Option<i64>> = ins
+            .iter()
+            .map(|j| j.status.finished_at.map(Timestamp::as_millis))
+            .collect();
+        let key: Vec<Option<&str>> = ins.iter().map(|j| j.unique_key).collect();
+        let result: Vec<Option<&[u8]>> = ins.iter().map(|j| j.result).collect();
+        let token: Vec<i64> = ins.iter().map(|j| j.status.last_token.0).collect();
+        let expires: Vec<Option<i64>> = ins
+            .iter()
+            .map(|j| j.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
+            .collect();
+        let by: Vec<Option<&str>> = ins
+            .iter()
+            .map(|j| j.status.lease.as_ref().map(|l| l.worker.as_str()))
+            .collect();
+        let error: Vec<Option<&str>> = ins.iter().map(|j| j.status.last_error.as_deref()).collect();
+        self.execute_all(
+            include_str!("../sql/apply_insert.sql"),
+            &[
+                &ids,
+                &queue,
+                &kind,
+                &payload,
+                &priority,
+                &state,
+                &attempts,
+                &max_attempts,
+                &ready_at,
+                &created_at,
+                &finished_at,
+                &key,
+                &result,
+                &token,
+                &expires,
+                &by,
+                &error,
+            ],
+            ins.len(),
+            "insert",
+        )
+    }
+
+    fn apply_events(&mut self, evs: &[EventRow<'_>]) -> Result<(), StoreError> {
+        if evs.is_empty() {
+            return Ok(());
+        }
+        let job: Vec<i64> = evs.iter().map(|e| e.job.0).collect();
+        let base: Vec<Option<i64>> = evs.iter().map(|e| e.base).collect();
+        let ord: Vec<i64> = evs.iter().map(|e| e.ord).collect();
+        let at: Vec<i64> = evs.iter().map(|e| e.at.as_millis()).collect();
+        let kind: Vec<&str> = evs.iter().map(|e| e.kind).collect();
+        let data: Vec<&str> = evs.iter().map(|e| e.data).collect();
+        self.execute_all(
+            include_str!("../sql/apply_events.sql"),
+            &[&job, &base, &ord, &at, &kind, &data],
+            evs.len(),
+            "events",
+        )
     }
 }
 
@@ -69,92 +249,7 @@ fn i(v: u32) -> i64 {
     i64::from(v)
 }
 
-impl PgStore {
-    /// One attempt at `sql/job_insert.sql`: the new id, or `None` when an
-    /// unfinished job of another transaction holds the unique key.
-    fn insert_row(&mut self, j: &JobInsert<'_>) -> Result<Option<JobId>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_insert.sql"))?;
-        let s = j.status;
-        let row = self
-            .conn
-            .client
-            .query_opt(
-                &st,
-                &[
-                    &j.queue,
-                    &j.kind,
-                    &j.payload,
-                    &i64::from(j.priority.get()),
-                    &s.state.as_str(),
-                    &i(s.attempts),
-                    &i(s.max_attempts),
-                    &s.ready_at.as_millis(),
-                    &j.created_at.as_millis(),
-                    &j.unique_key,
-                    &s.last_token.0,
-                    &j.event.map(|e| e.at.as_millis()),
-                    &j.event.map(|e| e.kind),
-                    &j.event.map(|e| e.data),
-                ],
-            )
-            .map_err(map_err)?;
-        let Some(row) = row else { return Ok(None) };
-        self.changes += 1 + u64::from(j.event.is_some());
-        decode::col(&row, 0, "id", None).map(|id| Some(JobId(id)))
-    }
-}
-
 impl Store for PgStore {
-    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_transition.sql"))?;
-        let s = p.status;
-        let lease = s.lease.as_ref();
-        // A retry gives a finished job its unique key back: another process
-        // may have taken the key since the engine checked, and the unique
-        // index would then abort the whole transaction. A savepoint (retries
-        // are rare) keeps that failure to this write.
-        let retry = p.status.state == JobState::Ready && matches!(p.expect_state, JobState::Dead | JobState::Cancelled);
-        if retry {
-            self.exec("SAVEPOINT relay_retry")?;
-        }
-        let row = self.conn.client.query_one(
-            &st,
-            &[
-                &p.id.0,
-                &p.expect_state.as_str(),
-                &p.expect_token.0,
-                &s.state.as_str(),
-                &i(s.attempts),
-                &s.ready_at.as_millis(),
-                &s.finished_at.map(Timestamp::as_millis),
-                &s.last_token.0,
-                &lease.map(|l| l.expires_at.as_millis()),
-                &lease.map(|l| l.worker.as_str()),
-                &s.last_error.as_deref(),
-                &p.result,
-                &event.map_or(0, |e| e.at.as_millis()),
-                &event.map(|e| e.kind),
-                &event.map_or("", |e| e.data),
-            ],
-        );
-        let row = match row {
-            Ok(row) => row,
-            Err(e) if retry && e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                self.exec("ROLLBACK TO SAVEPOINT relay_retry; RELEASE SAVEPOINT relay_retry")?;
-                return Err(StoreError::KeyTaken { job: p.id });
-            }
-            Err(e) => return Err(map_err(e)),
-        };
-        if retry {
-            self.exec("RELEASE SAVEPOINT relay_retry")?;
-        }
-        let matched = decode::col::<i64>(&row, 0, "matched", Some(p.id))? == 1;
-        if matched {
-            self.changes += 1 + u64::from(event.is_some());
-        }
-        Ok(matched)
-    }
-
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_prune.sql"))?;
         let row = self
@@ -163,9 +258,7 @@ impl Store for PgStore {
             .query_one(&st, &[&before.as_millis()])
             .map_err(map_err)?;
         let n: i64 = decode::col(&row, 0, "pruned", None)?;
-        let n = u64::try_from(n).unwrap_or(0);
-        self.changes += n;
-        Ok(n)
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     fn notify_ready(&mut self) -> Result<(), StoreError> {
@@ -191,34 +284,28 @@ impl Store for PgStore {
         self.exec("ROLLBACK")
     }
 
-    fn changes(&self) -> u64 {
-        self.changes
-    }
-
     fn busy_is_transient(&self) -> bool {
         true
     }
 
-    /// Inserts the job, or, when a submit with the same unique key in
-    /// another process committed first, returns that job (the same answer
-    /// the engine gives a key it finds before inserting).
-    fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        // The holder can finish between the insert and the look-up; then
-        // the insert is tried again (bounded: each round needs another
-        // process to finish a job with this very key at that moment).
-        for _ in 0..8 {
-            if let Some(id) = self.insert_row(j)? {
-                return Ok(id);
-            }
-            let key = j.unique_key.ok_or_else(|| StoreError::Io {
-                message: "the insert of a job without a unique key returned no row".into(),
-                source: "no row".into(),
-            })?;
-            if let Some(id) = self.job_find_active_by_key(key)? {
-                return Ok(id);
-            }
+    fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
+        if self.ids.len() < n {
+            let want = i64::try_from(n.max(ID_BLOCK)).unwrap_or(i64::MAX);
+            let st = self.conn.stmt(include_str!("../sql/job_ids.sql"))?;
+            let rows = self.conn.client.query(&st, &[&want]).map_err(map_err)?;
+            let mut fresh = rows
+                .iter()
+                .map(|r| decode::col(r, 0, "nextval", None).map(JobId))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Handed out from the end: keep the lowest last.
+            fresh.sort_unstable_by(|a, b| b.cmp(a));
+            fresh.append(&mut self.ids);
+            self.ids = fresh;
         }
-        Err(StoreError::Busy)
+        let at = self.ids.len().saturating_sub(n);
+        let mut out = self.ids.split_off(at);
+        out.reverse();
+        Ok(out)
     }
 
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
@@ -227,13 +314,10 @@ impl Store for PgStore {
         row.map(|r| decode::col(&r, 0, "id", None).map(JobId)).transpose()
     }
 
-    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_key_holder.sql"))?;
+    fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_unique_key.sql"))?;
         match self.conn.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
-            Some(row) => Ok(Some((
-                decode::col(&row, 0, "unique_key", Some(id))?,
-                JobId(decode::col(&row, 1, "id", Some(id))?),
-            ))),
+            Some(row) => decode::col(&row, 0, "unique_key", Some(id)),
             None => Ok(None),
         }
     }
@@ -253,32 +337,55 @@ impl Store for PgStore {
         }
     }
 
-    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
-        let ev = self.conn.stmt(include_str!("../sql/job_events_delete.sql"))?;
-        self.changes += self.conn.client.execute(&ev, &[&id.0]).map_err(map_err)?;
-        let st = self.conn.stmt(include_str!("../sql/job_delete.sql"))?;
-        let n = self.conn.client.execute(&st, &[&id.0]).map_err(map_err)?;
-        self.changes += n;
-        Ok(n == 1)
-    }
-
-    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_ready_heads.sql"))?;
-        let rows = self
-            .conn
-            .client
-            .query(&st, &[&queue, &now.as_millis()])
-            .map_err(map_err)?;
+    fn job_get_statuses(&mut self, ids: &[JobId]) -> Result<Vec<StatusRead>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_get_statuses.sql"))?;
+        let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        let rows = self.conn.client.query(&st, &[&raw]).map_err(map_err)?;
         rows.iter()
             .map(|row| {
                 let id = JobId(decode::col(row, 0, "id", None)?);
-                Ok(Candidate {
-                    id,
-                    priority: decode::priority(row, 1, Some(id))?,
-                    ready_at: Timestamp::from_millis(decode::col(row, 2, "ready_at", Some(id))?),
-                })
+                let status = decode::priority(row, 10, Some(id)).and_then(|_| decode::status(row, 1, Some(id)));
+                Ok((id, status))
             })
             .collect()
+    }
+
+    fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_ready.sql"))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&queue, &now.as_millis(), &limit])
+            .map_err(map_err)?;
+        self.ready_rows(&rows)
+    }
+
+    fn job_ready_after(
+        &mut self,
+        queue: &str,
+        now: Timestamp,
+        after: Candidate,
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_ready_after.sql"))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .conn
+            .client
+            .query(
+                &st,
+                &[
+                    &queue,
+                    &i64::from(after.priority.get()),
+                    &now.as_millis(),
+                    &after.ready_at.as_millis(),
+                    &after.id.0,
+                    &limit,
+                ],
+            )
+            .map_err(map_err)?;
+        self.ready_rows(&rows)
     }
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -298,15 +405,24 @@ impl Store for PgStore {
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()
     }
 
-    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/event_append.sql"))?;
-        let row = self
-            .conn
-            .client
-            .query_one(&st, &[&job.0, &at.as_millis(), &kind, &data])
-            .map_err(map_err)?;
-        self.changes += 1;
-        decode::col(&row, 0, "seq", Some(job))
+    fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/event_last_seq.sql"))?;
+        let row = self.conn.client.query_one(&st, &[&id.0]).map_err(map_err)?;
+        decode::col(&row, 0, "seq", Some(id))
+    }
+
+    /// At most five statements, whatever the batch's size.
+    fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
+        if !c.deletes.is_empty() {
+            let ids: Vec<i64> = c.deletes.iter().map(|id| id.0).collect();
+            self.execute_all(include_str!("../sql/apply_delete.sql"), &[&ids], ids.len(), "delete")?;
+        }
+        let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
+        let (plain, taking) = c.updates.split_at(split);
+        self.apply_updates(plain)?;
+        self.apply_updates(taking)?;
+        self.apply_inserts(&c.inserts)?;
+        self.apply_events(&c.events)
     }
 }
 

@@ -1,5 +1,6 @@
--- No RETURNING (it costs a temporary table per statement): the new id is
--- the connection's last_insert_rowid.
-INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
-                  unique_key, lease_token)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+-- A job as its batch left it (a job submitted and leased in one batch is
+-- inserted LEASED), under an id the writer reserved (job_ids.sql).
+-- No RETURNING (it costs a temporary table per statement).
+INSERT INTO jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
+                  finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)

@@ -92,6 +92,7 @@ impl Backend for SqliteBackend {
             conn,
             syncer,
             on_disk: matches!(self.target, Target::File(_)),
+            next_id: None,
         }))
     }
 

@@ -35,16 +35,36 @@ statements! {
     JOB_GET = "job_get.sql";
     JOB_GET_STATUS = "job_get_status.sql";
     JOB_INSERT = "job_insert.sql";
-    JOB_KEY_HOLDER = "job_key_holder.sql";
+    JOB_IDS = "job_ids.sql";
+    JOB_UNIQUE_KEY = "job_unique_key.sql";
     JOB_LIST = "job_list.sql";
     JOB_NEXT_READY_AT = "job_next_ready_at.sql";
     JOB_PRUNE = "job_prune.sql";
     JOB_PRUNE_EVENTS = "job_prune_events.sql";
-    JOB_READY_HEAD = "job_ready_head.sql";
+    JOB_READY_AFTER = "job_ready_after.sql";
     JOB_READY_HEADS = "job_ready_heads.sql";
     JOB_SET_STATUS = "job_set_status.sql";
     QUEUE_COUNTS = "queue_counts.sql";
     QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
+}
+
+/// Page sizes of the claim's reads, each its own statement (a bound LIMIT
+/// makes SQLite re-prepare): the smallest one at least the size asked for.
+pub(crate) const PAGES: [usize; 3] = [1, 16, 128];
+
+fn paged(sql: &str) -> [String; 3] {
+    PAGES.map(|n| sql.replace("LIMIT 1", &format!("LIMIT {n}")))
+}
+
+/// `job_ready_heads.sql` for each of [`PAGES`].
+pub(crate) static JOB_READY_PAGES: LazyLock<[String; 3]> = LazyLock::new(|| paged(&JOB_READY_HEADS));
+/// `job_ready_after.sql` for each of [`PAGES`].
+pub(crate) static JOB_READY_AFTER_PAGES: LazyLock<[String; 3]> = LazyLock::new(|| paged(&JOB_READY_AFTER));
+
+/// The page of [`PAGES`] for `limit` rows: its index and size.
+pub(crate) fn page(limit: usize) -> (usize, usize) {
+    let i = PAGES.iter().position(|n| *n >= limit).unwrap_or(PAGES.len() - 1);
+    (i, PAGES[i])
 }
 
 /// Drops `--` comments and collapses runs of whitespace to one space,

@@ -1,10 +1,10 @@
-//! The writer connection: the [`Store`] primitives, each one prepared
-//! statement from `sql/`.
+//! The writer connection: the [`Store`] reads, each one prepared statement
+//! from `sql/`, and a batch's writes (`apply`), a cached statement per row.
 
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
-use relay_core::{Candidate, Job, JobId, JobStatus, Priority, Timestamp};
-use relay_store::{EventWrite, JobInsert, JobSetStatus, Store, StoreError, Syncer};
+use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_store::{Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub(crate) struct SqliteStore {
@@ -13,19 +13,44 @@ pub(crate) struct SqliteStore {
     pub(crate) on_disk: bool,
     /// Set when commits run with `synchronous=NORMAL` (a split commit).
     pub(crate) syncer: Option<std::sync::Arc<dyn Syncer>>,
+    /// The next id to hand out in the open transaction (see `job_ids`).
+    pub(crate) next_id: Option<i64>,
 }
 
 impl SqliteStore {
-    /// The guarded status write; `false` when the guard did not match.
-    fn set_status(&mut self, p: &JobSetStatus<'_>) -> Result<bool, StoreError> {
-        let s = p.status;
+    /// Runs one cached statement; returns the rows it changed.
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute(params))
+            .map_err(map_err)
+    }
+
+    fn candidates(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<ReadyRow>, StoreError> {
+        let mut st = self.conn.prepare_cached(sql).map_err(map_err)?;
+        let mut rows = st.query(params).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            // The rest of the row is read only for the job a claim takes
+            // (in-process, a second statement costs less than decoding
+            // candidates that are passed over).
+            out.push(ReadyRow {
+                candidate: candidate(row)?,
+                job: None,
+            });
+        }
+        Ok(out)
+    }
+
+    fn update(&self, u: &JobUpdate<'_>) -> Result<(), StoreError> {
+        let s = u.status;
         let lease = s.lease.as_ref();
         let n = self.exec(
             &crate::sql::JOB_SET_STATUS,
             params![
-                p.id.0,
-                p.expect_state.as_str(),
-                p.expect_token.0,
+                u.id.0,
+                u.expect_state.as_str(),
+                u.expect_token.0,
                 s.state.as_str(),
                 s.attempts,
                 s.ready_at.as_millis(),
@@ -34,18 +59,51 @@ impl SqliteStore {
                 lease.map(|l| l.expires_at.as_millis()),
                 lease.map(|l| l.worker.as_str()),
                 s.last_error.as_deref(),
-                p.result,
+                u.result,
             ],
         )?;
-        Ok(n == 1)
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(unmatched(u.id))
+        }
     }
 
-    /// Runs one cached statement; returns the rows it changed.
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut s| s.execute(params))
-            .map_err(map_err)
+    fn insert(&self, j: &JobInsert<'_>) -> Result<(), StoreError> {
+        let s = j.status;
+        let lease = s.lease.as_ref();
+        self.exec(
+            &crate::sql::JOB_INSERT,
+            params![
+                j.id.0,
+                j.queue,
+                j.kind,
+                j.payload,
+                j.priority.get(),
+                s.state.as_str(),
+                s.attempts,
+                s.max_attempts,
+                s.ready_at.as_millis(),
+                j.created_at.as_millis(),
+                s.finished_at.map(Timestamp::as_millis),
+                j.unique_key,
+                j.result,
+                s.last_token.0,
+                lease.map(|l| l.expires_at.as_millis()),
+                lease.map(|l| l.worker.as_str()),
+                s.last_error.as_deref(),
+            ],
+        )
+        .map(drop)
+    }
+}
+
+/// A guarded write found its row changed: impossible under the write lock
+/// unless something else wrote the file.
+fn unmatched(id: JobId) -> StoreError {
+    StoreError::Io {
+        message: format!("job {id} changed while the batch held the write lock; nothing of the batch was written"),
+        source: "guarded update matched no row".into(),
     }
 }
 
@@ -56,6 +114,7 @@ impl Store for SqliteStore {
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
+        self.next_id = None;
         self.exec("BEGIN IMMEDIATE", []).map(drop)
     }
 
@@ -70,44 +129,12 @@ impl Store for SqliteStore {
         self.exec("ROLLBACK", []).map(drop)
     }
 
-    fn changes(&self) -> u64 {
-        self.conn.total_changes()
-    }
-
     fn failed_commit_is_final(&self) -> bool {
         self.on_disk
     }
 
     fn syncer(&self) -> Option<std::sync::Arc<dyn Syncer>> {
         self.syncer.clone()
-    }
-
-    fn job_insert(&mut self, j: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        let s = j.status;
-        self.exec(
-            &crate::sql::JOB_INSERT,
-            params![
-                j.queue,
-                j.kind,
-                j.payload,
-                j.priority.get(),
-                s.state.as_str(),
-                s.attempts,
-                s.max_attempts,
-                s.ready_at.as_millis(),
-                j.created_at.as_millis(),
-                j.unique_key,
-                s.last_token.0,
-            ],
-        )?;
-        let id = JobId(self.conn.last_insert_rowid());
-        if let Some(e) = j.event {
-            self.exec(
-                &crate::sql::EVENT_APPEND,
-                params![id.0, 1, e.at.as_millis(), e.kind, e.data],
-            )?;
-        }
-        Ok(id)
     }
 
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
@@ -119,18 +146,6 @@ impl Store for SqliteStore {
             .optional()
             .map(|o| o.map(JobId))
             .map_err(map_err)
-    }
-
-    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_KEY_HOLDER).map_err(map_err)?;
-        let mut rows = st.query([id.0]).map_err(map_err)?;
-        match rows.next().map_err(map_err)? {
-            Some(row) => {
-                let c = Cols::new(row, Some(id));
-                Ok(Some((c.text(0, "unique_key")?, JobId(c.int(1, "id")?))))
-            }
-            None => Ok(None),
-        }
     }
 
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
@@ -146,55 +161,6 @@ impl Store for SqliteStore {
                 c.priority(9)?;
                 c.status(0).map(Some)
             }
-            None => Ok(None),
-        }
-    }
-
-    /// The guarded write, then its event numbered inside one INSERT: two
-    /// statements instead of the default's three.
-    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
-        if !self.set_status(p)? {
-            return Ok(false);
-        }
-        if let Some(e) = event {
-            self.exec(
-                &crate::sql::EVENT_APPEND_NEXT,
-                params![p.id.0, e.at.as_millis(), e.kind, e.data],
-            )?;
-        }
-        Ok(true)
-    }
-
-    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
-        self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
-        Ok(self.exec(&crate::sql::JOB_DELETE, [id.0])? == 1)
-    }
-
-    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(&crate::sql::JOB_READY_HEADS)
-            .map_err(map_err)?;
-        let mut rows = st.query(params![queue, now.as_millis()]).map_err(map_err)?;
-        let mut out = Vec::with_capacity(4);
-        while let Some(row) = rows.next().map_err(map_err)? {
-            out.push(candidate(row)?);
-        }
-        Ok(out)
-    }
-
-    fn job_ready_head(
-        &mut self,
-        queue: &str,
-        priority: Priority,
-        now: Timestamp,
-    ) -> Result<Option<Candidate>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_READY_HEAD).map_err(map_err)?;
-        let mut rows = st
-            .query(params![queue, priority.get(), now.as_millis()])
-            .map_err(map_err)?;
-        match rows.next().map_err(map_err)? {
-            Some(row) => candidate(row).map(Some),
             None => Ok(None),
         }
     }
@@ -218,17 +184,91 @@ impl Store for SqliteStore {
         rows.map(|r| r.map(JobId).map_err(map_err)).collect()
     }
 
-    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
-        let seq: i64 = self
+    fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
+        let last = match self.next_id {
+            Some(next) => next - 1,
+            None => self
+                .conn
+                .prepare_cached(&crate::sql::JOB_IDS)
+                .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
+                .map_err(map_err)?,
+        };
+        let n = i64::try_from(n).unwrap_or(i64::MAX / 2);
+        self.next_id = Some(last + n + 1);
+        Ok((1..=n).map(|i| JobId(last + i)).collect())
+    }
+
+    fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_UNIQUE_KEY).map_err(map_err)?;
+        let mut rows = st.query([id.0]).map_err(map_err)?;
+        match rows.next().map_err(map_err)? {
+            Some(row) => Cols::new(row, Some(id)).opt_text(0, "unique_key"),
+            None => Ok(None),
+        }
+    }
+
+    fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
+        let (i, _) = crate::sql::page(limit);
+        self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()])
+    }
+
+    fn job_ready_after(
+        &mut self,
+        queue: &str,
+        now: Timestamp,
+        after: Candidate,
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let (i, _) = crate::sql::page(limit);
+        self.candidates(
+            &crate::sql::JOB_READY_AFTER_PAGES[i],
+            params![
+                queue,
+                after.priority.get(),
+                now.as_millis(),
+                after.ready_at.as_millis(),
+                after.id.0
+            ],
+        )
+    }
+
+    fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
+        let next: i64 = self
             .conn
             .prepare_cached(&crate::sql::EVENT_NEXT_SEQ)
-            .and_then(|mut st| st.query_row([job.0], |r| r.get(0)))
+            .and_then(|mut st| st.query_row([id.0], |r| r.get(0)))
             .map_err(map_err)?;
-        self.exec(
-            &crate::sql::EVENT_APPEND,
-            params![job.0, seq, at.as_millis(), kind, data],
-        )?;
-        Ok(seq)
+        Ok(next - 1)
+    }
+
+    /// One prepared statement per row: in-process, a statement costs no
+    /// round trip, and these are cached.
+    fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
+        for id in &c.deletes {
+            self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
+            if self.exec(&crate::sql::JOB_DELETE, [id.0])? != 1 {
+                return Err(unmatched(*id));
+            }
+        }
+        for u in &c.updates {
+            self.update(u)?;
+        }
+        for j in &c.inserts {
+            self.insert(j)?;
+        }
+        for e in &c.events {
+            match e.base {
+                Some(base) => self.exec(
+                    &crate::sql::EVENT_APPEND,
+                    params![e.job.0, base + e.ord, e.at.as_millis(), e.kind, e.data],
+                )?,
+                None => self.exec(
+                    &crate::sql::EVENT_APPEND_NEXT,
+                    params![e.job.0, e.at.as_millis(), e.kind, e.data],
+                )?,
+            };
+        }
+        Ok(())
     }
 }
 

@@ -56,22 +56,46 @@ fn claim_probes_the_ready_index_once_per_class() {
     assert_seeks_only("job_ready_heads", include_str!("../sql/job_ready_heads.sql"));
 }
 
+/// The claim's statements as the store runs them: one copy per page size.
+fn pages(sql: &str) -> Vec<String> {
+    [1, 16, 128]
+        .map(|n| sql.replace("LIMIT 1", &format!("LIMIT {n}")))
+        .to_vec()
+}
+
 #[test]
-fn a_single_class_probe_is_one_seek_of_the_ready_index() {
-    let conn = schema();
-    let steps = plan(&conn, include_str!("../sql/job_ready_head.sql"));
-    assert_eq!(steps.len(), 1, "{steps:#?}");
-    assert!(
-        steps[0].starts_with("SEARCH jobs USING")
-            && steps[0].contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"),
-        "{steps:#?}"
-    );
+fn every_page_of_the_claim_probes_the_ready_index_once_per_class() {
+    for sql in pages(include_str!("../sql/job_ready_heads.sql")) {
+        let conn = schema();
+        let steps = plan(&conn, &sql);
+        let probes = steps
+            .iter()
+            .filter(|s| s.contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"))
+            .count();
+        assert_eq!(probes, 4, "{steps:#?}");
+        assert_seeks_only("job_ready_heads", &sql);
+    }
+}
+
+#[test]
+fn the_next_page_of_a_class_is_one_seek_of_the_ready_index() {
+    for sql in pages(include_str!("../sql/job_ready_after.sql")) {
+        let conn = schema();
+        let steps = plan(&conn, &sql);
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert!(
+            steps[0].starts_with("SEARCH jobs USING")
+                && steps[0].contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"),
+            "{steps:#?}"
+        );
+    }
 }
 
 #[test]
 fn other_hot_statements_seek() {
     assert_seeks_only("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql"));
-    assert_seeks_only("job_ready_head", include_str!("../sql/job_ready_head.sql"));
+    assert_seeks_only("job_ready_after", include_str!("../sql/job_ready_after.sql"));
+    assert_seeks_only("job_unique_key", include_str!("../sql/job_unique_key.sql"));
     assert_seeks_only("job_expired_leases", include_str!("../sql/job_expired_leases.sql"));
     assert_seeks_only(
         "job_find_active_by_key",
@@ -93,7 +117,8 @@ fn hot_statements_are_never_reprepared() {
     let hot = [
         ("job_ready_heads", include_str!("../sql/job_ready_heads.sql")),
         ("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql")),
-        ("job_ready_head", include_str!("../sql/job_ready_head.sql")),
+        ("job_ready_after", include_str!("../sql/job_ready_after.sql")),
+        ("job_ids", include_str!("../sql/job_ids.sql")),
         ("job_expired_leases", include_str!("../sql/job_expired_leases.sql")),
         ("event_next_seq", include_str!("../sql/event_next_seq.sql")),
         ("event_append", include_str!("../sql/event_append.sql")),
@@ -106,7 +131,14 @@ fn hot_statements_are_never_reprepared() {
             include_str!("../sql/job_find_active_by_key.sql"),
         ),
     ];
+    let paged: Vec<(String, String)> = pages(include_str!("../sql/job_ready_heads.sql"))
+        .into_iter()
+        .chain(pages(include_str!("../sql/job_ready_after.sql")))
+        .map(|sql| (format!("claim page {}", sql.len()), sql))
+        .collect();
+    let hot = hot.iter().map(|(n, s)| (n.to_string(), s.to_string())).chain(paged);
     for (name, sql) in hot {
+        let sql = sql.as_str();
         for i in 0..50i64 {
             let mut st = conn.prepare_cached(sql).unwrap();
             for p in 1..=st.parameter_count() {

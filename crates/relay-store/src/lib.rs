@@ -10,7 +10,8 @@
 //!
 //! This crate is internal: its traits may change with the engine.
 //!
-//! - [`Store`]: transaction control and the job/event primitives.
+//! - [`Store`]: transaction control, the reads a batch plans with, and
+//!   [`Store::apply`], which writes a planned batch ([`Changes`]).
 //! - [`StoreReader`]: reads beside the writer.
 //! - [`StoreError`]: what a store can report, driver errors kept as sources.
 //! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
@@ -23,9 +24,11 @@ pub mod decode;
 mod error;
 pub use error::StoreError;
 
-/// A new job, as the engine hands it to [`Store::job_insert`].
+/// A job first written by this batch: its final state in the batch, under
+/// an id reserved with [`Store::job_ids`].
 #[derive(Debug, Clone, Copy)]
 pub struct JobInsert<'a> {
+    pub id: JobId,
     pub queue: &'a str,
     pub kind: &'a str,
     pub payload: &'a [u8],
@@ -33,14 +36,15 @@ pub struct JobInsert<'a> {
     pub unique_key: Option<&'a str>,
     pub created_at: Timestamp,
     pub status: &'a JobStatus,
-    /// The job's first event (number 1), written with it.
-    pub event: Option<EventWrite<'a>>,
+    pub result: Option<&'a [u8]>,
 }
 
-/// A guarded status write: it applies only while the stored job is still in
-/// `expect_state` with `expect_token` as its latest token.
+/// An existing job's new status. The guard (`expect_state`,
+/// `expect_token`) is what the batch read: the store's row lock (or write
+/// lock) keeps it true until the commit, so a write that does not match
+/// means another writer broke that lock, and the batch fails.
 #[derive(Debug, Clone, Copy)]
-pub struct JobSetStatus<'a> {
+pub struct JobUpdate<'a> {
     pub id: JobId,
     pub expect_state: JobState,
     pub expect_token: LeaseToken,
@@ -49,17 +53,59 @@ pub struct JobSetStatus<'a> {
     pub result: Option<&'a [u8]>,
 }
 
-/// Most expired leases one call to `Store::job_expired_leases` returns.
-pub const REAP_BATCH: usize = 256;
-
-/// An event to append with a transition.
+/// An event to append. Its number is `base + ord`, where `base` is the
+/// job's last number before this batch: given when the batch read it (or
+/// 0 for a job the batch inserts), else read by the store.
 #[derive(Debug, Clone, Copy)]
-pub struct EventWrite<'a> {
+pub struct EventRow<'a> {
+    pub job: JobId,
+    pub base: Option<i64>,
+    /// 1, 2, 3... among this batch's events of `job`, in order.
+    pub ord: i64,
     pub at: Timestamp,
     pub kind: &'a str,
     /// JSON text.
     pub data: &'a str,
 }
+
+/// Everything a batch writes, planned before anything is written (see the
+/// engine's `plan` module), for [`Store::apply`] to write in a few
+/// statements. Applied in this order: deletes (with their events), then
+/// updates (every update that gives a finished job its unique key back
+/// comes after the others, so a key released in the batch is free first),
+/// then inserts, then events.
+#[derive(Debug, Default)]
+pub struct Changes<'a> {
+    pub deletes: Vec<JobId>,
+    pub updates: Vec<JobUpdate<'a>>,
+    /// How many of `updates`, from the end, take a unique key back.
+    pub updates_taking_keys: usize,
+    pub inserts: Vec<JobInsert<'a>>,
+    pub events: Vec<EventRow<'a>>,
+}
+
+impl Changes<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.deletes.is_empty() && self.updates.is_empty() && self.inserts.is_empty() && self.events.is_empty()
+    }
+}
+
+/// A READY job offered to a claim: its place in the queue, decoded
+/// strictly, and the whole row where the store reads it with the
+/// candidate (to save a round trip; an error when the rest does not
+/// decode: a claim that picks it fails, as it would reading it alone).
+#[derive(Debug)]
+pub struct ReadyRow {
+    pub candidate: Candidate,
+    pub job: Option<Result<Job, StoreError>>,
+}
+
+/// One job's status as [`Store::job_get_statuses`] read it (an error
+/// when its row does not decode).
+pub type StatusRead = (JobId, Result<JobStatus, StoreError>);
+
+/// Most expired leases one call to `Store::job_expired_leases` returns.
+pub const REAP_BATCH: usize = 256;
 
 /// One row of a job's event log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -94,9 +140,13 @@ pub struct JobFilter {
 /// The writer's connection: used by one thread, inside transactions the
 /// engine opens and closes.
 ///
-/// Every method but `begin` runs inside the current transaction. A failed
-/// statement changes nothing (the store undoes it); the engine isolates one
-/// operation from another with [`Store::changes`] (see the engine's docs).
+/// A batch runs in two phases. Planning reads (every method below but
+/// `apply`, `job_prune` and `notify_ready`) and decides; an operation that
+/// fails there fails alone and has written nothing. Then [`Store::apply`]
+/// writes what the whole batch decided, in a few statements; any error
+/// there fails the batch. Reads of rows the batch may change lock them
+/// where other processes write too (PostgreSQL: `FOR UPDATE`, or `FOR
+/// UPDATE SKIP LOCKED` for claim candidates and expired leases).
 pub trait Store: Send {
     /// Starts the batch's transaction, taking the store's write lock (waiting
     /// up to the busy timeout for other processes).
@@ -124,56 +174,67 @@ pub trait Store: Send {
         false
     }
     /// True where `Busy` means a transient conflict with another process
-    /// that a new attempt resolves at once (PostgreSQL's deadlocks and
-    /// serialization failures): the engine then applies the batch again.
+    /// that a new attempt resolves at once (PostgreSQL's deadlocks, and a
+    /// unique key another process took between this batch's check and its
+    /// write): the engine then plans and applies the batch again.
     /// `false` (the default): `Busy` already waited its busy timeout.
     fn busy_is_transient(&self) -> bool {
         false
     }
-    /// Rows inserted, updated or deleted by this connection so far; a
-    /// statement that failed adds nothing.
-    fn changes(&self) -> u64;
 
-    /// Inserts a new job and, when given, its first event.
-    fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError>;
+    /// `n` ids for new jobs: never used before, and never used again once
+    /// handed out (an id reserved by a batch that did not commit is skipped).
+    fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError>;
     /// The unfinished (READY or LEASED) job holding `key`, if any.
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;
-    /// Job `id`'s unique key and the other unfinished job holding it now,
-    /// if any (what a retry of a finished job checks before it writes).
-    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError>;
+    /// Job `id`'s unique key (`None`: the job is missing or has none).
+    fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError>;
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError>;
-    /// A guarded status write and, when it matched, its event: `false` (and
-    /// nothing written) when the guard did not match. Stores may do both in
-    /// one statement (PostgreSQL does: one round trip fewer per transition).
-    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError>;
-    /// Removes a job and its events.
-    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError>;
-    /// The oldest READY job of each priority class in `queue` whose
-    /// `ready_at` is at or before `now`: at most four, one index probe each.
-    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError>;
-    /// The oldest due READY job of one class of `queue` (one probe): what a
-    /// claim needs after taking that class's head.
-    fn job_ready_head(
+    /// The statuses of many jobs (missing ones left out; a row that does
+    /// not decode is its own error). Stores may read them in one statement.
+    fn job_get_statuses(&mut self, ids: &[JobId]) -> Result<Vec<StatusRead>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.job_get_status(*id) {
+                Ok(Some(s)) => out.push((*id, Ok(s))),
+                Ok(None) => {}
+                Err(e @ StoreError::Corrupt { .. }) => out.push((*id, Err(e))),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+    /// The oldest due READY jobs of `queue` (`ready_at` at or before
+    /// `now`): at least `limit` of each priority class that has that many
+    /// (fewer means the class has no more; more is allowed), each class
+    /// in `(ready_at, id)` order.
+    fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError>;
+    /// The next page of one class: its due READY jobs after `after` in
+    /// `(ready_at, id)` order, at least `limit` of them if there are that
+    /// many (as [`Store::job_ready`]).
+    fn job_ready_after(
         &mut self,
         queue: &str,
-        priority: Priority,
         now: Timestamp,
-    ) -> Result<Option<Candidate>, StoreError> {
-        Ok(self
-            .job_ready_heads(queue, now)?
-            .into_iter()
-            .find(|c| c.priority == priority))
-    }
+        after: Candidate,
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError>;
     /// The earliest `ready_at` after `now` among READY jobs of `queue`.
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
     /// LEASED jobs whose lease expired at or before `now`, oldest expiry
     /// first, at most [`REAP_BATCH`] of them.
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
+    /// The number of job `id`'s last event (0 when it has none).
+    fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError>;
+
+    /// Writes a batch's changes (see [`Changes`] for the order). Any error
+    /// fails the batch: the engine rolls the transaction back.
+    fn apply(&mut self, changes: &Changes<'_>) -> Result<(), StoreError>;
     /// Deletes up to 1000 finished jobs (SUCCEEDED, DEAD, CANCELLED) that
     /// finished before `before`, with their events; returns how many.
+    /// Housekeeping, run before a batch is planned.
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
-    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError>;
     /// Tells other processes, when this transaction commits, that jobs
     /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.
     fn notify_ready(&mut self) -> Result<(), StoreError> {

@@ -13,6 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod batches;
 pub mod fencing;
 pub mod group_commit;
 pub mod input;
@@ -149,6 +150,11 @@ macro_rules! conformance {
             model::matches_the_model,
             unique::retry_into_a_held_key_is_a_conflict_that_fails_alone,
             unique::concurrent_submits_of_one_key_get_one_job,
+            batches::a_submit_its_cancel_and_a_claim_in_one_batch,
+            batches::a_submit_and_its_claim_in_one_batch,
+            batches::a_lease_and_its_ack_in_one_batch,
+            batches::a_stale_ack_beside_valid_acks_fails_alone,
+            batches::a_batch_of_refused_operations_writes_nothing,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

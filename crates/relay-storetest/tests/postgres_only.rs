@@ -236,7 +236,7 @@ fn a_column_of_the_wrong_type_is_corrupt_not_a_panic() {
         .unwrap();
     let e = relay.events(id).unwrap_err();
     assert!(matches!(e, relay::Error::Corrupt { .. }), "{e:?}");
-    // A writer decoding a new job's id (in a database of its own, changed
+    // A writer decoding a job's id (in a database of its own, changed
     // before the Relay prepared any statement).
     let url = PgServer::shared().new_database();
     drop(Relay::connect(&url, Options::default()).unwrap());
@@ -245,9 +245,10 @@ fn a_column_of_the_wrong_type_is_corrupt_not_a_panic() {
         .batch_execute("ALTER TABLE relay_jobs ALTER COLUMN id TYPE integer")
         .unwrap();
     let relay = Relay::connect(&url, Options::default()).unwrap();
+    let id = relay.submit(NewJob::new("q", "k2", Vec::new())).unwrap();
     for _ in 0..2 {
         // Twice: the writer is still alive for the second (not `Closed`).
-        let e = relay.submit(NewJob::new("q", "k2", Vec::new())).unwrap_err();
+        let e = relay.cancel(id).unwrap_err();
         assert!(matches!(e, relay::Error::Corrupt { .. }), "{e:?}");
     }
     assert!(relay.stats().is_ok());

@@ -1,7 +1,7 @@
 //! Each API call as a [`Pending`] operation, built once and run by both the
 //! blocking [`crate::Relay`] and the async [`crate::AsyncRelay`].
 
-use crate::engine::{Engine, Pending};
+use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
 use crate::ops;
 use crate::request::{check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, ValidLease};
@@ -16,19 +16,25 @@ impl Engine {
             .into_iter()
             .map(|j| j.validate(limits, self.options.default_max_attempts, now))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Pending::new(false, move |store, ctx| ops::submit(store, ctx, &valid)))
+        Ok(Pending::new(Hint::Submit(valid.len()), move |plan, ctx| {
+            ops::submit(plan, ctx, &valid)
+        }))
     }
 
     pub(crate) fn lease_op(&self, req: ValidLease) -> Pending<LeaseBatch> {
-        Pending::new(true, move |store, ctx| ops::lease(store, ctx, &req))
+        let hint = Hint::Claim {
+            queues: req.queues.clone(),
+            max: req.max,
+        };
+        Pending::new(hint, move |plan, ctx| ops::lease(plan, ctx, &req))
     }
 
     pub(crate) fn ack_op(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<Pending<()>> {
         if let Some(r) = &result {
             check_body(&self.options.limits, "result", r)?;
         }
-        Ok(Pending::new(false, move |store, ctx| {
-            ops::act(store, ctx, id, Action::Ack { token }, result.as_deref()).map(drop)
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::act(plan, ctx, id, Action::Ack { token }, result.as_deref()).map(drop)
         }))
     }
 
@@ -41,9 +47,9 @@ impl Engine {
         permanent: bool,
     ) -> Pending<JobStatus> {
         let error = error_text(error);
-        Pending::new(false, move |store, ctx| {
+        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
             ops::act(
-                store,
+                plan,
                 ctx,
                 id,
                 Action::Nack {
@@ -59,22 +65,22 @@ impl Engine {
 
     pub(crate) fn extend_op(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Pending<Timestamp>> {
         self.options.limits.lease_for(lease_for)?;
-        Ok(Pending::new(false, move |store, ctx| {
-            let s = ops::act(store, ctx, id, Action::Extend { token, lease_for }, None)?;
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            let s = ops::act(plan, ctx, id, Action::Extend { token, lease_for }, None)?;
             Ok(s.lease.map_or(ctx.now, |l| l.expires_at))
         }))
     }
 
     /// Release, cancel, retry and delete: actions with nothing to validate.
     pub(crate) fn action_op(&self, id: JobId, action: SimpleAction) -> Pending<()> {
-        Pending::new(false, move |store, ctx| {
+        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
             let a = match action {
                 SimpleAction::Release(token) => Action::Release { token },
                 SimpleAction::Cancel => Action::Cancel,
                 SimpleAction::Retry => Action::Retry,
-                SimpleAction::Delete => return ops::delete(store, ctx, id),
+                SimpleAction::Delete => return ops::delete(plan, ctx, id),
             };
-            ops::act(store, ctx, id, a, None).map(drop)
+            ops::act(plan, ctx, id, a, None).map(drop)
         })
     }
 
@@ -83,8 +89,8 @@ impl Engine {
         let data = data.to_string();
         check_body(&self.options.limits, "event data", data.as_bytes())?;
         let kind = kind.to_owned();
-        Ok(Pending::new(false, move |store, ctx| {
-            ops::append_event(store, ctx.now, id, &kind, &data)
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, _ctx| {
+            ops::append_event(plan, id, &kind, &data)
         }))
     }
 
@@ -105,12 +111,14 @@ impl Engine {
                 c
             })
             .collect();
-        Ok(Pending::new(false, move |store, ctx| {
+        let hint = Hint::Jobs(batch.iter().map(|c| c.id).collect());
+        Ok(Pending::new(hint, move |plan, ctx| {
             let mut out = Vec::with_capacity(batch.len());
             for c in &batch {
+                let m = plan.mark();
                 let r = match &c.outcome {
                     CompletionOutcome::Ack { result } => {
-                        ops::act(store, ctx, c.id, Action::Ack { token: c.token }, result.as_deref())
+                        ops::act(plan, ctx, c.id, Action::Ack { token: c.token }, result.as_deref())
                     }
                     CompletionOutcome::Nack {
                         error,
@@ -123,12 +131,19 @@ impl Engine {
                             retry_in: *retry_in,
                             permanent: *permanent,
                         };
-                        ops::act(store, ctx, c.id, a, None)
+                        ops::act(plan, ctx, c.id, a, None)
                     }
                 };
                 match r {
                     Err(e) if e.is_batch_fatal() => return Err(e),
-                    r => out.push(r),
+                    Err(e) => {
+                        plan.undo(m);
+                        out.push(Err(e));
+                    }
+                    Ok(s) => {
+                        plan.keep(m);
+                        out.push(Ok(s));
+                    }
                 }
             }
             Ok(out)
@@ -136,11 +151,11 @@ impl Engine {
     }
 
     pub(crate) fn prune_op(&self, age: Duration) -> Pending<u64> {
-        Pending::new(false, move |store, ctx| ops::prune(store, ctx.now, age))
+        Pending::new(Hint::None, move |plan, ctx| ops::prune(plan.store(), ctx.now, age))
     }
 
     pub(crate) fn reap_op(&self) -> Pending<usize> {
-        Pending::new(false, ops::reap)
+        Pending::new(Hint::None, ops::reap)
     }
 }
 

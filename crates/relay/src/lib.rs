@@ -52,6 +52,8 @@ pub mod view;
 pub mod worker;
 
 pub use engine::metrics::Metrics;
+#[doc(hidden)]
+pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::{AsyncRelay, Relay, Stats};

@@ -1,18 +1,20 @@
-//! The operations the writer applies, written once for every store: each
-//! loads what it needs, asks `relay_core::transition` what happens, and
-//! persists the answer with a guarded write.
+//! The operations the writer plans, written once for every store: each
+//! reads what it needs through the batch's [`Plan`], asks
+//! `relay_core::transition` what happens, and records the answer in the
+//! plan (the store writes the whole batch afterwards).
 
-use crate::engine::writer::{BatchCtx, KeptHeads};
+use crate::engine::plan::Plan;
+use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
-use relay_core::{choose, transition, Action, Candidate, JobId, JobState, JobStatus, Next, Priority, Timestamp};
-use relay_store::{EventWrite, JobInsert, JobSetStatus, Store, StoreError};
+use relay_core::{choose, transition, Action, Candidate, Job, JobId, JobState, JobStatus, Next, Timestamp};
+use relay_store::Store;
 
-pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
+pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
     for j in jobs {
         if let Some(key) = j.unique_key.as_deref() {
-            if let Some(id) = store.job_find_active_by_key(key)? {
+            if let Some(id) = plan.active_by_key(key)? {
                 ids.push(id);
                 continue;
             }
@@ -20,80 +22,49 @@ pub(crate) fn submit(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, jobs: &[Vali
         let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
         let data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()})
             .to_string();
-        let id = store.job_insert(&JobInsert {
-            queue: &j.queue,
-            kind: &j.kind,
-            payload: &j.payload,
+        let id = plan.insert(Job {
+            id: JobId(0),
+            queue: j.queue.clone(),
+            kind: j.kind.clone(),
+            payload: j.payload.clone(),
             priority: j.priority,
-            unique_key: j.unique_key.as_deref(),
             created_at: ctx.now,
-            status: &status,
-            event: Some(EventWrite {
-                at: ctx.now,
-                kind: "submitted",
-                data: &data,
-            }),
+            unique_key: j.unique_key.clone(),
+            result: None,
+            status,
         })?;
+        plan.event(id, "submitted", data, false)?;
         ctx.woke |= j.ready_at <= ctx.now;
-        ctx.ready_changed();
         ids.push(id);
     }
     Ok(ids)
 }
 
 /// The claim: up to `max` jobs, each the aging winner among the oldest due
-/// job of every class of every requested queue.
-pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
+/// job of every class of every requested queue (and any job made due
+/// earlier in the batch).
+pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
     let mut heads: Vec<(usize, Candidate)> = Vec::with_capacity(4 * req.queues.len());
-    for (qi, q) in req.queues.iter().enumerate() {
-        match ctx.take_heads(q) {
-            Some(kept) => {
-                heads.extend(kept.heads.iter().map(|c| (qi, *c)));
-                for p in kept.stale {
-                    heads.extend(store.job_ready_head(q, p, ctx.now)?.map(|c| (qi, c)));
-                }
-            }
-            None => heads.extend(store.job_ready_heads(q, ctx.now)?.into_iter().map(|c| (qi, c))),
-        }
-    }
-    let mut stale: Vec<(usize, Priority)> = Vec::new();
     let mut jobs = Vec::new();
     while jobs.len() < req.max as usize {
+        plan.heads(&req.queues, &mut heads)?;
         let Some(winner) = choose(heads.iter().map(|h| h.1), ctx.now, ctx.options.aging_interval) else {
             break;
         };
-        let job = store.job_get(winner.id)?.ok_or(Error::NotFound { id: winner.id })?;
+        let job = plan.job(winner.id)?.ok_or(Error::NotFound { id: winner.id })?;
         let action = Action::Lease {
             worker: &req.worker,
             lease_for: req.lease_for,
         };
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
-        persist(store, ctx.now, job.id, &job.status, &next, None)?;
-        jobs.push(LeasedJob::new(job, next.status));
-        // The winner's class has a new head (the next job in its index);
-        // the other classes' heads are unchanged.
-        let qi = heads.iter().position(|h| h.1.id == winner.id).map_or(0, |i| heads[i].0);
-        heads.retain(|h| h.1.id != winner.id);
-        if jobs.len() < req.max as usize {
-            if let Some(c) = store.job_ready_head(&req.queues[qi], winner.priority, ctx.now)? {
-                heads.push((qi, c));
-            }
-        } else {
-            // Probed by the next claim of the batch, if there is one.
-            stale.push((qi, winner.priority));
-        }
-    }
-    for (qi, q) in req.queues.iter().enumerate() {
-        let kept = KeptHeads {
-            heads: heads.iter().filter(|h| h.0 == qi).map(|h| h.1).collect(),
-            stale: stale.iter().filter(|s| s.0 == qi).map(|s| s.1).collect(),
-        };
-        ctx.keep_heads(q, kept);
+        let status = next.status.clone();
+        persist(plan, job.id, next, None)?;
+        jobs.push(LeasedJob::new(job, status));
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
         for q in &req.queues {
-            if let Some(t) = store.job_next_ready_at(q, ctx.now)? {
+            if let Some(t) = plan.next_ready_at(q)? {
                 next_ready_at = Some(next_ready_at.map_or(t, |n| n.min(t)));
             }
         }
@@ -103,50 +74,41 @@ pub(crate) fn lease(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, req: &ValidLe
 
 /// Applies one action to one job; returns its new status.
 pub(crate) fn act(
-    store: &mut dyn Store,
+    plan: &mut Plan<'_>,
     ctx: &mut BatchCtx<'_>,
     id: JobId,
     action: Action<'_>,
     result: Option<&[u8]>,
 ) -> Result<JobStatus> {
-    let cur = store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
+    let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
     let next = transition(id, &cur, action, &ctx.transition_ctx())?;
-    if matches!(action, Action::Retry) {
-        // Checked before writing, on every store: the unique index would
-        // refuse the write, and on PostgreSQL that aborts the whole batch.
-        if let Some((key, holder)) = store.job_key_holder(id)? {
-            return Err(Error::Conflict { id, key, holder });
+    let mut retaken = None;
+    if matches!(action, Action::Retry) && !next.unchanged {
+        // Checked before deciding: the unique index would refuse the write,
+        // and that fails the whole batch.
+        if let Some((key, holder)) = plan.retry_key(id)? {
+            if let Some(holder) = holder {
+                return Err(Error::Conflict { id, key, holder });
+            }
+            retaken = Some(key);
         }
     }
-    match persist(store, ctx.now, id, &cur, &next, result) {
-        Err(Error::Storage(e)) if matches!(*e, StoreError::KeyTaken { .. }) => {
-            // Taken by another process after the check above.
-            return Err(match store.job_key_holder(id)? {
-                Some((key, holder)) => Error::Conflict { id, key, holder },
-                None => Error::Busy, // the holder finished meanwhile: retrying is safe
-            });
-        }
-        r => r?,
+    let status = next.status.clone();
+    persist(plan, id, next, result)?;
+    if let Some(key) = retaken {
+        plan.retake_key(key, id);
     }
-    if cur.state == JobState::Ready || next.status.state == JobState::Ready || next.delete {
-        ctx.ready_changed();
-    }
-    ctx.woke |= next.status.state == JobState::Ready && next.status.ready_at <= ctx.now;
-    Ok(next.status)
+    ctx.woke |= status.state == JobState::Ready && status.ready_at <= ctx.now;
+    Ok(status)
 }
 
 /// Deletes a job. A row that no longer decodes can still be deleted: it is
 /// the way out for an operator whose queue is stuck behind a corrupt row.
-pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -> Result<()> {
-    match act(store, ctx, id, Action::Delete, None) {
+pub(crate) fn delete(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, id: JobId) -> Result<()> {
+    match act(plan, ctx, id, Action::Delete, None) {
         Err(Error::Corrupt { job: Some(j), reason }) if j == id => {
             tracing::warn!(job = %id, %reason, "deleting a corrupt job");
-            ctx.ready_changed();
-            if store.job_delete(id)? {
-                Ok(())
-            } else {
-                Err(Error::NotFound { id })
-            }
+            plan.delete_corrupt(id)
         }
         other => other.map(drop),
     }
@@ -156,19 +118,27 @@ pub(crate) fn delete(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, id: JobId) -
 /// A corrupt row is reported (once per process) and passed over: it would
 /// otherwise be first in expiry order every time and stop every reclaim
 /// behind it. `delete` removes it.
-pub(crate) fn reap(store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<usize> {
-    let ids = store.job_expired_leases(ctx.now)?;
+pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+    let ids = plan.expired_leases()?;
     let mut reaped = 0;
     for id in &ids {
-        match act(store, ctx, *id, Action::Expire, None) {
-            Ok(_) => reaped += 1,
+        let m = plan.mark();
+        match act(plan, ctx, *id, Action::Expire, None) {
+            Ok(_) => {
+                plan.keep(m);
+                reaped += 1;
+            }
             Err(Error::Corrupt { job, reason }) => {
+                plan.undo(m);
                 if ctx.corrupt_reported.insert(*id) {
                     let job = job.unwrap_or(*id);
                     tracing::error!(%job, %reason, "an expired lease cannot be reclaimed: its row is corrupt; delete the job (relay delete) to clear it");
                 }
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                plan.undo(m);
+                return Err(e);
+            }
         }
     }
     if reaped > 0 {
@@ -184,44 +154,23 @@ pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Durat
 }
 
 /// Appends a user event to an existing job.
-pub(crate) fn append_event(store: &mut dyn Store, now: Timestamp, id: JobId, kind: &str, data: &str) -> Result<i64> {
-    store.job_get_status(id)?.ok_or(Error::NotFound { id })?;
-    Ok(store.event_append(id, now, kind, data)?)
+pub(crate) fn append_event(plan: &mut Plan<'_>, id: JobId, kind: &str, data: &str) -> Result<i64> {
+    plan.status(id)?.ok_or(Error::NotFound { id })?;
+    plan.event(id, kind, data.to_owned(), true)?
+        .ok_or(Error::NotFound { id })
 }
 
-/// Writes `next` over `cur`, guarded on the state and token that were read.
-fn persist(
-    store: &mut dyn Store,
-    now: Timestamp,
-    id: JobId,
-    cur: &JobStatus,
-    next: &Next,
-    result: Option<&[u8]>,
-) -> Result<()> {
+/// Records `next` in the batch's plan.
+fn persist(plan: &mut Plan<'_>, id: JobId, next: Next, result: Option<&[u8]>) -> Result<()> {
     if next.unchanged {
         return Ok(());
     }
     if next.delete {
-        return if store.job_delete(id)? {
-            Ok(())
-        } else {
-            Err(Error::NotFound { id })
-        };
+        return plan.delete(id);
     }
-    let guarded = JobSetStatus {
-        id,
-        expect_state: cur.state,
-        expect_token: cur.last_token,
-        status: &next.status,
-        result,
-    };
-    let event = next.event.as_ref().map(|e| EventWrite {
-        at: now,
-        kind: e.kind,
-        data: &e.data,
-    });
-    if !store.job_transition(&guarded, event)? {
-        return Err(Error::LeaseLost { id });
+    plan.update(id, next.status, result)?;
+    if let Some(e) = next.event {
+        plan.event(id, e.kind, e.data, false)?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@
 use relay::{Error, NewJob, Options, Relay};
 use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
 use relay_sqlite::SqliteBackend;
-use relay_store::{Backend, EventWrite, JobInsert, JobSetStatus, Store, StoreError, StoreReader, Syncer};
+use relay_store::{Backend, Changes, ReadyRow, Store, StoreError, StoreReader, Syncer};
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -125,23 +125,20 @@ impl Store for GatedStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         self.inner.rollback()
     }
-    fn changes(&self) -> u64 {
-        self.inner.changes()
-    }
     fn failed_commit_is_final(&self) -> bool {
         self.inner.failed_commit_is_final()
     }
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::clone(&self.syncer))
     }
-    fn job_insert(&mut self, job: &JobInsert<'_>) -> Result<JobId, StoreError> {
-        self.inner.job_insert(job)
+    fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
+        self.inner.job_ids(n)
     }
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         self.inner.job_find_active_by_key(key)
     }
-    fn job_key_holder(&mut self, id: JobId) -> Result<Option<(String, JobId)>, StoreError> {
-        self.inner.job_key_holder(id)
+    fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError> {
+        self.inner.job_unique_key(id)
     }
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
         self.inner.job_get(id)
@@ -149,22 +146,17 @@ impl Store for GatedStore {
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
         self.inner.job_get_status(id)
     }
-    fn job_transition(&mut self, p: &JobSetStatus<'_>, event: Option<EventWrite<'_>>) -> Result<bool, StoreError> {
-        self.inner.job_transition(p, event)
+    fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
+        self.inner.job_ready(queue, now, limit)
     }
-    fn job_delete(&mut self, id: JobId) -> Result<bool, StoreError> {
-        self.inner.job_delete(id)
-    }
-    fn job_ready_heads(&mut self, queue: &str, now: Timestamp) -> Result<Vec<Candidate>, StoreError> {
-        self.inner.job_ready_heads(queue, now)
-    }
-    fn job_ready_head(
+    fn job_ready_after(
         &mut self,
         queue: &str,
-        priority: relay_core::Priority,
         now: Timestamp,
-    ) -> Result<Option<Candidate>, StoreError> {
-        self.inner.job_ready_head(queue, priority, now)
+        after: Candidate,
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        self.inner.job_ready_after(queue, now, after, limit)
     }
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.inner.job_next_ready_at(queue, now)
@@ -172,11 +164,14 @@ impl Store for GatedStore {
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         self.inner.job_expired_leases(now)
     }
+    fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
+        self.inner.event_last_seq(id)
+    }
+    fn apply(&mut self, changes: &Changes<'_>) -> Result<(), StoreError> {
+        self.inner.apply(changes)
+    }
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_prune(before)
-    }
-    fn event_append(&mut self, job: JobId, at: Timestamp, kind: &str, data: &str) -> Result<i64, StoreError> {
-        self.inner.event_append(job, at, kind, data)
     }
     fn notify_ready(&mut self) -> Result<(), StoreError> {
         self.inner.notify_ready()

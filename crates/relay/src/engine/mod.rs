@@ -4,6 +4,7 @@
 
 pub(crate) mod durable;
 pub(crate) mod metrics;
+pub(crate) mod plan;
 pub(crate) mod readers;
 pub(crate) mod signal;
 pub(crate) mod writer;
@@ -12,8 +13,9 @@ use crate::error::{Error, Result};
 use crate::options::Options;
 use durable::Durability;
 use metrics::Counters;
+pub(crate) use plan::{Hint, Plan};
 use readers::Readers;
-use relay_store::{Backend, Store};
+use relay_store::Backend;
 use signal::Signal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
@@ -27,11 +29,11 @@ pub(crate) struct Pending<T> {
 }
 
 impl<T: Send + 'static> Pending<T> {
-    pub(crate) fn new<F>(claims: bool, work: F) -> Self
+    pub(crate) fn new<F>(hint: Hint, work: F) -> Self
     where
-        F: FnMut(&mut dyn Store, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
+        F: FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
     {
-        let (op, rx) = Call::boxed(Box::new(work), claims);
+        let (op, rx) = Call::boxed(Box::new(work), hint);
         Self { op, rx }
     }
 }
@@ -140,6 +142,27 @@ impl Engine {
         })
     }
 
+    /// Holds the writer until the returned guard is dropped: operations
+    /// sent meanwhile wait, in order, and are then applied as one batch.
+    pub(crate) fn hold_writer(&self) -> Option<WriterHold> {
+        let core = Arc::clone(self.core.as_ref()?);
+        let (locked, is_locked) = flume::bounded::<()>(1);
+        let (release, released) = flume::bounded::<()>(0);
+        let thread = std::thread::Builder::new()
+            .name("relay-writer-hold".into())
+            .spawn(move || {
+                let _held = core.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let _ = locked.send(());
+                let _ = released.recv();
+            })
+            .ok()?;
+        is_locked.recv().ok()?;
+        Some(WriterHold {
+            release: Some(release),
+            thread: Some(thread),
+        })
+    }
+
     fn sender(&self) -> Result<&flume::Sender<Box<dyn Operation>>> {
         self.tx.as_ref().ok_or(Error::Closed)
     }
@@ -177,6 +200,27 @@ impl Engine {
         let _busy = InFlight::enter(&self.in_flight);
         self.sender()?.send_async(p.op).await.map_err(|_| Error::Closed)?;
         p.rx.recv_async().await.map_err(|_| Error::Closed)?
+    }
+}
+
+/// Keeps the writer held (see `Engine::hold_writer`) until dropped.
+pub struct WriterHold {
+    release: Option<flume::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for WriterHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterHold").finish_non_exhaustive()
+    }
+}
+
+impl Drop for WriterHold {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

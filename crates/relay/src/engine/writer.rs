@@ -3,7 +3,7 @@
 //! Every write of a process goes through here. The thread blocks for the
 //! first waiting operation, drains every other one already waiting (up to
 //! `max_batch`), applies them in ONE transaction (one failing operation fails
-//! alone: see `apply_all`), commits once, and only then answers each caller.
+//! alone: see `plan_and_apply`), commits once, and only then answers each caller.
 //! Alone, a caller waits one fsync; under load one fsync serves everyone who
 //! arrived while the previous commit ran. Where the store splits its commit
 //! (SQLite), the fsync runs on a sync thread while the writer applies the
@@ -17,11 +17,12 @@
 
 use super::durable::{self, Durability};
 use super::metrics::Counters;
+use super::plan::{Hint, Plan};
 use super::signal::Signal;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
-use relay_core::{Candidate, RetryPolicy, Timestamp, TransitionCtx};
+use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
 use relay_store::{Store, StoreError, Syncer};
 use std::sync::Arc;
 
@@ -35,44 +36,11 @@ pub(crate) struct BatchCtx<'a> {
     pub woke: bool,
     /// This batch also prunes finished jobs past their retention.
     pub prune_due: bool,
-    /// The due heads of each queue claimed from in this batch, kept while
-    /// no operation of the batch changes which jobs are READY: a claim then
-    /// re-probes only the class it took from (one seek, not four).
-    ready_heads: Vec<(String, KeptHeads)>,
     /// Corrupt rows the reaper has already reported (once per process).
     pub corrupt_reported: &'a mut std::collections::HashSet<relay_core::JobId>,
 }
 
-/// A queue's heads kept between claims of one batch.
-pub(crate) struct KeptHeads {
-    pub heads: Vec<Candidate>,
-    /// Classes whose head was claimed and not probed again yet: probed only
-    /// if another claim of the batch needs them.
-    pub stale: Vec<relay_core::Priority>,
-}
-
 impl BatchCtx<'_> {
-    /// The kept heads of `queue`, if still valid. Taken out: the claim keeps
-    /// them again when it succeeds, and a claim that fails part-way leaves
-    /// none behind (the next one probes afresh).
-    pub(crate) fn take_heads(&mut self, queue: &str) -> Option<KeptHeads> {
-        let i = self.ready_heads.iter().position(|(q, _)| q == queue)?;
-        Some(self.ready_heads.swap_remove(i).1)
-    }
-
-    pub(crate) fn keep_heads(&mut self, queue: &str, heads: KeptHeads) {
-        match self.ready_heads.iter_mut().find(|(q, _)| q == queue) {
-            Some(slot) => slot.1 = heads,
-            None => self.ready_heads.push((queue.to_owned(), heads)),
-        }
-    }
-
-    /// An operation added, removed or rescheduled a READY job: the kept
-    /// heads may be stale.
-    pub(crate) fn ready_changed(&mut self) {
-        self.ready_heads.clear();
-    }
-
     pub(crate) fn transition_ctx(&mut self) -> TransitionCtx<'_> {
         let jitter = self.rng.f64();
         let retry: &RetryPolicy = &self.options.retry;
@@ -86,35 +54,40 @@ impl BatchCtx<'_> {
 
 /// One caller's operation, waiting for its batch.
 pub(crate) trait Operation: Send {
-    /// Runs against the open transaction; the result is kept for `finish`.
-    /// The returned error (a copy) tells the writer how to roll back.
-    fn apply(&mut self, store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<()>;
+    /// What it will read, so the batch can read it for everyone at once.
+    fn hint(&self) -> &Hint;
+    /// Plans the operation: reads through `plan` and records what it
+    /// writes there. The result is kept for `finish`; the returned error (a
+    /// copy) says whether it failed alone or failed the batch.
+    fn plan(&mut self, plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<()>;
     /// Answers the caller once the batch's fate is known: the operation's
     /// own error if it failed, else the batch's error, else its value.
     fn finish(self: Box<Self>, batch: Result<()>);
     /// True for claims: the batch reclaims expired leases first.
-    fn claims(&self) -> bool;
+    fn claims(&self) -> bool {
+        matches!(self.hint(), Hint::Claim { .. })
+    }
 }
 
-pub(crate) type Work<T> = Box<dyn FnMut(&mut dyn Store, &mut BatchCtx<'_>) -> Result<T> + Send>;
+pub(crate) type Work<T> = Box<dyn FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send>;
 
 /// An operation returning `T`, answered on a typed reply channel.
 pub(crate) struct Call<T> {
     work: Work<T>,
     out: Option<Result<T>>,
     reply: flume::Sender<Result<T>>,
-    claims: bool,
+    hint: Hint,
 }
 
 impl<T: Send + 'static> Call<T> {
-    pub(crate) fn boxed(work: Work<T>, claims: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+    pub(crate) fn boxed(work: Work<T>, hint: Hint) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
         let (reply, rx) = flume::bounded(1);
         (
             Box::new(Call {
                 work,
                 out: None,
                 reply,
-                claims,
+                hint,
             }),
             rx,
         )
@@ -122,8 +95,12 @@ impl<T: Send + 'static> Call<T> {
 }
 
 impl<T: Send + 'static> Operation for Call<T> {
-    fn apply(&mut self, store: &mut dyn Store, ctx: &mut BatchCtx<'_>) -> Result<()> {
-        let r = (self.work)(store, ctx);
+    fn hint(&self) -> &Hint {
+        &self.hint
+    }
+
+    fn plan(&mut self, plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<()> {
+        let r = (self.work)(plan, ctx);
         let status = match &r {
             Ok(_) => Ok(()),
             Err(e) => Err(e.clone()),
@@ -140,10 +117,6 @@ impl<T: Send + 'static> Operation for Call<T> {
             (None, Ok(())) => Err(Error::Closed), // never applied: cannot happen after a commit
         };
         let _ = self.reply.send(answer); // the caller may have given up waiting
-    }
-
-    fn claims(&self) -> bool {
-        self.claims
     }
 }
 
@@ -408,7 +381,6 @@ impl Writer {
             refuse(batch, &e, &self.deliver.signal);
             return None;
         }
-        let mut skip = vec![false; batch.len()];
         let mut busy_retries = 0;
         let mut unsynced = None;
         let mut instant = None;
@@ -429,10 +401,9 @@ impl Writer {
                 rng: &mut self.rng,
                 woke: false,
                 prune_due,
-                ready_heads: Vec::new(),
                 corrupt_reported: &mut self.corrupt_reported,
             };
-            match apply_all(self.store.as_mut(), batch, &skip, &mut ctx, reap) {
+            match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap) {
                 Ok(reaped) => {
                     let woke = ctx.woke;
                     if let Some(e) = self.deliver.durability.failure() {
@@ -449,20 +420,15 @@ impl Writer {
                     }
                     break (self.commit(batch.len(), reaped), woke);
                 }
-                Err(Abort::Redo(i)) => {
-                    let _ = self.store.rollback();
-                    skip[i] = true;
-                    tracing::warn!("an operation failed after writing; applying its batch again without it");
-                }
-                Err(Abort::Fatal(Error::Busy)) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
-                    // PostgreSQL chose this transaction as a deadlock's
-                    // victim (two processes inserting the same unique keys
-                    // in different orders): nothing was applied; again.
+                Err(Error::Busy) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
+                    // Another process won a race this batch planned around
+                    // (a deadlock, or a unique key taken between the check
+                    // and the write): nothing was applied; plan again.
                     let _ = self.store.rollback();
                     busy_retries += 1;
-                    tracing::debug!("the batch met a deadlock or serialization failure; applying it again");
+                    tracing::debug!("the batch met a conflict with another process; planning it again");
                 }
-                Err(Abort::Fatal(e)) => {
+                Err(e) => {
                     let _ = self.store.rollback();
                     break (Err(e), false);
                 }
@@ -512,63 +478,55 @@ fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, signal: &Sig
     answer(batch, &stopped, false, signal);
 }
 
-/// Why a batch's transaction was abandoned.
-enum Abort {
-    /// Operation `i` failed after it had written: roll back, and apply the
-    /// batch again without it.
-    Redo(usize),
-    /// The transaction is lost; every caller gets this error.
-    Fatal(Error),
-}
-
-/// Applies every operation not in `skip` inside the open transaction.
-/// Returns how many expired leases were reclaimed.
+/// Plans every operation of the batch inside the open transaction, then
+/// writes the plan. Returns how many expired leases were reclaimed.
 ///
-/// Operations are isolated without savepoints: each one reads and checks
-/// everything before it writes, so a refused operation (a stale token, a
-/// corrupt row, a wrong state) has written nothing and simply fails alone.
-/// The store's change counter proves it; in the rare case an operation
-/// failed after writing, the batch is rolled back and applied again without
-/// it. A savepoint per operation cost ~10% of the writer's time (it copies
-/// every page an operation touches into a sub-journal).
-fn apply_all(
+/// Operations are isolated without savepoints: an operation that fails
+/// while planning has written nothing, and its decisions are undone in the
+/// plan ([`Plan::undo`]), so it fails alone. Only the write at the end can
+/// fail the batch. (A savepoint per operation cost ~10% of the writer's
+/// time on SQLite: it copies every page an operation touches.)
+fn plan_and_apply(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
-    skip: &[bool],
     ctx: &mut BatchCtx<'_>,
     reap: bool,
-) -> Result<usize, Abort> {
-    let mut reaped = 0;
+) -> Result<usize> {
     if reap {
-        // Each reclaim is complete in itself, so a partial reap is kept.
-        match ops::reap(store, ctx) {
-            Ok(n) => reaped = n,
-            Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
-            Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
-        }
         if let Some(age) = ctx.options.retention.filter(|_| ctx.prune_due) {
             match ops::prune(store, ctx.now, age) {
                 Ok(n) if n > 0 => tracing::debug!(count = n, "pruned finished jobs"),
                 Ok(_) => {}
-                Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
+                Err(e) if e.is_batch_fatal() => return Err(e),
                 Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed; will try again"),
             }
         }
     }
-    for (i, op) in batch.iter_mut().enumerate() {
-        if skip.get(i).copied().unwrap_or(false) {
-            continue;
-        }
-        let before = store.changes();
-        match op.apply(store, ctx) {
-            Ok(()) => {}
-            Err(e) if e.is_batch_fatal() => return Err(Abort::Fatal(e)),
-            Err(_) if store.changes() == before => {}
-            Err(_) => return Err(Abort::Redo(i)),
+    let mut plan = Plan::new(store, ctx.now);
+    let mut reaped = 0;
+    if reap {
+        // Each reclaim is complete in itself, so a partial reap is kept.
+        match ops::reap(&mut plan, ctx) {
+            Ok(n) => reaped = n,
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
         }
     }
+    plan.prefetch(batch.iter().map(|op| op.hint()))?;
+    for op in batch.iter_mut() {
+        let m = plan.mark();
+        match op.plan(&mut plan, ctx) {
+            Ok(()) => plan.keep(m),
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(_) => plan.undo(m),
+        }
+    }
+    let (changes, store) = plan.changes();
+    if !changes.is_empty() {
+        store.apply(&changes)?;
+    }
     if ctx.woke {
-        store.notify_ready().map_err(|e| Abort::Fatal(e.into()))?;
+        store.notify_ready()?;
     }
     Ok(reaped)
 }

@@ -1,1 +1,0 @@
-DELETE FROM relay_jobs WHERE id = $1

@@ -1,1 +1,0 @@
-DELETE FROM relay_job_events WHERE job_id = $1

@@ -1,0 +1,16 @@
+-- The claim's candidates: the oldest due READY jobs of each class, up to $3
+-- of each, whole rows (a claim needs nothing more), in one round trip.
+-- SKIP LOCKED: jobs another Relay process is claiming are passed over, so
+-- processes never wait on each other; the rows returned stay locked until
+-- this batch commits. Columns as job_get.sql.
+SELECT h.*
+FROM (VALUES (0::BIGINT), (1), (2), (3)) AS p(prio)
+CROSS JOIN LATERAL (
+    SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
+           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error
+    FROM relay_jobs
+    WHERE state = 'READY' AND queue = $1 AND priority = p.prio AND ready_at <= $2
+    ORDER BY ready_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+) AS h

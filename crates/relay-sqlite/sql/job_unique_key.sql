@@ -1,0 +1,2 @@
+-- A job's unique key: what a retry of a finished job must take back.
+SELECT unique_key FROM jobs WHERE id = ?1

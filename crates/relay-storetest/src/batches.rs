@@ -1,0 +1,200 @@
+//! Operations that share one batch see each other, in the order they were
+//! sent, and one that fails leaves the others alone. The writer is held
+//! while the operations are sent (async calls, each polled once, in order),
+//! so they are planned and written as one batch.
+
+use crate::{open_clocked, NewDb};
+use relay::{AsyncRelay, Error, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+type Started<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// Polls `f` once: far enough to send its operation to the held writer.
+fn start<T: 'static>(f: impl Future<Output = T> + 'static) -> Started<T> {
+    let mut f: Started<T> = Box::pin(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(
+        matches!(f.as_mut().poll(&mut cx), Poll::Pending),
+        "an operation finished while the writer was held"
+    );
+    f
+}
+
+/// Runs `send` (which starts operations with [`start`]) while the writer is
+/// held, then lets the writer go and waits for every answer.
+fn one_batch<T>(relay: &Relay, send: impl FnOnce(&AsyncRelay) -> T) -> T {
+    let hold = relay.hold_writer().expect("an open Relay has a writer");
+    let started = send(&relay.to_async());
+    drop(hold);
+    started
+}
+
+/// Every operation since `before` went through one commit.
+fn one_commit_since(relay: &Relay, before: &relay::Metrics) {
+    let m = relay.metrics();
+    assert_eq!(
+        m.commits - before.commits,
+        1,
+        "the operations were not one batch: {m:?}"
+    );
+}
+
+fn block_on<T>(f: Started<T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// The id the next submit of this process will get: one after `last`
+/// (checked by the caller against what the submit returns).
+fn next_id(last: JobId) -> JobId {
+    JobId(last.0 + 1)
+}
+
+pub fn a_submit_its_cancel_and_a_claim_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let first = relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
+    let expected = next_id(first);
+    let before = relay.metrics();
+    let (submit, cancel, lease) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.submit(NewJob::new("q", "k", b"x".to_vec())).await }),
+            start(async move { b.cancel(expected).await }),
+            start(async move { c.lease(LeaseRequest::new(["q"])).await }),
+        )
+    });
+    assert_eq!(block_on(submit).unwrap(), expected, "ids are handed out in order");
+    block_on(cancel).unwrap();
+    let leased = block_on(lease).unwrap();
+    one_commit_since(&relay, &before);
+    assert!(
+        leased.is_empty(),
+        "the claim took a job cancelled before it: {leased:?}"
+    );
+    assert_eq!(relay.get(expected).unwrap().state(), JobState::Cancelled);
+    let kinds: Vec<String> = relay.events(expected).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "cancelled"]);
+    // The other job was never touched.
+    assert_eq!(relay.get(first).unwrap().state(), JobState::Ready);
+}
+
+pub fn a_submit_and_its_claim_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let before = relay.metrics();
+    let (submit, lease) = one_batch(&relay, |r| {
+        let (a, b) = (r.clone(), r.clone());
+        (
+            start(async move { a.submit(NewJob::new("q", "k", b"payload".to_vec())).await }),
+            start(async move { b.lease(LeaseRequest::new(["q"])).await }),
+        )
+    });
+    let id = block_on(submit).unwrap();
+    let leased = block_on(lease).unwrap();
+    one_commit_since(&relay, &before);
+    assert_eq!(
+        leased.len(),
+        1,
+        "the claim missed a job submitted before it in its batch"
+    );
+    assert_eq!(leased[0].id, id);
+    assert_eq!(leased[0].payload, b"payload");
+    assert_eq!(leased[0].attempt, 1);
+    // Written as the batch left it: leased, with both events, and the lease
+    // works like any other.
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Leased);
+    relay.ack(id, leased[0].token, None).unwrap();
+    let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased", "succeeded"]);
+}
+
+pub fn a_lease_and_its_ack_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    // A job's first lease has token 1.
+    let before = relay.metrics();
+    let (lease, ack) = one_batch(&relay, |r| {
+        let (a, b) = (r.clone(), r.clone());
+        (
+            start(async move { a.lease(LeaseRequest::new(["q"])).await }),
+            start(async move { b.ack(id, LeaseToken(1), Some(b"done".to_vec())).await }),
+        )
+    });
+    let leased = block_on(lease).unwrap();
+    assert_eq!(leased.len(), 1);
+    assert_eq!((leased[0].id, leased[0].token), (id, LeaseToken(1)));
+    block_on(ack).unwrap();
+    one_commit_since(&relay, &before);
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded);
+    assert_eq!(job.result.as_deref(), Some(&b"done"[..]));
+    let seqs: Vec<i64> = relay.events(id).unwrap().into_iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+}
+
+pub fn a_stale_ack_beside_valid_acks_fails_alone(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let ids: Vec<JobId> = (0..3)
+        .map(|i| relay.submit(NewJob::new("q", "k", vec![i])).unwrap())
+        .collect();
+    let short = LeaseRequest::new(["q"]).max(1).lease_for(Duration::from_secs(10));
+    let long = LeaseRequest::new(["q"]).max(2).lease_for(Duration::from_secs(300));
+    let first = relay.lease(short.clone()).unwrap().remove(0);
+    let others = relay.lease(long).unwrap();
+    assert_eq!(others.len(), 2);
+    // The first lease expires; the job is leased again under a new token.
+    clock.advance(Duration::from_secs(11));
+    let again = relay.lease(short).unwrap().remove(0);
+    assert_eq!(again.id, first.id);
+    assert!(again.token > first.token);
+    let before = relay.metrics();
+    let (stale, a, b, fresh) = one_batch(&relay, |r| {
+        let (r1, r2, r3, r4) = (r.clone(), r.clone(), r.clone(), r.clone());
+        let (o0, o1) = (others[0].clone(), others[1].clone());
+        let (f, g) = (first.clone(), again.clone());
+        (
+            start(async move { r1.ack(f.id, f.token, None).await }),
+            start(async move { r2.ack(o0.id, o0.token, None).await }),
+            start(async move { r3.ack(o1.id, o1.token, None).await }),
+            start(async move { r4.ack(g.id, g.token, None).await }),
+        )
+    });
+    let e = block_on(stale).unwrap_err();
+    assert!(matches!(e, Error::LeaseLost { id } if id == first.id), "{e:?}");
+    block_on(a).unwrap();
+    block_on(b).unwrap();
+    block_on(fresh).unwrap();
+    one_commit_since(&relay, &before);
+    for id in ids {
+        assert_eq!(relay.get(id).unwrap().state(), JobState::Succeeded);
+    }
+}
+
+/// A batch whose operations all fail writes nothing, and the next batch
+/// is unaffected.
+pub fn a_batch_of_refused_operations_writes_nothing(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let events = relay.events(id).unwrap();
+    let before = relay.metrics();
+    let (ack, unknown, retry) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.ack(id, LeaseToken(9), None).await }),
+            start(async move { b.cancel(JobId(id.0 + 1000)).await }),
+            start(async move { c.retry(id).await }),
+        )
+    });
+    assert!(block_on(ack).is_err());
+    assert!(matches!(block_on(unknown), Err(Error::NotFound { .. })));
+    assert!(matches!(block_on(retry), Err(Error::InvalidState { .. })));
+    one_commit_since(&relay, &before);
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Ready);
+    assert_eq!(relay.events(id).unwrap(), events);
+    assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap().len(), 1);
+}

@@ -1,0 +1,766 @@
+//! Planning a batch: every operation reads and decides against an overlay
+//! of what the operations before it in the batch decided, and writes
+//! nothing; the store then writes the whole batch at once
+//! ([`relay_store::Store::apply`]).
+//!
+//! Why two phases:
+//! - One failing operation fails alone without savepoints or a redo: it
+//!   has written nothing, and its own decisions are undone in memory
+//!   ([`Plan::mark`], [`Plan::undo`]).
+//! - A store writes a batch in a few statements whatever its size
+//!   (PostgreSQL: one `UPDATE .. FROM unnest(..)` for every transition),
+//!   and reads what the batch needs up front in one statement each
+//!   (`Plan::prefetch`), where a round trip per statement is the cost.
+//! - Operations later in a batch see earlier ones: a claim takes a job
+//!   submitted earlier in its batch, and never one cancelled earlier; an
+//!   ack may follow its lease in the same batch.
+
+use crate::error::{Error, Result};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, ReadyRow, Store, StoreError};
+use std::collections::HashMap;
+
+/// What an operation will read, declared before the batch is planned so
+/// the store can read it for the whole batch at once.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Hint {
+    #[default]
+    None,
+    /// It acts on these jobs.
+    Jobs(Vec<JobId>),
+    /// It claims up to `max` jobs from these queues.
+    Claim { queues: Vec<String>, max: u32 },
+    /// It submits this many jobs.
+    Submit(usize),
+}
+
+/// One job as this batch sees it.
+struct Entry {
+    /// The row's state and token as the store has them, the guard of its
+    /// update; `None` for a job this batch inserts.
+    base: Option<(JobState, relay_core::LeaseToken)>,
+    status: JobStatus,
+    /// The rest of the row, when read (or inserted); its `status` field is
+    /// not kept current (`status` above is).
+    row: Option<Box<Job>>,
+    /// A result this batch writes.
+    result: Option<Vec<u8>>,
+    written: bool,
+    deleted: bool,
+    /// The number of the job's last event before this batch, once known.
+    seq_base: Option<i64>,
+    /// Events this batch appends to the job.
+    events: i64,
+}
+
+impl Entry {
+    fn live(&self) -> bool {
+        !self.deleted
+    }
+
+    /// READY and due at `now`: a claim may take it.
+    fn claimable(&self, now: Timestamp) -> bool {
+        !self.deleted && self.status.state == JobState::Ready && self.status.ready_at <= now
+    }
+
+    fn unfinished(&self) -> bool {
+        !self.deleted && !self.status.state.is_finished()
+    }
+}
+
+enum Slot {
+    Missing,
+    /// The row does not decode; every operation on it fails alone.
+    Corrupt(Option<JobId>, String),
+    Row(Box<Entry>),
+}
+
+struct PlannedEvent {
+    job: JobId,
+    ord: i64,
+    at: Timestamp,
+    kind: String,
+    data: String,
+}
+
+/// One priority class of a queue's READY jobs as read from the store, in
+/// `(ready_at, id)` order: `next` is the first not yet passed over.
+#[derive(Default)]
+struct Class {
+    rows: Vec<Candidate>,
+    next: usize,
+    /// The store may hold more after the last row read.
+    more: bool,
+}
+
+struct Pool {
+    queue: String,
+    classes: [Class; 4],
+}
+
+/// Undo records of the operation being planned.
+enum Undo {
+    /// The job was not known before (an insert): forget it.
+    Remove(JobId),
+    /// What a write changed in a known job.
+    Restore(JobId, Saved),
+    Taken(String, Option<JobId>),
+    /// A corrupt row this operation deleted.
+    Corrupt(JobId, Option<JobId>, String),
+}
+
+/// The parts of an [`Entry`] a write changes.
+struct Saved {
+    status: JobStatus,
+    result: Option<Vec<u8>>,
+    written: bool,
+    deleted: bool,
+    events: i64,
+}
+
+/// Where an operation started: [`Plan::undo`] goes back to it.
+pub(crate) struct Mark {
+    undo: usize,
+    written: usize,
+    events: usize,
+    readied: usize,
+    cursors: Vec<[usize; 4]>,
+}
+
+/// A batch being planned: the store to read from, and what the batch has
+/// decided so far.
+pub(crate) struct Plan<'s> {
+    store: &'s mut dyn Store,
+    now: Timestamp,
+    jobs: HashMap<JobId, Slot>,
+    /// Jobs written, in the order they were first written.
+    written: Vec<JobId>,
+    events: Vec<PlannedEvent>,
+    /// Unique keys taken in this batch (by a submit or a retry).
+    taken: HashMap<String, JobId>,
+    /// The store's answers to "who holds this key".
+    holders: HashMap<String, Option<JobId>>,
+    pools: Vec<Pool>,
+    /// Jobs that became claimable in this batch (inserted, or made READY).
+    readied: Vec<JobId>,
+    fresh_ids: Vec<JobId>,
+    /// Jobs the batch's claims want per queue, and ids its submits need.
+    demand: HashMap<String, usize>,
+    submits: usize,
+    undo: Vec<Undo>,
+    logging: bool,
+}
+
+/// Most rows of one class read for a claim at a time.
+const PAGE_MAX: usize = 128;
+
+impl<'s> Plan<'s> {
+    pub(crate) fn new(store: &'s mut dyn Store, now: Timestamp) -> Self {
+        Self {
+            store,
+            now,
+            jobs: HashMap::new(),
+            written: Vec::new(),
+            events: Vec::new(),
+            taken: HashMap::new(),
+            holders: HashMap::new(),
+            pools: Vec::new(),
+            readied: Vec::new(),
+            fresh_ids: Vec::new(),
+            demand: HashMap::new(),
+            submits: 0,
+            undo: Vec::new(),
+            logging: false,
+        }
+    }
+
+    /// The store, for housekeeping writes made before planning (pruning).
+    pub(crate) fn store(&mut self) -> &mut dyn Store {
+        self.store
+    }
+
+    /// Reads what the batch's operations declared, one statement per kind.
+    pub(crate) fn prefetch<'h>(&mut self, hints: impl Iterator<Item = &'h Hint>) -> Result<()> {
+        let mut ids = Vec::new();
+        for h in hints {
+            match h {
+                Hint::None => {}
+                Hint::Jobs(j) => ids.extend_from_slice(j),
+                Hint::Claim { queues, max } => {
+                    for q in queues {
+                        *self.demand.entry(q.clone()).or_default() += *max as usize;
+                    }
+                }
+                Hint::Submit(n) => self.submits += n,
+            }
+        }
+        self.load_statuses(ids)
+    }
+
+    /// Reads the statuses of `ids` not read yet, in one call (in id order:
+    /// PostgreSQL locks them, and one order everywhere avoids deadlocks).
+    pub(crate) fn load_statuses(&mut self, mut ids: Vec<JobId>) -> Result<()> {
+        ids.retain(|id| !self.jobs.contains_key(id));
+        if ids.is_empty() {
+            return Ok(());
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let found = self.store.job_get_statuses(&ids)?;
+        for id in &ids {
+            self.jobs.insert(*id, Slot::Missing);
+        }
+        for (id, r) in found {
+            let slot = match r {
+                Ok(status) => Slot::Row(Box::new(Entry::read(status, None))),
+                Err(StoreError::Corrupt { job, reason }) => Slot::Corrupt(job, reason),
+                Err(e) => return Err(e.into()),
+            };
+            self.jobs.insert(id, slot);
+        }
+        Ok(())
+    }
+
+    /// Where the operation about to be planned starts.
+    pub(crate) fn mark(&mut self) -> Mark {
+        self.logging = true;
+        Mark {
+            undo: self.undo.len(),
+            written: self.written.len(),
+            events: self.events.len(),
+            readied: self.readied.len(),
+            cursors: self
+                .pools
+                .iter()
+                .map(|p| p.classes.each_ref().map(|c| c.next))
+                .collect(),
+        }
+    }
+
+    /// Forgets every decision made since `m`: the operation failed alone.
+    pub(crate) fn undo(&mut self, m: Mark) {
+        while self.undo.len() > m.undo {
+            match self.undo.pop() {
+                Some(Undo::Remove(id)) => {
+                    self.jobs.remove(&id);
+                }
+                Some(Undo::Restore(id, s)) => {
+                    if let Some(Slot::Row(e)) = self.jobs.get_mut(&id) {
+                        e.status = s.status;
+                        e.result = s.result;
+                        e.written = s.written;
+                        e.deleted = s.deleted;
+                        e.events = s.events;
+                    }
+                }
+                Some(Undo::Corrupt(id, job, reason)) => {
+                    self.jobs.insert(id, Slot::Corrupt(job, reason));
+                }
+                Some(Undo::Taken(k, Some(id))) => {
+                    self.taken.insert(k, id);
+                }
+                Some(Undo::Taken(k, None)) => {
+                    self.taken.remove(&k);
+                }
+                None => break,
+            }
+        }
+        self.written.truncate(m.written);
+        self.events.truncate(m.events);
+        self.readied.truncate(m.readied);
+        for (p, c) in self.pools.iter_mut().zip(m.cursors) {
+            for (class, next) in p.classes.iter_mut().zip(c) {
+                class.next = next;
+            }
+        }
+    }
+
+    /// The operation succeeded: its decisions stay. (A mark inside an
+    /// operation, around one part of it, keeps its undo records: the
+    /// operation as a whole may still fail.)
+    pub(crate) fn keep(&mut self, m: Mark) {
+        if m.undo == 0 {
+            self.undo.clear();
+        }
+    }
+
+    /// Job `id` as read or as this batch left it (`None`: missing or deleted).
+    fn entry(&mut self, id: JobId) -> Result<Option<&mut Entry>> {
+        if !self.jobs.contains_key(&id) {
+            self.load_statuses(vec![id])?;
+        }
+        match self.jobs.get_mut(&id) {
+            Some(Slot::Row(e)) if e.live() => Ok(Some(e)),
+            Some(Slot::Corrupt(job, reason)) => Err(Error::Corrupt {
+                job: *job,
+                reason: reason.clone(),
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    /// Records the entry's current value before this operation changes it.
+    fn save(&mut self, id: JobId) {
+        if !self.logging {
+            return;
+        }
+        let undo = match self.jobs.get(&id) {
+            Some(Slot::Row(e)) => Undo::Restore(
+                id,
+                Saved {
+                    status: e.status.clone(),
+                    result: e.result.clone(),
+                    written: e.written,
+                    deleted: e.deleted,
+                    events: e.events,
+                },
+            ),
+            _ => Undo::Remove(id),
+        };
+        self.undo.push(undo);
+    }
+
+    pub(crate) fn status(&mut self, id: JobId) -> Result<Option<JobStatus>> {
+        Ok(self.entry(id)?.map(|e| e.status.clone()))
+    }
+
+    /// The whole job, with its status as this batch left it.
+    pub(crate) fn job(&mut self, id: JobId) -> Result<Option<Job>> {
+        if !self.jobs.contains_key(&id) {
+            // Not read yet: the whole row in one read.
+            let slot = match self.store.job_get(id) {
+                Ok(Some(job)) => Slot::Row(Box::new(Entry::read(job.status.clone(), Some(Box::new(job))))),
+                Ok(None) => Slot::Missing,
+                Err(StoreError::Corrupt { job, reason }) => Slot::Corrupt(job, reason),
+                Err(e) => return Err(e.into()),
+            };
+            self.jobs.insert(id, slot);
+        }
+        let Some(e) = self.entry(id)? else { return Ok(None) };
+        if e.row.is_none() {
+            let Some(row) = self.store.job_get(id)? else {
+                return Ok(None);
+            };
+            if let Some(Slot::Row(e)) = self.jobs.get_mut(&id) {
+                e.row = Some(Box::new(row));
+            }
+        }
+        let Some(Slot::Row(e)) = self.jobs.get(&id) else {
+            return Ok(None);
+        };
+        Ok(e.row.as_deref().map(|r| Job {
+            status: e.status.clone(),
+            ..r.clone()
+        }))
+    }
+
+    /// A new job; returns its id.
+    pub(crate) fn insert(&mut self, job: Job) -> Result<JobId> {
+        if self.fresh_ids.is_empty() {
+            let n = self.submits.max(1);
+            let mut ids = self.store.job_ids(n)?;
+            ids.reverse();
+            self.fresh_ids = ids;
+        }
+        let id = self.fresh_ids.pop().ok_or_else(|| {
+            Error::Storage(std::sync::Arc::new(StoreError::Io {
+                message: "the store reserved no id for a new job".into(),
+                source: "job_ids returned too few".into(),
+            }))
+        })?;
+        self.submits = self.submits.saturating_sub(1);
+        if let Some(key) = job.unique_key.clone() {
+            self.take_key(key, id);
+        }
+        let status = job.status.clone();
+        self.save(id);
+        self.jobs.insert(
+            id,
+            Slot::Row(Box::new(Entry {
+                base: None,
+                status: status.clone(),
+                row: Some(Box::new(Job { id, ..job })),
+                result: None,
+                written: true,
+                deleted: false,
+                seq_base: Some(0),
+                events: 0,
+            })),
+        );
+        self.written.push(id);
+        if status.state == JobState::Ready && status.ready_at <= self.now {
+            self.readied.push(id);
+        }
+        Ok(id)
+    }
+
+    /// Job `id`'s new status (and result, when given).
+    pub(crate) fn update(&mut self, id: JobId, status: JobStatus, result: Option<&[u8]>) -> Result<()> {
+        if self.entry(id)?.is_none() {
+            return Err(Error::NotFound { id });
+        }
+        self.save(id);
+        let now = self.now;
+        let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        let was_claimable = e.claimable(now);
+        e.status = status;
+        if let Some(r) = result {
+            e.result = Some(r.to_vec());
+        }
+        let first = !e.written;
+        e.written = true;
+        let readied = !was_claimable && e.claimable(now);
+        if first {
+            self.written.push(id);
+        }
+        if readied {
+            self.readied.push(id);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn delete(&mut self, id: JobId) -> Result<()> {
+        if self.entry(id)?.is_none() {
+            return Err(Error::NotFound { id });
+        }
+        self.save(id);
+        let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        e.deleted = true;
+        let first = !e.written;
+        e.written = true;
+        if first {
+            self.written.push(id);
+        }
+        Ok(())
+    }
+
+    /// Deletes a row that does not decode (the one write such a row takes).
+    pub(crate) fn delete_corrupt(&mut self, id: JobId) -> Result<()> {
+        let Some(Slot::Corrupt(job, reason)) = self.jobs.remove(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        if self.logging {
+            self.undo.push(Undo::Corrupt(id, job, reason));
+        }
+        let status = JobStatus::new_ready(self.now, 1);
+        let mut e = Entry::read(status, None);
+        e.deleted = true;
+        e.written = true;
+        self.jobs.insert(id, Slot::Row(Box::new(e)));
+        self.written.push(id);
+        Ok(())
+    }
+
+    /// Appends an event to job `id`; returns its number when `numbered`
+    /// (reading the job's last number first if this batch has not yet).
+    pub(crate) fn event(&mut self, id: JobId, kind: &str, data: String, numbered: bool) -> Result<Option<i64>> {
+        let Some(e) = self.entry(id)? else {
+            return Err(Error::NotFound { id });
+        };
+        let need_base = numbered && e.seq_base.is_none();
+        if need_base {
+            let base = self.store.event_last_seq(id)?;
+            if let Some(Slot::Row(e)) = self.jobs.get_mut(&id) {
+                e.seq_base = Some(base);
+            }
+        }
+        self.save(id);
+        let at = self.now;
+        let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        e.events += 1;
+        let ord = e.events;
+        let seq = e.seq_base.map(|b| b + ord);
+        self.events.push(PlannedEvent {
+            job: id,
+            ord,
+            at,
+            kind: kind.to_owned(),
+            data,
+        });
+        Ok(seq.filter(|_| numbered))
+    }
+
+    fn take_key(&mut self, key: String, id: JobId) {
+        let prev = self.taken.insert(key.clone(), id);
+        if self.logging {
+            self.undo.push(Undo::Taken(key, prev));
+        }
+    }
+
+    /// The unfinished job holding `key` as this batch left it.
+    pub(crate) fn active_by_key(&mut self, key: &str) -> Result<Option<JobId>> {
+        if let Some(&id) = self.taken.get(key) {
+            if matches!(self.jobs.get(&id), Some(Slot::Row(e)) if e.unfinished()) {
+                return Ok(Some(id));
+            }
+        }
+        let holder = match self.holders.get(key) {
+            Some(h) => *h,
+            None => {
+                let h = self.store.job_find_active_by_key(key)?;
+                self.holders.insert(key.to_owned(), h);
+                h
+            }
+        };
+        Ok(holder.filter(|h| match self.jobs.get(h) {
+            Some(Slot::Row(e)) => e.unfinished(),
+            Some(Slot::Missing) => false,
+            Some(Slot::Corrupt(..)) | None => true,
+        }))
+    }
+
+    /// What a retry of finished job `id` checks: its unique key, and the
+    /// other unfinished job holding that key now (a conflict), if any.
+    pub(crate) fn retry_key(&mut self, id: JobId) -> Result<Option<(String, Option<JobId>)>> {
+        let known = match self.jobs.get(&id) {
+            Some(Slot::Row(e)) => e.row.as_ref().map(|r| r.unique_key.clone()),
+            _ => None,
+        };
+        let key = match known {
+            Some(k) => k,
+            None => self.store.job_unique_key(id)?,
+        };
+        let Some(key) = key else { return Ok(None) };
+        let holder = self.active_by_key(&key)?.filter(|h| *h != id);
+        Ok(Some((key, holder)))
+    }
+
+    /// A retry gave job `id` its key back.
+    pub(crate) fn retake_key(&mut self, key: String, id: JobId) {
+        self.take_key(key, id);
+    }
+
+    /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
+    pub(crate) fn expired_leases(&mut self) -> Result<Vec<JobId>> {
+        let ids = self.store.job_expired_leases(self.now)?;
+        self.load_statuses(ids.clone())?;
+        Ok(ids)
+    }
+
+    /// The earliest `ready_at` after now among READY jobs of `queue`.
+    pub(crate) fn next_ready_at(&mut self, queue: &str) -> Result<Option<Timestamp>> {
+        let now = self.now;
+        let stored = self.store.job_next_ready_at(queue, now)?;
+        let planned = self
+            .jobs
+            .values()
+            .filter_map(|s| match s {
+                Slot::Row(e)
+                    if e.written
+                        && !e.deleted
+                        && e.status.state == JobState::Ready
+                        && e.status.ready_at > now
+                        && e.row.as_ref().is_some_and(|r| r.queue == queue) =>
+                {
+                    Some(e.status.ready_at)
+                }
+                _ => None,
+            })
+            .min();
+        Ok(match (stored, planned) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// The claimable candidates of `queues` right now: the first of each
+    /// class read from the store that this batch has not taken or changed,
+    /// and every job this batch made claimable. Each comes with the index
+    /// of its queue.
+    pub(crate) fn heads(&mut self, queues: &[String], out: &mut Vec<(usize, Candidate)>) -> Result<()> {
+        out.clear();
+        for (qi, q) in queues.iter().enumerate() {
+            let pi = self.pool(q)?;
+            for p in 0..4 {
+                if let Some(c) = self.class_head(pi, p)? {
+                    out.push((qi, c));
+                }
+            }
+        }
+        // Jobs made claimable by this batch (rare beside a claim; their
+        // queue may need reading).
+        for i in 0..self.readied.len() {
+            let id = self.readied[i];
+            if !matches!(self.jobs.get(&id), Some(Slot::Row(e)) if e.claimable(self.now)) {
+                continue;
+            }
+            let Some(job) = self.job(id)? else { continue };
+            if let Some(qi) = queues.iter().position(|q| *q == job.queue) {
+                let c = Candidate {
+                    id,
+                    priority: job.priority,
+                    ready_at: job.status.ready_at,
+                };
+                if !out.iter().any(|(_, o)| o.id == id) {
+                    out.push((qi, c));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The index of `queue`'s pool, read from the store on first use.
+    fn pool(&mut self, queue: &str) -> Result<usize> {
+        if let Some(i) = self.pools.iter().position(|p| p.queue == queue) {
+            return Ok(i);
+        }
+        let limit = self.demand.get(queue).copied().unwrap_or(1).clamp(1, PAGE_MAX);
+        let rows = self.store.job_ready(queue, self.now, limit)?;
+        let mut pool = Pool {
+            queue: queue.to_owned(),
+            classes: Default::default(),
+        };
+        let mut counts = [0usize; 4];
+        for r in rows {
+            let p = usize::from(r.candidate.priority.get()).min(3);
+            counts[p] += 1;
+            pool.classes[p].rows.push(r.candidate);
+            self.remember(r);
+        }
+        for (c, n) in pool.classes.iter_mut().zip(counts) {
+            c.more = n >= limit;
+        }
+        self.pools.push(pool);
+        Ok(self.pools.len() - 1)
+    }
+
+    /// Caches a candidate's whole row, unless this batch already knows it.
+    fn remember(&mut self, r: ReadyRow) {
+        let id = r.candidate.id;
+        if self.jobs.contains_key(&id) {
+            return;
+        }
+        let slot = match r.job {
+            None => return, // read when a claim takes it
+            Some(Ok(job)) => {
+                let status = job.status.clone();
+                Slot::Row(Box::new(Entry::read(status, Some(Box::new(job)))))
+            }
+            Some(Err(StoreError::Corrupt { job, reason })) => Slot::Corrupt(job, reason),
+            Some(Err(e)) => Slot::Corrupt(Some(id), e.to_string()),
+        };
+        self.jobs.insert(id, slot);
+    }
+
+    /// The first candidate of one class that is still claimable, reading
+    /// the next page from the store when the pool runs out.
+    fn class_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
+        loop {
+            let class = &self.pools[pi].classes[p];
+            if let Some(c) = class.rows.get(class.next).copied() {
+                let ok = match self.jobs.get(&c.id) {
+                    Some(Slot::Row(e)) => e.claimable(self.now),
+                    Some(Slot::Missing) => false,
+                    Some(Slot::Corrupt(..)) | None => true,
+                };
+                if ok {
+                    return Ok(Some(c));
+                }
+                self.pools[pi].classes[p].next += 1;
+                continue;
+            }
+            if !class.more {
+                return Ok(None);
+            }
+            let Some(after) = class.rows.last().copied() else {
+                return Ok(None);
+            };
+            let queue = self.pools[pi].queue.clone();
+            let limit = self.demand.get(&queue).copied().unwrap_or(1).clamp(16, PAGE_MAX);
+            let rows = self.store.job_ready_after(&queue, self.now, after, limit)?;
+            let class = &mut self.pools[pi].classes[p];
+            class.more = rows.len() >= limit;
+            class.rows.extend(rows.iter().map(|r| r.candidate));
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            for r in rows {
+                self.remember(r);
+            }
+        }
+    }
+
+    /// What the batch writes, for [`Store::apply`]; then the store to apply
+    /// it with.
+    pub(crate) fn changes(&mut self) -> (Changes<'_>, &mut dyn Store) {
+        let mut ch = Changes::default();
+        let mut taking = Vec::new();
+        for id in &self.written {
+            let Some(Slot::Row(e)) = self.jobs.get(id) else {
+                continue;
+            };
+            match (e.base, e.deleted) {
+                (None, true) => {}
+                (Some(_), true) => ch.deletes.push(*id),
+                (None, false) => {
+                    let Some(row) = e.row.as_deref() else { continue };
+                    ch.inserts.push(JobInsert {
+                        id: *id,
+                        queue: &row.queue,
+                        kind: &row.kind,
+                        payload: &row.payload,
+                        priority: row.priority,
+                        unique_key: row.unique_key.as_deref(),
+                        created_at: row.created_at,
+                        status: &e.status,
+                        result: e.result.as_deref(),
+                    });
+                }
+                (Some((state, token)), false) => {
+                    let u = JobUpdate {
+                        id: *id,
+                        expect_state: state,
+                        expect_token: token,
+                        status: &e.status,
+                        result: e.result.as_deref(),
+                    };
+                    if state.is_finished() && !e.status.state.is_finished() {
+                        taking.push(u);
+                    } else {
+                        ch.updates.push(u);
+                    }
+                }
+            }
+        }
+        ch.updates_taking_keys = taking.len();
+        ch.updates.append(&mut taking);
+        for ev in &self.events {
+            let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
+                continue;
+            };
+            if e.deleted {
+                continue;
+            }
+            ch.events.push(EventRow {
+                job: ev.job,
+                base: e.seq_base,
+                ord: ev.ord,
+                at: ev.at,
+                kind: &ev.kind,
+                data: &ev.data,
+            });
+        }
+        (ch, self.store)
+    }
+}
+
+impl Entry {
+    fn read(status: JobStatus, row: Option<Box<Job>>) -> Self {
+        Self {
+            base: Some((status.state, status.last_token)),
+            status,
+            row,
+            result: None,
+            written: false,
+            deleted: false,
+            seq_base: None,
+            events: 0,
+        }
+    }
+}
