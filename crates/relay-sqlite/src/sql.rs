@@ -50,16 +50,17 @@ statements! {
 
 /// Page sizes of the claim's reads, each its own statement (a bound LIMIT
 /// makes SQLite re-prepare): the smallest one at least the size asked for.
-pub(crate) const PAGES: [usize; 3] = [1, 16, 128];
+/// Powers of two, so a page reads at most twice what it needs.
+pub(crate) const PAGES: [usize; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
-fn paged(sql: &str) -> [String; 3] {
+fn paged(sql: &str) -> [String; 8] {
     PAGES.map(|n| sql.replace("LIMIT 1", &format!("LIMIT {n}")))
 }
 
 /// `job_ready_heads.sql` for each of [`PAGES`].
-pub(crate) static JOB_READY_PAGES: LazyLock<[String; 3]> = LazyLock::new(|| paged(&JOB_READY_HEADS));
+pub(crate) static JOB_READY_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| paged(&JOB_READY_HEADS));
 /// `job_ready_after.sql` for each of [`PAGES`].
-pub(crate) static JOB_READY_AFTER_PAGES: LazyLock<[String; 3]> = LazyLock::new(|| paged(&JOB_READY_AFTER));
+pub(crate) static JOB_READY_AFTER_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| paged(&JOB_READY_AFTER));
 
 /// The page of [`PAGES`] for `limit` rows: its index and size.
 pub(crate) fn page(limit: usize) -> (usize, usize) {

@@ -104,6 +104,30 @@ pub struct ReadyRow {
 /// when its row does not decode).
 pub type StatusRead = (JobId, Result<JobStatus, StoreError>);
 
+/// What a batch reads before its operations are planned, asked for at
+/// once so that a store can send every read in one round trip.
+#[derive(Debug, Clone, Copy)]
+pub struct Prefetch<'a> {
+    pub now: Timestamp,
+    /// The batch reclaims expired leases: read them (see
+    /// [`Store::job_expired_leases`]) with their statuses.
+    pub expired: bool,
+    /// Jobs the batch acts on, in id order (see [`Store::job_get_statuses`]).
+    pub statuses: &'a [JobId],
+    /// Queues the batch claims from, and how many rows of each class to
+    /// read (see [`Store::job_ready`]).
+    pub ready: &'a [(&'a str, usize)],
+}
+
+/// What [`Store::prefetch`] read.
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    pub expired: Vec<StatusRead>,
+    pub statuses: Vec<StatusRead>,
+    /// One list per queue of [`Prefetch::ready`], in the same order.
+    pub ready: Vec<Vec<ReadyRow>>,
+}
+
 /// Most expired leases one call to `Store::job_expired_leases` returns.
 pub const REAP_BATCH: usize = 256;
 
@@ -204,6 +228,27 @@ pub trait Store: Send {
             }
         }
         Ok(out)
+    }
+    /// Everything a batch reads up front, in one call. The default reads
+    /// one thing after another; a store with round trips sends them
+    /// together.
+    fn prefetch(&mut self, p: &Prefetch<'_>) -> Result<Prefetched, StoreError> {
+        let expired = if p.expired {
+            let ids = self.job_expired_leases(p.now)?;
+            self.job_get_statuses(&ids)?
+        } else {
+            Vec::new()
+        };
+        let statuses = self.job_get_statuses(p.statuses)?;
+        let mut ready = Vec::with_capacity(p.ready.len());
+        for (queue, limit) in p.ready {
+            ready.push(self.job_ready(queue, p.now, *limit)?);
+        }
+        Ok(Prefetched {
+            expired,
+            statuses,
+            ready,
+        })
     }
     /// The oldest due READY jobs of `queue` (`ready_at` at or before
     /// `now`): at least `limit` of each priority class that has that many

@@ -156,7 +156,7 @@ pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Durat
 /// Appends a user event to an existing job.
 pub(crate) fn append_event(plan: &mut Plan<'_>, id: JobId, kind: &str, data: &str) -> Result<i64> {
     plan.status(id)?.ok_or(Error::NotFound { id })?;
-    plan.event(id, kind, data.to_owned(), true)?
+    plan.event(id, kind.to_owned(), data.to_owned(), true)?
         .ok_or(Error::NotFound { id })
 }
 

@@ -503,6 +503,7 @@ fn plan_and_apply(
         }
     }
     let mut plan = Plan::new(store, ctx.now);
+    plan.prefetch(batch.iter().map(|op| op.hint()), reap)?;
     let mut reaped = 0;
     if reap {
         // Each reclaim is complete in itself, so a partial reap is kept.
@@ -512,7 +513,6 @@ fn plan_and_apply(
             Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
         }
     }
-    plan.prefetch(batch.iter().map(|op| op.hint()))?;
     for op in batch.iter_mut() {
         let m = plan.mark();
         match op.plan(&mut plan, ctx) {
