@@ -67,8 +67,8 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
 /// before its WAL is flushed). A session that starts with it off (a role's,
 /// a database's or the URL's `options=-c synchronous_commit=off`) gets it
 /// set back to `on` for Relay's own session and read again.
-pub(crate) fn check_durability(client: &mut Client) -> Result<(), StoreError> {
-    let fsync = show(client, "fsync")?;
+pub(crate) fn check_durability(session: &mut dyn Session) -> Result<(), StoreError> {
+    let fsync = session.show("fsync")?;
     if fsync != "on" {
         return Err(StoreError::Setting {
             name: "fsync",
@@ -76,9 +76,9 @@ pub(crate) fn check_durability(client: &mut Client) -> Result<(), StoreError> {
             got: fsync,
         });
     }
-    if show(client, "synchronous_commit")? == "off" {
-        client.batch_execute("SET synchronous_commit = on").map_err(map_err)?;
-        let got = show(client, "synchronous_commit")?;
+    if session.show("synchronous_commit")? == "off" {
+        session.exec("SET synchronous_commit = on")?;
+        let got = session.show("synchronous_commit")?;
         if got == "off" {
             return Err(StoreError::Setting {
                 name: "synchronous_commit",
@@ -91,9 +91,21 @@ pub(crate) fn check_durability(client: &mut Client) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn show(client: &mut Client, name: &'static str) -> Result<String, StoreError> {
-    let row = client.query_one(&format!("SHOW {name}"), &[]).map_err(map_err)?;
-    crate::decode::col(&row, 0, name, None)
+/// A connection a setting can be read and changed on.
+pub(crate) trait Session {
+    fn show(&mut self, name: &'static str) -> Result<String, StoreError>;
+    fn exec(&mut self, sql: &str) -> Result<(), StoreError>;
+}
+
+impl Session for Client {
+    fn show(&mut self, name: &'static str) -> Result<String, StoreError> {
+        let row = self.query_one(&format!("SHOW {name}"), &[]).map_err(map_err)?;
+        crate::decode::col(&row, 0, name, None)
+    }
+
+    fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.batch_execute(sql).map_err(map_err)
+    }
 }
 
 pub(crate) fn check_version(client: &mut Client) -> Result<(), StoreError> {

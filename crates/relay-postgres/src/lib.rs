@@ -21,6 +21,7 @@
 
 mod connect;
 mod decode;
+mod pipe;
 mod store;
 
 pub use connect::SCHEMA_VERSION;
@@ -51,8 +52,8 @@ impl PgBackend {
 
 impl Backend for PgBackend {
     fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
-        let client = store::open_writer_client(&self.url)?;
-        Ok(Box::new(PgStore::new(Conn::new(client), self.url.clone())))
+        let pipe = store::open_writer(&self.url)?;
+        Ok(Box::new(PgStore::new(pipe, self.url.clone())))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

@@ -2,11 +2,13 @@
 
 use crate::connect::map_err;
 use crate::decode;
-use postgres::{Client, Statement};
+use crate::pipe::{Answer, Pipe, Req};
+use postgres::{Client, Row, Statement};
+use tokio_postgres::types::ToSql;
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{
-    Changes, Event, EventRow, JobFilter, JobInsert, JobUpdate, QueueStats, ReadyRow, StatusRead, Store, StoreError,
-    StoreReader,
+    Changes, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead,
+    Store, StoreError, StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -43,205 +45,105 @@ impl Conn {
 }
 
 pub(crate) struct PgStore {
-    pub conn: Conn,
+    pipe: Pipe,
     /// Where to connect again after the connection dropped.
     url: String,
     /// Job ids drawn from the sequence and not handed out yet.
     ids: Vec<JobId>,
+    /// `NOTIFY` owed at the commit (jobs became ready).
+    notify: bool,
 }
 
 /// Ids drawn from the sequence at a time: most batches then draw none.
 const ID_BLOCK: usize = 256;
 
-/// The writer's connection: migrated, its durability settings read back.
-pub(crate) fn open_writer_client(url: &str) -> Result<Client, StoreError> {
+/// The writer's connection: the schema migrated (on a connection of its
+/// own), the session's durability settings read back.
+pub(crate) fn open_writer(url: &str) -> Result<Pipe, StoreError> {
     let mut client = crate::connect::connect(url)?;
     crate::connect::migrate(&mut client)?;
-    crate::connect::check_durability(&mut client)?;
-    Ok(client)
+    drop(client);
+    let mut pipe = Pipe::connect(url)?;
+    crate::connect::check_durability(&mut pipe)?;
+    Ok(pipe)
 }
 
-impl PgStore {
-    pub(crate) fn new(conn: Conn, url: String) -> Self {
-        Self {
-            conn,
-            url,
-            ids: Vec::new(),
-        }
+impl crate::connect::Session for Pipe {
+    fn show(&mut self, name: &'static str) -> Result<String, StoreError> {
+        let sql = match name {
+            "fsync" => "SHOW fsync",
+            "synchronous_commit" => "SHOW synchronous_commit",
+            _ => return Err(StoreError::corrupt(None, format!("no query for setting {name}"))),
+        };
+        let rows = self.query(sql, &[])?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::corrupt(None, format!("SHOW {name} returned no row")))?;
+        decode::col(row, 0, name, None)
     }
 
     fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.conn.client.batch_execute(sql).map_err(map_err)
+        self.simple(sql)
+    }
+}
+
+impl PgStore {
+    pub(crate) fn new(pipe: Pipe, url: String) -> Self {
+        Self {
+            pipe,
+            url,
+            ids: Vec::new(),
+            notify: false,
+        }
     }
 
-    fn ready_rows(&mut self, rows: &[postgres::Row]) -> Result<Vec<ReadyRow>, StoreError> {
-        rows.iter()
-            .map(|row| {
-                let id = JobId(decode::col(row, 0, "id", None)?);
-                let candidate = Candidate {
-                    id,
-                    priority: decode::priority(row, 4, Some(id))?,
-                    ready_at: Timestamp::from_millis(decode::col(row, 11, "ready_at", Some(id))?),
-                };
-                Ok(ReadyRow {
-                    candidate,
-                    job: Some(decode::job(row)),
-                })
+    fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        self.pipe.query(sql, params)
+    }
+
+    fn query_opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, StoreError> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    fn query_one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, StoreError> {
+        self.query_opt(sql, params)?
+            .ok_or_else(|| StoreError::corrupt(None, "a query that always returns a row returned none"))
+    }
+}
+
+fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let id = JobId(decode::col(row, 0, "id", None)?);
+            let candidate = Candidate {
+                id,
+                priority: decode::priority(row, 4, Some(id))?,
+                ready_at: Timestamp::from_millis(decode::col(row, 11, "ready_at", Some(id))?),
+            };
+            Ok(ReadyRow {
+                candidate,
+                job: Some(decode::job(row)),
             })
-            .collect()
-    }
+        })
+        .collect()
+}
 
-    /// One set-based statement's row count, which must be `expected`.
-    fn execute_all(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-        expected: usize,
-        what: &str,
-    ) -> Result<(), StoreError> {
-        let st = self.conn.stmt(sql)?;
-        let n = match self.conn.client.execute(&st, params) {
-            Ok(n) => n,
-            Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                // A retry's key taken by another process since the batch
-                // checked: plan the batch again (it then sees the holder).
-                tracing::debug!(error = %e, "a unique key was taken by another process during the batch");
-                return Err(StoreError::Busy);
-            }
-            Err(e) => return Err(map_err(e)),
-        };
-        if n as usize == expected {
-            return Ok(());
-        }
-        // Rows locked when read cannot change, but a unique key can be
-        // taken by another process's insert: plan the batch again.
-        tracing::debug!(
-            what,
-            expected,
-            written = n,
-            "a set-based write fell short; planning the batch again"
-        );
-        Err(StoreError::Busy)
-    }
+/// Rows of `id` then the status columns then `priority`, as
+/// `sql/job_get_statuses.sql` returns them.
+fn status_rows(rows: &[Row]) -> Result<Vec<StatusRead>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let id = JobId(decode::col(row, 0, "id", None)?);
+            let status = decode::priority(row, 10, Some(id)).and_then(|_| decode::status(row, 1, Some(id)));
+            Ok((id, status))
+        })
+        .collect()
+}
 
-    fn apply_updates(&mut self, ups: &[JobUpdate<'_>]) -> Result<(), StoreError> {
-        if ups.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<i64> = ups.iter().map(|u| u.id.0).collect();
-        let expect_state: Vec<&str> = ups.iter().map(|u| u.expect_state.as_str()).collect();
-        let expect_token: Vec<i64> = ups.iter().map(|u| u.expect_token.0).collect();
-        let state: Vec<&str> = ups.iter().map(|u| u.status.state.as_str()).collect();
-        let attempts: Vec<i64> = ups.iter().map(|u| i(u.status.attempts)).collect();
-        let ready_at: Vec<i64> = ups.iter().map(|u| u.status.ready_at.as_millis()).collect();
-        let finished_at: Vec<Option<i64>> = ups
-            .iter()
-            .map(|u| u.status.finished_at.map(Timestamp::as_millis))
-            .collect();
-        let token: Vec<i64> = ups.iter().map(|u| u.status.last_token.0).collect();
-        let expires: Vec<Option<i64>> = ups
-            .iter()
-            .map(|u| u.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
-            .collect();
-        let by: Vec<Option<&str>> = ups
-            .iter()
-            .map(|u| u.status.lease.as_ref().map(|l| l.worker.as_str()))
-            .collect();
-        let error: Vec<Option<&str>> = ups.iter().map(|u| u.status.last_error.as_deref()).collect();
-        let result: Vec<Option<&[u8]>> = ups.iter().map(|u| u.result).collect();
-        self.execute_all(
-            include_str!("../sql/apply_update.sql"),
-            &[
-                &ids,
-                &expect_state,
-                &expect_token,
-                &state,
-                &attempts,
-                &ready_at,
-                &finished_at,
-                &token,
-                &expires,
-                &by,
-                &error,
-                &result,
-            ],
-            ups.len(),
-            "update",
-        )
-    }
-
-    fn apply_inserts(&mut self, ins: &[JobInsert<'_>]) -> Result<(), StoreError> {
-        if ins.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<i64> = ins.iter().map(|j| j.id.0).collect();
-        let queue: Vec<&str> = ins.iter().map(|j| j.queue).collect();
-        let kind: Vec<&str> = ins.iter().map(|j| j.kind).collect();
-        let payload: Vec<&[u8]> = ins.iter().map(|j| j.payload).collect();
-        let priority: Vec<i64> = ins.iter().map(|j| i64::from(j.priority.get())).collect();
-        let state: Vec<&str> = ins.iter().map(|j| j.status.state.as_str()).collect();
-        let attempts: Vec<i64> = ins.iter().map(|j| i(j.status.attempts)).collect();
-        let max_attempts: Vec<i64> = ins.iter().map(|j| i(j.status.max_attempts)).collect();
-        let ready_at: Vec<i64> = ins.iter().map(|j| j.status.ready_at.as_millis()).collect();
-        let created_at: Vec<i64> = ins.iter().map(|j| j.created_at.as_millis()).collect();
-        let finished_at: Vec<Option<i64>> = ins
-            .iter()
-            .map(|j| j.status.finished_at.map(Timestamp::as_millis))
-            .collect();
-        let key: Vec<Option<&str>> = ins.iter().map(|j| j.unique_key).collect();
-        let result: Vec<Option<&[u8]>> = ins.iter().map(|j| j.result).collect();
-        let token: Vec<i64> = ins.iter().map(|j| j.status.last_token.0).collect();
-        let expires: Vec<Option<i64>> = ins
-            .iter()
-            .map(|j| j.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
-            .collect();
-        let by: Vec<Option<&str>> = ins
-            .iter()
-            .map(|j| j.status.lease.as_ref().map(|l| l.worker.as_str()))
-            .collect();
-        let error: Vec<Option<&str>> = ins.iter().map(|j| j.status.last_error.as_deref()).collect();
-        self.execute_all(
-            include_str!("../sql/apply_insert.sql"),
-            &[
-                &ids,
-                &queue,
-                &kind,
-                &payload,
-                &priority,
-                &state,
-                &attempts,
-                &max_attempts,
-                &ready_at,
-                &created_at,
-                &finished_at,
-                &key,
-                &result,
-                &token,
-                &expires,
-                &by,
-                &error,
-            ],
-            ins.len(),
-            "insert",
-        )
-    }
-
-    fn apply_events(&mut self, evs: &[EventRow<'_>]) -> Result<(), StoreError> {
-        if evs.is_empty() {
-            return Ok(());
-        }
-        let job: Vec<i64> = evs.iter().map(|e| e.job.0).collect();
-        let base: Vec<Option<i64>> = evs.iter().map(|e| e.base).collect();
-        let ord: Vec<i64> = evs.iter().map(|e| e.ord).collect();
-        let at: Vec<i64> = evs.iter().map(|e| e.at.as_millis()).collect();
-        let kind: Vec<&str> = evs.iter().map(|e| e.kind).collect();
-        let data: Vec<&str> = evs.iter().map(|e| e.data).collect();
-        self.execute_all(
-            include_str!("../sql/apply_events.sql"),
-            &[&job, &base, &ord, &at, &kind, &data],
-            evs.len(),
-            "events",
-        )
+fn rows(a: Option<Answer>) -> Vec<Row> {
+    match a {
+        Some(Answer::Rows(r)) => r,
+        _ => Vec::new(),
     }
 }
 
@@ -249,39 +151,202 @@ fn i(v: u32) -> i64 {
     i64::from(v)
 }
 
+/// The columns of a batch's updates, as arrays (`sql/apply_update.sql`).
+struct UpdateCols<'a> {
+    ids: Vec<i64>,
+    expect_state: Vec<&'a str>,
+    expect_token: Vec<i64>,
+    state: Vec<&'a str>,
+    attempts: Vec<i64>,
+    ready_at: Vec<i64>,
+    finished_at: Vec<Option<i64>>,
+    token: Vec<i64>,
+    expires: Vec<Option<i64>>,
+    by: Vec<Option<&'a str>>,
+    error: Vec<Option<&'a str>>,
+    result: Vec<Option<&'a [u8]>>,
+}
+
+impl<'a> UpdateCols<'a> {
+    fn new(ups: &[JobUpdate<'a>]) -> Self {
+        Self {
+            ids: ups.iter().map(|u| u.id.0).collect(),
+            expect_state: ups.iter().map(|u| u.expect_state.as_str()).collect(),
+            expect_token: ups.iter().map(|u| u.expect_token.0).collect(),
+            state: ups.iter().map(|u| u.status.state.as_str()).collect(),
+            attempts: ups.iter().map(|u| i(u.status.attempts)).collect(),
+            ready_at: ups.iter().map(|u| u.status.ready_at.as_millis()).collect(),
+            finished_at: ups.iter().map(|u| u.status.finished_at.map(Timestamp::as_millis)).collect(),
+            token: ups.iter().map(|u| u.status.last_token.0).collect(),
+            expires: ups
+                .iter()
+                .map(|u| u.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
+                .collect(),
+            by: ups
+                .iter()
+                .map(|u| u.status.lease.as_ref().map(|l| l.worker.as_str()))
+                .collect(),
+            error: ups.iter().map(|u| u.status.last_error.as_deref()).collect(),
+            result: ups.iter().map(|u| u.result).collect(),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![
+            &self.ids,
+            &self.expect_state,
+            &self.expect_token,
+            &self.state,
+            &self.attempts,
+            &self.ready_at,
+            &self.finished_at,
+            &self.token,
+            &self.expires,
+            &self.by,
+            &self.error,
+            &self.result,
+        ]
+    }
+}
+
+/// The columns of a batch's inserts (`sql/apply_insert.sql`).
+struct InsertCols<'a> {
+    ids: Vec<i64>,
+    queue: Vec<&'a str>,
+    kind: Vec<&'a str>,
+    payload: Vec<&'a [u8]>,
+    priority: Vec<i64>,
+    state: Vec<&'a str>,
+    attempts: Vec<i64>,
+    max_attempts: Vec<i64>,
+    ready_at: Vec<i64>,
+    created_at: Vec<i64>,
+    finished_at: Vec<Option<i64>>,
+    key: Vec<Option<&'a str>>,
+    result: Vec<Option<&'a [u8]>>,
+    token: Vec<i64>,
+    expires: Vec<Option<i64>>,
+    by: Vec<Option<&'a str>>,
+    error: Vec<Option<&'a str>>,
+}
+
+impl<'a> InsertCols<'a> {
+    fn new(ins: &[JobInsert<'a>]) -> Self {
+        Self {
+            ids: ins.iter().map(|j| j.id.0).collect(),
+            queue: ins.iter().map(|j| j.queue).collect(),
+            kind: ins.iter().map(|j| j.kind).collect(),
+            payload: ins.iter().map(|j| j.payload).collect(),
+            priority: ins.iter().map(|j| i64::from(j.priority.get())).collect(),
+            state: ins.iter().map(|j| j.status.state.as_str()).collect(),
+            attempts: ins.iter().map(|j| i(j.status.attempts)).collect(),
+            max_attempts: ins.iter().map(|j| i(j.status.max_attempts)).collect(),
+            ready_at: ins.iter().map(|j| j.status.ready_at.as_millis()).collect(),
+            created_at: ins.iter().map(|j| j.created_at.as_millis()).collect(),
+            finished_at: ins.iter().map(|j| j.status.finished_at.map(Timestamp::as_millis)).collect(),
+            key: ins.iter().map(|j| j.unique_key).collect(),
+            result: ins.iter().map(|j| j.result).collect(),
+            token: ins.iter().map(|j| j.status.last_token.0).collect(),
+            expires: ins
+                .iter()
+                .map(|j| j.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
+                .collect(),
+            by: ins
+                .iter()
+                .map(|j| j.status.lease.as_ref().map(|l| l.worker.as_str()))
+                .collect(),
+            error: ins.iter().map(|j| j.status.last_error.as_deref()).collect(),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![
+            &self.ids,
+            &self.queue,
+            &self.kind,
+            &self.payload,
+            &self.priority,
+            &self.state,
+            &self.attempts,
+            &self.max_attempts,
+            &self.ready_at,
+            &self.created_at,
+            &self.finished_at,
+            &self.key,
+            &self.result,
+            &self.token,
+            &self.expires,
+            &self.by,
+            &self.error,
+        ]
+    }
+}
+
+/// The columns of a batch's events (`sql/apply_events.sql`).
+struct EventCols<'a> {
+    job: Vec<i64>,
+    base: Vec<Option<i64>>,
+    ord: Vec<i64>,
+    at: Vec<i64>,
+    kind: Vec<&'a str>,
+    data: Vec<&'a str>,
+}
+
+impl<'a> EventCols<'a> {
+    fn new(evs: &[EventRow<'a>]) -> Self {
+        Self {
+            job: evs.iter().map(|e| e.job.0).collect(),
+            base: evs.iter().map(|e| e.base).collect(),
+            ord: evs.iter().map(|e| e.ord).collect(),
+            at: evs.iter().map(|e| e.at.as_millis()).collect(),
+            kind: evs.iter().map(|e| e.kind).collect(),
+            data: evs.iter().map(|e| e.data).collect(),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![&self.job, &self.base, &self.ord, &self.at, &self.kind, &self.data]
+    }
+}
+
 impl Store for PgStore {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_prune.sql"))?;
-        let row = self
-            .conn
-            .client
-            .query_one(&st, &[&before.as_millis()])
-            .map_err(map_err)?;
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let row = self.query_one(include_str!("../sql/job_prune.sql"), &[&before.as_millis()])?;
         let n: i64 = decode::col(&row, 0, "pruned", None)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    /// Sent with the COMMIT (one flight).
     fn notify_ready(&mut self) -> Result<(), StoreError> {
-        self.exec(include_str!("../sql/notify_ready.sql"))
+        self.notify = true;
+        Ok(())
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
-        if self.conn.client.is_closed() {
+        if self.pipe.is_closed() {
             // The server or the network dropped the connection (the batch
             // that met it was answered already): connect again, with the
             // same checks as at open. Statements are prepared anew.
             tracing::warn!("the PostgreSQL connection of the writer dropped; connecting again");
-            self.conn = Conn::new(open_writer_client(&self.url)?);
+            self.pipe = open_writer(&self.url)?;
         }
-        self.exec("BEGIN")
+        self.notify = false;
+        self.pipe.begin();
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        self.exec("COMMIT")
+        if std::mem::take(&mut self.notify) {
+            let sql = concat!(include_str!("../sql/notify_ready.sql"), ";\nCOMMIT");
+            return self.pipe.finish(sql);
+        }
+        self.pipe.finish("COMMIT")
     }
 
     fn rollback(&mut self) -> Result<(), StoreError> {
-        self.exec("ROLLBACK")
+        self.notify = false;
+        self.pipe.finish("ROLLBACK")
     }
 
     fn busy_is_transient(&self) -> bool {
@@ -291,8 +356,7 @@ impl Store for PgStore {
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
         if self.ids.len() < n {
             let want = i64::try_from(n.max(ID_BLOCK)).unwrap_or(i64::MAX);
-            let st = self.conn.stmt(include_str!("../sql/job_ids.sql"))?;
-            let rows = self.conn.client.query(&st, &[&want]).map_err(map_err)?;
+            let rows = self.query(include_str!("../sql/job_ids.sql"), &[&want])?;
             let mut fresh = rows
                 .iter()
                 .map(|r| decode::col(r, 0, "nextval", None).map(JobId))
@@ -309,26 +373,26 @@ impl Store for PgStore {
     }
 
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_find_active_by_key.sql"))?;
-        let row = self.conn.client.query_opt(&st, &[&key]).map_err(map_err)?;
+        let row = self.query_opt(include_str!("../sql/job_find_active_by_key.sql"), &[&key])?;
         row.map(|r| decode::col(&r, 0, "id", None).map(JobId)).transpose()
     }
 
     fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_unique_key.sql"))?;
-        match self.conn.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+        match self.query_opt(include_str!("../sql/job_unique_key.sql"), &[&id.0])? {
             Some(row) => decode::col(&row, 0, "unique_key", Some(id)),
             None => Ok(None),
         }
     }
 
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
-        self.conn.job_get(id)
+        match self.query_opt(include_str!("../sql/job_get_locked.sql"), &[&id.0])? {
+            Some(row) => decode::job(&row).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_get_status.sql"))?;
-        match self.conn.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+        match self.query_opt(include_str!("../sql/job_get_status.sql"), &[&id.0])? {
             Some(row) => {
                 decode::priority(&row, 9, Some(id))?;
                 decode::status(&row, 0, Some(id)).map(Some)
@@ -338,27 +402,66 @@ impl Store for PgStore {
     }
 
     fn job_get_statuses(&mut self, ids: &[JobId]) -> Result<Vec<StatusRead>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_get_statuses.sql"))?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let raw: Vec<i64> = ids.iter().map(|id| id.0).collect();
-        let rows = self.conn.client.query(&st, &[&raw]).map_err(map_err)?;
-        rows.iter()
-            .map(|row| {
-                let id = JobId(decode::col(row, 0, "id", None)?);
-                let status = decode::priority(row, 10, Some(id)).and_then(|_| decode::status(row, 1, Some(id)));
-                Ok((id, status))
-            })
-            .collect()
+        let rows = self.query(include_str!("../sql/job_get_statuses.sql"), &[&raw])?;
+        status_rows(&rows)
+    }
+
+    /// Every read in one flight (with the transaction's `BEGIN`).
+    fn prefetch(&mut self, p: &Prefetch<'_>) -> Result<Prefetched, StoreError> {
+        let expired_st = self.pipe.stmt(include_str!("../sql/job_expired_statuses.sql"))?;
+        let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
+        let ready_st = self.pipe.stmt(include_str!("../sql/job_ready.sql"))?;
+        let now = p.now.as_millis();
+        let ids: Vec<i64> = p.statuses.iter().map(|id| id.0).collect();
+        let limits: Vec<i64> = p
+            .ready
+            .iter()
+            .map(|(_, l)| i64::try_from(*l).unwrap_or(i64::MAX))
+            .collect();
+        let mut reqs = Vec::with_capacity(2 + p.ready.len());
+        if p.expired {
+            reqs.push(Req::Query(&expired_st, vec![&now]));
+        }
+        if !ids.is_empty() {
+            reqs.push(Req::Query(&statuses_st, vec![&ids]));
+        }
+        for ((queue, _), limit) in p.ready.iter().zip(&limits) {
+            reqs.push(Req::Query(&ready_st, vec![queue, &now, limit]));
+        }
+        if reqs.is_empty() {
+            return Ok(Prefetched::default());
+        }
+        let mut answers = self.pipe.run(reqs)?.into_iter();
+        let expired = if p.expired {
+            status_rows(&rows(answers.next()))?
+        } else {
+            Vec::new()
+        };
+        let statuses = if ids.is_empty() {
+            Vec::new()
+        } else {
+            status_rows(&rows(answers.next()))?
+        };
+        let ready = p
+            .ready
+            .iter()
+            .map(|_| ready_rows(&rows(answers.next())))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Prefetched {
+            expired,
+            statuses,
+            ready,
+        })
     }
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_ready.sql"))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self
-            .conn
-            .client
-            .query(&st, &[&queue, &now.as_millis(), &limit])
-            .map_err(map_err)?;
-        self.ready_rows(&rows)
+        let rows = self.query(include_str!("../sql/job_ready.sql"), &[&queue, &now.as_millis(), &limit])?;
+        ready_rows(&rows)
     }
 
     fn job_ready_after(
@@ -368,62 +471,103 @@ impl Store for PgStore {
         after: Candidate,
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_ready_after.sql"))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self
-            .conn
-            .client
-            .query(
-                &st,
-                &[
-                    &queue,
-                    &i64::from(after.priority.get()),
-                    &now.as_millis(),
-                    &after.ready_at.as_millis(),
-                    &after.id.0,
-                    &limit,
-                ],
-            )
-            .map_err(map_err)?;
-        self.ready_rows(&rows)
+        let rows = self.query(
+            include_str!("../sql/job_ready_after.sql"),
+            &[
+                &queue,
+                &i64::from(after.priority.get()),
+                &now.as_millis(),
+                &after.ready_at.as_millis(),
+                &after.id.0,
+                &limit,
+            ],
+        )?;
+        ready_rows(&rows)
     }
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_next_ready_at.sql"))?;
-        let row = self
-            .conn
-            .client
-            .query_one(&st, &[&queue, &now.as_millis()])
-            .map_err(map_err)?;
+        let row = self.query_one(include_str!("../sql/job_next_ready_at.sql"), &[&queue, &now.as_millis()])?;
         let next: Option<i64> = decode::col(&row, 0, "ready_at", None)?;
         Ok(next.map(Timestamp::from_millis))
     }
 
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_expired_leases.sql"))?;
-        let rows = self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)?;
+        let rows = self.query(include_str!("../sql/job_expired_statuses.sql"), &[&now.as_millis()])?;
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/event_last_seq.sql"))?;
-        let row = self.conn.client.query_one(&st, &[&id.0]).map_err(map_err)?;
+        let row = self.query_one(include_str!("../sql/event_last_seq.sql"), &[&id.0])?;
         decode::col(&row, 0, "seq", Some(id))
     }
 
-    /// At most five statements, whatever the batch's size.
+    /// At most five statements, whatever the batch's size, in one flight.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
-        if !c.deletes.is_empty() {
-            let ids: Vec<i64> = c.deletes.iter().map(|id| id.0).collect();
-            self.execute_all(include_str!("../sql/apply_delete.sql"), &[&ids], ids.len(), "delete")?;
-        }
+        let delete_st = self.pipe.stmt(include_str!("../sql/apply_delete.sql"))?;
+        let update_st = self.pipe.stmt(include_str!("../sql/apply_update.sql"))?;
+        let insert_st = self.pipe.stmt(include_str!("../sql/apply_insert.sql"))?;
+        let events_st = self.pipe.stmt(include_str!("../sql/apply_events.sql"))?;
+        let deletes: Vec<i64> = c.deletes.iter().map(|id| id.0).collect();
         let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
         let (plain, taking) = c.updates.split_at(split);
-        self.apply_updates(plain)?;
-        self.apply_updates(taking)?;
-        self.apply_inserts(&c.inserts)?;
-        self.apply_events(&c.events)
+        let (plain, taking) = (UpdateCols::new(plain), UpdateCols::new(taking));
+        let inserts = InsertCols::new(&c.inserts);
+        let events = EventCols::new(&c.events);
+        let mut reqs = Vec::with_capacity(5);
+        let mut expected = Vec::with_capacity(5);
+        if !deletes.is_empty() {
+            reqs.push(Req::Execute(&delete_st, vec![&deletes]));
+            expected.push((deletes.len(), "delete"));
+        }
+        for cols in [&plain, &taking] {
+            if !cols.ids.is_empty() {
+                reqs.push(Req::Execute(&update_st, cols.params()));
+                expected.push((cols.ids.len(), "update"));
+            }
+        }
+        if !inserts.ids.is_empty() {
+            reqs.push(Req::Execute(&insert_st, inserts.params()));
+            expected.push((inserts.ids.len(), "insert"));
+        }
+        if !events.job.is_empty() {
+            reqs.push(Req::Execute(&events_st, events.params()));
+            expected.push((events.job.len(), "events"));
+        }
+        if reqs.is_empty() {
+            return Ok(());
+        }
+        let answers = match self.pipe.run(reqs) {
+            Ok(a) => a,
+            Err(StoreError::Io { source, message }) if unique_violation(source.as_ref()) => {
+                // A retry's key taken by another process since the batch
+                // checked: plan the batch again (it then sees the holder).
+                tracing::debug!(%message, "a unique key was taken by another process during the batch");
+                return Err(StoreError::Busy);
+            }
+            Err(e) => return Err(e),
+        };
+        for (a, (want, what)) in answers.into_iter().zip(expected) {
+            let got = match a {
+                Answer::Count(n) => n,
+                Answer::Rows(r) => r.len() as u64,
+            };
+            if got != want as u64 {
+                // Rows locked when read cannot change, but a unique key
+                // can be taken by another process's insert: plan again.
+                tracing::debug!(what, want, got, "a set-based write fell short; planning the batch again");
+                return Err(StoreError::Busy);
+            }
+        }
+        Ok(())
     }
+}
+
+/// A unique-index violation, under the driver error a store error keeps.
+fn unique_violation(e: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    e.downcast_ref::<tokio_postgres::Error>()
+        .and_then(tokio_postgres::Error::code)
+        .is_some_and(|c| *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
 }
 
 pub(crate) struct PgReader {

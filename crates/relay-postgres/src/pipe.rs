@@ -1,0 +1,190 @@
+//! The writer's connection: tokio-postgres on a runtime of its own, so that
+//! the statements of one step of a batch go to the server in one flight
+//! (pipelined) and cost one round trip, not one each.
+//!
+//! tokio-postgres sends a request when its future is first polled, and
+//! the server answers requests in the order it got them. [`Pipe::run`]
+//! polls each future once, in order, before waiting for any: the order on
+//! the wire is the order given. A `BEGIN` the transaction still owes goes
+//! first, in the same flight as the batch's first reads.
+
+use crate::connect::map_err;
+use relay_store::StoreError;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+/// One pipelined request's answer.
+pub(crate) enum Answer {
+    Rows(Vec<Row>),
+    Count(u64),
+}
+
+/// One request of a flight.
+pub(crate) enum Req<'a> {
+    Query(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    Execute(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+}
+
+type Fut<'a> = Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>> + 'a>>;
+
+pub(crate) struct Pipe {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    stmts: HashMap<&'static str, Statement>,
+    /// `BEGIN` is owed: sent with the transaction's first request.
+    begin_owed: bool,
+}
+
+impl Pipe {
+    pub(crate) fn connect(url: &str) -> Result<Self, StoreError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Io {
+                message: "cannot start the PostgreSQL writer's runtime".into(),
+                source: Box::new(e),
+            })?;
+        let (client, connection) = rt
+            .block_on(tokio_postgres::connect(url, NoTls))
+            .map_err(|e| StoreError::Io {
+                message: format!(
+                    "cannot connect to PostgreSQL at {}: {e}",
+                    crate::connect::redact(url)
+                ),
+                source: Box::new(e),
+            })?;
+        // Driven whenever the writer waits on the runtime (every request).
+        rt.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "the PostgreSQL connection of the writer closed");
+            }
+        });
+        Ok(Self {
+            rt,
+            client,
+            stmts: HashMap::new(),
+            begin_owed: false,
+        })
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// The prepared statement for `sql` (prepared once per connection).
+    pub(crate) fn stmt(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.rt.block_on(self.client.prepare(sql)).map_err(map_err)?;
+        self.stmts.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    /// The transaction starts with the next request.
+    pub(crate) fn begin(&mut self) {
+        self.begin_owed = true;
+    }
+
+    /// Sends an owed `BEGIN` now, alone: before a write made as a query.
+    pub(crate) fn begin_now(&mut self) -> Result<(), StoreError> {
+        if std::mem::take(&mut self.begin_owed) {
+            self.simple("BEGIN")?;
+        }
+        Ok(())
+    }
+
+    /// Ends the transaction the way `sql` says (`COMMIT`, `ROLLBACK`,
+    /// possibly after other simple statements); nothing to send when it
+    /// never started on the server.
+    pub(crate) fn finish(&mut self, sql: &str) -> Result<(), StoreError> {
+        if std::mem::take(&mut self.begin_owed) {
+            return Ok(());
+        }
+        self.simple(sql)
+    }
+
+    /// A statement without parameters, outside any flight.
+    pub(crate) fn simple(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.rt.block_on(self.client.batch_execute(sql)).map_err(map_err)
+    }
+
+    /// Sends the owed `BEGIN` (if any) and `reqs` in one flight; returns
+    /// each request's answer, or the first error.
+    ///
+    /// Writes never share a flight with the `BEGIN`: were it to fail, they
+    /// would run (and commit) one by one outside the transaction. `BEGIN`
+    /// then goes alone first.
+    pub(crate) fn run(&mut self, reqs: Vec<Req<'_>>) -> Result<Vec<Answer>, StoreError> {
+        if self.begin_owed && reqs.iter().any(|r| matches!(r, Req::Execute(..))) {
+            self.begin_owed = false;
+            self.simple("BEGIN")?;
+        }
+        let begin = std::mem::take(&mut self.begin_owed);
+        let client = &self.client;
+        let mut futs: Vec<Fut<'_>> = Vec::with_capacity(reqs.len() + 1);
+        if begin {
+            futs.push(Box::pin(async move {
+                client.batch_execute("BEGIN").await.map(|()| Answer::Count(0))
+            }));
+        }
+        for r in reqs {
+            futs.push(match r {
+                Req::Query(st, params) => {
+                    Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
+                }
+                Req::Execute(st, params) => {
+                    Box::pin(async move { client.execute(st, &params).await.map(Answer::Count) })
+                }
+            });
+        }
+        let answers = self.rt.block_on(in_order(futs));
+        let mut out = Vec::with_capacity(answers.len());
+        for (i, a) in answers.into_iter().enumerate() {
+            match a {
+                Ok(_) if begin && i == 0 => {}
+                Ok(a) => out.push(a),
+                Err(e) => return Err(map_err(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// One request, in its own flight (with an owed `BEGIN`).
+    pub(crate) fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, StoreError> {
+        let st = self.stmt(sql)?;
+        match self.run(vec![Req::Query(&st, params.to_vec())])?.pop() {
+            Some(Answer::Rows(rows)) => Ok(rows),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Polls every future once, in order (each sends its request), then waits
+/// for each answer.
+async fn in_order<'a>(mut futs: Vec<Fut<'a>>) -> Vec<Result<Answer, tokio_postgres::Error>> {
+    let mut done: Vec<Option<Result<Answer, tokio_postgres::Error>>> = Vec::with_capacity(futs.len());
+    for f in &mut futs {
+        let first = std::future::poll_fn(|cx| Poll::Ready(f.as_mut().poll(cx))).await;
+        done.push(match first {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        });
+    }
+    let mut out = Vec::with_capacity(futs.len());
+    for (f, d) in futs.into_iter().zip(done) {
+        out.push(match d {
+            Some(r) => r,
+            None => f.await,
+        });
+    }
+    out
+}
