@@ -1,3 +1,6 @@
--- A batch's deletions: the jobs and their events, in one statement.
-WITH e AS (DELETE FROM relay_job_events WHERE job_id = ANY($1::BIGINT[]))
-DELETE FROM relay_jobs WHERE id = ANY($1::BIGINT[])
+-- A batch's deletions: the jobs and their events, in one statement. The count
+-- is checked in the statement (relay_expect, migration 0002): a shortfall
+-- aborts the transaction before the COMMIT sent after it.
+WITH e AS (DELETE FROM relay_job_events WHERE job_id = ANY($1::BIGINT[])),
+w AS (DELETE FROM relay_jobs WHERE id = ANY($1::BIGINT[]) RETURNING 1)
+SELECT relay_expect(COUNT(*), $2, 'deletions') FROM w

@@ -2,10 +2,16 @@
 -- whose unique key another process took since the batch checked is not
 -- inserted (ON CONFLICT DO NOTHING): the count then falls short, and the
 -- batch is planned again (it then finds that process's job).
-INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
-                        finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error)
-SELECT *
-FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::BIGINT[], $6::TEXT[], $7::BIGINT[],
-            $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::BYTEA[], $14::BIGINT[],
-            $15::BIGINT[], $16::TEXT[], $17::TEXT[])
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED') DO NOTHING
+-- The count is checked in the statement (relay_expect, migration 0002): a
+-- shortfall aborts the transaction before the COMMIT sent after it.
+WITH w AS (
+    INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
+                            finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error)
+    SELECT *
+    FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::BIGINT[], $6::TEXT[], $7::BIGINT[],
+                $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::BYTEA[], $14::BIGINT[],
+                $15::BIGINT[], $16::TEXT[], $17::TEXT[])
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED') DO NOTHING
+    RETURNING 1
+)
+SELECT relay_expect(COUNT(*), $18, 'inserts') FROM w

@@ -6,8 +6,11 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 1;
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+pub const SCHEMA_VERSION: i64 = 2;
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_init.sql"),
+    include_str!("../migrations/0002_expect.sql"),
+];
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;
 
@@ -135,6 +138,10 @@ pub(crate) fn map_err(e: postgres::Error) -> StoreError {
         {
             StoreError::Busy
         }
+        // A unique key another process took since the batch checked it, or
+        // a set-based write that changed fewer rows than planned (RLY01,
+        // migration 0002): the writer plans the batch again.
+        Some(c) if c == SqlState::UNIQUE_VIOLATION || c.code() == "RLY01" => StoreError::Busy,
         Some(c) if c == SqlState::DISK_FULL => StoreError::Full {
             message: e.to_string(),
             source: Box::new(e),

@@ -20,13 +20,17 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 /// One pipelined request's answer.
 pub(crate) enum Answer {
     Rows(Vec<Row>),
-    Count(u64),
+    /// A simple statement ran.
+    Done,
 }
 
 /// One request of a flight.
 pub(crate) enum Req<'a> {
-    Query(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
-    Execute(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    Read(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    /// A statement that writes (and returns rows, like any query).
+    Write(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    /// Statements without parameters (the simple protocol).
+    Simple(&'a str),
 }
 
 type Fut<'a> = Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>> + 'a>>;
@@ -120,7 +124,21 @@ impl Pipe {
     /// would run (and commit) one by one outside the transaction. `BEGIN`
     /// then goes alone first.
     pub(crate) fn run(&mut self, reqs: Vec<Req<'_>>) -> Result<Vec<Answer>, StoreError> {
-        if self.begin_owed && reqs.iter().any(|r| matches!(r, Req::Execute(..))) {
+        let mut out = Vec::with_capacity(reqs.len());
+        for a in self.run_all(reqs)? {
+            out.push(a.map_err(map_err)?);
+        }
+        Ok(out)
+    }
+
+    /// [`Pipe::run`], with every request's own result (a request after a
+    /// failed one in a transaction fails too, and a `COMMIT` then rolls
+    /// back). Only a failure to send the owed `BEGIN` is an error here.
+    pub(crate) fn run_all(
+        &mut self,
+        reqs: Vec<Req<'_>>,
+    ) -> Result<Vec<Result<Answer, tokio_postgres::Error>>, StoreError> {
+        if self.begin_owed && reqs.iter().any(|r| !matches!(r, Req::Read(..))) {
             self.begin_owed = false;
             self.simple("BEGIN")?;
         }
@@ -128,30 +146,22 @@ impl Pipe {
         let client = &self.client;
         let mut futs: Vec<Fut<'_>> = Vec::with_capacity(reqs.len() + 1);
         if begin {
-            futs.push(Box::pin(async move {
-                client.batch_execute("BEGIN").await.map(|()| Answer::Count(0))
-            }));
+            futs.push(Box::pin(async move { client.batch_execute("BEGIN").await.map(|()| Answer::Done) }));
         }
         for r in reqs {
             futs.push(match r {
-                Req::Query(st, params) => {
+                Req::Read(st, params) | Req::Write(st, params) => {
                     Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
                 }
-                Req::Execute(st, params) => {
-                    Box::pin(async move { client.execute(st, &params).await.map(Answer::Count) })
-                }
+                Req::Simple(sql) => Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) }),
             });
         }
-        let answers = self.rt.block_on(in_order(futs));
-        let mut out = Vec::with_capacity(answers.len());
-        for (i, a) in answers.into_iter().enumerate() {
-            match a {
-                Ok(_) if begin && i == 0 => {}
-                Ok(a) => out.push(a),
-                Err(e) => return Err(map_err(e)),
-            }
+        let mut answers = self.rt.block_on(in_order(futs));
+        if begin {
+            let first = answers.remove(0);
+            first.map_err(map_err)?;
         }
-        Ok(out)
+        Ok(answers)
     }
 
     /// One request, in its own flight (with an owed `BEGIN`).
@@ -161,7 +171,7 @@ impl Pipe {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
         let st = self.stmt(sql)?;
-        match self.run(vec![Req::Query(&st, params.to_vec())])?.pop() {
+        match self.run(vec![Req::Read(&st, params.to_vec())])?.pop() {
             Some(Answer::Rows(rows)) => Ok(rows),
             _ => Ok(Vec::new()),
         }

@@ -7,7 +7,7 @@ use postgres::{Client, Row, Statement};
 use tokio_postgres::types::ToSql;
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{
-    Changes, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead,
+    Changes, CommitFailed, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead,
     Store, StoreError, StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
@@ -65,6 +65,12 @@ pub(crate) fn open_writer(url: &str) -> Result<Pipe, StoreError> {
     drop(client);
     let mut pipe = Pipe::connect(url)?;
     crate::connect::check_durability(&mut pipe)?;
+    // The writer's statements take arrays and always run the same plan
+    // (index lookups by id, one seek per class): planning them afresh for
+    // each batch (PostgreSQL's custom plans for the first executions, and
+    // whenever it judges them cheaper) cost more than running them
+    // (1x1 lease+ack 762 -> 1,267 jobs/s, docs/BENCHMARKS.md).
+    pipe.simple("SET plan_cache_mode = force_generic_plan")?;
     Ok(pipe)
 }
 
@@ -424,13 +430,13 @@ impl Store for PgStore {
             .collect();
         let mut reqs = Vec::with_capacity(2 + p.ready.len());
         if p.expired {
-            reqs.push(Req::Query(&expired_st, vec![&now]));
+            reqs.push(Req::Read(&expired_st, vec![&now]));
         }
         if !ids.is_empty() {
-            reqs.push(Req::Query(&statuses_st, vec![&ids]));
+            reqs.push(Req::Read(&statuses_st, vec![&ids]));
         }
         for ((queue, _), limit) in p.ready.iter().zip(&limits) {
-            reqs.push(Req::Query(&ready_st, vec![queue, &now, limit]));
+            reqs.push(Req::Read(&ready_st, vec![queue, &now, limit]));
         }
         if reqs.is_empty() {
             return Ok(Prefetched::default());
@@ -504,70 +510,125 @@ impl Store for PgStore {
 
     /// At most five statements, whatever the batch's size, in one flight.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
-        let delete_st = self.pipe.stmt(include_str!("../sql/apply_delete.sql"))?;
-        let update_st = self.pipe.stmt(include_str!("../sql/apply_update.sql"))?;
-        let insert_st = self.pipe.stmt(include_str!("../sql/apply_insert.sql"))?;
-        let events_st = self.pipe.stmt(include_str!("../sql/apply_events.sql"))?;
-        let deletes: Vec<i64> = c.deletes.iter().map(|id| id.0).collect();
-        let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
-        let (plain, taking) = c.updates.split_at(split);
-        let (plain, taking) = (UpdateCols::new(plain), UpdateCols::new(taking));
-        let inserts = InsertCols::new(&c.inserts);
-        let events = EventCols::new(&c.events);
-        let mut reqs = Vec::with_capacity(5);
-        let mut expected = Vec::with_capacity(5);
-        if !deletes.is_empty() {
-            reqs.push(Req::Execute(&delete_st, vec![&deletes]));
-            expected.push((deletes.len(), "delete"));
-        }
-        for cols in [&plain, &taking] {
-            if !cols.ids.is_empty() {
-                reqs.push(Req::Execute(&update_st, cols.params()));
-                expected.push((cols.ids.len(), "update"));
-            }
-        }
-        if !inserts.ids.is_empty() {
-            reqs.push(Req::Execute(&insert_st, inserts.params()));
-            expected.push((inserts.ids.len(), "insert"));
-        }
-        if !events.job.is_empty() {
-            reqs.push(Req::Execute(&events_st, events.params()));
-            expected.push((events.job.len(), "events"));
-        }
-        if reqs.is_empty() {
-            return Ok(());
-        }
-        let answers = match self.pipe.run(reqs) {
-            Ok(a) => a,
-            Err(StoreError::Io { source, message }) if unique_violation(source.as_ref()) => {
-                // A retry's key taken by another process since the batch
-                // checked: plan the batch again (it then sees the holder).
-                tracing::debug!(%message, "a unique key was taken by another process during the batch");
-                return Err(StoreError::Busy);
-            }
-            Err(e) => return Err(e),
+        let writes = Writes::new(&mut self.pipe, c)?;
+        self.pipe.run(writes.reqs()).map(drop)
+    }
+
+    /// The writes and the COMMIT in one flight. A write that fails (a
+    /// unique key taken meanwhile, a count that falls short: both abort the
+    /// transaction on the server) leaves the COMMIT to roll back: nothing
+    /// applied.
+    fn apply_commit(&mut self, c: &Changes<'_>) -> Result<(), CommitFailed> {
+        let commit = if std::mem::take(&mut self.notify) {
+            concat!(include_str!("../sql/notify_ready.sql"), ";\nCOMMIT")
+        } else {
+            "COMMIT"
         };
-        for (a, (want, what)) in answers.into_iter().zip(expected) {
-            let got = match a {
-                Answer::Count(n) => n,
-                Answer::Rows(r) => r.len() as u64,
-            };
-            if got != want as u64 {
-                // Rows locked when read cannot change, but a unique key
-                // can be taken by another process's insert: plan again.
-                tracing::debug!(what, want, got, "a set-based write fell short; planning the batch again");
-                return Err(StoreError::Busy);
+        if c.is_empty() {
+            return self.pipe.finish(commit).map_err(CommitFailed::MaybeApplied);
+        }
+        let writes = Writes::new(&mut self.pipe, c).map_err(CommitFailed::NotApplied)?;
+        let mut reqs = writes.reqs();
+        reqs.push(Req::Simple(commit));
+        let mut answers = self.pipe.run_all(reqs).map_err(CommitFailed::NotApplied)?;
+        let committed = answers.pop();
+        for a in answers {
+            if let Err(e) = a {
+                // The server refused a write: the transaction aborted
+                // there, and the COMMIT after it rolled back. A broken
+                // connection tells nothing of the COMMIT.
+                let server_said = e.as_db_error().is_some();
+                let e = map_err(e);
+                return Err(if server_said {
+                    CommitFailed::NotApplied(e)
+                } else {
+                    CommitFailed::MaybeApplied(e)
+                });
             }
         }
-        Ok(())
+        match committed {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) if e.as_db_error().is_some() => {
+                // Refused at COMMIT (a serialization failure): rolled back.
+                let e = map_err(e);
+                let _ = self.pipe.finish("ROLLBACK");
+                Err(CommitFailed::NotApplied(e))
+            }
+            Some(Err(e)) => Err(CommitFailed::MaybeApplied(map_err(e))),
+            None => Err(CommitFailed::MaybeApplied(StoreError::Io {
+                message: "the COMMIT got no answer".into(),
+                source: "no answer".into(),
+            })),
+        }
     }
 }
 
-/// A unique-index violation, under the driver error a store error keeps.
-fn unique_violation(e: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
-    e.downcast_ref::<tokio_postgres::Error>()
-        .and_then(tokio_postgres::Error::code)
-        .is_some_and(|c| *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+/// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
+/// five statements, each checking its own row count.
+struct Writes<'a> {
+    delete_st: Statement,
+    update_st: Statement,
+    insert_st: Statement,
+    events_st: Statement,
+    deletes: Vec<i64>,
+    plain: UpdateCols<'a>,
+    taking: UpdateCols<'a>,
+    inserts: InsertCols<'a>,
+    events: EventCols<'a>,
+    counts: [i64; 5],
+}
+
+impl<'a> Writes<'a> {
+    fn new(pipe: &mut Pipe, c: &Changes<'a>) -> Result<Self, StoreError> {
+        let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
+        let (plain, taking) = c.updates.split_at(split);
+        let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
+        Ok(Self {
+            delete_st: pipe.stmt(include_str!("../sql/apply_delete.sql"))?,
+            update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
+            insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
+            events_st: pipe.stmt(include_str!("../sql/apply_events.sql"))?,
+            deletes: c.deletes.iter().map(|id| id.0).collect(),
+            plain: UpdateCols::new(plain),
+            taking: UpdateCols::new(taking),
+            inserts: InsertCols::new(&c.inserts),
+            events: EventCols::new(&c.events),
+            counts: [
+                n(c.deletes.len()),
+                n(plain.len()),
+                n(taking.len()),
+                n(c.inserts.len()),
+                n(c.events.len()),
+            ],
+        })
+    }
+
+    /// Deletes, updates (those taking keys back last), inserts, events.
+    fn reqs(&self) -> Vec<Req<'_>> {
+        let mut reqs = Vec::with_capacity(6);
+        let [deletes, plain, taking, inserts, events] = &self.counts;
+        if *deletes > 0 {
+            reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));
+        }
+        for (cols, count) in [(&self.plain, plain), (&self.taking, taking)] {
+            if *count > 0 {
+                let mut p = cols.params();
+                p.push(count);
+                reqs.push(Req::Write(&self.update_st, p));
+            }
+        }
+        if *inserts > 0 {
+            let mut p = self.inserts.params();
+            p.push(inserts);
+            reqs.push(Req::Write(&self.insert_st, p));
+        }
+        if *events > 0 {
+            let mut p = self.events.params();
+            p.push(events);
+            reqs.push(Req::Write(&self.events_st, p));
+        }
+        reqs
+    }
 }
 
 pub(crate) struct PgReader {

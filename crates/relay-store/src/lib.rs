@@ -276,6 +276,16 @@ pub trait Store: Send {
     /// Writes a batch's changes (see [`Changes`] for the order). Any error
     /// fails the batch: the engine rolls the transaction back.
     fn apply(&mut self, changes: &Changes<'_>) -> Result<(), StoreError>;
+    /// Writes a batch's changes and commits them: [`Store::apply`] then
+    /// [`Store::commit`] (the default), or both in one round trip where
+    /// the store can. The engine calls it instead of the two for stores
+    /// without a [`Store::syncer`] whose failed commits are not final.
+    fn apply_commit(&mut self, changes: &Changes<'_>) -> Result<(), CommitFailed> {
+        if !changes.is_empty() {
+            self.apply(changes).map_err(CommitFailed::NotApplied)?;
+        }
+        self.commit().map_err(CommitFailed::MaybeApplied)
+    }
     /// Deletes up to 1000 finished jobs (SUCCEEDED, DEAD, CANCELLED) that
     /// finished before `before`, with their events; returns how many.
     /// Housekeeping, run before a batch is planned.
@@ -285,6 +295,17 @@ pub trait Store: Send {
     fn notify_ready(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+}
+
+/// Why [`Store::apply_commit`] failed.
+#[derive(Debug)]
+pub enum CommitFailed {
+    /// Nothing was applied: a write failed and the transaction is rolled
+    /// back (as when [`Store::apply`] fails).
+    NotApplied(StoreError),
+    /// The commit may or may not have happened (as when [`Store::commit`]
+    /// fails).
+    MaybeApplied(StoreError),
 }
 
 /// Makes durable everything its store had committed when `sync` was

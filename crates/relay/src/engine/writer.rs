@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
 use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
-use relay_store::{Store, StoreError, Syncer};
+use relay_store::{CommitFailed, Store, StoreError, Syncer};
 use std::sync::Arc;
 
 /// What an operation sees of its batch.
@@ -352,26 +352,33 @@ impl Writer {
     fn commit(&mut self, ops: usize, reaped: usize) -> Result<()> {
         match self.store.commit() {
             Ok(()) => {
-                // An idle reap that found nothing wrote nothing: no fsync, no count.
-                if ops > 0 || reaped > 0 {
-                    self.deliver.counters.committed(ops);
-                }
+                self.committed(ops, reaped);
                 Ok(())
             }
-            Err(e) => {
-                let _ = self.store.rollback();
-                self.deliver.counters.commit_failed();
-                tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
-                let e = Arc::new(e);
-                if self.store.failed_commit_is_final() && !matches!(*e, StoreError::Busy | StoreError::Full { .. }) {
-                    // COMMIT wrote (and, unsplit, fsynced) the file: after an
-                    // I/O error there, what this process sees may be ahead
-                    // of the disk. Same rule as a failed sync.
-                    self.deliver.durability.fail(Arc::clone(&e));
-                }
-                Err(Error::MaybeApplied(e))
-            }
+            Err(e) => self.commit_failed(e),
         }
+    }
+
+    fn committed(&self, ops: usize, reaped: usize) {
+        // An idle reap that found nothing wrote nothing: no fsync, no count.
+        if ops > 0 || reaped > 0 {
+            self.deliver.counters.committed(ops);
+        }
+    }
+
+    /// A commit whose fate is unknown: its callers are told so.
+    fn commit_failed(&mut self, e: StoreError) -> Result<()> {
+        let _ = self.store.rollback();
+        self.deliver.counters.commit_failed();
+        tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
+        let e = Arc::new(e);
+        if self.store.failed_commit_is_final() && !matches!(*e, StoreError::Busy | StoreError::Full { .. }) {
+            // COMMIT wrote (and, unsplit, fsynced) the file: after an
+            // I/O error there, what this process sees may be ahead
+            // of the disk. Same rule as a failed sync.
+            self.deliver.durability.fail(Arc::clone(&e));
+        }
+        Err(Error::MaybeApplied(e))
     }
 
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
@@ -403,8 +410,19 @@ impl Writer {
                 prune_due,
                 corrupt_reported: &mut self.corrupt_reported,
             };
-            match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap) {
-                Ok(reaped) => {
+            // Where nothing runs between the write and the commit (no
+            // split commit to number, no final commit failures to watch
+            // for), the store may send both at once (PostgreSQL: one round
+            // trip fewer per batch).
+            let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
+            match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused) {
+                Ok(Planned::Committed(reaped)) => {
+                    let woke = ctx.woke;
+                    self.committed(batch.len(), reaped);
+                    break (Ok(()), woke);
+                }
+                Ok(Planned::CommitFailed(e)) => break (self.commit_failed(e), false),
+                Ok(Planned::Applied(reaped)) => {
                     let woke = ctx.woke;
                     if let Some(e) = self.deliver.durability.failure() {
                         // A sync failed while this batch was applied: it
@@ -486,12 +504,23 @@ fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, signal: &Sig
 /// plan ([`Plan::undo`]), so it fails alone. Only the write at the end can
 /// fail the batch. (A savepoint per operation cost ~10% of the writer's
 /// time on SQLite: it copies every page an operation touches.)
+/// How far [`plan_and_apply`] took a batch.
+enum Planned {
+    /// Written; the transaction is open. Holds how many leases were reaped.
+    Applied(usize),
+    /// Written and committed.
+    Committed(usize),
+    /// Written, and the commit's fate is unknown.
+    CommitFailed(StoreError),
+}
+
 fn plan_and_apply(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
     ctx: &mut BatchCtx<'_>,
     reap: bool,
-) -> Result<usize> {
+    fused: bool,
+) -> Result<Planned> {
     if reap {
         if let Some(age) = ctx.options.retention.filter(|_| ctx.prune_due) {
             match ops::prune(store, ctx.now, age) {
@@ -522,11 +551,18 @@ fn plan_and_apply(
         }
     }
     let (changes, store) = plan.changes();
-    if !changes.is_empty() {
-        store.apply(&changes)?;
-    }
     if ctx.woke {
         store.notify_ready()?;
     }
-    Ok(reaped)
+    if fused {
+        return match store.apply_commit(&changes) {
+            Ok(()) => Ok(Planned::Committed(reaped)),
+            Err(CommitFailed::NotApplied(e)) => Err(e.into()),
+            Err(CommitFailed::MaybeApplied(e)) => Ok(Planned::CommitFailed(e)),
+        };
+    }
+    if !changes.is_empty() {
+        store.apply(&changes)?;
+    }
+    Ok(Planned::Applied(reaped))
 }
