@@ -55,10 +55,7 @@ impl Pipe {
         let (client, connection) = rt
             .block_on(tokio_postgres::connect(url, NoTls))
             .map_err(|e| StoreError::Io {
-                message: format!(
-                    "cannot connect to PostgreSQL at {}: {e}",
-                    crate::connect::redact(url)
-                ),
+                message: format!("cannot connect to PostgreSQL at {}: {e}", crate::connect::redact(url)),
                 source: Box::new(e),
             })?;
         // Driven whenever the writer waits on the runtime (every request).
@@ -146,7 +143,9 @@ impl Pipe {
         let client = &self.client;
         let mut futs: Vec<Fut<'_>> = Vec::with_capacity(reqs.len() + 1);
         if begin {
-            futs.push(Box::pin(async move { client.batch_execute("BEGIN").await.map(|()| Answer::Done) }));
+            futs.push(Box::pin(async move {
+                client.batch_execute("BEGIN").await.map(|()| Answer::Done)
+            }));
         }
         for r in reqs {
             futs.push(match r {
@@ -165,11 +164,7 @@ impl Pipe {
     }
 
     /// One request, in its own flight (with an owed `BEGIN`).
-    pub(crate) fn query(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, StoreError> {
+    pub(crate) fn query(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
         let st = self.stmt(sql)?;
         match self.run(vec![Req::Read(&st, params.to_vec())])?.pop() {
             Some(Answer::Rows(rows)) => Ok(rows),

@@ -4,13 +4,13 @@ use crate::connect::map_err;
 use crate::decode;
 use crate::pipe::{Answer, Pipe, Req};
 use postgres::{Client, Row, Statement};
-use tokio_postgres::types::ToSql;
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{
-    Changes, CommitFailed, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead,
-    Store, StoreError, StoreReader,
+    Changes, CommitFailed, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats,
+    ReadyRow, StatusRead, Store, StoreError, StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
+use tokio_postgres::types::ToSql;
 
 /// A connection with its prepared statements (prepared once, by SQL text).
 pub(crate) struct Conn {
@@ -182,7 +182,10 @@ impl<'a> UpdateCols<'a> {
             state: ups.iter().map(|u| u.status.state.as_str()).collect(),
             attempts: ups.iter().map(|u| i(u.status.attempts)).collect(),
             ready_at: ups.iter().map(|u| u.status.ready_at.as_millis()).collect(),
-            finished_at: ups.iter().map(|u| u.status.finished_at.map(Timestamp::as_millis)).collect(),
+            finished_at: ups
+                .iter()
+                .map(|u| u.status.finished_at.map(Timestamp::as_millis))
+                .collect(),
             token: ups.iter().map(|u| u.status.last_token.0).collect(),
             expires: ups
                 .iter()
@@ -249,7 +252,10 @@ impl<'a> InsertCols<'a> {
             max_attempts: ins.iter().map(|j| i(j.status.max_attempts)).collect(),
             ready_at: ins.iter().map(|j| j.status.ready_at.as_millis()).collect(),
             created_at: ins.iter().map(|j| j.created_at.as_millis()).collect(),
-            finished_at: ins.iter().map(|j| j.status.finished_at.map(Timestamp::as_millis)).collect(),
+            finished_at: ins
+                .iter()
+                .map(|j| j.status.finished_at.map(Timestamp::as_millis))
+                .collect(),
             key: ins.iter().map(|j| j.unique_key).collect(),
             result: ins.iter().map(|j| j.result).collect(),
             token: ins.iter().map(|j| j.status.last_token.0).collect(),
@@ -466,7 +472,10 @@ impl Store for PgStore {
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.query(include_str!("../sql/job_ready.sql"), &[&queue, &now.as_millis(), &limit])?;
+        let rows = self.query(
+            include_str!("../sql/job_ready.sql"),
+            &[&queue, &now.as_millis(), &limit],
+        )?;
         ready_rows(&rows)
     }
 
@@ -493,7 +502,10 @@ impl Store for PgStore {
     }
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
-        let row = self.query_one(include_str!("../sql/job_next_ready_at.sql"), &[&queue, &now.as_millis()])?;
+        let row = self.query_one(
+            include_str!("../sql/job_next_ready_at.sql"),
+            &[&queue, &now.as_millis()],
+        )?;
         let next: Option<i64> = decode::col(&row, 0, "ready_at", None)?;
         Ok(next.map(Timestamp::from_millis))
     }

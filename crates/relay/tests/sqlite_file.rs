@@ -325,3 +325,48 @@ fn the_reaper_passes_over_a_corrupt_row() {
     assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap().len(), 2);
     relay.delete(bad).unwrap();
 }
+
+/// A claim that fails part-way (its second job's row is corrupt) leaves
+/// nothing behind in its batch: the job it took first is READY again for
+/// the next claim of the same batch, and is written leased only to that
+/// claim. Regression guard for the plan's undo: without it the first job
+/// stayed leased to a claim that failed.
+#[test]
+fn a_claim_that_fails_part_way_gives_back_what_it_took_in_its_batch() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let good = relay.submit(NewJob::new("q", "k", b"good".to_vec())).unwrap();
+    let bad = relay.submit(NewJob::new("q", "k", b"bad".to_vec())).unwrap();
+    // The claim's candidate columns stay sound; the rest of the row does not.
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE jobs SET created_at = 'yesterday' WHERE id = ?1", [bad.0])
+        .unwrap();
+    let r = relay.to_async();
+    let hold = relay.hold_writer().unwrap();
+    let (r1, r2) = (r.clone(), r.clone());
+    let mut both = Box::pin(async move { r1.lease(LeaseRequest::new(["q"]).max(2)).await });
+    let mut one = Box::pin(async move { r2.lease(LeaseRequest::new(["q"]).max(1)).await });
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(matches!(both.as_mut().poll(&mut cx), Poll::Pending));
+    assert!(matches!(one.as_mut().poll(&mut cx), Poll::Pending));
+    drop(hold);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let e = rt.block_on(both).unwrap_err();
+    assert!(matches!(e, Error::Corrupt { job: Some(j), .. } if j == bad), "{e:?}");
+    let leased = rt.block_on(one).unwrap();
+    assert_eq!(leased.len(), 1, "the first claim's job was not given back");
+    assert_eq!((leased[0].id, leased[0].attempt), (good, 1));
+    let job = relay.get(good).unwrap();
+    assert_eq!(
+        job.status.last_token, leased[0].token,
+        "leased once, to the claim that succeeded"
+    );
+    let kinds: Vec<String> = relay.events(good).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased"]);
+}
