@@ -91,6 +91,22 @@ impl Pipe {
         self.begin_owed = true;
     }
 
+    /// No request of the transaction has reached the server yet.
+    pub(crate) fn nothing_sent(&self) -> bool {
+        self.begin_owed
+    }
+
+    /// Runs one statement on its own, outside any transaction (autocommit:
+    /// atomic by itself), in place of the owed transaction.
+    pub(crate) fn autocommit(
+        &mut self,
+        st: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        self.begin_owed = false;
+        self.rt.block_on(self.client.query(st, params))
+    }
+
     /// Sends an owed `BEGIN` now, alone: before a write made as a query.
     pub(crate) fn begin_now(&mut self) -> Result<(), StoreError> {
         if std::mem::take(&mut self.begin_owed) {

@@ -531,13 +531,17 @@ impl Store for PgStore {
     /// transaction on the server) leaves the COMMIT to roll back: nothing
     /// applied.
     fn apply_commit(&mut self, c: &Changes<'_>) -> Result<(), CommitFailed> {
-        let commit = if std::mem::take(&mut self.notify) {
+        let notify = std::mem::take(&mut self.notify);
+        let commit = if notify {
             concat!(include_str!("../sql/notify_ready.sql"), ";\nCOMMIT")
         } else {
             "COMMIT"
         };
         if c.is_empty() {
             return self.pipe.finish(commit).map_err(CommitFailed::MaybeApplied);
+        }
+        if self.pipe.nothing_sent() && only_new_jobs(c) {
+            return self.submit_alone(c, notify);
         }
         let writes = Writes::new(&mut self.pipe, c).map_err(CommitFailed::NotApplied)?;
         let mut reqs = writes.reqs();
@@ -571,6 +575,42 @@ impl Store for PgStore {
                 message: "the COMMIT got no answer".into(),
                 source: "no answer".into(),
             })),
+        }
+    }
+}
+
+/// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
+fn only_new_jobs(c: &Changes<'_>) -> bool {
+    c.deletes.is_empty()
+        && c.updates.is_empty()
+        && c.events
+            .iter()
+            .all(|e| e.base == Some(0) && c.inserts.iter().any(|j| j.id == e.job))
+}
+
+impl PgStore {
+    /// A batch that read nothing and only submits: one statement, on its
+    /// own (no BEGIN, no COMMIT), one round trip.
+    fn submit_alone(&mut self, c: &Changes<'_>, notify: bool) -> Result<(), CommitFailed> {
+        let st = self
+            .pipe
+            .stmt(include_str!("../sql/apply_submit.sql"))
+            .map_err(CommitFailed::NotApplied)?;
+        let jobs = InsertCols::new(&c.inserts);
+        let job: Vec<i64> = c.events.iter().map(|e| e.job.0).collect();
+        let ord: Vec<i64> = c.events.iter().map(|e| e.ord).collect();
+        let at: Vec<i64> = c.events.iter().map(|e| e.at.as_millis()).collect();
+        let kind: Vec<&str> = c.events.iter().map(|e| e.kind).collect();
+        let data: Vec<&str> = c.events.iter().map(|e| e.data).collect();
+        let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
+        let (n_jobs, n_events) = (n(c.inserts.len()), n(c.events.len()));
+        let mut params = jobs.params();
+        params.extend_from_slice(&[&job, &ord, &at, &kind, &data, &n_jobs, &n_events, &notify]);
+        match self.pipe.autocommit(&st, &params) {
+            Ok(_) => Ok(()),
+            // The server refused it: the statement changed nothing.
+            Err(e) if e.as_db_error().is_some() => Err(CommitFailed::NotApplied(map_err(e))),
+            Err(e) => Err(CommitFailed::MaybeApplied(map_err(e))),
         }
     }
 }
