@@ -36,12 +36,23 @@ use store::{Conn, PgReader, PgStore};
 #[derive(Debug, Clone)]
 pub struct PgBackend {
     url: String,
+    writers: Option<usize>,
 }
 
 impl PgBackend {
     /// `postgres://user[:password]@host[:port]/database`.
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into() }
+        Self {
+            url: url.into(),
+            writers: None,
+        }
+    }
+
+    /// Runs `n` writers (1-16) instead of the default (see
+    /// [`Backend::writers`]).
+    pub fn with_writers(mut self, n: usize) -> Self {
+        self.writers = Some(n.clamp(1, 16));
+        self
     }
 
     /// True for URLs this store takes (`postgres://` or `postgresql://`).
@@ -66,6 +77,21 @@ impl Backend for PgBackend {
 
     fn describe(&self) -> String {
         connect::redact(&self.url)
+    }
+
+    /// Two by default (one connection's server backend is one core, and
+    /// its round trips leave it idle between a batch's flights; see
+    /// BENCHMARKS.md), or `RELAY_PG_WRITERS` (1-16) for a larger server,
+    /// or what [`PgBackend::with_writers`] set.
+    fn writers(&self) -> usize {
+        if let Some(n) = self.writers {
+            return n;
+        }
+        std::env::var("RELAY_PG_WRITERS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| (1..=16).contains(n))
+            .unwrap_or(2)
     }
 
     /// A connection of its own that LISTENs for `relay_ready` and wakes this

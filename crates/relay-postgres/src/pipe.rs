@@ -72,7 +72,13 @@ impl Pipe {
         })
     }
 
+    /// The connection is known to be closed. The connection task runs only
+    /// while the writer waits on the runtime, so it is first given a turn
+    /// to read what arrived meanwhile (a server that ended the session
+    /// says so before it closes): a batch then starts on a new connection
+    /// instead of failing on the dead one.
     pub(crate) fn is_closed(&self) -> bool {
+        self.rt.block_on(tokio::task::yield_now());
         self.client.is_closed()
     }
 

@@ -344,6 +344,16 @@ pub trait Backend: Send + Sync {
     fn failure_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
         None
     }
+    /// How many writers (each a connection from [`Backend::open_writer`]
+    /// and a thread) one Relay runs. 1 (the default) where writes take
+    /// turns anyway (SQLite's write lock). More where the server works on
+    /// several transactions at once and one connection's round trips and
+    /// one server backend are the limit (PostgreSQL): the writers take
+    /// batches from the same queue and meet in the database exactly as
+    /// several processes do (row locks, `SKIP LOCKED`).
+    fn writers(&self) -> usize {
+        1
+    }
     /// Calls `wake` whenever another process reports ready jobs (see
     /// [`Store::notify_ready`]), until the returned guard is dropped. `None`
     /// where the store has no such channel (waiters then poll).

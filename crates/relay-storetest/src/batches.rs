@@ -3,10 +3,12 @@
 //! while the operations are sent (async calls, each polled once, in order),
 //! so they are planned and written as one batch.
 
-use crate::{open_clocked, NewDb};
+use crate::{clocked, NewDb, TestDb};
+use relay::ManualClock;
 use relay::{AsyncRelay, Error, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -54,6 +56,15 @@ fn block_on<T>(f: Started<T>) -> T {
 /// (checked by the caller against what the submit returns).
 fn next_id(last: JobId) -> JobId {
     JobId(last.0 + 1)
+}
+
+/// A fresh database on a manual clock, with one writer: a held writer
+/// then makes one batch of what is sent.
+fn open_clocked(new_db: &NewDb) -> (Relay, Arc<ManualClock>, Box<dyn TestDb>) {
+    let db = new_db();
+    let (options, clock) = clocked();
+    let relay = db.open_one_writer(options).unwrap();
+    (relay, clock, db)
 }
 
 pub fn a_submit_its_cancel_and_a_claim_in_one_batch(new_db: &NewDb) {

@@ -33,6 +33,11 @@ use std::time::Duration;
 /// (and reopened) any number of times.
 pub trait TestDb: Send + Sync {
     fn open(&self, options: Options) -> relay::Result<Relay>;
+    /// Opened with one writer, for tests that hold it to build one batch
+    /// (see `Relay::hold_writer`).
+    fn open_one_writer(&self, options: Options) -> relay::Result<Relay> {
+        self.open(options)
+    }
 }
 
 /// Makes a fresh, empty database.
@@ -86,6 +91,11 @@ impl PgDb {
 impl TestDb for PgDb {
     fn open(&self, options: Options) -> relay::Result<Relay> {
         Relay::with_backend(Arc::new(relay_postgres::PgBackend::new(self.url.clone())), options)
+    }
+
+    fn open_one_writer(&self, options: Options) -> relay::Result<Relay> {
+        let backend = relay_postgres::PgBackend::new(self.url.clone()).with_writers(1);
+        Relay::with_backend(Arc::new(backend), options)
     }
 }
 

@@ -240,9 +240,10 @@ impl Relay {
     }
 
     /// The writer's counters: commits, operations, largest batch.
-    /// For tests of batching: holds the writer until the guard is dropped,
-    /// so that operations sent meanwhile are applied as one batch, in the
-    /// order they were sent (`None` for a Relay that is closing).
+    /// For tests of batching: holds the writers until the guard is dropped,
+    /// so that operations sent meanwhile are applied, in the order they
+    /// were sent, as one batch when the store runs one writer (several
+    /// writers share them out; `None` for a Relay that is closing).
     #[doc(hidden)]
     pub fn hold_writer(&self) -> Option<crate::engine::WriterHold> {
         self.engine.hold_writer()

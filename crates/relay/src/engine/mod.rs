@@ -46,6 +46,9 @@ pub(crate) struct Engine {
     /// thread uses it. Held here so that the store's connection closes only
     /// after the sync and reply stages have finished (see `Drop`).
     core: Option<Arc<Mutex<Writer>>>,
+    /// Further writers and their threads, where the store runs several
+    /// (`Backend::writers`); closed like the first.
+    extra: Vec<(Arc<Mutex<Writer>>, JoinHandle<()>)>,
     caller_commits: bool,
     /// The wake-up signal, the counters, and the sync of split commits.
     pub deliver: Deliver,
@@ -116,6 +119,29 @@ impl Engine {
         // writer thread).
         let caller_commits = deliver.syncer.is_some();
         let reap_interval = options.reap_interval;
+        let mut extra = Vec::new();
+        for i in 1..backend.writers().max(1) {
+            // More writers on the same queue (see `Backend::writers`).
+            let w = Writer {
+                store: backend.open_writer().map_err(Error::open)?,
+                rx: writer.rx.clone(),
+                replies: writer.replies.clone(),
+                recycled: writer.recycled.clone(),
+                deliver: deliver.clone(),
+                options: options.clone(),
+                corrupt_reported: std::collections::HashSet::new(),
+                rng: fastrand::Rng::new(),
+                batch: Vec::with_capacity(options.max_batch),
+                last_reap: relay_core::Timestamp::from_millis(i64::MIN),
+                last_prune: relay_core::Timestamp::from_millis(i64::MIN),
+            };
+            let w = Arc::new(Mutex::new(w));
+            let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&w), rx_for_thread.clone(), deliver.clone());
+            let handle = spawn(&format!("relay-writer-{}", i + 1), move || {
+                writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
+            })?;
+            extra.push((w, handle));
+        }
         let writer = Arc::new(Mutex::new(writer));
         let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&writer), rx_for_thread, deliver.clone());
         let handle = spawn("relay-writer", move || {
@@ -129,6 +155,7 @@ impl Engine {
         Ok(Self {
             tx: Some(tx),
             core: Some(writer),
+            extra,
             caller_commits,
             deliver,
             in_flight: AtomicUsize::new(0),
@@ -145,13 +172,17 @@ impl Engine {
     /// Holds the writer until the returned guard is dropped: operations
     /// sent meanwhile wait, in order, and are then applied as one batch.
     pub(crate) fn hold_writer(&self) -> Option<WriterHold> {
-        let core = Arc::clone(self.core.as_ref()?);
+        let mut cores = vec![Arc::clone(self.core.as_ref()?)];
+        cores.extend(self.extra.iter().map(|(w, _)| Arc::clone(w)));
         let (locked, is_locked) = flume::bounded::<()>(1);
         let (release, released) = flume::bounded::<()>(0);
         let thread = std::thread::Builder::new()
             .name("relay-writer-hold".into())
             .spawn(move || {
-                let _held = core.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let _held: Vec<_> = cores
+                    .iter()
+                    .map(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+                    .collect();
                 let _ = locked.send(());
                 let _ = released.recv();
             })
@@ -266,6 +297,12 @@ impl Drop for Engine {
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
+        let extra = std::mem::take(&mut self.extra);
+        let mut cores = Vec::with_capacity(extra.len());
+        for (core, h) in extra {
+            let _ = h.join();
+            cores.push(core);
+        }
         // Each stage's end closes the next one's channel: it drains it and stops.
         if let Some(h) = self.syncer.take() {
             let _ = h.join();
@@ -277,7 +314,7 @@ impl Drop for Engine {
         // on a WAL that closing the last connection may checkpoint and
         // delete. On a thread of its own, as the readers: a driver may
         // block while closing, which must not happen on an async executor.
-        if let Some(core) = self.core.take() {
+        for core in self.core.take().into_iter().chain(cores) {
             readers::close_off_thread(core);
         }
     }
