@@ -110,8 +110,7 @@ impl Engine {
             corrupt_reported: std::collections::HashSet::new(),
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(options.max_batch),
-            last_reap: relay_core::Timestamp::from_millis(i64::MIN),
-            last_prune: relay_core::Timestamp::from_millis(i64::MIN),
+            housekeeping: Arc::default(),
         };
         // Callers commit their own operation without a thread hop only where
         // that is cheap and safe in any thread: SQLite's split commit (the
@@ -132,8 +131,7 @@ impl Engine {
                 corrupt_reported: std::collections::HashSet::new(),
                 rng: fastrand::Rng::new(),
                 batch: Vec::with_capacity(options.max_batch),
-                last_reap: relay_core::Timestamp::from_millis(i64::MIN),
-                last_prune: relay_core::Timestamp::from_millis(i64::MIN),
+                housekeeping: Arc::clone(&writer.housekeeping),
             };
             let w = Arc::new(Mutex::new(w));
             let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&w), rx_for_thread.clone(), deliver.clone());

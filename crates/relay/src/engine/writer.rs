@@ -24,6 +24,7 @@ use crate::ops;
 use crate::options::Options;
 use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
 use relay_store::{CommitFailed, Store, StoreError, Syncer};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// What an operation sees of its batch.
@@ -279,8 +280,26 @@ pub(crate) struct Writer {
     pub corrupt_reported: std::collections::HashSet<relay_core::JobId>,
     pub rng: fastrand::Rng,
     pub batch: Vec<Box<dyn Operation>>,
-    pub last_reap: Timestamp,
-    pub last_prune: Timestamp,
+    /// When expired leases were last reclaimed and finished jobs pruned,
+    /// shared by every writer of the Relay (so "the first batch after
+    /// opening reaps" holds once, whichever writer takes it).
+    pub housekeeping: Arc<Housekeeping>,
+}
+
+/// When a Relay's writers last reaped and pruned (milliseconds).
+pub(crate) struct Housekeeping {
+    last_reap: AtomicI64,
+    last_prune: AtomicI64,
+}
+
+impl Default for Housekeeping {
+    /// Never: the first batch after opening reaps.
+    fn default() -> Self {
+        Self {
+            last_reap: AtomicI64::new(i64::MIN),
+            last_prune: AtomicI64::new(i64::MIN),
+        }
+    }
 }
 
 /// The writer thread: waits for operations, applies them in batches, until
@@ -337,13 +356,17 @@ impl Writer {
     /// before that wait (an ack 10 s past its expiry would be accepted).
     fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, bool, bool) {
         let now = self.options.clock.now();
-        let reap = batch.iter().any(|op| op.claims()) || now >= self.last_reap.plus(self.options.reap_interval);
+        let h = &self.housekeeping;
+        let due = |last: &AtomicI64, every: std::time::Duration| {
+            now >= Timestamp::from_millis(last.load(Ordering::Relaxed)).plus(every)
+        };
+        let reap = batch.iter().any(|op| op.claims()) || due(&h.last_reap, self.options.reap_interval);
         if reap {
-            self.last_reap = now;
+            h.last_reap.store(now.as_millis(), Ordering::Relaxed);
         }
-        let prune = reap && now >= self.last_prune.plus(PRUNE_EVERY);
+        let prune = reap && due(&h.last_prune, PRUNE_EVERY);
         if prune {
-            self.last_prune = now;
+            h.last_prune.store(now.as_millis(), Ordering::Relaxed);
         }
         (now, reap, prune)
     }
