@@ -37,6 +37,8 @@ use store::{Conn, PgReader, PgStore};
 pub struct PgBackend {
     url: String,
     writers: Option<usize>,
+    /// Job ids drawn and not yet handed out, shared by the writers.
+    ids: Arc<std::sync::Mutex<Vec<relay_core::JobId>>>,
 }
 
 impl PgBackend {
@@ -45,6 +47,7 @@ impl PgBackend {
         Self {
             url: url.into(),
             writers: None,
+            ids: Arc::default(),
         }
     }
 
@@ -64,7 +67,7 @@ impl PgBackend {
 impl Backend for PgBackend {
     fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
         let pipe = store::open_writer(&self.url)?;
-        Ok(Box::new(PgStore::new(pipe, self.url.clone())))
+        Ok(Box::new(PgStore::new(pipe, self.url.clone(), Arc::clone(&self.ids))))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

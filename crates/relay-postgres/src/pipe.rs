@@ -196,17 +196,24 @@ impl Pipe {
 }
 
 /// Polls every future once, in order (each sends its request), then waits
-/// for each answer.
+/// for each answer. A request that fails on its first poll never reached
+/// the server (it could not be encoded): nothing after it is sent, so a
+/// `COMMIT` behind a write that was never sent is never sent either. The
+/// answers stop at that request's error.
 async fn in_order<'a>(mut futs: Vec<Fut<'a>>) -> Vec<Result<Answer, tokio_postgres::Error>> {
     let mut done: Vec<Option<Result<Answer, tokio_postgres::Error>>> = Vec::with_capacity(futs.len());
     for f in &mut futs {
         let first = std::future::poll_fn(|cx| Poll::Ready(f.as_mut().poll(cx))).await;
+        let unsent = matches!(first, Poll::Ready(Err(_)));
         done.push(match first {
             Poll::Ready(r) => Some(r),
             Poll::Pending => None,
         });
+        if unsent {
+            break;
+        }
     }
-    let mut out = Vec::with_capacity(futs.len());
+    let mut out = Vec::with_capacity(done.len());
     for (f, d) in futs.into_iter().zip(done) {
         out.push(match d {
             Some(r) => r,
@@ -214,4 +221,13 @@ async fn in_order<'a>(mut futs: Vec<Fut<'a>>) -> Vec<Result<Answer, tokio_postgr
         });
     }
     out
+}
+
+/// The server refused the request, and the session goes on: the statement
+/// (and the transaction it was in) changed nothing. A FATAL or PANIC (the
+/// session ends: a shutdown, `pg_terminate_backend`) says nothing of a
+/// COMMIT the server may have finished first.
+pub(crate) fn refused(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error()
+        .is_some_and(|d| d.parsed_severity() == Some(tokio_postgres::error::Severity::Error))
 }

@@ -10,6 +10,7 @@ use relay_store::{
     ReadyRow, StatusRead, Store, StoreError, StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use tokio_postgres::types::ToSql;
 
 /// A connection with its prepared statements (prepared once, by SQL text).
@@ -48,8 +49,10 @@ pub(crate) struct PgStore {
     pipe: Pipe,
     /// Where to connect again after the connection dropped.
     url: String,
-    /// Job ids drawn from the sequence and not handed out yet.
-    ids: Vec<JobId>,
+    /// Job ids drawn from the sequence and not handed out yet, shared by
+    /// the writers of one Relay: a caller's submits get rising ids
+    /// whichever writer takes them (claims break ties of `ready_at` by id).
+    ids: Arc<Mutex<Vec<JobId>>>,
     /// `NOTIFY` owed at the commit (jobs became ready).
     notify: bool,
 }
@@ -94,11 +97,11 @@ impl crate::connect::Session for Pipe {
 }
 
 impl PgStore {
-    pub(crate) fn new(pipe: Pipe, url: String) -> Self {
+    pub(crate) fn new(pipe: Pipe, url: String, ids: Arc<Mutex<Vec<JobId>>>) -> Self {
         Self {
             pipe,
             url,
-            ids: Vec::new(),
+            ids,
             notify: false,
         }
     }
@@ -366,7 +369,9 @@ impl Store for PgStore {
     }
 
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
-        if self.ids.len() < n {
+        let ids = Arc::clone(&self.ids);
+        let mut pool = ids.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pool.len() < n {
             let want = i64::try_from(n.max(ID_BLOCK)).unwrap_or(i64::MAX);
             let rows = self.query(include_str!("../sql/job_ids.sql"), &[&want])?;
             let mut fresh = rows
@@ -375,11 +380,11 @@ impl Store for PgStore {
                 .collect::<Result<Vec<_>, _>>()?;
             // Handed out from the end: keep the lowest last.
             fresh.sort_unstable_by(|a, b| b.cmp(a));
-            fresh.append(&mut self.ids);
-            self.ids = fresh;
+            fresh.append(&mut pool);
+            *pool = fresh;
         }
-        let at = self.ids.len().saturating_sub(n);
-        let mut out = self.ids.split_off(at);
+        let at = pool.len().saturating_sub(n);
+        let mut out = pool.split_off(at);
         out.reverse();
         Ok(out)
     }
@@ -546,16 +551,31 @@ impl Store for PgStore {
         let writes = Writes::new(&mut self.pipe, c).map_err(CommitFailed::NotApplied)?;
         let mut reqs = writes.reqs();
         reqs.push(Req::Simple(commit));
+        let sent = reqs.len();
         let mut answers = self.pipe.run_all(reqs).map_err(CommitFailed::NotApplied)?;
+        if answers.len() < sent {
+            // A write could not be sent, so neither was the COMMIT: the
+            // transaction is open with part of the batch, and the engine
+            // rolls it back.
+            let e = match answers.pop() {
+                Some(Err(e)) => map_err(e),
+                _ => StoreError::Io {
+                    message: "a write of the batch could not be sent".into(),
+                    source: "unsent".into(),
+                },
+            };
+            return Err(CommitFailed::NotApplied(e));
+        }
         let committed = answers.pop();
         for a in answers {
             if let Err(e) = a {
                 // The server refused a write: the transaction aborted
                 // there, and the COMMIT after it rolled back. A broken
-                // connection tells nothing of the COMMIT.
-                let server_said = e.as_db_error().is_some();
+                // connection (or a session the server ended) tells nothing
+                // of the COMMIT.
+                let refused = crate::pipe::refused(&e);
                 let e = map_err(e);
-                return Err(if server_said {
+                return Err(if refused {
                     CommitFailed::NotApplied(e)
                 } else {
                     CommitFailed::MaybeApplied(e)
@@ -564,12 +584,8 @@ impl Store for PgStore {
         }
         match committed {
             Some(Ok(_)) => Ok(()),
-            Some(Err(e)) if e.as_db_error().is_some() => {
-                // Refused at COMMIT (a serialization failure): rolled back.
-                let e = map_err(e);
-                let _ = self.pipe.finish("ROLLBACK");
-                Err(CommitFailed::NotApplied(e))
-            }
+            // Refused at COMMIT (a serialization failure): rolled back.
+            Some(Err(e)) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),
             Some(Err(e)) => Err(CommitFailed::MaybeApplied(map_err(e))),
             None => Err(CommitFailed::MaybeApplied(StoreError::Io {
                 message: "the COMMIT got no answer".into(),
@@ -609,7 +625,7 @@ impl PgStore {
         match self.pipe.autocommit(&st, &params) {
             Ok(_) => Ok(()),
             // The server refused it: the statement changed nothing.
-            Err(e) if e.as_db_error().is_some() => Err(CommitFailed::NotApplied(map_err(e))),
+            Err(e) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),
             Err(e) => Err(CommitFailed::MaybeApplied(map_err(e))),
         }
     }

@@ -206,8 +206,10 @@ pub trait Store: Send {
         false
     }
 
-    /// `n` ids for new jobs: never used before, and never used again once
-    /// handed out (an id reserved by a batch that did not commit is skipped).
+    /// `n` ids for new jobs, never used by a committed job. An id reserved
+    /// by a batch that did not commit is never shown to anyone (its callers
+    /// got an error) and may be reserved again (SQLite) or skipped
+    /// (PostgreSQL's sequence).
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError>;
     /// The unfinished (READY or LEASED) job holding `key`, if any.
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;

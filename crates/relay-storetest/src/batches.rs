@@ -209,3 +209,41 @@ pub fn a_batch_of_refused_operations_writes_nothing(new_db: &NewDb) {
     assert_eq!(relay.events(id).unwrap(), events);
     assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap().len(), 1);
 }
+
+/// `reap_expired` in a batch after an operation that changed one of the
+/// expired leases: it reclaims the others and passes over that one, and an
+/// operation after it in the batch is written. Regression: the reap failed
+/// on the changed job (`InvalidState`), and the plan then lost the write
+/// of the operation after it.
+pub fn a_reap_beside_operations_on_its_jobs_in_one_batch(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = clocked();
+    // Leases are reclaimed only by claims and by the explicit reap below.
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    let relay = db.open_one_writer(options).unwrap();
+    let a = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let b = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let req = LeaseRequest::new(["q"]).max(1).lease_for(Duration::from_secs(1));
+    let first = relay.lease(req.clone()).unwrap().remove(0);
+    clock.advance(Duration::from_millis(10));
+    let second = relay.lease(req).unwrap().remove(0);
+    assert_eq!((first.id, second.id), (a, b));
+    clock.advance(Duration::from_secs(5)); // both leases expired; a's first
+    let before = relay.metrics();
+    let (cancel_b, reap, cancel_a) = one_batch(&relay, |r| {
+        let (r1, r2, r3) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { r1.cancel(b).await }),
+            start(async move { r2.reap_expired().await }),
+            start(async move { r3.cancel(a).await }),
+        )
+    });
+    block_on(cancel_b).unwrap();
+    assert_eq!(block_on(reap).unwrap(), 1, "the reap reclaims a, and passes over b");
+    block_on(cancel_a).unwrap();
+    one_commit_since(&relay, &before);
+    assert_eq!(relay.get(a).unwrap().state(), JobState::Cancelled);
+    assert_eq!(relay.get(b).unwrap().state(), JobState::Cancelled);
+    let kinds: Vec<String> = relay.events(a).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased", "expired", "cancelled"]);
+}

@@ -165,6 +165,7 @@ macro_rules! conformance {
             batches::a_lease_and_its_ack_in_one_batch,
             batches::a_stale_ack_beside_valid_acks_fails_alone,
             batches::a_batch_of_refused_operations_writes_nothing,
+            batches::a_reap_beside_operations_on_its_jobs_in_one_batch,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -348,6 +348,11 @@ impl AsyncRelay {
             .await
     }
 
+    /// Reclaims expired leases now (the engine also does this by itself).
+    pub async fn reap_expired(&self) -> Result<usize> {
+        self.engine.run_async(self.engine.reap_op()).await
+    }
+
     pub async fn get(&self, id: JobId) -> Result<Job> {
         self.read(move |e| e.get(id)).await
     }

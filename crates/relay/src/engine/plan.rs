@@ -139,6 +139,8 @@ struct Saved {
 
 /// Where an operation started: [`Plan::undo`] goes back to it.
 pub(crate) struct Mark {
+    /// Opened with no other mark open: keeping it ends the operation.
+    outer: bool,
     undo: usize,
     written: usize,
     events: usize,
@@ -169,6 +171,8 @@ pub(crate) struct Plan<'s> {
     demand: HashMap<String, usize>,
     submits: usize,
     undo: Vec<Undo>,
+    /// Marks open (an operation's, and any inside it).
+    depth: u32,
     logging: bool,
     /// Numbers the undo scopes (operations, and marked parts of them),
     /// so that each saves an entry once however often it writes it.
@@ -195,6 +199,7 @@ impl<'s> Plan<'s> {
             demand: HashMap::default(),
             submits: 0,
             undo: Vec::new(),
+            depth: 0,
             logging: false,
             op: 0,
         }
@@ -277,7 +282,10 @@ impl<'s> Plan<'s> {
         // A new undo scope (an operation, or a part inside one): its first
         // write of each entry saves it.
         self.op += 1;
+        let outer = self.depth == 0;
+        self.depth += 1;
         Mark {
+            outer,
             undo: self.undo.len(),
             written: self.written.len(),
             events: self.events.len(),
@@ -292,6 +300,7 @@ impl<'s> Plan<'s> {
 
     /// Forgets every decision made since `m`: the operation failed alone.
     pub(crate) fn undo(&mut self, m: Mark) {
+        self.depth = self.depth.saturating_sub(1);
         while self.undo.len() > m.undo {
             match self.undo.pop() {
                 Some(Undo::Remove(id)) => {
@@ -322,9 +331,17 @@ impl<'s> Plan<'s> {
         self.written.truncate(m.written);
         self.events.truncate(m.events);
         self.readied.truncate(m.readied);
+        let known = m.cursors.len();
         for (p, c) in self.pools.iter_mut().zip(m.cursors) {
             for (class, next) in p.classes.iter_mut().zip(c) {
                 class.next = next;
+            }
+        }
+        // Pools first read after the mark: their rows stay (facts), their
+        // cursors go back to the start.
+        for p in self.pools.iter_mut().skip(known) {
+            for class in &mut p.classes {
+                class.next = 0;
             }
         }
     }
@@ -333,7 +350,8 @@ impl<'s> Plan<'s> {
     /// operation, around one part of it, keeps its undo records: the
     /// operation as a whole may still fail.)
     pub(crate) fn keep(&mut self, m: Mark) {
-        if m.undo == 0 {
+        self.depth = self.depth.saturating_sub(1);
+        if m.outer {
             self.undo.clear();
         }
     }
@@ -621,12 +639,46 @@ impl<'s> Plan<'s> {
 
     /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
     pub(crate) fn expired_leases(&mut self) -> Result<Vec<JobId>> {
-        if let Some(ids) = self.expired.take() {
-            return Ok(ids);
-        }
-        let ids = self.store.job_expired_leases(self.now)?;
-        self.load_statuses(ids.clone())?;
+        let mut ids = match self.expired.take() {
+            Some(ids) => ids,
+            None => {
+                let ids = self.store.job_expired_leases(self.now)?;
+                self.load_statuses(ids.clone())?;
+                ids
+            }
+        };
+        // Not one that an earlier operation of the batch changed (acked,
+        // cancelled, already reclaimed). A corrupt row stays, for the reap
+        // to report.
+        let now = self.now;
+        ids.retain(|id| match self.jobs.get(id) {
+            Some(Slot::Row(e)) => {
+                !e.deleted
+                    && e.status.state == JobState::Leased
+                    && e.status.lease.as_ref().is_some_and(|l| l.expires_at <= now)
+            }
+            Some(Slot::Corrupt(..)) => true,
+            Some(Slot::Missing) | None => false,
+        });
         Ok(ids)
+    }
+
+    /// Claim candidates read (and, on PostgreSQL, locked) by this batch that
+    /// no claim took: when the batch commits they are free again, and a
+    /// lessee that found nothing meanwhile should look again.
+    pub(crate) fn left_candidates(&self) -> bool {
+        let now = self.now;
+        self.pools.iter().any(|p| {
+            p.classes.iter().any(|c| {
+                c.rows[c.next.min(c.rows.len())..]
+                    .iter()
+                    .any(|r| match self.jobs.get(&r.id) {
+                        Some(Slot::Row(e)) => e.claimable(now),
+                        Some(Slot::Missing) => false,
+                        Some(Slot::Corrupt(..)) | None => true,
+                    })
+            })
+        })
     }
 
     /// The earliest `ready_at` after now among READY jobs of `queue`.

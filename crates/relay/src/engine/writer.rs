@@ -573,10 +573,15 @@ fn plan_and_apply(
             Err(_) => plan.undo(m),
         }
     }
+    let left = batch.iter().any(|op| op.claims()) && plan.left_candidates();
     let (changes, store) = plan.changes();
     if ctx.woke {
         store.notify_ready()?;
     }
+    // Claim candidates this batch read and left (on PostgreSQL locked until
+    // its commit, so another writer's claim may have skipped them): waiting
+    // lessees of this process look again once it commits.
+    ctx.woke |= left;
     if fused {
         return match store.apply_commit(&changes) {
             Ok(()) => Ok(Planned::Committed(reaped)),
