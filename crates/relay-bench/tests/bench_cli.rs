@@ -272,3 +272,38 @@ fn several_process_counts_in_one_run() {
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("--processes takes counts"), "{}", stderr(&bad));
 }
+
+/// `--matrix` on PostgreSQL: every row on a database of its own, made on
+/// the same server and dropped after the row.
+#[test]
+fn a_postgres_matrix_runs_each_row_on_a_database_of_its_own() {
+    let url = relay_storetest::pg::PgServer::shared().new_database();
+    let out = bench(&["--matrix", "--jobs", "32", "--no-floor", "--json", "--database", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shapes: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| (r["workers"].as_u64().unwrap(), r["concurrency"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(shapes, [(1, 1), (1, 16), (4, 16), (8, 16), (16, 16)]);
+    assert!(rows.iter().all(|r| r["verified"].as_bool() == Some(true)));
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let left: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'relay_matrix_%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "a row's database was left behind");
+    // The database named on the command line was not used for any row.
+    let used: i64 = admin
+        .query_one("SELECT count(*) FROM pg_tables WHERE tablename = 'relay_jobs'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(used, 0);
+}

@@ -143,9 +143,20 @@ impl Pipe {
     /// would run (and commit) one by one outside the transaction. `BEGIN`
     /// then goes alone first.
     pub(crate) fn run(&mut self, reqs: Vec<Req<'_>>) -> Result<Vec<Answer>, StoreError> {
-        let mut out = Vec::with_capacity(reqs.len());
-        for a in self.run_all(reqs)? {
-            out.push(a.map_err(map_err)?);
+        let reads_only = reqs.iter().all(|r| matches!(r, Req::Read(..)));
+        let sent = reqs.len();
+        let answers = self.run_all(reqs)?;
+        let unsent = answers.len() < sent;
+        let mut out = Vec::with_capacity(answers.len());
+        for a in answers {
+            match a {
+                Ok(a) => out.push(a),
+                // The connection was gone: nothing of the batch was written
+                // (only reads went, or nothing went). The writer plans the
+                // batch again, on a new connection.
+                Err(e) if e.is_closed() && (reads_only || unsent) => return Err(StoreError::Busy),
+                Err(e) => return Err(map_err(e)),
+            }
         }
         Ok(out)
     }

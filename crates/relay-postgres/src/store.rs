@@ -558,6 +558,9 @@ impl Store for PgStore {
             // transaction is open with part of the batch, and the engine
             // rolls it back.
             let e = match answers.pop() {
+                // The connection was gone before the writes: plan the batch
+                // again on a new one.
+                Some(Err(e)) if e.is_closed() => StoreError::Busy,
                 Some(Err(e)) => map_err(e),
                 _ => StoreError::Io {
                     message: "a write of the batch could not be sent".into(),
