@@ -87,7 +87,7 @@ impl Pipe {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.rt.block_on(self.client.prepare(sql)).map_err(map_err)?;
+        let s = self.rt.block_on(self.client.prepare(sql)).map_err(|e| self.error(e))?;
         self.stmts.insert(sql, s.clone());
         Ok(s)
     }
@@ -95,6 +95,20 @@ impl Pipe {
     /// The transaction starts with the next request.
     pub(crate) fn begin(&mut self) {
         self.begin_owed = true;
+    }
+
+    /// A driver error as a store error. A connection that is gone is
+    /// `Busy`: the server rolls back a transaction whose session ended
+    /// before its `COMMIT` arrived, so nothing of the batch was applied,
+    /// and the writer plans it again on a new connection. (Where the
+    /// `COMMIT` itself was sent, `PgStore::apply_commit` answers "maybe
+    /// applied" instead.)
+    pub(crate) fn error(&self, e: tokio_postgres::Error) -> StoreError {
+        if e.is_closed() {
+            StoreError::Busy
+        } else {
+            map_err(e)
+        }
     }
 
     /// No request of the transaction has reached the server yet.
@@ -133,7 +147,9 @@ impl Pipe {
 
     /// A statement without parameters, outside any flight.
     pub(crate) fn simple(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.rt.block_on(self.client.batch_execute(sql)).map_err(map_err)
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .map_err(|e| self.error(e))
     }
 
     /// Sends the owed `BEGIN` (if any) and `reqs` in one flight; returns
@@ -143,20 +159,10 @@ impl Pipe {
     /// would run (and commit) one by one outside the transaction. `BEGIN`
     /// then goes alone first.
     pub(crate) fn run(&mut self, reqs: Vec<Req<'_>>) -> Result<Vec<Answer>, StoreError> {
-        let reads_only = reqs.iter().all(|r| matches!(r, Req::Read(..)));
-        let sent = reqs.len();
         let answers = self.run_all(reqs)?;
-        let unsent = answers.len() < sent;
         let mut out = Vec::with_capacity(answers.len());
         for a in answers {
-            match a {
-                Ok(a) => out.push(a),
-                // The connection was gone: nothing of the batch was written
-                // (only reads went, or nothing went). The writer plans the
-                // batch again, on a new connection.
-                Err(e) if e.is_closed() && (reads_only || unsent) => return Err(StoreError::Busy),
-                Err(e) => return Err(map_err(e)),
-            }
+            out.push(a.map_err(|e| self.error(e))?);
         }
         Ok(out)
     }
@@ -168,7 +174,8 @@ impl Pipe {
         &mut self,
         reqs: Vec<Req<'_>>,
     ) -> Result<Vec<Result<Answer, tokio_postgres::Error>>, StoreError> {
-        if self.begin_owed && reqs.iter().any(|r| !matches!(r, Req::Read(..))) {
+        let writes = reqs.iter().any(|r| !matches!(r, Req::Read(..)));
+        if self.begin_owed && writes {
             self.begin_owed = false;
             self.simple("BEGIN")?;
         }
@@ -191,7 +198,7 @@ impl Pipe {
         let mut answers = self.rt.block_on(in_order(futs));
         if begin {
             let first = answers.remove(0);
-            first.map_err(map_err)?;
+            first.map_err(|e| self.error(e))?;
         }
         Ok(answers)
     }
