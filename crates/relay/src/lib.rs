@@ -71,3 +71,9 @@ pub use relay_store::{Event, JobFilter, QueueStats};
 pub fn is_postgres_url(target: &str) -> bool {
     target.starts_with("postgres://") || target.starts_with("postgresql://")
 }
+
+/// The README's Rust examples, compiled and run by `cargo test --doc` so
+/// that they work as pasted.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
