@@ -368,6 +368,10 @@ impl Store for PgStore {
         true
     }
 
+    fn locks_candidates(&self) -> bool {
+        true
+    }
+
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
         let ids = Arc::clone(&self.ids);
         let mut pool = ids.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -206,6 +206,14 @@ pub trait Store: Send {
         false
     }
 
+    /// True where reading claim candidates locks them until the commit
+    /// (PostgreSQL's `FOR UPDATE SKIP LOCKED`), so that a claim elsewhere
+    /// may pass over candidates a batch read and did not take: the engine
+    /// then wakes waiting lessees when such a batch commits. `false` (the
+    /// default): reads lock nothing.
+    fn locks_candidates(&self) -> bool {
+        false
+    }
     /// `n` ids for new jobs, never used by a committed job. An id reserved
     /// by a batch that did not commit is never shown to anyone (its callers
     /// got an error) and may be reserved again (SQLite) or skipped

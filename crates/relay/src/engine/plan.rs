@@ -663,6 +663,12 @@ impl<'s> Plan<'s> {
         Ok(ids)
     }
 
+    /// The store locks the claim candidates it reads (see
+    /// `Store::locks_candidates`).
+    pub(crate) fn locks_candidates(&self) -> bool {
+        self.store.locks_candidates()
+    }
+
     /// Claim candidates read (and, on PostgreSQL, locked) by this batch that
     /// no claim took: when the batch commits they are free again, and a
     /// lessee that found nothing meanwhile should look again.

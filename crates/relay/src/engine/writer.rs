@@ -573,7 +573,7 @@ fn plan_and_apply(
             Err(_) => plan.undo(m),
         }
     }
-    let left = batch.iter().any(|op| op.claims()) && plan.left_candidates();
+    let left = batch.iter().any(|op| op.claims()) && plan.locks_candidates() && plan.left_candidates();
     let (changes, store) = plan.changes();
     if ctx.woke {
         store.notify_ready()?;
