@@ -23,6 +23,7 @@ mod connect;
 mod decode;
 mod pipe;
 mod store;
+mod write;
 
 pub use connect::SCHEMA_VERSION;
 use postgres::fallible_iterator::FallibleIterator;

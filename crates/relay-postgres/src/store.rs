@@ -3,11 +3,12 @@
 use crate::connect::map_err;
 use crate::decode;
 use crate::pipe::{Answer, Pipe, Req};
+use crate::write::{only_new_jobs, InsertCols, Writes};
 use postgres::{Client, Row, Statement};
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{
-    Changes, CommitFailed, Event, EventRow, JobFilter, JobInsert, JobUpdate, Prefetch, Prefetched, QueueStats,
-    ReadyRow, StatusRead, Store, StoreError, StoreReader,
+    Changes, CommitFailed, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store, StoreError,
+    StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -153,174 +154,6 @@ fn rows(a: Option<Answer>) -> Vec<Row> {
     match a {
         Some(Answer::Rows(r)) => r,
         _ => Vec::new(),
-    }
-}
-
-fn i(v: u32) -> i64 {
-    i64::from(v)
-}
-
-/// The columns of a batch's updates, as arrays (`sql/apply_update.sql`).
-struct UpdateCols<'a> {
-    ids: Vec<i64>,
-    expect_state: Vec<&'a str>,
-    expect_token: Vec<i64>,
-    state: Vec<&'a str>,
-    attempts: Vec<i64>,
-    ready_at: Vec<i64>,
-    finished_at: Vec<Option<i64>>,
-    token: Vec<i64>,
-    expires: Vec<Option<i64>>,
-    by: Vec<Option<&'a str>>,
-    error: Vec<Option<&'a str>>,
-    result: Vec<Option<&'a [u8]>>,
-}
-
-impl<'a> UpdateCols<'a> {
-    fn new(ups: &[JobUpdate<'a>]) -> Self {
-        Self {
-            ids: ups.iter().map(|u| u.id.0).collect(),
-            expect_state: ups.iter().map(|u| u.expect_state.as_str()).collect(),
-            expect_token: ups.iter().map(|u| u.expect_token.0).collect(),
-            state: ups.iter().map(|u| u.status.state.as_str()).collect(),
-            attempts: ups.iter().map(|u| i(u.status.attempts)).collect(),
-            ready_at: ups.iter().map(|u| u.status.ready_at.as_millis()).collect(),
-            finished_at: ups
-                .iter()
-                .map(|u| u.status.finished_at.map(Timestamp::as_millis))
-                .collect(),
-            token: ups.iter().map(|u| u.status.last_token.0).collect(),
-            expires: ups
-                .iter()
-                .map(|u| u.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
-                .collect(),
-            by: ups
-                .iter()
-                .map(|u| u.status.lease.as_ref().map(|l| l.worker.as_str()))
-                .collect(),
-            error: ups.iter().map(|u| u.status.last_error.as_deref()).collect(),
-            result: ups.iter().map(|u| u.result).collect(),
-        }
-    }
-
-    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        vec![
-            &self.ids,
-            &self.expect_state,
-            &self.expect_token,
-            &self.state,
-            &self.attempts,
-            &self.ready_at,
-            &self.finished_at,
-            &self.token,
-            &self.expires,
-            &self.by,
-            &self.error,
-            &self.result,
-        ]
-    }
-}
-
-/// The columns of a batch's inserts (`sql/apply_insert.sql`).
-struct InsertCols<'a> {
-    ids: Vec<i64>,
-    queue: Vec<&'a str>,
-    kind: Vec<&'a str>,
-    payload: Vec<&'a [u8]>,
-    priority: Vec<i64>,
-    state: Vec<&'a str>,
-    attempts: Vec<i64>,
-    max_attempts: Vec<i64>,
-    ready_at: Vec<i64>,
-    created_at: Vec<i64>,
-    finished_at: Vec<Option<i64>>,
-    key: Vec<Option<&'a str>>,
-    result: Vec<Option<&'a [u8]>>,
-    token: Vec<i64>,
-    expires: Vec<Option<i64>>,
-    by: Vec<Option<&'a str>>,
-    error: Vec<Option<&'a str>>,
-}
-
-impl<'a> InsertCols<'a> {
-    fn new(ins: &[JobInsert<'a>]) -> Self {
-        Self {
-            ids: ins.iter().map(|j| j.id.0).collect(),
-            queue: ins.iter().map(|j| j.queue).collect(),
-            kind: ins.iter().map(|j| j.kind).collect(),
-            payload: ins.iter().map(|j| j.payload).collect(),
-            priority: ins.iter().map(|j| i64::from(j.priority.get())).collect(),
-            state: ins.iter().map(|j| j.status.state.as_str()).collect(),
-            attempts: ins.iter().map(|j| i(j.status.attempts)).collect(),
-            max_attempts: ins.iter().map(|j| i(j.status.max_attempts)).collect(),
-            ready_at: ins.iter().map(|j| j.status.ready_at.as_millis()).collect(),
-            created_at: ins.iter().map(|j| j.created_at.as_millis()).collect(),
-            finished_at: ins
-                .iter()
-                .map(|j| j.status.finished_at.map(Timestamp::as_millis))
-                .collect(),
-            key: ins.iter().map(|j| j.unique_key).collect(),
-            result: ins.iter().map(|j| j.result).collect(),
-            token: ins.iter().map(|j| j.status.last_token.0).collect(),
-            expires: ins
-                .iter()
-                .map(|j| j.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
-                .collect(),
-            by: ins
-                .iter()
-                .map(|j| j.status.lease.as_ref().map(|l| l.worker.as_str()))
-                .collect(),
-            error: ins.iter().map(|j| j.status.last_error.as_deref()).collect(),
-        }
-    }
-
-    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        vec![
-            &self.ids,
-            &self.queue,
-            &self.kind,
-            &self.payload,
-            &self.priority,
-            &self.state,
-            &self.attempts,
-            &self.max_attempts,
-            &self.ready_at,
-            &self.created_at,
-            &self.finished_at,
-            &self.key,
-            &self.result,
-            &self.token,
-            &self.expires,
-            &self.by,
-            &self.error,
-        ]
-    }
-}
-
-/// The columns of a batch's events (`sql/apply_events.sql`).
-struct EventCols<'a> {
-    job: Vec<i64>,
-    base: Vec<Option<i64>>,
-    ord: Vec<i64>,
-    at: Vec<i64>,
-    kind: Vec<&'a str>,
-    data: Vec<&'a str>,
-}
-
-impl<'a> EventCols<'a> {
-    fn new(evs: &[EventRow<'a>]) -> Self {
-        Self {
-            job: evs.iter().map(|e| e.job.0).collect(),
-            base: evs.iter().map(|e| e.base).collect(),
-            ord: evs.iter().map(|e| e.ord).collect(),
-            at: evs.iter().map(|e| e.at.as_millis()).collect(),
-            kind: evs.iter().map(|e| e.kind).collect(),
-            data: evs.iter().map(|e| e.data).collect(),
-        }
-    }
-
-    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        vec![&self.job, &self.base, &self.ord, &self.at, &self.kind, &self.data]
     }
 }
 
@@ -602,15 +435,6 @@ impl Store for PgStore {
     }
 }
 
-/// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
-fn only_new_jobs(c: &Changes<'_>) -> bool {
-    c.deletes.is_empty()
-        && c.updates.is_empty()
-        && c.events
-            .iter()
-            .all(|e| e.base == Some(0) && c.inserts.iter().any(|j| j.id == e.job))
-}
-
 impl PgStore {
     /// A batch that read nothing and only submits: one statement, on its
     /// own (no BEGIN, no COMMIT), one round trip.
@@ -635,74 +459,6 @@ impl PgStore {
             Err(e) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),
             Err(e) => Err(CommitFailed::MaybeApplied(map_err(e))),
         }
-    }
-}
-
-/// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// five statements, each checking its own row count.
-struct Writes<'a> {
-    delete_st: Statement,
-    update_st: Statement,
-    insert_st: Statement,
-    events_st: Statement,
-    deletes: Vec<i64>,
-    plain: UpdateCols<'a>,
-    taking: UpdateCols<'a>,
-    inserts: InsertCols<'a>,
-    events: EventCols<'a>,
-    counts: [i64; 5],
-}
-
-impl<'a> Writes<'a> {
-    fn new(pipe: &mut Pipe, c: &Changes<'a>) -> Result<Self, StoreError> {
-        let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
-        let (plain, taking) = c.updates.split_at(split);
-        let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
-        Ok(Self {
-            delete_st: pipe.stmt(include_str!("../sql/apply_delete.sql"))?,
-            update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
-            insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
-            events_st: pipe.stmt(include_str!("../sql/apply_events.sql"))?,
-            deletes: c.deletes.iter().map(|id| id.0).collect(),
-            plain: UpdateCols::new(plain),
-            taking: UpdateCols::new(taking),
-            inserts: InsertCols::new(&c.inserts),
-            events: EventCols::new(&c.events),
-            counts: [
-                n(c.deletes.len()),
-                n(plain.len()),
-                n(taking.len()),
-                n(c.inserts.len()),
-                n(c.events.len()),
-            ],
-        })
-    }
-
-    /// Deletes, updates (those taking keys back last), inserts, events.
-    fn reqs(&self) -> Vec<Req<'_>> {
-        let mut reqs = Vec::with_capacity(6);
-        let [deletes, plain, taking, inserts, events] = &self.counts;
-        if *deletes > 0 {
-            reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));
-        }
-        for (cols, count) in [(&self.plain, plain), (&self.taking, taking)] {
-            if *count > 0 {
-                let mut p = cols.params();
-                p.push(count);
-                reqs.push(Req::Write(&self.update_st, p));
-            }
-        }
-        if *inserts > 0 {
-            let mut p = self.inserts.params();
-            p.push(inserts);
-            reqs.push(Req::Write(&self.insert_st, p));
-        }
-        if *events > 0 {
-            let mut p = self.events.params();
-            p.push(events);
-            reqs.push(Req::Write(&self.events_st, p));
-        }
-        reqs
     }
 }
 

@@ -121,18 +121,7 @@ impl Engine {
         let mut extra = Vec::new();
         for i in 1..backend.writers().max(1) {
             // More writers on the same queue (see `Backend::writers`).
-            let w = Writer {
-                store: backend.open_writer().map_err(Error::open)?,
-                rx: writer.rx.clone(),
-                replies: writer.replies.clone(),
-                recycled: writer.recycled.clone(),
-                deliver: deliver.clone(),
-                options: options.clone(),
-                corrupt_reported: std::collections::HashSet::new(),
-                rng: fastrand::Rng::new(),
-                batch: Vec::with_capacity(options.max_batch),
-                housekeeping: Arc::clone(&writer.housekeeping),
-            };
+            let w = writer.sibling(backend.open_writer().map_err(Error::open)?);
             let w = Arc::new(Mutex::new(w));
             let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&w), rx_for_thread.clone(), deliver.clone());
             let handle = spawn(&format!("relay-writer-{}", i + 1), move || {

@@ -16,9 +16,12 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, ReadyRow, Store, StoreError};
+use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
 use std::borrow::Cow;
+
+mod claim;
+use claim::Pool;
 
 /// The plan's maps are keyed by job ids and queue names the process chose,
 /// not by an attacker: a fast, fixed hash (SipHash measured at ~2% of the
@@ -100,21 +103,6 @@ struct PlannedEvent {
     at: Timestamp,
     kind: Cow<'static, str>,
     data: String,
-}
-
-/// One priority class of a queue's READY jobs as read from the store, in
-/// `(ready_at, id)` order: `next` is the first not yet passed over.
-#[derive(Default)]
-struct Class {
-    rows: Vec<Candidate>,
-    next: usize,
-    /// The store may hold more after the last row read.
-    more: bool,
-}
-
-struct Pool {
-    queue: String,
-    classes: [Class; 4],
 }
 
 /// Undo records of the operation being planned.
@@ -661,184 +649,6 @@ impl<'s> Plan<'s> {
             Some(Slot::Missing) | None => false,
         });
         Ok(ids)
-    }
-
-    /// The store locks the claim candidates it reads (see
-    /// `Store::locks_candidates`).
-    pub(crate) fn locks_candidates(&self) -> bool {
-        self.store.locks_candidates()
-    }
-
-    /// Claim candidates read (and, on PostgreSQL, locked) by this batch that
-    /// no claim took: when the batch commits they are free again, and a
-    /// lessee that found nothing meanwhile should look again.
-    pub(crate) fn left_candidates(&self) -> bool {
-        let now = self.now;
-        self.pools.iter().any(|p| {
-            p.classes.iter().any(|c| {
-                c.rows[c.next.min(c.rows.len())..]
-                    .iter()
-                    .any(|r| match self.jobs.get(&r.id) {
-                        Some(Slot::Row(e)) => e.claimable(now),
-                        Some(Slot::Missing) => false,
-                        Some(Slot::Corrupt(..)) | None => true,
-                    })
-            })
-        })
-    }
-
-    /// The earliest `ready_at` after now among READY jobs of `queue`.
-    pub(crate) fn next_ready_at(&mut self, queue: &str) -> Result<Option<Timestamp>> {
-        let now = self.now;
-        let stored = self.store.job_next_ready_at(queue, now)?;
-        let planned = self
-            .jobs
-            .values()
-            .filter_map(|s| match s {
-                Slot::Row(e)
-                    if e.written
-                        && !e.deleted
-                        && e.status.state == JobState::Ready
-                        && e.status.ready_at > now
-                        && e.row.as_ref().is_some_and(|r| r.queue == queue) =>
-                {
-                    Some(e.status.ready_at)
-                }
-                _ => None,
-            })
-            .min();
-        Ok(match (stored, planned) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
-    }
-
-    /// The claimable candidates of `queues` right now: the first of each
-    /// class read from the store that this batch has not taken or changed,
-    /// and every job this batch made claimable. Each comes with the index
-    /// of its queue.
-    pub(crate) fn heads(&mut self, queues: &[String], out: &mut Vec<(usize, Candidate)>) -> Result<()> {
-        out.clear();
-        for (qi, q) in queues.iter().enumerate() {
-            let pi = self.pool(q)?;
-            for p in 0..4 {
-                if let Some(c) = self.class_head(pi, p)? {
-                    out.push((qi, c));
-                }
-            }
-        }
-        // Jobs made claimable by this batch (rare beside a claim; their
-        // queue may need reading).
-        for i in 0..self.readied.len() {
-            let id = self.readied[i];
-            if !matches!(self.jobs.get(&id), Some(Slot::Row(e)) if e.claimable(self.now)) {
-                continue;
-            }
-            if !self.ensure_row(id)? {
-                continue;
-            }
-            let Some(Slot::Row(e)) = self.jobs.get(&id) else {
-                continue;
-            };
-            let Some(row) = e.row.as_deref() else { continue };
-            if let Some(qi) = queues.iter().position(|q| *q == row.queue) {
-                let c = Candidate {
-                    id,
-                    priority: row.priority,
-                    ready_at: e.status.ready_at,
-                };
-                if !out.iter().any(|(_, o)| o.id == id) {
-                    out.push((qi, c));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The index of `queue`'s pool, read from the store on first use.
-    fn pool(&mut self, queue: &str) -> Result<usize> {
-        if let Some(i) = self.pools.iter().position(|p| p.queue == queue) {
-            return Ok(i);
-        }
-        let limit = self.demand.get(queue).copied().unwrap_or(1).clamp(1, PAGE_MAX);
-        let rows = self.store.job_ready(queue, self.now, limit)?;
-        Ok(self.add_pool(queue, limit, rows))
-    }
-
-    /// Keeps the first page of `queue`'s READY jobs (read `limit` a class).
-    fn add_pool(&mut self, queue: &str, limit: usize, rows: Vec<ReadyRow>) -> usize {
-        let mut pool = Pool {
-            queue: queue.to_owned(),
-            classes: Default::default(),
-        };
-        let mut counts = [0usize; 4];
-        for r in rows {
-            let p = usize::from(r.candidate.priority.get()).min(3);
-            counts[p] += 1;
-            pool.classes[p].rows.push(r.candidate);
-            self.remember(r);
-        }
-        for (c, n) in pool.classes.iter_mut().zip(counts) {
-            c.more = n >= limit;
-        }
-        self.pools.push(pool);
-        self.pools.len() - 1
-    }
-
-    /// Caches a candidate's whole row, unless this batch already knows it.
-    fn remember(&mut self, r: ReadyRow) {
-        let id = r.candidate.id;
-        if self.jobs.contains_key(&id) {
-            return;
-        }
-        let slot = match r.job {
-            None => return, // read when a claim takes it
-            Some(Ok(job)) => {
-                let status = job.status.clone();
-                Slot::Row(Box::new(Entry::read(status, Some(Box::new(job)))))
-            }
-            Some(Err(StoreError::Corrupt { job, reason })) => Slot::Corrupt(job, reason),
-            Some(Err(e)) => Slot::Corrupt(Some(id), e.to_string()),
-        };
-        self.jobs.insert(id, slot);
-    }
-
-    /// The first candidate of one class that is still claimable, reading
-    /// the next page from the store when the pool runs out.
-    fn class_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
-        loop {
-            let class = &self.pools[pi].classes[p];
-            if let Some(c) = class.rows.get(class.next).copied() {
-                let ok = match self.jobs.get(&c.id) {
-                    Some(Slot::Row(e)) => e.claimable(self.now),
-                    Some(Slot::Missing) => false,
-                    Some(Slot::Corrupt(..)) | None => true,
-                };
-                if ok {
-                    return Ok(Some(c));
-                }
-                self.pools[pi].classes[p].next += 1;
-                continue;
-            }
-            if !class.more {
-                return Ok(None);
-            }
-            let Some(after) = class.rows.last().copied() else {
-                return Ok(None);
-            };
-            let queue = self.pools[pi].queue.clone();
-            let limit = self.demand.get(&queue).copied().unwrap_or(1).clamp(16, PAGE_MAX);
-            let rows = self.store.job_ready_after(&queue, self.now, after, limit)?;
-            let class = &mut self.pools[pi].classes[p];
-            class.more = rows.len() >= limit;
-            class.rows.extend(rows.iter().map(|r| r.candidate));
-            if rows.is_empty() {
-                return Ok(None);
-            }
-            for r in rows {
-                self.remember(r);
-            }
-        }
     }
 
     /// What the batch writes, for [`Store::apply`]; then the store to apply

@@ -331,6 +331,23 @@ pub(crate) fn run(
 }
 
 impl Writer {
+    /// Another writer on `store` taking batches from the same queue, with
+    /// the same next stages and housekeeping times (see `Backend::writers`).
+    pub(crate) fn sibling(&self, store: Box<dyn Store>) -> Self {
+        Self {
+            store,
+            deliver: self.deliver.clone(),
+            rx: self.rx.clone(),
+            options: self.options.clone(),
+            replies: self.replies.clone(),
+            recycled: self.recycled.clone(),
+            corrupt_reported: std::collections::HashSet::new(),
+            rng: fastrand::Rng::new(),
+            batch: Vec::with_capacity(self.options.max_batch),
+            housekeeping: Arc::clone(&self.housekeeping),
+        }
+    }
+
     /// Applies `first` and every operation already waiting as one batch
     /// and commits it. A batch of more than two callers goes on to the sync
     /// and reply threads; a smaller one comes back, to be synced and
