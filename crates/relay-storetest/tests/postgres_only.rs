@@ -170,7 +170,15 @@ fn a_session_without_synchronous_commit_is_put_right() {
     for _ in 0..20 {
         relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     }
-    let flushed = syncs(&mut probe) - before;
+    // Each writer's backend (a Relay runs two) publishes its own count
+    // when it next idles: under load one may come seconds after the other.
+    let mut flushed = syncs(&mut probe) - before;
+    for _ in 0..4 {
+        if flushed >= 18 {
+            break;
+        }
+        flushed = syncs(&mut probe) - before;
+    }
     assert!(
         flushed >= 18,
         "20 submits in a row made {flushed} WAL flushes: the writer commits without waiting for them"
