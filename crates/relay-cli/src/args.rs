@@ -65,8 +65,8 @@ pub enum Command {
     Nack(NackArgs),
     /// Extend a lease.
     Extend(ExtendArgs),
-    /// Give a leased job back untried.
-    Release(TokenArgs),
+    /// Give a leased job back untried (the attempt is not counted); with --in, snooze it.
+    Release(ReleaseArgs),
     /// Show one job.
     Show(IdArg),
     /// Show a job's event log.
@@ -167,6 +167,15 @@ pub struct NackArgs {
     /// Retry after this long (default: exponential back-off).
     #[arg(long, value_parser = duration)]
     pub retry_in: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    #[command(flatten)]
+    pub lease: TokenArgs,
+    /// Snooze: READY again only after this long (e.g. 10m), with a "snoozed" event.
+    #[arg(long = "in", value_name = "DURATION", value_parser = duration)]
+    pub snooze_for: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

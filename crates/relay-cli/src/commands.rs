@@ -94,7 +94,10 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Ack(a) => out.changed(&t.ack(JobId(a.lease.id), LeaseToken(a.lease.token), a.result)?),
         Command::Nack(a) => out.changed(&t.nack(JobId(a.lease.id), LeaseToken(a.lease.token), a.error, a.retry_in)?),
         Command::Extend(a) => out.changed(&t.extend(JobId(a.lease.id), LeaseToken(a.lease.token), a.lease_for)?),
-        Command::Release(a) => out.changed(&t.admin(JobId(a.id), Admin::Release(LeaseToken(a.token)))?),
+        Command::Release(a) => out.changed(&t.admin(
+            JobId(a.lease.id),
+            Admin::Release(LeaseToken(a.lease.token), a.snooze_for),
+        )?),
         Command::Cancel(a) => out.changed(&t.admin(JobId(a.id), Admin::Cancel)?),
         Command::Retry(a) => out.changed(&t.admin(JobId(a.id), Admin::Retry)?),
         Command::Delete(a) => out.changed(&t.admin(JobId(a.id), Admin::Delete)?),

@@ -1,7 +1,9 @@
 //! `relay work --exec`: each job runs a shell command.
 //!
 //! The command gets the payload on stdin and `RELAY_JOB_ID`, `RELAY_JOB_KIND`,
-//! `RELAY_QUEUE`, `RELAY_ATTEMPT` and `RELAY_EVENTS_FD=3` in its environment.
+//! `RELAY_QUEUE`, `RELAY_ATTEMPT`, `RELAY_LEASE_TOKEN` (to call `relay
+//! extend`, `relay release --in` itself) and `RELAY_EVENTS_FD=3` in its
+//! environment.
 //! Exit status 0 acks the job (stdout, up to a limit, becomes the result);
 //! any other status nacks it with the tail of stderr. Each line written to
 //! file descriptor 3 becomes a `progress` event of the job (the line as JSON
@@ -42,6 +44,7 @@ pub fn run(ctx: &JobContext, cfg: &ExecConfig) -> JobResult {
         .env("RELAY_JOB_KIND", &job.kind)
         .env("RELAY_QUEUE", &job.queue)
         .env("RELAY_ATTEMPT", job.attempt.to_string())
+        .env("RELAY_LEASE_TOKEN", job.token.to_string())
         .env("RELAY_EVENTS_FD", "3")
         .process_group(0);
     let events_fd = events_tx.as_raw_fd();

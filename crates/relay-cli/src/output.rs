@@ -75,7 +75,7 @@ impl Out {
         } else if v.get("deleted").is_some() {
             format!("job {id} deleted")
         } else if let Some(at) = v.get("ready_at").filter(|_| v["state"] == "READY") {
-            format!("job {id} {}, retry at {}", s(&v["state"]), s(at))
+            format!("job {id} {} again at {}", s(&v["state"]), s(at))
         } else {
             format!("job {id} {}", s(&v["state"]))
         };

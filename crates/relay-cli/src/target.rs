@@ -38,7 +38,8 @@ pub enum Admin {
     Cancel,
     Retry,
     Delete,
-    Release(LeaseToken),
+    /// Gives the job back: READY now, or (snooze) after the duration.
+    Release(LeaseToken, Option<Duration>),
 }
 
 fn millis(d: Duration) -> u64 {
@@ -160,14 +161,21 @@ impl Target {
             Target::Local(r) => match what {
                 Admin::Cancel => r.cancel(id).map(|()| json!({"id": id, "state": "CANCELLED"})),
                 Admin::Retry => r.retry(id).map(|()| json!({"id": id, "state": "READY"})),
-                Admin::Release(t) => r.release(id, t).map(|()| json!({"id": id, "state": "READY"})),
+                Admin::Release(t, None) => r.release(id, t).map(|()| json!({"id": id, "state": "READY"})),
+                Admin::Release(t, Some(d)) => r
+                    .snooze(id, t, d)
+                    .map(|at| json!({"id": id, "state": "READY", "ready_at": view::time(at)})),
                 Admin::Delete => r.delete(id).map(|()| json!({"id": id, "deleted": true})),
             }
             .map_err(CliError::from),
             Target::Remote(r) => match what {
                 Admin::Cancel => r.call("POST", &format!("/v1/jobs/{id}/cancel"), None),
                 Admin::Retry => r.call("POST", &format!("/v1/jobs/{id}/retry"), None),
-                Admin::Release(t) => r.call("POST", &format!("/v1/jobs/{id}/release"), Some(json!({"token": t}))),
+                Admin::Release(t, delay) => r.call(
+                    "POST",
+                    &format!("/v1/jobs/{id}/release"),
+                    Some(json!({"token": t, "in_ms": delay.map(millis)})),
+                ),
                 Admin::Delete => r.call("DELETE", &format!("/v1/jobs/{id}"), None),
             },
         }

@@ -63,6 +63,7 @@ fn finished_text(f: &Finished) -> String {
         Outcome::Failed { error } => format!("failed (will retry): {}", one_line(error)),
         Outcome::Dead { error } => format!("dead: {}", one_line(error)),
         Outcome::Released => "released".to_owned(),
+        Outcome::Snoozed { delay } => format!("snoozed for {}", humantime::format_duration(*delay)),
         Outcome::Lost => "lost its lease (another worker may run it)".to_owned(),
     };
     format!(
@@ -89,6 +90,7 @@ fn finished_json(f: &Finished) -> serde_json::Value {
         Outcome::Failed { error } => ("failed", Some(error.as_str())),
         Outcome::Dead { error } => ("dead", Some(error.as_str())),
         Outcome::Released => ("released", None),
+        Outcome::Snoozed { .. } => ("snoozed", None),
         Outcome::Lost => ("lost", None),
     };
     serde_json::json!({

@@ -269,7 +269,20 @@ fn unique_key_cancel_retry_delete_jobs() {
         &["--json", "extend", "1", "--token", &token, "--lease-for", "2m"],
     ));
     assert!(ext[0]["lease_expires_at"].as_str().unwrap().ends_with('Z'));
-    ok(&relay(&db.path, &["release", "1", "--token", &token]));
+    // Snoozed: READY, but not leased before its time, and no attempt spent.
+    let snoozed = ok(&relay(&db.path, &["release", "1", "--token", &token, "--in", "10m"]));
+    assert!(snoozed.starts_with("job 1 READY again at "), "{snoozed}");
+    assert_eq!(ok(&relay(&db.path, &["lease", "-q", "q"])), "");
+    let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
+    assert_eq!(
+        (shown[0]["state"].as_str(), shown[0]["attempts"].as_i64()),
+        (Some("READY"), Some(0))
+    );
+    let events = ok(&relay(&db.path, &["events", "1"]));
+    assert!(events.lines().last().unwrap().contains("snoozed"), "{events}");
+    let refused = relay(&db.path, &["release", "1", "--token", &token, "--in", "soon"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("soon"));
     assert_eq!(ok(&relay(&db.path, &["delete", "1"])).trim(), "job 1 deleted");
     assert_eq!(
         ok(&relay(&db.path, &["jobs"])).lines().count(),

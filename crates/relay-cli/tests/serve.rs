@@ -119,6 +119,17 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         let (_, stats, _) = run(remote, &["--json", "stats"]);
         let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
         assert_eq!(v["queues"]["q"]["SUCCEEDED"], 1);
+        // A snooze, either way.
+        run(remote, &["submit", "--queue", "later", "--kind", "send", "x"]);
+        let (_, lease, _) = run(remote, &["lease", "--queue", "later"]);
+        let token = lease.split('\t').nth(1).unwrap().to_owned();
+        let (code, snoozed, err) = run(remote, &["release", "2", "--token", &token, "--in", "10m"]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(
+            snoozed.starts_with("job 2 READY again at "),
+            "remote={remote}: {snoozed}"
+        );
+        assert_eq!(run(remote, &["lease", "--queue", "later"]).1, "", "remote={remote}");
         let (code, _, err) = run(remote, &["show", "77"]);
         assert_eq!(code, Some(3), "{err}");
         assert!(err.starts_with("relay: ") && err.contains("77"), "{err}");

@@ -30,6 +30,11 @@ pub enum Action<'a> {
     /// The lease holder gives the job back untried (LEASED -> READY, the
     /// attempt is not counted).
     Release { token: LeaseToken },
+    /// The lease holder puts the job back for later (LEASED -> READY after
+    /// `delay`): the attempt is not counted, and the event log says
+    /// "snoozed". For a job whose time has not come yet (a rate limit
+    /// upstream, a resource still being prepared), not for a failure.
+    Snooze { token: LeaseToken, delay: Duration },
     /// The lease ran out (LEASED -> READY at once, or DEAD when attempts are
     /// spent). Only valid once `now` has reached the lease's expiry.
     Expire,
@@ -49,6 +54,7 @@ impl Action<'_> {
             Self::Nack { .. } => "nack",
             Self::Extend { .. } => "extend",
             Self::Release { .. } => "release",
+            Self::Snooze { .. } => "snooze",
             Self::Expire => "expire",
             Self::Cancel => "cancel",
             Self::Retry => "retry",
@@ -220,6 +226,16 @@ pub fn transition(
             s.ready_at = now;
             s.lease = None;
             Ok(update(s, "released", json!({"token": token.0})))
+        }
+        Action::Snooze { token, delay } => {
+            holder(id, cur, token, now)?;
+            let mut s = cur.clone();
+            s.state = JobState::Ready;
+            s.attempts = cur.attempts.saturating_sub(1);
+            s.ready_at = now.plus(delay);
+            s.lease = None;
+            let data = json!({"token": token.0, "ready_at": s.ready_at.to_rfc3339()});
+            Ok(update(s, "snoozed", data))
         }
         Action::Expire => match &cur.lease {
             Some(l) if cur.state == JobState::Leased && now >= l.expires_at => {

@@ -291,14 +291,27 @@ async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<Extend
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct TokenBody {
+struct ReleaseBody {
     token: i64,
+    /// Snooze: READY again only after this long (the attempt is not
+    /// counted either way).
+    #[serde(default)]
+    in_ms: Option<u64>,
 }
 
-async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<TokenBody>) -> ApiResult {
+async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<ReleaseBody>) -> ApiResult {
     let id = id(&raw)?;
-    s.relay.release(id, LeaseToken(b.token)).await?;
-    ok(json!({"id": id, "state": "READY"}))
+    let token = LeaseToken(b.token);
+    match ms("in_ms", b.in_ms)? {
+        Some(delay) => {
+            let at = s.relay.snooze(id, token, delay).await?;
+            ok(json!({"id": id, "state": "READY", "ready_at": view::time(at)}))
+        }
+        None => {
+            s.relay.release(id, token).await?;
+            ok(json!({"id": id, "state": "READY"}))
+        }
+    }
 }
 
 async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {

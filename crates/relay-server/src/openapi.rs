@@ -108,7 +108,9 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "responses": responses("200", json!({"type": "object", "required": ["id", "lease_expires_at"], "properties": {
                     "id": {"type": "integer"}, "lease_expires_at": {"type": "string", "format": "date-time"}}}), &e)}},
             "/v1/jobs/{id}/release": {"post": {"operationId": "release", "parameters": id_param(),
-                "requestBody": body(token_body(json!({}))), "responses": responses("200", state_reply(), &e)}},
+                "description": "Gives a leased job back untried (the attempt is not counted): READY at once, or with `in_ms`, snoozed: READY again after that long, with a \"snoozed\" event.",
+                "requestBody": body(token_body(json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))),
+                "responses": responses("200", state_reply(), &e)}},
             "/v1/jobs/{id}/cancel": {"post": {"operationId": "cancel", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
             "/v1/jobs/{id}/retry": {"post": {"operationId": "retry", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
             "/v1/jobs/{id}/events": {

@@ -201,6 +201,30 @@ fn the_whole_job_life_cycle() {
             .0,
         200
     );
+    // Snoozed: READY again only after in_ms, no attempt spent.
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    let t4 = v["jobs"][0]["token"].as_i64().unwrap();
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id2}/release"),
+        Some(json!({"token": t4, "in_ms": 3_600_000})),
+    );
+    assert_eq!((st, v["state"].as_str()), (200, Some("READY")), "{v}");
+    assert!(v["ready_at"].as_str().unwrap().ends_with('Z'), "{v}");
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    assert_eq!(v["jobs"], json!([]), "not leased before its time");
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{id2}"), None);
+    assert_eq!(
+        (v["state"].as_str(), v["attempts"].as_i64()),
+        (Some("READY"), Some(1)),
+        "{v}"
+    );
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id2}/release"),
+        Some(json!({"token": t4, "in_ms": -1})),
+    );
+    assert_eq!(st, 400, "{v}");
     assert_eq!(s.call("POST", &format!("/v1/jobs/{id2}/cancel"), None).0, 200);
     assert_eq!(s.call("POST", &format!("/v1/jobs/{id2}/retry"), None).0, 200);
     assert_eq!(s.call("DELETE", &format!("/v1/jobs/{id2}"), None).0, 200);

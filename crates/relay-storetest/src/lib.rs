@@ -15,6 +15,7 @@
 
 pub mod batches;
 pub mod fencing;
+pub mod flow;
 pub mod group_commit;
 pub mod input;
 pub mod lifecycle;
@@ -166,6 +167,7 @@ macro_rules! conformance {
             batches::a_stale_ack_beside_valid_acks_fails_alone,
             batches::a_batch_of_refused_operations_writes_nothing,
             batches::a_reap_beside_operations_on_its_jobs_in_one_batch,
+            flow::snooze_puts_the_job_back_for_later_without_an_attempt,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

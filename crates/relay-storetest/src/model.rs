@@ -45,6 +45,11 @@ enum Op {
         job: usize,
         stale: bool,
     },
+    Snooze {
+        job: usize,
+        stale: bool,
+        delay_s: u64,
+    },
     Cancel {
         job: usize,
     },
@@ -69,6 +74,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), any::<bool>(), 0..20u64).prop_map(|(job, stale, retry_s)| Op::Nack { job, stale, retry_s }),
         1 => (any::<usize>(), any::<bool>(), 1..40u64).prop_map(|(job, stale, lease_s)| Op::Extend { job, stale, lease_s }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(job, stale)| Op::Release { job, stale }),
+        1 => (any::<usize>(), any::<bool>(), 0..90u64).prop_map(|(job, stale, delay_s)| Op::Snooze { job, stale, delay_s }),
         1 => any::<usize>().prop_map(|job| Op::Cancel { job }),
         1 => any::<usize>().prop_map(|job| Op::Retry { job }),
         1 => any::<usize>().prop_map(|job| Op::Delete { job }),
@@ -305,6 +311,20 @@ impl Run<'_> {
                     j.state = JobState::Ready;
                     j.attempts -= 1;
                     j.ready_at = now;
+                    j.expires = None;
+                }));
+                (real, expect)
+            }
+            Op::Snooze { job, stale, delay_s } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let delay = Duration::from_secs(delay_s);
+                let real = answer(self.relay().snooze(JobId(id), token, delay), |_| Answer::Ok);
+                let expect = settle(self.model.holder(id, token.0, now).map(|j| {
+                    j.state = JobState::Ready;
+                    j.attempts -= 1;
+                    j.ready_at = now + i64::try_from(delay_s).unwrap() * 1000;
                     j.expires = None;
                 }));
                 (real, expect)

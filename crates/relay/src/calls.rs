@@ -71,6 +71,13 @@ impl Engine {
         }))
     }
 
+    /// Snooze: returns when the job is due again.
+    pub(crate) fn snooze_op(&self, id: JobId, token: LeaseToken, delay: Duration) -> Pending<Timestamp> {
+        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::act(plan, ctx, id, Action::Snooze { token, delay }, None).map(|s| s.ready_at)
+        })
+    }
+
     /// Release, cancel, retry and delete: actions with nothing to validate.
     pub(crate) fn action_op(&self, id: JobId, action: SimpleAction) -> Pending<()> {
         Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
@@ -130,6 +137,13 @@ impl Engine {
                             error,
                             retry_in: *retry_in,
                             permanent: *permanent,
+                        };
+                        ops::act(plan, ctx, c.id, a, None)
+                    }
+                    CompletionOutcome::Snooze { delay } => {
+                        let a = Action::Snooze {
+                            token: c.token,
+                            delay: *delay,
                         };
                         ops::act(plan, ctx, c.id, a, None)
                     }

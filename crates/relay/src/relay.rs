@@ -188,6 +188,21 @@ impl Relay {
         self.engine.run(self.engine.action_op(id, SimpleAction::Release(token)))
     }
 
+    /// Puts the job back for later: READY again once `delay` has passed,
+    /// the attempt not counted (it was not a failure), and a "snoozed"
+    /// event in its log. For a handler whose job cannot run yet (a
+    /// resource still being prepared, an upstream rate limit).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when `token` is not the job's current valid
+    /// lease, [`Error::NotFound`] for an unknown job; nothing changes.
+    ///
+    /// Returns when the job is due again.
+    pub fn snooze(&self, id: JobId, token: LeaseToken, delay: Duration) -> Result<Timestamp> {
+        self.engine.run(self.engine.snooze_op(id, token, delay))
+    }
+
     /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
     pub fn cancel(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
@@ -322,6 +337,11 @@ impl AsyncRelay {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Release(token)))
             .await
+    }
+
+    /// [`Relay::snooze`].
+    pub async fn snooze(&self, id: JobId, token: LeaseToken, delay: Duration) -> Result<Timestamp> {
+        self.engine.run_async(self.engine.snooze_op(id, token, delay)).await
     }
 
     pub async fn cancel(&self, id: JobId) -> Result<()> {

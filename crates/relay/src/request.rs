@@ -293,6 +293,8 @@ pub enum CompletionOutcome {
         retry_in: Option<Duration>,
         permanent: bool,
     },
+    /// Like `snooze`: READY again after `delay`, the attempt not counted.
+    Snooze { delay: Duration },
 }
 
 impl Completion {
@@ -313,6 +315,14 @@ impl Completion {
                 retry_in,
                 permanent: false,
             },
+        }
+    }
+
+    pub fn snooze(id: JobId, token: LeaseToken, delay: Duration) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Snooze { delay },
         }
     }
 

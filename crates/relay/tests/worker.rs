@@ -86,6 +86,53 @@ fn err_nacks_with_its_text_then_dies() {
 }
 
 #[test]
+fn a_snoozed_job_runs_again_later_without_spending_an_attempt() {
+    let (_d, relay) = open();
+    // One attempt only: a snooze that counted one would leave it DEAD.
+    let id = submit(&relay, "wait-for-it", "", 1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&runs);
+    let w = Worker::new(relay.clone(), ["q"]).handler("wait-for-it", move |ctx| {
+        if seen.fetch_add(1, Ordering::SeqCst) < 2 {
+            return Err(JobError::snooze(Duration::from_millis(50)));
+        }
+        assert_eq!(ctx.attempt(), 1, "snoozes count no attempt");
+        Ok(None)
+    });
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&outcomes);
+    let w = w.on_finish(move |f| log.lock().unwrap().push(f.outcome.clone()));
+    let stats = run_until(w, || finished(&relay, id));
+    assert_eq!(state(&relay, id), JobState::Succeeded);
+    assert_eq!((stats.snoozed, stats.failed, stats.succeeded), (2, 0, 1));
+    assert_eq!(
+        *outcomes.lock().unwrap(),
+        [
+            Outcome::Snoozed {
+                delay: Duration::from_millis(50)
+            },
+            Outcome::Snoozed {
+                delay: Duration::from_millis(50)
+            },
+            Outcome::Succeeded
+        ]
+    );
+    let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "submitted",
+            "leased",
+            "snoozed",
+            "leased",
+            "snoozed",
+            "leased",
+            "succeeded"
+        ]
+    );
+}
+
+#[test]
 fn a_panic_is_a_nack_and_the_pool_keeps_its_strength() {
     let (_d, relay) = open();
     let bad = submit(&relay, "explode", "", 1);

@@ -55,6 +55,7 @@ fn actions() -> Vec<Action<'static>> {
         },
         Action::Extend { token, lease_for: d },
         Action::Release { token },
+        Action::Snooze { token, delay: d },
         Action::Expire,
         Action::Cancel,
         Action::Retry,
@@ -84,7 +85,7 @@ fn every_state_action_pair() {
                 (Succeeded, "ack") => Some(Succeeded),
                 (Leased, "nack") => Some(Ready),
                 (Leased, "extend") => Some(Leased),
-                (Leased, "release") => Some(Ready),
+                (Leased, "release" | "snooze") => Some(Ready),
                 (Leased, "expire") => Some(Ready),
                 (Ready | Leased, "cancel") => Some(Cancelled),
                 (Dead | Cancelled, "retry") => Some(Ready),
@@ -96,7 +97,7 @@ fn every_state_action_pair() {
                     assert_eq!(next.status.state, want, "{state} + {}", action.name())
                 }
                 (None, Err(e)) => {
-                    let lease_action = matches!(action.name(), "ack" | "nack" | "extend" | "release");
+                    let lease_action = matches!(action.name(), "ack" | "nack" | "extend" | "release" | "snooze");
                     match e {
                         TransitionError::LeaseLost { .. } => {
                             assert!(lease_action, "{state} + {}", action.name())
@@ -220,6 +221,38 @@ fn release_gives_back_the_attempt() {
     assert_eq!(n.status.attempts, 0);
     assert_eq!(n.status.ready_at, T0);
     assert_eq!(n.status.last_token, LeaseToken(7));
+}
+
+#[test]
+fn snooze_gives_back_the_attempt_and_waits() {
+    let p = policy();
+    let n = transition(
+        JobId(1),
+        &status(JobState::Leased),
+        Action::Snooze {
+            token: LeaseToken(7),
+            delay: Duration::from_secs(600),
+        },
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    assert_eq!(n.status.state, JobState::Ready);
+    assert_eq!(n.status.attempts, 0);
+    assert_eq!(n.status.ready_at, T0.plus(Duration::from_secs(600)));
+    assert_eq!(n.status.lease, None);
+    assert_eq!(n.status.last_token, LeaseToken(7));
+    let e = n.event.unwrap();
+    assert_eq!(e.kind, "snoozed");
+    assert!(e.data.contains("\"token\":7"), "{}", e.data);
+    // Another lease's token cannot snooze it.
+    let stale = Action::Snooze {
+        token: LeaseToken(6),
+        delay: Duration::ZERO,
+    };
+    assert!(matches!(
+        transition(JobId(1), &status(JobState::Leased), stale, &ctx(&p, T0)),
+        Err(TransitionError::LeaseLost { .. })
+    ));
 }
 
 #[test]

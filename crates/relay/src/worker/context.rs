@@ -21,6 +21,9 @@ pub struct JobError {
     pub retry_in: Option<Duration>,
     /// No retry can fix it: the job becomes DEAD now.
     pub permanent: bool,
+    /// Not a failure: run the job again after this long, the attempt not
+    /// counted (see [`JobError::snooze`]).
+    pub snooze: Option<Duration>,
 }
 
 impl JobError {
@@ -30,6 +33,26 @@ impl JobError {
             message: message.into(),
             retry_in: None,
             permanent: false,
+            snooze: None,
+        }
+    }
+
+    /// Not a failure: the job cannot run yet (a resource still being
+    /// prepared, an upstream rate limit). It is READY again after `d`, the
+    /// attempt is not counted, and its event log says "snoozed".
+    ///
+    /// ```
+    /// use relay::worker::JobError;
+    /// use std::time::Duration;
+    /// let later = JobError::snooze(Duration::from_secs(600));
+    /// assert_eq!(later.snooze, Some(Duration::from_secs(600)));
+    /// ```
+    pub fn snooze(d: Duration) -> Self {
+        Self {
+            message: format!("snoozed for {d:?}"),
+            retry_in: None,
+            permanent: false,
+            snooze: Some(d),
         }
     }
 
@@ -39,6 +62,7 @@ impl JobError {
             message: message.into(),
             retry_in: None,
             permanent: true,
+            snooze: None,
         }
     }
 

@@ -18,6 +18,7 @@ pub struct WorkerStats {
     pub failed: AtomicU64,
     pub dead: AtomicU64,
     pub released: AtomicU64,
+    pub snoozed: AtomicU64,
     pub lost: AtomicU64,
     pub in_flight: AtomicU64,
 }
@@ -32,6 +33,8 @@ pub struct WorkerStatsSnapshot {
     pub dead: u64,
     /// Given back untried at shutdown.
     pub released: u64,
+    /// Put back for later by their handlers ([`JobError::snooze`]).
+    pub snoozed: u64,
     /// The lease was lost before the outcome could be recorded.
     pub lost: u64,
     pub in_flight: u64,
@@ -44,6 +47,7 @@ impl WorkerStats {
             failed: self.failed.load(Relaxed),
             dead: self.dead.load(Relaxed),
             released: self.released.load(Relaxed),
+            snoozed: self.snoozed.load(Relaxed),
             lost: self.lost.load(Relaxed),
             in_flight: self.in_flight.load(Relaxed),
         }
@@ -63,6 +67,10 @@ pub enum Outcome {
         error: String,
     },
     Released,
+    /// Put back for later by its handler; runs again after `delay`.
+    Snoozed {
+        delay: Duration,
+    },
     /// The lease was gone when the outcome was reported.
     Lost,
 }
@@ -302,6 +310,7 @@ impl JobRun {
         let (id, token) = (self.ctx.id(), self.ctx.job().token);
         let completion = match &result {
             Ok(out) => crate::Completion::ack(id, token, out.clone()),
+            Err(JobError { snooze: Some(d), .. }) => crate::Completion::snooze(id, token, *d),
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
@@ -311,6 +320,7 @@ impl JobRun {
             .await
             .map(|s| match (&result, s.state) {
                 (Ok(_), _) => Outcome::Succeeded,
+                (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
                 (Err(e), crate::JobState::Dead) => Outcome::Dead {
                     error: e.message.clone(),
                 },
@@ -331,6 +341,7 @@ impl JobRun {
             Outcome::Failed { .. } => &self.stats.failed,
             Outcome::Dead { .. } => &self.stats.dead,
             Outcome::Released => &self.stats.released,
+            Outcome::Snoozed { .. } => &self.stats.snoozed,
             Outcome::Lost => &self.stats.lost,
         };
         counter.fetch_add(1, Relaxed);
