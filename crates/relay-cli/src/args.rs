@@ -71,8 +71,12 @@ pub enum Command {
     Show(IdArg),
     /// Show a job's event log.
     Events(IdArg),
-    /// Count jobs per queue and state.
+    /// Count jobs per queue and state (and show which queues are paused).
     Stats,
+    /// Pause a queue: none of its jobs is leased until `relay resume` (submits go on).
+    Pause(QueueArg),
+    /// Resume a paused queue.
+    Resume(QueueArg),
     /// List jobs, newest first.
     Jobs(JobsArgs),
     /// Cancel a READY or LEASED job.
@@ -83,8 +87,8 @@ pub enum Command {
     Delete(IdArg),
     /// Run a shell command for each job: payload on stdin, exit 0 acks.
     ///
-    /// The command gets RELAY_JOB_ID, RELAY_JOB_KIND, RELAY_QUEUE and
-    /// RELAY_ATTEMPT in its environment; stdout (up to --max-result) becomes
+    /// The command gets RELAY_JOB_ID, RELAY_JOB_KIND, RELAY_QUEUE,
+    /// RELAY_ATTEMPT and RELAY_LEASE_TOKEN in its environment; stdout (up to --max-result) becomes
     /// the result; on failure the tail of stderr becomes the error. Lines it
     /// writes to file descriptor 3 become progress events. Runs until SIGINT
     /// or SIGTERM (a second one stops at once).
@@ -185,6 +189,12 @@ pub struct ExtendArgs {
     /// The lease's new length, from now.
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub lease_for: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArg {
+    /// The queue's name.
+    pub queue: String,
 }
 
 #[derive(Debug, Args)]

@@ -104,6 +104,8 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
         Command::Events(a) => out.events(&t.events(JobId(a.id))?),
         Command::Stats => out.stats(&t.stats()?),
+        Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
+        Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
         Command::Jobs(a) => {
             let state = match a.state.as_deref() {
                 None => None,

@@ -141,6 +141,15 @@ impl Out {
         }
     }
 
+    /// A queue paused or resumed.
+    pub fn queue(&self, v: &Value) {
+        if self.json {
+            return self.value(v);
+        }
+        let what = if v["paused"] == true { "paused" } else { "resumed" };
+        self.line(&format!("queue {} {what}", s(&v["queue"])));
+    }
+
     pub fn stats(&self, v: &Value) {
         if self.json {
             return self.value(v);
@@ -168,8 +177,13 @@ impl Out {
                 || "-".to_owned(),
                 |ms| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
             );
+            let name = if st["paused"] == true {
+                format!("{q} (paused)")
+            } else {
+                q.clone()
+            };
             self.line(&row([
-                q.clone(),
+                name,
                 n("READY"),
                 n("LEASED"),
                 n("SUCCEEDED"),

@@ -42,6 +42,21 @@ pub enum Admin {
     Release(LeaseToken, Option<Duration>),
 }
 
+/// `s` as one segment of a URL path: anything but A-Z a-z 0-9 _ . - is
+/// percent-encoded (queue names are those; a wrong one then reaches the
+/// server whole, and its error names it).
+fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -192,6 +207,24 @@ impl Target {
         match self {
             Target::Local(r) => Ok(r.events(id)?.iter().map(view::event).collect()),
             Target::Remote(r) => list(r.call("GET", &format!("/v1/jobs/{id}/events"), None)?, "events"),
+        }
+    }
+
+    /// Pauses (`true`) or resumes a queue.
+    pub fn pause(&self, queue: &str, paused: bool) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => {
+                if paused {
+                    r.pause(queue)?;
+                } else {
+                    r.resume(queue)?;
+                }
+                Ok(json!({"queue": queue, "paused": paused}))
+            }
+            Target::Remote(r) => {
+                let verb = if paused { "pause" } else { "resume" };
+                r.call("POST", &format!("/v1/queues/{}/{verb}", path_segment(queue)), None)
+            }
         }
     }
 

@@ -130,6 +130,26 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             "remote={remote}: {snoozed}"
         );
         assert_eq!(run(remote, &["lease", "--queue", "later"]).1, "", "remote={remote}");
+        // Pause and resume, either way.
+        let (code, paused, err) = run(remote, &["pause", "later"]);
+        assert_eq!(
+            (code, paused.as_str()),
+            (Some(0), "queue later paused\n"),
+            "remote={remote}: {err}"
+        );
+        let (_, stats, _) = run(remote, &["stats"]);
+        assert!(
+            stats.lines().any(|l| l.starts_with("later (paused) ")),
+            "remote={remote}: {stats}"
+        );
+        let (_, json, _) = run(remote, &["--json", "resume", "later"]);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&json).unwrap(),
+            serde_json::json!({"queue": "later", "paused": false})
+        );
+        let (code, _, err) = run(remote, &["pause", "no/such queue"]);
+        assert_eq!(code, Some(2), "remote={remote}: {err}");
+        assert!(err.contains("queue"), "remote={remote}: {err}");
         let (code, _, err) = run(remote, &["show", "77"]);
         assert_eq!(code, Some(3), "{err}");
         assert!(err.starts_with("relay: ") && err.contains("77"), "{err}");

@@ -9,6 +9,7 @@
 //! - [`transition()`]: the ONE function that moves a job between states.
 //! - [`schedule`]: the aging rule that picks among the oldest ready job of
 //!   each priority class.
+//! - [`queue`]: a queue's own stored settings ([`QueueSettings`]: paused).
 //! - [`retry`]: exponential back-off with jitter, capped.
 //! - [`time`]: [`Timestamp`] and the injected [`Clock`].
 //! - [`validate`]: limits on names and payloads, as [`InvalidInput`] errors.
@@ -27,6 +28,7 @@
 //! ```
 
 pub mod job;
+pub mod queue;
 pub mod retry;
 pub mod schedule;
 pub mod time;
@@ -34,6 +36,7 @@ pub mod transition;
 pub mod validate;
 
 pub use job::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority};
+pub use queue::QueueSettings;
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

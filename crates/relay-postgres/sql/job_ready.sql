@@ -2,7 +2,10 @@
 -- of each, whole rows (a claim needs nothing more), in one round trip.
 -- SKIP LOCKED: jobs another Relay process is claiming are passed over, so
 -- processes never wait on each other; the rows returned stay locked until
--- this batch commits. Columns as job_get.sql.
+-- this batch commits. Unless $4, nothing of a paused queue is read (or
+-- locked): a batch's first flight reads its settings beside it, and a claim
+-- skips it (a batch that resumes it reads it later, with $4). Columns as
+-- job_get.sql.
 SELECT h.*
 FROM (VALUES (0::BIGINT), (1), (2), (3)) AS p(prio)
 CROSS JOIN LATERAL (
@@ -10,6 +13,7 @@ CROSS JOIN LATERAL (
            state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error
     FROM relay_jobs
     WHERE state = 'READY' AND queue = $1 AND priority = p.prio AND ready_at <= $2
+      AND ($4::BOOLEAN OR NOT EXISTS (SELECT 1 FROM relay_queues q WHERE q.name = $1 AND q.paused))
     ORDER BY ready_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED

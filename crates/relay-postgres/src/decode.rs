@@ -4,7 +4,7 @@
 
 use postgres::types::FromSql;
 use postgres::Row;
-use relay_core::{Job, JobId, JobStatus, Priority, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Timestamp};
 use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 
@@ -51,4 +51,11 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         result: col(row, 7, "result", j)?,
         status: status(row, 8, j)?,
     })
+}
+
+/// A `relay_queues` row: `name, paused`.
+pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), StoreError> {
+    let name: String = col(row, 0, "queue name", None)?;
+    let paused = col(row, 1, "paused", None).map_err(|e| StoreError::corrupt(None, format!("queue {name}: {e}")))?;
+    Ok((name, QueueSettings { paused }))
 }

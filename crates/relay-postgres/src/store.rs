@@ -5,7 +5,7 @@ use crate::decode;
 use crate::pipe::{Answer, Pipe, Req};
 use crate::write::{only_new_jobs, InsertCols, Writes};
 use postgres::{Client, Row, Statement};
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Timestamp};
 use relay_store::{
     Changes, CommitFailed, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store, StoreError,
     StoreReader,
@@ -269,6 +269,8 @@ impl Store for PgStore {
         let expired_st = self.pipe.stmt(include_str!("../sql/job_expired_statuses.sql"))?;
         let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
         let ready_st = self.pipe.stmt(include_str!("../sql/job_ready.sql"))?;
+        let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
+        let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
         let now = p.now.as_millis();
         let ids: Vec<i64> = p.statuses.iter().map(|id| id.0).collect();
         let limits: Vec<i64> = p
@@ -283,8 +285,11 @@ impl Store for PgStore {
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
         }
+        if !names.is_empty() {
+            reqs.push(Req::Read(&queues_st, vec![&names]));
+        }
         for ((queue, _), limit) in p.ready.iter().zip(&limits) {
-            reqs.push(Req::Read(&ready_st, vec![queue, &now, limit]));
+            reqs.push(Req::Read(&ready_st, vec![queue, &now, limit, &false]));
         }
         if reqs.is_empty() {
             return Ok(Prefetched::default());
@@ -300,6 +305,14 @@ impl Store for PgStore {
         } else {
             status_rows(&rows(answers.next()))?
         };
+        let queues = if names.is_empty() {
+            Vec::new()
+        } else {
+            rows(answers.next())
+                .iter()
+                .map(decode::queue_settings)
+                .collect::<Result<Vec<_>, _>>()?
+        };
         let ready = p
             .ready
             .iter()
@@ -308,15 +321,21 @@ impl Store for PgStore {
         Ok(Prefetched {
             expired,
             statuses,
+            queues,
             ready,
         })
+    }
+
+    fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+        let rows = self.query(include_str!("../sql/queue_settings.sql"), &[&names])?;
+        rows.iter().map(decode::queue_settings).collect()
     }
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.query(
             include_str!("../sql/job_ready.sql"),
-            &[&queue, &now.as_millis(), &limit],
+            &[&queue, &now.as_millis(), &limit, &true],
         )?;
         ready_rows(&rows)
     }
@@ -515,10 +534,7 @@ impl StoreReader for PgReader {
 
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
         let mut out: BTreeMap<String, QueueStats> = BTreeMap::new();
-        let empty = || QueueStats {
-            counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
-            oldest_ready_age: None,
-        };
+        let empty = QueueStats::empty;
         let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
         for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
             let queue: String = decode::col(&r, 0, "queue", None)?;
@@ -540,5 +556,11 @@ impl StoreReader for PgReader {
             }
         }
         Ok(out)
+    }
+
+    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/queue_settings_all.sql"))?;
+        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        rows.iter().map(decode::queue_settings).collect()
     }
 }

@@ -177,7 +177,8 @@ impl<'a> EventCols<'a> {
 
 /// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
 pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
-    c.deletes.is_empty()
+    c.queues.is_empty()
+        && c.deletes.is_empty()
         && c.updates.is_empty()
         && c.events
             .iter()
@@ -185,8 +186,12 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 }
 
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// five statements, each checking its own row count.
+/// six statements, each checking its own row count.
 pub(crate) struct Writes<'a> {
+    queues_st: Statement,
+    queue_names: Vec<&'a str>,
+    queue_paused: Vec<bool>,
+    queue_at: Vec<i64>,
     delete_st: Statement,
     update_st: Statement,
     insert_st: Statement,
@@ -196,7 +201,7 @@ pub(crate) struct Writes<'a> {
     taking: UpdateCols<'a>,
     inserts: InsertCols<'a>,
     events: EventCols<'a>,
-    counts: [i64; 5],
+    counts: [i64; 6],
 }
 
 impl<'a> Writes<'a> {
@@ -205,6 +210,10 @@ impl<'a> Writes<'a> {
         let (plain, taking) = c.updates.split_at(split);
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
         Ok(Self {
+            queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
+            queue_names: c.queues.iter().map(|q| q.name).collect(),
+            queue_paused: c.queues.iter().map(|q| q.settings.paused).collect(),
+            queue_at: c.queues.iter().map(|q| q.at.as_millis()).collect(),
             delete_st: pipe.stmt(include_str!("../sql/apply_delete.sql"))?,
             update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
             insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
@@ -215,6 +224,7 @@ impl<'a> Writes<'a> {
             inserts: InsertCols::new(&c.inserts),
             events: EventCols::new(&c.events),
             counts: [
+                n(c.queues.len()),
                 n(c.deletes.len()),
                 n(plain.len()),
                 n(taking.len()),
@@ -224,10 +234,17 @@ impl<'a> Writes<'a> {
         })
     }
 
-    /// Deletes, updates (those taking keys back last), inserts, events.
+    /// Queue settings, deletes, updates (those taking keys back last),
+    /// inserts, events.
     pub(crate) fn reqs(&self) -> Vec<Req<'_>> {
-        let mut reqs = Vec::with_capacity(6);
-        let [deletes, plain, taking, inserts, events] = &self.counts;
+        let mut reqs = Vec::with_capacity(7);
+        let [queues, deletes, plain, taking, inserts, events] = &self.counts;
+        if *queues > 0 {
+            reqs.push(Req::Write(
+                &self.queues_st,
+                vec![&self.queue_names, &self.queue_paused, &self.queue_at, queues],
+            ));
+        }
         if *deletes > 0 {
             reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));
         }

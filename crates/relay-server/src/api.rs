@@ -32,7 +32,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/events", get(events).post(append_event))
         .route("/lease", post(lease))
         .route("/stats", get(stats))
-        .route("/queues", get(queues));
+        .route("/queues", get(queues))
+        .route("/queues/{queue}/pause", post(pause))
+        .route("/queues/{queue}/resume", post(resume));
     let protected = Router::new()
         .nest("/v1", v1)
         .route("/metrics", get(metrics))
@@ -402,6 +404,16 @@ async fn stats(State(s): S) -> ApiResult {
 async fn queues(State(s): S) -> ApiResult {
     let stats = s.relay.stats().await?;
     ok(json!({"queues": stats.queues.keys().collect::<Vec<_>>()}))
+}
+
+async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
+    s.relay.pause(&queue).await?;
+    ok(json!({"queue": queue, "paused": true}))
+}
+
+async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
+    s.relay.resume(&queue).await?;
+    ok(json!({"queue": queue, "paused": false}))
 }
 
 async fn metrics(State(s): S) -> Response {

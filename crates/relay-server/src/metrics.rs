@@ -83,6 +83,13 @@ impl Metrics {
                     let _ = writeln!(out, "relay_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}");
                 }
             }
+            let _ = writeln!(
+                out,
+                "# HELP relay_queue_paused 1 while the queue is paused.\n# TYPE relay_queue_paused gauge"
+            );
+            for (queue, q) in &stats.queues {
+                let _ = writeln!(out, "relay_queue_paused{{queue=\"{queue}\"}} {}", u8::from(q.paused));
+            }
         }
         let Ok(routes) = self.routes.lock() else { return out };
         let _ = writeln!(

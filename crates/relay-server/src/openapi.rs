@@ -51,6 +51,15 @@ fn id_param() -> Value {
     json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}])
 }
 
+fn queue_param() -> Value {
+    json!([{"name": "queue", "in": "path", "required": true, "schema": queue()}])
+}
+
+fn queue_reply() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["queue", "paused"], "properties": {
+        "queue": {"type": "string"}, "paused": {"type": "boolean"}}})
+}
+
 fn token_body(extra: Value) -> Value {
     let mut props = json!({"token": {"type": "integer", "format": "int64"}});
     if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
@@ -130,7 +139,13 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}})),
                 "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
             "/v1/stats": {"get": {"operationId": "stats", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
-                "queues": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer", "nullable": true}}}}}), &[])}},
+                "queues": {"type": "object", "additionalProperties": r("QueueStats")}}}), &[])}},
+            "/v1/queues/{queue}/pause": {"post": {"operationId": "pauseQueue",
+                "description": "Pauses the queue: from the next claim on, in every process on the store, none of its jobs is leased; submits and completions go on. Stored; pausing a paused queue changes nothing.",
+                "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
+            "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
+                "description": "Resumes a paused queue and wakes lessees waiting for it.",
+                "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
             "/v1/queues": {"get": {"operationId": "queues", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
                 "queues": {"type": "array", "items": {"type": "string"}}}}), &[])}},
         },
@@ -172,6 +187,13 @@ fn schemas() -> Value {
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
         "State": {"type": "string", "enum": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
+        "QueueStats": {"type": "object", "additionalProperties": false,
+            "required": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused"],
+            "properties": {
+                "READY": {"type": "integer"}, "LEASED": {"type": "integer"}, "SUCCEEDED": {"type": "integer"},
+                "DEAD": {"type": "integer"}, "CANCELLED": {"type": "integer"},
+                "oldest_ready_age_ms": {"type": "integer", "nullable": true},
+                "paused": {"type": "boolean"}}},
         "NewJob": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
             "not": {"required": ["payload", "payload_base64"]},
             "properties": {

@@ -230,6 +230,33 @@ fn the_whole_job_life_cycle() {
     assert_eq!(s.call("DELETE", &format!("/v1/jobs/{id2}"), None).0, 200);
     assert_eq!(s.call("GET", &format!("/v1/jobs/{id2}"), None).0, 404);
 
+    // Pause and resume a queue.
+    s.call("POST", "/v1/jobs", Some(json!({"queue": "emails", "kind": "send"})));
+    let (st, v) = s.call("POST", "/v1/queues/emails/pause", None);
+    assert_eq!((st, &v), (200, &json!({"queue": "emails", "paused": true})));
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    assert_eq!(v["jobs"], json!([]), "a paused queue's jobs are not leased");
+    let (_, v) = s.call("GET", "/v1/stats", None);
+    assert_eq!(
+        (
+            v["queues"]["emails"]["paused"].as_bool(),
+            v["queues"]["emails"]["READY"].as_i64()
+        ),
+        (Some(true), Some(1)),
+        "{v}"
+    );
+    let (_, metrics) = s.call("GET", "/metrics", None);
+    let metrics = metrics.as_str().unwrap().to_owned();
+    assert!(metrics.contains("relay_queue_paused{queue=\"emails\"} 1"), "{metrics}");
+    let (st, v) = s.call("POST", "/v1/queues/no%20spaces/pause", None);
+    assert_eq!((st, v["error"]["code"].as_str()), (400, Some("invalid_input")), "{v}");
+    let (st, v) = s.call("POST", "/v1/queues/emails/resume", None);
+    assert_eq!((st, &v), (200, &json!({"queue": "emails", "paused": false})));
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
+    let id3 = v["jobs"][0]["id"].as_i64().unwrap();
+    assert_eq!(s.call("POST", &format!("/v1/jobs/{id3}/cancel"), None).0, 200);
+    assert_eq!(s.call("DELETE", &format!("/v1/jobs/{id3}"), None).0, 200);
+
     let (_, v) = s.call("GET", "/v1/stats", None);
     assert_eq!(v["queues"]["emails"]["SUCCEEDED"], 1);
     assert_eq!(v["queues"]["other"]["READY"], 1);
@@ -247,7 +274,7 @@ fn the_whole_job_life_cycle() {
         "{text}"
     );
     assert!(
-        text.contains("relay_http_requests_total{route=\"/v1/jobs\",status=\"201\"} 1"),
+        text.contains("relay_http_requests_total{route=\"/v1/jobs\",status=\"201\"} 2"),
         "{text}"
     );
 }
@@ -459,6 +486,8 @@ fn the_openapi_document_describes_every_route() {
         ("/v1/lease", &["post"]),
         ("/v1/stats", &["get"]),
         ("/v1/queues", &["get"]),
+        ("/v1/queues/{queue}/pause", &["post"]),
+        ("/v1/queues/{queue}/resume", &["post"]),
         ("/healthz", &["get"]),
         ("/metrics", &["get"]),
     ] {

@@ -7,10 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_init.sql"),
+    include_str!("../migrations/0002_queues.sql"),
+];
 
 /// Where the database lives.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Strict row decoding: every column must hold exactly the type and range
 //! the schema promises, or the row is reported as `Corrupt`, naming the job.
 
-use relay_core::{Job, JobId, JobStatus, Priority, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Timestamp};
 use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 use rusqlite::types::ValueRef;
@@ -29,6 +29,15 @@ impl<'a, 'r> Cols<'a, 'r> {
             self.job,
             format!("column {name}: expected {what}, found {}", describe(v)),
         )
+    }
+
+    /// A 0/1 flag.
+    pub(crate) fn flag(&self, i: usize, name: &str) -> Result<bool, StoreError> {
+        match self.value(i, name)? {
+            ValueRef::Integer(0) => Ok(false),
+            ValueRef::Integer(1) => Ok(true),
+            v => Err(self.bad(name, "0 or 1", v)),
+        }
     }
 
     pub(crate) fn int(&self, i: usize, name: &str) -> Result<i64, StoreError> {
@@ -119,4 +128,14 @@ fn describe(v: ValueRef<'_>) -> String {
         ValueRef::Text(t) => format!("text {:?}", String::from_utf8_lossy(&t[..t.len().min(40)])),
         ValueRef::Blob(b) => format!("blob of {} bytes", b.len()),
     }
+}
+
+/// A `queues` row: `name, paused`.
+pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), StoreError> {
+    let c = Cols::new(row, None);
+    let name = c.text(0, "queue name")?;
+    let paused = c
+        .flag(1, "paused")
+        .map_err(|e| StoreError::corrupt(None, format!("queue {name}: {e}")))?;
+    Ok((name, QueueSettings { paused }))
 }

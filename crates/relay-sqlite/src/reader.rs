@@ -3,7 +3,7 @@
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use crate::writer::job_get;
-use relay_core::{Job, JobId, JobState, Timestamp};
+use relay_core::{Job, JobId, JobState, QueueSettings, Timestamp};
 use relay_store::{Event, JobFilter, QueueStats, StoreError, StoreReader};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
@@ -56,10 +56,7 @@ impl StoreReader for SqliteReader {
 
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
         let mut out: BTreeMap<String, QueueStats> = BTreeMap::new();
-        let empty = || QueueStats {
-            counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
-            oldest_ready_age: None,
-        };
+        let empty = QueueStats::empty;
         let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_COUNTS).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
@@ -83,6 +80,19 @@ impl StoreReader for SqliteReader {
                 let age = now.since(Timestamp::from_millis(oldest));
                 out.entry(queue).or_insert_with(empty).oldest_ready_age = Some(age);
             }
+        }
+        Ok(out)
+    }
+
+    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&crate::sql::QUEUE_SETTINGS_ALL)
+            .map_err(map_err)?;
+        let mut rows = st.query([]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(decode::queue_settings(row)?);
         }
         Ok(out)
     }

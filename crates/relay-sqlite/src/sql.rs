@@ -46,6 +46,9 @@ statements! {
     JOB_SET_STATUS = "job_set_status.sql";
     QUEUE_COUNTS = "queue_counts.sql";
     QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
+    QUEUE_PUT = "queue_put.sql";
+    QUEUE_SETTINGS = "queue_settings.sql";
+    QUEUE_SETTINGS_ALL = "queue_settings_all.sql";
 }
 
 /// Page sizes of the claim's reads, each its own statement (a bound LIMIT
@@ -126,7 +129,9 @@ mod tests {
     #[test]
     fn every_statement_is_shorter_and_still_parses() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+        for m in crate::connection::MIGRATIONS {
+            conn.execute_batch(m).unwrap();
+        }
         for sql in super::all() {
             assert!(!sql.contains("--") && !sql.contains('\n'), "{sql}");
             conn.prepare(sql).unwrap_or_else(|e| panic!("{e}: {sql}"));

@@ -3,7 +3,7 @@
 
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
-use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Timestamp};
 use relay_store::{Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -241,9 +241,27 @@ impl Store for SqliteStore {
         Ok(next - 1)
     }
 
+    fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_SETTINGS).map_err(map_err)?;
+        let mut out = Vec::new();
+        for name in names {
+            let mut rows = st.query([name]).map_err(map_err)?;
+            if let Some(row) = rows.next().map_err(map_err)? {
+                out.push(decode::queue_settings(row)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// One prepared statement per row: in-process, a statement costs no
     /// round trip, and these are cached.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
+        for q in &c.queues {
+            self.exec(
+                &crate::sql::QUEUE_PUT,
+                params![q.name, q.settings.paused, q.at.as_millis()],
+            )?;
+        }
         for id in &c.deletes {
             self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
             if self.exec(&crate::sql::JOB_DELETE, [id.0])? != 1 {

@@ -16,7 +16,7 @@
 //! - [`StoreError`]: what a store can report, driver errors kept as sources.
 //! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
 
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueSettings, Timestamp};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -68,14 +68,24 @@ pub struct EventRow<'a> {
     pub data: &'a str,
 }
 
+/// A queue's settings as the batch leaves them: written whole (inserted,
+/// or replacing what the store has).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueWrite<'a> {
+    pub name: &'a str,
+    pub settings: &'a QueueSettings,
+    pub at: Timestamp,
+}
+
 /// Everything a batch writes, planned before anything is written (see the
 /// engine's `plan` module), for [`Store::apply`] to write in a few
-/// statements. Applied in this order: deletes (with their events), then
-/// updates (every update that gives a finished job its unique key back
-/// comes after the others, so a key released in the batch is free first),
-/// then inserts, then events.
+/// statements. Applied in this order: queue settings, deletes (with their
+/// events), then updates (every update that gives a finished job its
+/// unique key back comes after the others, so a key released in the batch
+/// is free first), then inserts, then events.
 #[derive(Debug, Default)]
 pub struct Changes<'a> {
+    pub queues: Vec<QueueWrite<'a>>,
     pub deletes: Vec<JobId>,
     pub updates: Vec<JobUpdate<'a>>,
     /// How many of `updates`, from the end, take a unique key back.
@@ -86,7 +96,11 @@ pub struct Changes<'a> {
 
 impl Changes<'_> {
     pub fn is_empty(&self) -> bool {
-        self.deletes.is_empty() && self.updates.is_empty() && self.inserts.is_empty() && self.events.is_empty()
+        self.queues.is_empty()
+            && self.deletes.is_empty()
+            && self.updates.is_empty()
+            && self.inserts.is_empty()
+            && self.events.is_empty()
     }
 }
 
@@ -115,7 +129,7 @@ pub struct Prefetch<'a> {
     /// Jobs the batch acts on, in id order (see [`Store::job_get_statuses`]).
     pub statuses: &'a [JobId],
     /// Queues the batch claims from, and how many rows of each class to
-    /// read (see [`Store::job_ready`]).
+    /// read (see [`Store::job_ready`]). Their settings are read too.
     pub ready: &'a [(&'a str, usize)],
 }
 
@@ -124,7 +138,11 @@ pub struct Prefetch<'a> {
 pub struct Prefetched {
     pub expired: Vec<StatusRead>,
     pub statuses: Vec<StatusRead>,
-    /// One list per queue of [`Prefetch::ready`], in the same order.
+    /// The stored settings of the queues of [`Prefetch::ready`] (those
+    /// with none are left out), read before their jobs.
+    pub queues: Vec<(String, QueueSettings)>,
+    /// One list per queue of [`Prefetch::ready`], in the same order; a
+    /// queue those settings pause may have none read (a claim skips it).
     pub ready: Vec<Vec<ReadyRow>>,
 }
 
@@ -149,6 +167,19 @@ pub struct QueueStats {
     pub counts: BTreeMap<JobState, u64>,
     /// How long the oldest job that is due has been waiting to be leased.
     pub oldest_ready_age: Option<Duration>,
+    /// No job of the queue is leased until it is resumed.
+    pub paused: bool,
+}
+
+impl QueueStats {
+    /// A queue with no jobs: every state counted at zero.
+    pub fn empty() -> Self {
+        Self {
+            counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
+            oldest_ready_age: None,
+            paused: false,
+        }
+    }
 }
 
 /// Which jobs a listing returns, newest first.
@@ -250,16 +281,30 @@ pub trait Store: Send {
             Vec::new()
         };
         let statuses = self.job_get_statuses(p.statuses)?;
+        let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
+        let queues = if names.is_empty() {
+            Vec::new()
+        } else {
+            self.queue_settings(&names)?
+        };
         let mut ready = Vec::with_capacity(p.ready.len());
         for (queue, limit) in p.ready {
-            ready.push(self.job_ready(queue, p.now, *limit)?);
+            let paused = queues.iter().any(|(q, s)| q == queue && s.paused);
+            ready.push(if paused {
+                Vec::new()
+            } else {
+                self.job_ready(queue, p.now, *limit)?
+            });
         }
         Ok(Prefetched {
             expired,
             statuses,
+            queues,
             ready,
         })
     }
+    /// The stored settings of these queues (those with none are left out).
+    fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError>;
     /// The oldest due READY jobs of `queue` (`ready_at` at or before
     /// `now`): at least `limit` of each priority class that has that many
     /// (fewer means the class has no more; more is allowed), each class
@@ -334,6 +379,8 @@ pub trait StoreReader: Send {
     /// Events with `seq > after`, in order, at most `limit`.
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;
+    /// Every queue's stored settings (queues with none are left out).
+    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError>;
 }
 
 /// Opens a store's connections.

@@ -247,3 +247,41 @@ pub fn a_reap_beside_operations_on_its_jobs_in_one_batch(new_db: &NewDb) {
     let kinds: Vec<String> = relay.events(a).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["submitted", "leased", "expired", "cancelled"]);
 }
+
+/// A pause holds back a claim later in its batch; a resume frees one.
+pub fn a_pause_or_resume_and_a_claim_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let before = relay.metrics();
+    let (pause, lease) = one_batch(&relay, |r| {
+        let (a, b) = (r.clone(), r.clone());
+        (
+            start(async move { a.pause("q").await }),
+            start(async move { b.lease(LeaseRequest::new(["q"])).await }),
+        )
+    });
+    block_on(pause).unwrap();
+    assert!(
+        block_on(lease).unwrap().is_empty(),
+        "claimed from a queue paused before it"
+    );
+    one_commit_since(&relay, &before);
+    let before = relay.metrics();
+    let (resume, lease, pause_again) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.resume("q").await }),
+            start(async move { b.lease(LeaseRequest::new(["q"])).await }),
+            start(async move { c.pause("q").await }),
+        )
+    });
+    block_on(resume).unwrap();
+    assert_eq!(block_on(lease).unwrap().remove(0).id, id);
+    block_on(pause_again).unwrap();
+    one_commit_since(&relay, &before);
+    assert!(
+        relay.stats().unwrap().queues["q"].paused,
+        "the batch's last word stands"
+    );
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Leased);
+}

@@ -50,3 +50,106 @@ pub fn snooze_puts_the_job_back_for_later_without_an_attempt(new_db: &NewDb) {
     assert_eq!((s.state, s.attempts), (JobState::Ready, 0));
     assert_eq!(s.ready_at, clock.now().plus(Duration::from_secs(5)));
 }
+
+pub fn pause_stops_leases_of_the_queue_until_resume(new_db: &NewDb) {
+    let (relay, _clock, db) = open_clocked(new_db);
+    let held = relay.submit(NewJob::new("q", "k", b"1".to_vec())).unwrap();
+    let lease = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(lease.id, held);
+    let waiting = relay.submit(NewJob::new("q", "k", b"2".to_vec())).unwrap();
+    let other = relay.submit(NewJob::new("other", "k", b"3".to_vec())).unwrap();
+    relay.pause("q").unwrap();
+    relay.pause("q").unwrap(); // again: nothing changes
+    assert!(relay.lease(LeaseRequest::new(["q"]).max(5)).unwrap().is_empty());
+    // A call naming a paused queue and another takes from the other only.
+    let got: Vec<_> = relay
+        .lease(LeaseRequest::new(["q", "other"]).max(5))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(got, [other]);
+    // Submits go on; the job already leased runs to its end.
+    let submitted = relay.submit(NewJob::new("q", "k", b"4".to_vec())).unwrap();
+    relay.ack(held, lease.token, None).unwrap();
+    let stats = relay.stats().unwrap();
+    assert!(stats.queues["q"].paused);
+    assert!(!stats.queues["other"].paused);
+    assert_eq!(stats.queues["q"].counts[&JobState::Ready], 2);
+    // Stored: a reopened Relay (and so a restarted process) sees it.
+    drop(relay);
+    let (options, _clock) = crate::clocked();
+    let relay = db.open(options).unwrap();
+    assert!(relay.stats().unwrap().queues["q"].paused);
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    relay.resume("q").unwrap();
+    relay.resume("q").unwrap(); // again: nothing changes
+    assert!(!relay.stats().unwrap().queues["q"].paused);
+    let mut got: Vec<_> = relay
+        .lease(LeaseRequest::new(["q"]).max(5))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
+    got.sort();
+    assert_eq!(got, [waiting, submitted]);
+}
+
+pub fn pause_refuses_a_bad_queue_name_and_shows_an_empty_paused_queue(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    for bad in ["", "no spaces", "a/b", &"x".repeat(65)] {
+        assert!(matches!(relay.pause(bad), Err(Error::InvalidInput(_))), "{bad:?}");
+        assert!(matches!(relay.resume(bad), Err(Error::InvalidInput(_))));
+    }
+    assert!(relay.stats().unwrap().queues.is_empty(), "nothing was written");
+    relay.pause("quiet").unwrap();
+    let stats = relay.stats().unwrap();
+    let q = &stats.queues["quiet"];
+    assert!(q.paused);
+    assert!(q.counts.values().all(|n| *n == 0), "{q:?}");
+}
+
+/// A lease that waits on a paused queue gets its job when the queue is
+/// resumed, without waiting out its poll interval.
+pub fn resume_wakes_a_waiting_lease(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, _clock) = crate::clocked();
+    options.poll_interval = Duration::from_secs(30);
+    let relay = db.open(options).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    relay.pause("q").unwrap();
+    let waiter = {
+        let relay = relay.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let got = relay
+                .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(20)))
+                .unwrap();
+            (got, start.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!waiter.is_finished(), "a lease on a paused queue returned at once");
+    relay.resume("q").unwrap();
+    let (got, took) = waiter.join().unwrap();
+    assert_eq!(got.iter().map(|l| l.id).collect::<Vec<_>>(), [id]);
+    assert!(
+        took < Duration::from_secs(10),
+        "woken by the resume, not by a poll: {took:?}"
+    );
+}
+
+/// Two Relays on one store (two processes, as far as the store can tell):
+/// a pause by one holds back the other's next claim.
+pub fn a_pause_is_seen_by_another_relay_on_the_store(new_db: &NewDb) {
+    let db = new_db();
+    let (options, _clock) = crate::clocked();
+    let a = db.open(options.clone()).unwrap();
+    let b = db.open(options).unwrap();
+    let id = a.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    a.pause("q").unwrap();
+    assert!(b.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    assert!(b.stats().unwrap().queues["q"].paused);
+    a.resume("q").unwrap();
+    assert_eq!(b.lease(LeaseRequest::new(["q"])).unwrap().remove(0).id, id);
+}

@@ -168,6 +168,11 @@ macro_rules! conformance {
             batches::a_batch_of_refused_operations_writes_nothing,
             batches::a_reap_beside_operations_on_its_jobs_in_one_batch,
             flow::snooze_puts_the_job_back_for_later_without_an_attempt,
+            flow::pause_stops_leases_of_the_queue_until_resume,
+            flow::pause_refuses_a_bad_queue_name_and_shows_an_empty_paused_queue,
+            flow::resume_wakes_a_waiting_lease,
+            flow::a_pause_is_seen_by_another_relay_on_the_store,
+            batches::a_pause_or_resume_and_a_claim_in_one_batch,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

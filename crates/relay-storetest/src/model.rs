@@ -59,6 +59,12 @@ enum Op {
     Delete {
         job: usize,
     },
+    Pause {
+        queue: usize,
+    },
+    Resume {
+        queue: usize,
+    },
     Advance {
         secs: u64,
     },
@@ -78,6 +84,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|job| Op::Cancel { job }),
         1 => any::<usize>().prop_map(|job| Op::Retry { job }),
         1 => any::<usize>().prop_map(|job| Op::Delete { job }),
+        1 => (0..2usize).prop_map(|queue| Op::Pause { queue }),
+        1 => (0..2usize).prop_map(|queue| Op::Resume { queue }),
         2 => prop_oneof![1..20u64, 50..200u64].prop_map(|secs| Op::Advance { secs }),
         1 => Just(Op::Reopen),
     ]
@@ -100,6 +108,8 @@ struct MJob {
 struct Model {
     jobs: BTreeMap<i64, MJob>,
     reap_next: bool,
+    /// Per queue of `QUEUES`.
+    paused: [bool; 2],
 }
 
 /// What an operation answered, reduced to what both sides can produce.
@@ -146,6 +156,9 @@ impl Model {
     }
 
     fn lease(&mut self, queue: usize, lease_ms: i64, now: i64) -> Answer {
+        if self.paused[queue] {
+            return Answer::Leased(None);
+        }
         let eff = |j: &MJob| (i64::from(j.priority) + (now - j.ready_at) / AGING_MS).min(3);
         let best = self
             .jobs
@@ -342,6 +355,20 @@ impl Run<'_> {
                 );
                 (real, self.model_admin(op, id))
             }
+            Op::Pause { queue } | Op::Resume { queue } => {
+                let pause = matches!(op, Op::Pause { .. });
+                self.model.before_write(now, false);
+                let real = answer(
+                    if pause {
+                        self.relay().pause(QUEUES[queue])
+                    } else {
+                        self.relay().resume(QUEUES[queue])
+                    },
+                    |()| Answer::Ok,
+                );
+                self.model.paused[queue] = pause;
+                (real, Answer::Ok)
+            }
             Op::Advance { secs } => {
                 self.clock.advance(Duration::from_secs(secs));
                 return;
@@ -380,6 +407,14 @@ impl Run<'_> {
     }
 
     fn compare(&self) {
+        let stats = self.relay().stats().unwrap();
+        for (q, name) in QUEUES.iter().enumerate() {
+            let shown = stats.queues.get(*name).is_some_and(|s| s.paused);
+            assert_eq!(
+                shown, self.model.paused[q],
+                "queue {name}: paused differs from the model"
+            );
+        }
         for &id in &self.ids {
             let real = self.relay().get(JobId(id));
             let Some(m) = self.model.jobs.get(&id) else {

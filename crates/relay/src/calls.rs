@@ -91,6 +91,15 @@ impl Engine {
         })
     }
 
+    /// Pause (`true`) or resume (`false`) a queue.
+    pub(crate) fn pause_op(&self, queue: &str, paused: bool) -> Result<Pending<()>> {
+        self.options.limits.queue(queue)?;
+        let queue = queue.to_owned();
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::set_paused(plan, ctx, &queue, paused)
+        }))
+    }
+
     pub(crate) fn append_event_op(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<Pending<i64>> {
         self.options.limits.label("event kind", kind)?;
         let data = data.to_string();

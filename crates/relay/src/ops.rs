@@ -64,6 +64,11 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
         for q in &req.queues {
+            // A paused queue's jobs come due to no one: its resume wakes
+            // waiting lessees.
+            if plan.queue(q)?.paused {
+                continue;
+            }
             if let Some(t) = plan.next_ready_at(q)? {
                 next_ready_at = Some(next_ready_at.map_or(t, |n| n.min(t)));
             }
@@ -151,6 +156,19 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
 pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Duration) -> Result<u64> {
     let before = Timestamp::from_millis(now.as_millis().saturating_sub(relay_core::time::duration_millis(age)));
     Ok(store.job_prune(before)?)
+}
+
+/// Pauses or resumes `queue`. A resume wakes waiting lessees (here, and
+/// where the store tells other processes, there too).
+pub(crate) fn set_paused(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, queue: &str, paused: bool) -> Result<()> {
+    let mut settings = plan.queue(queue)?.clone();
+    if settings.paused == paused {
+        return Ok(());
+    }
+    settings.paused = paused;
+    plan.set_queue(queue, settings)?;
+    ctx.woke |= !paused;
+    Ok(())
 }
 
 /// Appends a user event to an existing job.

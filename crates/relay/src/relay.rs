@@ -203,6 +203,30 @@ impl Relay {
         self.engine.run(self.engine.snooze_op(id, token, delay))
     }
 
+    /// Pauses `queue`: from the next claim on, in every process on the
+    /// store, none of its jobs is leased (a lease that names only paused
+    /// queues waits, or returns empty). Submits, acks and everything else
+    /// go on; leases already held run to their end. Stored: it outlasts
+    /// restarts. Pausing a paused queue changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an invalid queue name; nothing changes.
+    pub fn pause(&self, queue: &str) -> Result<()> {
+        self.engine.run(self.engine.pause_op(queue, true)?)
+    }
+
+    /// Resumes a paused queue: its jobs are leased again, and lessees
+    /// waiting for it are woken. Resuming a queue that is not paused
+    /// changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an invalid queue name; nothing changes.
+    pub fn resume(&self, queue: &str) -> Result<()> {
+        self.engine.run(self.engine.pause_op(queue, false)?)
+    }
+
     /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
     pub fn cancel(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
@@ -344,6 +368,16 @@ impl AsyncRelay {
         self.engine.run_async(self.engine.snooze_op(id, token, delay)).await
     }
 
+    /// [`Relay::pause`].
+    pub async fn pause(&self, queue: &str) -> Result<()> {
+        self.engine.run_async(self.engine.pause_op(queue, true)?).await
+    }
+
+    /// [`Relay::resume`].
+    pub async fn resume(&self, queue: &str) -> Result<()> {
+        self.engine.run_async(self.engine.pause_op(queue, false)?).await
+    }
+
     pub async fn cancel(&self, id: JobId) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Cancel))
@@ -433,9 +467,16 @@ impl Engine {
 
     fn stats(&self) -> Result<Stats> {
         let now = self.options.clock.now();
-        Ok(Stats {
-            queues: self.readers.with(|r| r.queue_stats(now))?,
-        })
+        let (mut queues, settings) = self
+            .readers
+            .with(|r| Ok((r.queue_stats(now)?, r.queue_settings_all()?)))?;
+        for (name, s) in settings {
+            // A paused queue shows even with no jobs.
+            if s.paused {
+                queues.entry(name).or_insert_with(QueueStats::empty).paused = true;
+            }
+        }
+        Ok(Stats { queues })
     }
 }
 

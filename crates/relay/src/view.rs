@@ -72,7 +72,7 @@ pub fn leased(l: &LeasedJob) -> Value {
     Value::Object(obj)
 }
 
-/// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null}}}`.
+/// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null, "paused": bool}}}`.
 pub fn stats(s: &crate::Stats) -> Value {
     let queues: Map<String, Value> = s
         .queues
@@ -87,6 +87,7 @@ pub fn stats(s: &crate::Stats) -> Value {
                 .oldest_ready_age
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             counts.insert("oldest_ready_age_ms".into(), json!(age));
+            counts.insert("paused".into(), json!(st.paused));
             (q.clone(), Value::Object(counts))
         })
         .collect();

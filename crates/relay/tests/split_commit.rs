@@ -8,9 +8,11 @@
 //! applied" and stops the Relay.
 
 use relay::{Error, NewJob, Options, Relay};
-use relay_core::{Candidate, Job, JobId, JobStatus, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Timestamp};
 use relay_sqlite::SqliteBackend;
-use relay_store::{Backend, Changes, ReadyRow, Store, StoreError, StoreReader, Syncer};
+use relay_store::{
+    Backend, Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError, StoreReader, Syncer,
+};
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -109,7 +111,8 @@ impl Syncer for GatedSyncer {
 }
 
 /// The SQLite store with its syncer behind the gate; everything else is
-/// passed through untouched.
+/// passed through untouched (every method, defaults included, so that the
+/// engine takes the same paths as on the store itself).
 struct GatedStore {
     inner: Box<dyn Store>,
     syncer: Arc<dyn Syncer>,
@@ -146,6 +149,21 @@ impl Store for GatedStore {
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
         self.inner.job_get_status(id)
     }
+    fn job_get_statuses(&mut self, ids: &[JobId]) -> Result<Vec<StatusRead>, StoreError> {
+        self.inner.job_get_statuses(ids)
+    }
+    fn prefetch(&mut self, p: &Prefetch<'_>) -> Result<Prefetched, StoreError> {
+        self.inner.prefetch(p)
+    }
+    fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+        self.inner.queue_settings(names)
+    }
+    fn busy_is_transient(&self) -> bool {
+        self.inner.busy_is_transient()
+    }
+    fn locks_candidates(&self) -> bool {
+        self.inner.locks_candidates()
+    }
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         self.inner.job_ready(queue, now, limit)
     }
@@ -169,6 +187,9 @@ impl Store for GatedStore {
     }
     fn apply(&mut self, changes: &Changes<'_>) -> Result<(), StoreError> {
         self.inner.apply(changes)
+    }
+    fn apply_commit(&mut self, changes: &Changes<'_>) -> Result<(), CommitFailed> {
+        self.inner.apply_commit(changes)
     }
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_prune(before)

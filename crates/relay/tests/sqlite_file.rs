@@ -67,12 +67,41 @@ fn a_newer_schema_is_refused() {
             e,
             StoreError::SchemaTooNew {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{e}"
     );
     assert!(e.to_string().contains("upgrade Relay"));
+}
+
+/// A file written by an earlier Relay (schema version 1, before queues
+/// had settings) is migrated on open: its jobs stay, and pause works.
+#[test]
+fn a_version_1_file_is_migrated_and_keeps_its_jobs() {
+    let (_dir, path) = temp_db();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(include_str!("../../relay-sqlite/migrations/0001_init.sql"))
+        .unwrap();
+    conn.execute_batch(
+        "INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, lease_token)
+         VALUES ('q', 'k', x'01', 1, 'READY', 0, 3, 0, 0, 0);
+         PRAGMA user_version = 1; PRAGMA application_id = 1380273241;",
+    )
+    .unwrap();
+    drop(conn);
+    let relay = Relay::open(&path).unwrap();
+    assert_eq!(relay.get(relay::JobId(1)).unwrap().payload, [1]);
+    relay.pause("q").unwrap();
+    assert!(relay.lease(relay::LeaseRequest::new(["q"])).unwrap().is_empty());
+    relay.resume("q").unwrap();
+    assert_eq!(relay.lease(relay::LeaseRequest::new(["q"])).unwrap().len(), 1);
+    drop(relay);
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, relay_sqlite::SCHEMA_VERSION);
 }
 
 #[test]

@@ -16,8 +16,8 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
+use relay_core::{Job, JobId, JobState, JobStatus, QueueSettings, Timestamp};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, QueueWrite, Store, StoreError};
 use std::borrow::Cow;
 
 mod claim;
@@ -114,6 +114,16 @@ enum Undo {
     Taken(String, Option<JobId>),
     /// A corrupt row this operation deleted.
     Corrupt(JobId, Option<JobId>, String),
+    /// A queue's settings before this operation changed them.
+    Queue(String, QueueEntry),
+}
+
+/// A queue's settings as this batch sees them.
+#[derive(Clone)]
+struct QueueEntry {
+    settings: QueueSettings,
+    /// The batch writes them.
+    written: bool,
 }
 
 /// The parts of an [`Entry`] a write changes.
@@ -150,6 +160,8 @@ pub(crate) struct Plan<'s> {
     /// The store's answers to "who holds this key".
     holders: HashMap<String, Option<JobId>>,
     pools: Vec<Pool>,
+    /// The settings of queues the batch read or changed.
+    queues: HashMap<String, QueueEntry>,
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
@@ -167,6 +179,9 @@ pub(crate) struct Plan<'s> {
     op: u32,
 }
 
+/// The settings of a queue nobody configured.
+static DEFAULT_QUEUE: QueueSettings = QueueSettings { paused: false };
+
 /// Most rows of one class read for a claim at a time.
 const PAGE_MAX: usize = 128;
 
@@ -181,6 +196,7 @@ impl<'s> Plan<'s> {
             taken: HashMap::default(),
             holders: HashMap::default(),
             pools: Vec::new(),
+            queues: HashMap::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
             expired: None,
@@ -239,9 +255,64 @@ impl<'s> Plan<'s> {
             self.jobs.insert(id, Slot::read(r)?);
         }
         self.expired = reap.then_some(expired);
-        for ((queue, limit), rows) in ready.iter().zip(got.ready) {
-            self.add_pool(queue, *limit, rows);
+        for (queue, _) in &ready {
+            let settings = got
+                .queues
+                .iter()
+                .find(|(q, _)| q == queue)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            self.queues.insert(
+                (*queue).to_owned(),
+                QueueEntry {
+                    settings,
+                    written: false,
+                },
+            );
         }
+        for ((queue, limit), rows) in ready.iter().zip(got.ready) {
+            // A paused queue's jobs may not have been read: its pool is
+            // read if the batch resumes it.
+            if !self.queues.get(*queue).is_some_and(|e| e.settings.paused) {
+                self.add_pool(queue, *limit, rows);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queue `name`'s settings as this batch sees them.
+    pub(crate) fn queue(&mut self, name: &str) -> Result<&QueueSettings> {
+        if !self.queues.contains_key(name) {
+            let settings = self
+                .store
+                .queue_settings(&[name])?
+                .into_iter()
+                .find(|(q, _)| q == name)
+                .map(|(_, s)| s)
+                .unwrap_or_default();
+            self.queues.insert(
+                name.to_owned(),
+                QueueEntry {
+                    settings,
+                    written: false,
+                },
+            );
+        }
+        Ok(self.queues.get(name).map_or(&DEFAULT_QUEUE, |e| &e.settings))
+    }
+
+    /// Queue `name`'s new settings.
+    pub(crate) fn set_queue(&mut self, name: &str, settings: QueueSettings) -> Result<()> {
+        self.queue(name)?;
+        let e = self.queues.entry(name.to_owned()).or_insert_with(|| QueueEntry {
+            settings: QueueSettings::default(),
+            written: false,
+        });
+        if self.logging {
+            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
+        }
+        e.settings = settings;
+        e.written = true;
         Ok(())
     }
 
@@ -306,6 +377,9 @@ impl<'s> Plan<'s> {
                 }
                 Some(Undo::Corrupt(id, job, reason)) => {
                     self.jobs.insert(id, Slot::Corrupt(job, reason));
+                }
+                Some(Undo::Queue(name, entry)) => {
+                    self.queues.insert(name, entry);
                 }
                 Some(Undo::Taken(k, Some(id))) => {
                     self.taken.insert(k, id);
@@ -655,6 +729,18 @@ impl<'s> Plan<'s> {
     /// it with.
     pub(crate) fn changes(&mut self) -> (Changes<'_>, &mut dyn Store) {
         let mut ch = Changes::default();
+        // In name order: where other writers lock the same rows
+        // (PostgreSQL), one order everywhere avoids deadlocks.
+        let mut queues: Vec<(&String, &QueueEntry)> = self.queues.iter().filter(|(_, e)| e.written).collect();
+        queues.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        ch.queues = queues
+            .into_iter()
+            .map(|(name, e)| QueueWrite {
+                name,
+                settings: &e.settings,
+                at: self.now,
+            })
+            .collect();
         let mut taking = Vec::new();
         for id in &self.written {
             let Some(Slot::Row(e)) = self.jobs.get(id) else {

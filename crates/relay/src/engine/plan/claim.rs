@@ -75,10 +75,13 @@ impl Plan<'_> {
     /// The claimable candidates of `queues` right now: the first of each
     /// class read from the store that this batch has not taken or changed,
     /// and every job this batch made claimable. Each comes with the index
-    /// of its queue.
+    /// of its queue. A paused queue offers none.
     pub(crate) fn heads(&mut self, queues: &[String], out: &mut Vec<(usize, Candidate)>) -> Result<()> {
         out.clear();
         for (qi, q) in queues.iter().enumerate() {
+            if self.queue(q)?.paused {
+                continue;
+            }
             let pi = self.pool(q)?;
             for p in 0..4 {
                 if let Some(c) = self.class_head(pi, p)? {
@@ -100,6 +103,10 @@ impl Plan<'_> {
                 continue;
             };
             let Some(row) = e.row.as_deref() else { continue };
+            // (Every queue of `queues` has its settings read by now.)
+            if self.queues.get(row.queue.as_str()).is_some_and(|q| q.settings.paused) {
+                continue;
+            }
             if let Some(qi) = queues.iter().position(|q| *q == row.queue) {
                 let c = Candidate {
                     id,
