@@ -77,6 +77,8 @@ pub enum Command {
     Pause(QueueArg),
     /// Resume a paused queue.
     Resume(QueueArg),
+    /// Set a queue's limits, across every process on the store (no flags: lift them).
+    Limit(LimitArgs),
     /// List jobs, newest first.
     Jobs(JobsArgs),
     /// Cancel a READY or LEASED job.
@@ -198,6 +200,18 @@ pub struct QueueArg {
 }
 
 #[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// At most this many of the queue's jobs LEASED at once, all workers together.
+    #[arg(long, value_name = "N")]
+    pub max_leased: Option<u32>,
+    /// At most N leases per period: 100/s, 5/min, 1000/h, 20/10s.
+    #[arg(long, value_name = "N/PERIOD", value_parser = rate)]
+    pub rate: Option<relay::RateLimit>,
+}
+
+#[derive(Debug, Args)]
 pub struct IdArg {
     /// The job's id.
     pub id: i64,
@@ -276,6 +290,24 @@ pub struct DemoArgs {
 
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (write durations like 500ms, 10s, 5m, 1h)"))
+}
+
+/// N/PERIOD: a count, a slash, and `s`, `min`, `h`, `d` or a duration.
+fn rate(s: &str) -> Result<relay::RateLimit, String> {
+    let usage = "write a rate like 100/s, 5/min, 1000/h or 20/10s";
+    let (n, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: {usage}"))?;
+    let limit = n
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| format!("{n:?} is not a count ({e}): {usage}"))?;
+    let per = match period.trim() {
+        "s" | "sec" | "second" => Duration::from_secs(1),
+        "m" | "min" | "minute" => Duration::from_secs(60),
+        "h" | "hour" => Duration::from_secs(3600),
+        "d" | "day" => Duration::from_secs(86_400),
+        other => humantime::parse_duration(other).map_err(|e| format!("{other:?}: {e}: {usage}"))?,
+    };
+    Ok(relay::RateLimit { limit, per })
 }
 
 /// HOST:PORT, the host a name (`localhost`) or an address.

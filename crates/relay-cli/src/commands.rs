@@ -106,6 +106,13 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Stats => out.stats(&t.stats()?),
         Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
         Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
+        Command::Limit(a) => {
+            let limits = relay::QueueLimits {
+                max_leased: a.max_leased,
+                rate: a.rate,
+            };
+            out.limits(&t.set_limits(&a.queue, limits)?);
+        }
         Command::Jobs(a) => {
             let state = match a.state.as_deref() {
                 None => None,

@@ -150,6 +150,19 @@ impl Out {
         self.line(&format!("queue {} {what}", s(&v["queue"])));
     }
 
+    /// A queue's limits, as set.
+    pub fn limits(&self, v: &Value) {
+        if self.json {
+            return self.value(v);
+        }
+        let text = limits_text(v);
+        self.line(&format!(
+            "queue {}: {}",
+            s(&v["queue"]),
+            if text.is_empty() { "no limits" } else { &text }
+        ));
+    }
+
     pub fn stats(&self, v: &Value) {
         if self.json {
             return self.value(v);
@@ -177,11 +190,15 @@ impl Out {
                 || "-".to_owned(),
                 |ms| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
             );
-            let name = if st["paused"] == true {
+            let mut name = if st["paused"] == true {
                 format!("{q} (paused)")
             } else {
                 q.clone()
             };
+            let limits = limits_text(st);
+            if !limits.is_empty() {
+                name = format!("{name} [{limits}]");
+            }
             self.line(&row([
                 name,
                 n("READY"),
@@ -215,3 +232,17 @@ const JOB_KEYS: [&str; 17] = [
     "payload",
     "result",
 ];
+
+/// "at most 5 leased, 100 per 1s" from `max_leased` and `rate_limit`
+/// (empty without limits).
+fn limits_text(v: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = v["max_leased"].as_u64() {
+        parts.push(format!("at most {n} leased"));
+    }
+    if let (Some(n), Some(ms)) = (v["rate_limit"]["limit"].as_u64(), v["rate_limit"]["per_ms"].as_u64()) {
+        let per = humantime::format_duration(std::time::Duration::from_millis(ms));
+        parts.push(format!("{n} leases per {per}"));
+    }
+    parts.join(", ")
+}

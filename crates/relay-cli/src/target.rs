@@ -228,6 +228,23 @@ impl Target {
         }
     }
 
+    /// Replaces a queue's limits.
+    pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<Value, CliError> {
+        let mut v = view::limits(&limits);
+        match self {
+            Target::Local(r) => {
+                r.set_queue_limits(queue, limits)?;
+                v.insert("queue".into(), json!(queue));
+                Ok(Value::Object(v))
+            }
+            Target::Remote(r) => r.call(
+                "PUT",
+                &format!("/v1/queues/{}/limits", path_segment(queue)),
+                Some(Value::Object(v)),
+            ),
+        }
+    }
+
     pub fn stats(&self) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => Ok(view::stats(&r.stats()?)),
@@ -294,6 +311,7 @@ impl Remote {
         let res = match method {
             "GET" => with_auth(self.agent.get(&url), auth.as_deref()).call(),
             "DELETE" => with_auth(self.agent.delete(&url), auth.as_deref()).call(),
+            "PUT" => with_auth(self.agent.put(&url), auth.as_deref()).send_json(body.unwrap_or(Value::Null)),
             _ => match body {
                 Some(b) => with_auth(self.agent.post(&url), auth.as_deref()).send_json(b),
                 None => with_auth(self.agent.post(&url), auth.as_deref()).send_empty(),

@@ -9,7 +9,8 @@
 //! - [`transition()`]: the ONE function that moves a job between states.
 //! - [`schedule`]: the aging rule that picks among the oldest ready job of
 //!   each priority class.
-//! - [`queue`]: a queue's own stored settings ([`QueueSettings`]: paused).
+//! - [`queue`]: a queue's own stored settings ([`QueueSettings`]: paused,
+//!   [`QueueLimits`], the [`RateLimit`]'s window).
 //! - [`retry`]: exponential back-off with jitter, capped.
 //! - [`time`]: [`Timestamp`] and the injected [`Clock`].
 //! - [`validate`]: limits on names and payloads, as [`InvalidInput`] errors.
@@ -36,7 +37,7 @@ pub mod transition;
 pub mod validate;
 
 pub use job::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority};
-pub use queue::QueueSettings;
+pub use queue::{QueueLimits, QueueSettings, RateLimit, RateWindow};
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

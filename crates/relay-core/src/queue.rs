@@ -1,12 +1,208 @@
-//! What is kept about a queue itself, apart from its jobs.
+//! What is kept about a queue itself, apart from its jobs: whether it is
+//! paused, its limits, and the state of its rate limit.
+
+use crate::time::Timestamp;
+use crate::validate::InvalidInput;
+use std::time::Duration;
 
 /// A queue's stored settings. A queue nobody has configured has the
-/// defaults; queues come into being with their first job and need no
-/// declaration.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// defaults (not paused, no limits); queues come into being with their
+/// first job and need no declaration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueSettings {
     /// No job of the queue is leased while it is paused; submits, acks and
     /// everything else go on as usual, and leases already held run to the
     /// end.
     pub paused: bool,
+    pub limits: QueueLimits,
+    /// The rate limit's current window (state kept with the settings).
+    pub window: RateWindow,
+}
+
+/// Limits on a queue's leases, enforced by the store across every process
+/// and node that shares it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueLimits {
+    /// At most this many of the queue's jobs LEASED at once, all workers
+    /// together.
+    pub max_leased: Option<u32>,
+    /// At most `limit` leases in each window of `per`.
+    pub rate: Option<RateLimit>,
+}
+
+/// At most `limit` leases in each window of `per`. A window begins with
+/// the first lease after the previous one ended, so over any stretch of
+/// `k` windows' length at most `(k + 1) * limit` leases are taken, and
+/// under steady demand `k * limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RateLimit {
+    pub limit: u32,
+    #[serde(rename = "per_ms", serialize_with = "millis")]
+    pub per: Duration,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A rate limit's window: it began at `start`, and `count` leases were
+/// taken in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateWindow {
+    pub start: Timestamp,
+    pub count: u32,
+}
+
+/// Largest `max_leased` and rate `limit`.
+pub const MAX_LIMIT: u32 = 1_000_000;
+/// Longest rate window.
+pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(86_400);
+
+impl QueueLimits {
+    /// Refuses limits that could not work: zero (pause the queue instead),
+    /// above [`MAX_LIMIT`], a window shorter than a millisecond or longer
+    /// than a day.
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        if let Some(n) = self.max_leased {
+            if n == 0 || n > MAX_LIMIT {
+                return Err(InvalidInput::new(
+                    "max_leased",
+                    format!("must be 1-{MAX_LIMIT}, got {n} (to stop a queue's leases, pause it)"),
+                ));
+            }
+        }
+        if let Some(r) = self.rate {
+            if r.limit == 0 || r.limit > MAX_LIMIT {
+                return Err(InvalidInput::new(
+                    "rate_limit",
+                    format!(
+                        "the limit must be 1-{MAX_LIMIT}, got {} (to stop a queue's leases, pause it)",
+                        r.limit
+                    ),
+                ));
+            }
+            if r.per < Duration::from_millis(1) || r.per > MAX_RATE_PERIOD {
+                return Err(InvalidInput::new(
+                    "rate_limit",
+                    format!("the period must be 1ms-24h, got {:?}", r.per),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RateLimit {
+    /// When `w`'s window ends.
+    pub fn window_end(&self, w: &RateWindow) -> Timestamp {
+        w.start.plus(self.per)
+    }
+
+    /// Leases still allowed at `now` (a window that has ended counts as a
+    /// fresh one).
+    pub fn left(&self, w: &RateWindow, now: Timestamp) -> u32 {
+        if now >= self.window_end(w) || now < w.start {
+            self.limit
+        } else {
+            self.limit.saturating_sub(w.count)
+        }
+    }
+
+    /// Counts one lease at `now`, starting a new window if the last one
+    /// ended (or lies in the future: a clock that stepped back).
+    pub fn take(&self, w: &mut RateWindow, now: Timestamp) {
+        if now >= self.window_end(w) || now < w.start {
+            *w = RateWindow { start: now, count: 0 };
+        }
+        w.count = w.count.saturating_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn a_window_allows_its_limit_then_the_next_begins() {
+        let r = RateLimit {
+            limit: 3,
+            per: Duration::from_secs(1),
+        };
+        let mut w = RateWindow::default();
+        assert_eq!(r.left(&w, at(10_000)), 3);
+        for _ in 0..3 {
+            r.take(&mut w, at(10_000));
+        }
+        assert_eq!(
+            w,
+            RateWindow {
+                start: at(10_000),
+                count: 3
+            }
+        );
+        assert_eq!(r.left(&w, at(10_999)), 0);
+        assert_eq!(r.window_end(&w), at(11_000));
+        assert_eq!(r.left(&w, at(11_000)), 3);
+        r.take(&mut w, at(11_500));
+        assert_eq!(
+            w,
+            RateWindow {
+                start: at(11_500),
+                count: 1
+            }
+        );
+        // A clock that stepped back starts afresh rather than waiting.
+        assert_eq!(r.left(&w, at(5_000)), 3);
+    }
+
+    #[test]
+    fn limits_refuse_zero_and_out_of_range() {
+        let ok = QueueLimits {
+            max_leased: Some(5),
+            rate: Some(RateLimit {
+                limit: 100,
+                per: Duration::from_secs(1),
+            }),
+        };
+        assert!(ok.validate().is_ok());
+        assert!(QueueLimits::default().validate().is_ok());
+        let bad = [
+            QueueLimits {
+                max_leased: Some(0),
+                ..ok
+            },
+            QueueLimits {
+                max_leased: Some(MAX_LIMIT + 1),
+                ..ok
+            },
+            QueueLimits {
+                rate: Some(RateLimit {
+                    limit: 0,
+                    per: Duration::from_secs(1),
+                }),
+                ..ok
+            },
+            QueueLimits {
+                rate: Some(RateLimit {
+                    limit: 1,
+                    per: Duration::ZERO,
+                }),
+                ..ok
+            },
+            QueueLimits {
+                rate: Some(RateLimit {
+                    limit: 1,
+                    per: Duration::from_secs(86_401),
+                }),
+                ..ok
+            },
+        ];
+        for b in bad {
+            assert!(b.validate().is_err(), "{b:?}");
+        }
+    }
 }

@@ -1,9 +1,14 @@
 -- A batch's queue settings, each written whole (inserted, or replacing the
--- row), in one statement; the count is checked as every write's is.
+-- row, which the batch holds locked), in one statement; the count is checked
+-- as every write's is.
 WITH w AS (
-    INSERT INTO relay_queues (name, paused, updated_at)
-    SELECT * FROM unnest($1::TEXT[], $2::BOOLEAN[], $3::BIGINT[])
-    ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+    INSERT INTO relay_queues (name, paused, max_leased, rate_limit, rate_per_ms, window_start, window_count, updated_at)
+    SELECT * FROM unnest($1::TEXT[], $2::BOOLEAN[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BIGINT[],
+                         $7::BIGINT[], $8::BIGINT[])
+    ON CONFLICT (name) DO UPDATE SET
+        paused = excluded.paused, max_leased = excluded.max_leased, rate_limit = excluded.rate_limit,
+        rate_per_ms = excluded.rate_per_ms, window_start = excluded.window_start,
+        window_count = excluded.window_count, updated_at = excluded.updated_at
     RETURNING 1
 )
-SELECT relay_expect(COUNT(*), $4, 'queue settings') FROM w
+SELECT relay_expect(COUNT(*), $9, 'queue settings') FROM w

@@ -53,9 +53,20 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
     })
 }
 
-/// A `relay_queues` row: `name, paused`.
+/// A `relay_queues` row: `name, paused, max_leased, rate_limit,
+/// rate_per_ms, window_start, window_count`.
 pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), StoreError> {
     let name: String = col(row, 0, "queue name", None)?;
-    let paused = col(row, 1, "paused", None).map_err(|e| StoreError::corrupt(None, format!("queue {name}: {e}")))?;
-    Ok((name, QueueSettings { paused }))
+    let raw = relay_store::decode::RawQueue {
+        paused: col(row, 1, "paused", None)?,
+        max_leased: col(row, 2, "max_leased", None)?,
+        rate_limit: col(row, 3, "rate_limit", None)?,
+        rate_per_ms: col(row, 4, "rate_per_ms", None)?,
+        window_start: col(row, 5, "window_start", None)?,
+        window_count: col(row, 6, "window_count", None)?,
+    };
+    let settings = raw
+        .settings()
+        .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
+    Ok((name, settings))
 }

@@ -264,12 +264,17 @@ impl Store for PgStore {
         status_rows(&rows)
     }
 
-    /// Every read in one flight (with the transaction's `BEGIN`).
+    /// Every read in one flight (with the transaction's `BEGIN`). The
+    /// claimed queues with limits first: their rows are locked before any
+    /// job's (one order in every batch), and their counts of leased jobs
+    /// are read once the locks are held.
     fn prefetch(&mut self, p: &Prefetch<'_>) -> Result<Prefetched, StoreError> {
+        let limited_st = self.pipe.stmt(include_str!("../sql/queue_settings_limited.sql"))?;
+        let counts_st = self.pipe.stmt(include_str!("../sql/queue_leased_counts.sql"))?;
+        let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
         let expired_st = self.pipe.stmt(include_str!("../sql/job_expired_statuses.sql"))?;
         let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
         let ready_st = self.pipe.stmt(include_str!("../sql/job_ready.sql"))?;
-        let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
         let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
         let now = p.now.as_millis();
         let ids: Vec<i64> = p.statuses.iter().map(|id| id.0).collect();
@@ -278,15 +283,17 @@ impl Store for PgStore {
             .iter()
             .map(|(_, l)| i64::try_from(*l).unwrap_or(i64::MAX))
             .collect();
-        let mut reqs = Vec::with_capacity(2 + p.ready.len());
+        let mut reqs = Vec::with_capacity(5 + p.ready.len());
+        if !names.is_empty() {
+            reqs.push(Req::Read(&limited_st, vec![&names]));
+            reqs.push(Req::Read(&counts_st, vec![&names, &now]));
+            reqs.push(Req::Read(&queues_st, vec![&names]));
+        }
         if p.expired {
             reqs.push(Req::Read(&expired_st, vec![&now]));
         }
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
-        }
-        if !names.is_empty() {
-            reqs.push(Req::Read(&queues_st, vec![&names]));
         }
         for ((queue, _), limit) in p.ready.iter().zip(&limits) {
             reqs.push(Req::Read(&ready_st, vec![queue, &now, limit, &false]));
@@ -295,6 +302,19 @@ impl Store for PgStore {
             return Ok(Prefetched::default());
         }
         let mut answers = self.pipe.run(reqs)?.into_iter();
+        let (mut queues, mut leased) = (Vec::new(), Vec::new());
+        if !names.is_empty() {
+            for r in rows(answers.next()) {
+                queues.push(decode::queue_settings(&r)?);
+            }
+            for r in rows(answers.next()) {
+                let n: i64 = decode::col(&r, 1, "count", None)?;
+                leased.push((decode::col(&r, 0, "queue", None)?, u64::try_from(n).unwrap_or(0)));
+            }
+            for r in rows(answers.next()) {
+                queues.push(decode::queue_settings(&r)?);
+            }
+        }
         let expired = if p.expired {
             status_rows(&rows(answers.next()))?
         } else {
@@ -305,14 +325,6 @@ impl Store for PgStore {
         } else {
             status_rows(&rows(answers.next()))?
         };
-        let queues = if names.is_empty() {
-            Vec::new()
-        } else {
-            rows(answers.next())
-                .iter()
-                .map(decode::queue_settings)
-                .collect::<Result<Vec<_>, _>>()?
-        };
         let ready = p
             .ready
             .iter()
@@ -322,13 +334,37 @@ impl Store for PgStore {
             expired,
             statuses,
             queues,
+            leased,
             ready,
         })
     }
 
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
-        let rows = self.query(include_str!("../sql/queue_settings.sql"), &[&names])?;
-        rows.iter().map(decode::queue_settings).collect()
+        let mut out = Vec::new();
+        for sql in [
+            include_str!("../sql/queue_settings_limited.sql"),
+            include_str!("../sql/queue_settings.sql"),
+        ] {
+            for r in self.query(sql, &[&names])? {
+                out.push(decode::queue_settings(&r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn queue_lock(&mut self, name: &str, now: Timestamp) -> Result<QueueSettings, StoreError> {
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        self.query(include_str!("../sql/queue_lock_insert.sql"), &[&name, &now.as_millis()])?;
+        match self.query_opt(include_str!("../sql/queue_lock.sql"), &[&name])? {
+            Some(r) => decode::queue_settings(&r).map(|(_, s)| s),
+            None => Ok(QueueSettings::default()),
+        }
+    }
+
+    fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
+        let row = self.query_one(include_str!("../sql/job_leased_count.sql"), &[&queue, &now.as_millis()])?;
+        let n: i64 = decode::col(&row, 0, "count", None)?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {

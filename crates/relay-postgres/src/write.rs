@@ -3,7 +3,7 @@
 
 use crate::pipe::{Pipe, Req};
 use relay_core::Timestamp;
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, StoreError};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, StoreError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
@@ -68,6 +68,50 @@ impl<'a> UpdateCols<'a> {
             &self.by,
             &self.error,
             &self.result,
+        ]
+    }
+}
+
+/// The columns of a batch's queue settings (`sql/apply_queues.sql`).
+pub(crate) struct QueueCols<'a> {
+    name: Vec<&'a str>,
+    paused: Vec<bool>,
+    max_leased: Vec<Option<i64>>,
+    rate_limit: Vec<Option<i64>>,
+    rate_per_ms: Vec<Option<i64>>,
+    window_start: Vec<i64>,
+    window_count: Vec<i64>,
+    at: Vec<i64>,
+}
+
+impl<'a> QueueCols<'a> {
+    pub(crate) fn new(qs: &[QueueWrite<'a>]) -> Self {
+        let rate = |q: &QueueWrite<'_>| q.settings.limits.rate;
+        Self {
+            name: qs.iter().map(|q| q.name).collect(),
+            paused: qs.iter().map(|q| q.settings.paused).collect(),
+            max_leased: qs.iter().map(|q| q.settings.limits.max_leased.map(i)).collect(),
+            rate_limit: qs.iter().map(|q| rate(q).map(|r| i(r.limit))).collect(),
+            rate_per_ms: qs
+                .iter()
+                .map(|q| rate(q).map(|r| relay_core::time::duration_millis(r.per)))
+                .collect(),
+            window_start: qs.iter().map(|q| q.settings.window.start.as_millis()).collect(),
+            window_count: qs.iter().map(|q| i(q.settings.window.count)).collect(),
+            at: qs.iter().map(|q| q.at.as_millis()).collect(),
+        }
+    }
+
+    pub(crate) fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![
+            &self.name,
+            &self.paused,
+            &self.max_leased,
+            &self.rate_limit,
+            &self.rate_per_ms,
+            &self.window_start,
+            &self.window_count,
+            &self.at,
         ]
     }
 }
@@ -189,9 +233,7 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 /// six statements, each checking its own row count.
 pub(crate) struct Writes<'a> {
     queues_st: Statement,
-    queue_names: Vec<&'a str>,
-    queue_paused: Vec<bool>,
-    queue_at: Vec<i64>,
+    queues: QueueCols<'a>,
     delete_st: Statement,
     update_st: Statement,
     insert_st: Statement,
@@ -211,9 +253,7 @@ impl<'a> Writes<'a> {
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
         Ok(Self {
             queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
-            queue_names: c.queues.iter().map(|q| q.name).collect(),
-            queue_paused: c.queues.iter().map(|q| q.settings.paused).collect(),
-            queue_at: c.queues.iter().map(|q| q.at.as_millis()).collect(),
+            queues: QueueCols::new(&c.queues),
             delete_st: pipe.stmt(include_str!("../sql/apply_delete.sql"))?,
             update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
             insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
@@ -240,10 +280,9 @@ impl<'a> Writes<'a> {
         let mut reqs = Vec::with_capacity(7);
         let [queues, deletes, plain, taking, inserts, events] = &self.counts;
         if *queues > 0 {
-            reqs.push(Req::Write(
-                &self.queues_st,
-                vec![&self.queue_names, &self.queue_paused, &self.queue_at, queues],
-            ));
+            let mut p = self.queues.params();
+            p.push(queues);
+            reqs.push(Req::Write(&self.queues_st, p));
         }
         if *deletes > 0 {
             reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));

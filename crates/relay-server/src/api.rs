@@ -6,7 +6,7 @@ use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use base64::Engine as _;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
@@ -34,7 +34,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/stats", get(stats))
         .route("/queues", get(queues))
         .route("/queues/{queue}/pause", post(pause))
-        .route("/queues/{queue}/resume", post(resume));
+        .route("/queues/{queue}/resume", post(resume))
+        .route("/queues/{queue}/limits", put(set_limits));
     let protected = Router::new()
         .nest("/v1", v1)
         .route("/metrics", get(metrics))
@@ -414,6 +415,41 @@ async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
 async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.resume(&queue).await?;
     ok(json!({"queue": queue, "paused": false}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsBody {
+    #[serde(default)]
+    max_leased: Option<u32>,
+    #[serde(default)]
+    rate_limit: Option<RateBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateBody {
+    limit: u32,
+    per_ms: u64,
+}
+
+/// Replaces the queue's limits: a field left out (or null) lifts that limit.
+async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(b): ApiJson<LimitsBody>) -> ApiResult {
+    let rate = match b.rate_limit {
+        Some(r) => Some(relay::RateLimit {
+            limit: r.limit,
+            per: ms("rate_limit.per_ms", Some(r.per_ms))?.unwrap_or_default(),
+        }),
+        None => None,
+    };
+    let limits = relay::QueueLimits {
+        max_leased: b.max_leased,
+        rate,
+    };
+    s.relay.set_queue_limits(&queue, limits).await?;
+    let mut v = view::limits(&limits);
+    v.insert("queue".into(), json!(queue));
+    ok(Value::Object(v))
 }
 
 async fn metrics(State(s): S) -> Response {

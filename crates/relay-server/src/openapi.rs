@@ -60,6 +60,19 @@ fn queue_reply() -> Value {
         "queue": {"type": "string"}, "paused": {"type": "boolean"}}})
 }
 
+fn limits_body() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "max_leased": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "nullable": true},
+        "rate_limit": {"type": "object", "nullable": true, "additionalProperties": false, "required": ["limit", "per_ms"], "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+            "per_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000}}}}})
+}
+
+fn limits_reply() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["queue", "max_leased", "rate_limit"], "properties": {
+        "queue": {"type": "string"}, "max_leased": {"type": "integer", "nullable": true}, "rate_limit": r("RateLimit")}})
+}
+
 fn token_body(extra: Value) -> Value {
     let mut props = json!({"token": {"type": "integer", "format": "int64"}});
     if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
@@ -143,6 +156,11 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/v1/queues/{queue}/pause": {"post": {"operationId": "pauseQueue",
                 "description": "Pauses the queue: from the next claim on, in every process on the store, none of its jobs is leased; submits and completions go on. Stored; pausing a paused queue changes nothing.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
+            "/v1/queues/{queue}/limits": {"put": {"operationId": "setQueueLimits",
+                "description": "Replaces the queue's limits, enforced across every process on the store: at most `max_leased` of its jobs LEASED at once, at most `rate_limit.limit` leases per `rate_limit.per_ms`. A field left out or null lifts that limit.",
+                "parameters": queue_param(),
+                "requestBody": body(limits_body()),
+                "responses": responses("200", limits_reply(), &["400", "413"])}},
             "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
                 "description": "Resumes a paused queue and wakes lessees waiting for it.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
@@ -188,12 +206,16 @@ fn schemas() -> Value {
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
         "State": {"type": "string", "enum": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
         "QueueStats": {"type": "object", "additionalProperties": false,
-            "required": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused"],
+            "required": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
             "properties": {
                 "READY": {"type": "integer"}, "LEASED": {"type": "integer"}, "SUCCEEDED": {"type": "integer"},
                 "DEAD": {"type": "integer"}, "CANCELLED": {"type": "integer"},
                 "oldest_ready_age_ms": {"type": "integer", "nullable": true},
-                "paused": {"type": "boolean"}}},
+                "paused": {"type": "boolean"},
+                "max_leased": {"type": "integer", "nullable": true},
+                "rate_limit": r("RateLimit")}},
+        "RateLimit": {"type": "object", "nullable": true, "required": ["limit", "per_ms"], "properties": {
+            "limit": {"type": "integer"}, "per_ms": {"type": "integer"}}},
         "NewJob": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
             "not": {"required": ["payload", "payload_base64"]},
             "properties": {

@@ -1,2 +1,3 @@
 -- Every queue's settings, for stats.
-SELECT name, paused FROM queues ORDER BY name
+SELECT name, paused, max_leased, rate_limit, rate_per_ms, window_start, window_count
+FROM queues ORDER BY name

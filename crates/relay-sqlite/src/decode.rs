@@ -130,12 +130,21 @@ fn describe(v: ValueRef<'_>) -> String {
     }
 }
 
-/// A `queues` row: `name, paused`.
+/// A `queues` row: `name, paused, max_leased, rate_limit, rate_per_ms,
+/// window_start, window_count`.
 pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), StoreError> {
     let c = Cols::new(row, None);
     let name = c.text(0, "queue name")?;
-    let paused = c
-        .flag(1, "paused")
-        .map_err(|e| StoreError::corrupt(None, format!("queue {name}: {e}")))?;
-    Ok((name, QueueSettings { paused }))
+    let raw = relay_store::decode::RawQueue {
+        paused: c.flag(1, "paused")?,
+        max_leased: c.opt_int(2, "max_leased")?,
+        rate_limit: c.opt_int(3, "rate_limit")?,
+        rate_per_ms: c.opt_int(4, "rate_per_ms")?,
+        window_start: c.int(5, "window_start")?,
+        window_count: c.int(6, "window_count")?,
+    };
+    let settings = raw
+        .settings()
+        .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
+    Ok((name, settings))
 }

@@ -36,6 +36,7 @@ statements! {
     JOB_GET_STATUS = "job_get_status.sql";
     JOB_INSERT = "job_insert.sql";
     JOB_IDS = "job_ids.sql";
+    JOB_LEASED_COUNT = "job_leased_count.sql";
     JOB_UNIQUE_KEY = "job_unique_key.sql";
     JOB_LIST = "job_list.sql";
     JOB_NEXT_READY_AT = "job_next_ready_at.sql";

@@ -207,6 +207,15 @@ impl Store for SqliteStore {
         }
     }
 
+    fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(&crate::sql::JOB_LEASED_COUNT)
+            .and_then(|mut st| st.query_row(params![queue, now.as_millis()], |r| r.get(0)))
+            .map_err(map_err)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let (i, _) = crate::sql::page(limit);
         self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()])
@@ -257,9 +266,20 @@ impl Store for SqliteStore {
     /// round trip, and these are cached.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
         for q in &c.queues {
+            let s = q.settings;
+            let rate = s.limits.rate;
             self.exec(
                 &crate::sql::QUEUE_PUT,
-                params![q.name, q.settings.paused, q.at.as_millis()],
+                params![
+                    q.name,
+                    s.paused,
+                    s.limits.max_leased,
+                    rate.map(|r| r.limit),
+                    rate.map(|r| relay_core::time::duration_millis(r.per)),
+                    s.window.start.as_millis(),
+                    s.window.count,
+                    q.at.as_millis()
+                ],
             )?;
         }
         for id in &c.deletes {

@@ -4,7 +4,11 @@
 //! invariant with `Corrupt`, naming the job.
 
 use crate::StoreError;
-use relay_core::{JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Timestamp};
+use relay_core::{
+    JobId, JobState, JobStatus, Lease, LeaseToken, Priority, QueueLimits, QueueSettings, RateLimit, RateWindow,
+    Timestamp,
+};
+use std::time::Duration;
 
 /// A job's status columns as stored, before any invariant is checked.
 #[derive(Debug, Clone)]
@@ -161,5 +165,101 @@ mod tests {
             }
         }
         assert!(priority(job, 4).is_err() && priority(job, -1).is_err() && priority(job, 3).is_ok());
+    }
+}
+
+/// A queue's settings row as stored, before its invariants are checked.
+#[derive(Debug, Clone)]
+pub struct RawQueue {
+    pub paused: bool,
+    pub max_leased: Option<i64>,
+    pub rate_limit: Option<i64>,
+    pub rate_per_ms: Option<i64>,
+    pub window_start: i64,
+    pub window_count: i64,
+}
+
+impl RawQueue {
+    /// The settings, or why the row is corrupt: a limit out of range, half
+    /// a rate limit, a negative window count.
+    pub fn settings(self) -> Result<QueueSettings, String> {
+        let limit = |name: &str, v: i64| {
+            u32::try_from(v)
+                .ok()
+                .filter(|n| (1..=relay_core::queue::MAX_LIMIT).contains(n))
+                .ok_or_else(|| format!("column {name}: {v} is out of range"))
+        };
+        let max_leased = self.max_leased.map(|v| limit("max_leased", v)).transpose()?;
+        let rate = match (self.rate_limit, self.rate_per_ms) {
+            (None, None) => None,
+            (Some(n), Some(ms)) => {
+                let per = u64::try_from(ms)
+                    .ok()
+                    .map(Duration::from_millis)
+                    .filter(|d| !d.is_zero() && *d <= relay_core::queue::MAX_RATE_PERIOD)
+                    .ok_or_else(|| format!("column rate_per_ms: {ms} is out of range"))?;
+                Some(RateLimit {
+                    limit: limit("rate_limit", n)?,
+                    per,
+                })
+            }
+            (a, b) => {
+                return Err(format!(
+                    "rate_limit {a:?} and rate_per_ms {b:?}: set together or not at all"
+                ))
+            }
+        };
+        let count = u32::try_from(self.window_count)
+            .map_err(|_| format!("column window_count: {} is out of range", self.window_count))?;
+        Ok(QueueSettings {
+            paused: self.paused,
+            limits: QueueLimits { max_leased, rate },
+            window: RateWindow {
+                start: Timestamp::from_millis(self.window_start),
+                count,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::RawQueue;
+
+    #[test]
+    fn half_a_rate_limit_or_a_zero_limit_is_corrupt() {
+        let ok = RawQueue {
+            paused: false,
+            max_leased: Some(5),
+            rate_limit: Some(100),
+            rate_per_ms: Some(1000),
+            window_start: 0,
+            window_count: 3,
+        };
+        assert!(ok.clone().settings().is_ok());
+        for bad in [
+            RawQueue {
+                max_leased: Some(0),
+                ..ok.clone()
+            },
+            RawQueue {
+                max_leased: Some(-1),
+                ..ok.clone()
+            },
+            RawQueue {
+                rate_per_ms: None,
+                ..ok.clone()
+            },
+            RawQueue {
+                rate_per_ms: Some(0),
+                ..ok.clone()
+            },
+            RawQueue {
+                window_count: -1,
+                ..ok.clone()
+            },
+        ] {
+            assert!(bad.clone().settings().is_err(), "{bad:?}");
+        }
     }
 }

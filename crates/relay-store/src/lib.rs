@@ -16,7 +16,9 @@
 //! - [`StoreError`]: what a store can report, driver errors kept as sources.
 //! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
 
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueSettings, Timestamp};
+use relay_core::{
+    Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings, Timestamp,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -139,8 +141,14 @@ pub struct Prefetched {
     pub expired: Vec<StatusRead>,
     pub statuses: Vec<StatusRead>,
     /// The stored settings of the queues of [`Prefetch::ready`] (those
-    /// with none are left out), read before their jobs.
+    /// with none are left out), read before their jobs. Where other
+    /// processes write, the rows of queues with limits are locked until
+    /// the commit, so that one batch at a time claims from such a queue.
     pub queues: Vec<(String, QueueSettings)>,
+    /// For each of those queues with a `max_leased`: how many of its jobs
+    /// hold a lease that has not expired, counted after its row was locked
+    /// (see [`Store::job_leased_count`]).
+    pub leased: Vec<(String, u64)>,
     /// One list per queue of [`Prefetch::ready`], in the same order; a
     /// queue those settings pause may have none read (a claim skips it).
     pub ready: Vec<Vec<ReadyRow>>,
@@ -169,6 +177,7 @@ pub struct QueueStats {
     pub oldest_ready_age: Option<Duration>,
     /// No job of the queue is leased until it is resumed.
     pub paused: bool,
+    pub limits: QueueLimits,
 }
 
 impl QueueStats {
@@ -178,6 +187,7 @@ impl QueueStats {
             counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
             oldest_ready_age: None,
             paused: false,
+            limits: QueueLimits::default(),
         }
     }
 }
@@ -287,6 +297,12 @@ pub trait Store: Send {
         } else {
             self.queue_settings(&names)?
         };
+        let mut leased = Vec::new();
+        for (q, s) in &queues {
+            if s.limits.max_leased.is_some() {
+                leased.push((q.clone(), self.job_leased_count(q, p.now)?));
+            }
+        }
         let mut ready = Vec::with_capacity(p.ready.len());
         for (queue, limit) in p.ready {
             let paused = queues.iter().any(|(q, s)| q == queue && s.paused);
@@ -300,11 +316,31 @@ pub trait Store: Send {
             expired,
             statuses,
             queues,
+            leased,
             ready,
         })
     }
-    /// The stored settings of these queues (those with none are left out).
+    /// The stored settings of these queues (those with none are left out;
+    /// locked as in [`Prefetched::queues`]).
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError>;
+    /// Queue `name`'s settings, read before the batch changes them: where
+    /// other processes write, its row is created with the defaults if
+    /// missing and locked until the commit, so that two batches changing
+    /// one queue take turns. The default reads it ([`Store::queue_settings`]).
+    fn queue_lock(&mut self, name: &str, now: Timestamp) -> Result<QueueSettings, StoreError> {
+        let _ = now;
+        Ok(self
+            .queue_settings(&[name])?
+            .into_iter()
+            .find(|(q, _)| q == name)
+            .map(|(_, s)| s)
+            .unwrap_or_default())
+    }
+    /// How many of `queue`'s jobs hold a lease that has not expired at
+    /// `now` (its `max_leased` is checked against it; a claim reclaims the
+    /// expired ones first). Costs the number of unexpired leases, not the
+    /// queue's depth.
+    fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError>;
     /// The oldest due READY jobs of `queue` (`ready_at` at or before
     /// `now`): at least `limit` of each priority class that has that many
     /// (fewer means the class has no more; more is allowed), each class

@@ -285,3 +285,32 @@ pub fn a_pause_or_resume_and_a_claim_in_one_batch(new_db: &NewDb) {
     );
     assert_eq!(relay.get(id).unwrap().state(), JobState::Leased);
 }
+
+/// Claims of one batch count against the queue's limit together.
+pub fn claims_in_one_batch_share_the_queue_limit(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    relay
+        .set_queue_limits(
+            "q",
+            relay::QueueLimits {
+                max_leased: Some(3),
+                rate: None,
+            },
+        )
+        .unwrap();
+    for i in 0..8u8 {
+        relay.submit(NewJob::new("q", "k", vec![i])).unwrap();
+    }
+    let before = relay.metrics();
+    let leases = one_batch(&relay, |r| {
+        (0..3)
+            .map(|_| {
+                let r = r.clone();
+                start(async move { r.lease(LeaseRequest::new(["q"]).max(2)).await })
+            })
+            .collect::<Vec<_>>()
+    });
+    let got: usize = leases.into_iter().map(|l| block_on(l).unwrap().len()).sum();
+    one_commit_since(&relay, &before);
+    assert_eq!(got, 3, "three claims of 2 in one batch under max_leased 3");
+}

@@ -1,7 +1,7 @@
-//! Flow control: snooze, and pause/resume of a queue.
+//! Flow control: snooze, pause/resume of a queue, and its limits.
 
 use crate::{open_clocked, NewDb};
-use relay::{Clock, Error, JobState, LeaseRequest, LeaseToken, NewJob};
+use relay::{Clock, Error, JobState, LeaseRequest, LeaseToken, NewJob, QueueLimits, RateLimit};
 use std::time::Duration;
 
 pub fn snooze_puts_the_job_back_for_later_without_an_attempt(new_db: &NewDb) {
@@ -152,4 +152,124 @@ pub fn a_pause_is_seen_by_another_relay_on_the_store(new_db: &NewDb) {
     assert!(b.stats().unwrap().queues["q"].paused);
     a.resume("q").unwrap();
     assert_eq!(b.lease(LeaseRequest::new(["q"])).unwrap().remove(0).id, id);
+}
+
+fn max_leased(n: u32) -> QueueLimits {
+    QueueLimits {
+        max_leased: Some(n),
+        rate: None,
+    }
+}
+
+pub fn max_leased_caps_the_queue_and_not_the_others(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    relay.set_queue_limits("q", max_leased(2)).unwrap();
+    for i in 0..5u8 {
+        relay.submit(NewJob::new("q", "k", vec![i])).unwrap();
+    }
+    for i in 0..2u8 {
+        relay.submit(NewJob::new("other", "k", vec![i])).unwrap();
+    }
+    // One call names both: the limited queue gives 2, the other the rest.
+    let got = relay.lease(LeaseRequest::new(["q", "other"]).max(10)).unwrap();
+    let from_q: Vec<_> = got.iter().filter(|l| l.queue == "q").collect();
+    assert_eq!((from_q.len(), got.len()), (2, 4), "{got:?}");
+    assert!(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().is_empty());
+    // A lease that ends frees its place: ack, nack, release, snooze, cancel.
+    relay.ack(from_q[0].id, from_q[0].token, None).unwrap();
+    let next = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert_eq!(next.len(), 1);
+    relay
+        .snooze(next[0].id, next[0].token, Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().len(), 1);
+    // An expired lease holds no place: the claim reclaims it first.
+    clock.advance(Duration::from_secs(31));
+    let after_expiry = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert_eq!(
+        after_expiry.len(),
+        2,
+        "both expired leases were reclaimed and their places taken"
+    );
+    let stats = relay.stats().unwrap();
+    assert_eq!(stats.queues["q"].limits, max_leased(2));
+    assert_eq!(stats.queues["q"].counts[&JobState::Leased], 2);
+    // Lifted: the rest can be leased.
+    relay.set_queue_limits("q", QueueLimits::default()).unwrap();
+    assert!(!relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().is_empty());
+    assert_eq!(relay.stats().unwrap().queues["q"].limits, QueueLimits::default());
+}
+
+pub fn a_rate_limit_allows_its_count_per_window(new_db: &NewDb) {
+    let (relay, clock, db) = open_clocked(new_db);
+    let limits = QueueLimits {
+        max_leased: None,
+        rate: Some(RateLimit {
+            limit: 3,
+            per: Duration::from_secs(10),
+        }),
+    };
+    relay.set_queue_limits("q", limits).unwrap();
+    for i in 0..10u8 {
+        relay.submit(NewJob::new("q", "k", vec![i])).unwrap();
+    }
+    assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().len(), 3);
+    assert!(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().is_empty());
+    // The window is stored: a reopened Relay (on the same clock) still
+    // counts it.
+    drop(relay);
+    let options = relay::Options {
+        clock: clock.clone(),
+        ..crate::clocked().0
+    };
+    let relay = db.open(options).unwrap();
+    clock.advance(Duration::from_millis(9_999));
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap().len(), 2);
+    assert_eq!(relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap().len(), 1);
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    assert_eq!(relay.stats().unwrap().queues["q"].limits, limits);
+}
+
+pub fn bad_limits_are_refused_and_change_nothing(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    relay.set_queue_limits("q", max_leased(4)).unwrap();
+    let rate = |limit, per| QueueLimits {
+        max_leased: None,
+        rate: Some(RateLimit { limit, per }),
+    };
+    for bad in [
+        max_leased(0),
+        max_leased(1_000_001),
+        rate(0, Duration::from_secs(1)),
+        rate(5, Duration::ZERO),
+        rate(5, Duration::from_secs(2 * 86_400)),
+    ] {
+        match relay.set_queue_limits("q", bad) {
+            Err(Error::InvalidInput(e)) => assert!(e.field == "max_leased" || e.field == "rate_limit", "{e}"),
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        relay.set_queue_limits("bad name", max_leased(1)),
+        Err(Error::InvalidInput(_))
+    ));
+    assert_eq!(relay.stats().unwrap().queues["q"].limits, max_leased(4));
+    assert!(!relay.stats().unwrap().queues.contains_key("bad name"));
+}
+
+/// Two Relays on one store: the limit holds for both together.
+pub fn a_limit_holds_across_relays_on_the_store(new_db: &NewDb) {
+    let db = new_db();
+    let (options, _clock) = crate::clocked();
+    let a = db.open(options.clone()).unwrap();
+    let b = db.open(options).unwrap();
+    a.set_queue_limits("q", max_leased(3)).unwrap();
+    for i in 0..6u8 {
+        a.submit(NewJob::new("q", "k", vec![i])).unwrap();
+    }
+    assert_eq!(a.lease(LeaseRequest::new(["q"]).max(2)).unwrap().len(), 2);
+    assert_eq!(b.lease(LeaseRequest::new(["q"]).max(5)).unwrap().len(), 1);
+    assert!(a.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
 }

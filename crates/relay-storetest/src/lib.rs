@@ -172,6 +172,11 @@ macro_rules! conformance {
             flow::pause_refuses_a_bad_queue_name_and_shows_an_empty_paused_queue,
             flow::resume_wakes_a_waiting_lease,
             flow::a_pause_is_seen_by_another_relay_on_the_store,
+            flow::max_leased_caps_the_queue_and_not_the_others,
+            flow::a_rate_limit_allows_its_count_per_window,
+            flow::bad_limits_are_refused_and_change_nothing,
+            flow::a_limit_holds_across_relays_on_the_store,
+            batches::claims_in_one_batch_share_the_queue_limit,
             batches::a_pause_or_resume_and_a_claim_in_one_batch,
         );
     };

@@ -62,6 +62,12 @@ enum Op {
     Pause {
         queue: usize,
     },
+    Limit {
+        queue: usize,
+        max_leased: Option<u32>,
+        /// (limit, per in seconds)
+        rate: Option<(u32, u64)>,
+    },
     Resume {
         queue: usize,
     },
@@ -85,6 +91,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|job| Op::Retry { job }),
         1 => any::<usize>().prop_map(|job| Op::Delete { job }),
         1 => (0..2usize).prop_map(|queue| Op::Pause { queue }),
+        1 => (0..2usize, proptest::option::of(1..4u32), proptest::option::of((1..4u32, 1..60u64)))
+            .prop_map(|(queue, max_leased, rate)| Op::Limit { queue, max_leased, rate }),
         1 => (0..2usize).prop_map(|queue| Op::Resume { queue }),
         2 => prop_oneof![1..20u64, 50..200u64].prop_map(|secs| Op::Advance { secs }),
         1 => Just(Op::Reopen),
@@ -110,6 +118,11 @@ struct Model {
     reap_next: bool,
     /// Per queue of `QUEUES`.
     paused: [bool; 2],
+    max_leased: [Option<u32>; 2],
+    /// (limit, per in ms)
+    rate: [Option<(u32, i64)>; 2],
+    /// (start, count) of each queue's rate window.
+    window: [(i64, u32); 2],
 }
 
 /// What an operation answered, reduced to what both sides can produce.
@@ -159,6 +172,23 @@ impl Model {
         if self.paused[queue] {
             return Answer::Leased(None);
         }
+        if let Some(max) = self.max_leased[queue] {
+            let leased = self
+                .jobs
+                .values()
+                .filter(|j| j.queue == queue && j.state == JobState::Leased)
+                .count();
+            if leased >= max as usize {
+                return Answer::Leased(None);
+            }
+        }
+        let (start, count) = self.window[queue];
+        let fresh = |per: i64| now >= start + per || now < start;
+        if let Some((limit, per)) = self.rate[queue] {
+            if !fresh(per) && count >= limit {
+                return Answer::Leased(None);
+            }
+        }
         let eff = |j: &MJob| (i64::from(j.priority) + (now - j.ready_at) / AGING_MS).min(3);
         let best = self
             .jobs
@@ -168,6 +198,9 @@ impl Model {
         match best {
             None => Answer::Leased(None),
             Some((id, j)) => {
+                if let Some((_, per)) = self.rate[queue] {
+                    self.window[queue] = if fresh(per) { (now, 1) } else { (start, count + 1) };
+                }
                 j.state = JobState::Leased;
                 j.attempts += 1;
                 j.token += 1;
@@ -367,6 +400,24 @@ impl Run<'_> {
                     |()| Answer::Ok,
                 );
                 self.model.paused[queue] = pause;
+                (real, Answer::Ok)
+            }
+            Op::Limit {
+                queue,
+                max_leased,
+                rate,
+            } => {
+                self.model.before_write(now, false);
+                let limits = relay::QueueLimits {
+                    max_leased,
+                    rate: rate.map(|(limit, per_s)| relay::RateLimit {
+                        limit,
+                        per: Duration::from_secs(per_s),
+                    }),
+                };
+                let real = answer(self.relay().set_queue_limits(QUEUES[queue], limits), |()| Answer::Ok);
+                self.model.max_leased[queue] = max_leased;
+                self.model.rate[queue] = rate.map(|(l, s)| (l, i64::try_from(s).unwrap() * 1000));
                 (real, Answer::Ok)
             }
             Op::Advance { secs } => {

@@ -100,6 +100,16 @@ impl Engine {
         }))
     }
 
+    /// Set (replace) a queue's limits.
+    pub(crate) fn limits_op(&self, queue: &str, limits: relay_core::QueueLimits) -> Result<Pending<()>> {
+        self.options.limits.queue(queue)?;
+        limits.validate()?;
+        let queue = queue.to_owned();
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::set_limits(plan, ctx, &queue, limits)
+        }))
+    }
+
     pub(crate) fn append_event_op(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<Pending<i64>> {
         self.options.limits.label("event kind", kind)?;
         let data = data.to_string();

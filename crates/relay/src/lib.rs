@@ -61,7 +61,7 @@ pub use request::{Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob
 
 pub use relay_core::{
     Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,
-    RetryPolicy, SystemClock, Timestamp,
+    QueueLimits, RateLimit, RetryPolicy, SystemClock, Timestamp,
 };
 pub use relay_store::{Event, JobFilter, QueueStats};
 

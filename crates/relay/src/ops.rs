@@ -3,7 +3,7 @@
 //! `relay_core::transition` what happens, and records the answer in the
 //! plan (the store writes the whole batch afterwards).
 
-use crate::engine::plan::Plan;
+use crate::engine::plan::{Gate, Plan};
 use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
@@ -59,17 +59,21 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
         let status = next.status.clone();
         persist(plan, job.id, next, None)?;
+        plan.count_lease(&job.queue)?;
         jobs.push(LeasedJob::new(job, status));
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
         for q in &req.queues {
-            // A paused queue's jobs come due to no one: its resume wakes
-            // waiting lessees.
-            if plan.queue(q)?.paused {
-                continue;
-            }
-            if let Some(t) = plan.next_ready_at(q)? {
+            let t = match plan.gate(q)? {
+                Gate::Open => plan.next_ready_at(q)?,
+                // A rate limit's window ends: the queue's jobs come due then.
+                Gate::Until(t) => Some(t),
+                // Paused, or at its max_leased: a resume wakes waiting
+                // lessees; a lease that ends is noticed by polling.
+                Gate::Shut => None,
+            };
+            if let Some(t) = t {
                 next_ready_at = Some(next_ready_at.map_or(t, |n| n.min(t)));
             }
         }
@@ -161,13 +165,31 @@ pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Durat
 /// Pauses or resumes `queue`. A resume wakes waiting lessees (here, and
 /// where the store tells other processes, there too).
 pub(crate) fn set_paused(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, queue: &str, paused: bool) -> Result<()> {
-    let mut settings = plan.queue(queue)?.clone();
+    let mut settings = plan.queue_for_change(queue)?;
     if settings.paused == paused {
         return Ok(());
     }
     settings.paused = paused;
     plan.set_queue(queue, settings)?;
     ctx.woke |= !paused;
+    Ok(())
+}
+
+/// Sets `queue`'s limits (replacing both). Lessees are woken: a limit may
+/// have been raised or lifted.
+pub(crate) fn set_limits(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    queue: &str,
+    limits: relay_core::QueueLimits,
+) -> Result<()> {
+    let mut settings = plan.queue_for_change(queue)?;
+    if settings.limits == limits {
+        return Ok(());
+    }
+    settings.limits = limits;
+    plan.set_queue(queue, settings)?;
+    ctx.woke = true;
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob};
-use relay_core::{Job, JobId, JobStatus, LeaseToken, Timestamp};
+use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::{Backend, Event, JobFilter, QueueStats};
 use std::collections::BTreeMap;
@@ -227,6 +227,34 @@ impl Relay {
         self.engine.run(self.engine.pause_op(queue, false)?)
     }
 
+    /// Sets `queue`'s limits, replacing the ones it had
+    /// (`QueueLimits::default()` lifts them): at most `max_leased` of its
+    /// jobs LEASED at once, and at most `rate.limit` leases per
+    /// `rate.per`, all processes and nodes on the store together. Leases
+    /// already held are not taken back. A claim that names a queue at its
+    /// limit takes from its other queues.
+    ///
+    /// ```
+    /// use relay::{QueueLimits, RateLimit, Relay};
+    /// use std::time::Duration;
+    /// let relay = Relay::in_memory()?;
+    /// relay.set_queue_limits("smtp", QueueLimits {
+    ///     max_leased: Some(5),
+    ///     rate: Some(RateLimit { limit: 100, per: Duration::from_secs(1) }),
+    /// })?;
+    /// assert_eq!(relay.stats()?.queues["smtp"].limits.max_leased, Some(5));
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an invalid queue name or a limit of 0
+    /// (pause the queue instead), above 1,000,000, or a rate period outside
+    /// 1 ms-24 h; nothing changes.
+    pub fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
+        self.engine.run(self.engine.limits_op(queue, limits)?)
+    }
+
     /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
     pub fn cancel(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
@@ -378,6 +406,11 @@ impl AsyncRelay {
         self.engine.run_async(self.engine.pause_op(queue, false)?).await
     }
 
+    /// [`Relay::set_queue_limits`].
+    pub async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
+        self.engine.run_async(self.engine.limits_op(queue, limits)?).await
+    }
+
     pub async fn cancel(&self, id: JobId) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Cancel))
@@ -471,9 +504,11 @@ impl Engine {
             .readers
             .with(|r| Ok((r.queue_stats(now)?, r.queue_settings_all()?)))?;
         for (name, s) in settings {
-            // A paused queue shows even with no jobs.
-            if s.paused {
-                queues.entry(name).or_insert_with(QueueStats::empty).paused = true;
+            // A configured queue shows even with no jobs.
+            if s.paused || s.limits != QueueLimits::default() {
+                let q = queues.entry(name).or_insert_with(QueueStats::empty);
+                q.paused = s.paused;
+                q.limits = s.limits;
             }
         }
         Ok(Stats { queues })

@@ -72,7 +72,8 @@ pub fn leased(l: &LeasedJob) -> Value {
     Value::Object(obj)
 }
 
-/// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null, "paused": bool}}}`.
+/// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null,
+/// "paused": bool, "max_leased": n | null, "rate_limit": {"limit": n, "per_ms": n} | null}}}`.
 pub fn stats(s: &crate::Stats) -> Value {
     let queues: Map<String, Value> = s
         .queues
@@ -88,10 +89,25 @@ pub fn stats(s: &crate::Stats) -> Value {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             counts.insert("oldest_ready_age_ms".into(), json!(age));
             counts.insert("paused".into(), json!(st.paused));
+            counts.extend(limits(&st.limits));
             (q.clone(), Value::Object(counts))
         })
         .collect();
     json!({ "queues": queues })
+}
+
+/// `{"max_leased": n | null, "rate_limit": {"limit": n, "per_ms": n} | null}`.
+pub fn limits(l: &relay_core::QueueLimits) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("max_leased".into(), json!(l.max_leased));
+    m.insert(
+        "rate_limit".into(),
+        l.rate.map_or(
+            Value::Null,
+            |r| json!({"limit": r.limit, "per_ms": u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX)}),
+        ),
+    );
+    m
 }
 
 pub fn event(e: &Event) -> Value {

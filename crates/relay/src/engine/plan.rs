@@ -124,6 +124,34 @@ struct QueueEntry {
     settings: QueueSettings,
     /// The batch writes them.
     written: bool,
+    /// The store locked the row for this batch (see `Store::queue_lock`):
+    /// the batch may change it.
+    locked: bool,
+    /// For a queue with `max_leased`: its LEASED jobs, counting this
+    /// batch's claims (`None` until read).
+    leased: Option<u64>,
+}
+
+impl QueueEntry {
+    fn read(settings: QueueSettings) -> Self {
+        // Rows with limits are read locked (`Prefetched::queues`).
+        let locked = settings.limits != relay_core::QueueLimits::default();
+        Self {
+            settings,
+            written: false,
+            locked,
+            leased: None,
+        }
+    }
+}
+
+/// Whether a claim may take a queue's jobs now.
+pub(crate) enum Gate {
+    Open,
+    /// Its rate limit allows no more until then.
+    Until(Timestamp),
+    /// Paused, or at its `max_leased`.
+    Shut,
 }
 
 /// The parts of an [`Entry`] a write changes.
@@ -180,7 +208,17 @@ pub(crate) struct Plan<'s> {
 }
 
 /// The settings of a queue nobody configured.
-static DEFAULT_QUEUE: QueueSettings = QueueSettings { paused: false };
+static DEFAULT_QUEUE: QueueSettings = QueueSettings {
+    paused: false,
+    limits: relay_core::QueueLimits {
+        max_leased: None,
+        rate: None,
+    },
+    window: relay_core::RateWindow {
+        start: Timestamp::from_millis(0),
+        count: 0,
+    },
+};
 
 /// Most rows of one class read for a claim at a time.
 const PAGE_MAX: usize = 128;
@@ -262,13 +300,9 @@ impl<'s> Plan<'s> {
                 .find(|(q, _)| q == queue)
                 .map(|(_, s)| s.clone())
                 .unwrap_or_default();
-            self.queues.insert(
-                (*queue).to_owned(),
-                QueueEntry {
-                    settings,
-                    written: false,
-                },
-            );
+            let mut entry = QueueEntry::read(settings);
+            entry.leased = got.leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
+            self.queues.insert((*queue).to_owned(), entry);
         }
         for ((queue, limit), rows) in ready.iter().zip(got.ready) {
             // A paused queue's jobs may not have been read: its pool is
@@ -290,29 +324,92 @@ impl<'s> Plan<'s> {
                 .find(|(q, _)| q == name)
                 .map(|(_, s)| s)
                 .unwrap_or_default();
-            self.queues.insert(
-                name.to_owned(),
-                QueueEntry {
-                    settings,
-                    written: false,
-                },
-            );
+            self.queues.insert(name.to_owned(), QueueEntry::read(settings));
         }
         Ok(self.queues.get(name).map_or(&DEFAULT_QUEUE, |e| &e.settings))
     }
 
-    /// Queue `name`'s new settings.
+    /// Queue `name`'s settings, locked for this batch to change.
+    pub(crate) fn queue_for_change(&mut self, name: &str) -> Result<QueueSettings> {
+        if !self.queues.get(name).is_some_and(|e| e.locked) {
+            let settings = self.store.queue_lock(name, self.now)?;
+            let leased = self.queues.get(name).and_then(|e| e.leased);
+            let mut entry = QueueEntry::read(settings);
+            entry.locked = true;
+            entry.leased = leased;
+            self.queues.insert(name.to_owned(), entry);
+        }
+        Ok(*self.queue(name)?)
+    }
+
+    /// Queue `name`'s new settings (read with [`Plan::queue_for_change`]).
     pub(crate) fn set_queue(&mut self, name: &str, settings: QueueSettings) -> Result<()> {
-        self.queue(name)?;
-        let e = self.queues.entry(name.to_owned()).or_insert_with(|| QueueEntry {
-            settings: QueueSettings::default(),
-            written: false,
-        });
+        self.queue_for_change(name)?;
+        let Some(e) = self.queues.get_mut(name) else {
+            return Ok(());
+        };
         if self.logging {
             self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
         }
         e.settings = settings;
         e.written = true;
+        Ok(())
+    }
+
+    /// Whether a claim may take `name`'s jobs now: not paused, under its
+    /// `max_leased`, its rate window not spent.
+    pub(crate) fn gate(&mut self, name: &str) -> Result<Gate> {
+        let s = *self.queue(name)?;
+        if s.paused {
+            return Ok(Gate::Shut);
+        }
+        if let Some(max) = s.limits.max_leased {
+            let leased = match self.queues.get(name).and_then(|e| e.leased) {
+                Some(n) => n,
+                None => {
+                    let n = self.store.job_leased_count(name, self.now)?;
+                    if let Some(e) = self.queues.get_mut(name) {
+                        e.leased = Some(n);
+                    }
+                    n
+                }
+            };
+            if leased >= u64::from(max) {
+                return Ok(Gate::Shut);
+            }
+        }
+        if let Some(r) = s.limits.rate {
+            if r.left(&s.window, self.now) == 0 {
+                return Ok(Gate::Until(r.window_end(&s.window)));
+            }
+        }
+        Ok(Gate::Open)
+    }
+
+    /// A claim took one of `name`'s jobs: it counts against the queue's
+    /// limits.
+    pub(crate) fn count_lease(&mut self, name: &str) -> Result<()> {
+        let limited = self
+            .queues
+            .get(name)
+            .is_some_and(|e| e.settings.limits != relay_core::QueueLimits::default());
+        if !limited {
+            return Ok(());
+        }
+        let now = self.now;
+        let Some(e) = self.queues.get_mut(name) else {
+            return Ok(());
+        };
+        if self.logging {
+            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
+        }
+        if let Some(n) = e.leased.as_mut() {
+            *n += 1;
+        }
+        if let Some(r) = e.settings.limits.rate {
+            r.take(&mut e.settings.window, now);
+            e.written = true;
+        }
         Ok(())
     }
 

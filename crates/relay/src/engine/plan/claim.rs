@@ -1,7 +1,7 @@
 //! The claim's side of the plan: each claimed queue's pages of READY jobs,
 //! the candidates a claim chooses among, and what a batch leaves.
 
-use super::{Entry, Plan, Slot, PAGE_MAX};
+use super::{Entry, Gate, Plan, Slot, PAGE_MAX};
 use crate::error::Result;
 use relay_core::{Candidate, JobState, Timestamp};
 use relay_store::{ReadyRow, StoreError};
@@ -75,11 +75,12 @@ impl Plan<'_> {
     /// The claimable candidates of `queues` right now: the first of each
     /// class read from the store that this batch has not taken or changed,
     /// and every job this batch made claimable. Each comes with the index
-    /// of its queue. A paused queue offers none.
+    /// of its queue. A queue its settings hold back (paused, at a limit)
+    /// offers none.
     pub(crate) fn heads(&mut self, queues: &[String], out: &mut Vec<(usize, Candidate)>) -> Result<()> {
         out.clear();
         for (qi, q) in queues.iter().enumerate() {
-            if self.queue(q)?.paused {
+            if !matches!(self.gate(q)?, Gate::Open) {
                 continue;
             }
             let pi = self.pool(q)?;
@@ -103,19 +104,16 @@ impl Plan<'_> {
                 continue;
             };
             let Some(row) = e.row.as_deref() else { continue };
-            // (Every queue of `queues` has its settings read by now.)
-            if self.queues.get(row.queue.as_str()).is_some_and(|q| q.settings.paused) {
+            let Some(qi) = queues.iter().position(|q| *q == row.queue) else {
                 continue;
-            }
-            if let Some(qi) = queues.iter().position(|q| *q == row.queue) {
-                let c = Candidate {
-                    id,
-                    priority: row.priority,
-                    ready_at: e.status.ready_at,
-                };
-                if !out.iter().any(|(_, o)| o.id == id) {
-                    out.push((qi, c));
-                }
+            };
+            let c = Candidate {
+                id,
+                priority: row.priority,
+                ready_at: e.status.ready_at,
+            };
+            if !out.iter().any(|(_, o)| o.id == id) && matches!(self.gate(&queues[qi])?, Gate::Open) {
+                out.push((qi, c));
             }
         }
         Ok(())
