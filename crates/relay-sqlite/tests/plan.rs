@@ -18,6 +18,8 @@ fn plan(conn: &Connection, sql: &str) -> Vec<String> {
 fn schema() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
     conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
+    conn.execute_batch(include_str!("../migrations/0002_queues.sql"))
+        .unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -107,6 +109,26 @@ fn other_hot_statements_seek() {
     assert_seeks_only("job_set_status", include_str!("../sql/job_set_status.sql"));
 }
 
+/// Flow control adds a primary-key lookup of the queue's settings to every
+/// claim, and for a queue with `max_leased` a count of unexpired leases by
+/// a range of the lease index, never by the queue's depth.
+#[test]
+fn the_claims_flow_control_reads_seek() {
+    let conn = schema();
+    let steps = plan(&conn, include_str!("../sql/queue_settings.sql"));
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert!(
+        steps[0].starts_with("SEARCH queues USING PRIMARY KEY (name=?)"),
+        "{steps:#?}"
+    );
+    let steps = plan(&conn, include_str!("../sql/job_leased_count.sql"));
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert!(
+        steps[0].starts_with("SEARCH jobs USING INDEX jobs_lease_expiry (lease_expires_at>?)"),
+        "{steps:#?}"
+    );
+}
+
 /// Regression: a bare `?N` in a MIN/MAX or `ORDER BY .. LIMIT 1` probe made
 /// SQLite re-prepare the statement every time the statement cache handed it
 /// out again (the cache clears bindings), which cost most of the writer's
@@ -126,6 +148,8 @@ fn hot_statements_are_never_reprepared() {
         ("job_get", include_str!("../sql/job_get.sql")),
         ("job_get_status", include_str!("../sql/job_get_status.sql")),
         ("job_set_status", include_str!("../sql/job_set_status.sql")),
+        ("queue_settings", include_str!("../sql/queue_settings.sql")),
+        ("job_leased_count", include_str!("../sql/job_leased_count.sql")),
         (
             "job_find_active_by_key",
             include_str!("../sql/job_find_active_by_key.sql"),

@@ -158,6 +158,12 @@ impl Store for GatedStore {
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
         self.inner.queue_settings(names)
     }
+    fn queue_lock(&mut self, name: &str, now: Timestamp) -> Result<QueueSettings, StoreError> {
+        self.inner.queue_lock(name, now)
+    }
+    fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.inner.job_leased_count(queue, now)
+    }
     fn busy_is_transient(&self) -> bool {
         self.inner.busy_is_transient()
     }

@@ -298,7 +298,7 @@ impl<'s> Plan<'s> {
                 .queues
                 .iter()
                 .find(|(q, _)| q == queue)
-                .map(|(_, s)| s.clone())
+                .map(|(_, s)| *s)
                 .unwrap_or_default();
             let mut entry = QueueEntry::read(settings);
             entry.leased = got.leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
