@@ -425,7 +425,7 @@ fn jobs_limit_is_validated() {
 #[test]
 fn every_flag_has_help() {
     let subcommands = [
-        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "pause", "resume", "jobs",
+        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "pause", "resume", "limit", "jobs",
         "cancel", "retry", "delete", "work", "serve", "demo",
     ];
     for sub in subcommands {

@@ -147,6 +147,23 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             serde_json::from_str::<serde_json::Value>(&json).unwrap(),
             serde_json::json!({"queue": "later", "paused": false})
         );
+        // Limits, either way.
+        let (code, set, err) = run(remote, &["limit", "later", "--max-leased", "5", "--rate", "100/s"]);
+        assert_eq!(
+            (code, set.as_str()),
+            (Some(0), "queue later: at most 5 leased, 100 leases per 1s\n"),
+            "remote={remote}: {err}"
+        );
+        let (_, stats, _) = run(remote, &["stats"]);
+        assert!(stats.contains("later [at most 5 leased, 100 leases per 1s]"), "remote={remote}: {stats}");
+        for bad in [&["--max-leased", "0"][..], &["--rate", "5/fortnight"], &["--max-leased", "-1"]] {
+            let mut args = vec!["limit", "later"];
+            args.extend_from_slice(bad);
+            let (code, _, err) = run(remote, &args);
+            assert_eq!(code, Some(2), "remote={remote} {bad:?}: {err}");
+        }
+        let (_, lifted, _) = run(remote, &["limit", "later"]);
+        assert_eq!(lifted, "queue later: no limits\n", "remote={remote}");
         let (code, _, err) = run(remote, &["pause", "no/such queue"]);
         assert_eq!(code, Some(2), "remote={remote}: {err}");
         assert!(err.contains("queue"), "remote={remote}: {err}");

@@ -86,6 +86,20 @@ impl TestServer {
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 
+    /// `method` (PUT, PATCH, ...) with a JSON body.
+    fn call_method(&self, method: &str, path: &str, body: Value) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let auth = self.token.as_deref().map(|t| format!("Bearer {t}"));
+        let req = match method {
+            "PUT" => Self::agent().put(&url),
+            other => panic!("call_method: {other} is not needed yet"),
+        };
+        let mut res = with_auth(req, auth.as_deref()).send_json(&body).unwrap();
+        let status = res.status().as_u16();
+        let text = res.body_mut().read_to_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
     fn raw_post(&self, path: &str, content_type: &str, body: &str) -> (u16, Value) {
         let mut res = Self::agent()
             .post(&format!("{}{path}", self.base))
@@ -250,6 +264,32 @@ fn the_whole_job_life_cycle() {
     assert!(metrics.contains("relay_queue_paused{queue=\"emails\"} 1"), "{metrics}");
     let (st, v) = s.call("POST", "/v1/queues/no%20spaces/pause", None);
     assert_eq!((st, v["error"]["code"].as_str()), (400, Some("invalid_input")), "{v}");
+    // Limits: set, shown, refused when they could not work, lifted.
+    let (st, v) = s.call_method(
+        "PUT",
+        "/v1/queues/emails/limits",
+        json!({"max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}}),
+    );
+    assert_eq!(
+        (st, &v),
+        (200, &json!({"queue": "emails", "max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}}))
+    );
+    let (_, v) = s.call("GET", "/v1/stats", None);
+    assert_eq!((v["queues"]["emails"]["max_leased"].as_i64(), v["queues"]["emails"]["rate_limit"]["per_ms"].as_i64()), (Some(3), Some(1000)), "{v}");
+    for bad in [
+        json!({"max_leased": 0}),
+        json!({"max_leased": -2}),
+        json!({"rate_limit": {"limit": 5, "per_ms": 0}}),
+        json!({"rate_limit": {"limit": 5}}),
+        json!({"max_leased": 3, "burst": 1}),
+    ] {
+        let (st, v) = s.call_method("PUT", "/v1/queues/emails/limits", bad.clone());
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+    let (_, v) = s.call("GET", "/v1/stats", None);
+    assert_eq!(v["queues"]["emails"]["max_leased"].as_i64(), Some(3), "a refused change changed nothing");
+    let (st, v) = s.call_method("PUT", "/v1/queues/emails/limits", json!({}));
+    assert_eq!((st, v["max_leased"].is_null(), v["rate_limit"].is_null()), (200, true, true), "{v}");
     let (st, v) = s.call("POST", "/v1/queues/emails/resume", None);
     assert_eq!((st, &v), (200, &json!({"queue": "emails", "paused": false})));
     let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
@@ -488,6 +528,7 @@ fn the_openapi_document_describes_every_route() {
         ("/v1/queues", &["get"]),
         ("/v1/queues/{queue}/pause", &["post"]),
         ("/v1/queues/{queue}/resume", &["post"]),
+        ("/v1/queues/{queue}/limits", &["put"]),
         ("/healthz", &["get"]),
         ("/metrics", &["get"]),
     ] {
