@@ -434,7 +434,14 @@ struct RateBody {
 }
 
 /// Replaces the queue's limits: a field left out (or null) lifts that limit.
-async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(b): ApiJson<LimitsBody>) -> ApiResult {
+async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+    // Every field is optional: serde would also read a struct from an
+    // array (`[null, null]`), so only an object is taken.
+    if !raw.is_object() {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    }
+    let b: LimitsBody = serde_json::from_value(raw)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
     let rate = match b.rate_limit {
         Some(r) => Some(relay::RateLimit {
             limit: r.limit,

@@ -282,6 +282,7 @@ fn the_whole_job_life_cycle() {
         json!({"rate_limit": {"limit": 5, "per_ms": 0}}),
         json!({"rate_limit": {"limit": 5}}),
         json!({"max_leased": 3, "burst": 1}),
+        json!([null, null]),
     ] {
         let (st, v) = s.call_method("PUT", "/v1/queues/emails/limits", bad.clone());
         assert_eq!(st, 400, "{bad}: {v}");
