@@ -42,7 +42,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Usage(_) | Self::Relay(Error::InvalidInput(_)) => 2,
-            Self::Relay(Error::NotFound { .. }) => 3,
+            Self::Relay(Error::NotFound { .. } | Error::ScheduleNotFound { .. }) => 3,
             Self::Relay(Error::LeaseLost { .. }) => 4,
             Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
             Self::Remote { code, .. } => match code.as_str() {

@@ -425,8 +425,8 @@ fn jobs_limit_is_validated() {
 #[test]
 fn every_flag_has_help() {
     let subcommands = [
-        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "pause", "resume", "limit", "jobs",
-        "cancel", "retry", "delete", "work", "serve", "demo",
+        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "pause", "resume", "limit",
+        "jobs", "cancel", "retry", "delete", "work", "serve", "demo",
     ];
     for sub in subcommands {
         let out = Command::new(RELAY).args([sub, "--help"]).output().unwrap();

@@ -155,8 +155,15 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             "remote={remote}: {err}"
         );
         let (_, stats, _) = run(remote, &["stats"]);
-        assert!(stats.contains("later [at most 5 leased, 100 leases per 1s]"), "remote={remote}: {stats}");
-        for bad in [&["--max-leased", "0"][..], &["--rate", "5/fortnight"], &["--max-leased", "-1"]] {
+        assert!(
+            stats.contains("later [at most 5 leased, 100 leases per 1s]"),
+            "remote={remote}: {stats}"
+        );
+        for bad in [
+            &["--max-leased", "0"][..],
+            &["--rate", "5/fortnight"],
+            &["--max-leased", "-1"],
+        ] {
             let mut args = vec!["limit", "later"];
             args.extend_from_slice(bad);
             let (code, _, err) = run(remote, &args);

@@ -9,6 +9,8 @@
 //! - [`transition()`]: the ONE function that moves a job between states.
 //! - [`schedule`]: the aging rule that picks among the oldest ready job of
 //!   each priority class.
+//! - [`periodic`]: schedules of periodic jobs ([`Recurrence`]: cron or an
+//!   interval) and when their ticks fall.
 //! - [`queue`]: a queue's own stored settings ([`QueueSettings`]: paused,
 //!   [`QueueLimits`], the [`RateLimit`]'s window).
 //! - [`retry`]: exponential back-off with jitter, capped.
@@ -29,6 +31,7 @@
 //! ```
 
 pub mod job;
+pub mod periodic;
 pub mod queue;
 pub mod retry;
 pub mod schedule;
@@ -37,6 +40,7 @@ pub mod transition;
 pub mod validate;
 
 pub use job::{Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority};
+pub use periodic::{Recurrence, Schedule};
 pub use queue::{QueueLimits, QueueSettings, RateLimit, RateWindow};
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};

@@ -4,7 +4,7 @@
 
 use postgres::types::FromSql;
 use postgres::Row;
-use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Schedule, Timestamp};
 use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 
@@ -69,4 +69,25 @@ pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), Store
         .settings()
         .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
     Ok((name, settings))
+}
+
+/// A `relay_schedules` row: `name, cron, every_ms, tz, queue, kind, payload,
+/// priority, max_attempts, paused, created_at, next_at, last_at`.
+pub(crate) fn schedule(row: &Row) -> Result<Schedule, StoreError> {
+    relay_store::decode::RawSchedule {
+        name: col(row, 0, "schedule name", None)?,
+        cron: col(row, 1, "cron", None)?,
+        every_ms: col(row, 2, "every_ms", None)?,
+        tz: col(row, 3, "tz", None)?,
+        queue: col(row, 4, "queue", None)?,
+        kind: col(row, 5, "kind", None)?,
+        payload: col(row, 6, "payload", None)?,
+        priority: col(row, 7, "priority", None)?,
+        max_attempts: col(row, 8, "max_attempts", None)?,
+        paused: col(row, 9, "paused", None)?,
+        created_at: col(row, 10, "created_at", None)?,
+        next_at: col(row, 11, "next_at", None)?,
+        last_at: col(row, 12, "last_at", None)?,
+    }
+    .decode()
 }

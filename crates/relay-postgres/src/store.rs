@@ -5,7 +5,7 @@ use crate::decode;
 use crate::pipe::{Answer, Pipe, Req};
 use crate::write::{only_new_jobs, InsertCols, Writes};
 use postgres::{Client, Row, Statement};
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
 use relay_store::{
     Changes, CommitFailed, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store, StoreError,
     StoreReader,
@@ -361,6 +361,19 @@ impl Store for PgStore {
         }
     }
 
+    fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(include_str!("../sql/schedules_due.sql"), &[&now.as_millis(), &limit])?;
+        Ok(rows.iter().map(decode::schedule).collect())
+    }
+
+    fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError> {
+        match self.query_opt(include_str!("../sql/schedule_get.sql"), &[&name])? {
+            Some(r) => decode::schedule(&r).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         let row = self.query_one(include_str!("../sql/job_leased_count.sql"), &[&queue, &now.as_millis()])?;
         let n: i64 = decode::col(&row, 0, "count", None)?;
@@ -592,6 +605,12 @@ impl StoreReader for PgReader {
             }
         }
         Ok(out)
+    }
+
+    fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/schedules_all.sql"))?;
+        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        rows.iter().map(decode::schedule).collect()
     }
 
     fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {

@@ -2,8 +2,9 @@
 //! (`sql/apply_*.sql`), pipelined with the COMMIT by the writer.
 
 use crate::pipe::{Pipe, Req};
+use relay_core::Recurrence;
 use relay_core::Timestamp;
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, StoreError};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
@@ -116,6 +117,75 @@ impl<'a> QueueCols<'a> {
     }
 }
 
+/// One schedule written whole (`sql/schedule_put.sql`), or deleted
+/// (`sql/schedule_delete.sql`): a statement each (schedules change rarely).
+pub(crate) struct ScheduleRow<'a> {
+    name: &'a str,
+    put: Option<SchedulePut<'a>>,
+}
+
+struct SchedulePut<'a> {
+    cron: Option<&'a str>,
+    every_ms: Option<i64>,
+    tz: Option<&'a str>,
+    queue: &'a str,
+    kind: &'a str,
+    payload: &'a [u8],
+    priority: i64,
+    max_attempts: i64,
+    paused: bool,
+    created_at: i64,
+    next_at: i64,
+    last_at: Option<i64>,
+}
+
+impl<'a> ScheduleRow<'a> {
+    pub(crate) fn new(w: &ScheduleWrite<'a>) -> Self {
+        let put = w.schedule.map(|s| {
+            let (cron, every_ms, tz) = match &s.recurrence {
+                Recurrence::Cron { expr, tz } => (Some(expr.as_str()), None, tz.as_deref()),
+                Recurrence::Every(d) => (None, Some(relay_core::time::duration_millis(*d)), None),
+            };
+            SchedulePut {
+                cron,
+                every_ms,
+                tz,
+                queue: &s.queue,
+                kind: &s.kind,
+                payload: &s.payload,
+                priority: i64::from(s.priority.get()),
+                max_attempts: i(s.max_attempts),
+                paused: s.paused,
+                created_at: s.created_at.as_millis(),
+                next_at: s.next_at.as_millis(),
+                last_at: s.last_at.map(Timestamp::as_millis),
+            }
+        });
+        Self { name: w.name, put }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        match &self.put {
+            None => vec![&self.name],
+            Some(p) => vec![
+                &self.name,
+                &p.cron,
+                &p.every_ms,
+                &p.tz,
+                &p.queue,
+                &p.kind,
+                &p.payload,
+                &p.priority,
+                &p.max_attempts,
+                &p.paused,
+                &p.created_at,
+                &p.next_at,
+                &p.last_at,
+            ],
+        }
+    }
+}
+
 /// The columns of a batch's inserts (`sql/apply_insert.sql`).
 pub(crate) struct InsertCols<'a> {
     ids: Vec<i64>,
@@ -222,6 +292,7 @@ impl<'a> EventCols<'a> {
 /// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
 pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
     c.queues.is_empty()
+        && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.updates.is_empty()
         && c.events
@@ -234,6 +305,9 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 pub(crate) struct Writes<'a> {
     queues_st: Statement,
     queues: QueueCols<'a>,
+    schedule_put_st: Statement,
+    schedule_delete_st: Statement,
+    schedules: Vec<ScheduleRow<'a>>,
     delete_st: Statement,
     update_st: Statement,
     insert_st: Statement,
@@ -254,6 +328,9 @@ impl<'a> Writes<'a> {
         Ok(Self {
             queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
             queues: QueueCols::new(&c.queues),
+            schedule_put_st: pipe.stmt(include_str!("../sql/schedule_put.sql"))?,
+            schedule_delete_st: pipe.stmt(include_str!("../sql/schedule_delete.sql"))?,
+            schedules: c.schedules.iter().map(ScheduleRow::new).collect(),
             delete_st: pipe.stmt(include_str!("../sql/apply_delete.sql"))?,
             update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
             insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
@@ -283,6 +360,14 @@ impl<'a> Writes<'a> {
             let mut p = self.queues.params();
             p.push(queues);
             reqs.push(Req::Write(&self.queues_st, p));
+        }
+        for s in &self.schedules {
+            let st = if s.put.is_some() {
+                &self.schedule_put_st
+            } else {
+                &self.schedule_delete_st
+            };
+            reqs.push(Req::Write(st, s.params()));
         }
         if *deletes > 0 {
             reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));

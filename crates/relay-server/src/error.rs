@@ -40,7 +40,7 @@ impl From<relay::Error> for ApiError {
     fn from(e: relay::Error) -> Self {
         use relay::Error as E;
         let (status, code) = match &e {
-            E::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+            E::NotFound { .. } | E::ScheduleNotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
             E::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             E::InvalidState { .. } => (StatusCode::CONFLICT, "invalid_state"),
             E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),

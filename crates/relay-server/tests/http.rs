@@ -272,10 +272,20 @@ fn the_whole_job_life_cycle() {
     );
     assert_eq!(
         (st, &v),
-        (200, &json!({"queue": "emails", "max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}}))
+        (
+            200,
+            &json!({"queue": "emails", "max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}})
+        )
     );
     let (_, v) = s.call("GET", "/v1/stats", None);
-    assert_eq!((v["queues"]["emails"]["max_leased"].as_i64(), v["queues"]["emails"]["rate_limit"]["per_ms"].as_i64()), (Some(3), Some(1000)), "{v}");
+    assert_eq!(
+        (
+            v["queues"]["emails"]["max_leased"].as_i64(),
+            v["queues"]["emails"]["rate_limit"]["per_ms"].as_i64()
+        ),
+        (Some(3), Some(1000)),
+        "{v}"
+    );
     for bad in [
         json!({"max_leased": 0}),
         json!({"max_leased": -2}),
@@ -288,9 +298,17 @@ fn the_whole_job_life_cycle() {
         assert_eq!(st, 400, "{bad}: {v}");
     }
     let (_, v) = s.call("GET", "/v1/stats", None);
-    assert_eq!(v["queues"]["emails"]["max_leased"].as_i64(), Some(3), "a refused change changed nothing");
+    assert_eq!(
+        v["queues"]["emails"]["max_leased"].as_i64(),
+        Some(3),
+        "a refused change changed nothing"
+    );
     let (st, v) = s.call_method("PUT", "/v1/queues/emails/limits", json!({}));
-    assert_eq!((st, v["max_leased"].is_null(), v["rate_limit"].is_null()), (200, true, true), "{v}");
+    assert_eq!(
+        (st, v["max_leased"].is_null(), v["rate_limit"].is_null()),
+        (200, true, true),
+        "{v}"
+    );
     let (st, v) = s.call("POST", "/v1/queues/emails/resume", None);
     assert_eq!((st, &v), (200, &json!({"queue": "emails", "paused": false})));
     let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));

@@ -1,7 +1,7 @@
 //! Strict row decoding: every column must hold exactly the type and range
 //! the schema promises, or the row is reported as `Corrupt`, naming the job.
 
-use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Timestamp};
+use relay_core::{Job, JobId, JobStatus, Priority, QueueSettings, Schedule, Timestamp};
 use relay_store::decode::RawStatus;
 use relay_store::StoreError;
 use rusqlite::types::ValueRef;
@@ -147,4 +147,28 @@ pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), S
         .settings()
         .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
     Ok((name, settings))
+}
+
+/// A `schedules` row: `name, cron, every_ms, tz, queue, kind, payload,
+/// priority, max_attempts, paused, created_at, next_at, last_at`.
+pub(crate) fn schedule(row: &Row<'_>) -> Result<Schedule, StoreError> {
+    let c = Cols::new(row, None);
+    relay_store::decode::RawSchedule {
+        name: c.text(0, "schedule name")?,
+        cron: c.opt_text(1, "cron")?,
+        every_ms: c.opt_int(2, "every_ms")?,
+        tz: c.opt_text(3, "tz")?,
+        queue: c.text(4, "queue")?,
+        kind: c.text(5, "kind")?,
+        payload: c
+            .opt_blob(6, "payload")?
+            .ok_or_else(|| StoreError::corrupt(None, "schedule payload: NULL"))?,
+        priority: c.int(7, "priority")?,
+        max_attempts: c.int(8, "max_attempts")?,
+        paused: c.flag(9, "paused")?,
+        created_at: c.int(10, "created_at")?,
+        next_at: c.int(11, "next_at")?,
+        last_at: c.opt_int(12, "last_at")?,
+    }
+    .decode()
 }

@@ -3,7 +3,7 @@
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use crate::writer::job_get;
-use relay_core::{Job, JobId, JobState, QueueSettings, Timestamp};
+use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
 use relay_store::{Event, JobFilter, QueueStats, StoreError, StoreReader};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
@@ -80,6 +80,16 @@ impl StoreReader for SqliteReader {
                 let age = now.since(Timestamp::from_millis(oldest));
                 out.entry(queue).or_insert_with(empty).oldest_ready_age = Some(age);
             }
+        }
+        Ok(out)
+    }
+
+    fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULES_ALL).map_err(map_err)?;
+        let mut rows = st.query([]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(decode::schedule(row)?);
         }
         Ok(out)
     }

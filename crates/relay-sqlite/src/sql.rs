@@ -50,6 +50,11 @@ statements! {
     QUEUE_PUT = "queue_put.sql";
     QUEUE_SETTINGS = "queue_settings.sql";
     QUEUE_SETTINGS_ALL = "queue_settings_all.sql";
+    SCHEDULE_DELETE = "schedule_delete.sql";
+    SCHEDULE_GET = "schedule_get.sql";
+    SCHEDULE_PUT = "schedule_put.sql";
+    SCHEDULES_ALL = "schedules_all.sql";
+    SCHEDULES_DUE = "schedules_due.sql";
 }
 
 /// Page sizes of the claim's reads, each its own statement (a bound LIMIT

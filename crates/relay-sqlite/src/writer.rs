@@ -3,7 +3,7 @@
 
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
-use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
 use relay_store::{Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -67,6 +67,32 @@ impl SqliteStore {
         } else {
             Err(unmatched(u.id))
         }
+    }
+
+    fn put_schedule(&self, s: &Schedule) -> Result<(), StoreError> {
+        let (cron, every_ms, tz) = match &s.recurrence {
+            Recurrence::Cron { expr, tz } => (Some(expr.as_str()), None, tz.as_deref()),
+            Recurrence::Every(d) => (None, Some(relay_core::time::duration_millis(*d)), None),
+        };
+        self.exec(
+            &crate::sql::SCHEDULE_PUT,
+            params![
+                s.name,
+                cron,
+                every_ms,
+                tz,
+                s.queue,
+                s.kind,
+                s.payload,
+                s.priority.get(),
+                s.max_attempts,
+                s.paused,
+                s.created_at.as_millis(),
+                s.next_at.as_millis(),
+                s.last_at.map(Timestamp::as_millis)
+            ],
+        )
+        .map(drop)
     }
 
     fn insert(&self, j: &JobInsert<'_>) -> Result<(), StoreError> {
@@ -207,6 +233,26 @@ impl Store for SqliteStore {
         }
     }
 
+    fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULES_DUE).map_err(map_err)?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut rows = st.query(params![now.as_millis(), limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(decode::schedule(row));
+        }
+        Ok(out)
+    }
+
+    fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULE_GET).map_err(map_err)?;
+        let mut rows = st.query([name]).map_err(map_err)?;
+        match rows.next().map_err(map_err)? {
+            Some(row) => decode::schedule(row).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
@@ -265,6 +311,14 @@ impl Store for SqliteStore {
     /// One prepared statement per row: in-process, a statement costs no
     /// round trip, and these are cached.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
+        for w in &c.schedules {
+            match w.schedule {
+                Some(s) => self.put_schedule(s)?,
+                None => {
+                    self.exec(&crate::sql::SCHEDULE_DELETE, [w.name])?;
+                }
+            }
+        }
         for q in &c.queues {
             let s = q.settings;
             let rate = s.limits.rate;

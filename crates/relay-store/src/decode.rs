@@ -1,12 +1,13 @@
-//! The invariants a stored job must satisfy, checked once for every store.
+//! The invariants a stored row must satisfy, checked once for every store.
 //! A store reads its columns (with its own type checks) into a
-//! [`RawStatus`]; [`RawStatus::decode`] refuses anything that breaks an
-//! invariant with `Corrupt`, naming the job.
+//! [`RawStatus`] (a job), [`RawQueue`] or [`RawSchedule`]; their decoding
+//! refuses anything that breaks an invariant with `Corrupt`, naming the
+//! row.
 
 use crate::StoreError;
 use relay_core::{
     JobId, JobState, JobStatus, Lease, LeaseToken, Priority, QueueLimits, QueueSettings, RateLimit, RateWindow,
-    Timestamp,
+    Recurrence, Schedule, Timestamp,
 };
 use std::time::Duration;
 
@@ -261,5 +262,59 @@ mod queue_tests {
         ] {
             assert!(bad.clone().settings().is_err(), "{bad:?}");
         }
+    }
+}
+
+/// A schedule row as stored, before its invariants are checked.
+#[derive(Debug, Clone)]
+pub struct RawSchedule {
+    pub name: String,
+    pub cron: Option<String>,
+    pub every_ms: Option<i64>,
+    pub tz: Option<String>,
+    pub queue: String,
+    pub kind: String,
+    pub payload: Vec<u8>,
+    pub priority: i64,
+    pub max_attempts: i64,
+    pub paused: bool,
+    pub created_at: i64,
+    pub next_at: i64,
+    pub last_at: Option<i64>,
+}
+
+impl RawSchedule {
+    /// The schedule, or `Corrupt` naming it: a cron and an interval both
+    /// or neither, an expression or zone that no longer parses, a priority
+    /// or attempt count out of range.
+    pub fn decode(self) -> Result<Schedule, StoreError> {
+        let name = self.name;
+        let bad = |reason: String| StoreError::corrupt(None, format!("schedule {name}: {reason}"));
+        let recurrence = match (self.cron, self.every_ms) {
+            (Some(expr), None) => Recurrence::Cron { expr, tz: self.tz },
+            (None, Some(ms)) => Recurrence::Every(Duration::from_millis(
+                u64::try_from(ms).map_err(|_| bad(format!("every_ms {ms} is out of range")))?,
+            )),
+            (c, e) => return Err(bad(format!("cron {c:?} and every_ms {e:?}: exactly one must be set"))),
+        };
+        recurrence.validate().map_err(|e| bad(e.to_string()))?;
+        let priority = priority(None, self.priority).map_err(|e| bad(e.to_string()))?;
+        let max_attempts = u32::try_from(self.max_attempts)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| bad(format!("max_attempts {} is out of range", self.max_attempts)))?;
+        Ok(Schedule {
+            name,
+            recurrence,
+            queue: self.queue,
+            kind: self.kind,
+            payload: self.payload,
+            priority,
+            max_attempts,
+            paused: self.paused,
+            created_at: Timestamp::from_millis(self.created_at),
+            next_at: Timestamp::from_millis(self.next_at),
+            last_at: self.last_at.map(Timestamp::from_millis),
+        })
     }
 }

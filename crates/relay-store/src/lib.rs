@@ -17,7 +17,7 @@
 //! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
 
 use relay_core::{
-    Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings, Timestamp,
+    Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings, Schedule, Timestamp,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -79,15 +79,23 @@ pub struct QueueWrite<'a> {
     pub at: Timestamp,
 }
 
+/// A schedule as the batch leaves it: written whole, or deleted (`None`).
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleWrite<'a> {
+    pub name: &'a str,
+    pub schedule: Option<&'a Schedule>,
+}
+
 /// Everything a batch writes, planned before anything is written (see the
 /// engine's `plan` module), for [`Store::apply`] to write in a few
-/// statements. Applied in this order: queue settings, deletes (with their
-/// events), then updates (every update that gives a finished job its
+/// statements. Applied in this order: queue settings, schedules, deletes
+/// (with their events), then updates (every update that gives a finished job its
 /// unique key back comes after the others, so a key released in the batch
 /// is free first), then inserts, then events.
 #[derive(Debug, Default)]
 pub struct Changes<'a> {
     pub queues: Vec<QueueWrite<'a>>,
+    pub schedules: Vec<ScheduleWrite<'a>>,
     pub deletes: Vec<JobId>,
     pub updates: Vec<JobUpdate<'a>>,
     /// How many of `updates`, from the end, take a unique key back.
@@ -99,6 +107,7 @@ pub struct Changes<'a> {
 impl Changes<'_> {
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()
+            && self.schedules.is_empty()
             && self.deletes.is_empty()
             && self.updates.is_empty()
             && self.inserts.is_empty()
@@ -336,6 +345,15 @@ pub trait Store: Send {
             .map(|(_, s)| s)
             .unwrap_or_default())
     }
+    /// Schedules whose next tick is at or before `now`, not paused, in tick
+    /// order, at most `limit`. Where other processes write, the rows are
+    /// locked until the commit and rows another batch holds are passed
+    /// over (each tick is taken by one batch). A row that does not decode
+    /// is its own error.
+    fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError>;
+    /// One schedule (`None`: no such schedule), locked for the batch to
+    /// change where other processes write.
+    fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError>;
     /// How many of `queue`'s jobs hold a lease that has not expired at
     /// `now` (its `max_leased` is checked against it; a claim reclaims the
     /// expired ones first). Costs the number of unexpired leases, not the
@@ -417,6 +435,8 @@ pub trait StoreReader: Send {
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;
     /// Every queue's stored settings (queues with none are left out).
     fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError>;
+    /// Every schedule, by name.
+    fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
 }
 
 /// Opens a store's connections.

@@ -20,6 +20,7 @@ pub mod group_commit;
 pub mod input;
 pub mod lifecycle;
 pub mod model;
+pub mod periodic;
 pub mod pg;
 pub mod retries;
 pub mod scheduling;
@@ -177,6 +178,11 @@ macro_rules! conformance {
             flow::bad_limits_are_refused_and_change_nothing,
             flow::a_limit_holds_across_relays_on_the_store,
             batches::claims_in_one_batch_share_the_queue_limit,
+            periodic::an_interval_schedule_enqueues_one_job_per_tick,
+            periodic::a_cron_schedule_runs_once_a_day_across_daylight_saving_changes,
+            periodic::schedules_are_paused_resumed_replaced_and_removed,
+            periodic::bad_schedules_are_refused_and_change_nothing,
+            periodic::two_relays_on_the_store_enqueue_a_tick_once,
             batches::a_pause_or_resume_and_a_claim_in_one_batch,
         );
     };

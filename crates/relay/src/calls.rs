@@ -4,8 +4,10 @@
 use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
 use crate::ops;
-use crate::request::{check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, ValidLease};
-use relay_core::{Action, JobId, JobStatus, LeaseToken, Timestamp};
+use crate::request::{
+    check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, NewSchedule, ValidLease,
+};
+use relay_core::{Action, JobId, JobStatus, LeaseToken, Schedule, Timestamp};
 use std::time::Duration;
 
 impl Engine {
@@ -108,6 +110,30 @@ impl Engine {
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             ops::set_limits(plan, ctx, &queue, limits)
         }))
+    }
+
+    pub(crate) fn add_schedule_op(&self, s: NewSchedule) -> Result<Pending<Schedule>> {
+        let now = self.options.clock.now();
+        let valid = s.validate(&self.options.limits, self.options.default_max_attempts, now)?;
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::put_schedule(plan, ctx, &valid)
+        }))
+    }
+
+    pub(crate) fn remove_schedule_op(&self, name: &str) -> Pending<()> {
+        let name = name.to_owned();
+        Pending::new(Hint::None, move |plan, _ctx| ops::remove_schedule(plan, &name))
+    }
+
+    pub(crate) fn pause_schedule_op(&self, name: &str, paused: bool) -> Pending<Schedule> {
+        let name = name.to_owned();
+        Pending::new(Hint::None, move |plan, ctx| {
+            ops::set_schedule_paused(plan, ctx, &name, paused)
+        })
+    }
+
+    pub(crate) fn run_schedules_op(&self) -> Pending<usize> {
+        Pending::new(Hint::None, ops::fire_schedules)
     }
 
     pub(crate) fn append_event_op(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<Pending<i64>> {

@@ -12,6 +12,9 @@ pub enum Error {
     /// No job has this id (it never existed or was deleted). Nothing changed.
     #[error("job {id} not found")]
     NotFound { id: JobId },
+    /// No schedule has this name. Nothing changed.
+    #[error("no schedule named {name:?}")]
+    ScheduleNotFound { name: String },
     /// The token is not the job's current valid lease token: the lease
     /// expired, or the job was cancelled or leased again. Nothing changed;
     /// the worker must drop the job.

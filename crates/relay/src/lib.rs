@@ -57,11 +57,13 @@ pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::{AsyncRelay, Relay, Stats};
-pub use request::{Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, MAX_LEASE_BATCH, MAX_WAIT};
+pub use request::{
+    Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, MAX_LEASE_BATCH, MAX_WAIT,
+};
 
 pub use relay_core::{
     Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,
-    QueueLimits, RateLimit, RetryPolicy, SystemClock, Timestamp,
+    QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
 };
 pub use relay_store::{Event, JobFilter, QueueStats};
 

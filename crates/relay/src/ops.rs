@@ -6,38 +6,47 @@
 use crate::engine::plan::{Gate, Plan};
 use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
-use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease};
-use relay_core::{choose, transition, Action, Candidate, Job, JobId, JobState, JobStatus, Next, Timestamp};
+use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease, ValidSchedule};
+use relay_core::{choose, transition, Action, Candidate, Job, JobId, JobState, JobStatus, Next, Schedule, Timestamp};
 use relay_store::Store;
 
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
     for j in jobs {
-        if let Some(key) = j.unique_key.as_deref() {
-            if let Some(id) = plan.active_by_key(key)? {
-                ids.push(id);
-                continue;
-            }
-        }
-        let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
-        let data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()})
-            .to_string();
-        let id = plan.insert(Job {
-            id: JobId(0),
-            queue: j.queue.clone(),
-            kind: j.kind.clone(),
-            payload: j.payload.clone(),
-            priority: j.priority,
-            created_at: ctx.now,
-            unique_key: j.unique_key.clone(),
-            result: None,
-            status,
-        })?;
-        plan.event(id, "submitted", data, false)?;
-        ctx.woke |= j.ready_at <= ctx.now;
-        ids.push(id);
+        ids.push(insert(plan, ctx, j, None)?);
     }
     Ok(ids)
+}
+
+/// One new job (or, for a unique key an unfinished job holds, that job),
+/// with its "submitted" event; `tick` names the schedule and tick that
+/// enqueued it.
+fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Option<(&str, Timestamp)>) -> Result<JobId> {
+    if let Some(key) = j.unique_key.as_deref() {
+        if let Some(id) = plan.active_by_key(key)? {
+            return Ok(id);
+        }
+    }
+    let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
+    let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
+    if let Some((name, at)) = tick {
+        data["schedule"] = serde_json::json!(name);
+        data["tick"] = serde_json::json!(at.to_rfc3339());
+    }
+    let id = plan.insert(Job {
+        id: JobId(0),
+        queue: j.queue.clone(),
+        kind: j.kind.clone(),
+        payload: j.payload.clone(),
+        priority: j.priority,
+        created_at: ctx.now,
+        unique_key: j.unique_key.clone(),
+        result: None,
+        status,
+    })?;
+    plan.event(id, "submitted", data.to_string(), false)?;
+    ctx.woke |= j.ready_at <= ctx.now;
+    Ok(id)
 }
 
 /// The claim: up to `max` jobs, each the aging winner among the oldest due
@@ -191,6 +200,132 @@ pub(crate) fn set_limits(
     plan.set_queue(queue, settings)?;
     ctx.woke = true;
     Ok(())
+}
+
+/// Most schedules one batch fires.
+const TICKS_PER_BATCH: usize = 64;
+
+/// Enqueues one job for each due schedule and moves it to its next tick
+/// (ticks missed while nothing ran give one job, not one each). Each
+/// schedule is complete in itself: one that fails is logged and left for
+/// the next pass.
+pub(crate) fn fire_schedules(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+    let mut fired = 0;
+    for due in plan.due_schedules(TICKS_PER_BATCH)? {
+        let s = match due {
+            Ok(s) => s,
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => {
+                tracing::error!(error = %e, "a schedule cannot run: its row is corrupt; remove it (relay schedule remove) and add it again");
+                continue;
+            }
+        };
+        let m = plan.mark();
+        match fire(plan, ctx, s) {
+            Ok(()) => {
+                plan.keep(m);
+                fired += 1;
+            }
+            Err(e) if e.is_batch_fatal() => {
+                plan.undo(m);
+                return Err(e);
+            }
+            Err(e) => {
+                plan.undo(m);
+                tracing::error!(error = %e, "a schedule's job could not be enqueued; it is tried again on the next pass");
+            }
+        }
+    }
+    Ok(fired)
+}
+
+fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<()> {
+    let job = ValidJob {
+        queue: s.queue.clone(),
+        kind: s.kind.clone(),
+        payload: s.payload.clone(),
+        priority: s.priority,
+        ready_at: ctx.now,
+        max_attempts: s.max_attempts,
+        unique_key: None,
+    };
+    insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
+    s.last_at = Some(s.next_at);
+    match s.recurrence.next_after(ctx.now, s.created_at)? {
+        Some(next) => s.next_at = next,
+        None => {
+            tracing::warn!(schedule = %s.name, "the schedule has no tick left; it is paused");
+            s.paused = true;
+        }
+    }
+    let name = s.name.clone();
+    plan.set_schedule(&name, Some(s))
+}
+
+/// Adds schedule `new`, or replaces the one of its name (which keeps its
+/// paused state and its last tick). Its first tick is the first after now.
+pub(crate) fn put_schedule(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, new: &ValidSchedule) -> Result<Schedule> {
+    let old = plan.schedule(&new.name)?;
+    let next_at = first_tick(&new.recurrence, ctx.now)?;
+    let s = Schedule {
+        name: new.name.clone(),
+        recurrence: new.recurrence.clone(),
+        queue: new.job.queue.clone(),
+        kind: new.job.kind.clone(),
+        payload: new.job.payload.clone(),
+        priority: new.job.priority,
+        max_attempts: new.job.max_attempts,
+        paused: old.as_ref().is_some_and(|o| o.paused),
+        created_at: ctx.now,
+        next_at,
+        last_at: old.and_then(|o| o.last_at),
+    };
+    plan.set_schedule(&new.name, Some(s.clone()))?;
+    Ok(s)
+}
+
+fn first_tick(r: &relay_core::Recurrence, now: Timestamp) -> Result<Timestamp> {
+    r.next_after(now, now)?.ok_or_else(|| {
+        Error::InvalidInput(relay_core::InvalidInput::new(
+            "cron",
+            "the expression has no tick in the future",
+        ))
+    })
+}
+
+/// Removes schedule `name` (jobs it enqueued stay).
+pub(crate) fn remove_schedule(plan: &mut Plan<'_>, name: &str) -> Result<()> {
+    if plan.schedule(name)?.is_none() {
+        return Err(Error::ScheduleNotFound { name: name.to_owned() });
+    }
+    plan.set_schedule(name, None)
+}
+
+/// Pauses or resumes schedule `name`. A resumed schedule's next tick is
+/// the first after now: ticks missed while paused enqueue nothing.
+pub(crate) fn set_schedule_paused(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    name: &str,
+    paused: bool,
+) -> Result<Schedule> {
+    let Some(mut s) = plan.schedule(name)? else {
+        return Err(Error::ScheduleNotFound { name: name.to_owned() });
+    };
+    if s.paused == paused {
+        return Ok(s);
+    }
+    s.paused = paused;
+    if !paused {
+        s.next_at = s.recurrence.next_after(ctx.now, s.created_at)?.ok_or_else(|| {
+            Error::InvalidInput(relay_core::InvalidInput::new(
+                "cron",
+                "the expression has no tick in the future",
+            ))
+        })?;
+    }
+    plan.set_schedule(name, Some(s.clone()))?;
+    Ok(s)
 }
 
 /// Appends a user event to an existing job.

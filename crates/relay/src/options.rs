@@ -42,6 +42,12 @@ pub struct Options {
     /// one fsync before it is durable. `false`: `synchronous=FULL`, each
     /// commit waits for its own fsync (slower under load).
     pub split_commit: bool,
+    /// Runs the schedules of periodic jobs (checked about once a second,
+    /// at most every `reap_interval` when idle). Every process on a store
+    /// may run them: each tick enqueues one job whichever takes it.
+    /// `false`: this process enqueues nothing by itself
+    /// (`Relay::run_schedules` still does).
+    pub scheduler: bool,
     /// Where time comes from (tests inject a `ManualClock`).
     pub clock: Arc<dyn Clock>,
 }
@@ -60,6 +66,7 @@ impl Default for Options {
             poll_interval: Duration::from_millis(250),
             busy_timeout: Duration::from_secs(10),
             split_commit: true,
+            scheduler: true,
             clock: Arc::new(SystemClock),
         }
     }

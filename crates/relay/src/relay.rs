@@ -7,8 +7,8 @@ use crate::engine::metrics::Metrics;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob};
-use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Timestamp};
+use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule};
+use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::{Backend, Event, JobFilter, QueueStats};
 use std::collections::BTreeMap;
@@ -255,6 +255,62 @@ impl Relay {
         self.engine.run(self.engine.limits_op(queue, limits)?)
     }
 
+    /// Adds a schedule of periodic jobs, or replaces the one of its name
+    /// (which keeps its paused state). Its first tick is the first after
+    /// now. Every process on the store with `Options::scheduler` (the
+    /// default) runs due schedules, about once a second; each tick
+    /// enqueues exactly one job, and ticks missed while no Relay ran
+    /// enqueue one job, not one each.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a bad name, cron expression (field
+    /// `cron`), time zone (`tz`), interval (`every`) or job template;
+    /// nothing changes.
+    pub fn add_schedule(&self, schedule: NewSchedule) -> Result<Schedule> {
+        self.engine.run(self.engine.add_schedule_op(schedule)?)
+    }
+
+    /// Removes a schedule (the jobs it enqueued stay).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScheduleNotFound`]; nothing changes.
+    pub fn remove_schedule(&self, name: &str) -> Result<()> {
+        self.engine.run(self.engine.remove_schedule_op(name))
+    }
+
+    /// Pauses a schedule: its ticks enqueue nothing until it is resumed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScheduleNotFound`]; nothing changes.
+    pub fn pause_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run(self.engine.pause_schedule_op(name, true))
+    }
+
+    /// Resumes a paused schedule from its next tick after now (ticks
+    /// missed while paused enqueue nothing).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScheduleNotFound`]; nothing changes.
+    pub fn resume_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run(self.engine.pause_schedule_op(name, false))
+    }
+
+    /// Every schedule, by name, with its next and latest tick.
+    pub fn schedules(&self) -> Result<Vec<Schedule>> {
+        self.engine.readers.with(|r| r.schedules())
+    }
+
+    /// Enqueues the jobs of every due schedule now (the engine also does
+    /// this by itself about once a second, with `Options::scheduler`);
+    /// returns how many.
+    pub fn run_schedules(&self) -> Result<usize> {
+        self.engine.run(self.engine.run_schedules_op())
+    }
+
     /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
     pub fn cancel(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
@@ -409,6 +465,36 @@ impl AsyncRelay {
     /// [`Relay::set_queue_limits`].
     pub async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
         self.engine.run_async(self.engine.limits_op(queue, limits)?).await
+    }
+
+    /// [`Relay::add_schedule`].
+    pub async fn add_schedule(&self, schedule: NewSchedule) -> Result<Schedule> {
+        self.engine.run_async(self.engine.add_schedule_op(schedule)?).await
+    }
+
+    /// [`Relay::remove_schedule`].
+    pub async fn remove_schedule(&self, name: &str) -> Result<()> {
+        self.engine.run_async(self.engine.remove_schedule_op(name)).await
+    }
+
+    /// [`Relay::pause_schedule`].
+    pub async fn pause_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run_async(self.engine.pause_schedule_op(name, true)).await
+    }
+
+    /// [`Relay::resume_schedule`].
+    pub async fn resume_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run_async(self.engine.pause_schedule_op(name, false)).await
+    }
+
+    /// [`Relay::schedules`].
+    pub async fn schedules(&self) -> Result<Vec<Schedule>> {
+        self.read(|e| e.readers.with(|r| r.schedules())).await
+    }
+
+    /// [`Relay::run_schedules`].
+    pub async fn run_schedules(&self) -> Result<usize> {
+        self.engine.run_async(self.engine.run_schedules_op()).await
     }
 
     pub async fn cancel(&self, id: JobId) -> Result<()> {

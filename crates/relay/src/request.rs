@@ -2,7 +2,7 @@
 //! check happens in the caller's thread, before the writer sees anything.
 
 use relay_core::validate::truncate_error;
-use relay_core::{InvalidInput, Job, JobId, JobStatus, LeaseToken, Limits, Priority, Timestamp};
+use relay_core::{InvalidInput, Job, JobId, JobStatus, LeaseToken, Limits, Priority, Recurrence, Timestamp};
 use std::time::Duration;
 
 /// A job to submit.
@@ -353,4 +353,109 @@ pub(crate) fn check_body(limits: &Limits, field: &'static str, body: &[u8]) -> R
 /// An error text as stored: at most 8 KiB.
 pub(crate) fn error_text(s: &str) -> String {
     truncate_error(s).to_owned()
+}
+
+/// A periodic job: a name, when its ticks fall, and the job each tick
+/// enqueues. Each tick enqueues exactly one job, whichever process on the
+/// store takes it; ticks missed while no Relay ran enqueue one job, not
+/// one each.
+///
+/// ```
+/// use relay::{NewJob, NewSchedule, Relay};
+/// use std::time::Duration;
+/// let relay = Relay::in_memory()?;
+/// relay.add_schedule(
+///     NewSchedule::cron("nightly-report", "0 3 * * *", NewJob::new("reports", "build", Vec::new()))
+///         .tz("Europe/Berlin"),
+/// )?;
+/// relay.add_schedule(NewSchedule::every("heartbeat", Duration::from_secs(30), NewJob::new("ops", "ping", Vec::new())))?;
+/// assert_eq!(relay.schedules()?.len(), 2);
+/// # Ok::<(), relay::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct NewSchedule {
+    name: String,
+    recurrence: Recurrence,
+    tz: Option<String>,
+    job: NewJob,
+}
+
+impl NewSchedule {
+    /// Ticks at the times a cron expression names (five fields, or six
+    /// with seconds first), in UTC unless [`NewSchedule::tz`] says otherwise.
+    pub fn cron(name: impl Into<String>, expr: impl Into<String>, job: NewJob) -> Self {
+        Self {
+            name: name.into(),
+            recurrence: Recurrence::Cron {
+                expr: expr.into(),
+                tz: None,
+            },
+            tz: None,
+            job,
+        }
+    }
+
+    /// Ticks every `d` (1 s to 366 days) from when the schedule is added.
+    pub fn every(name: impl Into<String>, d: Duration, job: NewJob) -> Self {
+        Self {
+            name: name.into(),
+            recurrence: Recurrence::Every(d),
+            tz: None,
+            job,
+        }
+    }
+
+    /// The cron expression's time zone, an IANA name such as
+    /// `Europe/Berlin` (its daylight-saving changes included). Refused for
+    /// an interval.
+    #[must_use]
+    pub fn tz(mut self, tz: impl Into<String>) -> Self {
+        self.tz = Some(tz.into());
+        self
+    }
+
+    pub(crate) fn validate(
+        self,
+        limits: &Limits,
+        default_attempts: u32,
+        now: Timestamp,
+    ) -> Result<ValidSchedule, InvalidInput> {
+        limits.schedule_name(&self.name)?;
+        let recurrence = match (self.recurrence, self.tz) {
+            (Recurrence::Cron { expr, .. }, tz) => Recurrence::Cron { expr, tz },
+            (every, None) => every,
+            (Recurrence::Every(_), Some(tz)) => {
+                return Err(InvalidInput::new(
+                    "tz",
+                    format!("{tz:?}: a time zone applies to a cron expression, not to an interval"),
+                ))
+            }
+        };
+        recurrence.validate()?;
+        if self.job.unique_key.is_some() {
+            return Err(InvalidInput::new(
+                "unique_key",
+                "a schedule's job takes no unique key (each tick enqueues exactly one job)",
+            ));
+        }
+        if !matches!(self.job.when, When::Now) {
+            return Err(InvalidInput::new(
+                "delay",
+                "a schedule's job runs at its tick: give it no delay or run_at",
+            ));
+        }
+        let job = self.job.validate(limits, default_attempts, now)?;
+        Ok(ValidSchedule {
+            name: self.name,
+            recurrence,
+            job,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ValidSchedule {
+    pub name: String,
+    pub recurrence: Recurrence,
+    pub job: ValidJob,
 }

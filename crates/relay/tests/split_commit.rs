@@ -8,7 +8,7 @@
 //! applied" and stops the Relay.
 
 use relay::{Error, NewJob, Options, Relay};
-use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Schedule, Timestamp};
 use relay_sqlite::SqliteBackend;
 use relay_store::{
     Backend, Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError, StoreReader, Syncer,
@@ -163,6 +163,12 @@ impl Store for GatedStore {
     }
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_leased_count(queue, now)
+    }
+    fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {
+        self.inner.schedules_due(now, limit)
+    }
+    fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError> {
+        self.inner.schedule_get(name)
     }
     fn busy_is_transient(&self) -> bool {
         self.inner.busy_is_transient()

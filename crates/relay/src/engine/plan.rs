@@ -16,8 +16,8 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{Job, JobId, JobState, JobStatus, QueueSettings, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, QueueWrite, Store, StoreError};
+use relay_core::{Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, QueueWrite, ScheduleWrite, Store, StoreError};
 use std::borrow::Cow;
 
 mod claim;
@@ -116,6 +116,16 @@ enum Undo {
     Corrupt(JobId, Option<JobId>, String),
     /// A queue's settings before this operation changed them.
     Queue(String, QueueEntry),
+    /// A schedule before this operation changed it.
+    Schedule(String, ScheduleEntry),
+}
+
+/// A schedule as this batch sees it (`None`: there is none).
+#[derive(Clone)]
+struct ScheduleEntry {
+    value: Option<Schedule>,
+    /// The batch writes it (or deletes it).
+    written: bool,
 }
 
 /// A queue's settings as this batch sees them.
@@ -190,6 +200,8 @@ pub(crate) struct Plan<'s> {
     pools: Vec<Pool>,
     /// The settings of queues the batch read or changed.
     queues: HashMap<String, QueueEntry>,
+    /// Schedules the batch read or changed.
+    schedules: HashMap<String, ScheduleEntry>,
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
@@ -235,6 +247,7 @@ impl<'s> Plan<'s> {
             holders: HashMap::default(),
             pools: Vec::new(),
             queues: HashMap::default(),
+            schedules: HashMap::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
             expired: None,
@@ -354,6 +367,55 @@ impl<'s> Plan<'s> {
         e.settings = settings;
         e.written = true;
         Ok(())
+    }
+
+    /// Schedule `name` as this batch sees it (read, and locked where other
+    /// processes write, on first use).
+    pub(crate) fn schedule(&mut self, name: &str) -> Result<Option<Schedule>> {
+        if !self.schedules.contains_key(name) {
+            let value = self.store.schedule_get(name)?;
+            self.schedules
+                .insert(name.to_owned(), ScheduleEntry { value, written: false });
+        }
+        Ok(self.schedules.get(name).and_then(|e| e.value.clone()))
+    }
+
+    /// Writes schedule `name` whole (`Some`), or deletes it (`None`).
+    pub(crate) fn set_schedule(&mut self, name: &str, value: Option<Schedule>) -> Result<()> {
+        self.schedule(name)?;
+        let Some(e) = self.schedules.get_mut(name) else {
+            return Ok(());
+        };
+        if self.logging {
+            self.undo.push(Undo::Schedule(name.to_owned(), e.clone()));
+        }
+        e.value = value;
+        e.written = true;
+        Ok(())
+    }
+
+    /// Schedules due now, as this batch sees them, at most `limit`, in tick
+    /// order (locked, where other processes write; those another batch
+    /// holds are passed over). A row that does not decode is its own error.
+    pub(crate) fn due_schedules(&mut self, limit: usize) -> Result<Vec<Result<Schedule>>> {
+        let now = self.now;
+        let mut out = Vec::new();
+        for r in self.store.schedules_due(now, limit)? {
+            match r {
+                Ok(s) => {
+                    let e = self.schedules.entry(s.name.clone()).or_insert_with(|| ScheduleEntry {
+                        value: Some(s.clone()),
+                        written: false,
+                    });
+                    // As the batch left it (changed or removed earlier).
+                    if let Some(v) = e.value.as_ref().filter(|v| !v.paused && v.next_at <= now) {
+                        out.push(Ok(v.clone()));
+                    }
+                }
+                Err(e) => out.push(Err(e.into())),
+            }
+        }
+        Ok(out)
     }
 
     /// Whether a claim may take `name`'s jobs now: not paused, under its
@@ -477,6 +539,9 @@ impl<'s> Plan<'s> {
                 }
                 Some(Undo::Queue(name, entry)) => {
                     self.queues.insert(name, entry);
+                }
+                Some(Undo::Schedule(name, entry)) => {
+                    self.schedules.insert(name, entry);
                 }
                 Some(Undo::Taken(k, Some(id))) => {
                     self.taken.insert(k, id);
@@ -836,6 +901,15 @@ impl<'s> Plan<'s> {
                 name,
                 settings: &e.settings,
                 at: self.now,
+            })
+            .collect();
+        let mut schedules: Vec<(&String, &ScheduleEntry)> = self.schedules.iter().filter(|(_, e)| e.written).collect();
+        schedules.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        ch.schedules = schedules
+            .into_iter()
+            .map(|(name, e)| ScheduleWrite {
+                name,
+                schedule: e.value.as_ref(),
             })
             .collect();
         let mut taking = Vec::new();

@@ -37,6 +37,8 @@ pub(crate) struct BatchCtx<'a> {
     pub woke: bool,
     /// This batch also prunes finished jobs past their retention.
     pub prune_due: bool,
+    /// This batch also enqueues the jobs of due schedules.
+    pub tick_due: bool,
     /// Corrupt rows the reaper has already reported (once per process).
     pub corrupt_reported: &'a mut std::collections::HashSet<relay_core::JobId>,
 }
@@ -193,6 +195,9 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
 /// another process (see [`Store::busy_is_transient`]).
 const BUSY_RETRIES: u32 = 3;
 
+/// How often the scheduler looks for due schedules.
+const TICK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How often finished jobs past their retention are pruned.
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -290,6 +295,7 @@ pub(crate) struct Writer {
 pub(crate) struct Housekeeping {
     last_reap: AtomicI64,
     last_prune: AtomicI64,
+    last_tick: AtomicI64,
 }
 
 impl Default for Housekeeping {
@@ -298,6 +304,7 @@ impl Default for Housekeeping {
         Self {
             last_reap: AtomicI64::new(i64::MIN),
             last_prune: AtomicI64::new(i64::MIN),
+            last_tick: AtomicI64::new(i64::MIN),
         }
     }
 }
@@ -371,7 +378,7 @@ impl Writer {
     /// write lock is held: `BEGIN` may wait up to the busy timeout for
     /// another process, and a lease must not be judged by a clock read
     /// before that wait (an ack 10 s past its expiry would be accepted).
-    fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, bool, bool) {
+    fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, bool, bool, bool) {
         let now = self.options.clock.now();
         let h = &self.housekeeping;
         let due = |last: &AtomicI64, every: std::time::Duration| {
@@ -385,7 +392,11 @@ impl Writer {
         if prune {
             h.last_prune.store(now.as_millis(), Ordering::Relaxed);
         }
-        (now, reap, prune)
+        let tick = self.options.scheduler && due(&h.last_tick, TICK_EVERY);
+        if tick {
+            h.last_tick.store(now.as_millis(), Ordering::Relaxed);
+        }
+        (now, reap, prune, tick)
     }
 
     /// Commits the open transaction; counts it when it carried anything.
@@ -438,8 +449,8 @@ impl Writer {
             }
             // A redo keeps the first reap/prune decision, but its clock is
             // read again: this BEGIN may have waited too.
-            let (now, reap, prune_due) = match instant {
-                Some((_, reap, prune)) => (self.options.clock.now(), reap, prune),
+            let (now, reap, prune_due, tick_due) = match instant {
+                Some((_, reap, prune, tick)) => (self.options.clock.now(), reap, prune, tick),
                 None => *instant.insert(self.instant(batch)),
             };
             let mut ctx = BatchCtx {
@@ -448,6 +459,7 @@ impl Writer {
                 rng: &mut self.rng,
                 woke: false,
                 prune_due,
+                tick_due,
                 corrupt_reported: &mut self.corrupt_reported,
             };
             // Where nothing runs between the write and the commit (no
@@ -580,6 +592,15 @@ fn plan_and_apply(
             Ok(n) => reaped = n,
             Err(e) if e.is_batch_fatal() => return Err(e),
             Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
+        }
+    }
+    if ctx.tick_due {
+        // Each schedule's tick is complete in itself, as each reclaim.
+        match ops::fire_schedules(&mut plan, ctx) {
+            Ok(n) if n > 0 => tracing::debug!(count = n, "enqueued the jobs of due schedules"),
+            Ok(_) => {}
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => tracing::warn!(error = %e, "running the schedules stopped early; will try again"),
         }
     }
     for op in batch.iter_mut() {

@@ -1,0 +1,238 @@
+//! Periodic jobs: when a schedule's ticks fall, and the schedule record.
+//!
+//! Cron expressions are parsed and evaluated by the `croner` crate (its
+//! daylight-saving rules: a fixed time that falls in a spring-forward gap
+//! runs right after the gap, once; one that falls twice in a fall-back
+//! overlap runs at its first occurrence; wildcard and step fields keep
+//! their wall-clock rhythm), in an IANA time zone from `chrono-tz`.
+
+use crate::job::Priority;
+use crate::time::Timestamp;
+use crate::validate::InvalidInput;
+use chrono::{TimeZone, Utc};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// When a schedule's ticks fall.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recurrence {
+    /// A cron expression: five fields (minute hour day-of-month month
+    /// day-of-week), or six with seconds first; in time zone `tz` (an IANA
+    /// name such as `Europe/Berlin`; UTC when `None`).
+    Cron { expr: String, tz: Option<String> },
+    /// Every `Duration` (1 s to 366 days), counted from the schedule's
+    /// creation.
+    Every(Duration),
+}
+
+/// Shortest and longest `Recurrence::Every`.
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+pub const MAX_EVERY: Duration = Duration::from_secs(366 * 86_400);
+
+impl Recurrence {
+    /// Refuses an expression that does not parse, an unknown time zone, or
+    /// an interval out of range, naming what is wrong.
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        match self {
+            Self::Cron { expr, tz } => {
+                parse_cron(expr)?;
+                if let Some(tz) = tz {
+                    parse_tz(tz)?;
+                }
+                Ok(())
+            }
+            Self::Every(d) => {
+                if *d < MIN_EVERY || *d > MAX_EVERY {
+                    return Err(InvalidInput::new(
+                        "every",
+                        format!("must be 1s-366d, got {}", humantime::format_duration(*d)),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The first tick strictly after `after`; `anchor` is where an
+    /// interval's ticks are counted from. `None` when the expression has
+    /// no tick left (a date that never comes).
+    pub fn next_after(&self, after: Timestamp, anchor: Timestamp) -> Result<Option<Timestamp>, InvalidInput> {
+        match self {
+            Self::Every(d) => {
+                let every = crate::time::duration_millis(*d).max(1);
+                let since = after.as_millis().saturating_sub(anchor.as_millis());
+                let n = if since < 0 { 0 } else { since / every + 1 };
+                Ok(Some(Timestamp::from_millis(
+                    anchor.as_millis().saturating_add(n.saturating_mul(every)),
+                )))
+            }
+            Self::Cron { expr, tz } => {
+                let cron = parse_cron(expr)?;
+                let zone = match tz {
+                    Some(tz) => parse_tz(tz)?,
+                    None => chrono_tz::Tz::UTC,
+                };
+                let Some(start) = Utc.timestamp_millis_opt(after.as_millis()).single() else {
+                    return Ok(None);
+                };
+                Ok(cron
+                    .find_next_occurrence(&start.with_timezone(&zone), false)
+                    .ok()
+                    .map(|t| Timestamp::from_millis(t.timestamp_millis())))
+            }
+        }
+    }
+}
+
+fn parse_cron(expr: &str) -> Result<croner::Cron, InvalidInput> {
+    croner::Cron::from_str(expr).map_err(|e| {
+        InvalidInput::new(
+            "cron",
+            format!("{expr:?} is not a cron expression ({e}); write five fields, e.g. \"*/5 * * * *\""),
+        )
+    })
+}
+
+fn parse_tz(tz: &str) -> Result<chrono_tz::Tz, InvalidInput> {
+    chrono_tz::Tz::from_str(tz).map_err(|_| {
+        InvalidInput::new(
+            "tz",
+            format!("{tz:?} is not a time zone; use an IANA name such as Europe/Berlin or UTC"),
+        )
+    })
+}
+
+/// A named schedule: each tick enqueues one job from its template. Stored
+/// with its state (`paused`, `next_at`, `last_at`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub name: String,
+    pub recurrence: Recurrence,
+    pub queue: String,
+    pub kind: String,
+    pub payload: Vec<u8>,
+    pub priority: Priority,
+    pub max_attempts: u32,
+    /// Ticks while paused enqueue nothing.
+    pub paused: bool,
+    pub created_at: Timestamp,
+    /// The next tick.
+    pub next_at: Timestamp,
+    /// The tick that enqueued the latest job, if any.
+    pub last_at: Option<Timestamp>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> Timestamp {
+        Timestamp::from_millis(Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap().timestamp_millis())
+    }
+
+    fn cron(expr: &str, tz: &str) -> Recurrence {
+        Recurrence::Cron {
+            expr: expr.into(),
+            tz: Some(tz.into()),
+        }
+    }
+
+    #[test]
+    fn every_counts_from_its_anchor() {
+        let r = Recurrence::Every(Duration::from_secs(30));
+        let a = Timestamp::from_millis(1_000_000);
+        assert_eq!(r.next_after(a, a).unwrap(), Some(Timestamp::from_millis(1_030_000)));
+        assert_eq!(
+            r.next_after(Timestamp::from_millis(1_029_999), a).unwrap(),
+            Some(Timestamp::from_millis(1_030_000))
+        );
+        assert_eq!(
+            r.next_after(Timestamp::from_millis(1_030_000), a).unwrap(),
+            Some(Timestamp::from_millis(1_060_000))
+        );
+        // Long after (missed ticks): the next one still on the grid.
+        assert_eq!(
+            r.next_after(Timestamp::from_millis(1_000_000 + 95_000), a).unwrap(),
+            Some(Timestamp::from_millis(1_120_000))
+        );
+    }
+
+    #[test]
+    fn cron_in_a_time_zone() {
+        // 09:00 in Berlin is 08:00 UTC in winter, 07:00 in summer.
+        let r = cron("0 9 * * *", "Europe/Berlin");
+        let a = utc(2026, 1, 10, 12, 0);
+        assert_eq!(r.next_after(a, a).unwrap(), Some(utc(2026, 1, 11, 8, 0)));
+        let a = utc(2026, 7, 10, 12, 0);
+        assert_eq!(r.next_after(a, a).unwrap(), Some(utc(2026, 7, 11, 7, 0)));
+        let plain = Recurrence::Cron {
+            expr: "*/5 * * * *".into(),
+            tz: None,
+        };
+        let a = utc(2026, 1, 10, 12, 3);
+        assert_eq!(plain.next_after(a, a).unwrap(), Some(utc(2026, 1, 10, 12, 5)));
+    }
+
+    /// 2026-03-29: Berlin springs from 02:00 to 03:00; 2026-10-25: falls
+    /// back from 03:00 to 02:00.
+    #[test]
+    fn daylight_saving_changes_give_one_tick_a_day() {
+        let r = cron("30 2 * * *", "Europe/Berlin");
+        let mut t = utc(2026, 3, 27, 12, 0);
+        let mut ticks = Vec::new();
+        for _ in 0..4 {
+            t = r.next_after(t, t).unwrap().unwrap();
+            ticks.push(t);
+        }
+        // 02:30 does not exist on the 29th: once, right after the gap
+        // (03:00 CEST = 01:00 UTC).
+        assert_eq!(
+            ticks,
+            [
+                utc(2026, 3, 28, 1, 30),
+                utc(2026, 3, 29, 1, 0),
+                utc(2026, 3, 30, 0, 30),
+                utc(2026, 3, 31, 0, 30)
+            ]
+        );
+        let mut t = utc(2026, 10, 24, 12, 0);
+        let mut ticks = Vec::new();
+        for _ in 0..3 {
+            t = r.next_after(t, t).unwrap().unwrap();
+            ticks.push(t);
+        }
+        // 02:30 happens twice on the 25th: once, at the first.
+        assert_eq!(
+            ticks,
+            [
+                utc(2026, 10, 25, 0, 30),
+                utc(2026, 10, 26, 1, 30),
+                utc(2026, 10, 27, 1, 30)
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_expressions_zones_and_intervals_are_refused() {
+        for bad in ["", "* * *", "61 * * * *", "every minute", "* * * * * * * *"] {
+            let r = Recurrence::Cron {
+                expr: bad.into(),
+                tz: None,
+            };
+            assert_eq!(r.validate().map_err(|e| e.field), Err("cron"), "{bad:?}");
+        }
+        assert_eq!(
+            cron("* * * * *", "Mars/Olympus").validate().map_err(|e| e.field),
+            Err("tz")
+        );
+        for d in [
+            Duration::ZERO,
+            Duration::from_millis(999),
+            Duration::from_secs(367 * 86_400),
+        ] {
+            assert_eq!(Recurrence::Every(d).validate().map_err(|e| e.field), Err("every"));
+        }
+        assert!(cron("*/5 * * * *", "Europe/Berlin").validate().is_ok());
+    }
+}

@@ -1,0 +1,1 @@
+DELETE FROM schedules WHERE name = ?1
