@@ -79,6 +79,9 @@ pub enum Command {
     Resume(QueueArg),
     /// Set a queue's limits, across every process on the store (no flags: lift them).
     Limit(LimitArgs),
+    /// Periodic jobs: add, list, remove, pause and resume schedules.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
     /// List jobs, newest first.
     Jobs(JobsArgs),
     /// Cancel a READY or LEASED job.
@@ -197,6 +200,57 @@ pub struct ExtendArgs {
 pub struct QueueArg {
     /// The queue's name.
     pub queue: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Add a schedule (or replace the one of this name): each tick enqueues one job, in every
+    /// process together; ticks missed while no Relay ran enqueue one job.
+    Add(ScheduleAddArgs),
+    /// List the schedules with their next and latest tick.
+    List,
+    /// Remove a schedule (the jobs it enqueued stay).
+    Remove(ScheduleName),
+    /// Pause a schedule: its ticks enqueue nothing.
+    Pause(ScheduleName),
+    /// Resume a schedule from its next tick after now.
+    Resume(ScheduleName),
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleName {
+    /// The schedule's name.
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("when").required(true).args(["cron", "every"])))]
+pub struct ScheduleAddArgs {
+    /// The schedule's name (1-64 of A-Z a-z 0-9 _ . -).
+    pub name: String,
+    /// A cron expression: five fields, e.g. "*/5 * * * *" (or six, seconds first).
+    #[arg(long)]
+    pub cron: Option<String>,
+    /// The cron expression's time zone, an IANA name (default UTC), e.g. Europe/Berlin.
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Instead of cron: every this long (1s to 366d), from now.
+    #[arg(long, value_parser = duration)]
+    pub every: Option<Duration>,
+    /// The queue each tick's job goes to.
+    #[arg(long, short)]
+    pub queue: String,
+    /// The job's kind.
+    #[arg(long, short)]
+    pub kind: String,
+    /// 0 (least urgent) to 3 (most urgent).
+    #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
+    pub priority: i64,
+    /// Attempts each job gets before it is DEAD (default 20).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// The job's payload; `-` reads it from stdin. Empty when omitted.
+    pub payload: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,8 +1,8 @@
 //! Each subcommand: check what the flags say, make the library call, print.
 
-use crate::args::{Cli, Command, SubmitArgs};
+use crate::args::{Cli, Command, ScheduleCommand, SubmitArgs};
 use crate::output::Out;
-use crate::target::{Admin, Lease, Remote, Submit, Target};
+use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
 use relay::{Error, JobId, JobState, LeaseToken, Relay};
 use std::fmt;
 use std::io::Read;
@@ -106,6 +106,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Stats => out.stats(&t.stats()?),
         Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
         Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
+        Command::Schedule(c) => schedule(t, c, out)?,
         Command::Limit(a) => {
             let limits = relay::QueueLimits {
                 max_leased: a.max_leased,
@@ -188,8 +189,9 @@ fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
     })
 }
 
-fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
-    let payload = match a.payload.as_deref() {
+/// The payload argument: its text, stdin for `-`, empty when omitted.
+fn payload_arg(p: Option<&str>) -> Result<Vec<u8>, CliError> {
+    Ok(match p {
         None => Vec::new(),
         Some("-") => {
             let mut buf = Vec::new();
@@ -199,14 +201,49 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
             buf
         }
         Some(p) => p.as_bytes().to_vec(),
-    };
-    // One message for every value outside 0-3, whatever its size or sign.
-    let priority = u8::try_from(a.priority).ok().filter(|p| *p <= 3).ok_or_else(|| {
+    })
+}
+
+/// One message for every priority outside 0-3, whatever its size or sign.
+fn priority_arg(p: i64) -> Result<u8, CliError> {
+    u8::try_from(p).ok().filter(|p| *p <= 3).ok_or_else(|| {
         CliError::Usage(format!(
-            "{} is not a priority: use 0 (least urgent) to 3 (most urgent)",
-            a.priority
+            "{p} is not a priority: use 0 (least urgent) to 3 (most urgent)"
         ))
-    })?;
+    })
+}
+
+fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
+    match c {
+        ScheduleCommand::Add(a) => {
+            let when = match (a.cron, a.every) {
+                (Some(expr), _) => When::Cron { expr, tz: a.tz },
+                (None, Some(d)) => When::Every(d, a.tz),
+                (None, None) => return Err(CliError::Usage("give --cron or --every".into())),
+            };
+            let job = Submit {
+                queue: a.queue,
+                kind: a.kind,
+                payload: payload_arg(a.payload.as_deref())?,
+                priority: priority_arg(a.priority)?,
+                delay: None,
+                run_at: None,
+                max_attempts: a.max_attempts,
+                unique_key: None,
+            };
+            out.schedule(&t.add_schedule(&a.name, when, job)?);
+        }
+        ScheduleCommand::List => out.schedules(&t.schedules()?),
+        ScheduleCommand::Remove(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Remove)?),
+        ScheduleCommand::Pause(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Pause)?),
+        ScheduleCommand::Resume(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Resume)?),
+    }
+    Ok(())
+}
+
+fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
+    let payload = payload_arg(a.payload.as_deref())?;
+    let priority = priority_arg(a.priority)?;
     Ok(Submit {
         queue: a.queue,
         kind: a.kind,

@@ -150,6 +150,43 @@ impl Out {
         self.line(&format!("queue {} {what}", s(&v["queue"])));
     }
 
+    /// One schedule, as added, paused, resumed or removed.
+    pub fn schedule(&self, v: &Value) {
+        if self.json {
+            return self.value(v);
+        }
+        let name = s(&v["name"]);
+        let text = if v["deleted"] == true {
+            format!("schedule {name} removed")
+        } else if v["paused"] == true {
+            format!("schedule {name} ({}) paused", when_text(v))
+        } else {
+            format!("schedule {name} ({}): next tick at {}", when_text(v), s(&v["next_at"]))
+        };
+        self.line(&text);
+    }
+
+    /// Every schedule, one line each.
+    pub fn schedules(&self, all: &[Value]) {
+        if self.json {
+            return all.iter().for_each(|v| self.value(v));
+        }
+        let row = |c: [String; 5]| format!("{:<24} {:<32} {:<26} {:<26} {}", c[0], c[1], c[2], c[3], c[4]);
+        self.line(&row(
+            ["NAME", "WHEN", "NEXT TICK", "LAST TICK", "JOB"].map(str::to_owned)
+        ));
+        for v in all {
+            let next = if v["paused"] == true {
+                "(paused)".to_owned()
+            } else {
+                s(&v["next_at"])
+            };
+            let last = v["last_at"].as_str().unwrap_or("-").to_owned();
+            let job = format!("{} {}", s(&v["job"]["queue"]), s(&v["job"]["kind"]));
+            self.line(&row([s(&v["name"]), when_text(v), next, last, job]));
+        }
+    }
+
     /// A queue's limits, as set.
     pub fn limits(&self, v: &Value) {
         if self.json {
@@ -245,4 +282,19 @@ fn limits_text(v: &Value) -> String {
         parts.push(format!("{n} leases per {per}"));
     }
     parts.join(", ")
+}
+
+/// "cron */5 * * * * Europe/Berlin" or "every 30s".
+fn when_text(v: &Value) -> String {
+    match (v["cron"].as_str(), v["every_ms"].as_u64()) {
+        (Some(expr), _) => match v["tz"].as_str() {
+            Some(tz) => format!("cron {expr} {tz}"),
+            None => format!("cron {expr}"),
+        },
+        (None, Some(ms)) => format!(
+            "every {}",
+            humantime::format_duration(std::time::Duration::from_millis(ms))
+        ),
+        (None, None) => "?".to_owned(),
+    }
 }

@@ -24,6 +24,58 @@ pub struct Submit {
     pub unique_key: Option<String>,
 }
 
+impl Submit {
+    fn job(self) -> NewJob {
+        let mut job = NewJob::new(self.queue, self.kind, self.payload).priority(self.priority);
+        if let Some(d) = self.delay {
+            job = job.delay(d);
+        }
+        if let Some(t) = self.run_at {
+            job = job.run_at(t);
+        }
+        if let Some(n) = self.max_attempts {
+            job = job.max_attempts(n);
+        }
+        if let Some(k) = self.unique_key {
+            job = job.unique_key(k);
+        }
+        job
+    }
+
+    /// The job as the server's `NewJob` body.
+    fn body(self) -> Value {
+        let mut body = json!({"queue": self.queue, "kind": self.kind, "priority": self.priority,
+            "delay_ms": self.delay.map(millis), "run_at": self.run_at.map(relay::Timestamp::to_rfc3339),
+            "max_attempts": self.max_attempts, "unique_key": self.unique_key});
+        match String::from_utf8(self.payload) {
+            Ok(text) => body["payload"] = json!(text),
+            Err(e) => {
+                use base64::Engine as _;
+                body["payload_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
+            }
+        }
+        body
+    }
+}
+
+/// When a schedule ticks.
+pub enum When {
+    Cron {
+        expr: String,
+        tz: Option<String>,
+    },
+    /// An interval (a time zone given with it is refused).
+    Every(Duration, Option<String>),
+}
+
+/// Simple calls on one schedule.
+#[derive(Clone, Copy)]
+pub enum ScheduleAdmin {
+    Remove,
+    Pause,
+    Resume,
+}
+
 pub struct Lease {
     pub queues: Vec<String>,
     pub worker: Option<String>,
@@ -64,34 +116,67 @@ fn millis(d: Duration) -> u64 {
 impl Target {
     pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
         match self {
+            Target::Local(r) => Ok(json!({"id": r.submit(s.job())?})),
+            Target::Remote(r) => r.call("POST", "/v1/jobs", Some(s.body())),
+        }
+    }
+
+    /// Adds (or replaces) a schedule whose ticks enqueue `job`.
+    pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<Value, CliError> {
+        match self {
             Target::Local(r) => {
-                let mut job = NewJob::new(s.queue, s.kind, s.payload).priority(s.priority);
-                if let Some(d) = s.delay {
-                    job = job.delay(d);
-                }
-                if let Some(t) = s.run_at {
-                    job = job.run_at(t);
-                }
-                if let Some(n) = s.max_attempts {
-                    job = job.max_attempts(n);
-                }
-                if let Some(k) = s.unique_key {
-                    job = job.unique_key(k);
-                }
-                Ok(json!({"id": r.submit(job)?}))
+                let new = match when {
+                    When::Cron { expr, tz } => {
+                        let mut n = relay::NewSchedule::cron(name, expr, job.job());
+                        if let Some(tz) = tz {
+                            n = n.tz(tz);
+                        }
+                        n
+                    }
+                    When::Every(d, tz) => {
+                        let mut n = relay::NewSchedule::every(name, d, job.job());
+                        if let Some(tz) = tz {
+                            n = n.tz(tz); // refused: a time zone needs a cron expression
+                        }
+                        n
+                    }
+                };
+                Ok(view::schedule(&r.add_schedule(new)?))
             }
             Target::Remote(r) => {
-                let mut body = json!({"queue": s.queue, "kind": s.kind, "priority": s.priority,
-                    "delay_ms": s.delay.map(millis), "run_at": s.run_at.map(relay::Timestamp::to_rfc3339),
-                    "max_attempts": s.max_attempts, "unique_key": s.unique_key});
-                match String::from_utf8(s.payload) {
-                    Ok(text) => body["payload"] = json!(text),
-                    Err(e) => {
-                        use base64::Engine as _;
-                        body["payload_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
-                    }
+                let body = match when {
+                    When::Cron { expr, tz } => json!({"cron": expr, "tz": tz, "job": job.body()}),
+                    When::Every(d, tz) => json!({"every_ms": millis(d), "tz": tz, "job": job.body()}),
+                };
+                r.call("PUT", &format!("/v1/schedules/{}", path_segment(name)), Some(body))
+            }
+        }
+    }
+
+    pub fn schedules(&self) -> Result<Vec<Value>, CliError> {
+        let v = match self {
+            Target::Local(r) => return Ok(r.schedules()?.iter().map(view::schedule).collect()),
+            Target::Remote(r) => r.call("GET", "/v1/schedules", None)?,
+        };
+        Ok(v["schedules"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// Removes, pauses or resumes a schedule.
+    pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Value, CliError> {
+        match self {
+            Target::Local(r) => match what {
+                ScheduleAdmin::Remove => r.remove_schedule(name).map(|()| json!({"name": name, "deleted": true})),
+                ScheduleAdmin::Pause => r.pause_schedule(name).map(|s| view::schedule(&s)),
+                ScheduleAdmin::Resume => r.resume_schedule(name).map(|s| view::schedule(&s)),
+            }
+            .map_err(CliError::from),
+            Target::Remote(r) => {
+                let path = format!("/v1/schedules/{}", path_segment(name));
+                match what {
+                    ScheduleAdmin::Remove => r.call("DELETE", &path, None),
+                    ScheduleAdmin::Pause => r.call("POST", &format!("{path}/pause"), None),
+                    ScheduleAdmin::Resume => r.call("POST", &format!("{path}/resume"), None),
                 }
-                r.call("POST", "/v1/jobs", Some(body))
             }
         }
     }

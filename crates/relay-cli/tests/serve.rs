@@ -171,6 +171,86 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         }
         let (_, lifted, _) = run(remote, &["limit", "later"]);
         assert_eq!(lifted, "queue later: no limits\n", "remote={remote}");
+        // Schedules, either way.
+        let (code, added, err) = run(
+            remote,
+            &[
+                "schedule",
+                "add",
+                "nightly",
+                "--cron",
+                "30 2 * * *",
+                "--tz",
+                "Europe/Berlin",
+                "-q",
+                "reports",
+                "-k",
+                "build",
+                "{}",
+            ],
+        );
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        assert!(
+            added.starts_with("schedule nightly (cron 30 2 * * * Europe/Berlin): next tick at ")
+                && added.trim_end().ends_with(":30:00.000Z"),
+            "remote={remote}: {added}"
+        );
+        let (_, list, _) = run(remote, &["schedule", "list"]);
+        assert!(
+            list.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("nightly ") && l.ends_with("reports build")),
+            "remote={remote}: {list}"
+        );
+        let (_, paused, _) = run(remote, &["schedule", "pause", "nightly"]);
+        assert_eq!(
+            paused, "schedule nightly (cron 30 2 * * * Europe/Berlin) paused\n",
+            "remote={remote}"
+        );
+        let (_, json, _) = run(remote, &["--json", "schedule", "list"]);
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(
+            (v["paused"].as_bool(), v["job"]["queue"].as_str()),
+            (Some(true), Some("reports")),
+            "remote={remote}"
+        );
+        for (bad, want) in [
+            (
+                &["schedule", "add", "x", "--cron", "every day", "-q", "q", "-k", "k"][..],
+                2,
+            ),
+            (
+                &[
+                    "schedule",
+                    "add",
+                    "x",
+                    "--cron",
+                    "* * * * *",
+                    "--tz",
+                    "Mars/X",
+                    "-q",
+                    "q",
+                    "-k",
+                    "k",
+                ],
+                2,
+            ),
+            (
+                &[
+                    "schedule", "add", "x", "--every", "30s", "--tz", "UTC", "-q", "q", "-k", "k",
+                ],
+                2,
+            ),
+            (&["schedule", "add", "x", "-q", "q", "-k", "k"], 2),
+            (&["schedule", "remove", "no-such"], 3),
+        ] {
+            let (code, _, err) = run(remote, bad);
+            assert_eq!(code, Some(want), "remote={remote} {bad:?}: {err}");
+        }
+        let (_, removed, _) = run(remote, &["schedule", "remove", "nightly"]);
+        assert_eq!(removed, "schedule nightly removed\n");
+        let (_, list, _) = run(remote, &["schedule", "list"]);
+        assert_eq!(list.lines().count(), 1, "only the header is left: {list}");
         let (code, _, err) = run(remote, &["pause", "no/such queue"]);
         assert_eq!(code, Some(2), "remote={remote}: {err}");
         assert!(err.contains("queue"), "remote={remote}: {err}");

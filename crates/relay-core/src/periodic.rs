@@ -72,7 +72,10 @@ impl Recurrence {
                     Some(tz) => parse_tz(tz)?,
                     None => chrono_tz::Tz::UTC,
                 };
-                let Some(start) = Utc.timestamp_millis_opt(after.as_millis()).single() else {
+                // Cron ticks fall on whole seconds: search from the second
+                // `after` lies in (every tick at or before it is not after it).
+                let second = after.as_millis().div_euclid(1000) * 1000;
+                let Some(start) = Utc.timestamp_millis_opt(second).single() else {
                     return Ok(None);
                 };
                 Ok(cron
@@ -82,6 +85,12 @@ impl Recurrence {
             }
         }
     }
+}
+
+/// Every time zone name a schedule accepts (IANA names), for documents
+/// that list them.
+pub fn time_zones() -> impl Iterator<Item = &'static str> {
+    chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())
 }
 
 fn parse_cron(expr: &str) -> Result<croner::Cron, InvalidInput> {
@@ -172,6 +181,17 @@ mod tests {
         };
         let a = utc(2026, 1, 10, 12, 3);
         assert_eq!(plain.next_after(a, a).unwrap(), Some(utc(2026, 1, 10, 12, 5)));
+        // From an instant with milliseconds: the tick is still on the second.
+        let a = Timestamp::from_millis(utc(2026, 1, 10, 12, 3).as_millis() + 27);
+        assert_eq!(plain.next_after(a, a).unwrap(), Some(utc(2026, 1, 10, 12, 5)));
+        let on_tick = utc(2026, 1, 10, 12, 5);
+        assert_eq!(
+            plain
+                .next_after(Timestamp::from_millis(on_tick.as_millis() + 999), on_tick)
+                .unwrap(),
+            Some(utc(2026, 1, 10, 12, 10)),
+            "strictly after"
+        );
     }
 
     /// 2026-03-29: Berlin springs from 02:00 to 03:00; 2026-10-25: falls

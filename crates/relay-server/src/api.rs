@@ -35,7 +35,11 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/queues", get(queues))
         .route("/queues/{queue}/pause", post(pause))
         .route("/queues/{queue}/resume", post(resume))
-        .route("/queues/{queue}/limits", put(set_limits));
+        .route("/queues/{queue}/limits", put(set_limits))
+        .route("/schedules", get(schedules))
+        .route("/schedules/{name}", put(put_schedule).delete(remove_schedule))
+        .route("/schedules/{name}/pause", post(pause_schedule))
+        .route("/schedules/{name}/resume", post(resume_schedule));
     let protected = Router::new()
         .nest("/v1", v1)
         .route("/metrics", get(metrics))
@@ -457,6 +461,75 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
     let mut v = view::limits(&limits);
     v.insert("queue".into(), json!(queue));
     ok(Value::Object(v))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleBody {
+    #[serde(default)]
+    cron: Option<String>,
+    #[serde(default)]
+    tz: Option<String>,
+    #[serde(default)]
+    every_ms: Option<u64>,
+    /// The job each tick enqueues, as for `POST /v1/jobs` (no delay,
+    /// run_at or unique_key).
+    job: SubmitBody,
+}
+
+async fn schedules(State(s): S) -> ApiResult {
+    let all = s.relay.schedules().await?;
+    ok(json!({"schedules": all.iter().map(view::schedule).collect::<Vec<_>>()}))
+}
+
+/// Adds the schedule, or replaces the one of this name.
+async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+    // `cron`, `tz` and `every_ms` are given or left out, never null (one
+    // of cron and every_ms names the kind of schedule).
+    let Some(fields) = raw.as_object() else {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    };
+    if let Some(k) = ["cron", "tz", "every_ms"]
+        .iter()
+        .find(|k| fields.get(**k).is_some_and(Value::is_null))
+    {
+        return Err(ApiError::bad_request(format!("{k} is null: leave it out instead")));
+    }
+    let b: ScheduleBody = serde_json::from_value(raw)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
+    let job = b.job.into_job()?;
+    let new = match (b.cron, b.every_ms) {
+        (Some(expr), None) => {
+            let mut n = relay::NewSchedule::cron(name, expr, job);
+            if let Some(tz) = b.tz {
+                n = n.tz(tz);
+            }
+            n
+        }
+        (None, Some(every)) => {
+            let d = ms("every_ms", Some(every))?.unwrap_or_default();
+            let mut n = relay::NewSchedule::every(name, d, job);
+            if let Some(tz) = b.tz {
+                n = n.tz(tz); // refused: a time zone needs a cron expression
+            }
+            n
+        }
+        _ => return Err(ApiError::bad_request("give cron or every_ms, one of the two")),
+    };
+    ok(view::schedule(&s.relay.add_schedule(new).await?))
+}
+
+async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+    s.relay.remove_schedule(&name).await?;
+    ok(json!({"name": name, "deleted": true}))
+}
+
+async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+    ok(view::schedule(&s.relay.pause_schedule(&name).await?))
+}
+
+async fn resume_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+    ok(view::schedule(&s.relay.resume_schedule(&name).await?))
 }
 
 async fn metrics(State(s): S) -> Response {

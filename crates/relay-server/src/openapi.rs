@@ -60,6 +60,32 @@ fn queue_reply() -> Value {
         "queue": {"type": "string"}, "paused": {"type": "boolean"}}})
 }
 
+fn name_param() -> Value {
+    json!([{"name": "name", "in": "path", "required": true, "schema": queue()}])
+}
+
+/// A cron expression of five fields, each `*`, `*/N` or a number in its
+/// range (day of month up to 28, so that every expression the pattern
+/// allows has ticks); the server accepts all of cron (ranges, lists,
+/// names, seconds), the document describes a safe subset for generators.
+const CRON_PATTERN: &str = concat!(
+    r"^(\*(/[1-9])?|[1-5]?[0-9]) (\*(/[1-9])?|1?[0-9]|2[0-3]) (\*|[1-9]|1[0-9]|2[0-8])",
+    r" (\*|[1-9]|1[0-2]) (\*|[0-6])$"
+);
+
+fn schedule_body() -> Value {
+    let zones: Vec<&str> = relay::time_zones().collect();
+    json!({"type": "object", "additionalProperties": false, "required": ["job"],
+        "description": "Give `cron` (with an optional `tz`) or `every_ms`.",
+        "oneOf": [{"required": ["cron"], "not": {"required": ["every_ms"]}},
+                  {"required": ["every_ms"], "not": {"anyOf": [{"required": ["cron"]}, {"required": ["tz"]}]}}],
+        "properties": {
+        "cron": {"type": "string", "pattern": CRON_PATTERN, "description": "Five fields (or six, seconds first), e.g. \"*/5 * * * *\"."},
+        "tz": {"type": "string", "enum": zones, "description": "An IANA time zone for the cron expression (default UTC)."},
+        "every_ms": {"type": "integer", "minimum": 1000, "maximum": 31_622_400_000_u64},
+        "job": r("JobTemplate")}})
+}
+
 fn limits_body() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": {
         "max_leased": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "nullable": true},
@@ -161,6 +187,20 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "parameters": queue_param(),
                 "requestBody": body(limits_body()),
                 "responses": responses("200", limits_reply(), &["400", "413"])}},
+            "/v1/schedules": {"get": {"operationId": "schedules", "responses": responses("200", json!({"type": "object", "required": ["schedules"], "properties": {
+                "schedules": {"type": "array", "items": r("Schedule")}}}), &[])}},
+            "/v1/schedules/{name}": {
+                "put": {"operationId": "putSchedule",
+                    "description": "Adds a schedule of periodic jobs, or replaces the one of this name (keeping its paused state). Each tick enqueues exactly one job, whichever process runs the scheduler; ticks missed while no Relay ran enqueue one job.",
+                    "parameters": name_param(), "requestBody": body(schedule_body()),
+                    "responses": responses("200", r("Schedule"), &["400", "413"])},
+                "delete": {"operationId": "removeSchedule", "parameters": name_param(), "responses": responses("200",
+                    json!({"type": "object", "required": ["name", "deleted"], "properties": {"name": {"type": "string"}, "deleted": {"type": "boolean"}}}), &["400", "404"])}},
+            "/v1/schedules/{name}/pause": {"post": {"operationId": "pauseSchedule", "parameters": name_param(),
+                "responses": responses("200", r("Schedule"), &["400", "404"])}},
+            "/v1/schedules/{name}/resume": {"post": {"operationId": "resumeSchedule", "parameters": name_param(),
+                "description": "Resumes from the next tick after now (ticks missed while paused enqueue nothing).",
+                "responses": responses("200", r("Schedule"), &["400", "404"])}},
             "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
                 "description": "Resumes a paused queue and wakes lessees waiting for it.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
@@ -214,6 +254,24 @@ fn schemas() -> Value {
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
+        "JobTemplate": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
+            "description": "The job each tick enqueues: a NewJob without delay_ms, run_at or unique_key.",
+            "not": {"required": ["payload", "payload_base64"]},
+            "properties": {
+            "queue": queue(),
+            "kind": label(),
+            "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
+            "payload_base64": {"type": "string", "format": "byte", "nullable": true},
+            "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
+            "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true}}},
+        "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
+            "properties": {
+                "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
+                "every_ms": {"type": "integer", "nullable": true},
+                "job": {"type": "object", "required": ["queue", "kind", "priority", "max_attempts"], "properties": {
+                    "queue": {"type": "string"}, "kind": {"type": "string"}, "payload": {"type": "string"},
+                    "payload_base64": {"type": "string"}, "priority": {"type": "integer"}, "max_attempts": {"type": "integer"}}},
+                "paused": {"type": "boolean"}, "created_at": time, "next_at": time, "last_at": time_or_null}},
         "RateLimit": {"type": "object", "nullable": true, "required": ["limit", "per_ms"], "properties": {
             "limit": {"type": "integer"}, "per_ms": {"type": "integer"}}},
         "NewJob": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],

@@ -525,6 +525,87 @@ fn shutdown_answers_waiting_long_polls_empty() {
 }
 
 #[test]
+fn schedules_over_http() {
+    let s = TestServer::plain();
+    let (st, v) = s.call_method(
+        "PUT",
+        "/v1/schedules/nightly",
+        json!({"cron": "30 2 * * *", "tz": "Europe/Berlin", "job": {"queue": "reports", "kind": "build", "payload": {"full": true}}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        (
+            v["name"].as_str(),
+            v["cron"].as_str(),
+            v["tz"].as_str(),
+            v["job"]["payload"].as_str(),
+            v["paused"].as_bool()
+        ),
+        (
+            Some("nightly"),
+            Some("30 2 * * *"),
+            Some("Europe/Berlin"),
+            Some("{\"full\":true}"),
+            Some(false)
+        ),
+        "{v}"
+    );
+    let (st, v) = s.call_method(
+        "PUT",
+        "/v1/schedules/beat",
+        json!({"every_ms": 30000, "job": {"queue": "ops", "kind": "ping"}}),
+    );
+    assert_eq!((st, v["every_ms"].as_i64()), (200, Some(30000)), "{v}");
+    let (_, v) = s.call("GET", "/v1/schedules", None);
+    let names: Vec<&str> = v["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["beat", "nightly"]);
+    let (st, v) = s.call("POST", "/v1/schedules/beat/pause", None);
+    assert_eq!((st, v["paused"].as_bool()), (200, Some(true)));
+    let (st, v) = s.call("POST", "/v1/schedules/beat/resume", None);
+    assert_eq!((st, v["paused"].as_bool()), (200, Some(false)));
+    for (bad, why) in [
+        (json!({"cron": "every day", "job": {"queue": "q", "kind": "k"}}), "cron"),
+        (
+            json!({"cron": "* * * * *", "tz": "Mars/X", "job": {"queue": "q", "kind": "k"}}),
+            "tz",
+        ),
+        (
+            json!({"every_ms": 30000, "tz": "UTC", "job": {"queue": "q", "kind": "k"}}),
+            "tz",
+        ),
+        (
+            json!({"cron": "* * * * *", "every_ms": 1000, "job": {"queue": "q", "kind": "k"}}),
+            "both",
+        ),
+        (json!({"job": {"queue": "q", "kind": "k"}}), "neither"),
+        (json!({"every_ms": 500, "job": {"queue": "q", "kind": "k"}}), "every"),
+        (
+            json!({"every_ms": 5000, "job": {"queue": "q", "kind": "k", "delay_ms": 10}}),
+            "delay",
+        ),
+        (json!({"every_ms": 5000}), "no job"),
+    ] {
+        let (st, v) = s.call_method("PUT", "/v1/schedules/bad", bad.clone());
+        assert_eq!(st, 400, "{why}: {bad}: {v}");
+    }
+    let (_, v) = s.call("GET", "/v1/schedules", None);
+    assert_eq!(
+        v["schedules"].as_array().unwrap().len(),
+        2,
+        "refused schedules changed nothing"
+    );
+    assert_eq!(s.call("DELETE", "/v1/schedules/beat", None).0, 200);
+    let (st, v) = s.call("DELETE", "/v1/schedules/beat", None);
+    assert_eq!((st, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    assert_eq!(s.call("POST", "/v1/schedules/beat/pause", None).0, 404);
+}
+
+#[test]
 fn the_openapi_document_describes_every_route() {
     let s = TestServer::start(Options::default(), |c| c.tokens = vec!["t".into()]);
     let (st, doc) = s.call_as(None, "GET", "/openapi.json", None);
@@ -548,6 +629,10 @@ fn the_openapi_document_describes_every_route() {
         ("/v1/queues/{queue}/pause", &["post"]),
         ("/v1/queues/{queue}/resume", &["post"]),
         ("/v1/queues/{queue}/limits", &["put"]),
+        ("/v1/schedules", &["get"]),
+        ("/v1/schedules/{name}", &["put", "delete"]),
+        ("/v1/schedules/{name}/pause", &["post"]),
+        ("/v1/schedules/{name}/resume", &["post"]),
         ("/healthz", &["get"]),
         ("/metrics", &["get"]),
     ] {

@@ -61,6 +61,7 @@ pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, MAX_LEASE_BATCH, MAX_WAIT,
 };
 
+pub use relay_core::periodic::time_zones;
 pub use relay_core::{
     Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,
     QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,

@@ -110,6 +110,31 @@ pub fn limits(l: &relay_core::QueueLimits) -> Map<String, Value> {
     m
 }
 
+/// A schedule: `{"name", "cron", "tz", "every_ms", "job": {"queue", "kind",
+/// "payload" (or "payload_base64"), "priority", "max_attempts"}, "paused",
+/// "created_at", "next_at", "last_at"}`.
+pub fn schedule(s: &relay_core::Schedule) -> Value {
+    let (cron, tz, every_ms) = match &s.recurrence {
+        relay_core::Recurrence::Cron { expr, tz } => (json!(expr), json!(tz), Value::Null),
+        relay_core::Recurrence::Every(d) => (
+            Value::Null,
+            Value::Null,
+            json!(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        ),
+    };
+    let mut job = Map::new();
+    job.insert("queue".into(), json!(s.queue));
+    job.insert("kind".into(), json!(s.kind));
+    put_bytes(&mut job, "payload", Some(&s.payload));
+    job.insert("priority".into(), json!(s.priority.get()));
+    job.insert("max_attempts".into(), json!(s.max_attempts));
+    json!({
+        "name": s.name, "cron": cron, "tz": tz, "every_ms": every_ms, "job": job,
+        "paused": s.paused, "created_at": time(s.created_at), "next_at": time(s.next_at),
+        "last_at": s.last_at.map(time),
+    })
+}
+
 pub fn event(e: &Event) -> Value {
     json!({"job_id": e.job_id, "seq": e.seq, "at": time(e.at), "kind": e.kind, "data": e.data})
 }

@@ -29,6 +29,9 @@
 //!   another; prints `S <id>` for each answered, `E <variant>: <error>`
 //!   for each refused. When the open itself fails it prints `OPEN-ERR: ..`
 //!   and opens once more: `REOPEN-OK` or `REOPEN-ERR: ..`.
+//! - `relay-testchild idle DB`: opens the store with the default options
+//!   (the scheduler on) and does nothing else until killed; prints
+//!   `OPEN` once open.
 //! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
 //!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
@@ -48,6 +51,15 @@ fn main() -> ExitCode {
     }
     if arg(1) == "script" {
         return script(&arg(2));
+    }
+    if arg(1) == "idle" {
+        let Some(_relay) = open(&arg(2)) else {
+            return ExitCode::FAILURE;
+        };
+        say_line("OPEN");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
     }
     if arg(1) == "campaign" {
         return campaign(&arg(2), threads, arg(4).parse().unwrap_or(100), &arg(5));
