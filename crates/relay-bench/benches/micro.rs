@@ -105,6 +105,8 @@ mod encode {
             created_at: NOW,
             unique_key: None,
             result: None,
+            lease_for: None,
+            timeout: None,
             status: JobStatus::new_ready(NOW, 20),
         }
     }

@@ -127,6 +127,12 @@ pub struct SubmitArgs {
     /// While a job with this key is unfinished, submitting it again returns that job.
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// Each lease of this job lasts this long, whatever the worker asks (e.g. 10m).
+    #[arg(long, value_parser = duration)]
+    pub lease_for: Option<Duration>,
+    /// Workers give up on an attempt of this job after this long (`relay work` kills the command).
+    #[arg(long, value_parser = duration)]
+    pub timeout: Option<Duration>,
     /// The payload; `-` reads it from stdin. Empty when omitted.
     pub payload: Option<String>,
 }

@@ -230,6 +230,8 @@ fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
                 run_at: None,
                 max_attempts: a.max_attempts,
                 unique_key: None,
+                lease_for: None,
+                timeout: None,
             };
             out.schedule(&t.add_schedule(&a.name, when, job)?);
         }
@@ -253,5 +255,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         run_at: a.run_at,
         max_attempts: a.max_attempts,
         unique_key: a.unique_key,
+        lease_for: a.lease_for,
+        timeout: a.timeout,
     })
 }

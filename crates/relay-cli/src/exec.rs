@@ -87,7 +87,8 @@ pub fn run(ctx: &JobContext, cfg: &ExecConfig) -> JobResult {
     std::thread::spawn(move || {
         let _ = waiter_tx.send(child.wait());
     });
-    let ended = wait(&waiter_rx, ctx, cfg.timeout, pgid);
+    // The job's own timeout, where it has one.
+    let ended = wait(&waiter_rx, ctx, ctx.job().timeout.or(cfg.timeout), pgid);
     // Whatever the command left running dies with it.
     kill_group(pgid);
     let _ = feeder.join();

@@ -22,6 +22,8 @@ pub struct Submit {
     pub run_at: Option<relay::Timestamp>,
     pub max_attempts: Option<u32>,
     pub unique_key: Option<String>,
+    pub lease_for: Option<Duration>,
+    pub timeout: Option<Duration>,
 }
 
 impl Submit {
@@ -39,6 +41,12 @@ impl Submit {
         if let Some(k) = self.unique_key {
             job = job.unique_key(k);
         }
+        if let Some(d) = self.lease_for {
+            job = job.lease_for(d);
+        }
+        if let Some(d) = self.timeout {
+            job = job.timeout(d);
+        }
         job
     }
 
@@ -46,7 +54,8 @@ impl Submit {
     fn body(self) -> Value {
         let mut body = json!({"queue": self.queue, "kind": self.kind, "priority": self.priority,
             "delay_ms": self.delay.map(millis), "run_at": self.run_at.map(relay::Timestamp::to_rfc3339),
-            "max_attempts": self.max_attempts, "unique_key": self.unique_key});
+            "max_attempts": self.max_attempts, "unique_key": self.unique_key,
+            "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis)});
         match String::from_utf8(self.payload) {
             Ok(text) => body["payload"] = json!(text),
             Err(e) => {

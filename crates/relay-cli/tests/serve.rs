@@ -171,6 +171,29 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         }
         let (_, lifted, _) = run(remote, &["limit", "later"]);
         assert_eq!(lifted, "queue later: no limits\n", "remote={remote}");
+        // A job's own lease length and timeout, either way.
+        let (code, id, err) = run(
+            remote,
+            &[
+                "submit",
+                "-q",
+                "own",
+                "-k",
+                "k",
+                "--lease-for",
+                "10m",
+                "--timeout",
+                "90s",
+            ],
+        );
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        let (_, shown, _) = run(remote, &["--json", "show", id.trim()]);
+        let v: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+        assert_eq!(
+            (v["lease_for_ms"].as_i64(), v["timeout_ms"].as_i64()),
+            (Some(600_000), Some(90_000)),
+            "remote={remote}"
+        );
         // Schedules, either way.
         let (code, added, err) = run(
             remote,

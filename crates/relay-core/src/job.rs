@@ -210,6 +210,13 @@ pub struct Job {
     pub unique_key: Option<String>,
     /// What the worker's ack reported, if anything.
     pub result: Option<Vec<u8>>,
+    /// How long each lease of this job lasts, when the job says so (else
+    /// the lease request's `lease_for`).
+    pub lease_for: Option<std::time::Duration>,
+    /// How long a worker lets one attempt run before it gives up on it,
+    /// when the job says so (the worker runtime's per-kind timeout
+    /// otherwise).
+    pub timeout: Option<std::time::Duration>,
     pub status: JobStatus,
 }
 

@@ -1,6 +1,12 @@
--- Relay schema for PostgreSQL, version 3: what is kept about a queue itself,
--- and periodic jobs. A queue with no row has the defaults (not paused, no
--- limits); queues need no declaration.
+-- Relay schema for PostgreSQL, version 3: a job's own lease length and
+-- timeout, what is kept about a queue itself, and periodic jobs. A queue
+-- with no row has the defaults (not paused, no limits); queues need no
+-- declaration.
+
+-- A job's own lease length and the worker's timeout for it (NULL: the
+-- lease request's, the worker's per-kind).
+ALTER TABLE relay_jobs ADD COLUMN lease_for_ms BIGINT, ADD COLUMN timeout_ms BIGINT;
+
 CREATE TABLE relay_queues (
     name         TEXT    PRIMARY KEY,
     paused       BOOLEAN NOT NULL, -- no job of the queue is leased while true

@@ -49,8 +49,17 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         created_at: Timestamp::from_millis(col(row, 5, "created_at", j)?),
         unique_key: col(row, 6, "unique_key", j)?,
         result: col(row, 7, "result", j)?,
+        lease_for: duration(row, 17, "lease_for_ms", j)?,
+        timeout: duration(row, 18, "timeout_ms", j)?,
         status: status(row, 8, j)?,
     })
+}
+
+/// A positive number of milliseconds, or NULL.
+fn duration(row: &Row, i: usize, name: &str, job: Option<JobId>) -> Result<Option<std::time::Duration>, StoreError> {
+    col::<Option<i64>>(row, i, name, job)?
+        .map(|ms| relay_store::decode::millis(job, name, ms))
+        .transpose()
 }
 
 /// A `relay_queues` row: `name, paused, max_leased, rate_limit,

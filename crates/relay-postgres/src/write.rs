@@ -205,6 +205,8 @@ pub(crate) struct InsertCols<'a> {
     expires: Vec<Option<i64>>,
     by: Vec<Option<&'a str>>,
     error: Vec<Option<&'a str>>,
+    lease_for: Vec<Option<i64>>,
+    timeout: Vec<Option<i64>>,
 }
 
 impl<'a> InsertCols<'a> {
@@ -236,6 +238,14 @@ impl<'a> InsertCols<'a> {
                 .map(|j| j.status.lease.as_ref().map(|l| l.worker.as_str()))
                 .collect(),
             error: ins.iter().map(|j| j.status.last_error.as_deref()).collect(),
+            lease_for: ins
+                .iter()
+                .map(|j| j.lease_for.map(relay_core::time::duration_millis))
+                .collect(),
+            timeout: ins
+                .iter()
+                .map(|j| j.timeout.map(relay_core::time::duration_millis))
+                .collect(),
         }
     }
 
@@ -258,6 +268,8 @@ impl<'a> InsertCols<'a> {
             &self.expires,
             &self.by,
             &self.error,
+            &self.lease_for,
+            &self.timeout,
         ]
     }
 }

@@ -124,6 +124,12 @@ struct SubmitBody {
     max_attempts: Option<u32>,
     #[serde(default)]
     unique_key: Option<String>,
+    /// Each lease of the job lasts this long, whatever the lease asks.
+    #[serde(default)]
+    lease_for_ms: Option<u64>,
+    /// Workers give up on an attempt after this long.
+    #[serde(default)]
+    timeout_ms: Option<u64>,
 }
 
 impl SubmitBody {
@@ -155,6 +161,12 @@ impl SubmitBody {
         }
         if let Some(k) = self.unique_key {
             job = job.unique_key(k);
+        }
+        if let Some(d) = ms("lease_for_ms", self.lease_for_ms)? {
+            job = job.lease_for(d);
+        }
+        if let Some(d) = ms("timeout_ms", self.timeout_ms)? {
+            job = job.timeout(d);
         }
         Ok(job)
     }

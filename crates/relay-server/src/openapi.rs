@@ -285,19 +285,23 @@ fn schemas() -> Value {
             "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
             "run_at": {"type": "string", "format": "date-time", "nullable": true},
             "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
-            "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true}}},
+            "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true},
+            "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
+            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}},
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
                 "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
                 "priority": {"type": "integer", "minimum": 0, "maximum": 3}, "attempts": {"type": "integer"}, "max_attempts": {"type": "integer"},
                 "ready_at": time, "created_at": time, "finished_at": time_or_null, "unique_key": text_or_null,
                 "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
+                "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
                 "payload": {"type": "string"}, "payload_base64": {"type": "string"}, "result": text_or_null, "result_base64": {"type": "string"}}},
         "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
             "properties": {
                 "id": {"type": "integer"}, "token": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"},
                 "priority": {"type": "integer"}, "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"},
-                "lease_expires_at": time, "payload": {"type": "string"}, "payload_base64": {"type": "string"}}},
+                "lease_expires_at": time, "lease_for_ms": {"type": "integer"}, "timeout_ms": {"type": "integer", "nullable": true},
+                "payload": {"type": "string"}, "payload_base64": {"type": "string"}}},
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })

@@ -525,6 +525,41 @@ fn shutdown_answers_waiting_long_polls_empty() {
 }
 
 #[test]
+fn a_jobs_own_lease_length_and_timeout_over_http() {
+    let s = TestServer::plain();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "q", "kind": "k", "lease_for_ms": 600_000, "timeout_ms": 90_000})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(
+        (v["lease_for_ms"].as_i64(), v["timeout_ms"].as_i64()),
+        (Some(600_000), Some(90_000)),
+        "{v}"
+    );
+    let (_, v) = s.call(
+        "POST",
+        "/v1/lease",
+        Some(json!({"queues": ["q"], "lease_for_ms": 1000})),
+    );
+    let job = &v["jobs"][0];
+    assert_eq!(
+        (job["lease_for_ms"].as_i64(), job["timeout_ms"].as_i64()),
+        (Some(600_000), Some(90_000)),
+        "{v}"
+    );
+    for bad in [json!({"lease_for_ms": 0}), json!({"timeout_ms": 86_400_001})] {
+        let mut body = json!({"queue": "q", "kind": "k"});
+        body.as_object_mut().unwrap().extend(bad.as_object().unwrap().clone());
+        let (st, v) = s.call("POST", "/v1/jobs", Some(body));
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+}
+
+#[test]
 fn schedules_over_http() {
     let s = TestServer::plain();
     let (st, v) = s.call_method(

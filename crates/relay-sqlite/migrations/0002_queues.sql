@@ -1,6 +1,12 @@
--- Relay schema, version 2: what is kept about a queue itself, and periodic
--- jobs. A queue with no row has the defaults (not paused, no limits); queues
--- need no declaration.
+-- Relay schema, version 2: a job's own lease length and timeout, what is
+-- kept about a queue itself, and periodic jobs. A queue with no row has the
+-- defaults (not paused, no limits); queues need no declaration.
+
+-- A job's own lease length and the worker's timeout for it (NULL: the
+-- lease request's, the worker's per-kind).
+ALTER TABLE jobs ADD COLUMN lease_for_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER;
+
 CREATE TABLE queues (
     name         TEXT    PRIMARY KEY,
     paused       INTEGER NOT NULL, -- 0 or 1: no job of the queue is leased while 1

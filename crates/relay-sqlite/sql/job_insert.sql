@@ -2,5 +2,6 @@
 -- inserted LEASED), under an id the writer reserved (job_ids.sql).
 -- No RETURNING (it costs a temporary table per statement).
 INSERT INTO jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
-                  finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                  finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
+                  lease_for_ms, timeout_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)

@@ -55,6 +55,13 @@ impl<'a, 'r> Cols<'a, 'r> {
         }
     }
 
+    /// A positive number of milliseconds, or NULL.
+    pub(crate) fn opt_duration(&self, i: usize, name: &str) -> Result<Option<std::time::Duration>, StoreError> {
+        self.opt_int(i, name)?
+            .map(|ms| relay_store::decode::millis(self.job, name, ms))
+            .transpose()
+    }
+
     pub(crate) fn text(&self, i: usize, name: &str) -> Result<String, StoreError> {
         self.opt_text(i, name)?
             .ok_or_else(|| StoreError::corrupt(self.job, format!("column {name}: NULL")))
@@ -116,6 +123,8 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
         created_at: Timestamp::from_millis(c.int(5, "created_at")?),
         unique_key: c.opt_text(6, "unique_key")?,
         result: c.opt_blob(7, "result")?,
+        lease_for: c.opt_duration(17, "lease_for_ms")?,
+        timeout: c.opt_duration(18, "timeout_ms")?,
         status: c.status(8)?,
     })
 }

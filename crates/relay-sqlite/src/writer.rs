@@ -118,6 +118,8 @@ impl SqliteStore {
                 lease.map(|l| l.expires_at.as_millis()),
                 lease.map(|l| l.worker.as_str()),
                 s.last_error.as_deref(),
+                j.lease_for.map(relay_core::time::duration_millis),
+                j.timeout.map(relay_core::time::duration_millis),
             ],
         )
         .map(drop)

@@ -29,6 +29,15 @@ fn count(job: Option<JobId>, name: &str, v: i64) -> Result<u32, StoreError> {
     u32::try_from(v).map_err(|_| StoreError::corrupt(job, format!("column {name}: {v} is out of range")))
 }
 
+/// A stored duration in milliseconds: positive, or `Corrupt`.
+pub fn millis(job: Option<JobId>, name: &str, ms: i64) -> Result<Duration, StoreError> {
+    u64::try_from(ms)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
+        .ok_or_else(|| StoreError::corrupt(job, format!("column {name}: {ms} is not a positive duration")))
+}
+
 /// A stored priority, or `Corrupt` outside 0-3.
 pub fn priority(job: Option<JobId>, v: i64) -> Result<Priority, StoreError> {
     u8::try_from(v)

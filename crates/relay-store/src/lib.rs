@@ -39,6 +39,8 @@ pub struct JobInsert<'a> {
     pub created_at: Timestamp,
     pub status: &'a JobStatus,
     pub result: Option<&'a [u8]>,
+    pub lease_for: Option<Duration>,
+    pub timeout: Option<Duration>,
 }
 
 /// An existing job's new status. The guard (`expect_state`,

@@ -273,3 +273,66 @@ pub fn a_limit_holds_across_relays_on_the_store(new_db: &NewDb) {
     assert_eq!(b.lease(LeaseRequest::new(["q"]).max(5)).unwrap().len(), 1);
     assert!(a.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
 }
+
+/// A job's own lease length wins over the lease request's; its timeout is
+/// handed to the worker with the lease. Both are stored with the job.
+pub fn a_jobs_own_lease_length_and_timeout(new_db: &NewDb) {
+    let (relay, clock, db) = open_clocked(new_db);
+    let long = relay
+        .submit(
+            NewJob::new("q", "k", Vec::new())
+                .lease_for(Duration::from_secs(600))
+                .timeout(Duration::from_secs(90)),
+        )
+        .unwrap();
+    let plain = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    drop(relay);
+    let options = relay::Options {
+        clock: clock.clone(),
+        ..crate::clocked().0
+    };
+    let relay = db.open(options).unwrap();
+    let job = relay.get(long).unwrap();
+    assert_eq!(
+        (job.lease_for, job.timeout),
+        (Some(Duration::from_secs(600)), Some(Duration::from_secs(90)))
+    );
+    let got = relay
+        .lease(LeaseRequest::new(["q"]).max(2).lease_for(Duration::from_secs(30)))
+        .unwrap();
+    let (a, b) = (&got[0], &got[1]);
+    assert_eq!((a.id, b.id), (long, plain));
+    assert_eq!(
+        (a.lease_for, a.timeout, a.expires_at),
+        (
+            Duration::from_secs(600),
+            Some(Duration::from_secs(90)),
+            clock.now().plus(Duration::from_secs(600))
+        )
+    );
+    assert_eq!(
+        (b.lease_for, b.timeout, b.expires_at),
+        (Duration::from_secs(30), None, clock.now().plus(Duration::from_secs(30)))
+    );
+    // Past the request's 30 s the job's own lease still holds.
+    clock.advance(Duration::from_secs(60));
+    relay.ack(a.id, a.token, None).unwrap();
+    assert!(matches!(relay.ack(b.id, b.token, None), Err(Error::LeaseLost { .. })));
+    for (bad, field) in [
+        (NewJob::new("q", "k", Vec::new()).lease_for(Duration::ZERO), "lease_for"),
+        (
+            NewJob::new("q", "k", Vec::new()).lease_for(Duration::from_secs(90_000)),
+            "lease_for",
+        ),
+        (NewJob::new("q", "k", Vec::new()).timeout(Duration::ZERO), "timeout"),
+        (
+            NewJob::new("q", "k", Vec::new()).timeout(Duration::from_secs(90_000)),
+            "timeout",
+        ),
+    ] {
+        match relay.submit(bad) {
+            Err(Error::InvalidInput(e)) => assert_eq!(e.field, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}

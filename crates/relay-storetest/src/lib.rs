@@ -177,6 +177,7 @@ macro_rules! conformance {
             flow::a_rate_limit_allows_its_count_per_window,
             flow::bad_limits_are_refused_and_change_nothing,
             flow::a_limit_holds_across_relays_on_the_store,
+            flow::a_jobs_own_lease_length_and_timeout,
             batches::claims_in_one_batch_share_the_queue_limit,
             periodic::an_interval_schedule_enqueues_one_job_per_tick,
             periodic::a_cron_schedule_runs_once_a_day_across_daylight_saving_changes,

@@ -42,6 +42,8 @@ fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Optio
         created_at: ctx.now,
         unique_key: j.unique_key.clone(),
         result: None,
+        lease_for: j.lease_for,
+        timeout: j.timeout,
         status,
     })?;
     plan.event(id, "submitted", data.to_string(), false)?;
@@ -61,15 +63,17 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
             break;
         };
         let job = plan.job(winner.id)?.ok_or(Error::NotFound { id: winner.id })?;
+        // The job's own lease length, where it has one.
+        let lease_for = job.lease_for.unwrap_or(req.lease_for);
         let action = Action::Lease {
             worker: &req.worker,
-            lease_for: req.lease_for,
+            lease_for,
         };
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
         let status = next.status.clone();
         persist(plan, job.id, next, None)?;
         plan.count_lease(&job.queue)?;
-        jobs.push(LeasedJob::new(job, status));
+        jobs.push(LeasedJob::new(job, status, lease_for));
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
@@ -248,6 +252,8 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         ready_at: ctx.now,
         max_attempts: s.max_attempts,
         unique_key: None,
+        lease_for: None,
+        timeout: None,
     };
     insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
     s.last_at = Some(s.next_at);

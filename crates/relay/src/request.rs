@@ -25,6 +25,8 @@ pub struct NewJob {
     when: When,
     max_attempts: Option<u32>,
     unique_key: Option<String>,
+    lease_for: Option<Duration>,
+    timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +46,8 @@ impl NewJob {
             when: When::Now,
             max_attempts: None,
             unique_key: None,
+            lease_for: None,
+            timeout: None,
         }
     }
 
@@ -85,6 +89,24 @@ impl NewJob {
         self
     }
 
+    /// Each lease of this job lasts `d` (more than 0, at most 24 h),
+    /// whatever the lease request says: for a job that needs longer (or
+    /// shorter) than the rest of its queue. Heartbeats renew it by as much.
+    #[must_use]
+    pub fn lease_for(mut self, d: Duration) -> Self {
+        self.lease_for = Some(d);
+        self
+    }
+
+    /// The worker runtime gives up on an attempt of this job after `d`
+    /// (more than 0, at most 24 h), instead of its per-kind timeout: a
+    /// nack with a timeout error, as for any timeout.
+    #[must_use]
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+
     pub(crate) fn validate(
         self,
         limits: &Limits,
@@ -92,6 +114,14 @@ impl NewJob {
         now: Timestamp,
     ) -> Result<ValidJob, InvalidInput> {
         limits.queue(&self.queue)?;
+        if let Some(d) = self.lease_for {
+            limits.lease_for(d)?;
+        }
+        if let Some(d) = self.timeout {
+            limits
+                .lease_for(d)
+                .map_err(|e| InvalidInput::new("timeout", e.reason))?;
+        }
         limits.label("kind", &self.kind)?;
         limits.payload(&self.payload)?;
         let priority = Priority::new(self.priority)
@@ -114,6 +144,8 @@ impl NewJob {
             ready_at,
             max_attempts,
             unique_key: self.unique_key,
+            lease_for: self.lease_for,
+            timeout: self.timeout,
         })
     }
 }
@@ -127,6 +159,8 @@ pub(crate) struct ValidJob {
     pub ready_at: Timestamp,
     pub max_attempts: u32,
     pub unique_key: Option<String>,
+    pub lease_for: Option<Duration>,
+    pub timeout: Option<Duration>,
 }
 
 /// A request for jobs.
@@ -251,10 +285,15 @@ pub struct LeasedJob {
     pub max_attempts: u32,
     pub expires_at: Timestamp,
     pub created_at: Timestamp,
+    /// How long this lease lasts: the job's own (see [`NewJob::lease_for`])
+    /// or the request's. Heartbeats renew it by as much.
+    pub lease_for: Duration,
+    /// The job's own timeout (see [`NewJob::timeout`]), if it has one.
+    pub timeout: Option<Duration>,
 }
 
 impl LeasedJob {
-    pub(crate) fn new(job: Job, status: JobStatus) -> Self {
+    pub(crate) fn new(job: Job, status: JobStatus, lease_for: Duration) -> Self {
         let (token, expires_at) = status
             .lease
             .as_ref()
@@ -270,6 +309,8 @@ impl LeasedJob {
             max_attempts: status.max_attempts,
             expires_at,
             created_at: job.created_at,
+            lease_for,
+            timeout: job.timeout,
         }
     }
 }

@@ -34,6 +34,10 @@ fn put_bytes(obj: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
     }
 }
 
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 pub fn job(j: &Job) -> Value {
     let s = &j.status;
     let lease = s.lease.as_ref();
@@ -53,6 +57,8 @@ pub fn job(j: &Job) -> Value {
     obj.insert("lease_expires_at".into(), json!(lease.map(|l| time(l.expires_at))));
     obj.insert("leased_by".into(), json!(lease.map(|l| l.worker.as_str())));
     obj.insert("last_error".into(), json!(s.last_error));
+    obj.insert("lease_for_ms".into(), json!(j.lease_for.map(ms)));
+    obj.insert("timeout_ms".into(), json!(j.timeout.map(ms)));
     put_bytes(&mut obj, "payload", Some(&j.payload));
     put_bytes(&mut obj, "result", j.result.as_deref());
     Value::Object(obj)
@@ -68,6 +74,8 @@ pub fn leased(l: &LeasedJob) -> Value {
     obj.insert("attempt".into(), json!(l.attempt));
     obj.insert("max_attempts".into(), json!(l.max_attempts));
     obj.insert("lease_expires_at".into(), json!(time(l.expires_at)));
+    obj.insert("lease_for_ms".into(), json!(ms(l.lease_for)));
+    obj.insert("timeout_ms".into(), json!(l.timeout.map(ms)));
     put_bytes(&mut obj, "payload", Some(&l.payload));
     Value::Object(obj)
 }
@@ -156,6 +164,8 @@ mod tests {
             created_at: Timestamp::from_millis(1_764_442_800_123),
             unique_key: None,
             result: Some(vec![0xff, 0x00]),
+            lease_for: None,
+            timeout: Some(std::time::Duration::from_secs(90)),
             status,
         };
         let v = job(&j);

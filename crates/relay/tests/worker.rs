@@ -132,6 +132,47 @@ fn a_snoozed_job_runs_again_later_without_spending_an_attempt() {
     );
 }
 
+/// A job's own timeout wins over its kind's; its own lease length sets the
+/// heartbeat (a 1 s lease is renewed while its handler runs 2.5 s, under a
+/// worker whose leases are 30 s).
+#[test]
+fn a_jobs_own_timeout_and_lease_length_rule_its_run() {
+    let (_d, relay) = open();
+    let quick = relay
+        .submit(
+            NewJob::new("q", "slow", b"quick".to_vec())
+                .max_attempts(1)
+                .timeout(Duration::from_millis(200)),
+        )
+        .unwrap();
+    let held = relay
+        .submit(NewJob::new("q", "slow", b"held".to_vec()).lease_for(Duration::from_secs(1)))
+        .unwrap();
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(2)
+        .lease_for(Duration::from_secs(30))
+        .async_handler("slow", |_ctx| async move {
+            tokio::time::sleep(Duration::from_millis(2_500)).await;
+            Ok(None)
+        })
+        .timeout("slow", Duration::from_secs(60));
+    run_until(w, || finished(&relay, quick) && finished(&relay, held));
+    let q = relay.get(quick).unwrap();
+    assert_eq!(
+        q.state(),
+        JobState::Dead,
+        "the job's 200 ms timeout, not its kind's 60 s"
+    );
+    assert!(
+        q.status.last_error.as_deref().unwrap_or("").contains("timed out"),
+        "{q:?}"
+    );
+    let h = relay.get(held).unwrap();
+    assert_eq!(h.state(), JobState::Succeeded, "heartbeats kept its 1 s lease alive");
+    let expired = relay.events(held).unwrap().iter().any(|e| e.kind == "expired");
+    assert!(!expired);
+}
+
 #[test]
 fn a_panic_is_a_nack_and_the_pool_keeps_its_strength() {
     let (_d, relay) = open();

@@ -932,6 +932,8 @@ impl<'s> Plan<'s> {
                         created_at: row.created_at,
                         status: &e.status,
                         result: e.result.as_deref(),
+                        lease_for: row.lease_for,
+                        timeout: row.timeout,
                     });
                 }
                 (Some((state, token)), false) => {

@@ -177,7 +177,8 @@ impl Pool {
             Ok(jobs) => {
                 for job in jobs {
                     let ctx = JobContext::new(job.clone(), self.w.relay.clone());
-                    let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), ctx.clone(), self.w.lease_for));
+                    // Renewed by the lease's own length (the job's, where it has one).
+                    let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), ctx.clone(), job.lease_for));
                     let b = Buffered { job, heartbeat, ctx };
                     match permits.pop() {
                         Some(permit) => {
@@ -205,7 +206,12 @@ impl Pool {
             .get(&b.job.kind)
             .cloned()
             .or_else(|| self.w.fallback.clone());
-        let timeout = registered.as_ref().and_then(|r| r.timeout).or(self.w.default_timeout);
+        // The job's own timeout first, then its kind's, then the worker's.
+        let timeout = b
+            .job
+            .timeout
+            .or_else(|| registered.as_ref().and_then(|r| r.timeout))
+            .or(self.w.default_timeout);
         let run = JobRun {
             ctx: b.ctx,
             completer: self.completer.clone(),
