@@ -1,11 +1,12 @@
 //! `relay demo`: a new database, a few thousand jobs over three queues and
 //! four priorities, a few workers, some failures and retries, one job that
-//! always fails and goes DEAD; then a report of what happened.
+//! always fails and goes DEAD; a schedule ticking every second; then a
+//! report of what happened.
 
 use crate::args::DemoArgs;
 use crate::commands::CliError;
 use crate::output::Out;
-use relay::{JobId, JobState, LeaseRequest, LeasedJob, NewJob, Options, Relay, RetryPolicy};
+use relay::{JobFilter, JobId, JobState, LeaseRequest, LeasedJob, NewJob, NewSchedule, Options, Relay, RetryPolicy};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -101,7 +102,53 @@ fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliE
         Ok(())
     })?;
     let run_time = start.elapsed();
-    report(&relay, out, &path, args, total, submit_time, run_time, &tally, poison)
+    let ticks = periodic(&relay, out)?;
+    report(
+        &relay,
+        out,
+        &path,
+        args,
+        total,
+        submit_time,
+        run_time,
+        &tally,
+        poison,
+        &ticks,
+    )
+}
+
+/// How long the demo lets its schedule tick.
+const TICKING: Duration = Duration::from_millis(3_300);
+
+/// A schedule that ticks every second while the demo waits a little over
+/// three seconds (the engine's own scheduler enqueues its jobs); returns the
+/// ticks of the jobs it enqueued.
+fn periodic(relay: &Relay, out: &Out) -> Result<Vec<String>, CliError> {
+    if !out.is_json() {
+        out.line("a schedule ticks every second for 3 s (each tick enqueues exactly one job)...");
+    }
+    let every = NewSchedule::every(
+        "demo-every-second",
+        Duration::from_secs(1),
+        NewJob::new("ticks", "tick", Vec::new()),
+    );
+    relay.add_schedule(every)?;
+    std::thread::sleep(TICKING);
+    relay.pause_schedule("demo-every-second")?;
+    let filter = JobFilter {
+        queue: Some("ticks".into()),
+        limit: 100,
+        ..JobFilter::default()
+    };
+    let mut ticks = Vec::new();
+    for job in relay.list(&filter)? {
+        let first = relay.events(job.id)?.into_iter().next();
+        if let Some(tick) = first.and_then(|e| e.data["tick"].as_str().map(str::to_owned)) {
+            ticks.push(tick);
+        }
+    }
+    ticks.sort();
+    Ok(ticks)
 }
 
 /// Submits from `workers` threads, one job per call, so that group commit
@@ -226,6 +273,7 @@ fn report(
     run_time: Duration,
     tally: &Tally,
     poison: JobId,
+    ticks: &[String],
 ) -> Result<(), CliError> {
     let m = relay.metrics();
     let rate = |n: u64, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
@@ -246,6 +294,7 @@ fn report(
             "commits": m.commits, "operations": m.operations, "largest_batch": m.largest_batch,
             "waits": per_priority,
             "dead_job": {"id": poison, "events": events.iter().map(relay::view::event).collect::<Vec<_>>()},
+            "schedule": {"name": "demo-every-second", "every_ms": 1000, "ticks": ticks},
         }).to_string());
         return Ok(());
     }
@@ -296,7 +345,15 @@ fn report(
         ));
     }
     out.line(&format!(
-        "\nlook around: relay --db {} stats | jobs --state DEAD | show {poison}",
+        "\nschedule demo-every-second (every 1s) enqueued {} jobs in {:.1} s, one per tick:",
+        ticks.len(),
+        TICKING.as_secs_f64()
+    ));
+    for t in ticks {
+        out.line(&format!("  {t}"));
+    }
+    out.line(&format!(
+        "\nlook around: relay --db {} stats | jobs --state DEAD | show {poison} | schedule list",
         path.display()
     ));
     Ok(())

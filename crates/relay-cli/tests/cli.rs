@@ -306,6 +306,17 @@ fn demo_runs_and_reports() {
         text.contains("attempts exhausted"),
         "the dead job's event log is shown: {text}"
     );
+    // The schedule: 3.3 s of a 1 s schedule, one job per tick.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("schedule demo-every-second (every 1s) enqueued "))
+        .unwrap_or_else(|| panic!("no schedule report: {text}"));
+    let n: usize = line.split_whitespace().nth(5).unwrap().parse().unwrap();
+    assert!((2..=4).contains(&n), "{line}");
+    let ticks: Vec<&str> = text.lines().skip_while(|l| *l != line).skip(1).take(n).collect();
+    let mut distinct = ticks.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), n, "{ticks:?}");
     let stats = json_lines(&relay(&db.path, &["stats", "--json"]));
     let total: u64 = stats[0]["queues"]
         .as_object()
