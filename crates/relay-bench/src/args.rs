@@ -67,6 +67,16 @@ pub struct Args {
     /// it. (SQLite's baseline is the fsync floor, always measured.)
     #[arg(long)]
     pub baseline: bool,
+    /// Before the run, limit the bench queue to this many LEASED jobs at
+    /// once (all threads and processes together), to measure what a
+    /// limited queue's claim costs (a limit above the thread count never
+    /// binds).
+    #[arg(long, value_name = "N")]
+    pub max_leased: Option<u32>,
+    /// Before the run, rate-limit the bench queue's leases: N/PERIOD, e.g.
+    /// 1000/s. Lease+ack throughput is then the rate.
+    #[arg(long, value_name = "N/PERIOD")]
+    pub rate: Option<relay::RateLimit>,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]
@@ -74,6 +84,11 @@ pub struct Args {
 }
 
 impl Args {
+    /// The bench queue has a limit (`--max-leased`, `--rate`).
+    pub fn limited(&self) -> bool {
+        self.max_leased.is_some() || self.rate.is_some()
+    }
+
     pub fn options(&self) -> relay::Options {
         relay::Options {
             split_commit: !self.no_split_commit,

@@ -13,6 +13,17 @@ use std::time::{Duration, Instant};
 
 const QUEUE: &str = "bench";
 
+/// One lease at a time; under a queue limit it waits a little (up to the
+/// rate window's end, or the poll interval) instead of returning at once.
+fn lease_request(args: &Args, worker: String) -> LeaseRequest {
+    let req = LeaseRequest::new([QUEUE]).worker(worker).lease_for(args.lease_for);
+    if args.limited() {
+        req.wait(Duration::from_millis(250))
+    } else {
+        req
+    }
+}
+
 /// Everything one run measured.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Report {
@@ -112,6 +123,15 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     }
     if args.depth > 0 {
         preload(&relay, args)?;
+    }
+    if args.max_leased.is_some() || args.rate.is_some() {
+        let limits = relay::QueueLimits {
+            max_leased: args.max_leased,
+            rate: args.rate,
+        };
+        relay
+            .set_queue_limits(QUEUE, limits)
+            .map_err(|e| format!("cannot limit the bench queue: {e}"))?;
     }
     progress(
         args,
@@ -307,12 +327,15 @@ fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
     let failed = AtomicBool::new(false);
     let (samples, wall) = on_threads(args, |t| {
         let worker = format!("bench-w{}", t / args.concurrency);
-        let req = LeaseRequest::new([QUEUE]).worker(worker).lease_for(args.lease_for);
+        let req = lease_request(args, worker);
         let mut samples = Vec::new();
         while claimed.load(Relaxed) < args.jobs && !failed.load(Relaxed) {
             let start = Instant::now();
             let leased = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"));
             let Some(job) = leased.inspect_err(|_| failed.store(true, Relaxed))?.pop() else {
+                if args.limited() {
+                    continue; // the limit held it back: look again until all are claimed
+                }
                 break;
             };
             let n = claimed.fetch_add(1, Relaxed) + 1;
@@ -409,13 +432,15 @@ pub fn lease_ack_child(args: &Args) -> Result<(), String> {
     let relay = Relay::connect(&target, args.options()).map_err(|e| e.to_string())?;
     let leased = AtomicU64::new(0);
     let (samples, _) = on_threads(args, |t| {
-        let req = LeaseRequest::new([QUEUE])
-            .worker(format!("bench-p{}-t{t}", std::process::id()))
-            .lease_for(args.lease_for);
+        let req = lease_request(args, format!("bench-p{}-t{t}", std::process::id()));
         let mut samples = Vec::new();
         loop {
             let start = Instant::now();
             let Some(job) = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"))?.pop() else {
+                let ready = relay.stats().map_err(|e| format!("stats: {e}"))?.queues.get(QUEUE).map_or(0, |q| q.counts.get(&JobState::Ready).copied().unwrap_or(0));
+                if args.limited() && ready > 0 {
+                    continue; // held back by the limit, not out of jobs
+                }
                 break;
             };
             leased.fetch_add(1, Relaxed);

@@ -352,22 +352,9 @@ fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (write durations like 500ms, 10s, 5m, 1h)"))
 }
 
-/// N/PERIOD: a count, a slash, and `s`, `min`, `h`, `d` or a duration.
+/// N/PERIOD (see `RateLimit`'s `FromStr`).
 fn rate(s: &str) -> Result<relay::RateLimit, String> {
-    let usage = "write a rate like 100/s, 5/min, 1000/h or 20/10s";
-    let (n, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: {usage}"))?;
-    let limit = n
-        .trim()
-        .parse::<u32>()
-        .map_err(|e| format!("{n:?} is not a count ({e}): {usage}"))?;
-    let per = match period.trim() {
-        "s" | "sec" | "second" => Duration::from_secs(1),
-        "m" | "min" | "minute" => Duration::from_secs(60),
-        "h" | "hour" => Duration::from_secs(3600),
-        "d" | "day" => Duration::from_secs(86_400),
-        other => humantime::parse_duration(other).map_err(|e| format!("{other:?}: {e}: {usage}"))?,
-    };
-    Ok(relay::RateLimit { limit, per })
+    s.parse()
 }
 
 /// HOST:PORT, the host a name (`localhost`) or an address.

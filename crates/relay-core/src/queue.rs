@@ -92,6 +92,30 @@ impl QueueLimits {
     }
 }
 
+impl std::str::FromStr for RateLimit {
+    type Err = String;
+
+    /// `N/PERIOD`: a count, a slash, and `s`, `min`, `h`, `d` or a
+    /// duration (`100/s`, `5/min`, `1000/h`, `20/10s`). Range checks are
+    /// [`QueueLimits::validate`]'s.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let usage = "write a rate like 100/s, 5/min, 1000/h or 20/10s";
+        let (n, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: {usage}"))?;
+        let limit = n
+            .trim()
+            .parse::<u32>()
+            .map_err(|e| format!("{n:?} is not a count ({e}): {usage}"))?;
+        let per = match period.trim() {
+            "s" | "sec" | "second" => Duration::from_secs(1),
+            "m" | "min" | "minute" => Duration::from_secs(60),
+            "h" | "hour" => Duration::from_secs(3600),
+            "d" | "day" => Duration::from_secs(86_400),
+            other => humantime::parse_duration(other).map_err(|e| format!("{other:?}: {e}: {usage}"))?,
+        };
+        Ok(RateLimit { limit, per })
+    }
+}
+
 impl RateLimit {
     /// When `w`'s window ends.
     pub fn window_end(&self, w: &RateWindow) -> Timestamp {
@@ -157,6 +181,17 @@ mod tests {
         );
         // A clock that stepped back starts afresh rather than waiting.
         assert_eq!(r.left(&w, at(5_000)), 3);
+    }
+
+    #[test]
+    fn rates_parse_from_text() {
+        let r = |s: &str| s.parse::<RateLimit>().map(|r| (r.limit, r.per));
+        assert_eq!(r("100/s"), Ok((100, Duration::from_secs(1))));
+        assert_eq!(r("5/min"), Ok((5, Duration::from_secs(60))));
+        assert_eq!(r("20/10s"), Ok((20, Duration::from_secs(10))));
+        for bad in ["100", "x/s", "5/fortnight", "-1/s", "/s"] {
+            assert!(r(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
