@@ -437,7 +437,12 @@ pub fn lease_ack_child(args: &Args) -> Result<(), String> {
         loop {
             let start = Instant::now();
             let Some(job) = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"))?.pop() else {
-                let ready = relay.stats().map_err(|e| format!("stats: {e}"))?.queues.get(QUEUE).map_or(0, |q| q.counts.get(&JobState::Ready).copied().unwrap_or(0));
+                let ready = relay
+                    .stats()
+                    .map_err(|e| format!("stats: {e}"))?
+                    .queues
+                    .get(QUEUE)
+                    .map_or(0, |q| q.counts.get(&JobState::Ready).copied().unwrap_or(0));
                 if args.limited() && ready > 0 {
                     continue; // held back by the limit, not out of jobs
                 }

@@ -106,24 +106,14 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
-    /// The queue (1-64 of A-Z a-z 0-9 _ . -); workers lease by queue.
-    #[arg(long, short)]
-    pub queue: String,
-    /// What the job is: the handler that runs it (e.g. send-email).
-    #[arg(long, short)]
-    pub kind: String,
-    /// 0 (least urgent) to 3 (most urgent).
-    #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
-    pub priority: i64,
+    #[command(flatten)]
+    pub job: JobArgs,
     /// Not leased before this long from now (e.g. 10s, 5m, 1h).
     #[arg(long, value_parser = duration, conflicts_with = "run_at")]
     pub delay: Option<Duration>,
     /// Not leased before this moment (RFC 3339, e.g. 2026-12-24T18:00:00Z).
     #[arg(long, value_parser = run_at)]
     pub run_at: Option<relay::Timestamp>,
-    /// Attempts before the job is DEAD (default 20).
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
     /// While a job with this key is unfinished, submitting it again returns that job.
     #[arg(long)]
     pub unique_key: Option<String>,
@@ -133,6 +123,23 @@ pub struct SubmitArgs {
     /// Workers give up on an attempt of this job after this long (`relay work` kills the command).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
+}
+
+/// What a job is: for `submit`, and the job a schedule's ticks enqueue.
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The queue (1-64 of A-Z a-z 0-9 _ . -); workers lease by queue.
+    #[arg(long, short)]
+    pub queue: String,
+    /// What the job is: the handler that runs it (e.g. send-email).
+    #[arg(long, short)]
+    pub kind: String,
+    /// 0 (least urgent) to 3 (most urgent).
+    #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
+    pub priority: i64,
+    /// Attempts before the job is DEAD (default 20).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
     /// The payload; `-` reads it from stdin. Empty when omitted.
     pub payload: Option<String>,
 }
@@ -243,20 +250,9 @@ pub struct ScheduleAddArgs {
     /// Instead of cron: every this long (1s to 366d), from now.
     #[arg(long, value_parser = duration)]
     pub every: Option<Duration>,
-    /// The queue each tick's job goes to.
-    #[arg(long, short)]
-    pub queue: String,
-    /// The job's kind.
-    #[arg(long, short)]
-    pub kind: String,
-    /// 0 (least urgent) to 3 (most urgent).
-    #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
-    pub priority: i64,
-    /// Attempts each job gets before it is DEAD (default 20).
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
-    /// The job's payload; `-` reads it from stdin. Empty when omitted.
-    pub payload: Option<String>,
+    /// The job each tick enqueues.
+    #[command(flatten)]
+    pub job: JobArgs,
 }
 
 #[derive(Debug, Args)]

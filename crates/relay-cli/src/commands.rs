@@ -1,6 +1,6 @@
 //! Each subcommand: check what the flags say, make the library call, print.
 
-use crate::args::{Cli, Command, ScheduleCommand, SubmitArgs};
+use crate::args::{Cli, Command, JobArgs, ScheduleCommand, SubmitArgs};
 use crate::output::Out;
 use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
 use relay::{Error, JobId, JobState, LeaseToken, Relay};
@@ -221,18 +221,7 @@ fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
                 (None, Some(d)) => When::Every(d, a.tz),
                 (None, None) => return Err(CliError::Usage("give --cron or --every".into())),
             };
-            let job = Submit {
-                queue: a.queue,
-                kind: a.kind,
-                payload: payload_arg(a.payload.as_deref())?,
-                priority: priority_arg(a.priority)?,
-                delay: None,
-                run_at: None,
-                max_attempts: a.max_attempts,
-                unique_key: None,
-                lease_for: None,
-                timeout: None,
-            };
+            let job = job_args(a.job)?;
             out.schedule(&t.add_schedule(&a.name, when, job)?);
         }
         ScheduleCommand::List => out.schedules(&t.schedules()?),
@@ -244,18 +233,28 @@ fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
 }
 
 fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
-    let payload = payload_arg(a.payload.as_deref())?;
-    let priority = priority_arg(a.priority)?;
     Ok(Submit {
-        queue: a.queue,
-        kind: a.kind,
-        payload,
-        priority,
         delay: a.delay,
         run_at: a.run_at,
-        max_attempts: a.max_attempts,
         unique_key: a.unique_key,
         lease_for: a.lease_for,
         timeout: a.timeout,
+        ..job_args(a.job)?
+    })
+}
+
+/// A job as `JobArgs` describe it, with nothing else set.
+fn job_args(a: JobArgs) -> Result<Submit, CliError> {
+    Ok(Submit {
+        queue: a.queue,
+        kind: a.kind,
+        payload: payload_arg(a.payload.as_deref())?,
+        priority: priority_arg(a.priority)?,
+        delay: None,
+        run_at: None,
+        max_attempts: a.max_attempts,
+        unique_key: None,
+        lease_for: None,
+        timeout: None,
     })
 }

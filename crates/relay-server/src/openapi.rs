@@ -237,6 +237,23 @@ fn errors() -> Value {
     Value::Object(out)
 }
 
+/// A job's schema: queue, kind, payload (or payload_base64), priority and
+/// max_attempts, with `extra` properties.
+fn job_schema(description: &str, extra: Value) -> Value {
+    let mut props = json!({
+        "queue": queue(),
+        "kind": label(),
+        "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
+        "payload_base64": {"type": "string", "format": "byte", "nullable": true},
+        "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
+        "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true}});
+    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    json!({"type": "object", "additionalProperties": false, "required": ["queue", "kind"], "description": description,
+        "not": {"required": ["payload", "payload_base64"]}, "properties": props})
+}
+
 fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
@@ -254,16 +271,7 @@ fn schemas() -> Value {
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
-        "JobTemplate": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
-            "description": "The job each tick enqueues: a NewJob without delay_ms, run_at or unique_key.",
-            "not": {"required": ["payload", "payload_base64"]},
-            "properties": {
-            "queue": queue(),
-            "kind": label(),
-            "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
-            "payload_base64": {"type": "string", "format": "byte", "nullable": true},
-            "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
-            "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true}}},
+        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms or timeout_ms.", json!({})),
         "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
             "properties": {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
@@ -274,20 +282,12 @@ fn schemas() -> Value {
                 "paused": {"type": "boolean"}, "created_at": time, "next_at": time, "last_at": time_or_null}},
         "RateLimit": {"type": "object", "nullable": true, "required": ["limit", "per_ms"], "properties": {
             "limit": {"type": "integer"}, "per_ms": {"type": "integer"}}},
-        "NewJob": {"type": "object", "additionalProperties": false, "required": ["queue", "kind"],
-            "not": {"required": ["payload", "payload_base64"]},
-            "properties": {
-            "queue": queue(),
-            "kind": label(),
-            "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
-            "payload_base64": {"type": "string", "format": "byte", "nullable": true},
-            "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
+        "NewJob": job_schema("A job to submit.", json!({
             "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
             "run_at": {"type": "string", "format": "date-time", "nullable": true},
-            "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
             "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true},
             "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
-            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}},
+            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
                 "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),

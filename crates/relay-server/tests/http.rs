@@ -624,6 +624,10 @@ fn schedules_over_http() {
             "delay",
         ),
         (json!({"every_ms": 5000}), "no job"),
+        (
+            json!({"every_ms": 5000, "job": {"queue": "q", "kind": "k", "timeout_ms": 1000}}),
+            "timeout",
+        ),
     ] {
         let (st, v) = s.call_method("PUT", "/v1/schedules/bad", bad.clone());
         assert_eq!(st, 400, "{why}: {bad}: {v}");

@@ -192,6 +192,10 @@ pub fn bad_schedules_are_refused_and_change_nothing(new_db: &NewDb) {
             NewSchedule::every("a", Duration::from_secs(5), job().priority(9)),
             "priority",
         ),
+        (
+            NewSchedule::every("a", Duration::from_secs(5), job().lease_for(Duration::from_secs(60))),
+            "lease_for",
+        ),
     ];
     for (s, field) in cases {
         match relay.add_schedule(s) {

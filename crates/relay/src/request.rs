@@ -479,6 +479,12 @@ impl NewSchedule {
                 "a schedule's job takes no unique key (each tick enqueues exactly one job)",
             ));
         }
+        if self.job.lease_for.is_some() || self.job.timeout.is_some() {
+            return Err(InvalidInput::new(
+                "lease_for",
+                "a schedule's job takes no lease_for or timeout of its own yet (set them on the worker)",
+            ));
+        }
         if !matches!(self.job.when, When::Now) {
             return Err(InvalidInput::new(
                 "delay",
