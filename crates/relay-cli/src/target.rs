@@ -153,10 +153,14 @@ impl Target {
                 Ok(view::schedule(&r.add_schedule(new)?))
             }
             Target::Remote(r) => {
-                let body = match when {
-                    When::Cron { expr, tz } => json!({"cron": expr, "tz": tz, "job": job.body()}),
-                    When::Every(d, tz) => json!({"every_ms": millis(d), "tz": tz, "job": job.body()}),
+                // A time zone is sent only when given (the server takes no null).
+                let (mut body, tz) = match when {
+                    When::Cron { expr, tz } => (json!({"cron": expr, "job": job.body()}), tz),
+                    When::Every(d, tz) => (json!({"every_ms": millis(d), "job": job.body()}), tz),
                 };
+                if let Some(tz) = tz {
+                    body["tz"] = json!(tz);
+                }
                 r.call("PUT", &format!("/v1/schedules/{}", path_segment(name)), Some(body))
             }
         }

@@ -63,14 +63,18 @@ fn refuses_an_open_listener_without_a_token() {
 #[test]
 fn the_cli_speaks_to_a_server_with_the_same_output() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(RELAY)
-        .arg("--db")
-        .arg(dir.path().join("remote.db"))
-        .args(["--auth", "cli-token", "serve", "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (_err, url) = common::server_url(&mut server);
+    // Killed at the end even when an assertion fails (an orphan would hold
+    // the test's output open).
+    let mut server = common::KillOnDrop(
+        Command::new(RELAY)
+            .arg("--db")
+            .arg(dir.path().join("remote.db"))
+            .args(["--auth", "cli-token", "serve", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (_err, url) = common::server_url(&mut server.0);
     let local = dir.path().join("local.db");
     let run = |remote: bool, args: &[&str]| {
         let mut c = Command::new(RELAY);
@@ -218,6 +222,37 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
                 && added.trim_end().ends_with(":30:00.000Z"),
             "remote={remote}: {added}"
         );
+        let (code, added, err) = run(
+            remote,
+            &["schedule", "add", "beat", "--every", "30s", "-q", "ops", "-k", "ping"],
+        );
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        assert!(
+            added.starts_with("schedule beat (every 30s): next tick at "),
+            "remote={remote}: {added}"
+        );
+        let (code, added, err) = run(
+            remote,
+            &[
+                "schedule",
+                "add",
+                "utc",
+                "--cron",
+                "0 3 * * *",
+                "-q",
+                "ops",
+                "-k",
+                "ping",
+            ],
+        );
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        assert!(
+            added.starts_with("schedule utc (cron 0 3 * * *): next tick at "),
+            "remote={remote}: {added}"
+        );
+        for name in ["beat", "utc"] {
+            assert_eq!(run(remote, &["schedule", "remove", name]).0, Some(0));
+        }
         let (_, list, _) = run(remote, &["schedule", "list"]);
         assert!(
             list.lines()
@@ -303,11 +338,11 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
+        .args(["-TERM", &server.0.id().to_string()])
         .status()
         .unwrap()
         .success());
-    assert!(server.wait().unwrap().success());
+    assert!(server.0.wait().unwrap().success());
 }
 
 fn spawn_server(db: &std::path::Path) -> (std::process::Child, String) {

@@ -1,10 +1,11 @@
 //! Periodic jobs: when a schedule's ticks fall, and the schedule record.
 //!
-//! Cron expressions are parsed and evaluated by the `croner` crate (its
-//! daylight-saving rules: a fixed time that falls in a spring-forward gap
-//! runs right after the gap, once; one that falls twice in a fall-back
-//! overlap runs at its first occurrence; wildcard and step fields keep
-//! their wall-clock rhythm), in an IANA time zone from `chrono-tz`.
+//! Cron expressions are parsed and evaluated by the `croner` crate, in an
+//! IANA time zone from `chrono-tz`. Daylight-saving changes: a time that
+//! falls in a spring-forward gap ticks once, right after the gap; in the
+//! hour a fall-back repeats, each wall-clock time ticks once, on its first
+//! pass (so a `*/5` schedule skips the repeated hour's second pass); the
+//! next tick is always after now.
 
 use crate::job::Priority;
 use crate::time::Timestamp;
@@ -78,10 +79,23 @@ impl Recurrence {
                 let Some(start) = Utc.timestamp_millis_opt(second).single() else {
                     return Ok(None);
                 };
-                Ok(cron
-                    .find_next_occurrence(&start.with_timezone(&zone), false)
-                    .ok()
-                    .map(|t| Timestamp::from_millis(t.timestamp_millis())))
+                // croner searches in wall-clock time: from the second
+                // occurrence of an hour the clocks repeat, its answer may be
+                // a tick of the first, already past. Search on from there
+                // until a tick really comes after `after` (at most the
+                // ticks of one repeated hour, 3,600 with seconds).
+                let mut at = start.with_timezone(&zone);
+                for _ in 0..4_000 {
+                    let Ok(next) = cron.find_next_occurrence(&at, false) else {
+                        return Ok(None);
+                    };
+                    let t = Timestamp::from_millis(next.timestamp_millis());
+                    if t > after {
+                        return Ok(Some(t));
+                    }
+                    at = next;
+                }
+                Ok(None)
             }
         }
     }
@@ -231,6 +245,22 @@ mod tests {
                 utc(2026, 10, 27, 1, 30)
             ]
         );
+    }
+
+    /// From inside the hour the clocks repeat (Berlin, 2026-10-25, 02:00
+    /// CEST = 00:00 UTC, then 02:00 CET = 01:00 UTC), the next tick is
+    /// after now, never one of the first pass through the hour (croner
+    /// answers in wall-clock time, and gave 02:10 CEST, an hour back).
+    /// Each wall-clock time of that hour ticks once, on its first pass: a
+    /// `*/5` schedule resumes at 03:00 CET.
+    #[test]
+    fn the_next_tick_from_inside_a_repeated_hour_is_after_now() {
+        let every5 = cron("*/5 * * * *", "Europe/Berlin");
+        let now = utc(2026, 10, 25, 1, 7); // 02:07 CET, the second pass
+        assert_eq!(every5.next_after(now, now).unwrap(), Some(utc(2026, 10, 25, 2, 0)));
+        let daily = cron("30 2 * * *", "Europe/Berlin");
+        let now = utc(2026, 10, 25, 1, 10); // 02:10 CET: today's 02:30 CEST is past
+        assert_eq!(daily.next_after(now, now).unwrap(), Some(utc(2026, 10, 26, 1, 30)));
     }
 
     #[test]
