@@ -4,6 +4,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can write.
+const LAST_PRINTABLE_MS: u64 = 253_402_300_799_999;
+
 /// A point in time, in whole milliseconds since the Unix epoch (UTC); the
 /// epoch itself by default.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -26,9 +29,12 @@ impl Timestamp {
     }
 
     /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-29T19:00:00.123Z`
-    /// (times before the epoch print as the epoch).
+    /// (times before the epoch print as the epoch, times after 9999 as its
+    /// last millisecond).
     pub fn to_rfc3339(self) -> String {
-        let ms = u64::try_from(self.0).unwrap_or(0);
+        // humantime writes years up to 9999 only (and panics past them):
+        // a later time (a saturated delay) prints as 9999-12-31T23:59:59.999Z.
+        let ms = u64::try_from(self.0).unwrap_or(0).min(LAST_PRINTABLE_MS);
         humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
     }
 
@@ -105,6 +111,15 @@ mod tests {
             "2025-11-29T19:00:00.123Z"
         );
         assert_eq!(Timestamp::from_millis(-5).to_rfc3339(), "1970-01-01T00:00:00.000Z");
+        // A delay that saturated prints (it panicked past year 9999).
+        assert_eq!(
+            Timestamp::from_millis(i64::MAX).to_rfc3339(),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            Timestamp::from_millis(253_402_300_799_999).to_rfc3339(),
+            "9999-12-31T23:59:59.999Z"
+        );
     }
 
     #[test]

@@ -314,3 +314,35 @@ pub fn claims_in_one_batch_share_the_queue_limit(new_db: &NewDb) {
     one_commit_since(&relay, &before);
     assert_eq!(got, 3, "three claims of 2 in one batch under max_leased 3");
 }
+
+/// A schedule added and removed in one batch writes nothing, and fails
+/// nothing (the removal found no stored row to delete).
+pub fn a_schedule_added_and_removed_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let before = relay.metrics();
+    let (add, remove, lease) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move {
+                a.add_schedule(relay::NewSchedule::every(
+                    "brief",
+                    Duration::from_secs(60),
+                    NewJob::new("q", "k", Vec::new()),
+                ))
+                .await
+            }),
+            start(async move { b.remove_schedule("brief").await }),
+            start(async move { c.lease(LeaseRequest::new(["q"])).await }),
+        )
+    });
+    block_on(add).unwrap();
+    block_on(remove).unwrap();
+    assert_eq!(
+        block_on(lease).unwrap().remove(0).id,
+        id,
+        "the batch's other work stands"
+    );
+    one_commit_since(&relay, &before);
+    assert!(relay.schedules().unwrap().is_empty());
+}

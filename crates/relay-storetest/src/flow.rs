@@ -49,6 +49,16 @@ pub fn snooze_puts_the_job_back_for_later_without_an_attempt(new_db: &NewDb) {
         .unwrap();
     assert_eq!((s.state, s.attempts), (JobState::Ready, 0));
     assert_eq!(s.ready_at, clock.now().plus(Duration::from_secs(5)));
+    // A delay past any calendar saturates; the writer and the event log
+    // carry on (its event printed the time past year 9999 and panicked).
+    clock.advance(Duration::from_secs(5));
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.snooze(id, l.token, Duration::from_secs(u64::MAX / 4)).unwrap();
+    assert!(relay.events(id).unwrap().last().unwrap().data["ready_at"]
+        .as_str()
+        .unwrap()
+        .starts_with("9999-12-31"));
+    relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
 }
 
 pub fn pause_stops_leases_of_the_queue_until_resume(new_db: &NewDb) {

@@ -124,6 +124,8 @@ enum Undo {
 #[derive(Clone)]
 struct ScheduleEntry {
     value: Option<Schedule>,
+    /// The store has a row for it (else a delete writes nothing).
+    stored: bool,
     /// The batch writes it (or deletes it).
     written: bool,
 }
@@ -374,8 +376,15 @@ impl<'s> Plan<'s> {
     pub(crate) fn schedule(&mut self, name: &str) -> Result<Option<Schedule>> {
         if !self.schedules.contains_key(name) {
             let value = self.store.schedule_get(name)?;
-            self.schedules
-                .insert(name.to_owned(), ScheduleEntry { value, written: false });
+            let stored = value.is_some();
+            self.schedules.insert(
+                name.to_owned(),
+                ScheduleEntry {
+                    value,
+                    stored,
+                    written: false,
+                },
+            );
         }
         Ok(self.schedules.get(name).and_then(|e| e.value.clone()))
     }
@@ -405,6 +414,7 @@ impl<'s> Plan<'s> {
                 Ok(s) => {
                     let e = self.schedules.entry(s.name.clone()).or_insert_with(|| ScheduleEntry {
                         value: Some(s.clone()),
+                        stored: true,
                         written: false,
                     });
                     // As the batch left it (changed or removed earlier).
@@ -903,7 +913,12 @@ impl<'s> Plan<'s> {
                 at: self.now,
             })
             .collect();
-        let mut schedules: Vec<(&String, &ScheduleEntry)> = self.schedules.iter().filter(|(_, e)| e.written).collect();
+        // (A schedule added and removed in one batch writes nothing.)
+        let mut schedules: Vec<(&String, &ScheduleEntry)> = self
+            .schedules
+            .iter()
+            .filter(|(_, e)| e.written && (e.stored || e.value.is_some()))
+            .collect();
         schedules.sort_unstable_by(|a, b| a.0.cmp(b.0));
         ch.schedules = schedules
             .into_iter()
