@@ -48,13 +48,13 @@ impl Limits {
         name("queue", q)
     }
 
-    /// A job kind, worker id or event kind: 1-64 characters, none of them
-    /// a control character.
     /// A schedule's name: as a queue's (it appears in URLs).
     pub fn schedule_name(&self, v: &str) -> Result<(), InvalidInput> {
         name("name", v)
     }
 
+    /// A job kind, worker id or event kind: 1-64 characters, none of them
+    /// a control character.
     pub fn label(&self, field: &'static str, v: &str) -> Result<(), InvalidInput> {
         let n = v.chars().count();
         if n == 0 || n > MAX_NAME_LEN {

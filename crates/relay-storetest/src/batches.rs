@@ -346,3 +346,38 @@ pub fn a_schedule_added_and_removed_in_one_batch(new_db: &NewDb) {
     one_commit_since(&relay, &before);
     assert!(relay.schedules().unwrap().is_empty());
 }
+
+/// A limit set partway through a batch counts the leases the batch made
+/// before it.
+pub fn a_limit_set_partway_through_a_batch_counts_its_earlier_leases(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    for i in 0..8u8 {
+        relay.submit(NewJob::new("q", "k", vec![i])).unwrap();
+    }
+    let before = relay.metrics();
+    let (first, limit, second) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.lease(LeaseRequest::new(["q"]).max(3)).await }),
+            start(async move {
+                b.set_queue_limits(
+                    "q",
+                    relay::QueueLimits {
+                        max_leased: Some(4),
+                        rate: None,
+                    },
+                )
+                .await
+            }),
+            start(async move { c.lease(LeaseRequest::new(["q"]).max(5)).await }),
+        )
+    });
+    assert_eq!(block_on(first).unwrap().len(), 3);
+    block_on(limit).unwrap();
+    assert_eq!(
+        block_on(second).unwrap().len(),
+        1,
+        "3 leased before the limit of 4: one more"
+    );
+    one_commit_since(&relay, &before);
+}

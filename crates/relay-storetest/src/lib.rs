@@ -180,6 +180,7 @@ macro_rules! conformance {
             flow::a_jobs_own_lease_length_and_timeout,
             batches::claims_in_one_batch_share_the_queue_limit,
             batches::a_schedule_added_and_removed_in_one_batch,
+            batches::a_limit_set_partway_through_a_batch_counts_its_earlier_leases,
             periodic::an_interval_schedule_enqueues_one_job_per_tick,
             periodic::a_cron_schedule_runs_once_a_day_across_daylight_saving_changes,
             periodic::schedules_are_paused_resumed_replaced_and_removed,

@@ -91,7 +91,9 @@ impl NewJob {
 
     /// Each lease of this job lasts `d` (more than 0, at most 24 h),
     /// whatever the lease request says: for a job that needs longer (or
-    /// shorter) than the rest of its queue. Heartbeats renew it by as much.
+    /// shorter) than the rest of its queue. The worker runtime's
+    /// heartbeats renew it by as much (an `extend` call says its own
+    /// length).
     #[must_use]
     pub fn lease_for(mut self, d: Duration) -> Self {
         self.lease_for = Some(d);

@@ -399,3 +399,52 @@ fn a_claim_that_fails_part_way_gives_back_what_it_took_in_its_batch() {
     let kinds: Vec<String> = relay.events(good).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["submitted", "leased"]);
 }
+
+/// A scheduler pass that wrote a tick's job, with no caller in its batch,
+/// is a commit like any other: counted, and (split commit) fsynced before
+/// this process reads past it.
+#[test]
+fn the_schedulers_own_commit_is_counted_and_synced() {
+    let (_dir, path) = temp_db();
+    let clock = std::sync::Arc::new(relay::ManualClock::new(relay::Timestamp::from_millis(
+        1_700_000_000_000,
+    )));
+    let options = relay::Options {
+        clock: clock.clone(),
+        ..relay::Options::default()
+    };
+    let relay = Relay::open_with(&path, options).unwrap();
+    relay
+        .add_schedule(relay::NewSchedule::every(
+            "tick",
+            std::time::Duration::from_secs(60),
+            NewJob::new("q", "k", Vec::new()),
+        ))
+        .unwrap();
+    let before = relay.metrics();
+    clock.advance(std::time::Duration::from_secs(61));
+    // The idle writer looks about once a second (real time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while relay
+        .stats()
+        .unwrap()
+        .queues
+        .get("q")
+        .is_none_or(|q| q.counts[&JobState::Ready] == 0)
+    {
+        assert!(std::time::Instant::now() < deadline, "the scheduler did not run");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let m = relay.metrics();
+        if m.commits > before.commits && m.syncs > before.syncs {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not counted or synced: {before:?} -> {m:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -439,7 +439,9 @@ impl<'s> Plan<'s> {
             let leased = match self.queues.get(name).and_then(|e| e.leased) {
                 Some(n) => n,
                 None => {
-                    let n = self.store.job_leased_count(name, self.now)?;
+                    // Read mid-batch (a limit set earlier in it): the
+                    // store's count, plus the leases this batch planned.
+                    let n = self.store.job_leased_count(name, self.now)? + self.planned_leases(name);
                     if let Some(e) = self.queues.get_mut(name) {
                         e.leased = Some(n);
                     }
@@ -456,6 +458,26 @@ impl<'s> Plan<'s> {
             }
         }
         Ok(Gate::Open)
+    }
+
+    /// Jobs of queue `name` this batch leased (not LEASED in the store).
+    /// Scans the batch's jobs: only for a limit set partway through a batch.
+    fn planned_leases(&self, name: &str) -> u64 {
+        let n = self
+            .jobs
+            .values()
+            .filter(|s| match s {
+                Slot::Row(e) => {
+                    e.written
+                        && !e.deleted
+                        && e.status.state == JobState::Leased
+                        && e.base.is_none_or(|(state, _)| state != JobState::Leased)
+                        && e.row.as_ref().is_some_and(|r| r.queue == name)
+                }
+                _ => false,
+            })
+            .count();
+        u64::try_from(n).unwrap_or(u64::MAX)
     }
 
     /// A claim took one of `name`'s jobs: it counts against the queue's

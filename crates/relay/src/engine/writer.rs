@@ -558,7 +558,8 @@ fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, signal: &Sig
 /// time on SQLite: it copies every page an operation touches.)
 /// How far [`plan_and_apply`] took a batch.
 enum Planned {
-    /// Written; the transaction is open. Holds how many leases were reaped.
+    /// Written; the transaction is open. Holds how many rows housekeeping
+    /// wrote (leases reclaimed, schedule ticks enqueued).
     Applied(usize),
     /// Written and committed.
     Committed(usize),
@@ -595,9 +596,14 @@ fn plan_and_apply(
         }
     }
     if ctx.tick_due {
-        // Each schedule's tick is complete in itself, as each reclaim.
+        // Each schedule's tick is complete in itself, as each reclaim. Its
+        // jobs count with the reclaims as housekeeping that wrote: the
+        // commit is then counted and (split commit) numbered for its fsync.
         match ops::fire_schedules(&mut plan, ctx) {
-            Ok(n) if n > 0 => tracing::debug!(count = n, "enqueued the jobs of due schedules"),
+            Ok(n) if n > 0 => {
+                tracing::debug!(count = n, "enqueued the jobs of due schedules");
+                reaped += n;
+            }
             Ok(_) => {}
             Err(e) if e.is_batch_fatal() => return Err(e),
             Err(e) => tracing::warn!(error = %e, "running the schedules stopped early; will try again"),
