@@ -66,17 +66,23 @@ fn duration(row: &Row, i: usize, name: &str, job: Option<JobId>) -> Result<Optio
 /// rate_per_ms, window_start, window_count`.
 pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), StoreError> {
     let name: String = col(row, 0, "queue name", None)?;
-    let raw = relay_store::decode::RawQueue {
-        paused: col(row, 1, "paused", None)?,
-        max_leased: col(row, 2, "max_leased", None)?,
-        rate_limit: col(row, 3, "rate_limit", None)?,
-        rate_per_ms: col(row, 4, "rate_per_ms", None)?,
-        window_start: col(row, 5, "window_start", None)?,
-        window_count: col(row, 6, "window_count", None)?,
+    let raw = || -> Result<relay_store::decode::RawQueue, StoreError> {
+        Ok(relay_store::decode::RawQueue {
+            paused: col(row, 1, "paused", None)?,
+            max_leased: col(row, 2, "max_leased", None)?,
+            rate_limit: col(row, 3, "rate_limit", None)?,
+            rate_per_ms: col(row, 4, "rate_per_ms", None)?,
+            window_start: col(row, 5, "window_start", None)?,
+            window_count: col(row, 6, "window_count", None)?,
+        })
     };
-    let settings = raw
-        .settings()
-        .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
+    let settings = match raw()
+        .map_err(|e| e.to_string())
+        .and_then(relay_store::decode::RawQueue::settings)
+    {
+        Ok(s) => s,
+        Err(reason) => relay_store::decode::held_queue(&name, &reason),
+    };
     Ok((name, settings))
 }
 

@@ -144,17 +144,23 @@ fn describe(v: ValueRef<'_>) -> String {
 pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), StoreError> {
     let c = Cols::new(row, None);
     let name = c.text(0, "queue name")?;
-    let raw = relay_store::decode::RawQueue {
-        paused: c.flag(1, "paused")?,
-        max_leased: c.opt_int(2, "max_leased")?,
-        rate_limit: c.opt_int(3, "rate_limit")?,
-        rate_per_ms: c.opt_int(4, "rate_per_ms")?,
-        window_start: c.int(5, "window_start")?,
-        window_count: c.int(6, "window_count")?,
+    let raw = || -> Result<relay_store::decode::RawQueue, StoreError> {
+        Ok(relay_store::decode::RawQueue {
+            paused: c.flag(1, "paused")?,
+            max_leased: c.opt_int(2, "max_leased")?,
+            rate_limit: c.opt_int(3, "rate_limit")?,
+            rate_per_ms: c.opt_int(4, "rate_per_ms")?,
+            window_start: c.int(5, "window_start")?,
+            window_count: c.int(6, "window_count")?,
+        })
     };
-    let settings = raw
-        .settings()
-        .map_err(|reason| StoreError::corrupt(None, format!("queue {name}: {reason}")))?;
+    let settings = match raw()
+        .map_err(|e| e.to_string())
+        .and_then(relay_store::decode::RawQueue::settings)
+    {
+        Ok(s) => s,
+        Err(reason) => relay_store::decode::held_queue(&name, &reason),
+    };
     Ok((name, settings))
 }
 

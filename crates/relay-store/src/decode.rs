@@ -189,6 +189,19 @@ pub struct RawQueue {
     pub window_count: i64,
 }
 
+/// A queue whose settings row does not decode (a column of the wrong
+/// type, or a value out of range): it is held as if paused, so that no
+/// claim trusts a limit it cannot read, and the rest of the store works on.
+/// Resuming it writes the row whole again (pausing or setting its limits
+/// writes it too, still paused).
+pub fn held_queue(name: &str, reason: &str) -> QueueSettings {
+    tracing::error!(queue = %name, %reason, "a queue's settings row is corrupt; its jobs are held until `relay resume` writes it again");
+    QueueSettings {
+        paused: true,
+        ..QueueSettings::default()
+    }
+}
+
 impl RawQueue {
     /// The settings, or why the row is corrupt: a limit out of range, half
     /// a rate limit, a negative window count.

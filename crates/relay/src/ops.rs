@@ -271,7 +271,15 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
 /// Adds schedule `new`, or replaces the one of its name (which keeps its
 /// paused state and its last tick). Its first tick is the first after now.
 pub(crate) fn put_schedule(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, new: &ValidSchedule) -> Result<Schedule> {
-    let old = plan.schedule(&new.name)?;
+    // A stored row that does not decode is replaced, as if it were not there.
+    let (old, corrupt) = match plan.schedule(&new.name) {
+        Ok(old) => (old, false),
+        Err(Error::Corrupt { reason, .. }) => {
+            tracing::warn!(schedule = %new.name, %reason, "replacing a corrupt schedule");
+            (None, true)
+        }
+        Err(e) => return Err(e),
+    };
     let next_at = first_tick(&new.recurrence, ctx.now)?;
     let s = Schedule {
         name: new.name.clone(),
@@ -286,7 +294,11 @@ pub(crate) fn put_schedule(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, new: &Va
         next_at,
         last_at: old.and_then(|o| o.last_at),
     };
-    plan.set_schedule(&new.name, Some(s.clone()))?;
+    if corrupt {
+        plan.overwrite_schedule(&new.name, Some(s.clone()));
+    } else {
+        plan.set_schedule(&new.name, Some(s.clone()))?;
+    }
     Ok(s)
 }
 
@@ -300,11 +312,19 @@ fn first_tick(r: &relay_core::Recurrence, now: Timestamp) -> Result<Timestamp> {
 }
 
 /// Removes schedule `name` (jobs it enqueued stay).
+/// A stored row that does not decode is removed too: the way out for an
+/// operator whose schedule list fails on it.
 pub(crate) fn remove_schedule(plan: &mut Plan<'_>, name: &str) -> Result<()> {
-    if plan.schedule(name)?.is_none() {
-        return Err(Error::ScheduleNotFound { name: name.to_owned() });
+    match plan.schedule(name) {
+        Ok(Some(_)) => plan.set_schedule(name, None),
+        Ok(None) => Err(Error::ScheduleNotFound { name: name.to_owned() }),
+        Err(Error::Corrupt { reason, .. }) => {
+            tracing::warn!(schedule = %name, %reason, "removing a corrupt schedule");
+            plan.overwrite_schedule(name, None);
+            Ok(())
+        }
+        Err(e) => Err(e),
     }
-    plan.set_schedule(name, None)
 }
 
 /// Pauses or resumes schedule `name`. A resumed schedule's next tick is

@@ -448,3 +448,57 @@ fn the_schedulers_own_commit_is_counted_and_synced() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A queue's settings row that does not decode holds that queue (as if
+/// paused) and nothing else; resuming writes it whole again. A schedule row
+/// that does not decode is skipped by the scheduler, named by the listing,
+/// and can be removed.
+#[test]
+fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
+    let (_dir, path) = temp_db();
+    let options = relay::Options {
+        scheduler: false,
+        ..relay::Options::default()
+    };
+    let relay = Relay::open_with(&path, options).unwrap();
+    relay
+        .set_queue_limits(
+            "q",
+            relay::QueueLimits {
+                max_leased: Some(3),
+                rate: None,
+            },
+        )
+        .unwrap();
+    relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
+    relay
+        .add_schedule(relay::NewSchedule::every(
+            "s",
+            std::time::Duration::from_secs(1),
+            NewJob::new("q", "k", Vec::new()),
+        ))
+        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "UPDATE queues SET max_leased = -3 WHERE name = 'q';
+         UPDATE schedules SET cron = 'not a cron', every_ms = NULL WHERE name = 's';",
+    )
+    .unwrap();
+    // The held queue gives nothing; the other queue of the same call does.
+    let got = relay.lease(LeaseRequest::new(["q", "other"]).max(5)).unwrap();
+    assert_eq!(got.iter().map(|l| l.queue.as_str()).collect::<Vec<_>>(), ["other"]);
+    assert!(relay.stats().unwrap().queues["q"].paused);
+    // The schedule: skipped by the scheduler, named by the listing.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(relay.run_schedules().unwrap(), 0);
+    match relay.schedules() {
+        Err(Error::Corrupt { reason, .. }) => assert!(reason.contains("schedule s"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // Repaired: resume writes the queue's row whole; remove takes the schedule.
+    relay.resume("q").unwrap();
+    assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap().len(), 1);
+    relay.remove_schedule("s").unwrap();
+    assert!(relay.schedules().unwrap().is_empty());
+}

@@ -118,6 +118,8 @@ enum Undo {
     Queue(String, QueueEntry),
     /// A schedule before this operation changed it.
     Schedule(String, ScheduleEntry),
+    /// A schedule this batch had not read before this operation wrote it.
+    ScheduleUnread(String),
 }
 
 /// A schedule as this batch sees it (`None`: there is none).
@@ -403,6 +405,26 @@ impl<'s> Plan<'s> {
         Ok(())
     }
 
+    /// Writes schedule `name` whole (`Some`) or deletes it (`None`) without
+    /// reading it: for a stored row that does not decode.
+    pub(crate) fn overwrite_schedule(&mut self, name: &str, value: Option<Schedule>) {
+        let prev = self.schedules.get(name).cloned();
+        if self.logging {
+            self.undo.push(match prev {
+                Some(e) => Undo::Schedule(name.to_owned(), e),
+                None => Undo::ScheduleUnread(name.to_owned()),
+            });
+        }
+        self.schedules.insert(
+            name.to_owned(),
+            ScheduleEntry {
+                value,
+                stored: true,
+                written: true,
+            },
+        );
+    }
+
     /// Schedules due now, as this batch sees them, at most `limit`, in tick
     /// order (locked, where other processes write; those another batch
     /// holds are passed over). A row that does not decode is its own error.
@@ -574,6 +596,9 @@ impl<'s> Plan<'s> {
                 }
                 Some(Undo::Schedule(name, entry)) => {
                     self.schedules.insert(name, entry);
+                }
+                Some(Undo::ScheduleUnread(name)) => {
+                    self.schedules.remove(&name);
                 }
                 Some(Undo::Taken(k, Some(id))) => {
                     self.taken.insert(k, id);
