@@ -48,6 +48,52 @@ fn a_newer_schema_is_refused() {
     let _ = Relay::in_memory();
 }
 
+/// A queue's settings row that does not decode holds that queue only (as
+/// if paused), not every batch that claims from it; resuming writes it
+/// whole again. A corrupt schedule row is skipped, named by the listing,
+/// and can be removed. (The SQLite side: relay/tests/sqlite_file.rs.)
+#[test]
+fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
+    let url = PgServer::shared().new_database();
+    let options = Options {
+        scheduler: false,
+        ..Options::default()
+    };
+    let relay = PgDb::fresh_at(url.clone()).open(options).unwrap();
+    let limits = relay::QueueLimits {
+        max_leased: Some(3),
+        rate: None,
+    };
+    relay.set_queue_limits("q", limits).unwrap();
+    relay.submit(relay::NewJob::new("q", "k", Vec::new())).unwrap();
+    relay.submit(relay::NewJob::new("other", "k", Vec::new())).unwrap();
+    let every = std::time::Duration::from_secs(1);
+    relay
+        .add_schedule(relay::NewSchedule::every(
+            "s",
+            every,
+            relay::NewJob::new("q", "k", Vec::new()),
+        ))
+        .unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "UPDATE relay_queues SET max_leased = -3 WHERE name = 'q';
+             UPDATE relay_schedules SET cron = 'not a cron', every_ms = NULL WHERE name = 's';",
+        )
+        .unwrap();
+    let got = relay.lease(relay::LeaseRequest::new(["q", "other"]).max(5)).unwrap();
+    assert_eq!(got.iter().map(|l| l.queue.as_str()).collect::<Vec<_>>(), ["other"]);
+    assert!(relay.stats().unwrap().queues["q"].paused);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(relay.run_schedules().unwrap(), 0);
+    assert!(matches!(relay.schedules(), Err(relay::Error::Corrupt { .. })));
+    relay.resume("q").unwrap();
+    assert_eq!(relay.lease(relay::LeaseRequest::new(["q"])).unwrap().len(), 1);
+    relay.remove_schedule("s").unwrap();
+    assert!(relay.schedules().unwrap().is_empty());
+}
+
 /// Issue 6, acceptance 2 (issue 11: four processes): four Relay processes
 /// on one PostgreSQL, 8 workers each, 30,000 jobs; one process is killed
 /// with SIGKILL midway. Every job
