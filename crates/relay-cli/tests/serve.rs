@@ -112,6 +112,11 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         assert_eq!(code, Some(4), "a stale lease token is exit 4 either way: {err}");
         let (_, acked, _) = run(remote, &["ack", "1", "--token", "1", "--result", "done"]);
         assert_eq!(acked.trim(), "job 1 SUCCEEDED");
+        // A late nack of the finished job is told its state (exit 5), not
+        // "lease lost" (exit 4: another worker may hold it).
+        let (code, _, err) = run(remote, &["nack", "1", "--token", "1", "--error", "late"]);
+        assert_eq!(code, Some(5), "remote={remote}: {err}");
+        assert!(err.contains("SUCCEEDED"), "remote={remote}: {err}");
         let (_, show, _) = run(remote, &["--json", "show", "1"]);
         let v: serde_json::Value = serde_json::from_str(&show).unwrap();
         assert_eq!(

@@ -115,7 +115,9 @@ pub struct Next {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TransitionError {
     /// The token is not the job's current, unexpired lease token: a later
-    /// lease (or a cancel) has taken the job from this worker.
+    /// lease has taken the job from this worker, or this lease expired (or
+    /// was given back). A job that has finished says its state instead
+    /// (`InvalidState`).
     #[error("job {id}: lease lost (the token is not the job's current valid lease; another worker may hold it)")]
     LeaseLost { id: JobId },
     /// The action does not apply to a job in this state.
@@ -177,7 +179,7 @@ pub fn transition(
                     unchanged: true,
                 });
             }
-            holder(id, cur, token, now)?;
+            holder(id, cur, token, now, action.name())?;
             let mut s = finish(cur, JobState::Succeeded, now);
             s.last_error = cur.last_error.clone();
             let data = AckedData {
@@ -192,7 +194,7 @@ pub fn transition(
             retry_in,
             permanent,
         } => {
-            holder(id, cur, token, now)?;
+            holder(id, cur, token, now, action.name())?;
             Ok(fail(
                 cur,
                 "failed",
@@ -204,7 +206,7 @@ pub fn transition(
             ))
         }
         Action::Extend { token, lease_for } => {
-            let lease = holder(id, cur, token, now)?;
+            let lease = holder(id, cur, token, now, action.name())?;
             let mut s = cur.clone();
             s.lease = Some(Lease {
                 token,
@@ -219,7 +221,7 @@ pub fn transition(
             })
         }
         Action::Release { token } => {
-            holder(id, cur, token, now)?;
+            holder(id, cur, token, now, action.name())?;
             let mut s = cur.clone();
             s.state = JobState::Ready;
             s.attempts = cur.attempts.saturating_sub(1);
@@ -228,7 +230,7 @@ pub fn transition(
             Ok(update(s, "released", json!({"token": token.0})))
         }
         Action::Snooze { token, delay } => {
-            holder(id, cur, token, now)?;
+            holder(id, cur, token, now, action.name())?;
             let mut s = cur.clone();
             s.state = JobState::Ready;
             s.attempts = cur.attempts.saturating_sub(1);
@@ -296,10 +298,25 @@ fn update(status: JobStatus, kind: &'static str, data: impl serde::Serialize) ->
     }
 }
 
-/// The lease, if `token` is the job's current valid one.
-fn holder(id: JobId, cur: &JobStatus, token: LeaseToken, now: Timestamp) -> Result<&Lease, TransitionError> {
+/// The lease, if `token` is the job's current valid one. A job that has
+/// finished (SUCCEEDED, DEAD, CANCELLED) says so: whatever lease the
+/// caller held, the job is over and the state is what it needs to know
+/// ("job 7 is CANCELLED"). Otherwise the lease is lost: another lease
+/// holds the job, or this one expired (or was given back).
+fn holder<'s>(
+    id: JobId,
+    cur: &'s JobStatus,
+    token: LeaseToken,
+    now: Timestamp,
+    action: &'static str,
+) -> Result<&'s Lease, TransitionError> {
     match &cur.lease {
         Some(l) if cur.valid_token(now) == Some(token) => Ok(l),
+        _ if cur.state.is_finished() => Err(TransitionError::InvalidState {
+            id,
+            state: cur.state,
+            action,
+        }),
         _ => Err(TransitionError::LeaseLost { id }),
     }
 }

@@ -688,8 +688,8 @@ fn the_openapi_document_describes_every_route() {
 }
 
 /// A client that timed out and sends its ack again gets 200 again, not
-/// `lease_lost` ("drop this job, another worker may hold it"); a stale token
-/// is still refused.
+/// `lease_lost` ("drop this job, another worker may hold it"); another token
+/// is still refused, told the job's state.
 #[test]
 fn a_repeated_ack_is_answered_ok() {
     let s = TestServer::plain();
@@ -704,7 +704,8 @@ fn a_repeated_ack_is_answered_ok() {
         assert_eq!(st, 200, "attempt {attempt}: {v}");
     }
     let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": token - 1})));
-    assert_eq!((st, code(&v)), (409, "lease_lost"));
+    assert_eq!((st, code(&v)), (409, "invalid_state"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("SUCCEEDED"), "{v}");
     let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
     assert_eq!(job["state"], "SUCCEEDED");
 }

@@ -46,16 +46,24 @@ pub fn expired_lease_is_lost_and_next_holder_acks(new_db: &NewDb) {
     assert_eq!(kinds, ["submitted", "leased", "expired", "leased", "succeeded"]);
 }
 
+/// The holder of a cancelled job's lease is refused, told the job's state
+/// (it is over: no other worker holds it).
 pub fn cancelled_lease_is_lost(new_db: &NewDb) {
     let (relay, _clock, _db) = open_clocked(new_db);
     let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     relay.cancel(id).unwrap();
-    assert!(matches!(relay.extend(id, l.token, LEASE), Err(Error::LeaseLost { .. })));
-    assert!(matches!(
-        relay.ack(id, LeaseToken(l.token.0 + 1), None),
-        Err(Error::LeaseLost { .. })
-    ));
+    let cancelled = |r: relay::Result<()>| {
+        matches!(
+            r,
+            Err(Error::InvalidState {
+                state: JobState::Cancelled,
+                ..
+            })
+        )
+    };
+    assert!(cancelled(relay.extend(id, l.token, LEASE).map(drop)));
+    assert!(cancelled(relay.ack(id, LeaseToken(l.token.0 + 1), None)));
     assert_eq!(relay.get(id).unwrap().state(), JobState::Cancelled);
 }
 

@@ -65,9 +65,12 @@ pub fn submit_lease_ack(new_db: &NewDb) {
     assert_eq!(again.result.as_deref(), Some(&b"done"[..]));
     assert_eq!(again.status, job.status);
     assert_eq!(kinds(&relay, id), ["submitted", "leased", "succeeded"]);
-    // Any other token is not this lease's ack.
+    // Any other token is not this lease's ack: the job is over, and says so.
     let stale = relay::LeaseToken(l.token.0 - 1);
-    assert!(matches!(relay.ack(id, stale, None), Err(Error::LeaseLost { id: i }) if i == id));
+    assert!(matches!(
+        relay.ack(id, stale, None),
+        Err(Error::InvalidState { id: i, state: JobState::Succeeded, .. }) if i == id
+    ));
 }
 
 pub fn events_and_user_events(new_db: &NewDb) {
@@ -174,8 +177,15 @@ pub fn cancel_retry_delete(new_db: &NewDb) {
     ));
     relay.cancel(id).unwrap();
     assert!(
-        matches!(relay.ack(id, l.token, None), Err(Error::LeaseLost { .. })),
-        "a cancelled job's holder lost it"
+        matches!(
+            relay.ack(id, l.token, None),
+            Err(Error::InvalidState {
+                state: JobState::Cancelled,
+                action: "ack",
+                ..
+            })
+        ),
+        "a cancelled job's holder is told it is CANCELLED"
     );
     relay.delete(id).unwrap();
     assert!(matches!(relay.get(id), Err(Error::NotFound { .. })));
@@ -329,7 +339,10 @@ pub fn async_api_round_trip(new_db: &NewDb) {
         assert_eq!(relay.events(id).await.unwrap().len(), 3);
         assert!(matches!(
             relay.nack(id, l.token, "late", None).await,
-            Err(Error::LeaseLost { .. })
+            Err(Error::InvalidState {
+                state: JobState::Succeeded,
+                ..
+            })
         ));
     });
 }

@@ -48,7 +48,7 @@ fn claims_in_mixed_batches_only_ever_take_ready_jobs() {
                         match r {
                             Ok(()) => {}
                             // Another thread cancelled it while we held it.
-                            Err(Error::LeaseLost { id }) => {
+                            Err(Error::InvalidState { id, .. }) => {
                                 assert_eq!(relay.get(id).unwrap().state(), JobState::Cancelled);
                             }
                             Err(e) => panic!("finishing job {}: {e}", j.id),

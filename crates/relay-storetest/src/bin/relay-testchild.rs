@@ -148,7 +148,8 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
         }
         match relay.ack(l.id, l.token, None) {
             Ok(()) => say(format!("ACK {} {}", l.id, l.token)),
-            Err(Error::LeaseLost { .. }) => say(format!("LOST {} {}", l.id, l.token)),
+            // Another worker holds it or has finished it.
+            Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => say(format!("LOST {} {}", l.id, l.token)),
             Err(e) => return Err(e),
         }
     }

@@ -336,7 +336,9 @@ impl JobRun {
             });
         let outcome = match call {
             Ok(o) => o,
-            Err(Error::LeaseLost { .. }) => Outcome::Lost,
+            // Another lease holds it, or the job finished meanwhile (a
+            // cancel): either way this run's outcome does not count.
+            Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => Outcome::Lost,
             Err(e) => {
                 tracing::warn!(job = %id, error = %e, "could not record the outcome; the job runs again after its lease expires");
                 Outcome::Lost
@@ -500,7 +502,7 @@ async fn heartbeat(relay: AsyncRelay, ctx: JobContext, lease_for: Duration) {
         tokio::time::sleep(every).await;
         match relay.extend(ctx.id(), ctx.job().token, lease_for).await {
             Ok(_) => {}
-            Err(Error::LeaseLost { .. }) => {
+            Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => {
                 ctx.mark_lost();
                 return;
             }
