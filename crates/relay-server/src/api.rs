@@ -102,17 +102,24 @@ fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiError> {
     }
 }
 
+/// A field that was given (as `Some`, null included), unlike one left out
+/// (`None`, with `#[serde(default)]`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SubmitBody {
     queue: String,
     kind: String,
     /// A string is stored as its UTF-8 bytes; any other JSON value as its
-    /// JSON text.
-    #[serde(default)]
+    /// JSON text. `Some(Null)` when given as null.
+    #[serde(default, deserialize_with = "present")]
     payload: Option<Value>,
-    #[serde(default)]
-    payload_base64: Option<String>,
+    /// `Some(None)` when given as null.
+    #[serde(default, deserialize_with = "present")]
+    payload_base64: Option<Option<String>>,
     #[serde(default)]
     priority: Option<u8>,
     #[serde(default)]
@@ -134,14 +141,15 @@ struct SubmitBody {
 
 impl SubmitBody {
     fn into_job(self) -> Result<NewJob, ApiError> {
+        // Given both, even as null, is refused: the document says "not both".
         let payload = match (self.payload, self.payload_base64) {
             (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
             (Some(Value::String(s)), None) => s.into_bytes(),
+            (None | Some(Value::Null), None) | (None, Some(None)) => Vec::new(),
             (Some(v), None) => v.to_string().into_bytes(),
-            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+            (None, Some(Some(b))) => base64::engine::general_purpose::STANDARD
                 .decode(b.as_bytes())
                 .map_err(|e| ApiError::bad_request(format!("payload_base64 is not base64: {e}")))?,
-            (None, None) => Vec::new(),
         };
         let mut job = NewJob::new(self.queue, self.kind, payload);
         if let Some(p) = self.priority {
