@@ -284,6 +284,9 @@ pub struct JobsArgs {
     /// At most this many jobs (1-1000).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,
+    /// The next page: only jobs listed after this one (older, as the list is newest first).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -123,7 +123,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                     ))
                 })?),
             };
-            out.jobs(&t.jobs(a.queue, state, a.limit)?);
+            out.jobs(&t.jobs(a.queue, state, a.limit, a.after.map(JobId))?);
         }
         Command::Work(_) | Command::Serve(_) | Command::Demo(_) => {}
     }

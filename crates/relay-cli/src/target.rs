@@ -350,13 +350,21 @@ impl Target {
         }
     }
 
-    pub fn jobs(&self, queue: Option<String>, state: Option<JobState>, limit: u32) -> Result<Vec<Value>, CliError> {
+    /// Jobs newest first; `after`: only those listed after job `after`
+    /// (older ones: the next page).
+    pub fn jobs(
+        &self,
+        queue: Option<String>,
+        state: Option<JobState>,
+        limit: u32,
+        after: Option<JobId>,
+    ) -> Result<Vec<Value>, CliError> {
         match self {
             Target::Local(r) => {
                 let filter = JobFilter {
                     queue,
                     state,
-                    before: None,
+                    before: after,
                     limit,
                 };
                 Ok(r.list(&filter)?.iter().map(view::job).collect())
@@ -368,6 +376,9 @@ impl Target {
                 }
                 if let Some(s) = state {
                     q += &format!("&state={}", s.as_str());
+                }
+                if let Some(id) = after {
+                    q += &format!("&before={id}");
                 }
                 list(r.call("GET", &q, None)?, "jobs")
             }

@@ -317,6 +317,16 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         let (code, _, err) = run(remote, &["pause", "no/such queue"]);
         assert_eq!(code, Some(2), "remote={remote}: {err}");
         assert!(err.contains("queue"), "remote={remote}: {err}");
+        // Paging the job list, either way: newest first, then --after.
+        let (_, first, _) = run(remote, &["--json", "jobs", "--limit", "1"]);
+        let newest: serde_json::Value = serde_json::from_str(first.trim()).unwrap();
+        let newest = newest["id"].as_i64().unwrap();
+        let (_, next, _) = run(
+            remote,
+            &["--json", "jobs", "--limit", "1", "--after", &newest.to_string()],
+        );
+        let next: serde_json::Value = serde_json::from_str(next.trim()).unwrap();
+        assert_eq!(next["id"].as_i64(), Some(newest - 1), "remote={remote}");
         let (code, _, err) = run(remote, &["show", "77"]);
         assert_eq!(code, Some(3), "{err}");
         assert!(err.starts_with("relay: ") && err.contains("77"), "{err}");
