@@ -59,6 +59,11 @@ pub const MAX_LIMIT: u32 = 1_000_000;
 pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(86_400);
 
 impl QueueLimits {
+    /// Some limit is set (a queue without one needs no lock or count).
+    pub fn is_set(&self) -> bool {
+        self.max_leased.is_some() || self.rate.is_some()
+    }
+
     /// Refuses limits that could not work: zero (pause the queue instead),
     /// above [`MAX_LIMIT`], a window shorter than a millisecond or longer
     /// than a day.

@@ -76,13 +76,7 @@ pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), Store
             window_count: col(row, 6, "window_count", None)?,
         })
     };
-    let settings = match raw()
-        .map_err(|e| e.to_string())
-        .and_then(relay_store::decode::RawQueue::settings)
-    {
-        Ok(s) => s,
-        Err(reason) => relay_store::decode::held_queue(&name, &reason),
-    };
+    let settings = relay_store::decode::queue_settings(&name, raw());
     Ok((name, settings))
 }
 

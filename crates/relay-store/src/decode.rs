@@ -194,11 +194,21 @@ pub struct RawQueue {
 /// claim trusts a limit it cannot read, and the rest of the store works on.
 /// Resuming it writes the row whole again (pausing or setting its limits
 /// writes it too, still paused).
-pub fn held_queue(name: &str, reason: &str) -> QueueSettings {
+fn held_queue(name: &str, reason: &str) -> QueueSettings {
     tracing::error!(queue = %name, %reason, "a queue's settings row is corrupt; its jobs are held until `relay resume` writes it again");
     QueueSettings {
         paused: true,
         ..QueueSettings::default()
+    }
+}
+
+/// Queue `name`'s settings from its row as a store read it: the row's
+/// settings, or, when a column did not read or a value breaks an
+/// invariant, the queue held (see `held_queue`).
+pub fn queue_settings(name: &str, raw: Result<RawQueue, StoreError>) -> QueueSettings {
+    match raw.map_err(|e| e.to_string()).and_then(RawQueue::settings) {
+        Ok(s) => s,
+        Err(reason) => held_queue(name, &reason),
     }
 }
 

@@ -591,7 +591,7 @@ impl Engine {
             .with(|r| Ok((r.queue_stats(now)?, r.queue_settings_all()?)))?;
         for (name, s) in settings {
             // A configured queue shows even with no jobs.
-            if s.paused || s.limits != QueueLimits::default() {
+            if s.paused || s.limits.is_set() {
                 let q = queues.entry(name).or_insert_with(QueueStats::empty);
                 q.paused = s.paused;
                 q.limits = s.limits;

@@ -16,12 +16,17 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, QueueWrite, ScheduleWrite, Store, StoreError};
+use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
 use std::borrow::Cow;
 
 mod claim;
+mod queues;
+mod schedules;
 use claim::Pool;
+pub(crate) use queues::Gate;
+use queues::QueueEntry;
+use schedules::ScheduleEntry;
 
 /// The plan's maps are keyed by job ids and queue names the process chose,
 /// not by an attacker: a fast, fixed hash (SipHash measured at ~2% of the
@@ -122,52 +127,6 @@ enum Undo {
     ScheduleUnread(String),
 }
 
-/// A schedule as this batch sees it (`None`: there is none).
-#[derive(Clone)]
-struct ScheduleEntry {
-    value: Option<Schedule>,
-    /// The store has a row for it (else a delete writes nothing).
-    stored: bool,
-    /// The batch writes it (or deletes it).
-    written: bool,
-}
-
-/// A queue's settings as this batch sees them.
-#[derive(Clone)]
-struct QueueEntry {
-    settings: QueueSettings,
-    /// The batch writes them.
-    written: bool,
-    /// The store locked the row for this batch (see `Store::queue_lock`):
-    /// the batch may change it.
-    locked: bool,
-    /// For a queue with `max_leased`: its LEASED jobs, counting this
-    /// batch's claims (`None` until read).
-    leased: Option<u64>,
-}
-
-impl QueueEntry {
-    fn read(settings: QueueSettings) -> Self {
-        // Rows with limits are read locked (`Prefetched::queues`).
-        let locked = settings.limits != relay_core::QueueLimits::default();
-        Self {
-            settings,
-            written: false,
-            locked,
-            leased: None,
-        }
-    }
-}
-
-/// Whether a claim may take a queue's jobs now.
-pub(crate) enum Gate {
-    Open,
-    /// Its rate limit allows no more until then.
-    Until(Timestamp),
-    /// Paused, or at its `max_leased`.
-    Shut,
-}
-
 /// The parts of an [`Entry`] a write changes.
 struct Saved {
     status: JobStatus,
@@ -222,19 +181,6 @@ pub(crate) struct Plan<'s> {
     /// so that each saves an entry once however often it writes it.
     op: u32,
 }
-
-/// The settings of a queue nobody configured.
-static DEFAULT_QUEUE: QueueSettings = QueueSettings {
-    paused: false,
-    limits: relay_core::QueueLimits {
-        max_leased: None,
-        rate: None,
-    },
-    window: relay_core::RateWindow {
-        start: Timestamp::from_millis(0),
-        count: 0,
-    },
-};
 
 /// Most rows of one class read for a claim at a time.
 const PAGE_MAX: usize = 128;
@@ -311,15 +257,7 @@ impl<'s> Plan<'s> {
         }
         self.expired = reap.then_some(expired);
         for (queue, _) in &ready {
-            let settings = got
-                .queues
-                .iter()
-                .find(|(q, _)| q == queue)
-                .map(|(_, s)| *s)
-                .unwrap_or_default();
-            let mut entry = QueueEntry::read(settings);
-            entry.leased = got.leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
-            self.queues.insert((*queue).to_owned(), entry);
+            self.keep_queue_read(queue, &got.queues, &got.leased);
         }
         for ((queue, limit), rows) in ready.iter().zip(got.ready) {
             // A paused queue's jobs may not have been read: its pool is
@@ -327,204 +265,6 @@ impl<'s> Plan<'s> {
             if !self.queues.get(*queue).is_some_and(|e| e.settings.paused) {
                 self.add_pool(queue, *limit, rows);
             }
-        }
-        Ok(())
-    }
-
-    /// Queue `name`'s settings as this batch sees them.
-    pub(crate) fn queue(&mut self, name: &str) -> Result<&QueueSettings> {
-        if !self.queues.contains_key(name) {
-            let settings = self
-                .store
-                .queue_settings(&[name])?
-                .into_iter()
-                .find(|(q, _)| q == name)
-                .map(|(_, s)| s)
-                .unwrap_or_default();
-            self.queues.insert(name.to_owned(), QueueEntry::read(settings));
-        }
-        Ok(self.queues.get(name).map_or(&DEFAULT_QUEUE, |e| &e.settings))
-    }
-
-    /// Queue `name`'s settings, locked for this batch to change.
-    pub(crate) fn queue_for_change(&mut self, name: &str) -> Result<QueueSettings> {
-        if !self.queues.get(name).is_some_and(|e| e.locked) {
-            let settings = self.store.queue_lock(name, self.now)?;
-            let leased = self.queues.get(name).and_then(|e| e.leased);
-            let mut entry = QueueEntry::read(settings);
-            entry.locked = true;
-            entry.leased = leased;
-            self.queues.insert(name.to_owned(), entry);
-        }
-        Ok(*self.queue(name)?)
-    }
-
-    /// Queue `name`'s new settings (read with [`Plan::queue_for_change`]).
-    pub(crate) fn set_queue(&mut self, name: &str, settings: QueueSettings) -> Result<()> {
-        self.queue_for_change(name)?;
-        let Some(e) = self.queues.get_mut(name) else {
-            return Ok(());
-        };
-        if self.logging {
-            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
-        }
-        e.settings = settings;
-        e.written = true;
-        Ok(())
-    }
-
-    /// Schedule `name` as this batch sees it (read, and locked where other
-    /// processes write, on first use).
-    pub(crate) fn schedule(&mut self, name: &str) -> Result<Option<Schedule>> {
-        if !self.schedules.contains_key(name) {
-            let value = self.store.schedule_get(name)?;
-            let stored = value.is_some();
-            self.schedules.insert(
-                name.to_owned(),
-                ScheduleEntry {
-                    value,
-                    stored,
-                    written: false,
-                },
-            );
-        }
-        Ok(self.schedules.get(name).and_then(|e| e.value.clone()))
-    }
-
-    /// Writes schedule `name` whole (`Some`), or deletes it (`None`).
-    pub(crate) fn set_schedule(&mut self, name: &str, value: Option<Schedule>) -> Result<()> {
-        self.schedule(name)?;
-        let Some(e) = self.schedules.get_mut(name) else {
-            return Ok(());
-        };
-        if self.logging {
-            self.undo.push(Undo::Schedule(name.to_owned(), e.clone()));
-        }
-        e.value = value;
-        e.written = true;
-        Ok(())
-    }
-
-    /// Writes schedule `name` whole (`Some`) or deletes it (`None`) without
-    /// reading it: for a stored row that does not decode.
-    pub(crate) fn overwrite_schedule(&mut self, name: &str, value: Option<Schedule>) {
-        let prev = self.schedules.get(name).cloned();
-        if self.logging {
-            self.undo.push(match prev {
-                Some(e) => Undo::Schedule(name.to_owned(), e),
-                None => Undo::ScheduleUnread(name.to_owned()),
-            });
-        }
-        self.schedules.insert(
-            name.to_owned(),
-            ScheduleEntry {
-                value,
-                stored: true,
-                written: true,
-            },
-        );
-    }
-
-    /// Schedules due now, as this batch sees them, at most `limit`, in tick
-    /// order (locked, where other processes write; those another batch
-    /// holds are passed over). A row that does not decode is its own error.
-    pub(crate) fn due_schedules(&mut self, limit: usize) -> Result<Vec<Result<Schedule>>> {
-        let now = self.now;
-        let mut out = Vec::new();
-        for r in self.store.schedules_due(now, limit)? {
-            match r {
-                Ok(s) => {
-                    let e = self.schedules.entry(s.name.clone()).or_insert_with(|| ScheduleEntry {
-                        value: Some(s.clone()),
-                        stored: true,
-                        written: false,
-                    });
-                    // As the batch left it (changed or removed earlier).
-                    if let Some(v) = e.value.as_ref().filter(|v| !v.paused && v.next_at <= now) {
-                        out.push(Ok(v.clone()));
-                    }
-                }
-                Err(e) => out.push(Err(e.into())),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Whether a claim may take `name`'s jobs now: not paused, under its
-    /// `max_leased`, its rate window not spent.
-    pub(crate) fn gate(&mut self, name: &str) -> Result<Gate> {
-        let s = *self.queue(name)?;
-        if s.paused {
-            return Ok(Gate::Shut);
-        }
-        if let Some(max) = s.limits.max_leased {
-            let leased = match self.queues.get(name).and_then(|e| e.leased) {
-                Some(n) => n,
-                None => {
-                    // Read mid-batch (a limit set earlier in it): the
-                    // store's count, plus the leases this batch planned.
-                    let n = self.store.job_leased_count(name, self.now)? + self.planned_leases(name);
-                    if let Some(e) = self.queues.get_mut(name) {
-                        e.leased = Some(n);
-                    }
-                    n
-                }
-            };
-            if leased >= u64::from(max) {
-                return Ok(Gate::Shut);
-            }
-        }
-        if let Some(r) = s.limits.rate {
-            if r.left(&s.window, self.now) == 0 {
-                return Ok(Gate::Until(r.window_end(&s.window)));
-            }
-        }
-        Ok(Gate::Open)
-    }
-
-    /// Jobs of queue `name` this batch leased (not LEASED in the store).
-    /// Scans the batch's jobs: only for a limit set partway through a batch.
-    fn planned_leases(&self, name: &str) -> u64 {
-        let n = self
-            .jobs
-            .values()
-            .filter(|s| match s {
-                Slot::Row(e) => {
-                    e.written
-                        && !e.deleted
-                        && e.status.state == JobState::Leased
-                        && e.base.is_none_or(|(state, _)| state != JobState::Leased)
-                        && e.row.as_ref().is_some_and(|r| r.queue == name)
-                }
-                _ => false,
-            })
-            .count();
-        u64::try_from(n).unwrap_or(u64::MAX)
-    }
-
-    /// A claim took one of `name`'s jobs: it counts against the queue's
-    /// limits.
-    pub(crate) fn count_lease(&mut self, name: &str) -> Result<()> {
-        let limited = self
-            .queues
-            .get(name)
-            .is_some_and(|e| e.settings.limits != relay_core::QueueLimits::default());
-        if !limited {
-            return Ok(());
-        }
-        let now = self.now;
-        let Some(e) = self.queues.get_mut(name) else {
-            return Ok(());
-        };
-        if self.logging {
-            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
-        }
-        if let Some(n) = e.leased.as_mut() {
-            *n += 1;
-        }
-        if let Some(r) = e.settings.limits.rate {
-            r.take(&mut e.settings.window, now);
-            e.written = true;
         }
         Ok(())
     }
@@ -947,33 +687,11 @@ impl<'s> Plan<'s> {
     /// What the batch writes, for [`Store::apply`]; then the store to apply
     /// it with.
     pub(crate) fn changes(&mut self) -> (Changes<'_>, &mut dyn Store) {
-        let mut ch = Changes::default();
-        // In name order: where other writers lock the same rows
-        // (PostgreSQL), one order everywhere avoids deadlocks.
-        let mut queues: Vec<(&String, &QueueEntry)> = self.queues.iter().filter(|(_, e)| e.written).collect();
-        queues.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        ch.queues = queues
-            .into_iter()
-            .map(|(name, e)| QueueWrite {
-                name,
-                settings: &e.settings,
-                at: self.now,
-            })
-            .collect();
-        // (A schedule added and removed in one batch writes nothing.)
-        let mut schedules: Vec<(&String, &ScheduleEntry)> = self
-            .schedules
-            .iter()
-            .filter(|(_, e)| e.written && (e.stored || e.value.is_some()))
-            .collect();
-        schedules.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        ch.schedules = schedules
-            .into_iter()
-            .map(|(name, e)| ScheduleWrite {
-                name,
-                schedule: e.value.as_ref(),
-            })
-            .collect();
+        let mut ch = Changes {
+            queues: queues::writes(&self.queues, self.now),
+            schedules: schedules::writes(&self.schedules),
+            ..Changes::default()
+        };
         let mut taking = Vec::new();
         for id in &self.written {
             let Some(Slot::Row(e)) = self.jobs.get(id) else {

@@ -1,0 +1,194 @@
+//! The plan's side of what is kept about a queue: its settings as the
+//! batch sees them (read with the claim, or locked to change), whether a
+//! claim may take its jobs (`Plan::gate`), and what its claims count.
+
+use super::{Plan, Slot, Undo};
+use crate::error::Result;
+use relay_core::{JobState, QueueSettings, Timestamp};
+use relay_store::QueueWrite;
+
+/// A queue's settings as this batch sees them.
+#[derive(Clone)]
+pub(super) struct QueueEntry {
+    pub(super) settings: QueueSettings,
+    /// The batch writes them.
+    written: bool,
+    /// The store locked the row for this batch (see `Store::queue_lock`):
+    /// the batch may change it.
+    locked: bool,
+    /// For a queue with `max_leased`: its LEASED jobs, counting this
+    /// batch's claims (`None` until read).
+    pub(super) leased: Option<u64>,
+}
+
+impl QueueEntry {
+    pub(super) fn read(settings: QueueSettings) -> Self {
+        // Rows with limits are read locked (`Prefetched::queues`).
+        let locked = settings.limits.is_set();
+        Self {
+            settings,
+            written: false,
+            locked,
+            leased: None,
+        }
+    }
+}
+
+/// Whether a claim may take a queue's jobs now.
+pub(crate) enum Gate {
+    Open,
+    /// Its rate limit allows no more until then.
+    Until(Timestamp),
+    /// Paused, or at its `max_leased`.
+    Shut,
+}
+
+impl Plan<'_> {
+    /// Keeps the settings (and, for a limited queue, the lease count) a
+    /// batch's first reads brought of `queue` (none: the defaults).
+    pub(super) fn keep_queue_read(&mut self, queue: &str, read: &[(String, QueueSettings)], leased: &[(String, u64)]) {
+        let settings = read
+            .iter()
+            .find(|(q, _)| q == queue)
+            .map(|(_, s)| *s)
+            .unwrap_or_default();
+        let mut entry = QueueEntry::read(settings);
+        entry.leased = leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
+        self.queues.insert(queue.to_owned(), entry);
+    }
+
+    /// Queue `name`'s settings as this batch sees them.
+    pub(crate) fn queue(&mut self, name: &str) -> Result<QueueSettings> {
+        // One lookup on the claim's path (the batch's first reads kept it).
+        if let Some(e) = self.queues.get(name) {
+            return Ok(e.settings);
+        }
+        let settings = self
+            .store
+            .queue_settings(&[name])?
+            .into_iter()
+            .find(|(q, _)| q == name)
+            .map(|(_, s)| s)
+            .unwrap_or_default();
+        self.queues.insert(name.to_owned(), QueueEntry::read(settings));
+        Ok(settings)
+    }
+
+    /// Queue `name`'s settings, locked for this batch to change.
+    pub(crate) fn queue_for_change(&mut self, name: &str) -> Result<QueueSettings> {
+        if !self.queues.get(name).is_some_and(|e| e.locked) {
+            let settings = self.store.queue_lock(name, self.now)?;
+            let leased = self.queues.get(name).and_then(|e| e.leased);
+            let mut entry = QueueEntry::read(settings);
+            entry.locked = true;
+            entry.leased = leased;
+            self.queues.insert(name.to_owned(), entry);
+        }
+        self.queue(name)
+    }
+
+    /// Queue `name`'s new settings (read with [`Plan::queue_for_change`]).
+    pub(crate) fn set_queue(&mut self, name: &str, settings: QueueSettings) -> Result<()> {
+        self.queue_for_change(name)?;
+        let Some(e) = self.queues.get_mut(name) else {
+            return Ok(());
+        };
+        if self.logging {
+            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
+        }
+        e.settings = settings;
+        e.written = true;
+        Ok(())
+    }
+
+    /// Whether a claim may take `name`'s jobs now: not paused, under its
+    /// `max_leased`, its rate window not spent.
+    pub(crate) fn gate(&mut self, name: &str) -> Result<Gate> {
+        let s = self.queue(name)?;
+        if s.paused {
+            return Ok(Gate::Shut);
+        }
+        if let Some(max) = s.limits.max_leased {
+            let leased = match self.queues.get(name).and_then(|e| e.leased) {
+                Some(n) => n,
+                None => {
+                    // Read mid-batch (a limit set earlier in it): the
+                    // store's count, plus the leases this batch planned.
+                    let n = self.store.job_leased_count(name, self.now)? + self.planned_leases(name);
+                    if let Some(e) = self.queues.get_mut(name) {
+                        e.leased = Some(n);
+                    }
+                    n
+                }
+            };
+            if leased >= u64::from(max) {
+                return Ok(Gate::Shut);
+            }
+        }
+        if let Some(r) = s.limits.rate {
+            if r.left(&s.window, self.now) == 0 {
+                return Ok(Gate::Until(r.window_end(&s.window)));
+            }
+        }
+        Ok(Gate::Open)
+    }
+
+    /// Jobs of queue `name` this batch leased (not LEASED in the store).
+    /// Scans the batch's jobs: only for a limit set partway through a batch.
+    fn planned_leases(&self, name: &str) -> u64 {
+        let n = self
+            .jobs
+            .values()
+            .filter(|s| match s {
+                Slot::Row(e) => {
+                    e.written
+                        && !e.deleted
+                        && e.status.state == JobState::Leased
+                        && e.base.is_none_or(|(state, _)| state != JobState::Leased)
+                        && e.row.as_ref().is_some_and(|r| r.queue == name)
+                }
+                _ => false,
+            })
+            .count();
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    /// A claim took one of `name`'s jobs: it counts against the queue's
+    /// limits.
+    pub(crate) fn count_lease(&mut self, name: &str) -> Result<()> {
+        let limited = self.queues.get(name).is_some_and(|e| e.settings.limits.is_set());
+        if !limited {
+            return Ok(());
+        }
+        let now = self.now;
+        let Some(e) = self.queues.get_mut(name) else {
+            return Ok(());
+        };
+        if self.logging {
+            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
+        }
+        if let Some(n) = e.leased.as_mut() {
+            *n += 1;
+        }
+        if let Some(r) = e.settings.limits.rate {
+            r.take(&mut e.settings.window, now);
+            e.written = true;
+        }
+        Ok(())
+    }
+}
+
+/// The queue settings a batch writes, in name order: where other writers
+/// lock the same rows (PostgreSQL), one order everywhere avoids deadlocks.
+pub(super) fn writes(queues: &super::HashMap<String, QueueEntry>, now: Timestamp) -> Vec<QueueWrite<'_>> {
+    let mut queues: Vec<(&String, &QueueEntry)> = queues.iter().filter(|(_, e)| e.written).collect();
+    queues.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    queues
+        .into_iter()
+        .map(|(name, e)| QueueWrite {
+            name,
+            settings: &e.settings,
+            at: now,
+        })
+        .collect()
+}
