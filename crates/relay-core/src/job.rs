@@ -83,6 +83,11 @@ impl From<Priority> for u8 {
 /// [`crate::transition()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum JobState {
+    /// Waiting for the jobs it depends on (`JobStatus::waiting_on` of them
+    /// have not succeeded yet). Becomes READY when the last of them
+    /// succeeds; CANCELLED when one of them ends DEAD or CANCELLED (unless
+    /// it asked to run anyway). Leaves also by cancel or delete.
+    Waiting,
     /// Waiting to be leased. Leaves by a lease (once `ready_at` has passed),
     /// a cancel, or a delete.
     Ready,
@@ -96,12 +101,20 @@ pub enum JobState {
     /// Failed for good: attempts exhausted or a permanent failure. Leaves
     /// only by retry (READY) or delete.
     Dead,
-    /// Cancelled by a user. Leaves only by retry (READY) or delete.
+    /// Cancelled by a user, or because a job it waited for ended DEAD or
+    /// CANCELLED. Leaves only by retry (READY) or delete.
     Cancelled,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 5] = [Self::Ready, Self::Leased, Self::Succeeded, Self::Dead, Self::Cancelled];
+    pub const ALL: [JobState; 6] = [
+        Self::Waiting,
+        Self::Ready,
+        Self::Leased,
+        Self::Succeeded,
+        Self::Dead,
+        Self::Cancelled,
+    ];
 
     /// The stored and displayed name, in capitals.
     pub const fn as_str(self) -> &'static str {
@@ -111,6 +124,7 @@ impl JobState {
             Self::Succeeded => "SUCCEEDED",
             Self::Dead => "DEAD",
             Self::Cancelled => "CANCELLED",
+            Self::Waiting => "WAITING",
         }
     }
 
@@ -144,6 +158,38 @@ impl fmt::Display for JobState {
     }
 }
 
+/// What becomes of a job when one of the jobs it depends on ends DEAD or
+/// CANCELLED (or is deleted before it finished).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyFailure {
+    /// The dependent is CANCELLED, the reason in its event log (the default).
+    #[default]
+    Cancel,
+    /// The dependent counts that job as done and still runs.
+    Run,
+}
+
+impl DependencyFailure {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancel => "cancel",
+            Self::Run => "run",
+        }
+    }
+}
+
+impl std::str::FromStr for DependencyFailure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cancel" => Ok(Self::Cancel),
+            "run" => Ok(Self::Run),
+            other => Err(format!("{other:?} is neither \"cancel\" nor \"run\"")),
+        }
+    }
+}
+
 /// The lease a LEASED job is held under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -171,6 +217,9 @@ pub struct JobStatus {
     pub lease: Option<Lease>,
     /// The error text of the latest failed attempt.
     pub last_error: Option<String>,
+    /// How many of the jobs this one depends on have not finished yet;
+    /// above zero exactly when `state` is WAITING.
+    pub waiting_on: u32,
 }
 
 impl JobStatus {
@@ -185,7 +234,19 @@ impl JobStatus {
             last_token: LeaseToken(0),
             lease: None,
             last_error: None,
+            waiting_on: 0,
         }
+    }
+
+    /// A freshly submitted job that waits for `waiting_on` other jobs
+    /// (READY at once when that is zero).
+    pub fn new_waiting(ready_at: Timestamp, max_attempts: u32, waiting_on: u32) -> Self {
+        let mut s = Self::new_ready(ready_at, max_attempts);
+        if waiting_on > 0 {
+            s.state = JobState::Waiting;
+            s.waiting_on = waiting_on;
+        }
+        s
     }
 
     /// The lease's token when LEASED and not yet expired at `now`.

@@ -44,6 +44,14 @@ pub enum Action<'a> {
     Retry,
     /// A user removes the job (any state but LEASED).
     Delete,
+    /// A job this WAITING one depends on has finished, and the dependent
+    /// goes on: one fewer to wait for; READY (at its own `ready_at`, or
+    /// now if that has passed) once none is left.
+    Unblock { parent: JobId },
+    /// A job this WAITING one depends on ended `state` (DEAD, CANCELLED,
+    /// or deleted unfinished) and the dependent does not run without it:
+    /// WAITING -> CANCELLED, the reason in the event log.
+    Abandon { parent: JobId, state: Option<JobState> },
 }
 
 impl Action<'_> {
@@ -59,6 +67,8 @@ impl Action<'_> {
             Self::Cancel => "cancel",
             Self::Retry => "retry",
             Self::Delete => "delete",
+            Self::Unblock { .. } => "unblock",
+            Self::Abandon { .. } => "abandon",
         }
     }
 }
@@ -255,10 +265,11 @@ pub fn transition(
             _ => Err(invalid()),
         },
         Action::Cancel => {
-            if !matches!(cur.state, JobState::Ready | JobState::Leased) {
+            if !matches!(cur.state, JobState::Ready | JobState::Leased | JobState::Waiting) {
                 return Err(invalid());
             }
-            let s = finish(cur, JobState::Cancelled, now);
+            let mut s = finish(cur, JobState::Cancelled, now);
+            s.waiting_on = 0;
             Ok(update(s, "cancelled", json!({"from": cur.state.as_str()})))
         }
         Action::Retry => {
@@ -271,6 +282,39 @@ pub fn transition(
             s.ready_at = now;
             s.finished_at = None;
             Ok(update(s, "retried", json!({"from": cur.state.as_str()})))
+        }
+        Action::Unblock { parent } => {
+            if cur.state != JobState::Waiting {
+                return Err(invalid());
+            }
+            let mut s = cur.clone();
+            s.waiting_on = cur.waiting_on.saturating_sub(1);
+            if s.waiting_on > 0 {
+                return Ok(Next {
+                    status: s,
+                    event: None,
+                    delete: false,
+                    unchanged: false,
+                });
+            }
+            s.state = JobState::Ready;
+            s.ready_at = cur.ready_at.max(now);
+            let data = json!({"last": parent.0, "ready_at": s.ready_at.to_rfc3339()});
+            Ok(update(s, "unblocked", data))
+        }
+        Action::Abandon { parent, state } => {
+            if cur.state != JobState::Waiting {
+                return Err(invalid());
+            }
+            let mut s = finish(cur, JobState::Cancelled, now);
+            s.waiting_on = 0;
+            let ended = state.map_or("DELETED", JobState::as_str);
+            let data = json!({
+                "from": cur.state.as_str(),
+                "dependency": parent.0,
+                "reason": format!("job {parent} it depends on ended {ended}"),
+            });
+            Ok(update(s, "cancelled", data))
         }
         Action::Delete => {
             if cur.state == JobState::Leased {
@@ -301,7 +345,8 @@ fn update(status: JobStatus, kind: &'static str, data: impl serde::Serialize) ->
 /// The lease, if `token` is the job's current valid one. A job that has
 /// finished (SUCCEEDED, DEAD, CANCELLED) says so: whatever lease the
 /// caller held, the job is over and the state is what it needs to know
-/// ("job 7 is CANCELLED"). Otherwise the lease is lost: another lease
+/// ("job 7 is CANCELLED"), as does a job still waiting for its
+/// dependencies (never leased). Otherwise the lease is lost: another lease
 /// holds the job, or this one expired (or was given back).
 fn holder<'s>(
     id: JobId,
@@ -312,7 +357,7 @@ fn holder<'s>(
 ) -> Result<&'s Lease, TransitionError> {
     match &cur.lease {
         Some(l) if cur.valid_token(now) == Some(token) => Ok(l),
-        _ if cur.state.is_finished() => Err(TransitionError::InvalidState {
+        _ if cur.state.is_finished() || cur.state == JobState::Waiting => Err(TransitionError::InvalidState {
             id,
             state: cur.state,
             action,

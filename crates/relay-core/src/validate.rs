@@ -39,6 +39,8 @@ pub const MAX_NAME_LEN: usize = 64;
 pub const MAX_KEY_LEN: usize = 256;
 /// Longest error text kept from a nack (longer texts are truncated, not refused).
 pub const MAX_ERROR_LEN: usize = 8 * 1024;
+/// Most jobs one job may depend on.
+pub const MAX_DEPENDENCIES: usize = 10_000;
 /// Longest lease: a lost worker's job must come back within a day.
 pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
 
@@ -67,6 +69,24 @@ impl Limits {
             return Err(InvalidInput::new(field, "must not contain control characters"));
         }
         Ok(())
+    }
+
+    /// The jobs a job depends on: at most [`MAX_DEPENDENCIES`], each a
+    /// positive id. Returns them sorted, each once.
+    pub fn dependencies(&self, ids: &[crate::JobId]) -> Result<Vec<crate::JobId>, InvalidInput> {
+        if ids.len() > MAX_DEPENDENCIES {
+            return Err(InvalidInput::new(
+                "depends_on",
+                format!("{} jobs exceeds the limit of {MAX_DEPENDENCIES}", ids.len()),
+            ));
+        }
+        if let Some(bad) = ids.iter().find(|id| id.0 <= 0) {
+            return Err(InvalidInput::new("depends_on", format!("{bad} is not a job id")));
+        }
+        let mut v = ids.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        Ok(v)
     }
 
     pub fn payload(&self, p: &[u8]) -> Result<(), InvalidInput> {

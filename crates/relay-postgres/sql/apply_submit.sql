@@ -2,25 +2,25 @@
 -- their first events and the NOTIFY in ONE statement, run on its own
 -- (autocommit: a statement is atomic by itself), so a lone submit costs one
 -- round trip, as a hand-written INSERT would. Counts are checked as in the
--- apply_*.sql statements; a shortfall aborts the statement. Columns of $1-$19
+-- apply_*.sql statements; a shortfall aborts the statement. Columns of $1-$20
 -- as apply_insert.sql.
 WITH j AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
-                            lease_for_ms, timeout_ms)
+                            lease_for_ms, timeout_ms, waiting_on)
     SELECT *
     FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::BYTEA[], $5::BIGINT[], $6::TEXT[], $7::BIGINT[],
                 $8::BIGINT[], $9::BIGINT[], $10::BIGINT[], $11::BIGINT[], $12::TEXT[], $13::BYTEA[], $14::BIGINT[],
-                $15::BIGINT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[], $19::BIGINT[])
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED') DO NOTHING
+                $15::BIGINT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[], $19::BIGINT[], $20::BIGINT[])
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED', 'WAITING') DO NOTHING
     RETURNING 1
 ), e AS (
     INSERT INTO relay_job_events (job_id, seq, at, kind, data)
-    SELECT * FROM unnest($20::BIGINT[], $21::BIGINT[], $22::BIGINT[], $23::TEXT[], $24::TEXT[])
+    SELECT * FROM unnest($21::BIGINT[], $22::BIGINT[], $23::BIGINT[], $24::TEXT[], $25::TEXT[])
     RETURNING 1
 ), n AS (
-    SELECT pg_notify('relay_ready', '') WHERE $27::BOOLEAN
+    SELECT pg_notify('relay_ready', '') WHERE $28::BOOLEAN
 )
-SELECT relay_expect((SELECT COUNT(*) FROM j), $25, 'inserts')
-     + relay_expect((SELECT COUNT(*) FROM e), $26, 'events')
+SELECT relay_expect((SELECT COUNT(*) FROM j), $26, 'inserts')
+     + relay_expect((SELECT COUNT(*) FROM e), $27, 'events')
      + (SELECT COUNT(*) FROM n)

@@ -2,7 +2,7 @@
 -- the reap. SKIP LOCKED: whichever process gets to an expired lease first
 -- reclaims it, exactly once.
 SELECT id, state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by,
-       last_error, priority
+       last_error, priority, waiting_on
 FROM relay_jobs
 WHERE state = 'LEASED' AND lease_expires_at <= $1
 ORDER BY lease_expires_at

@@ -3,7 +3,7 @@
 -- process, so two batches never wait on each other in a cycle): the batch's
 -- guarded writes then always find what it read.
 SELECT id, state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by,
-       last_error, priority
+       last_error, priority, waiting_on
 FROM relay_jobs WHERE id = ANY($1::BIGINT[])
 ORDER BY id
 FOR UPDATE

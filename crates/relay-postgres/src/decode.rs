@@ -20,8 +20,9 @@ pub(crate) fn priority(row: &Row, i: usize, job: Option<JobId>) -> Result<Priori
 }
 
 /// The status columns from `at`: state, attempts, max_attempts, ready_at,
-/// finished_at, lease_token, lease_expires_at, leased_by, last_error.
-pub(crate) fn status(row: &Row, at: usize, job: Option<JobId>) -> Result<JobStatus, StoreError> {
+/// finished_at, lease_token, lease_expires_at, leased_by, last_error; and
+/// `waiting_on` at column `waiting`.
+pub(crate) fn status(row: &Row, at: usize, waiting: usize, job: Option<JobId>) -> Result<JobStatus, StoreError> {
     RawStatus {
         state: col(row, at, "state", job)?,
         attempts: col(row, at + 1, "attempts", job)?,
@@ -32,6 +33,7 @@ pub(crate) fn status(row: &Row, at: usize, job: Option<JobId>) -> Result<JobStat
         lease_expires_at: col(row, at + 6, "lease_expires_at", job)?,
         leased_by: col(row, at + 7, "leased_by", job)?,
         last_error: col(row, at + 8, "last_error", job)?,
+        waiting_on: col(row, waiting, "waiting_on", job)?,
     }
     .decode(job)
 }
@@ -51,7 +53,7 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         result: col(row, 7, "result", j)?,
         lease_for: duration(row, 17, "lease_for_ms", j)?,
         timeout: duration(row, 18, "timeout_ms", j)?,
-        status: status(row, 8, j)?,
+        status: status(row, 8, 19, j)?,
     })
 }
 
@@ -60,6 +62,24 @@ fn duration(row: &Row, i: usize, name: &str, job: Option<JobId>) -> Result<Optio
     col::<Option<i64>>(row, i, name, job)?
         .map(|ms| relay_store::decode::millis(job, name, ms))
         .transpose()
+}
+
+/// A `relay_job_deps` row: `parent, child, on_failure`.
+pub(crate) fn dependent(row: &Row) -> Result<relay_store::Dependent, StoreError> {
+    let parent = JobId(col(row, 0, "parent", None)?);
+    let child = JobId(col(row, 1, "child", None)?);
+    let raw: String = col(row, 2, "on_failure", Some(child))?;
+    let on_failure = raw.parse().map_err(|e: String| {
+        StoreError::corrupt(
+            Some(child),
+            format!("the dependency on job {parent}: column on_failure: {e}"),
+        )
+    })?;
+    Ok(relay_store::Dependent {
+        parent,
+        child,
+        on_failure,
+    })
 }
 
 /// A `relay_queues` row: `name, paused, max_leased, rate_limit,

@@ -138,13 +138,13 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
         .collect()
 }
 
-/// Rows of `id` then the status columns then `priority`, as
+/// Rows of `id` then the status columns then `priority` and `waiting_on`, as
 /// `sql/job_get_statuses.sql` returns them.
 fn status_rows(rows: &[Row]) -> Result<Vec<StatusRead>, StoreError> {
     rows.iter()
         .map(|row| {
             let id = JobId(decode::col(row, 0, "id", None)?);
-            let status = decode::priority(row, 10, Some(id)).and_then(|_| decode::status(row, 1, Some(id)));
+            let status = decode::priority(row, 10, Some(id)).and_then(|_| decode::status(row, 1, 11, Some(id)));
             Ok((id, status))
         })
         .collect()
@@ -249,7 +249,7 @@ impl Store for PgStore {
         match self.query_opt(include_str!("../sql/job_get_status.sql"), &[&id.0])? {
             Some(row) => {
                 decode::priority(&row, 9, Some(id))?;
-                decode::status(&row, 0, Some(id)).map(Some)
+                decode::status(&row, 0, 10, Some(id)).map(Some)
             }
             None => Ok(None),
         }
@@ -275,6 +275,7 @@ impl Store for PgStore {
         let expired_st = self.pipe.stmt(include_str!("../sql/job_expired_statuses.sql"))?;
         let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
         let ready_st = self.pipe.stmt(include_str!("../sql/job_ready.sql"))?;
+        let deps_st = self.pipe.stmt(include_str!("../sql/job_dependents.sql"))?;
         let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
         let now = p.now.as_millis();
         let ids: Vec<i64> = p.statuses.iter().map(|id| id.0).collect();
@@ -294,6 +295,8 @@ impl Store for PgStore {
         }
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
+            // After the statement that locks them (see job_dependents.sql).
+            reqs.push(Req::Read(&deps_st, vec![&ids]));
         }
         for ((queue, _), limit) in p.ready.iter().zip(&limits) {
             reqs.push(Req::Read(&ready_st, vec![queue, &now, limit, &false]));
@@ -320,10 +323,15 @@ impl Store for PgStore {
         } else {
             Vec::new()
         };
-        let statuses = if ids.is_empty() {
-            Vec::new()
+        let (statuses, dependents) = if ids.is_empty() {
+            (Vec::new(), Vec::new())
         } else {
-            status_rows(&rows(answers.next()))?
+            let statuses = status_rows(&rows(answers.next()))?;
+            let deps = rows(answers.next())
+                .iter()
+                .map(decode::dependent)
+                .collect::<Result<Vec<_>, _>>()?;
+            (statuses, deps)
         };
         let ready = p
             .ready
@@ -336,7 +344,17 @@ impl Store for PgStore {
             queues,
             leased,
             ready,
+            dependents,
         })
+    }
+
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::Dependent>, StoreError> {
+        if parents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<i64> = parents.iter().map(|id| id.0).collect();
+        let rows = self.query(include_str!("../sql/job_dependents.sql"), &[&raw])?;
+        rows.iter().map(decode::dependent).collect()
     }
 
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {

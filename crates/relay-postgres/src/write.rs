@@ -26,6 +26,7 @@ pub(crate) struct UpdateCols<'a> {
     by: Vec<Option<&'a str>>,
     error: Vec<Option<&'a str>>,
     result: Vec<Option<&'a [u8]>>,
+    waiting_on: Vec<i64>,
 }
 
 impl<'a> UpdateCols<'a> {
@@ -52,6 +53,7 @@ impl<'a> UpdateCols<'a> {
                 .collect(),
             error: ups.iter().map(|u| u.status.last_error.as_deref()).collect(),
             result: ups.iter().map(|u| u.result).collect(),
+            waiting_on: ups.iter().map(|u| i(u.status.waiting_on)).collect(),
         }
     }
 
@@ -69,6 +71,7 @@ impl<'a> UpdateCols<'a> {
             &self.by,
             &self.error,
             &self.result,
+            &self.waiting_on,
         ]
     }
 }
@@ -207,6 +210,7 @@ pub(crate) struct InsertCols<'a> {
     error: Vec<Option<&'a str>>,
     lease_for: Vec<Option<i64>>,
     timeout: Vec<Option<i64>>,
+    waiting_on: Vec<i64>,
 }
 
 impl<'a> InsertCols<'a> {
@@ -246,6 +250,7 @@ impl<'a> InsertCols<'a> {
                 .iter()
                 .map(|j| j.timeout.map(relay_core::time::duration_millis))
                 .collect(),
+            waiting_on: ins.iter().map(|j| i(j.status.waiting_on)).collect(),
         }
     }
 
@@ -270,6 +275,7 @@ impl<'a> InsertCols<'a> {
             &self.error,
             &self.lease_for,
             &self.timeout,
+            &self.waiting_on,
         ]
     }
 }
@@ -303,7 +309,8 @@ impl<'a> EventCols<'a> {
 
 /// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
 pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
-    c.queues.is_empty()
+    c.dependents.is_empty()
+        && c.queues.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.updates.is_empty()
@@ -313,7 +320,7 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 }
 
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// six statements, each checking its own row count.
+/// seven statements (and one per schedule), each checking its own row count.
 pub(crate) struct Writes<'a> {
     queues_st: Statement,
     queues: QueueCols<'a>,
@@ -324,12 +331,31 @@ pub(crate) struct Writes<'a> {
     update_st: Statement,
     insert_st: Statement,
     events_st: Statement,
+    deps_st: Statement,
+    deps: DepCols,
     deletes: Vec<i64>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
     inserts: InsertCols<'a>,
     events: EventCols<'a>,
-    counts: [i64; 6],
+    counts: [i64; 7],
+}
+
+/// The columns of a batch's new dependency edges (`sql/apply_deps.sql`).
+pub(crate) struct DepCols {
+    parent: Vec<i64>,
+    child: Vec<i64>,
+    on_failure: Vec<&'static str>,
+}
+
+impl DepCols {
+    fn new(ds: &[relay_store::Dependent]) -> Self {
+        Self {
+            parent: ds.iter().map(|d| d.parent.0).collect(),
+            child: ds.iter().map(|d| d.child.0).collect(),
+            on_failure: ds.iter().map(|d| d.on_failure.as_str()).collect(),
+        }
+    }
 }
 
 impl<'a> Writes<'a> {
@@ -347,6 +373,8 @@ impl<'a> Writes<'a> {
             update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
             insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
             events_st: pipe.stmt(include_str!("../sql/apply_events.sql"))?,
+            deps_st: pipe.stmt(include_str!("../sql/apply_deps.sql"))?,
+            deps: DepCols::new(&c.dependents),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             plain: UpdateCols::new(plain),
             taking: UpdateCols::new(taking),
@@ -358,16 +386,17 @@ impl<'a> Writes<'a> {
                 n(plain.len()),
                 n(taking.len()),
                 n(c.inserts.len()),
+                n(c.dependents.len()),
                 n(c.events.len()),
             ],
         })
     }
 
     /// Queue settings, deletes, updates (those taking keys back last),
-    /// inserts, events.
+    /// inserts, dependency edges, events.
     pub(crate) fn reqs(&self) -> Vec<Req<'_>> {
-        let mut reqs = Vec::with_capacity(7);
-        let [queues, deletes, plain, taking, inserts, events] = &self.counts;
+        let mut reqs = Vec::with_capacity(8);
+        let [queues, deletes, plain, taking, inserts, deps, events] = &self.counts;
         if *queues > 0 {
             let mut p = self.queues.params();
             p.push(queues);
@@ -395,6 +424,13 @@ impl<'a> Writes<'a> {
             let mut p = self.inserts.params();
             p.push(inserts);
             reqs.push(Req::Write(&self.insert_st, p));
+        }
+        if *deps > 0 {
+            let d = &self.deps;
+            reqs.push(Req::Write(
+                &self.deps_st,
+                vec![&d.parent, &d.child, &d.on_failure, deps],
+            ));
         }
         if *events > 0 {
             let mut p = self.events.params();

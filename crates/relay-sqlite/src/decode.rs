@@ -87,8 +87,9 @@ impl<'a, 'r> Cols<'a, 'r> {
 
     /// The status columns, starting at column `at` in this order: state,
     /// attempts, max_attempts, ready_at, finished_at, lease_token,
-    /// lease_expires_at, leased_by, last_error.
-    pub(crate) fn status(&self, at: usize) -> Result<JobStatus, StoreError> {
+    /// lease_expires_at, leased_by, last_error; and `waiting_on` at column
+    /// `waiting`.
+    pub(crate) fn status(&self, at: usize, waiting: usize) -> Result<JobStatus, StoreError> {
         RawStatus {
             state: self.text(at, "state")?,
             attempts: self.int(at + 1, "attempts")?,
@@ -99,6 +100,7 @@ impl<'a, 'r> Cols<'a, 'r> {
             lease_expires_at: self.opt_int(at + 6, "lease_expires_at")?,
             leased_by: self.opt_text(at + 7, "leased_by")?,
             last_error: self.opt_text(at + 8, "last_error")?,
+            waiting_on: self.int(waiting, "waiting_on")?,
         }
         .decode(self.job)
     }
@@ -125,7 +127,7 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
         result: c.opt_blob(7, "result")?,
         lease_for: c.opt_duration(17, "lease_for_ms")?,
         timeout: c.opt_duration(18, "timeout_ms")?,
-        status: c.status(8)?,
+        status: c.status(8, 19)?,
     })
 }
 
@@ -137,6 +139,24 @@ fn describe(v: ValueRef<'_>) -> String {
         ValueRef::Text(t) => format!("text {:?}", String::from_utf8_lossy(&t[..t.len().min(40)])),
         ValueRef::Blob(b) => format!("blob of {} bytes", b.len()),
     }
+}
+
+/// A `job_deps` row: `parent, child, on_failure`.
+pub(crate) fn dependent(row: &Row<'_>) -> Result<relay_store::Dependent, StoreError> {
+    let c = Cols::new(row, None);
+    let parent = JobId(c.int(0, "parent")?);
+    let child = JobId(c.int(1, "child")?);
+    let on_failure = c.text(2, "on_failure")?.parse().map_err(|e: String| {
+        StoreError::corrupt(
+            Some(child),
+            format!("the dependency on job {parent}: column on_failure: {e}"),
+        )
+    })?;
+    Ok(relay_store::Dependent {
+        parent,
+        child,
+        on_failure,
+    })
 }
 
 /// A `queues` row: `name, paused, max_leased, rate_limit, rate_per_ms,

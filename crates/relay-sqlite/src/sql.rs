@@ -28,6 +28,11 @@ statements! {
     EVENT_APPEND_NEXT = "event_append_next.sql";
     EVENT_NEXT_SEQ = "event_next_seq.sql";
     JOB_DELETE = "job_delete.sql";
+    JOB_DEPENDENTS = "job_dependents.sql";
+    JOB_DEPS_ANY = "job_deps_any.sql";
+    JOB_DEP_INSERT = "job_dep_insert.sql";
+    JOB_DEPS_DELETE = "job_deps_delete.sql";
+    JOB_PRUNE_DEPS = "job_prune_deps.sql";
     JOB_EVENTS = "job_events.sql";
     JOB_EVENTS_DELETE = "job_events_delete.sql";
     JOB_EXPIRED_LEASES = "job_expired_leases.sql";

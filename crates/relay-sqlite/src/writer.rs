@@ -60,6 +60,7 @@ impl SqliteStore {
                 lease.map(|l| l.worker.as_str()),
                 s.last_error.as_deref(),
                 u.result,
+                s.waiting_on,
             ],
         )?;
         if n == 1 {
@@ -120,6 +121,7 @@ impl SqliteStore {
                 s.last_error.as_deref(),
                 j.lease_for.map(relay_core::time::duration_millis),
                 j.timeout.map(relay_core::time::duration_millis),
+                s.waiting_on,
             ],
         )
         .map(drop)
@@ -138,6 +140,7 @@ fn unmatched(id: JobId) -> StoreError {
 impl Store for SqliteStore {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
+        self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
         Ok(self.exec(&crate::sql::JOB_PRUNE, [before.as_millis()])? as u64)
     }
 
@@ -187,7 +190,7 @@ impl Store for SqliteStore {
             Some(row) => {
                 let c = Cols::new(row, Some(id));
                 c.priority(9)?;
-                c.status(0).map(Some)
+                c.status(0, 10).map(Some)
             }
             None => Ok(None),
         }
@@ -298,6 +301,31 @@ impl Store for SqliteStore {
         Ok(next - 1)
     }
 
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::Dependent>, StoreError> {
+        if parents.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One probe of an empty table first: a batch of a queue that does
+        // not use dependencies reads no edges.
+        let any: bool = self
+            .conn
+            .prepare_cached(&crate::sql::JOB_DEPS_ANY)
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(map_err)?;
+        if !any {
+            return Ok(Vec::new());
+        }
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_DEPENDENTS).map_err(map_err)?;
+        let mut out = Vec::new();
+        for p in parents {
+            let mut rows = st.query([p.0]).map_err(map_err)?;
+            while let Some(row) = rows.next().map_err(map_err)? {
+                out.push(decode::dependent(row)?);
+            }
+        }
+        Ok(out)
+    }
+
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_SETTINGS).map_err(map_err)?;
         let mut out = Vec::new();
@@ -340,6 +368,7 @@ impl Store for SqliteStore {
         }
         for id in &c.deletes {
             self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
+            self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
             if self.exec(&crate::sql::JOB_DELETE, [id.0])? != 1 {
                 return Err(unmatched(*id));
             }
@@ -349,6 +378,12 @@ impl Store for SqliteStore {
         }
         for j in &c.inserts {
             self.insert(j)?;
+        }
+        for d in &c.dependents {
+            self.exec(
+                &crate::sql::JOB_DEP_INSERT,
+                params![d.parent.0, d.child.0, d.on_failure.as_str()],
+            )?;
         }
         for e in &c.events {
             match e.base {

@@ -23,6 +23,7 @@ pub struct RawStatus {
     pub lease_expires_at: Option<i64>,
     pub leased_by: Option<String>,
     pub last_error: Option<String>,
+    pub waiting_on: i64,
 }
 
 fn count(job: Option<JobId>, name: &str, v: i64) -> Result<u32, StoreError> {
@@ -78,7 +79,15 @@ impl RawStatus {
             (_, None, None) => None,
             _ => return Err(StoreError::corrupt(job, format!("{state} job holds a lease"))),
         };
+        let waiting_on = count(job, "waiting_on", self.waiting_on)?;
+        if (state == JobState::Waiting) != (waiting_on > 0) {
+            return Err(StoreError::corrupt(
+                job,
+                format!("{state} job with waiting_on {waiting_on}"),
+            ));
+        }
         Ok(JobStatus {
+            waiting_on,
             state,
             attempts: count(job, "attempts", self.attempts)?,
             max_attempts,
@@ -106,6 +115,7 @@ mod tests {
             lease_expires_at: None,
             leased_by: None,
             last_error: None,
+            waiting_on: 0,
         }
     }
 

@@ -17,7 +17,8 @@
 //! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
 
 use relay_core::{
-    Candidate, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings, Schedule, Timestamp,
+    Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings,
+    Schedule, Timestamp,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -81,6 +82,15 @@ pub struct QueueWrite<'a> {
     pub at: Timestamp,
 }
 
+/// An edge of the dependency graph: `child` waits for `parent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dependent {
+    pub parent: JobId,
+    pub child: JobId,
+    /// What the child does if `parent` ends DEAD or CANCELLED.
+    pub on_failure: DependencyFailure,
+}
+
 /// A schedule as the batch leaves it: written whole, or deleted (`None`).
 #[derive(Debug, Clone, Copy)]
 pub struct ScheduleWrite<'a> {
@@ -91,9 +101,10 @@ pub struct ScheduleWrite<'a> {
 /// Everything a batch writes, planned before anything is written (see the
 /// engine's `plan` module), for [`Store::apply`] to write in a few
 /// statements. Applied in this order: queue settings, schedules, deletes
-/// (with their events), then updates (every update that gives a finished job its
-/// unique key back comes after the others, so a key released in the batch
-/// is free first), then inserts, then events.
+/// (with their events, and the edges from them), then updates (every
+/// update that gives a finished job its unique key back comes after the
+/// others, so a key released in the batch is free first), then inserts,
+/// then dependency edges, then events.
 #[derive(Debug, Default)]
 pub struct Changes<'a> {
     pub queues: Vec<QueueWrite<'a>>,
@@ -103,6 +114,8 @@ pub struct Changes<'a> {
     /// How many of `updates`, from the end, take a unique key back.
     pub updates_taking_keys: usize,
     pub inserts: Vec<JobInsert<'a>>,
+    /// New edges (each child is a job of `inserts`).
+    pub dependents: Vec<Dependent>,
     pub events: Vec<EventRow<'a>>,
 }
 
@@ -113,6 +126,7 @@ impl Changes<'_> {
             && self.deletes.is_empty()
             && self.updates.is_empty()
             && self.inserts.is_empty()
+            && self.dependents.is_empty()
             && self.events.is_empty()
     }
 }
@@ -163,6 +177,10 @@ pub struct Prefetched {
     /// One list per queue of [`Prefetch::ready`], in the same order; a
     /// queue those settings pause may have none read (a claim skips it).
     pub ready: Vec<Vec<ReadyRow>>,
+    /// The edges to the jobs waiting for the jobs of
+    /// [`Prefetch::statuses`] (see [`Store::job_dependents`]), read after
+    /// their rows were locked.
+    pub dependents: Vec<Dependent>,
 }
 
 /// Most expired leases one call to `Store::job_expired_leases` returns.
@@ -314,6 +332,7 @@ pub trait Store: Send {
                 leased.push((q.clone(), self.job_leased_count(q, p.now)?));
             }
         }
+        let dependents = self.job_dependents(p.statuses)?;
         let mut ready = Vec::with_capacity(p.ready.len());
         for (queue, limit) in p.ready {
             let paused = queues.iter().any(|(q, s)| q == queue && s.paused);
@@ -329,8 +348,15 @@ pub trait Store: Send {
             queues,
             leased,
             ready,
+            dependents,
         })
     }
+    /// The edges from `parents` to the jobs waiting for them, in parent
+    /// order. Costs the number of those edges (an index on the parent),
+    /// whatever the size of the graph. Where other processes write, the
+    /// parents' rows are locked by the batch first: an edge to a parent is
+    /// committed by the batch that read and locked that parent unfinished.
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<Dependent>, StoreError>;
     /// The stored settings of these queues (those with none are left out;
     /// locked as in [`Prefetched::queues`]).
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError>;

@@ -381,3 +381,36 @@ pub fn a_limit_set_partway_through_a_batch_counts_its_earlier_leases(new_db: &Ne
     );
     one_commit_since(&relay, &before);
 }
+
+/// A child submitted, and its parent acked, in one batch; beside them a
+/// submit naming an unknown job fails alone.
+pub fn a_dependent_submitted_and_its_parent_acked_in_one_batch(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let parent = relay.submit(NewJob::new("p", "k", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["p"])).unwrap().remove(0);
+    let before = relay.metrics();
+    let (child, bad, ack, claim) = one_batch(&relay, |r| {
+        let (a, b, c, d) = (r.clone(), r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.submit(NewJob::new("q", "k", Vec::new()).depends_on([parent])).await }),
+            start(async move {
+                b.submit(NewJob::new("q", "k", Vec::new()).depends_on([JobId(parent.0 + 100)]))
+                    .await
+            }),
+            start(async move { c.ack(parent, l.token, None).await }),
+            start(async move { d.lease(LeaseRequest::new(["q"])).await }),
+        )
+    });
+    let child = block_on(child).unwrap();
+    assert!(matches!(block_on(bad), Err(Error::InvalidInput(_))));
+    block_on(ack).unwrap();
+    let claimed = block_on(claim).unwrap();
+    one_commit_since(&relay, &before);
+    // The ack saw the edge its batch had just added, and readied the child
+    // for the claim after it.
+    assert_eq!(claimed.iter().map(|l| l.id).collect::<Vec<_>>(), [child]);
+    let kinds: Vec<String> = relay.events(child).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "unblocked", "leased"]);
+    let q = &relay.stats().unwrap().queues["q"].counts;
+    assert_eq!(q.values().sum::<u64>(), 1, "the bad submit wrote nothing: {q:?}");
+}

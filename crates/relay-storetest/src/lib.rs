@@ -14,6 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
 pub mod batches;
+pub mod deps;
 pub mod fencing;
 pub mod flow;
 pub mod group_commit;
@@ -187,6 +188,14 @@ macro_rules! conformance {
             periodic::bad_schedules_are_refused_and_change_nothing,
             periodic::two_relays_on_the_store_enqueue_a_tick_once,
             batches::a_pause_or_resume_and_a_claim_in_one_batch,
+            batches::a_dependent_submitted_and_its_parent_acked_in_one_batch,
+            deps::a_chain_runs_one_link_at_a_time,
+            deps::a_chain_of_a_thousand,
+            deps::a_fan_in_of_ten_thousand,
+            deps::a_failed_dependency_cancels_its_dependents_in_turn,
+            deps::dependencies_finished_before_the_submit,
+            deps::a_waiting_job_keeps_its_delay_key_and_can_be_cancelled,
+            deps::bad_dependencies_are_refused_and_change_nothing,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

@@ -18,9 +18,14 @@ impl Engine {
             .into_iter()
             .map(|j| j.validate(limits, self.options.default_max_attempts, now))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Pending::new(Hint::Submit(valid.len()), move |plan, ctx| {
-            ops::submit(plan, ctx, &valid)
-        }))
+        let mut parents: Vec<JobId> = valid.iter().flat_map(|j| j.depends_on.iter().copied()).collect();
+        parents.sort_unstable();
+        parents.dedup();
+        let hint = Hint::Submit {
+            jobs: valid.len(),
+            parents,
+        };
+        Ok(Pending::new(hint, move |plan, ctx| ops::submit(plan, ctx, &valid)))
     }
 
     pub(crate) fn lease_op(&self, req: ValidLease) -> Pending<LeaseBatch> {

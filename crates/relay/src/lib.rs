@@ -63,8 +63,8 @@ pub use request::{
 
 pub use relay_core::periodic::time_zones;
 pub use relay_core::{
-    Clock, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock, Priority,
-    QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
+    Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,
+    Priority, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
 };
 pub use relay_store::{Event, JobFilter, QueueStats};
 

@@ -7,8 +7,11 @@ use crate::engine::plan::{Gate, Plan};
 use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease, ValidSchedule};
-use relay_core::{choose, transition, Action, Candidate, Job, JobId, JobState, JobStatus, Next, Schedule, Timestamp};
-use relay_store::Store;
+use relay_core::{
+    choose, transition, Action, Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, Next, Schedule,
+    Timestamp,
+};
+use relay_store::{Dependent, Store};
 
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
     let mut ids = Vec::with_capacity(jobs.len());
@@ -27,11 +30,17 @@ fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Optio
             return Ok(id);
         }
     }
-    let status = JobStatus::new_ready(j.ready_at, j.max_attempts);
+    let deps = dependencies(plan, j)?;
+    let status = JobStatus::new_waiting(j.ready_at, j.max_attempts, deps.waiting_on());
     let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
     if let Some((name, at)) = tick {
         data["schedule"] = serde_json::json!(name);
         data["tick"] = serde_json::json!(at.to_rfc3339());
+    }
+    if !j.depends_on.is_empty() {
+        data["depends_on"] = serde_json::json!(j.depends_on);
+        data["waiting_on"] = serde_json::json!(status.waiting_on);
+        data["on_dependency_failure"] = serde_json::json!(j.on_dependency_failure);
     }
     let id = plan.insert(Job {
         id: JobId(0),
@@ -44,11 +53,118 @@ fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Optio
         result: None,
         lease_for: j.lease_for,
         timeout: j.timeout,
-        status,
+        status: status.clone(),
     })?;
     plan.event(id, "submitted", data.to_string(), false)?;
-    ctx.woke |= j.ready_at <= ctx.now;
+    match deps {
+        Deps::Waiting(parents) => {
+            for parent in parents {
+                plan.add_edge(Dependent {
+                    parent,
+                    child: id,
+                    on_failure: j.on_dependency_failure,
+                });
+            }
+        }
+        // One of them has already failed: as if it failed a moment later.
+        Deps::Failed(parent, state) => {
+            let action = Action::Abandon {
+                parent,
+                state: Some(state),
+            };
+            let next = transition(id, &status, action, &ctx.transition_ctx())?;
+            persist(plan, id, next, None)?;
+        }
+    }
+    ctx.woke |= status.state == JobState::Ready && j.ready_at <= ctx.now;
     Ok(id)
+}
+
+/// What a new job's dependencies leave it waiting for.
+enum Deps {
+    /// These have not finished (none: the job is READY at once).
+    Waiting(Vec<JobId>),
+    /// This one has already ended DEAD or CANCELLED, and the job does not
+    /// run without it.
+    Failed(JobId, JobState),
+}
+
+impl Deps {
+    fn waiting_on(&self) -> u32 {
+        match self {
+            Self::Waiting(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
+            Self::Failed(..) => 1,
+        }
+    }
+}
+
+/// Reads the jobs `j` depends on (all at once; the batch usually has them
+/// already). One that does not exist refuses the submit.
+fn dependencies(plan: &mut Plan<'_>, j: &ValidJob) -> Result<Deps> {
+    if j.depends_on.is_empty() {
+        return Ok(Deps::Waiting(Vec::new()));
+    }
+    plan.load_statuses(j.depends_on.clone())?;
+    let mut waiting = Vec::new();
+    for parent in &j.depends_on {
+        let Some(status) = plan.status(*parent)? else {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "depends_on",
+                format!("job {parent} does not exist (it may have been deleted, or pruned after it finished)"),
+            )));
+        };
+        match status.state {
+            JobState::Succeeded => {}
+            JobState::Dead | JobState::Cancelled => {
+                if j.on_dependency_failure == DependencyFailure::Cancel {
+                    return Ok(Deps::Failed(*parent, status.state));
+                }
+            }
+            JobState::Waiting | JobState::Ready | JobState::Leased => waiting.push(*parent),
+        }
+    }
+    Ok(Deps::Waiting(waiting))
+}
+
+/// Tells the jobs waiting for `parent`, which has just ended `ended`
+/// (`None`: deleted before it finished), and those waiting for any job
+/// this cancels in turn. Costs the dependents reached, nothing more. A
+/// dependent that no longer waits (cancelled, retried or deleted by a
+/// user) is passed over, as is one whose row is corrupt (reported).
+fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Option<JobState>) -> Result<()> {
+    let mut work = vec![(parent, ended)];
+    while let Some((parent, ended)) = work.pop() {
+        let deps = plan.dependents(parent)?;
+        if deps.is_empty() {
+            continue;
+        }
+        plan.load_statuses(deps.iter().map(|d| d.child).collect())?;
+        for d in deps {
+            let cur = match plan.status(d.child) {
+                Ok(Some(s)) if s.state == JobState::Waiting => s,
+                Ok(_) => continue,
+                Err(Error::Corrupt { reason, .. }) => {
+                    tracing::error!(job = %d.child, %parent, %reason, "a job waiting for another cannot be told it finished: its row is corrupt; delete it (relay delete)");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let action = if ended == Some(JobState::Succeeded) || d.on_failure == DependencyFailure::Run {
+                Action::Unblock { parent }
+            } else {
+                Action::Abandon { parent, state: ended }
+            };
+            let next = transition(d.child, &cur, action, &ctx.transition_ctx())?;
+            let status = next.status.clone();
+            persist(plan, d.child, next, None)?;
+            match status.state {
+                JobState::Ready => ctx.woke |= status.ready_at <= ctx.now,
+                JobState::Cancelled => work.push((d.child, Some(JobState::Cancelled))),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The claim: up to `max` jobs, each the aging winner among the oldest due
@@ -116,9 +232,16 @@ pub(crate) fn act(
         }
     }
     let status = next.status.clone();
+    // The job has just ended (or is gone before it did): those waiting
+    // for it are told.
+    let ended = !cur.state.is_finished() && (next.delete || status.state.is_finished());
+    let deleted = next.delete;
     persist(plan, id, next, result)?;
     if let Some(key) = retaken {
         plan.retake_key(key, id);
+    }
+    if ended {
+        settle(plan, ctx, id, (!deleted).then_some(status.state))?;
     }
     ctx.woke |= status.state == JobState::Ready && status.ready_at <= ctx.now;
     Ok(status)
@@ -130,7 +253,10 @@ pub(crate) fn delete(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, id: JobId) -> 
     match act(plan, ctx, id, Action::Delete, None) {
         Err(Error::Corrupt { job: Some(j), reason }) if j == id => {
             tracing::warn!(job = %id, %reason, "deleting a corrupt job");
-            plan.delete_corrupt(id)
+            plan.delete_corrupt(id)?;
+            // Whatever it was, nothing will finish it now: jobs still
+            // waiting for it are told it is gone.
+            settle(plan, ctx, id, None)
         }
         other => other.map(drop),
     }
@@ -254,6 +380,8 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         unique_key: None,
         lease_for: None,
         timeout: None,
+        depends_on: Vec::new(),
+        on_dependency_failure: DependencyFailure::Cancel,
     };
     insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
     s.last_at = Some(s.next_at);

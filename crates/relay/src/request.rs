@@ -2,7 +2,9 @@
 //! check happens in the caller's thread, before the writer sees anything.
 
 use relay_core::validate::truncate_error;
-use relay_core::{InvalidInput, Job, JobId, JobStatus, LeaseToken, Limits, Priority, Recurrence, Timestamp};
+use relay_core::{
+    DependencyFailure, InvalidInput, Job, JobId, JobStatus, LeaseToken, Limits, Priority, Recurrence, Timestamp,
+};
 use std::time::Duration;
 
 /// A job to submit.
@@ -27,6 +29,8 @@ pub struct NewJob {
     unique_key: Option<String>,
     lease_for: Option<Duration>,
     timeout: Option<Duration>,
+    depends_on: Vec<JobId>,
+    on_dependency_failure: DependencyFailure,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +52,34 @@ impl NewJob {
             unique_key: None,
             lease_for: None,
             timeout: None,
+            depends_on: Vec::new(),
+            on_dependency_failure: DependencyFailure::Cancel,
         }
+    }
+
+    /// The job waits (WAITING) until every one of these jobs has
+    /// SUCCEEDED, then becomes READY (at its own delay or `run_at`, if
+    /// that is later). If one of them ends DEAD or CANCELLED, this job is
+    /// CANCELLED with the reason in its event log, unless
+    /// [`NewJob::on_dependency_failure`] says to run it anyway. Jobs that
+    /// have already succeeded count as done. At most 10,000 ids; each must
+    /// name an existing job, or the submit is refused with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) (field
+    /// `depends_on`) and nothing is written. Since a job can only depend
+    /// on jobs that exist before it, dependencies never form a cycle.
+    #[must_use]
+    pub fn depends_on(mut self, ids: impl IntoIterator<Item = JobId>) -> Self {
+        self.depends_on.extend(ids);
+        self
+    }
+
+    /// What becomes of this job if a job it depends on ends DEAD or
+    /// CANCELLED: [`DependencyFailure::Cancel`] (the default) or
+    /// [`DependencyFailure::Run`].
+    #[must_use]
+    pub fn on_dependency_failure(mut self, f: DependencyFailure) -> Self {
+        self.on_dependency_failure = f;
+        self
     }
 
     /// Priority class 0 (least urgent) to 3 (most urgent); default 1.
@@ -138,7 +169,10 @@ impl NewJob {
             When::After(d) => now.plus(d),
             When::At(t) => t,
         };
+        let depends_on = limits.dependencies(&self.depends_on)?;
         Ok(ValidJob {
+            depends_on,
+            on_dependency_failure: self.on_dependency_failure,
             queue: self.queue,
             kind: self.kind,
             payload: self.payload,
@@ -163,6 +197,9 @@ pub(crate) struct ValidJob {
     pub unique_key: Option<String>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
+    /// Sorted, each once.
+    pub depends_on: Vec<JobId>,
+    pub on_dependency_failure: DependencyFailure,
 }
 
 /// A request for jobs.
@@ -485,6 +522,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "lease_for",
                 "a schedule's job takes no lease_for or timeout of its own yet (set them on the worker)",
+            ));
+        }
+        if !self.job.depends_on.is_empty() {
+            return Err(InvalidInput::new(
+                "depends_on",
+                "a schedule's job cannot depend on other jobs (each tick's job runs at its tick)",
             ));
         }
         if !matches!(self.job.when, When::Now) {

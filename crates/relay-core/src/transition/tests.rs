@@ -35,6 +35,9 @@ fn status(state: JobState) -> JobStatus {
     if state.is_finished() {
         s.finished_at = Some(T0);
     }
+    if state == JobState::Waiting {
+        s.waiting_on = 1;
+    }
     s
 }
 
@@ -60,6 +63,11 @@ fn actions() -> Vec<Action<'static>> {
         Action::Cancel,
         Action::Retry,
         Action::Delete,
+        Action::Unblock { parent: JobId(2) },
+        Action::Abandon {
+            parent: JobId(2),
+            state: Some(JobState::Dead),
+        },
     ]
 }
 
@@ -87,9 +95,11 @@ fn every_state_action_pair() {
                 (Leased, "extend") => Some(Leased),
                 (Leased, "release" | "snooze") => Some(Ready),
                 (Leased, "expire") => Some(Ready),
-                (Ready | Leased, "cancel") => Some(Cancelled),
+                (Ready | Leased | Waiting, "cancel") => Some(Cancelled),
                 (Dead | Cancelled, "retry") => Some(Ready),
-                (Ready | Succeeded | Dead | Cancelled, "delete") => Some(state),
+                (Ready | Succeeded | Dead | Cancelled | Waiting, "delete") => Some(state),
+                (Waiting, "unblock") => Some(Ready),
+                (Waiting, "abandon") => Some(Cancelled),
                 _ => None,
             };
             match (expect, got) {
@@ -102,10 +112,18 @@ fn every_state_action_pair() {
                     // its lease; on a finished one it is told the state.
                     match e {
                         TransitionError::LeaseLost { .. } => {
-                            assert!(lease_action && !state.is_finished(), "{state} + {}", action.name())
+                            assert!(
+                                lease_action && !state.is_finished() && state != Waiting,
+                                "{state} + {}",
+                                action.name()
+                            )
                         }
                         TransitionError::InvalidState { state: s, .. } => {
-                            assert!(!lease_action || state.is_finished(), "{state} + {}", action.name());
+                            assert!(
+                                !lease_action || state.is_finished() || state == Waiting,
+                                "{state} + {}",
+                                action.name()
+                            );
                             assert_eq!(s, state);
                         }
                     }
@@ -366,4 +384,46 @@ fn a_repeated_ack_is_answered_and_changes_nothing() {
         permanent: false,
     };
     assert!(transition(JobId(1), &first.status, nack, &ctx(&p, T0)).is_err());
+}
+
+#[test]
+fn a_waiting_job_counts_down_to_ready_and_keeps_its_own_delay() {
+    let p = policy();
+    let later = T0.plus(Duration::from_secs(60));
+    let s = JobStatus::new_waiting(later, 3, 2);
+    assert_eq!(s.state, JobState::Waiting);
+    let unblock = Action::Unblock { parent: JobId(5) };
+    let one = transition(JobId(9), &s, unblock, &ctx(&p, T0)).unwrap();
+    assert_eq!((one.status.state, one.status.waiting_on), (JobState::Waiting, 1));
+    assert!(one.event.is_none(), "no event until it is READY");
+    let two = transition(JobId(9), &one.status, unblock, &ctx(&p, T0)).unwrap();
+    assert_eq!((two.status.state, two.status.waiting_on), (JobState::Ready, 0));
+    assert_eq!(two.status.ready_at, later, "its own delay still holds");
+    assert_eq!(two.event.unwrap().kind, "unblocked");
+    // Readied after its delay passed: due now, not in the past.
+    let late = T0.plus(Duration::from_secs(120));
+    let s = JobStatus::new_waiting(T0, 3, 1);
+    let r = transition(JobId(9), &s, unblock, &ctx(&p, late)).unwrap();
+    assert_eq!(r.status.ready_at, late);
+    // Nothing to wait for: READY at once.
+    assert_eq!(JobStatus::new_waiting(T0, 3, 0).state, JobState::Ready);
+}
+
+#[test]
+fn an_abandoned_job_is_cancelled_with_the_reason() {
+    let p = policy();
+    let s = JobStatus::new_waiting(T0, 3, 3);
+    let action = Action::Abandon {
+        parent: JobId(5),
+        state: Some(JobState::Dead),
+    };
+    let next = transition(JobId(9), &s, action, &ctx(&p, T0)).unwrap();
+    assert_eq!(next.status.state, JobState::Cancelled);
+    assert_eq!(next.status.waiting_on, 0);
+    assert_eq!(next.status.finished_at, Some(T0));
+    let e = next.event.unwrap();
+    assert_eq!(e.kind, "cancelled");
+    let data: Value = serde_json::from_str(&e.data).unwrap();
+    assert_eq!(data["dependency"], 5);
+    assert_eq!(data["reason"], "job 5 it depends on ended DEAD");
 }

@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
+use relay_store::{Changes, Dependent, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
 use std::borrow::Cow;
 
 mod claim;
@@ -43,8 +43,8 @@ pub(crate) enum Hint {
     Jobs(Vec<JobId>),
     /// It claims up to `max` jobs from these queues.
     Claim { queues: Vec<String>, max: u32 },
-    /// It submits this many jobs.
-    Submit(usize),
+    /// It submits this many jobs, which depend on these.
+    Submit { jobs: usize, parents: Vec<JobId> },
 }
 
 /// One job as this batch sees it.
@@ -143,6 +143,7 @@ pub(crate) struct Mark {
     undo: usize,
     written: usize,
     events: usize,
+    edges: usize,
     readied: usize,
     cursors: Vec<[usize; 4]>,
 }
@@ -165,6 +166,11 @@ pub(crate) struct Plan<'s> {
     queues: HashMap<String, QueueEntry>,
     /// Schedules the batch read or changed.
     schedules: HashMap<String, ScheduleEntry>,
+    /// The stored edges from jobs to those waiting for them, by parent,
+    /// for the parents read (empty when none waits).
+    dependents: HashMap<JobId, Vec<Dependent>>,
+    /// Edges this batch adds (each to a job it inserts).
+    edges: Vec<Dependent>,
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
@@ -198,6 +204,8 @@ impl<'s> Plan<'s> {
             pools: Vec::new(),
             queues: HashMap::default(),
             schedules: HashMap::default(),
+            dependents: HashMap::default(),
+            edges: Vec::new(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
             expired: None,
@@ -233,7 +241,10 @@ impl<'s> Plan<'s> {
                         *d += *max as usize;
                     }
                 }
-                Hint::Submit(n) => self.submits += n,
+                Hint::Submit { jobs, parents } => {
+                    self.submits += jobs;
+                    ids.extend_from_slice(parents);
+                }
             }
         }
         ids.sort_unstable();
@@ -250,6 +261,10 @@ impl<'s> Plan<'s> {
         })?;
         for id in &ids {
             self.jobs.insert(*id, Slot::Missing);
+            self.dependents.insert(*id, Vec::new());
+        }
+        for d in got.dependents {
+            self.dependents.entry(d.parent).or_default().push(d);
         }
         let expired: Vec<JobId> = got.expired.iter().map(|(id, _)| *id).collect();
         for (id, r) in got.expired.into_iter().chain(got.statuses) {
@@ -301,6 +316,7 @@ impl<'s> Plan<'s> {
             undo: self.undo.len(),
             written: self.written.len(),
             events: self.events.len(),
+            edges: self.edges.len(),
             readied: self.readied.len(),
             cursors: self
                 .pools
@@ -351,6 +367,7 @@ impl<'s> Plan<'s> {
         }
         self.written.truncate(m.written);
         self.events.truncate(m.events);
+        self.edges.truncate(m.edges);
         self.readied.truncate(m.readied);
         let known = m.cursors.len();
         for (p, c) in self.pools.iter_mut().zip(m.cursors) {
@@ -658,6 +675,23 @@ impl<'s> Plan<'s> {
         self.take_key(key, id);
     }
 
+    /// The jobs waiting for `parent` (stored edges, and those this batch
+    /// added). Reads the store once per parent, through its index.
+    pub(crate) fn dependents(&mut self, parent: JobId) -> Result<Vec<Dependent>> {
+        if !self.dependents.contains_key(&parent) {
+            let read = self.store.job_dependents(&[parent])?;
+            self.dependents.insert(parent, read);
+        }
+        let mut out = self.dependents.get(&parent).cloned().unwrap_or_default();
+        out.extend(self.edges.iter().filter(|d| d.parent == parent));
+        Ok(out)
+    }
+
+    /// A new edge: job `d.child`, inserted by this batch, waits for `d.parent`.
+    pub(crate) fn add_edge(&mut self, d: Dependent) {
+        self.edges.push(d);
+    }
+
     /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
     pub(crate) fn expired_leases(&mut self) -> Result<Vec<JobId>> {
         let mut ids = match self.expired.take() {
@@ -734,6 +768,12 @@ impl<'s> Plan<'s> {
         }
         ch.updates_taking_keys = taking.len();
         ch.updates.append(&mut taking);
+        ch.dependents = self
+            .edges
+            .iter()
+            .filter(|d| matches!(self.jobs.get(&d.child), Some(Slot::Row(e)) if e.live()))
+            .copied()
+            .collect();
         for ev in &self.events {
             let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
                 continue;

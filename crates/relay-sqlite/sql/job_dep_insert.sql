@@ -1,0 +1,1 @@
+INSERT INTO job_deps (parent, child, on_failure) VALUES (?1, ?2, ?3)

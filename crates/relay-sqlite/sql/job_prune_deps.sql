@@ -1,0 +1,5 @@
+-- The edges from the jobs job_prune.sql deletes (the same set; run before it).
+DELETE FROM job_deps WHERE parent IN (
+    SELECT id FROM (SELECT id, state, finished_at FROM jobs ORDER BY id LIMIT 5000)
+    WHERE state IN ('SUCCEEDED', 'DEAD', 'CANCELLED') AND finished_at < +?1
+    LIMIT 1000)
