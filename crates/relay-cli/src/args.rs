@@ -123,6 +123,12 @@ pub struct SubmitArgs {
     /// Workers give up on an attempt of this job after this long (`relay work` kills the command).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
+    /// Wait (WAITING) until these jobs have succeeded: ids, comma-separated or repeated.
+    #[arg(long, value_delimiter = ',')]
+    pub depends_on: Vec<i64>,
+    /// If a job it depends on ends DEAD or CANCELLED: cancel this one, or run it anyway.
+    #[arg(long, value_parser = ["cancel", "run"], default_value = "cancel", requires = "depends_on")]
+    pub on_dependency_failure: String,
 }
 
 /// What a job is: for `submit`, and the job a schedule's ticks enqueue.

@@ -239,6 +239,8 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         unique_key: a.unique_key,
         lease_for: a.lease_for,
         timeout: a.timeout,
+        on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
+        depends_on: a.depends_on,
         ..job_args(a.job)?
     })
 }
@@ -256,5 +258,7 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         unique_key: None,
         lease_for: None,
         timeout: None,
+        depends_on: Vec::new(),
+        on_dependency_failure: relay::DependencyFailure::Cancel,
     })
 }

@@ -204,14 +204,15 @@ impl Out {
         if self.json {
             return self.value(v);
         }
-        let row = |c: [String; 7]| {
+        let row = |c: [String; 8]| {
             format!(
-                "{:<20} {:>9} {:>9} {:>10} {:>9} {:>10}  {}",
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+                "{:<20} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10}  {}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             )
         };
         self.line(&row([
             "QUEUE",
+            "WAITING",
             "READY",
             "LEASED",
             "SUCCEEDED",
@@ -238,6 +239,7 @@ impl Out {
             }
             self.line(&row([
                 name,
+                n("WAITING"),
                 n("READY"),
                 n("LEASED"),
                 n("SUCCEEDED"),

@@ -24,6 +24,8 @@ pub struct Submit {
     pub unique_key: Option<String>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
+    pub depends_on: Vec<i64>,
+    pub on_dependency_failure: relay::DependencyFailure,
 }
 
 impl Submit {
@@ -47,6 +49,11 @@ impl Submit {
         if let Some(d) = self.timeout {
             job = job.timeout(d);
         }
+        if !self.depends_on.is_empty() {
+            job = job
+                .depends_on(self.depends_on.into_iter().map(JobId))
+                .on_dependency_failure(self.on_dependency_failure);
+        }
         job
     }
 
@@ -56,6 +63,10 @@ impl Submit {
             "delay_ms": self.delay.map(millis), "run_at": self.run_at.map(relay::Timestamp::to_rfc3339),
             "max_attempts": self.max_attempts, "unique_key": self.unique_key,
             "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis)});
+        if !self.depends_on.is_empty() {
+            body["depends_on"] = json!(self.depends_on);
+            body["on_dependency_failure"] = json!(self.on_dependency_failure);
+        }
         match String::from_utf8(self.payload) {
             Ok(text) => body["payload"] = json!(text),
             Err(e) => {

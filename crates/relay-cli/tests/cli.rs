@@ -520,3 +520,75 @@ fn demo_without_a_database_cleans_up() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// `submit --depends-on`: the job waits, stats count it, a failed parent
+/// cancels it (or not, with `--on-dependency-failure run`), an unknown id
+/// is refused with exit 2 and writes nothing.
+#[test]
+fn submit_with_dependencies() {
+    let db = db();
+    let p = &db.path;
+    assert_eq!(ok(&relay(p, &["submit", "-q", "q", "-k", "a"])), "1\n");
+    assert_eq!(
+        ok(&relay(p, &["submit", "-q", "q", "-k", "b", "--depends-on", "1"])),
+        "2\n"
+    );
+    let both = [
+        "submit",
+        "-q",
+        "q",
+        "-k",
+        "c",
+        "--depends-on",
+        "1,2",
+        "--on-dependency-failure",
+        "run",
+    ];
+    assert_eq!(ok(&relay(p, &both)), "3\n");
+    let shown = &json_lines(&relay(p, &["--json", "show", "3"]))[0];
+    assert_eq!(
+        (shown["state"].as_str(), shown["waiting_on"].as_i64()),
+        (Some("WAITING"), Some(2))
+    );
+    let stats = ok(&relay(p, &["stats"]));
+    let header: Vec<&str> = stats.lines().next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = stats.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!((header[1], row[1]), ("WAITING", "2"), "{stats}");
+    fails(
+        &relay(p, &["submit", "-q", "q", "-k", "d", "--depends-on", "99"]),
+        2,
+        "job 99 does not exist",
+    );
+    let bad = relay(
+        p,
+        &[
+            "submit",
+            "-q",
+            "q",
+            "-k",
+            "d",
+            "--depends-on",
+            "1",
+            "--on-dependency-failure",
+            "later",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: cancel, run"));
+    ok(&relay(p, &["cancel", "1"]));
+    let states: Vec<(i64, String)> = json_lines(&relay(p, &["--json", "jobs"]))
+        .iter()
+        .map(|j| (j["id"].as_i64().unwrap(), j["state"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (3, "READY".to_owned()),
+            (2, "CANCELLED".to_owned()),
+            (1, "CANCELLED".to_owned())
+        ],
+        "no fourth job was written"
+    );
+    let events = json_lines(&relay(p, &["--json", "events", "2"]));
+    assert_eq!(events[1]["data"]["reason"], "job 1 it depends on ended CANCELLED");
+}

@@ -137,6 +137,13 @@ struct SubmitBody {
     /// Workers give up on an attempt after this long.
     #[serde(default)]
     timeout_ms: Option<u64>,
+    /// The job waits until these jobs have succeeded.
+    #[serde(default)]
+    depends_on: Option<Vec<i64>>,
+    /// "cancel" (the default) or "run": the job, if one of them ends DEAD
+    /// or CANCELLED.
+    #[serde(default)]
+    on_dependency_failure: Option<relay::DependencyFailure>,
 }
 
 impl SubmitBody {
@@ -175,6 +182,12 @@ impl SubmitBody {
         }
         if let Some(d) = ms("timeout_ms", self.timeout_ms)? {
             job = job.timeout(d);
+        }
+        if let Some(ids) = self.depends_on {
+            job = job.depends_on(ids.into_iter().map(relay::JobId));
+        }
+        if let Some(f) = self.on_dependency_failure {
+            job = job.on_dependency_failure(f);
         }
         Ok(job)
     }

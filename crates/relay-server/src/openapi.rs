@@ -261,17 +261,17 @@ fn schemas() -> Value {
     json!({
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
-        "State": {"type": "string", "enum": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
+        "State": {"type": "string", "enum": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
         "QueueStats": {"type": "object", "additionalProperties": false,
-            "required": ["READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
+            "required": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
             "properties": {
-                "READY": {"type": "integer"}, "LEASED": {"type": "integer"}, "SUCCEEDED": {"type": "integer"},
+                "WAITING": {"type": "integer"}, "READY": {"type": "integer"}, "LEASED": {"type": "integer"}, "SUCCEEDED": {"type": "integer"},
                 "DEAD": {"type": "integer"}, "CANCELLED": {"type": "integer"},
                 "oldest_ready_age_ms": {"type": "integer", "nullable": true},
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
-        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms or timeout_ms.", json!({})),
+        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms or depends_on.", json!({})),
         "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
             "properties": {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
@@ -287,7 +287,12 @@ fn schemas() -> Value {
             "run_at": {"type": "string", "format": "date-time", "nullable": true},
             "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true},
             "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
-            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}})),
+            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
+            "depends_on": {"type": "array", "nullable": true, "maxItems": 10_000,
+                "description": "Ids of jobs this one waits for (WAITING): READY once all of them have SUCCEEDED. Each must exist (400 otherwise).",
+                "items": {"type": "integer", "minimum": 1}},
+            "on_dependency_failure": {"type": "string", "enum": ["cancel", "run"], "nullable": true,
+                "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
                 "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
@@ -295,6 +300,7 @@ fn schemas() -> Value {
                 "ready_at": time, "created_at": time, "finished_at": time_or_null, "unique_key": text_or_null,
                 "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
                 "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
+                "waiting_on": {"type": "integer", "description": "How many of the jobs it depends on have not finished (above 0 exactly while WAITING)."},
                 "payload": {"type": "string"}, "payload_base64": {"type": "string"}, "result": text_or_null, "result_base64": {"type": "string"}}},
         "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
             "properties": {

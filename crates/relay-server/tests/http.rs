@@ -560,6 +560,75 @@ fn a_jobs_own_lease_length_and_timeout_over_http() {
 }
 
 #[test]
+fn dependencies_over_http() {
+    let s = TestServer::plain();
+    let submit = |body: Value| s.call("POST", "/v1/jobs", Some(body));
+    let (_, v) = submit(json!({"queue": "q", "kind": "parent"}));
+    let parent = v["id"].as_i64().unwrap();
+    let (st, v) = submit(json!({"queue": "q", "kind": "child", "depends_on": [parent]}));
+    assert_eq!(st, 201, "{v}");
+    let child = v["id"].as_i64().unwrap();
+    let (st, v) = submit(json!({"queue": "q", "kind": "anyway", "depends_on": [parent, child],
+        "on_dependency_failure": "run"}));
+    assert_eq!(st, 201, "{v}");
+    let anyway = v["id"].as_i64().unwrap();
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{anyway}"), None);
+    assert_eq!(
+        (v["state"].as_str(), v["waiting_on"].as_i64()),
+        (Some("WAITING"), Some(2)),
+        "{v}"
+    );
+    let (_, v) = s.call("GET", "/v1/stats", None);
+    assert_eq!(v["queues"]["q"]["WAITING"], 2, "{v}");
+    let (_, v) = s.call("GET", "/v1/jobs?state=WAITING", None);
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(2), "{v}");
+    // The parent fails for good: the child is cancelled, the other runs anyway.
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"]})));
+    let token = v["jobs"][0]["token"].as_i64().unwrap();
+    assert_eq!(v["jobs"][0]["id"].as_i64(), Some(parent));
+    let (st, v) = s.call(
+        "POST",
+        &format!("/v1/jobs/{parent}/nack"),
+        Some(json!({"token": token, "error": "boom", "permanent": true})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{child}"), None);
+    assert_eq!(v["state"], "CANCELLED", "{v}");
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{anyway}"), None);
+    assert_eq!(
+        (v["state"].as_str(), v["waiting_on"].as_i64()),
+        (Some("READY"), Some(0)),
+        "{v}"
+    );
+    // Bad dependencies: 400 naming the field, and nothing written.
+    let (_, before) = s.call("GET", "/v1/stats", None);
+    for bad in [
+        json!({"depends_on": [anyway + 100]}),
+        json!({"depends_on": [0]}),
+        json!({"depends_on": "1"}),
+        json!({"depends_on": [parent], "on_dependency_failure": "maybe"}),
+    ] {
+        let mut body = json!({"queue": "q", "kind": "k"});
+        body.as_object_mut().unwrap().extend(bad.as_object().unwrap().clone());
+        let (st, v) = submit(body);
+        assert_eq!(st, 400, "{bad}: {v}");
+    }
+    let (st, v) = submit(json!({"queue": "q", "kind": "k", "depends_on": [anyway + 100]}));
+    assert_eq!((st, code(&v)), (400, "invalid_input"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("does not exist"),
+        "{v}"
+    );
+    let (_, after) = s.call("GET", "/v1/stats", None);
+    let counts = |v: &Value| {
+        let mut q = v["queues"]["q"].clone();
+        q.as_object_mut().unwrap().remove("oldest_ready_age_ms");
+        q
+    };
+    assert_eq!(counts(&before), counts(&after));
+}
+
+#[test]
 fn schedules_over_http() {
     let s = TestServer::plain();
     // payload and payload_base64 are one or the other, even as null (the

@@ -59,6 +59,7 @@ pub fn job(j: &Job) -> Value {
     obj.insert("last_error".into(), json!(s.last_error));
     obj.insert("lease_for_ms".into(), json!(j.lease_for.map(ms)));
     obj.insert("timeout_ms".into(), json!(j.timeout.map(ms)));
+    obj.insert("waiting_on".into(), json!(s.waiting_on));
     put_bytes(&mut obj, "payload", Some(&j.payload));
     put_bytes(&mut obj, "result", j.result.as_deref());
     Value::Object(obj)
