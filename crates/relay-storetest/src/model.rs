@@ -2,7 +2,8 @@
 //! against a plain in-memory model of the state machine; after every step
 //! their answers and every job's state must agree. Steps include jumping
 //! the clock (expiring leases, aging jobs) and closing and reopening the
-//! database.
+//! database. Submits may depend on earlier jobs (some of them deleted), to
+//! run anyway or be cancelled when one of those fails.
 
 use crate::{clocked, NewDb, TestDb};
 use proptest::prelude::*;
@@ -22,6 +23,9 @@ enum Op {
         priority: u8,
         delay_s: u64,
         max_attempts: u32,
+        /// Earlier jobs (picked as `Ack::job` is) this one depends on.
+        deps: Vec<usize>,
+        run_anyway: bool,
     },
     Lease {
         queue: usize,
@@ -79,8 +83,10 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..2usize, 0..4u8, prop_oneof![Just(0u64), 1..30u64], 1..4u32)
-            .prop_map(|(queue, priority, delay_s, max_attempts)| Op::Submit { queue, priority, delay_s, max_attempts }),
+        4 => (0..2usize, 0..4u8, prop_oneof![Just(0u64), 1..30u64], 1..4u32,
+              prop_oneof![3 => Just(Vec::new()), 2 => proptest::collection::vec(any::<usize>(), 1..3)], any::<bool>())
+            .prop_map(|(queue, priority, delay_s, max_attempts, deps, run_anyway)| Op::Submit {
+                queue, priority, delay_s, max_attempts, deps, run_anyway }),
         4 => (0..2usize, 1..40u64).prop_map(|(queue, lease_s)| Op::Lease { queue, lease_s }),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(job, stale)| Op::Ack { job, stale }),
         2 => (any::<usize>(), any::<bool>(), 0..20u64).prop_map(|(job, stale, retry_s)| Op::Nack { job, stale, retry_s }),
@@ -109,6 +115,8 @@ struct MJob {
     ready_at: i64,
     token: i64,
     expires: Option<i64>,
+    /// Jobs it waits for that have not finished.
+    waiting: u32,
 }
 
 /// The obvious implementation: scan everything, sort, no indexes.
@@ -123,6 +131,8 @@ struct Model {
     rate: [Option<(u32, i64)>; 2],
     /// (start, count) of each queue's rate window.
     window: [(i64, u32); 2],
+    /// Per job, the jobs waiting for it: (child, runs anyway).
+    dependents: BTreeMap<i64, Vec<(i64, bool)>>,
 }
 
 /// What an operation answered, reduced to what both sides can produce.
@@ -134,21 +144,73 @@ enum Answer {
     NotFound,
     LeaseLost,
     InvalidState,
+    /// Refused as invalid input (a dependency on a deleted job).
+    Invalid,
 }
 
 impl Model {
     fn reap(&mut self, now: i64) {
-        for j in self.jobs.values_mut() {
+        let mut died = Vec::new();
+        for (id, j) in &mut self.jobs {
             if j.state == JobState::Leased && j.expires.is_some_and(|e| e <= now) {
                 j.expires = None;
                 if j.attempts >= j.max_attempts {
                     j.state = JobState::Dead;
+                    died.push(*id);
                 } else {
                     j.state = JobState::Ready;
                     j.ready_at = now;
                 }
             }
         }
+        for id in died {
+            self.ended(id, Some(JobState::Dead), now);
+        }
+    }
+
+    /// Job `id` has just ended `state` (`None`: deleted unfinished): every
+    /// job waiting for it is told, and so on for those it cancels.
+    fn ended(&mut self, id: i64, state: Option<JobState>, now: i64) {
+        let mut work = vec![(id, state)];
+        while let Some((parent, state)) = work.pop() {
+            for (child, anyway) in self.dependents.get(&parent).cloned().unwrap_or_default() {
+                let Some(c) = self.jobs.get_mut(&child) else { continue };
+                if c.state != JobState::Waiting {
+                    continue;
+                }
+                if state == Some(JobState::Succeeded) || anyway {
+                    c.waiting -= 1;
+                    if c.waiting == 0 {
+                        c.state = JobState::Ready;
+                        c.ready_at = c.ready_at.max(now);
+                    }
+                } else {
+                    c.state = JobState::Cancelled;
+                    c.waiting = 0;
+                    work.push((child, Some(JobState::Cancelled)));
+                }
+            }
+        }
+    }
+
+    /// A new job's dependencies: its state and how many it waits for, and
+    /// the edges to add; `None` when one of them does not exist.
+    fn depend(&self, deps: &[i64], anyway: bool) -> Option<(JobState, u32, Vec<i64>)> {
+        let mut waiting = Vec::new();
+        let mut failed = false;
+        for d in deps {
+            match self.jobs.get(d)?.state {
+                JobState::Succeeded => {}
+                JobState::Dead | JobState::Cancelled => failed |= !anyway,
+                _ => waiting.push(*d),
+            }
+        }
+        if failed {
+            return Some((JobState::Cancelled, 0, Vec::new()));
+        }
+        let n = u32::try_from(waiting.len()).unwrap();
+        let state = if n > 0 { JobState::Waiting } else { JobState::Ready };
+        Some((state, n, waiting))
     }
 
     /// Runs before every write: claims always reclaim expired leases; so
@@ -165,7 +227,7 @@ impl Model {
         match j.expires {
             Some(e) if j.state == JobState::Leased && j.token == token && now < e => Ok(j),
             // A finished job says its state; otherwise the lease is lost.
-            _ if j.state.is_finished() => Err(Answer::InvalidState),
+            _ if j.state.is_finished() || j.state == JobState::Waiting => Err(Answer::InvalidState),
             _ => Err(Answer::LeaseLost),
         }
     }
@@ -228,6 +290,7 @@ fn answer<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Answer) -> Answer {
         Err(Error::NotFound { .. }) => Answer::NotFound,
         Err(Error::LeaseLost { .. }) => Answer::LeaseLost,
         Err(Error::InvalidState { .. }) => Answer::InvalidState,
+        Err(Error::InvalidInput(e)) if e.field == "depends_on" => Answer::Invalid,
         Err(e) => panic!("unexpected error: {e}"),
     }
 }
@@ -262,27 +325,46 @@ impl Run<'_> {
                 priority,
                 delay_s,
                 max_attempts,
+                ref deps,
+                run_anyway,
             } => {
                 self.model.before_write(now, false);
+                let mut deps: Vec<i64> = deps.iter().filter_map(|d| self.pick(*d)).collect();
+                deps.sort_unstable();
+                deps.dedup(); // a job named twice counts once
+                let on_failure = if run_anyway {
+                    relay::DependencyFailure::Run
+                } else {
+                    relay::DependencyFailure::Cancel
+                };
                 let job = NewJob::new(QUEUES[queue], "k", Vec::new())
                     .priority(priority)
                     .delay(Duration::from_secs(delay_s))
-                    .max_attempts(max_attempts);
+                    .max_attempts(max_attempts)
+                    .depends_on(deps.iter().copied().map(JobId))
+                    .on_dependency_failure(on_failure);
                 let real = answer(self.relay().submit(job), |id| Answer::Id(id.0));
+                let Some((state, waiting, parents)) = self.model.depend(&deps, run_anyway) else {
+                    return assert_eq!(real, Answer::Invalid, "a dependency on a deleted job");
+                };
                 if let Answer::Id(id) = real {
                     self.ids.push(id);
                     let ready_at = now + i64::try_from(delay_s).unwrap() * 1000;
                     let j = MJob {
                         queue,
                         priority,
-                        state: JobState::Ready,
+                        state,
                         attempts: 0,
                         max_attempts,
                         ready_at,
                         token: 0,
                         expires: None,
+                        waiting,
                     };
                     self.model.jobs.insert(id, j);
+                    for p in parents {
+                        self.model.dependents.entry(p).or_default().push((id, run_anyway));
+                    }
                 }
                 (real.clone(), real)
             }
@@ -310,10 +392,14 @@ impl Run<'_> {
                 let expect = if repeated {
                     Answer::Ok // the same lease's ack again: already done
                 } else {
-                    settle(self.model.holder(id, token.0, now).map(|j| {
+                    let r = settle(self.model.holder(id, token.0, now).map(|j| {
                         j.state = JobState::Succeeded;
                         j.expires = None;
-                    }))
+                    }));
+                    if r == Answer::Ok {
+                        self.model.ended(id, Some(JobState::Succeeded), now);
+                    }
+                    r
                 };
                 (real, expect)
             }
@@ -335,6 +421,9 @@ impl Run<'_> {
                         j.ready_at = now + i64::try_from(retry_s).unwrap() * 1000;
                     }
                 }));
+                if self.model.jobs.get(&id).is_some_and(|j| j.state == JobState::Dead) && expect == Answer::Ok {
+                    self.model.ended(id, Some(JobState::Dead), now);
+                }
                 (real, expect)
             }
             Op::Extend { job, stale, lease_s } => {
@@ -438,21 +527,28 @@ impl Run<'_> {
     }
 
     fn model_admin(&mut self, op: &Op, id: i64) -> Answer {
+        let now = self.clock.now().as_millis();
         let Some(j) = self.model.jobs.get_mut(&id) else {
             return Answer::NotFound;
         };
         match op {
-            Op::Cancel { .. } if matches!(j.state, JobState::Ready | JobState::Leased) => {
+            Op::Cancel { .. } if matches!(j.state, JobState::Ready | JobState::Leased | JobState::Waiting) => {
                 j.state = JobState::Cancelled;
                 j.expires = None;
+                j.waiting = 0;
+                self.model.ended(id, Some(JobState::Cancelled), now);
             }
             Op::Retry { .. } if matches!(j.state, JobState::Dead | JobState::Cancelled) => {
                 j.state = JobState::Ready;
                 j.attempts = 0;
-                j.ready_at = self.clock.now().as_millis();
+                j.ready_at = now;
             }
             Op::Delete { .. } if j.state != JobState::Leased => {
+                let unfinished = !j.state.is_finished();
                 self.model.jobs.remove(&id);
+                if unfinished {
+                    self.model.ended(id, None, now);
+                }
             }
             _ => return Answer::InvalidState,
         }
@@ -485,10 +581,11 @@ impl Run<'_> {
                 s.ready_at.as_millis(),
                 s.last_token.0,
                 s.lease.as_ref().map(|l| l.expires_at.as_millis()),
+                s.waiting_on,
             );
             assert_eq!(
                 got,
-                (m.state, m.attempts, m.ready_at, m.token, m.expires),
+                (m.state, m.attempts, m.ready_at, m.token, m.expires, m.waiting),
                 "job {id} differs from the model"
             );
         }
