@@ -77,6 +77,13 @@ pub struct Args {
     /// 1000/s. Lease+ack throughput is then the rate.
     #[arg(long, value_name = "N/PERIOD")]
     pub rate: Option<relay::RateLimit>,
+    /// Before the lease+ack phase, submit one more job (queue
+    /// `bench-fan-in`) that depends on every job of the run: each ack then
+    /// also counts that job's wait down, and the row measures what a
+    /// fan-in costs the acks. At most 10,000 jobs (a job's limit of
+    /// dependencies); verified: the waiting job is READY at the end.
+    #[arg(long)]
+    pub fan_in: bool,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]
@@ -114,6 +121,9 @@ impl Args {
         }
         if self.processes.is_empty() || self.processes.iter().any(|p| *p == 0 || *p > 64) {
             return Err("--processes takes counts from 1 to 64, e.g. 1,2,4".into());
+        }
+        if self.fan_in && (self.jobs > 10_000 || self.processes.len() > 1 || self.depth > 0) {
+            return Err("--fan-in makes one job wait for every job of one run: at most --jobs 10000, one --processes count, no --depth".into());
         }
         if self.payload_bytes > 1 << 20 {
             return Err("--payload-bytes must be at most 1 MiB (Relay's default payload limit)".into());

@@ -139,6 +139,12 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     );
     let before = relay.metrics();
     let submit = submit_phase(&relay, args)?;
+    let fan_in = if args.fan_in {
+        progress(args, &format!("submitting a job that waits for all {} jobs", args.jobs));
+        Some(fan_in(&relay)?)
+    } else {
+        None
+    };
     let after_submit = relay.metrics();
     progress(args, &writer_line("submit", &before, &after_submit));
     progress(
@@ -147,6 +153,16 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     );
     let (lease_ack, leased) = lease_ack_with(&relay, args, &target, args.first_processes(), &after_submit)?;
     verify(&relay, args, leased, 1)?;
+    if let Some(id) = fan_in {
+        let j = relay.get(id).map_err(|e| format!("reading the fan-in job: {e}"))?;
+        if j.state() != JobState::Ready || j.status.waiting_on != 0 {
+            return Err(format!(
+                "verification failed: the fan-in job is {} waiting for {}, not READY",
+                j.state(),
+                j.status.waiting_on
+            ));
+        }
+    }
     // `--processes 1,2,4`: the same phases again for each further count,
     // on the same database (verified cumulatively).
     let mut by_processes = vec![(args.first_processes(), lease_ack)];
@@ -303,6 +319,26 @@ where
         all.extend(r?);
     }
     Ok((all, wall))
+}
+
+/// `--fan-in`: one job that waits for every READY job of the bench queue.
+fn fan_in(relay: &Relay) -> Result<relay::JobId, String> {
+    let mut ids = Vec::new();
+    let mut before = None;
+    loop {
+        let filter = relay::JobFilter {
+            queue: Some(QUEUE.into()),
+            state: Some(JobState::Ready),
+            before,
+            limit: 1000,
+        };
+        let page = relay.list(&filter).map_err(|e| format!("listing the run's jobs: {e}"))?;
+        let Some(last) = page.last() else { break };
+        before = Some(last.id);
+        ids.extend(page.iter().map(|j| j.id));
+    }
+    let job = NewJob::new("bench-fan-in", "bench", Vec::new()).depends_on(ids);
+    relay.submit(job).map_err(|e| format!("submitting the fan-in job: {e}"))
 }
 
 fn submit_phase(relay: &Relay, args: &Args) -> Result<Phase, String> {

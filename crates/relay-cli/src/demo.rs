@@ -1,7 +1,8 @@
 //! `relay demo`: a new database, a few thousand jobs over three queues and
 //! four priorities, a few workers, some failures and retries, one job that
-//! always fails and goes DEAD; a schedule ticking every second; then a
-//! report of what happened.
+//! always fails and goes DEAD; a schedule ticking every second; a small
+//! pipeline of jobs that wait for each other; then a report of what
+//! happened.
 
 use crate::args::DemoArgs;
 use crate::commands::CliError;
@@ -103,6 +104,7 @@ fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliE
     })?;
     let run_time = start.elapsed();
     let ticks = periodic(&relay, out)?;
+    let rounds = pipeline(&relay)?;
     report(
         &relay,
         out,
@@ -114,7 +116,33 @@ fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliE
         &tally,
         poison,
         &ticks,
+        &rounds,
     )
+}
+
+/// A pipeline: three `fetch` jobs, a `merge` that waits for all of them and
+/// a `publish` that waits for the merge. Workers lease whatever is READY,
+/// round after round; returns each round's jobs (id and kind), which shows
+/// the order the dependencies impose.
+fn pipeline(relay: &Relay) -> Result<Vec<Vec<(JobId, String)>>, CliError> {
+    let job = |kind: &str| NewJob::new("pipeline", kind, Vec::new());
+    let fetches = (0..3)
+        .map(|_| relay.submit(job("fetch")))
+        .collect::<relay::Result<Vec<_>>>()?;
+    let merge = relay.submit(job("merge").depends_on(fetches))?;
+    relay.submit(job("publish").depends_on([merge]))?;
+    let mut rounds = Vec::new();
+    for _ in 0..10 {
+        let leased = relay.lease(LeaseRequest::new(["pipeline"]).max(10))?;
+        if leased.is_empty() {
+            break;
+        }
+        for l in &leased {
+            relay.ack(l.id, l.token, None)?;
+        }
+        rounds.push(leased.into_iter().map(|l| (l.id, l.kind)).collect());
+    }
+    Ok(rounds)
 }
 
 /// How long the demo lets its schedule tick.
@@ -274,7 +302,14 @@ fn report(
     tally: &Tally,
     poison: JobId,
     ticks: &[String],
+    rounds: &[Vec<(JobId, String)>],
 ) -> Result<(), CliError> {
+    let round_text = |r: &Vec<(JobId, String)>| {
+        r.iter()
+            .map(|(id, kind)| format!("{kind} #{id}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let m = relay.metrics();
     let rate = |n: u64, d: Duration| n as f64 / d.as_secs_f64().max(1e-9);
     let waits = tally.waits.lock().map(|w| w.clone()).unwrap_or_default();
@@ -295,6 +330,7 @@ fn report(
             "waits": per_priority,
             "dead_job": {"id": poison, "events": events.iter().map(relay::view::event).collect::<Vec<_>>()},
             "schedule": {"name": "demo-every-second", "every_ms": 1000, "ticks": ticks},
+            "pipeline": rounds.iter().map(|r| r.iter().map(|(id, kind)| serde_json::json!({"id": id, "kind": kind})).collect::<Vec<_>>()).collect::<Vec<_>>(),
         }).to_string());
         return Ok(());
     }
@@ -351,6 +387,10 @@ fn report(
     ));
     for t in ticks {
         out.line(&format!("  {t}"));
+    }
+    out.line("\na pipeline (merge waits for the three fetches, publish for the merge), leased round by round:");
+    for (i, r) in rounds.iter().enumerate() {
+        out.line(&format!("  round {}: {}", i + 1, round_text(r)));
     }
     out.line(&format!(
         "\nlook around: relay --db {} stats | jobs --state DEAD | show {poison} | schedule list",

@@ -324,7 +324,25 @@ fn demo_runs_and_reports() {
         .values()
         .map(|q| q["SUCCEEDED"].as_u64().unwrap())
         .sum();
-    assert_eq!(total, 300);
+    assert_eq!(total, 300 + 5, "the jobs and the pipeline's five");
+    // The pipeline ran in the order its dependencies impose.
+    let rounds: Vec<Vec<&str>> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("round "))
+        .map(|l| {
+            l.split_once(": ")
+                .unwrap()
+                .1
+                .split(", ")
+                .map(|j| j.split(' ').next().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rounds,
+        [vec!["fetch", "fetch", "fetch"], vec!["merge"], vec!["publish"]],
+        "{text}"
+    );
     // The demo never reuses a database.
     let again = relay(&db.path, &["demo"]);
     fails(&again, 2, "already exists");

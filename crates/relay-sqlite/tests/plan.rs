@@ -20,6 +20,8 @@ fn schema() -> Connection {
     conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
     conn.execute_batch(include_str!("../migrations/0002_queues.sql"))
         .unwrap();
+    conn.execute_batch(include_str!("../migrations/0003_dependencies.sql"))
+        .unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -125,6 +127,35 @@ fn the_claims_flow_control_reads_seek() {
     assert_eq!(steps.len(), 1, "{steps:#?}");
     assert!(
         steps[0].starts_with("SEARCH jobs USING INDEX jobs_lease_expiry (lease_expires_at>?)"),
+        "{steps:#?}"
+    );
+}
+
+/// A job that finishes finds the jobs waiting for it with a range of the
+/// dependency table's primary key, whatever the size of the graph (a big
+/// fan-in and many chains are in place); the check that any edge exists
+/// reads one row.
+#[test]
+fn finding_a_jobs_dependents_seeks() {
+    let conn = schema();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO job_deps (parent, child, on_failure)
+         SELECT i, CASE WHEN i % 2 = 0 THEN 30000 ELSE i + 1 END, 'cancel' FROM n;
+         ANALYZE;",
+    )
+    .unwrap();
+    let steps = plan(&conn, include_str!("../sql/job_dependents.sql"));
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert!(
+        steps[0].starts_with("SEARCH job_deps USING PRIMARY KEY (parent=?)"),
+        "{steps:#?}"
+    );
+    let steps = plan(&conn, include_str!("../sql/job_deps_any.sql"));
+    assert!(steps.iter().all(|s| !s.contains("TEMP B-TREE")), "{steps:#?}");
+    let steps = plan(&conn, include_str!("../sql/job_deps_delete.sql"));
+    assert!(
+        steps.iter().any(|s| s.starts_with("SEARCH job_deps USING PRIMARY KEY (parent=?)")),
         "{steps:#?}"
     );
 }
