@@ -332,7 +332,9 @@ fn fan_in(relay: &Relay) -> Result<relay::JobId, String> {
             before,
             limit: 1000,
         };
-        let page = relay.list(&filter).map_err(|e| format!("listing the run's jobs: {e}"))?;
+        let page = relay
+            .list(&filter)
+            .map_err(|e| format!("listing the run's jobs: {e}"))?;
         let Some(last) = page.last() else { break };
         before = Some(last.id);
         ids.extend(page.iter().map(|j| j.id));

@@ -315,13 +315,16 @@ impl Store for SqliteStore {
         if !any {
             return Ok(Vec::new());
         }
+        // A JSON array of the ids, for json_each: one statement per batch.
+        let ids = format!(
+            "[{}]",
+            parents.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(",")
+        );
         let mut st = self.conn.prepare_cached(&crate::sql::JOB_DEPENDENTS).map_err(map_err)?;
+        let mut rows = st.query([ids]).map_err(map_err)?;
         let mut out = Vec::new();
-        for p in parents {
-            let mut rows = st.query([p.0]).map_err(map_err)?;
-            while let Some(row) = rows.next().map_err(map_err)? {
-                out.push(decode::dependent(row)?);
-            }
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(decode::dependent(row)?);
         }
         Ok(out)
     }

@@ -67,7 +67,8 @@ fn life(relay: &Relay, id: JobId) -> Life {
         match e.kind.as_str() {
             "leased" => {
                 l.first_leased.get_or_insert(e.at);
-                l.workers.insert(e.data["worker"].as_str().unwrap_or_default().to_owned());
+                l.workers
+                    .insert(e.data["worker"].as_str().unwrap_or_default().to_owned());
             }
             "succeeded" => l.succeeded = Some(e.at),
             _ => {}
@@ -151,7 +152,12 @@ fn dependencies_resolve_across_processes_and_a_kill_9(db: &str) {
     let mut expired = 0;
     for (id, l) in &lives {
         assert_eq!(relay.get(*id).unwrap().state(), JobState::Succeeded, "job {id}");
-        expired += relay.events(*id).unwrap().iter().filter(|e| e.kind == "expired").count();
+        expired += relay
+            .events(*id)
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == "expired")
+            .count();
     }
     for (p, c) in &edges {
         let (parent, child) = (&lives[p], &lives[c]);
@@ -162,7 +168,10 @@ fn dependencies_resolve_across_processes_and_a_kill_9(db: &str) {
     }
     assert!(expired > 0, "the killed process held leases that had to expire");
     let workers: BTreeSet<&String> = lives.values().flat_map(|l| &l.workers).collect();
-    assert!(workers.len() >= 3, "parents and dependents ran in several processes: {workers:?}");
+    assert!(
+        workers.len() >= 3,
+        "parents and dependents ran in several processes: {workers:?}"
+    );
 }
 
 #[test]
