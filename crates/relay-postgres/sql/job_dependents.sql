@@ -4,4 +4,3 @@
 -- that locked that parent unfinished, so it is seen here.
 SELECT parent, child, on_failure FROM relay_job_deps
 WHERE parent = ANY($1::BIGINT[])
-ORDER BY parent, child

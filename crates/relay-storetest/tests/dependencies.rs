@@ -150,7 +150,7 @@ fn dependencies_resolve_across_processes_and_a_kill_9(db: &str) {
         }
     }
     let mut expired = 0;
-    for (id, l) in &lives {
+    for id in lives.keys() {
         assert_eq!(relay.get(*id).unwrap().state(), JobState::Succeeded, "job {id}");
         expired += relay
             .events(*id)

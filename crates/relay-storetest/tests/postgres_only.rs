@@ -398,3 +398,65 @@ fn batches_of_one_keys_in_opposite_orders_both_succeed() {
         assert_eq!((ra[0], ra[1]), (rb[1], rb[0]), "round {round}: one key, two jobs");
     }
 }
+
+/// The claim's cost must not grow with queue depth, nor a finished job's
+/// with the size of the dependency graph: PostgreSQL's own plans for the
+/// candidate query, the next page of a class, and the read of a batch's
+/// dependents use indexes, never a scan of the table or a sort, with the
+/// planner's statistics for a deep queue and a big graph in place.
+#[test]
+fn the_claim_and_the_dependents_read_use_their_indexes() {
+    let url = PgServer::shared().new_database();
+    drop(PgDb::fresh_at(url.clone()).open(Options::default()).unwrap()); // migrates
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "INSERT INTO relay_jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
+                                 finished_at, lease_token)
+         SELECT 'q' || (i % 3), 'k', '', i % 4, CASE WHEN i % 10 = 0 THEN 'READY' ELSE 'SUCCEEDED' END, 0, 3, i, i,
+                CASE WHEN i % 10 = 0 THEN NULL ELSE i END, 0
+         FROM generate_series(1, 50000) AS i;
+         INSERT INTO relay_job_deps (parent, child, on_failure)
+         SELECT i, CASE WHEN i % 2 = 0 THEN 60000 ELSE i + 1 END, 'cancel' FROM generate_series(1, 50000) AS i;
+         ANALYZE;",
+    )
+    .unwrap();
+    let plan = |c: &mut postgres::Client, sql: &str, args: &str| -> String {
+        c.batch_execute(&format!("DEALLOCATE ALL; PREPARE s AS {sql}")).unwrap();
+        c.query(&format!("EXPLAIN EXECUTE s({args})"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let cases = [
+        (
+            "job_ready",
+            include_str!("../../relay-postgres/sql/job_ready.sql"),
+            "'q1', 100000, 8, false",
+            "relay_jobs_ready",
+        ),
+        (
+            "job_ready_after",
+            include_str!("../../relay-postgres/sql/job_ready_after.sql"),
+            "'q1', 2, 100000, 500, 500, 8",
+            "relay_jobs_ready",
+        ),
+        (
+            "job_dependents",
+            include_str!("../../relay-postgres/sql/job_dependents.sql"),
+            "ARRAY[10, 11, 12]::BIGINT[]",
+            "relay_job_deps_pkey",
+        ),
+    ];
+    for (name, sql, args, index) in cases {
+        let p = plan(&mut c, sql, args);
+        // (The queue settings table holds a row per configured queue: a
+        // scan of it is fine.)
+        for table in ["relay_jobs", "relay_job_deps"] {
+            assert!(!p.contains(&format!("Seq Scan on {table}")), "{name} scans {table}:\n{p}");
+        }
+        assert!(!p.contains("Sort"), "{name} sorts:\n{p}");
+        assert!(p.contains(index), "{name} does not use {index}:\n{p}");
+    }
+}
