@@ -180,6 +180,27 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         }
         let (_, lifted, _) = run(remote, &["limit", "later"]);
         assert_eq!(lifted, "queue later: no limits\n", "remote={remote}");
+        // Dependencies, either way.
+        let (_, parent, _) = run(remote, &["submit", "-q", "deps", "-k", "k"]);
+        let (code, child, err) = run(
+            remote,
+            &["submit", "-q", "deps", "-k", "k", "--depends-on", parent.trim()],
+        );
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        let (_, shown, _) = run(remote, &["--json", "show", child.trim()]);
+        let v: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+        assert_eq!(
+            (v["state"].as_str(), v["waiting_on"].as_i64()),
+            (Some("WAITING"), Some(1)),
+            "remote={remote}"
+        );
+        run(remote, &["cancel", parent.trim()]);
+        let (_, shown, _) = run(remote, &["--json", "show", child.trim()]);
+        let v: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+        assert_eq!(v["state"], "CANCELLED", "remote={remote}");
+        let (code, _, err) = run(remote, &["submit", "-q", "deps", "-k", "k", "--depends-on", "999"]);
+        assert_eq!(code, Some(2), "remote={remote}: {err}");
+        assert!(err.contains("job 999 does not exist"), "remote={remote}: {err}");
         // A job's own lease length and timeout, either way.
         let (code, id, err) = run(
             remote,

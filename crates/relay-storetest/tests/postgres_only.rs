@@ -454,7 +454,10 @@ fn the_claim_and_the_dependents_read_use_their_indexes() {
         // (The queue settings table holds a row per configured queue: a
         // scan of it is fine.)
         for table in ["relay_jobs", "relay_job_deps"] {
-            assert!(!p.contains(&format!("Seq Scan on {table}")), "{name} scans {table}:\n{p}");
+            assert!(
+                !p.contains(&format!("Seq Scan on {table}")),
+                "{name} scans {table}:\n{p}"
+            );
         }
         assert!(!p.contains("Sort"), "{name} sorts:\n{p}");
         assert!(p.contains(index), "{name} does not use {index}:\n{p}");
