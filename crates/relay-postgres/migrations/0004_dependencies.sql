@@ -10,11 +10,13 @@ ALTER TABLE relay_jobs ADD COLUMN waiting_on BIGINT NOT NULL DEFAULT 0;
 -- jobs waiting for it through the primary key, at a cost of its own
 -- dependents, whatever the size of the graph. A child's edges are written
 -- once, with the child, by a batch that holds its parents' rows locked; a
--- parent's go when it is pruned or deleted.
+-- parent's are deleted once its dependents have been told it finished (or
+-- when it is deleted or pruned).
 CREATE TABLE relay_job_deps (
     parent     BIGINT NOT NULL,
     child      BIGINT NOT NULL,
-    on_failure TEXT   NOT NULL, -- cancel | run: the child, if the parent ends DEAD or CANCELLED
+    -- the child, if the parent ends DEAD or CANCELLED
+    on_failure TEXT   NOT NULL CHECK (on_failure IN ('cancel', 'run')),
     PRIMARY KEY (parent, child)
 );
 

@@ -279,6 +279,7 @@ impl Store for PgStore {
         let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
         let now = p.now.as_millis();
         let ids: Vec<i64> = p.statuses.iter().map(|id| id.0).collect();
+        let may_finish: Vec<i64> = p.may_finish.iter().map(|id| id.0).collect();
         let limits: Vec<i64> = p
             .ready
             .iter()
@@ -295,8 +296,10 @@ impl Store for PgStore {
         }
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
+        }
+        if !may_finish.is_empty() {
             // After the statement that locks them (see job_dependents.sql).
-            reqs.push(Req::Read(&deps_st, vec![&ids]));
+            reqs.push(Req::Read(&deps_st, vec![&may_finish]));
         }
         for ((queue, _), limit) in p.ready.iter().zip(&limits) {
             reqs.push(Req::Read(&ready_st, vec![queue, &now, limit, &false]));
@@ -323,15 +326,15 @@ impl Store for PgStore {
         } else {
             Vec::new()
         };
-        let (statuses, dependents) = if ids.is_empty() {
-            (Vec::new(), Vec::new())
+        let statuses = if ids.is_empty() {
+            Vec::new()
         } else {
-            let statuses = status_rows(&rows(answers.next()))?;
-            let deps = rows(answers.next())
-                .iter()
-                .map(decode::dependent)
-                .collect::<Result<Vec<_>, _>>()?;
-            (statuses, deps)
+            status_rows(&rows(answers.next()))?
+        };
+        let dependents = if may_finish.is_empty() {
+            Vec::new()
+        } else {
+            rows(answers.next()).iter().map(decode::dependent).collect()
         };
         let ready = p
             .ready
@@ -348,13 +351,13 @@ impl Store for PgStore {
         })
     }
 
-    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::Dependent>, StoreError> {
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::DependentRead>, StoreError> {
         if parents.is_empty() {
             return Ok(Vec::new());
         }
         let raw: Vec<i64> = parents.iter().map(|id| id.0).collect();
         let rows = self.query(include_str!("../sql/job_dependents.sql"), &[&raw])?;
-        rows.iter().map(decode::dependent).collect()
+        Ok(rows.iter().map(decode::dependent).collect())
     }
 
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {

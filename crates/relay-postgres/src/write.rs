@@ -310,6 +310,7 @@ impl<'a> EventCols<'a> {
 /// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
 pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
     c.dependents.is_empty()
+        && c.settled.is_empty()
         && c.queues.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
@@ -320,7 +321,7 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 }
 
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// seven statements (and one per schedule), each checking its own row count.
+/// eight statements (and one per schedule), each checking its own row count.
 pub(crate) struct Writes<'a> {
     queues_st: Statement,
     queues: QueueCols<'a>,
@@ -333,6 +334,8 @@ pub(crate) struct Writes<'a> {
     events_st: Statement,
     deps_st: Statement,
     deps: DepCols,
+    settled_st: Statement,
+    settled: Vec<i64>,
     deletes: Vec<i64>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
@@ -375,6 +378,8 @@ impl<'a> Writes<'a> {
             events_st: pipe.stmt(include_str!("../sql/apply_events.sql"))?,
             deps_st: pipe.stmt(include_str!("../sql/apply_deps.sql"))?,
             deps: DepCols::new(&c.dependents),
+            settled_st: pipe.stmt(include_str!("../sql/apply_settled.sql"))?,
+            settled: c.settled.iter().map(|id| id.0).collect(),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             plain: UpdateCols::new(plain),
             taking: UpdateCols::new(taking),
@@ -412,6 +417,9 @@ impl<'a> Writes<'a> {
         }
         if *deletes > 0 {
             reqs.push(Req::Write(&self.delete_st, vec![&self.deletes, deletes]));
+        }
+        if !self.settled.is_empty() {
+            reqs.push(Req::Write(&self.settled_st, vec![&self.settled]));
         }
         for (cols, count) in [(&self.plain, plain), (&self.taking, taking)] {
             if *count > 0 {

@@ -8,11 +8,13 @@ ALTER TABLE jobs ADD COLUMN waiting_on INTEGER NOT NULL DEFAULT 0;
 -- The dependency graph, read from the parent: a job that finishes finds the
 -- jobs waiting for it through the primary key, at a cost of its own
 -- dependents, whatever the size of the graph. A child's edges are written
--- once, with the child; a parent's go when it is pruned or deleted.
+-- once, with the child; a parent's are deleted once its dependents have been
+-- told it finished (or when it is deleted or pruned).
 CREATE TABLE job_deps (
     parent     INTEGER NOT NULL,
     child      INTEGER NOT NULL,
-    on_failure TEXT    NOT NULL, -- cancel | run: the child, if the parent ends DEAD or CANCELLED
+    -- the child, if the parent ends DEAD or CANCELLED
+    on_failure TEXT    NOT NULL CHECK (on_failure IN ('cancel', 'run')),
     PRIMARY KEY (parent, child)
 ) WITHOUT ROWID;
 

@@ -1,3 +1,3 @@
--- The edges from a deleted job (its dependents were settled when it
--- finished, or when it was deleted unfinished).
+-- The edges from a job whose dependents have been told it finished (or
+-- which is deleted): they are spent.
 DELETE FROM job_deps WHERE parent = ?1

@@ -301,7 +301,7 @@ impl Store for SqliteStore {
         Ok(next - 1)
     }
 
-    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::Dependent>, StoreError> {
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::DependentRead>, StoreError> {
         if parents.is_empty() {
             return Ok(Vec::new());
         }
@@ -324,7 +324,7 @@ impl Store for SqliteStore {
         let mut rows = st.query([ids]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
-            out.push(decode::dependent(row)?);
+            out.push(decode::dependent(row));
         }
         Ok(out)
     }
@@ -375,6 +375,9 @@ impl Store for SqliteStore {
             if self.exec(&crate::sql::JOB_DELETE, [id.0])? != 1 {
                 return Err(unmatched(*id));
             }
+        }
+        for id in &c.settled {
+            self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
         }
         for u in &c.updates {
             self.update(u)?;

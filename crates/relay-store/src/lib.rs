@@ -91,6 +91,10 @@ pub struct Dependent {
     pub on_failure: DependencyFailure,
 }
 
+/// One edge as [`Store::job_dependents`] read it (an error when its row
+/// does not decode).
+pub type DependentRead = Result<Dependent, StoreError>;
+
 /// A schedule as the batch leaves it: written whole, or deleted (`None`).
 #[derive(Debug, Clone, Copy)]
 pub struct ScheduleWrite<'a> {
@@ -101,7 +105,8 @@ pub struct ScheduleWrite<'a> {
 /// Everything a batch writes, planned before anything is written (see the
 /// engine's `plan` module), for [`Store::apply`] to write in a few
 /// statements. Applied in this order: queue settings, schedules, deletes
-/// (with their events, and the edges from them), then updates (every
+/// (with their events, and the edges from them), the edges from settled
+/// jobs, then updates (every
 /// update that gives a finished job its unique key back comes after the
 /// others, so a key released in the batch is free first), then inserts,
 /// then dependency edges, then events.
@@ -116,6 +121,10 @@ pub struct Changes<'a> {
     pub inserts: Vec<JobInsert<'a>>,
     /// New edges (each child is a job of `inserts`).
     pub dependents: Vec<Dependent>,
+    /// Jobs whose dependents this batch has told that they finished: the
+    /// edges from them are deleted (a job retried and finished again must
+    /// not count twice).
+    pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
 }
 
@@ -127,6 +136,7 @@ impl Changes<'_> {
             && self.updates.is_empty()
             && self.inserts.is_empty()
             && self.dependents.is_empty()
+            && self.settled.is_empty()
             && self.events.is_empty()
     }
 }
@@ -155,6 +165,9 @@ pub struct Prefetch<'a> {
     pub expired: bool,
     /// Jobs the batch acts on, in id order (see [`Store::job_get_statuses`]).
     pub statuses: &'a [JobId],
+    /// Those of them the batch may finish, whose dependents it reads (see
+    /// [`Store::job_dependents`]), in id order.
+    pub may_finish: &'a [JobId],
     /// Queues the batch claims from, and how many rows of each class to
     /// read (see [`Store::job_ready`]). Their settings are read too.
     pub ready: &'a [(&'a str, usize)],
@@ -178,9 +191,9 @@ pub struct Prefetched {
     /// queue those settings pause may have none read (a claim skips it).
     pub ready: Vec<Vec<ReadyRow>>,
     /// The edges to the jobs waiting for the jobs of
-    /// [`Prefetch::statuses`] (see [`Store::job_dependents`]), read after
+    /// [`Prefetch::may_finish`] (see [`Store::job_dependents`]), read after
     /// their rows were locked.
-    pub dependents: Vec<Dependent>,
+    pub dependents: Vec<DependentRead>,
 }
 
 /// Most expired leases one call to `Store::job_expired_leases` returns.
@@ -332,7 +345,7 @@ pub trait Store: Send {
                 leased.push((q.clone(), self.job_leased_count(q, p.now)?));
             }
         }
-        let dependents = self.job_dependents(p.statuses)?;
+        let dependents = self.job_dependents(p.may_finish)?;
         let mut ready = Vec::with_capacity(p.ready.len());
         for (queue, limit) in p.ready {
             let paused = queues.iter().any(|(q, s)| q == queue && s.paused);
@@ -356,7 +369,8 @@ pub trait Store: Send {
     /// whatever the size of the graph. Where other processes write, the
     /// parents' rows are locked by the batch first: an edge to a parent is
     /// committed by the batch that read and locked that parent unfinished.
-    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<Dependent>, StoreError>;
+    /// A row that does not decode is its own error.
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<DependentRead>, StoreError>;
     /// The stored settings of these queues (those with none are left out;
     /// locked as in [`Prefetched::queues`]).
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError>;

@@ -233,6 +233,11 @@ pub fn bad_dependencies_are_refused_and_change_nothing(new_db: &NewDb) {
     // exist when it names its dependencies.
     let (f, _) = field(relay.submit(job().depends_on([JobId(p.0 + 1)])));
     assert_eq!(f, "depends_on");
+    // Every id is checked, even after one that has already failed.
+    let dead = relay.submit(job()).unwrap();
+    relay.cancel(dead).unwrap();
+    let (f, _) = field(relay.submit(job().depends_on([dead, JobId(p.0 + 1000)])));
+    assert_eq!(f, "depends_on");
     let (f, _) = field(relay.submit(job().depends_on([JobId(-3)])));
     assert_eq!(f, "depends_on");
     let many = (1..=10_001).map(JobId);
@@ -244,6 +249,34 @@ pub fn bad_dependencies_are_refused_and_change_nothing(new_db: &NewDb) {
         .submit_batch(vec![job().depends_on([p]), job().depends_on([JobId(p.0 + 1000)])])
         .is_err());
     let counts = &relay.stats().unwrap().queues["q"].counts;
-    assert_eq!(counts.values().sum::<u64>(), 1, "only the first job: {counts:?}");
+    assert_eq!(counts.values().sum::<u64>(), 2, "only the first two jobs: {counts:?}");
     assert_eq!(kinds(&relay, p), ["submitted"]);
+}
+
+/// A job that finishes, is retried and finishes again tells the jobs
+/// waiting for it once: they do not count it twice.
+pub fn a_parent_retried_and_finished_again_counts_once(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let p1 = relay.submit(job()).unwrap();
+    let p2 = relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
+    let c = relay
+        .submit(job().depends_on([p1, p2]).on_dependency_failure(DependencyFailure::Run))
+        .unwrap();
+    relay.cancel(p1).unwrap();
+    assert_eq!(relay.get(c).unwrap().status.waiting_on, 1);
+    relay.retry(p1).unwrap();
+    run(&relay, p1);
+    let got = relay.get(c).unwrap();
+    assert_eq!(
+        (got.state(), got.status.waiting_on),
+        (JobState::Waiting, 1),
+        "still waiting for p2 after p1 ended twice"
+    );
+    let l = relay.lease(LeaseRequest::new(["other"])).unwrap().remove(0);
+    relay.ack(p2, l.token, None).unwrap();
+    assert_eq!(state(&relay, c), JobState::Ready);
+    // A job submitted after its dependency was retried waits for its new end.
+    let d = relay.submit(job().depends_on([c])).unwrap();
+    run(&relay, c);
+    assert_eq!(state(&relay, d), JobState::Ready);
 }

@@ -196,6 +196,7 @@ macro_rules! conformance {
             deps::dependencies_finished_before_the_submit,
             deps::a_waiting_job_keeps_its_delay_key_and_can_be_cancelled,
             deps::bad_dependencies_are_refused_and_change_nothing,
+            deps::a_parent_retried_and_finished_again_counts_once,
         );
     };
     (@cases $new_db:expr; $($module:ident :: $case:ident),* $(,)?) => {

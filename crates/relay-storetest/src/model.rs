@@ -173,7 +173,8 @@ impl Model {
     fn ended(&mut self, id: i64, state: Option<JobState>, now: i64) {
         let mut work = vec![(id, state)];
         while let Some((parent, state)) = work.pop() {
-            for (child, anyway) in self.dependents.get(&parent).cloned().unwrap_or_default() {
+            // Told once: a job retried and finished again does not count twice.
+            for (child, anyway) in self.dependents.remove(&parent).unwrap_or_default() {
                 let Some(c) = self.jobs.get_mut(&child) else { continue };
                 if c.state != JobState::Waiting {
                     continue;

@@ -105,7 +105,8 @@ fn dependencies(plan: &mut Plan<'_>, j: &ValidJob) -> Result<Deps> {
         return Ok(Deps::Waiting(Vec::new()));
     }
     plan.load_statuses(j.depends_on.clone())?;
-    let mut waiting = Vec::new();
+    // Every id must exist, whatever the others' states.
+    let mut statuses = Vec::with_capacity(j.depends_on.len());
     for parent in &j.depends_on {
         let Some(status) = plan.status(*parent)? else {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
@@ -113,14 +114,18 @@ fn dependencies(plan: &mut Plan<'_>, j: &ValidJob) -> Result<Deps> {
                 format!("job {parent} does not exist (it may have been deleted, or pruned after it finished)"),
             )));
         };
-        match status.state {
+        statuses.push((*parent, status.state));
+    }
+    let mut waiting = Vec::new();
+    for (parent, state) in statuses {
+        match state {
             JobState::Succeeded => {}
             JobState::Dead | JobState::Cancelled => {
                 if j.on_dependency_failure == DependencyFailure::Cancel {
-                    return Ok(Deps::Failed(*parent, status.state));
+                    return Ok(Deps::Failed(parent, state));
                 }
             }
-            JobState::Waiting | JobState::Ready | JobState::Leased => waiting.push(*parent),
+            JobState::Waiting | JobState::Ready | JobState::Leased => waiting.push(parent),
         }
     }
     Ok(Deps::Waiting(waiting))
@@ -138,6 +143,8 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
         if deps.is_empty() {
             continue;
         }
+        // Told once: a job retried and finished again does not count twice.
+        plan.settle_edges(parent);
         plan.load_statuses(deps.iter().map(|d| d.child).collect())?;
         for d in deps {
             let cur = match plan.status(d.child) {

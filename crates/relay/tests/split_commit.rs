@@ -164,7 +164,7 @@ impl Store for GatedStore {
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_leased_count(queue, now)
     }
-    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::Dependent>, StoreError> {
+    fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::DependentRead>, StoreError> {
         self.inner.job_dependents(parents)
     }
     fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {

@@ -502,3 +502,48 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
     relay.remove_schedule("s").unwrap();
     assert!(relay.schedules().unwrap().is_empty());
 }
+
+/// A dependency edge hand-edited into something that does not decode (a
+/// child id that is text) fails neither the batch that reads it nor the
+/// ack of its parent: it is reported and passed over; the parent's other
+/// dependents are told, and a WAITING job hand-edited to wait for nothing
+/// is corrupt and fails alone.
+#[test]
+fn a_corrupt_dependency_edge_fails_neither_its_batch_nor_its_parent() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let parent = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let child = relay
+        .submit(NewJob::new("c", "k", Vec::new()).depends_on([parent]))
+        .unwrap();
+    let waiting = relay
+        .submit(NewJob::new("c", "k", Vec::new()).depends_on([parent]))
+        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO job_deps (parent, child, on_failure) VALUES (?1, 'abc', 'cancel')",
+        [parent.0],
+    )
+    .unwrap();
+    // The CHECK keeps what a child does on failure to the two it can be.
+    assert!(conn
+        .execute(
+            "INSERT INTO job_deps (parent, child, on_failure) VALUES (?1, 99, 'maybe')",
+            [parent.0]
+        )
+        .is_err());
+    conn.execute("UPDATE jobs SET waiting_on = 0 WHERE id = ?1", [waiting.0])
+        .unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.ack(parent, l.token, None).unwrap();
+    assert_eq!(relay.get(parent).unwrap().state(), JobState::Succeeded);
+    assert_eq!(relay.get(child).unwrap().state(), JobState::Ready);
+    assert!(matches!(relay.get(waiting), Err(Error::Corrupt { job: Some(j), .. }) if j == waiting));
+    // The spent edges are gone, the corrupt one too.
+    let left: i64 = conn
+        .query_row("SELECT count(*) FROM job_deps WHERE parent = ?1", [parent.0], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0);
+}

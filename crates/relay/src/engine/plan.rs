@@ -144,6 +144,7 @@ pub(crate) struct Mark {
     written: usize,
     events: usize,
     edges: usize,
+    settled: usize,
     readied: usize,
     cursors: Vec<[usize; 4]>,
 }
@@ -171,6 +172,9 @@ pub(crate) struct Plan<'s> {
     dependents: HashMap<JobId, Vec<Dependent>>,
     /// Edges this batch adds (each to a job it inserts).
     edges: Vec<Dependent>,
+    /// Jobs whose dependents this batch has told that they finished: their
+    /// edges are spent (deleted by the batch, and read as none).
+    settled: Vec<JobId>,
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
@@ -206,6 +210,7 @@ impl<'s> Plan<'s> {
             schedules: HashMap::default(),
             dependents: HashMap::default(),
             edges: Vec::new(),
+            settled: Vec::new(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
             expired: None,
@@ -227,11 +232,17 @@ impl<'s> Plan<'s> {
     /// expired leases) in one call to the store.
     pub(crate) fn prefetch<'h>(&mut self, hints: impl Iterator<Item = &'h Hint>, reap: bool) -> Result<()> {
         let mut ids = Vec::new();
+        // The jobs the batch acts on may finish (a submit's dependencies
+        // do not): their dependents are read.
+        let mut may_finish = Vec::new();
         let mut queues: Vec<&str> = Vec::new();
         for h in hints {
             match h {
                 Hint::None => {}
-                Hint::Jobs(j) => ids.extend_from_slice(j),
+                Hint::Jobs(j) => {
+                    ids.extend_from_slice(j);
+                    may_finish.extend_from_slice(j);
+                }
                 Hint::Claim { queues: qs, max } => {
                     for q in qs {
                         let d = self.demand.entry(q.clone()).or_default();
@@ -249,6 +260,8 @@ impl<'s> Plan<'s> {
         }
         ids.sort_unstable();
         ids.dedup();
+        may_finish.sort_unstable();
+        may_finish.dedup();
         let ready: Vec<(&str, usize)> = queues
             .iter()
             .map(|q| (*q, self.demand.get(*q).copied().unwrap_or(1).clamp(1, PAGE_MAX)))
@@ -257,15 +270,16 @@ impl<'s> Plan<'s> {
             now: self.now,
             expired: reap,
             statuses: &ids,
+            may_finish: &may_finish,
             ready: &ready,
         })?;
         for id in &ids {
             self.jobs.insert(*id, Slot::Missing);
+        }
+        for id in &may_finish {
             self.dependents.insert(*id, Vec::new());
         }
-        for d in got.dependents {
-            self.dependents.entry(d.parent).or_default().push(d);
-        }
+        self.keep_dependents(got.dependents);
         let expired: Vec<JobId> = got.expired.iter().map(|(id, _)| *id).collect();
         for (id, r) in got.expired.into_iter().chain(got.statuses) {
             self.jobs.insert(id, Slot::read(r)?);
@@ -317,6 +331,7 @@ impl<'s> Plan<'s> {
             written: self.written.len(),
             events: self.events.len(),
             edges: self.edges.len(),
+            settled: self.settled.len(),
             readied: self.readied.len(),
             cursors: self
                 .pools
@@ -368,6 +383,7 @@ impl<'s> Plan<'s> {
         self.written.truncate(m.written);
         self.events.truncate(m.events);
         self.edges.truncate(m.edges);
+        self.settled.truncate(m.settled);
         self.readied.truncate(m.readied);
         let known = m.cursors.len();
         for (p, c) in self.pools.iter_mut().zip(m.cursors) {
@@ -678,18 +694,45 @@ impl<'s> Plan<'s> {
     /// The jobs waiting for `parent` (stored edges, and those this batch
     /// added). Reads the store once per parent, through its index.
     pub(crate) fn dependents(&mut self, parent: JobId) -> Result<Vec<Dependent>> {
-        if !self.dependents.contains_key(&parent) {
+        if self.settled.contains(&parent) {
+            return Ok(Vec::new());
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) = self.dependents.entry(parent) {
+            e.insert(Vec::new());
             let read = self.store.job_dependents(&[parent])?;
-            self.dependents.insert(parent, read);
+            self.keep_dependents(read);
         }
         let mut out = self.dependents.get(&parent).cloned().unwrap_or_default();
         out.extend(self.edges.iter().filter(|d| d.parent == parent));
         Ok(out)
     }
 
+    /// Keeps edges the store read, by parent. An edge whose row does not
+    /// decode is reported and passed over (its child is not told; a user
+    /// can cancel or delete it): it must not fail the batch, nor every
+    /// batch that finishes its parent.
+    fn keep_dependents(&mut self, read: Vec<relay_store::DependentRead>) {
+        for r in read {
+            match r {
+                Ok(d) => self.dependents.entry(d.parent).or_default().push(d),
+                Err(e) => {
+                    tracing::error!(error = %e, "a dependency edge cannot be read: its row is corrupt; the job waiting on it is not told (cancel it with relay cancel)")
+                }
+            }
+        }
+    }
+
     /// A new edge: job `d.child`, inserted by this batch, waits for `d.parent`.
     pub(crate) fn add_edge(&mut self, d: Dependent) {
         self.edges.push(d);
+    }
+
+    /// The jobs waiting for `parent` have been told it finished: its edges
+    /// are spent.
+    pub(crate) fn settle_edges(&mut self, parent: JobId) {
+        if !self.settled.contains(&parent) {
+            self.settled.push(parent);
+        }
     }
 
     /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
@@ -768,12 +811,18 @@ impl<'s> Plan<'s> {
         }
         ch.updates_taking_keys = taking.len();
         ch.updates.append(&mut taking);
+        // Only edges still to be used: a child that waits, a parent not
+        // settled (nor deleted, which settles it) in this batch.
         ch.dependents = self
             .edges
             .iter()
-            .filter(|d| matches!(self.jobs.get(&d.child), Some(Slot::Row(e)) if e.live()))
+            .filter(|d| {
+                matches!(self.jobs.get(&d.child), Some(Slot::Row(e)) if e.live() && e.status.state == JobState::Waiting)
+                    && !self.settled.contains(&d.parent)
+            })
             .copied()
             .collect();
+        ch.settled.clone_from(&self.settled);
         for ev in &self.events {
             let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
                 continue;
