@@ -42,12 +42,14 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Usage(_) | Self::Relay(Error::InvalidInput(_)) => 2,
-            Self::Relay(Error::NotFound { .. } | Error::ScheduleNotFound { .. }) => 3,
+            Self::Relay(Error::NotFound { .. } | Error::ScheduleNotFound { .. } | Error::DependencyNotFound { .. }) => {
+                3
+            }
             Self::Relay(Error::LeaseLost { .. }) => 4,
             Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
             Self::Remote { code, .. } => match code.as_str() {
                 "invalid_input" | "invalid_request" => 2,
-                "not_found" => 3,
+                "not_found" | "dependency_not_found" => 3,
                 "lease_lost" => 4,
                 "invalid_state" | "conflict" => 5,
                 _ => 1,

@@ -541,7 +541,7 @@ fn demo_without_a_database_cleans_up() {
 
 /// `submit --depends-on`: the job waits, stats count it, a failed parent
 /// cancels it (or not, with `--on-dependency-failure run`), an unknown id
-/// is refused with exit 2 and writes nothing.
+/// is refused with exit 3 (not found) and writes nothing.
 #[test]
 fn submit_with_dependencies() {
     let db = db();
@@ -574,8 +574,8 @@ fn submit_with_dependencies() {
     assert_eq!((header[1], row[1]), ("WAITING", "2"), "{stats}");
     fails(
         &relay(p, &["submit", "-q", "q", "-k", "d", "--depends-on", "99"]),
-        2,
-        "job 99 does not exist",
+        3,
+        "job 99, named in depends_on, does not exist",
     );
     let bad = relay(
         p,

@@ -199,8 +199,11 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         let v: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
         assert_eq!(v["state"], "CANCELLED", "remote={remote}");
         let (code, _, err) = run(remote, &["submit", "-q", "deps", "-k", "k", "--depends-on", "999"]);
-        assert_eq!(code, Some(2), "remote={remote}: {err}");
-        assert!(err.contains("job 999 does not exist"), "remote={remote}: {err}");
+        assert_eq!(code, Some(3), "remote={remote}: {err}");
+        assert!(
+            err.contains("job 999, named in depends_on, does not exist"),
+            "remote={remote}: {err}"
+        );
         // A job's own lease length and timeout, either way.
         let (code, id, err) = run(
             remote,

@@ -41,6 +41,7 @@ impl From<relay::Error> for ApiError {
         use relay::Error as E;
         let (status, code) = match &e {
             E::NotFound { .. } | E::ScheduleNotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
+            E::DependencyNotFound { .. } => (StatusCode::NOT_FOUND, "dependency_not_found"),
             E::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
             E::InvalidState { .. } => (StatusCode::CONFLICT, "invalid_state"),
             E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),

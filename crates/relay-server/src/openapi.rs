@@ -127,7 +127,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {
                 "post": {"operationId": "submit", "requestBody": body(r("NewJob")),
-                    "responses": responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "413"])},
+                    "responses": responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"])},
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
                     {"name": "state", "in": "query", "schema": r("State")},
@@ -137,7 +137,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/v1/jobs/batch": {"post": {"operationId": "submitBatch",
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
                     "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
-                "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "413"])}},
+                "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "404", "413"])}},
             "/v1/jobs/{id}": {
                 "get": {"operationId": "get", "parameters": id_param(), "responses": responses("200", r("Job"), &["400", "404"])},
                 "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200",
@@ -289,9 +289,9 @@ fn schemas() -> Value {
             "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
             "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
             "depends_on": {"type": "array", "nullable": true, "maxItems": 10_000,
-                "description": "Ids of jobs this one waits for (WAITING): READY once all of them have SUCCEEDED. Each must exist (400 otherwise).",
-                "items": {"type": "integer", "minimum": 1}},
-            "on_dependency_failure": {"type": "string", "enum": ["cancel", "run"], "nullable": true,
+                "description": "Ids of jobs this one waits for (WAITING): READY once all of them have SUCCEEDED. Each must exist (404 dependency_not_found otherwise).",
+                "items": {"type": "integer", "minimum": 1, "maximum": i64::MAX}},
+            "on_dependency_failure": {"type": "string", "enum": ["cancel", "run", null], "nullable": true,
                 "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {

@@ -603,7 +603,6 @@ fn dependencies_over_http() {
     // Bad dependencies: 400 naming the field, and nothing written.
     let (_, before) = s.call("GET", "/v1/stats", None);
     for bad in [
-        json!({"depends_on": [anyway + 100]}),
         json!({"depends_on": [0]}),
         json!({"depends_on": "1"}),
         json!({"depends_on": [parent], "on_dependency_failure": "maybe"}),
@@ -614,7 +613,7 @@ fn dependencies_over_http() {
         assert_eq!(st, 400, "{bad}: {v}");
     }
     let (st, v) = submit(json!({"queue": "q", "kind": "k", "depends_on": [anyway + 100]}));
-    assert_eq!((st, code(&v)), (400, "invalid_input"), "{v}");
+    assert_eq!((st, code(&v)), (404, "dependency_not_found"), "{v}");
     assert!(
         v["error"]["message"].as_str().unwrap().contains("does not exist"),
         "{v}"

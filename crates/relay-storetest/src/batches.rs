@@ -402,7 +402,7 @@ pub fn a_dependent_submitted_and_its_parent_acked_in_one_batch(new_db: &NewDb) {
         )
     });
     let child = block_on(child).unwrap();
-    assert!(matches!(block_on(bad), Err(Error::InvalidInput(_))));
+    assert!(matches!(block_on(bad), Err(Error::DependencyNotFound { .. })));
     block_on(ack).unwrap();
     let claimed = block_on(claim).unwrap();
     one_commit_since(&relay, &before);

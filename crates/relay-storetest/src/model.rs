@@ -291,7 +291,7 @@ fn answer<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Answer) -> Answer {
         Err(Error::NotFound { .. }) => Answer::NotFound,
         Err(Error::LeaseLost { .. }) => Answer::LeaseLost,
         Err(Error::InvalidState { .. }) => Answer::InvalidState,
-        Err(Error::InvalidInput(e)) if e.field == "depends_on" => Answer::Invalid,
+        Err(Error::DependencyNotFound { .. }) => Answer::Invalid,
         Err(e) => panic!("unexpected error: {e}"),
     }
 }

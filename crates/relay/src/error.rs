@@ -15,6 +15,10 @@ pub enum Error {
     /// No schedule has this name. Nothing changed.
     #[error("no schedule named {name:?}")]
     ScheduleNotFound { name: String },
+    /// A job named in a submit's `depends_on` does not exist. Nothing
+    /// changed (the submit, and only it, is refused).
+    #[error("job {id}, named in depends_on, does not exist (it may have been deleted, or pruned after it finished)")]
+    DependencyNotFound { id: JobId },
     /// The token is not the job's current valid lease token: the lease
     /// expired, or the job was cancelled or leased again. Nothing changed;
     /// the worker must drop the job.

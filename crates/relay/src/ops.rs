@@ -109,10 +109,7 @@ fn dependencies(plan: &mut Plan<'_>, j: &ValidJob) -> Result<Deps> {
     let mut statuses = Vec::with_capacity(j.depends_on.len());
     for parent in &j.depends_on {
         let Some(status) = plan.status(*parent)? else {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "depends_on",
-                format!("job {parent} does not exist (it may have been deleted, or pruned after it finished)"),
-            )));
+            return Err(Error::DependencyNotFound { id: *parent });
         };
         statuses.push((*parent, status.state));
     }

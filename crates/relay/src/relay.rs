@@ -131,6 +131,12 @@ impl Relay {
 
     /// Submits one job; returns its id (or, for a `unique_key` already held
     /// by an unfinished job, that job's id).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a job that breaks a limit, and
+    /// [`Error::DependencyNotFound`] for a `depends_on` id that is not a
+    /// job: nothing is written.
     pub fn submit(&self, job: NewJob) -> Result<JobId> {
         first(self.submit_batch(vec![job])?)
     }
