@@ -17,6 +17,24 @@ fn s(v: &Value) -> String {
     }
 }
 
+/// A payload's (or result's) bytes as one line of text: a JSON value as
+/// its compact JSON text; bytes that are not JSON as themselves when they
+/// are printable text, else `base64:...`; nothing for none.
+fn bytes_text(v: &Value, name: &str) -> String {
+    use base64::Engine as _;
+    match (&v[name], &v[format!("{name}_base64").as_str()]) {
+        (Value::Null, Value::String(b)) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default();
+            match String::from_utf8(bytes) {
+                Ok(t) if !t.chars().any(char::is_control) => t,
+                _ => format!("base64:{b}"),
+            }
+        }
+        (Value::Null, _) => String::new(),
+        (json, _) => json.to_string(),
+    }
+}
+
 impl Out {
     pub fn new(json: bool) -> Self {
         Self { json }
@@ -48,12 +66,7 @@ impl Out {
         if self.json {
             return self.value(l);
         }
-        let payload = match (&l["payload"], &l["payload_base64"]) {
-            (Value::String(p), _) if !p.chars().any(char::is_control) => p.clone(),
-            (Value::String(p), _) => Value::String(p.clone()).to_string(),
-            (_, Value::String(b)) => format!("base64:{b}"),
-            _ => String::new(),
-        };
+        let payload = bytes_text(l, "payload");
         self.line(&format!(
             "{}\t{}\t{}\t{}\t{payload}",
             s(&l["id"]),
@@ -92,8 +105,14 @@ impl Out {
             .copied()
             .chain(obj.keys().map(String::as_str).filter(|k| !JOB_KEYS.contains(k)))
         {
-            if let Some(val) = obj.get(key) {
-                self.line(&format!("{key:<17}{}", s(val)));
+            // Bytes as text (see `bytes_text`), under their own name.
+            if matches!(key, "payload" | "result") {
+                let text = bytes_text(j, key);
+                self.line(&format!("{key:<17}{}", if text.is_empty() { "-" } else { &text }));
+            } else if !matches!(key, "payload_base64" | "result_base64") {
+                if let Some(val) = obj.get(key) {
+                    self.line(&format!("{key:<17}{}", s(val)));
+                }
             }
         }
     }

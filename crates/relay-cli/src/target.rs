@@ -67,15 +67,18 @@ impl Submit {
             body["depends_on"] = json!(self.depends_on);
             body["on_dependency_failure"] = json!(self.on_dependency_failure);
         }
-        match String::from_utf8(self.payload) {
-            Ok(text) => body["payload"] = json!(text),
-            Err(e) => {
-                use base64::Engine as _;
-                body["payload_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()));
-            }
+        // As bytes: the server stores exactly what a local submit would
+        // (JSON text as given, and text that is not JSON).
+        if !self.payload.is_empty() {
+            body["payload_base64"] = json!(base64_of(&self.payload));
         }
         body
     }
+}
+
+fn base64_of(b: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(b)
 }
 
 /// When a schedule ticks.
@@ -231,10 +234,11 @@ impl Target {
                 r.ack(id, token, result.map(String::into_bytes))?;
                 Ok(json!({"id": id, "state": "SUCCEEDED"}))
             }
+            // As bytes: the server keeps exactly what a local ack would.
             Target::Remote(r) => r.call(
                 "POST",
                 &format!("/v1/jobs/{id}/ack"),
-                Some(json!({"token": token, "result": result})),
+                Some(json!({"token": token, "result_base64": result.map(|t| base64_of(t.as_bytes()))})),
             ),
         }
     }

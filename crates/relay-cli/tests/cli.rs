@@ -127,7 +127,9 @@ fn json_output_uses_design_names_and_capital_states() {
         ),
         (Some(1), Some(1), Some(1))
     );
-    assert_eq!(lease[0]["payload"], "hello");
+    // `hello` is text, not JSON: its bytes, marked as base64.
+    assert_eq!(lease[0]["payload_base64"], "aGVsbG8=");
+    assert!(lease[0].get("payload").is_none());
     let nack = json_lines(&relay(
         &db.path,
         &[
@@ -159,7 +161,7 @@ fn json_output_uses_design_names_and_capital_states() {
     );
     for key in [
         "kind",
-        "payload",
+        "payload_base64", // `hello` is not JSON
         "priority",
         "ready_at",
         "created_at",
@@ -190,6 +192,24 @@ fn json_output_uses_design_names_and_capital_states() {
         ["submitted", "leased", "failed"]
     );
     assert_eq!(events[2]["data"]["error"], "boom");
+    // A JSON payload is shown as JSON, on a file and in the lease line.
+    let sub = json_lines(&relay(
+        &db.path,
+        &[
+            "--json",
+            "submit",
+            "-q",
+            "j",
+            "-k",
+            "k",
+            r#"{"to": "ada", "n": [1, 2]}"#,
+        ],
+    ));
+    let id = sub[0]["id"].to_string();
+    let shown = json_lines(&relay(&db.path, &["--json", "show", &id]));
+    assert_eq!(shown[0]["payload"], serde_json::json!({"to": "ada", "n": [1, 2]}));
+    let line = ok(&relay(&db.path, &["lease", "-q", "j"]));
+    assert!(line.trim_end().ends_with("\t{\"n\":[1,2],\"to\":\"ada\"}"), "{line}");
 }
 
 #[test]
@@ -206,7 +226,7 @@ fn payload_from_stdin_env_db_and_delay() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(ok(&out).trim(), "1");
     let show = json_lines(&relay(&db.path, &["show", "1", "--json"]));
-    assert_eq!(show[0]["payload"], "line one\nline two");
+    assert_eq!(show[0]["payload_base64"], "bGluZSBvbmUKbGluZSB0d28=");
     assert_eq!(
         ok(&relay(&db.path, &["lease", "--queue", "q"])),
         "",

@@ -119,9 +119,16 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         assert!(err.contains("SUCCEEDED"), "remote={remote}: {err}");
         let (_, show, _) = run(remote, &["--json", "show", "1"]);
         let v: serde_json::Value = serde_json::from_str(&show).unwrap();
+        // `done` is text, not JSON: the same bytes either way, as base64.
         assert_eq!(
-            (v["state"].as_str(), v["result"].as_str(), v["priority"].as_i64()),
-            (Some("SUCCEEDED"), Some("done"), Some(2))
+            (v["state"].as_str(), v["result_base64"].as_str(), v["priority"].as_i64()),
+            (Some("SUCCEEDED"), Some("ZG9uZQ=="), Some(2)),
+            "remote={remote}"
+        );
+        let (_, text, _) = run(remote, &["show", "1"]);
+        assert!(
+            text.lines().any(|l| l == "result           done"),
+            "remote={remote}: {text}"
         );
         let (_, events, _) = run(remote, &["events", "1"]);
         assert_eq!(events.lines().count(), 3);
@@ -227,6 +234,11 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             (Some(600_000), Some(90_000)),
             "remote={remote}"
         );
+        // A JSON payload: the same bytes either way, shown as JSON.
+        let (_, jid, _) = run(remote, &["submit", "-q", "json", "-k", "k", r#"{"b": 1, "a": 2}"#]);
+        let (_, shown, _) = run(remote, &["--json", "show", jid.trim()]);
+        let v: serde_json::Value = serde_json::from_str(shown.trim()).unwrap();
+        assert_eq!(v["payload"], serde_json::json!({"a": 2, "b": 1}), "remote={remote}");
         // Schedules, either way.
         let (code, added, err) = run(
             remote,

@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -113,10 +114,10 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 struct SubmitBody {
     queue: String,
     kind: String,
-    /// A string is stored as its UTF-8 bytes; any other JSON value as its
-    /// JSON text. `Some(Null)` when given as null.
+    /// Any JSON value, stored as its JSON text exactly as sent (null:
+    /// empty). `Some` when given, null included.
     #[serde(default, deserialize_with = "present")]
-    payload: Option<Value>,
+    payload: Option<Box<RawValue>>,
     /// `Some(None)` when given as null.
     #[serde(default, deserialize_with = "present")]
     payload_base64: Option<Option<String>>,
@@ -151,12 +152,9 @@ impl SubmitBody {
         // Given both, even as null, is refused: the document says "not both".
         let payload = match (self.payload, self.payload_base64) {
             (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
-            (Some(Value::String(s)), None) => s.into_bytes(),
-            (None | Some(Value::Null), None) | (None, Some(None)) => Vec::new(),
-            (Some(v), None) => v.to_string().into_bytes(),
-            (None, Some(Some(b))) => base64::engine::general_purpose::STANDARD
-                .decode(b.as_bytes())
-                .map_err(|e| ApiError::bad_request(format!("payload_base64 is not base64: {e}")))?,
+            (Some(raw), None) => json_bytes(&raw),
+            (None, None | Some(None)) => Vec::new(),
+            (None, Some(Some(b))) => base64_bytes("payload_base64", &b)?,
         };
         let mut job = NewJob::new(self.queue, self.kind, payload);
         if let Some(p) = self.priority {
@@ -268,16 +266,80 @@ async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
 #[serde(deny_unknown_fields)]
 struct AckBody {
     token: i64,
-    #[serde(default)]
-    result: Option<Value>,
+    /// Any JSON value, kept as its JSON text exactly as sent.
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    /// Bytes that are not JSON.
+    #[serde(default, deserialize_with = "present")]
+    result_base64: Option<Option<String>>,
+}
+
+/// A JSON value's text as sent, as a payload's or result's bytes (null:
+/// none, empty): its keys in their order and its numbers as written, only
+/// the whitespace between tokens left out (a pretty-printing client and a
+/// compact one store the same bytes).
+fn json_bytes(raw: &RawValue) -> Vec<u8> {
+    let text = raw.get();
+    if text == "null" {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    out
+}
+
+fn base64_bytes(field: &str, b: &str) -> Result<Vec<u8>, ApiError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(b.as_bytes())
+        .map_err(|e| ApiError::bad_request(format!("{field} is not base64: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_bytes;
+    use serde_json::value::RawValue;
+
+    #[test]
+    fn json_text_is_kept_in_order_without_the_space_between_tokens() {
+        let raw = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
+        let cases = [
+            (
+                "{ \"b\" : 1,\n  \"a\": [1, 2.50, \"x y\"] }",
+                r#"{"b":1,"a":[1,2.50,"x y"]}"#,
+            ),
+            (r#"" spaced \" quote \\ ""#, r#"" spaced \" quote \\ ""#),
+            ("null", ""),
+            ("\"\"", "\"\""),
+        ];
+        for (given, stored) in cases {
+            assert_eq!(String::from_utf8(json_bytes(&raw(given))).unwrap(), stored, "{given}");
+        }
+    }
 }
 
 async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<AckBody>) -> ApiResult {
     let id = id(&raw)?;
-    let result = b.result.map(|v| match v {
-        Value::String(s) => s.into_bytes(),
-        other => other.to_string().into_bytes(),
-    });
+    let result = match (b.result, b.result_base64) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("give result or result_base64, not both")),
+        (Some(raw), None) if raw.get() == "null" => None,
+        (Some(raw), None) => Some(json_bytes(&raw)),
+        (None, None | Some(None)) => None,
+        (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
+    };
     s.relay.ack(id, LeaseToken(b.token), result).await?;
     ok(json!({"id": id, "state": "SUCCEEDED"}))
 }

@@ -99,6 +99,12 @@ fn limits_reply() -> Value {
         "queue": {"type": "string"}, "max_leased": {"type": "integer", "nullable": true}, "rate_limit": r("RateLimit")}})
 }
 
+/// `schema`, refusing bodies that give both fields `a` and `b`.
+fn not_both(mut schema: Value, a: &str, b: &str) -> Value {
+    schema["not"] = json!({"required": [a, b]});
+    schema
+}
+
 fn token_body(extra: Value) -> Value {
     let mut props = json!({"token": {"type": "integer", "format": "int64"}});
     if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
@@ -143,7 +149,8 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200",
                     json!({"type": "object", "required": ["id", "deleted"], "properties": {"id": {"type": "integer"}, "deleted": {"type": "boolean"}}}), &["400", "404", "409"])}},
             "/v1/jobs/{id}/ack": {"post": {"operationId": "ack", "parameters": id_param(),
-                "requestBody": body(token_body(json!({"result": {}}))), "responses": responses("200", state_reply(), &e)}},
+                "requestBody": body(not_both(token_body(json!({"result": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
+                    "result_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with result)."}})), "result", "result_base64")), "responses": responses("200", state_reply(), &e)}},
             "/v1/jobs/{id}/nack": {"post": {"operationId": "nack", "parameters": id_param(),
                 "requestBody": body({
                     let mut b = token_body(json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}));
@@ -243,7 +250,7 @@ fn job_schema(description: &str, extra: Value) -> Value {
     let mut props = json!({
         "queue": queue(),
         "kind": label(),
-        "payload": {"description": "A string is stored as is; any other JSON value as its JSON text."},
+        "payload": {"description": "Any JSON value, stored as its JSON text exactly as sent (null: empty) and returned as that value. Bytes that are not JSON: payload_base64."},
         "payload_base64": {"type": "string", "format": "byte", "nullable": true},
         "priority": {"type": "integer", "minimum": 0, "maximum": 3, "nullable": true},
         "max_attempts": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true}});
@@ -258,6 +265,7 @@ fn schemas() -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
     let text_or_null = json!({"type": "string", "nullable": true});
+    let payload = json!({"description": "The bytes' JSON value (null when empty); absent when they are not JSON (then *_base64)."});
     json!({
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
@@ -277,7 +285,7 @@ fn schemas() -> Value {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
                 "every_ms": {"type": "integer", "nullable": true},
                 "job": {"type": "object", "required": ["queue", "kind", "priority", "max_attempts"], "properties": {
-                    "queue": {"type": "string"}, "kind": {"type": "string"}, "payload": {"type": "string"},
+                    "queue": {"type": "string"}, "kind": {"type": "string"}, "payload": payload.clone(),
                     "payload_base64": {"type": "string"}, "priority": {"type": "integer"}, "max_attempts": {"type": "integer"}}},
                 "paused": {"type": "boolean"}, "created_at": time, "next_at": time, "last_at": time_or_null}},
         "RateLimit": {"type": "object", "nullable": true, "required": ["limit", "per_ms"], "properties": {
@@ -301,13 +309,13 @@ fn schemas() -> Value {
                 "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
                 "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
                 "waiting_on": {"type": "integer", "description": "How many of the jobs it depends on have not finished (above 0 exactly while WAITING)."},
-                "payload": {"type": "string"}, "payload_base64": {"type": "string"}, "result": text_or_null, "result_base64": {"type": "string"}}},
+                "payload": payload.clone(), "payload_base64": {"type": "string"}, "result": payload.clone(), "result_base64": {"type": "string"}}},
         "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
             "properties": {
                 "id": {"type": "integer"}, "token": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"},
                 "priority": {"type": "integer"}, "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"},
                 "lease_expires_at": time, "lease_for_ms": {"type": "integer"}, "timeout_ms": {"type": "integer", "nullable": true},
-                "payload": {"type": "string"}, "payload_base64": {"type": "string"}}},
+                "payload": payload.clone(), "payload_base64": {"type": "string"}}},
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })

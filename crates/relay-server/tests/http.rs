@@ -159,8 +159,9 @@ fn the_whole_job_life_cycle() {
     assert_eq!(st, 200, "{v}");
     let job = &v["jobs"][0];
     assert_eq!(
-        (job["id"].as_i64(), job["payload"].as_str(), job["attempt"].as_i64()),
-        (Some(id), Some("{\"to\":\"ada\"}"), Some(1))
+        (job["id"].as_i64(), &job["payload"], job["attempt"].as_i64()),
+        (Some(id), &json!({"to": "ada"}), Some(1)),
+        "a JSON payload comes back as JSON"
     );
     let token = job["token"].as_i64().unwrap();
 
@@ -559,6 +560,78 @@ fn a_jobs_own_lease_length_and_timeout_over_http() {
     }
 }
 
+/// Payloads and results come back in the form they were given: a JSON
+/// value as that value (an object stays an object, a string that holds
+/// JSON text stays a string), bytes as base64, nothing as null; and what a
+/// Rust worker reads is the JSON text as sent.
+#[test]
+fn payloads_and_results_round_trip_as_given() {
+    let s = TestServer::plain();
+    let relay = relay::Relay::open(&s.path).unwrap();
+    let cases = [
+        json!({"payload": {"n": 1, "list": [1, 2.5, "x"]}}),
+        json!({"payload": "{\"n\":2}"}),
+        json!({"payload": 7}),
+        json!({"payload": null}),
+        json!({}),
+        json!({"payload_base64": "/wA="}),
+    ];
+    let mut ids = Vec::new();
+    for c in &cases {
+        let mut body = json!({"queue": "q", "kind": "k"});
+        body.as_object_mut().unwrap().extend(c.as_object().unwrap().clone());
+        let (st, v) = s.call("POST", "/v1/jobs", Some(body));
+        assert_eq!(st, 201, "{c}: {v}");
+        ids.push(v["id"].as_i64().unwrap());
+    }
+    // The stored bytes: the JSON text as sent; raw bytes as they were.
+    let stored: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| relay.get(relay::JobId(*id)).unwrap().payload)
+        .collect();
+    assert_eq!(
+        stored[0],
+        serde_json::to_vec(&cases[0]["payload"]).unwrap(),
+        "the text as sent"
+    );
+    assert_eq!(stored[1], br#""{\"n\":2}""#.to_vec());
+    assert_eq!(
+        (&stored[3], &stored[4], &stored[5]),
+        (&Vec::new(), &Vec::new(), &vec![0xff, 0x00])
+    );
+    let got = |id: i64| s.call("GET", &format!("/v1/jobs/{id}"), None).1;
+    assert_eq!(got(ids[0])["payload"], json!({"n": 1, "list": [1, 2.5, "x"]}));
+    assert_eq!(got(ids[1])["payload"], json!("{\"n\":2}"), "a string stays a string");
+    assert_eq!(got(ids[2])["payload"], json!(7));
+    assert_eq!(
+        (got(ids[3])["payload"].clone(), got(ids[4])["payload"].clone()),
+        (Value::Null, Value::Null)
+    );
+    let bin = got(ids[5]);
+    assert_eq!((bin.get("payload"), &bin["payload_base64"]), (None, &json!("/wA=")));
+    // Leased the same way, and results likewise.
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "max": 10})));
+    let leased = v["jobs"].as_array().unwrap();
+    assert_eq!(leased.len(), 6);
+    assert_eq!(leased[0]["payload"], json!({"n": 1, "list": [1, 2.5, "x"]}));
+    let ack = |i: usize, result: Value| {
+        let mut body = json!({"token": leased[i]["token"]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(result.as_object().unwrap().clone());
+        s.call("POST", &format!("/v1/jobs/{}/ack", leased[i]["id"]), Some(body))
+    };
+    assert_eq!(ack(0, json!({"result": {"sent": true}})).0, 200);
+    assert_eq!(ack(1, json!({"result": "done"})).0, 200);
+    assert_eq!(ack(2, json!({"result_base64": "AAE="})).0, 200);
+    let (st, v) = ack(3, json!({"result": 1, "result_base64": "AAE="}));
+    assert_eq!((st, code(&v)), (400, "invalid_request"), "not both: {v}");
+    assert_eq!(got(ids[0])["result"], json!({"sent": true}));
+    assert_eq!(got(ids[1])["result"], json!("done"));
+    assert_eq!(got(ids[2])["result_base64"], json!("AAE="));
+    assert_eq!(got(ids[3])["state"], "LEASED", "the refused ack changed nothing");
+}
+
 #[test]
 fn dependencies_over_http() {
     let s = TestServer::plain();
@@ -649,14 +722,14 @@ fn schedules_over_http() {
             v["name"].as_str(),
             v["cron"].as_str(),
             v["tz"].as_str(),
-            v["job"]["payload"].as_str(),
+            &v["job"]["payload"],
             v["paused"].as_bool()
         ),
         (
             Some("nightly"),
             Some("30 2 * * *"),
             Some("Europe/Berlin"),
-            Some("{\"full\":true}"),
+            &json!({"full": true}),
             Some(false)
         ),
         "{v}"

@@ -1,9 +1,15 @@
 //! JSON views of jobs and events, shared by the CLI and the server, with
 //! field names as in DESIGN.md and states in capitals.
 //!
-//! Times are RFC 3339 strings in UTC with milliseconds. A payload or result
-//! that is valid UTF-8 is a string (`payload`); any other bytes are base64
-//! (`payload_base64`), so no byte is ever lost or mangled.
+//! Times are RFC 3339 strings in UTC with milliseconds.
+//!
+//! Payloads and results are bytes, JSON by convention. Bytes that are a
+//! JSON text are shown as that JSON value (`payload`: `{"n":1}` stays an
+//! object, `"{\"n\":1}"` stays a string); empty bytes as `null`; any other
+//! bytes (text that is not JSON, binary) as base64 under `payload_base64`
+//! (`result_base64`), the `_base64` suffix marking them. So what was
+//! submitted as a JSON value comes back as that value, and no byte is ever
+//! lost or mangled.
 
 use crate::{Event, Job, LeasedJob, Timestamp};
 use base64::Engine as _;
@@ -14,15 +20,16 @@ pub fn time(t: Timestamp) -> String {
     t.to_rfc3339()
 }
 
-/// Puts `bytes` under `name` (UTF-8) or `name_base64`.
+/// Puts `bytes` under `name` as the JSON value they hold (`null` for none
+/// or empty), or under `name_base64` when they are not JSON.
 fn put_bytes(obj: &mut Map<String, Value>, name: &str, bytes: Option<&[u8]>) {
     match bytes {
-        None => {
+        None | Some([]) => {
             obj.insert(name.to_owned(), Value::Null);
         }
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => {
-                obj.insert(name.to_owned(), json!(s));
+        Some(b) => match serde_json::from_slice::<Value>(b) {
+            Ok(v) => {
+                obj.insert(name.to_owned(), v);
             }
             Err(_) => {
                 obj.insert(
@@ -172,10 +179,18 @@ mod tests {
         let v = job(&j);
         assert_eq!(v["id"], 7);
         assert_eq!(v["state"], "READY");
-        assert_eq!(v["payload"], "{\"a\":1}");
+        assert_eq!(v["payload"], json!({"a": 1}), "JSON bytes are shown as their value");
         assert_eq!(v["result_base64"], "/wA=");
         assert_eq!(v["created_at"], "2025-11-29T19:00:00.123Z");
         j.payload = vec![0x80];
         assert_eq!(job(&j)["payload_base64"], "gA==");
+        // A JSON string's text is a string; text that is not JSON is bytes.
+        j.payload = b"\"{\\\"a\\\":1}\"".to_vec();
+        assert_eq!(job(&j)["payload"], json!("{\"a\":1}"));
+        j.payload = b"hello".to_vec();
+        let v = job(&j);
+        assert_eq!((v.get("payload"), &v["payload_base64"]), (None, &json!("aGVsbG8=")));
+        j.payload = Vec::new();
+        assert_eq!(job(&j)["payload"], Value::Null);
     }
 }
