@@ -1,0 +1,64 @@
+"""Python client and worker for Relay, the durable job queue.
+
+Talks to ``relay serve`` over its HTTP API (standard library only)::
+
+    from relay_client import Client, Worker
+
+    client = Client("http://127.0.0.1:7433", token="secret")
+    client.submit("emails", "send", {"to": "ada@example.com"})
+
+    worker = Worker(client, ["emails"], concurrency=8)
+
+    @worker.handler("send")
+    def send(job):
+        print("sending to", job.payload["to"])
+
+    worker.run()  # until SIGTERM or SIGINT
+"""
+
+from .client import Client, Job, LeasedJob, NewJob
+from .errors import (
+    Busy,
+    Conflict,
+    Corrupt,
+    DependencyNotFound,
+    InvalidInput,
+    InvalidRequest,
+    InvalidState,
+    LeaseLost,
+    MaybeApplied,
+    NotFound,
+    PayloadTooLarge,
+    RelayError,
+    TooManyWaiting,
+    Unauthorized,
+    Unavailable,
+)
+from .worker import Permanent, Retry, Snooze, Stats, Worker
+
+__all__ = [
+    "Busy",
+    "Client",
+    "Conflict",
+    "Corrupt",
+    "DependencyNotFound",
+    "InvalidInput",
+    "InvalidRequest",
+    "InvalidState",
+    "Job",
+    "LeaseLost",
+    "LeasedJob",
+    "MaybeApplied",
+    "NewJob",
+    "NotFound",
+    "PayloadTooLarge",
+    "Permanent",
+    "RelayError",
+    "Retry",
+    "Snooze",
+    "Stats",
+    "TooManyWaiting",
+    "Unauthorized",
+    "Unavailable",
+    "Worker",
+]

@@ -1,0 +1,42 @@
+"""The README's Python worker runs as written: it submits a job, runs it, and
+stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import REPO
+
+
+def readme_snippet() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## From Python", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README.md has no Python snippet under 'From Python'"
+    return match.group(1)
+
+
+def test_the_readme_worker_runs_as_written(server, client, tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(readme_snippet())
+    env = dict(os.environ, RELAY_URL=server.url, RELAY_TOKEN=server.token)
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "sending to ada@example.com"
+        deadline = time.monotonic() + 30
+        while client.stats().get("emails", {}).get("SUCCEEDED") != 1:
+            assert time.monotonic() < deadline, "the README's job never succeeded"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    job = client.jobs(queue="emails")[0]
+    assert job.result == {"sent": True}
