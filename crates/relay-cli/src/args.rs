@@ -96,7 +96,9 @@ pub enum Command {
     /// RELAY_ATTEMPT and RELAY_LEASE_TOKEN in its environment; stdout (up to --max-result) becomes
     /// the result; on failure the tail of stderr becomes the error. Lines it
     /// writes to file descriptor 3 become progress events. Runs until SIGINT
-    /// or SIGTERM (a second one stops at once).
+    /// or SIGTERM (a second one stops at once). With --server it leases over
+    /// HTTP (long-poll) and carries on through server outages, retrying with
+    /// back-off.
     Work(WorkArgs),
     /// Serve every call over HTTP (JSON), with long-poll leases.
     Serve(ServeArgs),

@@ -63,7 +63,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     let out = Out::new(cli.json);
     match cli.command {
         Command::Demo(args) => return crate::demo::run(cli.db, &args, &out),
-        Command::Work(a) => return crate::work::run(local(cli.db, cli.server.as_deref(), "work")?, a, &out),
+        Command::Work(a) => {
+            return match (&cli.server, cli.db) {
+                (Some(_), Some(_)) => Err(CliError::Usage("give --db or --server, not both".into())),
+                (Some(url), None) => crate::remote_work::run(Remote::new(url, cli.bearer.clone()), a, &out),
+                (None, db) => crate::work::run(open(db)?, a, &out),
+            }
+        }
         Command::Serve(a) => return crate::serve::run(local(cli.db, cli.server.as_deref(), "serve")?, a, cli.bearer),
         _ => {}
     }

@@ -12,11 +12,38 @@
 //! whole group, so nothing it started outlives it.
 
 use relay::worker::{JobContext, JobError, JobResult};
+use relay::LeasedJob;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+/// What running a command needs of its job: the worker runtime's
+/// `JobContext` on a database, the remote runner's own over HTTP
+/// (`relay work --server`).
+pub trait Running: Clone + Send + 'static {
+    fn job(&self) -> &LeasedJob;
+    /// The lease is gone (or the worker is stopping at once): the command
+    /// is stopped.
+    fn is_lost(&self) -> bool;
+    /// Appends an event to the job's log.
+    fn event(&self, kind: &str, data: &serde_json::Value) -> Result<(), String>;
+}
+
+impl Running for JobContext {
+    fn job(&self) -> &LeasedJob {
+        JobContext::job(self)
+    }
+
+    fn is_lost(&self) -> bool {
+        JobContext::is_lost(self)
+    }
+
+    fn event(&self, kind: &str, data: &serde_json::Value) -> Result<(), String> {
+        JobContext::event(self, kind, data).map(drop).map_err(|e| e.to_string())
+    }
+}
 
 /// How the command runs.
 #[derive(Debug, Clone)]
@@ -30,7 +57,7 @@ pub struct ExecConfig {
 /// Most stderr bytes kept for the nack's error text (the end of it).
 const STDERR_TAIL: usize = 2048;
 
-pub fn run(ctx: &JobContext, cfg: &ExecConfig) -> JobResult {
+pub fn run<R: Running>(ctx: &R, cfg: &ExecConfig) -> JobResult {
     let (events_rx, events_tx) =
         std::io::pipe().map_err(|e| JobError::new(format!("cannot create the events pipe: {e}")))?;
     let job = ctx.job();
@@ -107,7 +134,7 @@ enum Ended {
 
 fn wait(
     rx: &std::sync::mpsc::Receiver<std::io::Result<ExitStatus>>,
-    ctx: &JobContext,
+    ctx: &impl Running,
     timeout: Option<Duration>,
     pgid: u32,
 ) -> Ended {
@@ -206,7 +233,7 @@ fn read_tail(r: Option<impl Read>, cap: usize) -> String {
     String::from_utf8_lossy(&all[start..]).into_owned()
 }
 
-fn forward_events(r: impl Read, ctx: &JobContext) {
+fn forward_events(r: impl Read, ctx: &impl Running) {
     for line in BufReader::new(r).lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
@@ -214,7 +241,7 @@ fn forward_events(r: impl Read, ctx: &JobContext) {
         }
         let data = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
         if let Err(e) = ctx.event("progress", &data) {
-            eprintln!("relay work: job {}: event not recorded: {e}", ctx.id());
+            eprintln!("relay work: job {}: event not recorded: {e}", ctx.job().id);
         }
     }
 }

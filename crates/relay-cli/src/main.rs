@@ -6,6 +6,7 @@ mod commands;
 mod demo;
 mod exec;
 mod output;
+mod remote_work;
 mod serve;
 mod target;
 mod work;

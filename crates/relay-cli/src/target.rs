@@ -429,7 +429,7 @@ impl Remote {
         }
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, CliError> {
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, CliError> {
         let url = format!("{}{path}", self.base);
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let res = match method {

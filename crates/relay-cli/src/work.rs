@@ -57,7 +57,7 @@ pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
     Ok(())
 }
 
-fn finished_text(f: &Finished) -> String {
+pub(crate) fn finished_text(f: &Finished) -> String {
     let what = match &f.outcome {
         Outcome::Succeeded => "succeeded".to_owned(),
         Outcome::Failed { error } => format!("failed (will retry): {}", one_line(error)),
@@ -84,7 +84,7 @@ fn one_line(error: &str) -> String {
     }
 }
 
-fn finished_json(f: &Finished) -> serde_json::Value {
+pub(crate) fn finished_json(f: &Finished) -> serde_json::Value {
     let (outcome, error) = match &f.outcome {
         Outcome::Succeeded => ("succeeded", None),
         Outcome::Failed { error } => ("failed", Some(error.as_str())),

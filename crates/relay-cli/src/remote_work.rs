@@ -1,0 +1,424 @@
+//! `relay --server URL work --exec CMD`: the `--exec` runner against a
+//! server, over its HTTP API. The same command contract as on a file
+//! (payload on stdin, `RELAY_*` variables, events on fd 3, timeouts, exit
+//! status), the same output; leases by long-poll.
+//!
+//! - `--concurrency` threads each lease one job at a time (a long-poll that
+//!   a submit on the server answers at once) and run its command.
+//! - While a command runs, a heartbeat extends its lease every third of the
+//!   lease's length; a lease found lost stops the command.
+//! - A server that does not answer is retried with back-off (up to 30 s),
+//!   said once per outage on stderr; the runner carries on when it is back.
+//!   An outcome that cannot be reported is retried for a lease's length,
+//!   then left to the lease's expiry (the job runs again).
+//! - SIGTERM or SIGINT stops leasing; running commands get `--grace`, then
+//!   are stopped and their jobs released, so another worker takes them at
+//!   once.
+
+use crate::args::WorkArgs;
+use crate::commands::CliError;
+use crate::exec::{self, ExecConfig, Running};
+use crate::output::Out;
+use crate::target::Remote;
+use base64::Engine as _;
+use relay::worker::{Finished, JobResult, Outcome};
+use relay::{Clock, JobId, LeaseToken, LeasedJob, Priority, SystemClock};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long one lease call waits on the server for a job.
+const POLL: Duration = Duration::from_secs(2);
+/// Longest pause between attempts to reach a server that does not answer.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A job this runner holds: what the command is told, and whether its
+/// lease is gone.
+#[derive(Clone)]
+struct RemoteJob {
+    job: LeasedJob,
+    lost: Arc<AtomicBool>,
+    remote: Arc<Remote>,
+}
+
+impl Running for RemoteJob {
+    fn job(&self) -> &LeasedJob {
+        &self.job
+    }
+
+    fn is_lost(&self) -> bool {
+        self.lost.load(Relaxed)
+    }
+
+    fn event(&self, kind: &str, data: &Value) -> Result<(), String> {
+        let path = format!("/v1/jobs/{}/events", self.job.id);
+        self.remote
+            .call("POST", &path, Some(json!({"kind": kind, "data": data})))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// What the runner shares between its threads.
+struct Shared {
+    remote: Arc<Remote>,
+    args: WorkArgs,
+    cfg: ExecConfig,
+    json: bool,
+    stop: AtomicBool,
+    /// Jobs running now: their token and lost flag (the drain releases them).
+    running: Mutex<HashMap<JobId, (LeaseToken, Arc<AtomicBool>)>>,
+    idle: Condvar,
+    outage: AtomicBool,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    dead: AtomicU64,
+    released: AtomicU64,
+}
+
+pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
+    let cfg = ExecConfig {
+        command: a.exec.clone(),
+        timeout: a.timeout,
+        max_result: a.max_result,
+    };
+    let shared = Arc::new(Shared {
+        remote: Arc::new(remote),
+        args: a,
+        cfg,
+        json: out.is_json(),
+        stop: AtomicBool::new(false),
+        running: Mutex::new(HashMap::new()),
+        idle: Condvar::new(),
+        outage: AtomicBool::new(false),
+        succeeded: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        dead: AtomicU64::new(0),
+        released: AtomicU64::new(0),
+    });
+    watch_signals(Arc::clone(&shared))?;
+    let threads: Vec<_> = (0..shared.args.concurrency.max(1))
+        .map(|_| {
+            let s = Arc::clone(&shared);
+            std::thread::spawn(move || lease_loop(&s))
+        })
+        .collect();
+    // Wait for a stop (a signal, or a fatal answer from a lease loop).
+    let mut fatal = None;
+    for t in threads {
+        if let Ok(Err(e)) = t.join() {
+            fatal.get_or_insert(e);
+        }
+    }
+    if !shared.json {
+        eprintln!(
+            "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",
+            shared.succeeded.load(Relaxed),
+            shared.failed.load(Relaxed),
+            shared.dead.load(Relaxed),
+            shared.released.load(Relaxed)
+        );
+    }
+    fatal.map_or(Ok(()), Err)
+}
+
+/// SIGTERM or SIGINT: stop leasing, give running commands `--grace`, then
+/// stop them and release their jobs.
+fn watch_signals(shared: Arc<Shared>) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(|e| CliError::Io(format!("cannot start the signal watcher: {e}")))?;
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+                eprintln!("relay work: cannot watch SIGTERM/SIGINT; stop it with SIGKILL (its leases then expire)");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        shared.stop.store(true, Relaxed);
+        drain(&shared);
+    });
+    Ok(())
+}
+
+/// Waits up to `--grace` for running commands, then stops the rest and
+/// releases their jobs.
+fn drain(shared: &Shared) {
+    let deadline = Instant::now() + shared.args.grace;
+    let mut running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    while !running.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        running = shared
+            .idle
+            .wait_timeout(running, left)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+    let held: Vec<(JobId, (LeaseToken, Arc<AtomicBool>))> = running.drain().collect();
+    drop(running);
+    for (id, (token, lost)) in held {
+        lost.store(true, Relaxed); // stops the command
+        let body = json!({"token": token.0});
+        if shared
+            .remote
+            .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
+            .is_ok()
+        {
+            shared.released.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+/// One thread: lease a job, run it, report it, until stopped. A fatal
+/// answer (a refused token, a bad queue name) ends the runner.
+fn lease_loop(shared: &Shared) -> Result<(), CliError> {
+    let a = &shared.args;
+    let worker = a
+        .worker
+        .clone()
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()));
+    let body = json!({"queues": a.queue, "worker": worker, "max": 1,
+        "lease_for_ms": millis(a.lease_for), "wait_ms": millis(POLL)});
+    let mut backoff = Duration::from_millis(250);
+    while !shared.stop.load(Relaxed) {
+        let answer = shared.remote.call("POST", "/v1/lease", Some(body.clone()));
+        let jobs = match answer {
+            Ok(v) => {
+                if shared.outage.swap(false, Relaxed) {
+                    eprintln!("relay work: the server answers again");
+                }
+                backoff = Duration::from_millis(250);
+                v["jobs"].as_array().cloned().unwrap_or_default()
+            }
+            Err(e) if transient(&e) => {
+                if !shared.outage.swap(true, Relaxed) {
+                    eprintln!("relay work: {e}; retrying with back-off until it answers");
+                }
+                sleep_unless_stopped(shared, backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Err(e) => {
+                shared.stop.store(true, Relaxed);
+                return Err(e);
+            }
+        };
+        for v in jobs {
+            match leased(&v) {
+                Some(job) => run_one(shared, job),
+                None => eprintln!("relay work: the server sent a job this runner cannot read: {v}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A server that does not answer, or answers that it cannot right now.
+fn transient(e: &CliError) -> bool {
+    match e {
+        CliError::Io(_) => true,
+        CliError::Remote { status, .. } => *status >= 500 || *status == 429,
+        _ => false,
+    }
+}
+
+fn sleep_unless_stopped(shared: &Shared, d: Duration) {
+    let end = Instant::now() + d;
+    while !shared.stop.load(Relaxed) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50).min(end.saturating_duration_since(Instant::now())));
+    }
+}
+
+/// A job of the lease answer (its payload's bytes: a JSON value's compact
+/// text, or the base64 bytes).
+fn leased(v: &Value) -> Option<LeasedJob> {
+    let payload = match v.get("payload_base64").and_then(Value::as_str) {
+        Some(b) => base64::engine::general_purpose::STANDARD.decode(b).ok()?,
+        None => match &v["payload"] {
+            Value::Null => Vec::new(),
+            json => json.to_string().into_bytes(),
+        },
+    };
+    let lease_for = Duration::from_millis(v["lease_for_ms"].as_u64()?);
+    Some(LeasedJob {
+        id: JobId(v["id"].as_i64()?),
+        token: LeaseToken(v["token"].as_i64()?),
+        queue: v["queue"].as_str()?.to_owned(),
+        kind: v["kind"].as_str()?.to_owned(),
+        payload,
+        priority: Priority::new(u8::try_from(v["priority"].as_u64()?).ok()?)?,
+        attempt: u32::try_from(v["attempt"].as_u64()?).ok()?,
+        max_attempts: u32::try_from(v["max_attempts"].as_u64()?).ok()?,
+        expires_at: SystemClock.now().plus(lease_for),
+        created_at: SystemClock.now(),
+        lease_for,
+        timeout: v["timeout_ms"].as_u64().map(Duration::from_millis),
+    })
+}
+
+fn run_one(shared: &Shared, job: LeasedJob) {
+    let lost = Arc::new(AtomicBool::new(false));
+    let (id, token, kind, attempt) = (job.id, job.token, job.kind.clone(), job.attempt);
+    {
+        let mut running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Leased as the runner began to stop (the drain may be over): given
+        // back at once instead of run.
+        if shared.stop.load(Relaxed) {
+            drop(running);
+            let body = json!({"token": token.0});
+            if shared
+                .remote
+                .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
+                .is_ok()
+            {
+                shared.released.fetch_add(1, Relaxed);
+            }
+            return;
+        }
+        running.insert(id, (token, Arc::clone(&lost)));
+    }
+    let ctx = RemoteJob {
+        job,
+        lost: Arc::clone(&lost),
+        remote: Arc::clone(&shared.remote),
+    };
+    let started = Instant::now();
+    let done = Arc::new(AtomicBool::new(false));
+    let beat = {
+        let (ctx, done) = (ctx.clone(), Arc::clone(&done));
+        std::thread::spawn(move || heartbeat(&ctx, &done))
+    };
+    let result = exec::run(&ctx, &shared.cfg);
+    done.store(true, Relaxed);
+    let _ = beat.join();
+    // Still ours unless the drain released it.
+    let ours = shared
+        .running
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(&id)
+        .is_some();
+    shared.idle.notify_all();
+    let outcome = if !ours {
+        Outcome::Released
+    } else if lost.load(Relaxed) {
+        Outcome::Lost
+    } else {
+        report(shared, &ctx, result)
+    };
+    let f = Finished {
+        id,
+        kind,
+        attempt,
+        outcome,
+        took: started.elapsed(),
+    };
+    if shared.json {
+        println!("{}", crate::work::finished_json(&f));
+    } else {
+        eprintln!("relay work: {}", crate::work::finished_text(&f));
+    }
+}
+
+/// Extends the lease every third of its length until the command ends; a
+/// lease found gone marks the job lost (its command is stopped).
+fn heartbeat(ctx: &RemoteJob, done: &AtomicBool) {
+    let every = ctx.job.lease_for / 3;
+    let path = format!("/v1/jobs/{}/extend", ctx.job.id);
+    let body = json!({"token": ctx.job.token.0, "lease_for_ms": millis(ctx.job.lease_for)});
+    let mut next = Instant::now() + every;
+    while !done.load(Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() < next {
+            continue;
+        }
+        next = Instant::now() + every;
+        match ctx.remote.call("POST", &path, Some(body.clone())) {
+            Err(CliError::Remote { code, .. }) if code == "lease_lost" || code == "invalid_state" => {
+                ctx.lost.store(true, Relaxed);
+                return;
+            }
+            _ => {} // extended, or the server is away: try at the next beat
+        }
+    }
+}
+
+/// Reports the command's outcome; retries a server that does not answer
+/// for up to a lease's length.
+fn report(shared: &Shared, ctx: &RemoteJob, result: JobResult) -> Outcome {
+    let job = &ctx.job;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let (path, body, outcome) = match result {
+        Ok(r) => (
+            "ack",
+            json!({"token": job.token.0, "result_base64": r.filter(|r| !r.is_empty()).map(|r| b64(&r))}),
+            Outcome::Succeeded,
+        ),
+        Err(e) => match e.snooze {
+            Some(d) => (
+                "release",
+                json!({"token": job.token.0, "in_ms": millis(d)}),
+                Outcome::Snoozed { delay: d },
+            ),
+            None => {
+                let mut body = json!({"token": job.token.0, "error": e.message, "permanent": e.permanent});
+                if let Some(d) = e.retry_in {
+                    body["retry_in_ms"] = json!(millis(d));
+                }
+                let dead = e.permanent || job.attempt >= job.max_attempts;
+                let outcome = if dead {
+                    Outcome::Dead { error: e.message }
+                } else {
+                    Outcome::Failed { error: e.message }
+                };
+                ("nack", body, outcome)
+            }
+        },
+    };
+    let url = format!("/v1/jobs/{}/{path}", job.id);
+    let give_up = Instant::now() + job.lease_for;
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        match shared.remote.call("POST", &url, Some(body.clone())) {
+            Ok(_) => {
+                let counter = match &outcome {
+                    Outcome::Succeeded => &shared.succeeded,
+                    Outcome::Dead { .. } => &shared.dead,
+                    Outcome::Failed { .. } => &shared.failed,
+                    _ => return outcome,
+                };
+                counter.fetch_add(1, Relaxed);
+                return outcome;
+            }
+            Err(CliError::Remote { code, .. }) if code == "lease_lost" || code == "invalid_state" => {
+                return Outcome::Lost;
+            }
+            Err(e) if transient(&e) && Instant::now() < give_up => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => {
+                eprintln!(
+                    "relay work: job {}: its outcome could not be reported ({e}); it runs again when its lease expires",
+                    job.id
+                );
+                return Outcome::Lost;
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

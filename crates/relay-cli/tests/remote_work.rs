@@ -1,0 +1,212 @@
+//! `relay --server URL work --exec`: the runner against a real `relay
+//! serve` (issue "Relay from any language", item 1): the same command
+//! contract as on a file, graceful SIGTERM, and a server that goes away and
+//! comes back.
+
+mod common;
+
+use common::KillOnDrop;
+use relay::{JobId, JobState, NewJob, Relay};
+use serde_json::Value;
+use std::io::{BufRead, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RELAY: &str = env!("CARGO_BIN_EXE_relay");
+const TOKEN: &str = "remote-work-token";
+
+/// `relay serve` on `db` at 127.0.0.1:`port` (0: any), with a token.
+fn serve(db: &Path, port: u16) -> (KillOnDrop, String) {
+    let mut child = Command::new(RELAY)
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("RELAY_TOKEN", TOKEN)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (err, url) = common::server_url(&mut child);
+    std::thread::spawn(move || for _ in err.lines() {});
+    (KillOnDrop(child), url)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The runner against `url`; stdout and stderr piped.
+fn runner(url: &str, args: &[&str]) -> Child {
+    Command::new(RELAY)
+        .args(["--server", url, "--auth", TOKEN, "work", "--queue", "q"])
+        .args(args)
+        .env_remove("RELAY_DB")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sigterm(child: &Child) {
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Stops the runner with SIGTERM; returns its exit success, stdout, stderr.
+fn stop(mut child: Child) -> (bool, String, String) {
+    sigterm(&child);
+    let (mut out, mut err) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    (status.success(), out, err)
+}
+
+#[test]
+fn jobs_run_as_on_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("remote.db");
+    let (_server, url) = serve(&db, 0);
+    let relay = Relay::open(&db).unwrap();
+    let ids: Vec<JobId> = (0..10)
+        .map(|i| relay.submit(NewJob::new("q", "k", format!(r#"{{"n":{i}}}"#))).unwrap())
+        .collect();
+    let failing = relay.submit(NewJob::new("q", "fail", Vec::new())).unwrap();
+    let cmd = r#"if [ "$RELAY_JOB_KIND" = fail ]; then echo broken >&2; exit 3; fi; echo "{\"token\":$RELAY_LEASE_TOKEN,\"attempt\":$RELAY_ATTEMPT}" >&3; cat"#;
+    let child = runner(&url, &["--exec", cmd, "--concurrency", "4", "--json"]);
+    wait_for("every job to run", || {
+        ids.iter()
+            .all(|id| relay.get(*id).unwrap().state() == JobState::Succeeded)
+            && relay.get(failing).unwrap().status.last_error.is_some()
+    });
+    let (ok, out, err) = stop(child);
+    assert!(ok, "exit status 0 after SIGTERM: {err}");
+    for (i, id) in ids.iter().enumerate() {
+        let job = relay.get(*id).unwrap();
+        assert_eq!(
+            job.result.as_deref(),
+            Some(format!(r#"{{"n":{i}}}"#).as_bytes()),
+            "stdout is the result"
+        );
+        let progress = relay
+            .events(*id)
+            .unwrap()
+            .into_iter()
+            .find(|e| e.kind == "progress")
+            .unwrap();
+        assert_eq!(
+            progress.data["token"], job.status.last_token.0,
+            "RELAY_LEASE_TOKEN and fd 3"
+        );
+        assert_eq!(progress.data["attempt"], 1);
+    }
+    let error = relay.get(failing).unwrap().status.last_error.unwrap();
+    assert!(error.contains("exit status 3") && error.contains("broken"), "{error}");
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let succeeded = lines.iter().filter(|l| l["outcome"] == "succeeded").count();
+    assert_eq!(succeeded, 10, "one JSON line per outcome: {out}");
+    assert!(lines.iter().any(|l| l["outcome"] == "failed" && l["id"] == failing.0));
+}
+
+#[test]
+fn sigterm_releases_a_running_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("remote.db");
+    let (_server, url) = serve(&db, 0);
+    let relay = Relay::open(&db).unwrap();
+    let id = relay.submit(NewJob::new("q", "slow", Vec::new())).unwrap();
+    let child = runner(&url, &["--exec", "sleep 60", "--grace", "300ms"]);
+    wait_for("the job to be leased", || {
+        relay.get(id).unwrap().state() == JobState::Leased
+    });
+    let started = Instant::now();
+    let (ok, _, err) = stop(child);
+    assert!(ok, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "stopped within the grace period"
+    );
+    let job = relay.get(id).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 0), "{err}");
+    assert_eq!(relay.events(id).unwrap().last().unwrap().kind, "released");
+    assert!(err.contains("1 released"), "{err}");
+}
+
+#[test]
+fn a_server_that_goes_away_and_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("remote.db");
+    let port = free_port();
+    let (server, url) = serve(&db, port);
+    let relay = Relay::open(&db).unwrap();
+    let first = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let child = runner(&url, &["--exec", "true"]);
+    wait_for("the first job", || {
+        relay.get(first).unwrap().state() == JobState::Succeeded
+    });
+    drop(server); // SIGKILL
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut child = child;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the runner carries on without its server"
+    );
+    let (_server, _) = serve(&db, port);
+    let second = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    wait_for("a job after the server came back", || {
+        relay.get(second).unwrap().state() == JobState::Succeeded
+    });
+    let (ok, _, err) = stop(child);
+    assert!(ok, "{err}");
+    assert_eq!(
+        err.matches("retrying with back-off").count(),
+        1,
+        "said once per outage: {err}"
+    );
+    assert!(err.contains("the server answers again"), "{err}");
+    // A refused token is not an outage: the runner says why and stops.
+    let out = Command::new(RELAY)
+        .args(["--server", &url, "--auth", "wrong", "work", "-q", "q", "--exec", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("401") && err.contains("--auth TOKEN or RELAY_TOKEN"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_command_longer_than_its_lease_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("remote.db");
+    let (_server, url) = serve(&db, 0);
+    let relay = Relay::open(&db).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let child = runner(&url, &["--exec", "sleep 2.5", "--lease-for", "1s"]);
+    wait_for("the job", || relay.get(id).unwrap().state() == JobState::Succeeded);
+    let (ok, _, err) = stop(child);
+    assert!(ok, "{err}");
+    let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        ["submitted", "leased", "succeeded"],
+        "heartbeats kept the lease: {err}"
+    );
+}
