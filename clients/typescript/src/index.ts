@@ -1,0 +1,21 @@
+/**
+ * TypeScript client and worker for Relay, the durable job queue, over its
+ * HTTP API (`relay serve`). Node 18+ (`fetch`), no runtime dependencies.
+ *
+ * ```ts
+ * import { Client, Worker } from "relay-client";
+ *
+ * const client = new Client("http://127.0.0.1:7433", { token: "secret" });
+ * await client.submit({ queue: "emails", kind: "send", payload: { to: "ada@example.com" } });
+ *
+ * const worker = new Worker(client, ["emails"], { concurrency: 8 });
+ * worker.handle("send", async (job) => ({ sent: true }));
+ * await worker.run(); // until SIGTERM or SIGINT
+ * ```
+ */
+
+export { Client } from "./client.js";
+export type { Job, Json, LeaseOptions, LeasedJob, NewJob, Payload } from "./client.js";
+export * from "./errors.js";
+export { Permanent, Retry, Snooze, Worker } from "./worker.js";
+export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -1,0 +1,67 @@
+// The client against a real `relay serve`: every call, payloads in the form
+// they were given, and every error as the class named after its code.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Client, DependencyNotFound, InvalidInput, InvalidState, LeaseLost, NotFound, PayloadTooLarge, RelayError, Unauthorized, Unavailable } from "../dist/index.js";
+import { freePort, startServer } from "./server.mjs";
+
+let server, client;
+before(async () => {
+  server = await startServer();
+  client = new Client(server.url, { token: server.token });
+});
+after(() => server.stop());
+
+test("submit, lease, ack; payloads and results round-trip", async () => {
+  const payloads = [{ to: "ada", n: [1, 2.5] }, "text", 7, new Uint8Array([255, 0, 1]), null];
+  const ids = [];
+  for (const p of payloads) ids.push(await client.submit({ queue: "rt", kind: "k", payload: p }));
+  for (let i = 0; i < ids.length; i++) assert.deepEqual((await client.get(ids[i])).payload, payloads[i]);
+  const jobs = await client.lease(["rt"], { max: 10 });
+  assert.deepEqual(jobs.map((j) => j.id), ids);
+  assert.deepEqual(jobs.map((j) => j.payload), payloads);
+  await client.ack(ids[0], jobs[0].token, { sent: true });
+  await client.ack(ids[1], jobs[1].token, new Uint8Array([0, 1]));
+  await client.ack(ids[0], jobs[0].token, { sent: true }); // repeated: Ok
+  const got = await client.get(ids[0]);
+  assert.equal(got.state, "SUCCEEDED");
+  assert.deepEqual(got.result, { sent: true });
+  assert.deepEqual((await client.get(ids[1])).result, new Uint8Array([0, 1]));
+  assert.deepEqual((await client.events(ids[0])).map((e) => e.kind), ["submitted", "leased", "succeeded"]);
+});
+
+test("batch, nack, extend, release, cancel, retry, delete, stats, dependencies", async () => {
+  const [a, b, c] = await client.submitBatch([0, 1, 2].map((i) => ({ queue: "ops", kind: "k", payload: { i }, maxAttempts: 2 })));
+  const held = new Map((await client.lease(["ops"], { max: 3, leaseForMs: 10_000 })).map((j) => [j.id, j]));
+  assert.match(await client.extend(a, held.get(a).token, 60_000), /Z$/);
+  await client.nack(a, held.get(a).token, "smtp down", { retryInMs: 0 });
+  assert.equal((await client.get(a)).lastError, "smtp down");
+  await client.release(b, held.get(b).token);
+  await client.release(c, held.get(c).token, 600_000);
+  await client.cancel(c);
+  await client.retry(c);
+  assert.ok((await client.appendEvent(c, "note", { by: "ops" })) >= 1);
+  assert.equal((await client.stats()).ops.READY, 3);
+  await client.delete(c);
+  await assert.rejects(client.get(c), NotFound);
+  assert.deepEqual((await client.jobs({ queue: "ops", state: "READY" })).map((j) => j.id), [b, a]);
+  const parent = await client.submit({ queue: "deps", kind: "p" });
+  const child = await client.submit({ queue: "deps", kind: "c", dependsOn: [parent] });
+  assert.equal((await client.get(child)).state, "WAITING");
+  await assert.rejects(client.submit({ queue: "deps", kind: "c", dependsOn: [999999] }), DependencyNotFound);
+});
+
+test("every error names its cause", async () => {
+  await assert.rejects(new Client(server.url, { token: "wrong" }).stats(), (e) => e instanceof Unauthorized && e.status === 401);
+  const id = await client.submit({ queue: "err", kind: "k" });
+  const [job] = await client.lease(["err"]);
+  await assert.rejects(client.ack(id, job.token + 1), (e) => e instanceof LeaseLost && /another worker may hold it/.test(e.message));
+  await client.ack(id, job.token);
+  await assert.rejects(client.nack(id, job.token, "late"), (e) => e instanceof InvalidState && /SUCCEEDED/.test(e.message));
+  await assert.rejects(client.cancel(123456), NotFound);
+  await assert.rejects(client.submit({ queue: "bad queue!", kind: "k" }), (e) => e instanceof InvalidInput && e.code === "invalid_input");
+  await assert.rejects(client.submit({ queue: "err", kind: "k", payload: "x".repeat(2 << 20) }), (e) => (e instanceof PayloadTooLarge || e instanceof InvalidInput) && /limit/.test(e.message));
+  assert.equal((await client.stats()).err.SUCCEEDED, 1);
+  const port = await freePort();
+  await assert.rejects(new Client(`http://127.0.0.1:${port}`, { token: "t", timeoutMs: 2000 }).stats(), (e) => e instanceof Unavailable && e instanceof RelayError && /relay serve/.test(e.message));
+});

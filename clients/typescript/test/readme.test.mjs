@@ -1,0 +1,32 @@
+// The README's TypeScript producer runs as written against a real server.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Client } from "../dist/index.js";
+import { startServer } from "./server.mjs";
+
+let server;
+before(async () => (server = await startServer()));
+after(() => server.stop());
+
+test("the README's producer works as written", async () => {
+  const readme = readFileSync(fileURLToPath(new URL("../../../README.md", import.meta.url)), "utf8");
+  const section = readme.split("## From TypeScript")[1];
+  const snippet = section?.match(/```ts\n([\s\S]*?)```/)?.[1];
+  assert.ok(snippet, "README.md has no TypeScript snippet under 'From TypeScript'");
+  // Inside the package, so that `import ... from "relay-client"` resolves to it.
+  const file = fileURLToPath(new URL("../readme-snippet.tmp.mjs", import.meta.url));
+  writeFileSync(file, snippet);
+  const out = await new Promise((ok, fail) =>
+    execFile(process.execPath, [file], { env: { ...process.env, RELAY_URL: server.url, RELAY_TOKEN: server.token } }, (e, stdout, stderr) =>
+      e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(stdout),
+    ),
+  );
+  assert.match(out, /^submitted 1, 2, 3; report 4 waits for them\n$/);
+  const client = new Client(server.url, { token: server.token });
+  const report = await client.get(4);
+  assert.deepEqual([report.state, report.waitingOn], ["WAITING", 3]);
+  assert.deepEqual((await client.get(1)).payload, { to: "ada@example.com" });
+});

@@ -1,0 +1,65 @@
+// A real `relay serve` for the tests: a free loopback port, a token, a
+// database in a temporary directory; stopped with SIGTERM after.
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = resolve(fileURLToPath(import.meta.url), "../../../..");
+export const RELAY = process.env.RELAY_BIN ?? join(repo, "target", "debug", "relay");
+export const TOKEN = "ts-test-token";
+
+export function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+export async function startServer(port) {
+  port ??= await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "relay-ts-"));
+  const proc = spawn(RELAY, ["--db", join(dir, "relay.db"), "serve", "--listen", `127.0.0.1:${port}`, "--max-wait", "5s"], {
+    env: { ...process.env, RELAY_TOKEN: TOKEN },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  proc.stderr.resume();
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const r = await fetch(url + "/healthz");
+      if (r.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (proc.exitCode !== null) throw new Error(`relay serve exited with ${proc.exitCode}`);
+    if (Date.now() > deadline) throw new Error("relay serve did not answer within 30 s");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    port,
+    token: TOKEN,
+    stop: () =>
+      new Promise((ok) => {
+        if (proc.exitCode !== null) return ok();
+        proc.once("exit", ok);
+        proc.kill("SIGTERM");
+      }),
+  };
+}
+
+export async function waitFor(what, predicate, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
