@@ -294,13 +294,14 @@ fn run_one(shared: &Shared, job: LeasedJob) {
         remote: Arc::clone(&shared.remote),
     };
     let started = Instant::now();
-    let done = Arc::new(AtomicBool::new(false));
+    // Dropping `done` ends the heartbeat at once.
+    let (done, ended) = std::sync::mpsc::channel::<()>();
     let beat = {
-        let (ctx, done) = (ctx.clone(), Arc::clone(&done));
-        std::thread::spawn(move || heartbeat(&ctx, &done))
+        let ctx = ctx.clone();
+        std::thread::spawn(move || heartbeat(&ctx, &ended))
     };
     let result = exec::run(&ctx, &shared.cfg);
-    done.store(true, Relaxed);
+    drop(done);
     let _ = beat.join();
     // Still ours unless the drain released it.
     let ours = shared
@@ -333,17 +334,11 @@ fn run_one(shared: &Shared, job: LeasedJob) {
 
 /// Extends the lease every third of its length until the command ends; a
 /// lease found gone marks the job lost (its command is stopped).
-fn heartbeat(ctx: &RemoteJob, done: &AtomicBool) {
+fn heartbeat(ctx: &RemoteJob, ended: &std::sync::mpsc::Receiver<()>) {
     let every = ctx.job.lease_for / 3;
     let path = format!("/v1/jobs/{}/extend", ctx.job.id);
     let body = json!({"token": ctx.job.token.0, "lease_for_ms": millis(ctx.job.lease_for)});
-    let mut next = Instant::now() + every;
-    while !done.load(Relaxed) {
-        std::thread::sleep(Duration::from_millis(50));
-        if Instant::now() < next {
-            continue;
-        }
-        next = Instant::now() + every;
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(every) {
         match ctx.remote.call("POST", &path, Some(body.clone())) {
             Err(CliError::Remote { code, .. }) if code == "lease_lost" || code == "invalid_state" => {
                 ctx.lost.store(true, Relaxed);
