@@ -3,10 +3,27 @@
 //! the library or from a server, so both print alike.
 
 use serde_json::Value;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 pub struct Out {
     json: bool,
+    /// States in colour: stdout is a terminal and NO_COLOR is not set
+    /// (https://no-color.org).
+    colour: bool,
+}
+
+/// The ANSI colour of a state's name: green done, red failed, yellow
+/// running, cyan waiting, dim cancelled.
+fn state_colour(state: &str) -> Option<&'static str> {
+    match state {
+        "SUCCEEDED" => Some("32"),
+        "DEAD" => Some("31"),
+        "LEASED" => Some("33"),
+        "READY" => Some("34"),
+        "WAITING" => Some("36"),
+        "CANCELLED" => Some("2"),
+        _ => None,
+    }
 }
 
 fn s(v: &Value) -> String {
@@ -37,7 +54,18 @@ fn bytes_text(v: &Value, name: &str) -> String {
 
 impl Out {
     pub fn new(json: bool) -> Self {
-        Self { json }
+        let colour =
+            !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        Self { json, colour }
+    }
+
+    /// `text` (a state's name, maybe padded) in its state's colour when
+    /// colour is on.
+    fn state(&self, state: &str, text: String) -> String {
+        match state_colour(state).filter(|_| self.colour) {
+            Some(c) => format!("\x1b[{c}m{text}\x1b[0m"),
+            None => text,
+        }
     }
 
     pub fn is_json(&self) -> bool {
@@ -88,9 +116,10 @@ impl Out {
         } else if v.get("deleted").is_some() {
             format!("job {id} deleted")
         } else if let Some(at) = v.get("ready_at").filter(|_| v["state"] == "READY") {
-            format!("job {id} {} again at {}", s(&v["state"]), s(at))
+            format!("job {id} {} again at {}", self.state("READY", s(&v["state"])), s(at))
         } else {
-            format!("job {id} {}", s(&v["state"]))
+            let state = s(&v["state"]);
+            format!("job {id} {}", self.state(&state, state.clone()))
         };
         self.line(&text);
     }
@@ -111,7 +140,13 @@ impl Out {
                 self.line(&format!("{key:<17}{}", if text.is_empty() { "-" } else { &text }));
             } else if !matches!(key, "payload_base64" | "result_base64") {
                 if let Some(val) = obj.get(key) {
-                    self.line(&format!("{key:<17}{}", s(val)));
+                    let text = s(val);
+                    let text = if key == "state" {
+                        self.state(&text, text.clone())
+                    } else {
+                        text
+                    };
+                    self.line(&format!("{key:<17}{text}"));
                 }
             }
         }
@@ -121,22 +156,32 @@ impl Out {
         if self.json {
             return jobs.iter().for_each(|j| self.value(j));
         }
+        // The state arrives padded (and maybe coloured: escape codes take
+        // no room on the screen, so the padding is done before them).
         let row = |c: [String; 7]| {
             format!(
-                "{:>8}  {:<16} {:<20} {:<10} {:>3} {:>8}  {}",
+                "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {}",
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6]
             )
         };
-        self.line(&row(
-            ["ID", "QUEUE", "KIND", "STATE", "PRI", "ATTEMPTS", "CREATED"].map(str::to_owned)
-        ));
+        self.line(&row([
+            "ID",
+            "QUEUE",
+            "KIND",
+            "STATE     ",
+            "PRI",
+            "ATTEMPTS",
+            "CREATED",
+        ]
+        .map(str::to_owned)));
         for j in jobs {
             let attempts = format!("{}/{}", s(&j["attempts"]), s(&j["max_attempts"]));
+            let state = s(&j["state"]);
             self.line(&row([
                 s(&j["id"]),
                 s(&j["queue"]),
                 s(&j["kind"]),
-                s(&j["state"]),
+                self.state(&state, format!("{state:<10}")),
                 s(&j["priority"]),
                 attempts,
                 s(&j["created_at"]),

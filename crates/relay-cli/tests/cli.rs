@@ -630,3 +630,31 @@ fn submit_with_dependencies() {
     let events = json_lines(&relay(p, &["--json", "events", "2"]));
     assert_eq!(events[1]["data"]["reason"], "job 1 it depends on ended CANCELLED");
 }
+
+/// States are coloured on a terminal (a pseudo-terminal from util-linux's
+/// `script`), and not with NO_COLOR set or when the output is piped.
+#[test]
+fn states_in_colour_on_a_terminal_only() {
+    let db = db();
+    let p = &db.path;
+    ok(&relay(p, &["submit", "-q", "q", "-k", "k"]));
+    let on_tty = |no_color: bool, args: &str| {
+        let mut c = Command::new("script");
+        c.args(["-qc", &format!("{RELAY} --db {} {args}", p.display()), "/dev/null"])
+            .env_remove("RELAY_DB");
+        if no_color {
+            c.env("NO_COLOR", "1");
+        } else {
+            c.env_remove("NO_COLOR");
+        }
+        String::from_utf8(c.output().unwrap().stdout).unwrap()
+    };
+    let coloured = on_tty(false, "jobs");
+    assert!(coloured.contains("\x1b[34mREADY     \x1b[0m"), "{coloured:?}");
+    assert!(on_tty(false, "show 1").contains("state            \x1b[34mREADY\x1b[0m"));
+    assert!(on_tty(false, "cancel 1").contains("job 1 \x1b[2mCANCELLED\x1b[0m"));
+    let plain = on_tty(true, "jobs");
+    assert!(plain.contains("CANCELLED") && !plain.contains('\x1b'), "{plain:?}");
+    let piped = ok(&relay(p, &["jobs"]));
+    assert!(piped.contains("CANCELLED") && !piped.contains('\x1b'), "{piped:?}");
+}
