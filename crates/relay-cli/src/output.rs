@@ -82,11 +82,19 @@ impl Out {
         self.line(&v.to_string());
     }
 
+    /// The id on stdout (scripts read it); a note on stderr when the id is
+    /// of an unfinished job that already held the unique key.
     pub fn submitted(&self, v: &Value) {
         if self.json {
             self.value(v);
         } else {
             self.line(&s(&v["id"]));
+            if v["existing"] == true {
+                eprintln!(
+                    "relay: job {} (unfinished) already holds this unique key: nothing new was submitted",
+                    s(&v["id"])
+                );
+            }
         }
     }
 

@@ -139,7 +139,14 @@ fn millis(d: Duration) -> u64 {
 impl Target {
     pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
         match self {
-            Target::Local(r) => Ok(json!({"id": r.submit(s.job())?})),
+            Target::Local(r) => {
+                let done = r.submit_outcome(s.job())?;
+                Ok(if done.existing {
+                    json!({"id": done.id, "existing": true})
+                } else {
+                    json!({"id": done.id})
+                })
+            }
             Target::Remote(r) => r.call("POST", "/v1/jobs", Some(s.body())),
         }
     }

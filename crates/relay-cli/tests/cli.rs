@@ -273,14 +273,29 @@ fn unique_key_cancel_retry_delete_jobs() {
         &db.path,
         &["submit", "-q", "q", "-k", "k", "--unique-key", "u1"],
     ));
-    let b = ok(&relay(
+    // Found, not submitted: the same id on stdout, and a note saying so.
+    let again = relay(&db.path, &["submit", "-q", "q", "-k", "k", "--unique-key", "u1"]);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stdout), a);
+    let note = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        note.contains("job 1 (unfinished) already holds this unique key"),
+        "{note}"
+    );
+    let json = json_lines(&relay(
         &db.path,
-        &["submit", "-q", "q", "-k", "k", "--unique-key", "u1"],
+        &["--json", "submit", "-q", "q", "-k", "k", "--unique-key", "u1"],
     ));
-    assert_eq!(a, b);
+    assert_eq!(json[0], serde_json::json!({"id": 1, "existing": true}));
+    let fresh = json_lines(&relay(
+        &db.path,
+        &["--json", "submit", "-q", "q", "-k", "k", "--unique-key", "u2"],
+    ));
+    assert_eq!(fresh[0], serde_json::json!({"id": 2}));
     assert_eq!(ok(&relay(&db.path, &["cancel", "1"])).trim(), "job 1 CANCELLED");
     let dead = ok(&relay(&db.path, &["jobs", "--state", "cancelled"]));
     assert_eq!(dead.lines().count(), 2, "{dead}");
+    ok(&relay(&db.path, &["delete", "2"]));
     assert_eq!(ok(&relay(&db.path, &["retry", "1"])).trim(), "job 1 READY");
     let lease = ok(&relay(&db.path, &["lease", "-q", "q", "--lease-for", "1m"]));
     let token = lease.split('\t').nth(1).unwrap().to_owned();

@@ -191,9 +191,15 @@ impl SubmitBody {
     }
 }
 
+/// 201 with the new job's id; 200 with `"existing": true` when an
+/// unfinished job already holds the unique key (nothing was written).
 async fn submit(State(s): S, ApiJson(body): ApiJson<SubmitBody>) -> ApiResult {
-    let id = s.relay.submit(body.into_job()?).await?;
-    Ok((StatusCode::CREATED, Json(json!({"id": id}))).into_response())
+    let done = s.relay.submit_outcome(body.into_job()?).await?;
+    Ok(if done.existing {
+        (StatusCode::OK, Json(json!({"id": done.id, "existing": true}))).into_response()
+    } else {
+        (StatusCode::CREATED, Json(json!({"id": done.id}))).into_response()
+    })
 }
 
 #[derive(Deserialize)]

@@ -99,6 +99,15 @@ fn limits_reply() -> Value {
         "queue": {"type": "string"}, "max_leased": {"type": "integer", "nullable": true}, "rate_limit": r("RateLimit")}})
 }
 
+/// A submit's responses, with 200: an unfinished job already holds the
+/// unique key (its id; nothing was written).
+fn with_existing(mut responses: Value) -> Value {
+    responses["200"] = json!({"description": "an unfinished job already holds the unique key: its id, nothing written",
+        "content": {"application/json": {"schema": {"type": "object", "required": ["id", "existing"],
+            "properties": {"id": {"type": "integer"}, "existing": {"type": "boolean"}}}}}});
+    responses
+}
+
 /// `schema`, refusing bodies that give both fields `a` and `b`.
 fn not_both(mut schema: Value, a: &str, b: &str) -> Value {
     schema["not"] = json!({"required": [a, b]});
@@ -133,7 +142,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {
                 "post": {"operationId": "submit", "requestBody": body(r("NewJob")),
-                    "responses": responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"])},
+                    "responses": with_existing(responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"]))},
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
                     {"name": "state", "in": "query", "schema": r("State")},

@@ -632,6 +632,19 @@ fn payloads_and_results_round_trip_as_given() {
     assert_eq!(got(ids[3])["state"], "LEASED", "the refused ack changed nothing");
 }
 
+/// A submit that finds an unfinished job holding its unique key answers
+/// 200 with that id and `"existing": true`; a new job is 201.
+#[test]
+fn a_deduplicated_submit_says_so() {
+    let s = TestServer::plain();
+    let body = json!({"queue": "q", "kind": "k", "unique_key": "order-7"});
+    let (st, first) = s.call("POST", "/v1/jobs", Some(body.clone()));
+    assert_eq!((st, first.get("existing")), (201, None), "{first}");
+    let (st, again) = s.call("POST", "/v1/jobs", Some(body));
+    assert_eq!(st, 200, "{again}");
+    assert_eq!(again, json!({"id": first["id"], "existing": true}));
+}
+
 #[test]
 fn dependencies_over_http() {
     let s = TestServer::plain();

@@ -11,7 +11,7 @@ use relay_core::{Action, JobId, JobStatus, LeaseToken, Schedule, Timestamp};
 use std::time::Duration;
 
 impl Engine {
-    pub(crate) fn submit_op(&self, jobs: Vec<NewJob>) -> Result<Pending<Vec<JobId>>> {
+    pub(crate) fn submit_op(&self, jobs: Vec<NewJob>) -> Result<Pending<Vec<crate::request::Submitted>>> {
         let now = self.options.clock.now();
         let limits = &self.options.limits;
         let valid = jobs

@@ -58,7 +58,7 @@ pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::{AsyncRelay, Relay, Stats};
 pub use request::{
-    Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, MAX_LEASE_BATCH, MAX_WAIT,
+    Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, MAX_LEASE_BATCH, MAX_WAIT,
 };
 
 pub use relay_core::periodic::time_zones;

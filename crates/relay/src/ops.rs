@@ -6,14 +6,14 @@
 use crate::engine::plan::{Gate, Plan};
 use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
-use crate::request::{LeaseBatch, LeasedJob, ValidJob, ValidLease, ValidSchedule};
+use crate::request::{LeaseBatch, LeasedJob, Submitted, ValidJob, ValidLease, ValidSchedule};
 use relay_core::{
     choose, transition, Action, Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, Next, Schedule,
     Timestamp,
 };
 use relay_store::{Dependent, Store};
 
-pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<JobId>> {
+pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<Submitted>> {
     let mut ids = Vec::with_capacity(jobs.len());
     for j in jobs {
         ids.push(insert(plan, ctx, j, None)?);
@@ -24,10 +24,15 @@ pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJ
 /// One new job (or, for a unique key an unfinished job holds, that job),
 /// with its "submitted" event; `tick` names the schedule and tick that
 /// enqueued it.
-fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Option<(&str, Timestamp)>) -> Result<JobId> {
+fn insert(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    j: &ValidJob,
+    tick: Option<(&str, Timestamp)>,
+) -> Result<Submitted> {
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
-            return Ok(id);
+            return Ok(Submitted { id, existing: true });
         }
     }
     let deps = dependencies(plan, j)?;
@@ -77,7 +82,7 @@ fn insert(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, j: &ValidJob, tick: Optio
         }
     }
     ctx.woke |= status.state == JobState::Ready && j.ready_at <= ctx.now;
-    Ok(id)
+    Ok(Submitted { id, existing: false })
 }
 
 /// What a new job's dependencies leave it waiting for.

@@ -7,7 +7,7 @@ use crate::engine::metrics::Metrics;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule};
+use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::{Backend, Event, JobFilter, QueueStats};
@@ -138,12 +138,24 @@ impl Relay {
     /// [`Error::DependencyNotFound`] for a `depends_on` id that is not a
     /// job: nothing is written.
     pub fn submit(&self, job: NewJob) -> Result<JobId> {
-        first(self.submit_batch(vec![job])?)
+        self.submit_outcome(job).map(|s| s.id)
+    }
+
+    /// [`Relay::submit`], saying whether the id is of a job it found: an
+    /// unfinished job already holding the job's `unique_key` (nothing new
+    /// was written).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit`].
+    pub fn submit_outcome(&self, job: NewJob) -> Result<Submitted> {
+        first(self.engine.run(self.engine.submit_op(vec![job])?)?)
     }
 
     /// Submits jobs atomically: all are committed, or none.
     pub fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
-        self.engine.run(self.engine.submit_op(jobs)?)
+        let done = self.engine.run(self.engine.submit_op(jobs)?)?;
+        Ok(done.into_iter().map(|s| s.id).collect())
     }
 
     /// Leases up to `max` ready jobs, waiting up to `wait` when none is.
@@ -385,11 +397,17 @@ impl Relay {
 
 impl AsyncRelay {
     pub async fn submit(&self, job: NewJob) -> Result<JobId> {
-        first(self.submit_batch(vec![job]).await?)
+        self.submit_outcome(job).await.map(|s| s.id)
+    }
+
+    /// [`Relay::submit_outcome`], as a future.
+    pub async fn submit_outcome(&self, job: NewJob) -> Result<Submitted> {
+        first(self.engine.run_async(self.engine.submit_op(vec![job])?).await?)
     }
 
     pub async fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
-        self.engine.run_async(self.engine.submit_op(jobs)?).await
+        let done = self.engine.run_async(self.engine.submit_op(jobs)?).await?;
+        Ok(done.into_iter().map(|s| s.id).collect())
     }
 
     pub async fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
@@ -607,6 +625,6 @@ impl Engine {
     }
 }
 
-fn first(ids: Vec<JobId>) -> Result<JobId> {
-    ids.into_iter().next().ok_or(Error::Closed)
+fn first<T>(items: Vec<T>) -> Result<T> {
+    items.into_iter().next().ok_or(Error::Closed)
 }

@@ -202,6 +202,14 @@ pub(crate) struct ValidJob {
     pub on_dependency_failure: DependencyFailure,
 }
 
+/// What a submit did: the job's id, and whether it was an unfinished job
+/// already holding the submit's unique key (nothing new was written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submitted {
+    pub id: JobId,
+    pub existing: bool,
+}
+
 /// A request for jobs.
 ///
 /// ```
