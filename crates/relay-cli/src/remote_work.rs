@@ -169,14 +169,19 @@ fn drain(shared: &Shared) {
     drop(running);
     for (id, (token, lost)) in held {
         lost.store(true, Relaxed); // stops the command
-        let body = json!({"token": token.0});
-        if shared
-            .remote
-            .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
-            .is_ok()
-        {
-            shared.released.fetch_add(1, Relaxed);
-        }
+        release(shared, id, token);
+    }
+}
+
+/// Gives a job back untried (else its lease expires and it runs later).
+fn release(shared: &Shared, id: JobId, token: LeaseToken) {
+    let body = json!({"token": token.0});
+    if shared
+        .remote
+        .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
+        .is_ok()
+    {
+        shared.released.fetch_add(1, Relaxed);
     }
 }
 
@@ -276,14 +281,7 @@ fn run_one(shared: &Shared, job: LeasedJob) {
         // back at once instead of run.
         if shared.stop.load(Relaxed) {
             drop(running);
-            let body = json!({"token": token.0});
-            if shared
-                .remote
-                .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
-                .is_ok()
-            {
-                shared.released.fetch_add(1, Relaxed);
-            }
+            release(shared, id, token);
             return;
         }
         running.insert(id, (token, Arc::clone(&lost)));

@@ -68,18 +68,8 @@ fn duration(row: &Row, i: usize, name: &str, job: Option<JobId>) -> Result<Optio
 pub(crate) fn dependent(row: &Row) -> Result<relay_store::Dependent, StoreError> {
     let parent = JobId(col(row, 0, "parent", None)?);
     let child = JobId(col(row, 1, "child", None)?);
-    let raw: String = col(row, 2, "on_failure", Some(child))?;
-    let on_failure = raw.parse().map_err(|e: String| {
-        StoreError::corrupt(
-            Some(child),
-            format!("the dependency on job {parent}: column on_failure: {e}"),
-        )
-    })?;
-    Ok(relay_store::Dependent {
-        parent,
-        child,
-        on_failure,
-    })
+    let on_failure: String = col(row, 2, "on_failure", Some(child))?;
+    relay_store::decode::dependent(parent, child, &on_failure)
 }
 
 /// A `relay_queues` row: `name, paused, max_leased, rate_limit,

@@ -146,17 +146,7 @@ pub(crate) fn dependent(row: &Row<'_>) -> Result<relay_store::Dependent, StoreEr
     let c = Cols::new(row, None);
     let parent = JobId(c.int(0, "parent")?);
     let child = JobId(c.int(1, "child")?);
-    let on_failure = c.text(2, "on_failure")?.parse().map_err(|e: String| {
-        StoreError::corrupt(
-            Some(child),
-            format!("the dependency on job {parent}: column on_failure: {e}"),
-        )
-    })?;
-    Ok(relay_store::Dependent {
-        parent,
-        child,
-        on_failure,
-    })
+    relay_store::decode::dependent(parent, child, &c.text(2, "on_failure")?)
 }
 
 /// A `queues` row: `name, paused, max_leased, rate_limit, rate_per_ms,

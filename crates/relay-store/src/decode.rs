@@ -11,6 +11,23 @@ use relay_core::{
 };
 use std::time::Duration;
 
+/// A dependency edge (`parent`, `child`, `on_failure` as stored), or
+/// `Corrupt` naming the child when `on_failure` is neither "cancel" nor
+/// "run".
+pub fn dependent(parent: JobId, child: JobId, on_failure: &str) -> Result<crate::Dependent, StoreError> {
+    let on_failure = on_failure.parse().map_err(|e: String| {
+        StoreError::corrupt(
+            Some(child),
+            format!("the dependency on job {parent}: column on_failure: {e}"),
+        )
+    })?;
+    Ok(crate::Dependent {
+        parent,
+        child,
+        on_failure,
+    })
+}
+
 /// A job's status columns as stored, before any invariant is checked.
 #[derive(Debug, Clone)]
 pub struct RawStatus {
