@@ -463,3 +463,156 @@ fn the_claim_and_the_dependents_read_use_their_indexes() {
         assert!(p.contains(index), "{name} does not use {index}:\n{p}");
     }
 }
+
+/// Transactional enqueue from any language: `relay_submit(...)` inside the
+/// caller's own transaction. Rolled back: no job. Committed: the job, and a
+/// lessee of another Relay woken by the NOTIFY at commit (its poll is a
+/// minute). A bad argument aborts the caller's transaction with SQLSTATE
+/// 22023 naming it; a held unique key returns that job. A client killed
+/// with SIGKILL between its submit and its commit leaves no job.
+#[test]
+fn relay_submit_enqueues_inside_the_callers_transaction() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let count =
+        |c: &mut postgres::Client| -> i64 { c.query_one("SELECT count(*) FROM relay_jobs", &[]).unwrap().get(0) };
+
+    let mut tx = c.transaction().unwrap();
+    tx.execute("CREATE TABLE orders (id INT)", &[]).unwrap();
+    tx.query_one(
+        "SELECT relay_submit('emails', 'send', convert_to('{\"order\":1}', 'UTF8'))",
+        &[],
+    )
+    .unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(count(&mut c), 0, "rolled back: no job");
+
+    let start = Instant::now();
+    let got = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            relay
+                .lease(LeaseRequest::new(["emails"]).wait(Duration::from_secs(30)))
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let mut tx = c.transaction().unwrap();
+        tx.execute("CREATE TABLE orders (id INT)", &[]).unwrap();
+        tx.execute("INSERT INTO orders VALUES (1)", &[]).unwrap();
+        let id: i64 = tx
+            .query_one(
+                "SELECT relay_submit('emails', 'send', convert_to('{\"order\":1}', 'UTF8'), p_priority => 2)",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        tx.commit().unwrap();
+        (id, waiter.join().unwrap())
+    });
+    let (id, leased) = got;
+    assert_eq!(leased.len(), 1);
+    assert_eq!(leased[0].id.0, id);
+    assert_eq!(leased[0].payload, br#"{"order":1}"#);
+    assert_eq!(leased[0].priority.get(), 2);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "woken by the commit's NOTIFY: {:?}",
+        start.elapsed()
+    );
+    relay.ack(leased[0].id, leased[0].token, None).unwrap();
+    let events = relay.events(leased[0].id).unwrap();
+    assert_eq!(events[0].kind, "submitted");
+    assert_eq!(events[0].data["via"], "relay_submit");
+    assert_eq!(events.last().unwrap().kind, "succeeded");
+
+    // A unique key held by an unfinished job: that job, nothing written.
+    let first: i64 = c
+        .query_one("SELECT relay_submit('q', 'k', '', p_unique_key => 'order-7')", &[])
+        .unwrap()
+        .get(0);
+    let again: i64 = c
+        .query_one(
+            "SELECT relay_submit('q', 'k', '', p_unique_key => 'order-7', p_delay_ms => 5)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(first, again);
+
+    // Bad arguments: SQLSTATE 22023 naming the field; the caller's
+    // transaction is aborted, so its own writes go too.
+    let before = count(&mut c);
+    for (call, field) in [
+        ("relay_submit('bad queue!', 'k')", "queue"),
+        ("relay_submit('q', '')", "kind"),
+        ("relay_submit('q', 'k', '', p_priority => 9)", "priority"),
+        ("relay_submit('q', 'k', '', p_delay_ms => -1)", "delay_ms"),
+        ("relay_submit('q', 'k', '', p_max_attempts => 0)", "max_attempts"),
+        ("relay_submit('q', 'k', NULL)", "payload"),
+    ] {
+        let mut tx = c.transaction().unwrap();
+        tx.execute("CREATE TABLE IF NOT EXISTS orders (id INT)", &[]).unwrap();
+        tx.execute("INSERT INTO orders VALUES (2)", &[]).unwrap();
+        let e = tx.query_one(&format!("SELECT {call}"), &[]).unwrap_err();
+        let db_err = e.as_db_error().unwrap_or_else(|| panic!("{call}: {e}"));
+        assert_eq!(db_err.code().code(), "22023", "{call}: {db_err}");
+        assert!(
+            db_err.message().contains(&format!("invalid {field}")),
+            "{call}: {db_err}"
+        );
+        // PostgreSQL answers COMMIT of an aborted transaction with a
+        // rollback: the caller's own row must be gone.
+        let _ = tx.commit();
+    }
+    assert_eq!(count(&mut c), before, "nothing written by the refused calls");
+    let orders: i64 = c
+        .query_one("SELECT count(*) FROM orders WHERE id = 2", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(orders, 0, "the callers' transactions were aborted");
+
+    // SIGKILL between the submit and the commit: no orphan job.
+    let before = count(&mut c);
+    let mut psql = std::process::Command::new("psql")
+        .args([url.as_str(), "-v", "ON_ERROR_STOP=1", "-q"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::{BufRead, Write};
+        let mut stdin = psql.stdin.take().unwrap();
+        writeln!(stdin, "BEGIN; SELECT relay_submit('killed', 'k'); \\echo SUBMITTED").unwrap();
+        stdin.flush().unwrap();
+        let mut out = std::io::BufReader::new(psql.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("SUBMITTED") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "psql ended early");
+        }
+        psql.kill().unwrap(); // SIGKILL: the transaction never commits
+        psql.wait().unwrap();
+        drop(stdin);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let open: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if open == 0 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(count(&mut c), before, "the killed client's job does not exist");
+}
