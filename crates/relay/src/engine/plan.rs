@@ -17,13 +17,15 @@
 
 use crate::error::{Error, Result};
 use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, Dependent, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
 use std::borrow::Cow;
 
 mod claim;
+mod deps;
 mod queues;
 mod schedules;
 use claim::Pool;
+use deps::{Deps, DepsMark};
 pub(crate) use queues::Gate;
 use queues::QueueEntry;
 use schedules::ScheduleEntry;
@@ -143,8 +145,7 @@ pub(crate) struct Mark {
     undo: usize,
     written: usize,
     events: usize,
-    edges: usize,
-    settled: usize,
+    deps: DepsMark,
     readied: usize,
     cursors: Vec<[usize; 4]>,
 }
@@ -167,14 +168,8 @@ pub(crate) struct Plan<'s> {
     queues: HashMap<String, QueueEntry>,
     /// Schedules the batch read or changed.
     schedules: HashMap<String, ScheduleEntry>,
-    /// The stored edges from jobs to those waiting for them, by parent,
-    /// for the parents read (empty when none waits).
-    dependents: HashMap<JobId, Vec<Dependent>>,
-    /// Edges this batch adds (each to a job it inserts).
-    edges: Vec<Dependent>,
-    /// Jobs whose dependents this batch has told that they finished: their
-    /// edges are spent (deleted by the batch, and read as none).
-    settled: Vec<JobId>,
+    /// Dependency edges read, added and spent.
+    deps: Deps,
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
@@ -208,9 +203,7 @@ impl<'s> Plan<'s> {
             pools: Vec::new(),
             queues: HashMap::default(),
             schedules: HashMap::default(),
-            dependents: HashMap::default(),
-            edges: Vec::new(),
-            settled: Vec::new(),
+            deps: Deps::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
             expired: None,
@@ -276,10 +269,7 @@ impl<'s> Plan<'s> {
         for id in &ids {
             self.jobs.insert(*id, Slot::Missing);
         }
-        for id in &may_finish {
-            self.dependents.insert(*id, Vec::new());
-        }
-        self.keep_dependents(got.dependents);
+        self.deps.prefetched(may_finish, got.dependents);
         let expired: Vec<JobId> = got.expired.iter().map(|(id, _)| *id).collect();
         for (id, r) in got.expired.into_iter().chain(got.statuses) {
             self.jobs.insert(id, Slot::read(r)?);
@@ -330,8 +320,7 @@ impl<'s> Plan<'s> {
             undo: self.undo.len(),
             written: self.written.len(),
             events: self.events.len(),
-            edges: self.edges.len(),
-            settled: self.settled.len(),
+            deps: self.deps.mark(),
             readied: self.readied.len(),
             cursors: self
                 .pools
@@ -382,8 +371,7 @@ impl<'s> Plan<'s> {
         }
         self.written.truncate(m.written);
         self.events.truncate(m.events);
-        self.edges.truncate(m.edges);
-        self.settled.truncate(m.settled);
+        self.deps.undo(&m.deps);
         self.readied.truncate(m.readied);
         let known = m.cursors.len();
         for (p, c) in self.pools.iter_mut().zip(m.cursors) {
@@ -691,50 +679,6 @@ impl<'s> Plan<'s> {
         self.take_key(key, id);
     }
 
-    /// The jobs waiting for `parent` (stored edges, and those this batch
-    /// added). Reads the store once per parent, through its index.
-    pub(crate) fn dependents(&mut self, parent: JobId) -> Result<Vec<Dependent>> {
-        if self.settled.contains(&parent) {
-            return Ok(Vec::new());
-        }
-        if let std::collections::hash_map::Entry::Vacant(e) = self.dependents.entry(parent) {
-            e.insert(Vec::new());
-            let read = self.store.job_dependents(&[parent])?;
-            self.keep_dependents(read);
-        }
-        let mut out = self.dependents.get(&parent).cloned().unwrap_or_default();
-        out.extend(self.edges.iter().filter(|d| d.parent == parent));
-        Ok(out)
-    }
-
-    /// Keeps edges the store read, by parent. An edge whose row does not
-    /// decode is reported and passed over (its child is not told; a user
-    /// can cancel or delete it): it must not fail the batch, nor every
-    /// batch that finishes its parent.
-    fn keep_dependents(&mut self, read: Vec<relay_store::DependentRead>) {
-        for r in read {
-            match r {
-                Ok(d) => self.dependents.entry(d.parent).or_default().push(d),
-                Err(e) => {
-                    tracing::error!(error = %e, "a dependency edge cannot be read: its row is corrupt; the job waiting on it is not told (cancel it with relay cancel)")
-                }
-            }
-        }
-    }
-
-    /// A new edge: job `d.child`, inserted by this batch, waits for `d.parent`.
-    pub(crate) fn add_edge(&mut self, d: Dependent) {
-        self.edges.push(d);
-    }
-
-    /// The jobs waiting for `parent` have been told it finished: its edges
-    /// are spent.
-    pub(crate) fn settle_edges(&mut self, parent: JobId) {
-        if !self.settled.contains(&parent) {
-            self.settled.push(parent);
-        }
-    }
-
     /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
     pub(crate) fn expired_leases(&mut self) -> Result<Vec<JobId>> {
         let mut ids = match self.expired.take() {
@@ -811,18 +755,7 @@ impl<'s> Plan<'s> {
         }
         ch.updates_taking_keys = taking.len();
         ch.updates.append(&mut taking);
-        // Only edges still to be used: a child that waits, a parent not
-        // settled (nor deleted, which settles it) in this batch.
-        ch.dependents = self
-            .edges
-            .iter()
-            .filter(|d| {
-                matches!(self.jobs.get(&d.child), Some(Slot::Row(e)) if e.live() && e.status.state == JobState::Waiting)
-                    && !self.settled.contains(&d.parent)
-            })
-            .copied()
-            .collect();
-        ch.settled.clone_from(&self.settled);
+        (ch.dependents, ch.settled) = self.dependency_writes();
         for ev in &self.events {
             let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
                 continue;
