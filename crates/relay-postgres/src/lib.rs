@@ -23,15 +23,19 @@ mod connect;
 mod decode;
 mod pipe;
 mod store;
+mod within;
 mod write;
 
 pub use connect::SCHEMA_VERSION;
 use postgres::fallible_iterator::FallibleIterator;
-use relay_store::{Backend, Store, StoreError, StoreReader, WatchGuard};
+use relay_store::{Backend, StoreError, StoreReader, WatchGuard, WriterStore};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use store::{Conn, PgReader, PgStore};
+pub use within::{submit_in, submit_in_blocking, SubmitArgs, WithinError};
+/// The drivers [`submit_in`] and [`submit_in_blocking`] take connections of.
+pub use {postgres, tokio_postgres};
 
 /// Opens connections to one PostgreSQL database.
 #[derive(Debug, Clone)]
@@ -66,7 +70,7 @@ impl PgBackend {
 }
 
 impl Backend for PgBackend {
-    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
+    fn open_writer(&self) -> Result<Box<WriterStore>, StoreError> {
         let pipe = store::open_writer(&self.url)?;
         Ok(Box::new(PgStore::new(pipe, self.url.clone(), Arc::clone(&self.ids))))
     }

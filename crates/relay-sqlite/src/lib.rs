@@ -32,12 +32,50 @@ mod sync;
 mod writer;
 
 pub use connection::{Settings, Target, SCHEMA_VERSION};
-use relay_store::{Backend, Store, StoreError, StoreReader, Syncer};
+use relay_store::{Backend, StoreError, StoreReader, Syncer, WriterStore};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 #[doc(hidden)]
 pub use sync::set_wal_sync_hook;
+
+/// The store on a caller's own connection to a Relay file, for one call
+/// inside the transaction the caller holds open on it (transactional
+/// enqueue, `Relay::submit_in`). Its `begin`/`commit`/`rollback` are a
+/// savepoint in that transaction: what it writes commits or rolls back
+/// with the caller's transaction, and an error undoes only its own part.
+///
+/// # Errors
+///
+/// [`StoreError::SchemaTooNew`] or [`StoreError::NotADatabase`] when the
+/// connection's file is not at this build's schema version (open it with
+/// this Relay first, which migrates it).
+pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '_, StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(connection::map_err)?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version != SCHEMA_VERSION {
+        return Err(StoreError::NotADatabase {
+            reason: format!(
+                "the connection's file is at schema version {version}, not {SCHEMA_VERSION}: open it with this Relay first"
+            ),
+        });
+    }
+    Ok(writer::SqliteStore {
+        conn,
+        syncer: None,
+        on_disk: false,
+        next_id: None,
+        nested: true,
+        seen: writer::Seen::default(),
+    })
+}
 
 /// Opens connections to one SQLite database.
 #[derive(Debug, Clone)]
@@ -74,7 +112,7 @@ impl SqliteBackend {
 }
 
 impl Backend for SqliteBackend {
-    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
+    fn open_writer(&self) -> Result<Box<WriterStore>, StoreError> {
         let conn = connection::open(&self.target, &self.settings, true)?;
         let syncer = match &self.target {
             Target::File(path) if self.settings.split_commit => {
@@ -93,6 +131,8 @@ impl Backend for SqliteBackend {
             syncer,
             on_disk: matches!(self.target, Target::File(_)),
             next_id: None,
+            nested: false,
+            seen: writer::Seen::default(),
         }))
     }
 
@@ -103,6 +143,13 @@ impl Backend for SqliteBackend {
 
     fn describe(&self) -> String {
         self.target.describe()
+    }
+
+    fn file(&self) -> Option<&std::path::Path> {
+        match &self.target {
+            Target::File(path) => Some(path),
+            Target::Memory(_) => None,
+        }
     }
 
     fn failure_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {

@@ -6,9 +6,17 @@ use crate::decode::{self, Cols};
 use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
 use relay_store::{Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
+use std::borrow::Borrow;
 
-pub(crate) struct SqliteStore {
-    pub(crate) conn: Connection,
+pub(crate) struct SqliteStore<C = Connection> {
+    /// The writer's own connection, or (inside a caller's transaction,
+    /// [`crate::within`]) the caller's.
+    pub(crate) conn: C,
+    /// Inside a caller's transaction: `begin`/`commit`/`rollback` are a
+    /// savepoint in it, never its own transaction.
+    pub(crate) nested: bool,
+    /// What [`Store::jobs_added_elsewhere`] saw last.
+    pub(crate) seen: Seen,
     /// A file (not the in-memory test database).
     pub(crate) on_disk: bool,
     /// Set when commits run with `synchronous=NORMAL` (a split commit).
@@ -17,17 +25,21 @@ pub(crate) struct SqliteStore {
     pub(crate) next_id: Option<i64>,
 }
 
-impl SqliteStore {
+impl<C: Borrow<Connection>> SqliteStore<C> {
+    fn conn(&self) -> &Connection {
+        self.conn.borrow()
+    }
+
     /// Runs one cached statement; returns the rows it changed.
     fn exec(&self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
-        self.conn
+        self.conn()
             .prepare_cached(sql)
             .and_then(|mut s| s.execute(params))
             .map_err(map_err)
     }
 
     fn candidates(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<ReadyRow>, StoreError> {
-        let mut st = self.conn.prepare_cached(sql).map_err(map_err)?;
+        let mut st = self.conn().prepare_cached(sql).map_err(map_err)?;
         let mut rows = st.query(params).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
@@ -128,6 +140,43 @@ impl SqliteStore {
     }
 }
 
+/// What the writer's watch for other connections' jobs saw last.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// `PRAGMA data_version` of the writer's connection: it changes when
+    /// another connection commits to the file, never for this one's own.
+    data_version: Option<i64>,
+    /// The last job id this connection knows of.
+    last_id: i64,
+}
+
+impl<C: Borrow<Connection>> SqliteStore<C> {
+    /// True when another connection (another process, or a caller's own
+    /// transaction, [`crate::within`]) committed a new job since the last
+    /// look. Two reads, each a few microseconds: the data version, and
+    /// the last id only when that moved.
+    fn added_elsewhere(&mut self) -> Result<bool, StoreError> {
+        let version: i64 = self
+            .conn()
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(map_err)?;
+        let before = self.seen.data_version.replace(version);
+        if before == Some(version) {
+            return Ok(false);
+        }
+        let last: i64 = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_IDS)
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(map_err)?;
+        // The first look only learns where things stand.
+        let added = before.is_some() && last > self.seen.last_id;
+        self.seen.last_id = self.seen.last_id.max(last);
+        Ok(added)
+    }
+}
+
 /// A guarded write found its row changed: impossible under the write lock
 /// unless something else wrote the file.
 fn unmatched(id: JobId) -> StoreError {
@@ -137,7 +186,7 @@ fn unmatched(id: JobId) -> StoreError {
     }
 }
 
-impl Store for SqliteStore {
+impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
         self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
@@ -146,18 +195,39 @@ impl Store for SqliteStore {
 
     fn begin(&mut self) -> Result<(), StoreError> {
         self.next_id = None;
+        if self.nested {
+            return self.exec("SAVEPOINT relay_within", []).map(drop);
+        }
         self.exec("BEGIN IMMEDIATE", []).map(drop)
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        self.exec("COMMIT", []).map(drop)
+        let sql = if self.nested { "RELEASE relay_within" } else { "COMMIT" };
+        self.exec(sql, [])?;
+        if let Some(next) = self.next_id {
+            // This writer's own jobs are not news to its watch.
+            self.seen.last_id = self.seen.last_id.max(next - 1);
+        }
+        Ok(())
     }
 
     fn rollback(&mut self) -> Result<(), StoreError> {
-        if self.conn.is_autocommit() {
+        if self.conn().is_autocommit() {
             return Ok(()); // SQLite already rolled the transaction back (I/O error, disk full)
         }
+        if self.nested {
+            // Undoes what the savepoint holds; the caller's transaction
+            // stays open, as it was before.
+            return self
+                .exec("ROLLBACK TO relay_within", [])
+                .and_then(|_| self.exec("RELEASE relay_within", []))
+                .map(drop);
+        }
         self.exec("ROLLBACK", []).map(drop)
+    }
+
+    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
+        Some(self.added_elsewhere())
     }
 
     fn failed_commit_is_final(&self) -> bool {
@@ -170,7 +240,7 @@ impl Store for SqliteStore {
 
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         let mut st = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::JOB_FIND_ACTIVE_BY_KEY)
             .map_err(map_err)?;
         st.query_row([key], |r| r.get(0))
@@ -180,11 +250,14 @@ impl Store for SqliteStore {
     }
 
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
-        job_get(&self.conn, id)
+        job_get(self.conn(), id)
     }
 
     fn job_get_status(&mut self, id: JobId) -> Result<Option<JobStatus>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_GET_STATUS).map_err(map_err)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_GET_STATUS)
+            .map_err(map_err)?;
         let mut rows = st.query([id.0]).map_err(map_err)?;
         match rows.next().map_err(map_err)? {
             Some(row) => {
@@ -198,7 +271,7 @@ impl Store for SqliteStore {
 
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         let mut st = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::JOB_NEXT_READY_AT)
             .map_err(map_err)?;
         st.query_row(params![queue, now.as_millis()], |r| r.get::<_, Option<i64>>(0))
@@ -208,7 +281,7 @@ impl Store for SqliteStore {
 
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let mut st = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::JOB_EXPIRED_LEASES)
             .map_err(map_err)?;
         let rows = st.query_map(params![now.as_millis()], |r| r.get(0)).map_err(map_err)?;
@@ -219,7 +292,7 @@ impl Store for SqliteStore {
         let last = match self.next_id {
             Some(next) => next - 1,
             None => self
-                .conn
+                .conn()
                 .prepare_cached(&crate::sql::JOB_IDS)
                 .and_then(|mut st| st.query_row([], |r| r.get::<_, i64>(0)))
                 .map_err(map_err)?,
@@ -230,7 +303,10 @@ impl Store for SqliteStore {
     }
 
     fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_UNIQUE_KEY).map_err(map_err)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_UNIQUE_KEY)
+            .map_err(map_err)?;
         let mut rows = st.query([id.0]).map_err(map_err)?;
         match rows.next().map_err(map_err)? {
             Some(row) => Cols::new(row, Some(id)).opt_text(0, "unique_key"),
@@ -239,7 +315,10 @@ impl Store for SqliteStore {
     }
 
     fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULES_DUE).map_err(map_err)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::SCHEDULES_DUE)
+            .map_err(map_err)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut rows = st.query(params![now.as_millis(), limit]).map_err(map_err)?;
         let mut out = Vec::new();
@@ -250,7 +329,7 @@ impl Store for SqliteStore {
     }
 
     fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULE_GET).map_err(map_err)?;
+        let mut st = self.conn().prepare_cached(&crate::sql::SCHEDULE_GET).map_err(map_err)?;
         let mut rows = st.query([name]).map_err(map_err)?;
         match rows.next().map_err(map_err)? {
             Some(row) => decode::schedule(row).map(Some),
@@ -260,7 +339,7 @@ impl Store for SqliteStore {
 
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         let n: i64 = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::JOB_LEASED_COUNT)
             .and_then(|mut st| st.query_row(params![queue, now.as_millis()], |r| r.get(0)))
             .map_err(map_err)?;
@@ -294,7 +373,7 @@ impl Store for SqliteStore {
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         let next: i64 = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::EVENT_NEXT_SEQ)
             .and_then(|mut st| st.query_row([id.0], |r| r.get(0)))
             .map_err(map_err)?;
@@ -308,7 +387,7 @@ impl Store for SqliteStore {
         // One probe of an empty table first: a batch of a queue that does
         // not use dependencies reads no edges.
         let any: bool = self
-            .conn
+            .conn()
             .prepare_cached(&crate::sql::JOB_DEPS_ANY)
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(map_err)?;
@@ -320,7 +399,10 @@ impl Store for SqliteStore {
             "[{}]",
             parents.iter().map(|p| p.0.to_string()).collect::<Vec<_>>().join(",")
         );
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_DEPENDENTS).map_err(map_err)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_DEPENDENTS)
+            .map_err(map_err)?;
         let mut rows = st.query([ids]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
@@ -330,7 +412,10 @@ impl Store for SqliteStore {
     }
 
     fn queue_settings(&mut self, names: &[&str]) -> Result<Vec<(String, QueueSettings)>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_SETTINGS).map_err(map_err)?;
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::QUEUE_SETTINGS)
+            .map_err(map_err)?;
         let mut out = Vec::new();
         for name in names {
             let mut rows = st.query([name]).map_err(map_err)?;

@@ -244,6 +244,9 @@ pub struct JobFilter {
     pub limit: u32,
 }
 
+/// A store the engine's writer thread owns.
+pub type WriterStore = dyn Store + Send;
+
 /// The writer's connection: used by one thread, inside transactions the
 /// engine opens and closes.
 ///
@@ -254,7 +257,11 @@ pub struct JobFilter {
 /// there fails the batch. Reads of rows the batch may change lock them
 /// where other processes write too (PostgreSQL: `FOR UPDATE`, or `FOR
 /// UPDATE SKIP LOCKED` for claim candidates and expired leases).
-pub trait Store: Send {
+///
+/// Not `Send` by itself: a store may borrow a caller's connection for one
+/// call (SQLite's `within`); the engine's own writers are
+/// [`WriterStore`]s.
+pub trait Store {
     /// Starts the batch's transaction, taking the store's write lock (waiting
     /// up to the busy timeout for other processes).
     fn begin(&mut self) -> Result<(), StoreError>;
@@ -296,6 +303,15 @@ pub trait Store: Send {
     /// default): reads lock nothing.
     fn locks_candidates(&self) -> bool {
         false
+    }
+    /// Whether another connection committed new jobs since the last call,
+    /// for stores that have no way to be told (SQLite: `PRAGMA
+    /// data_version`, then the last id). The engine asks when its writer
+    /// is idle, every `Options::watch_interval`, and wakes waiting lessees
+    /// on `true`. `None` (the default): the store wakes them itself
+    /// ([`Backend::watch_ready`]), or nothing else writes.
+    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
+        None
     }
     /// `n` ids for new jobs, never used by a committed job. An id reserved
     /// by a batch that did not commit is never shown to anyone (its callers
@@ -483,10 +499,14 @@ pub trait StoreReader: Send {
 
 /// Opens a store's connections.
 pub trait Backend: Send + Sync {
-    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError>;
+    fn open_writer(&self) -> Result<Box<WriterStore>, StoreError>;
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError>;
     /// A short description for logs and errors (a path, a URL without password).
     fn describe(&self) -> String;
+    /// The database file, for a store on one (SQLite).
+    fn file(&self) -> Option<&std::path::Path> {
+        None
+    }
     /// A sync or commit failed in a way that leaves this process's view of
     /// the data possibly ahead of the disk (see
     /// [`Store::failed_commit_is_final`]): refuse to open the store again

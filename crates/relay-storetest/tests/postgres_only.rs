@@ -616,3 +616,124 @@ fn relay_submit_enqueues_inside_the_callers_transaction() {
     }
     assert_eq!(count(&mut c), before, "the killed client's job does not exist");
 }
+
+/// Transactional enqueue from Rust on PostgreSQL: `AsyncRelay::submit_in_pg`
+/// with a tokio-postgres transaction and `Relay::submit_in_pg` with the
+/// synchronous driver's. Rolled back: no job. Committed: the job, leased
+/// by a waiting lessee woken at the commit. What `relay_submit` cannot
+/// carry yet (dependencies, a job's own lease length) is refused with a
+/// typed error before anything reaches the caller's transaction.
+#[test]
+fn submit_in_pg_enqueues_inside_the_callers_transaction() {
+    use relay::tokio_postgres;
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let count = |c: &mut relay::postgres::Client| -> i64 {
+        c.query_one("SELECT count(*) FROM relay_jobs", &[]).unwrap().get(0)
+    };
+    let mut sync = relay::postgres::Client::connect(&url, relay::postgres::NoTls).unwrap();
+    sync.batch_execute("CREATE TABLE orders (id INT)").unwrap();
+
+    // tokio-postgres: rolled back, then committed with a waiting lessee.
+    let (id, leased, waited) = rt.block_on(async {
+        let (mut client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let a = relay.to_async();
+        let tx = client.transaction().await.unwrap();
+        tx.execute("INSERT INTO orders VALUES (1)", &[]).await.unwrap();
+        a.submit_in_pg(&tx, NewJob::new("emails", "confirm", br#"{"order":1}"#.to_vec()))
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+
+        let waiter = {
+            let relay = relay.clone();
+            std::thread::spawn(move || {
+                relay
+                    .lease(LeaseRequest::new(["emails"]).wait(Duration::from_secs(30)))
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let tx = client.transaction().await.unwrap();
+        tx.execute("INSERT INTO orders VALUES (2)", &[]).await.unwrap();
+        let id = a
+            .submit_in_pg(
+                &tx,
+                NewJob::new("emails", "confirm", br#"{"order":2}"#.to_vec()).priority(3),
+            )
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let committed = Instant::now();
+        let leased = tokio::task::spawn_blocking(move || waiter.join().unwrap())
+            .await
+            .unwrap();
+        (id, leased, committed.elapsed())
+    });
+    assert_eq!(leased.len(), 1, "rolled back: no job; committed: one");
+    assert_eq!((leased[0].id, leased[0].priority.get()), (id, 3));
+    assert_eq!(leased[0].payload, br#"{"order":2}"#);
+    assert!(
+        waited < Duration::from_secs(10),
+        "woken by the commit's NOTIFY: {waited:?}"
+    );
+
+    // The synchronous driver; a held unique key gives that job's id.
+    let mut tx = sync.transaction().unwrap();
+    let a = relay
+        .submit_in_pg(&mut tx, NewJob::new("q", "k", Vec::new()).unique_key("order-3"))
+        .unwrap();
+    let b = relay
+        .submit_in_pg(&mut tx, NewJob::new("q", "k", Vec::new()).unique_key("order-3"))
+        .unwrap();
+    assert_eq!(a, b);
+    tx.commit().unwrap();
+    assert_eq!(relay.get(a).unwrap().state(), relay::JobState::Ready);
+
+    // Refused before the caller's transaction is touched: it commits its
+    // own row afterwards.
+    let before = count(&mut sync);
+    let mut tx = sync.transaction().unwrap();
+    tx.execute("INSERT INTO orders VALUES (4)", &[]).unwrap();
+    for (job, field) in [
+        (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
+        (
+            NewJob::new("q", "k", Vec::new()).lease_for(Duration::from_secs(5)),
+            "lease_for",
+        ),
+        (NewJob::new("bad queue!", "k", Vec::new()), "queue"),
+    ] {
+        let e = relay.submit_in_pg(&mut tx, job).unwrap_err();
+        assert!(matches!(&e, relay::Error::InvalidInput(i) if i.field == field), "{e}");
+    }
+    tx.commit().unwrap();
+    assert_eq!(count(&mut sync), before);
+    let kept: i64 = sync
+        .query_one("SELECT count(*) FROM orders WHERE id = 4", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1);
+
+    // A Relay on an SQLite file says where its own transactional submit is.
+    let dir = tempfile::tempdir().unwrap();
+    let file = Relay::open(dir.path().join("x.db")).unwrap();
+    let mut tx = sync.transaction().unwrap();
+    let e = file
+        .submit_in_pg(&mut tx, NewJob::new("q", "k", Vec::new()))
+        .unwrap_err();
+    assert!(
+        matches!(&e, relay::Error::InvalidInput(i) if i.field == "transaction"),
+        "{e}"
+    );
+}

@@ -66,7 +66,14 @@ pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,
     Priority, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
 };
+/// The PostgreSQL drivers [`Relay::submit_in_pg`] and
+/// [`AsyncRelay::submit_in_pg`] take transactions of.
+#[cfg(feature = "postgres")]
+pub use relay_postgres::{postgres, tokio_postgres};
 pub use relay_store::{Event, JobFilter, QueueStats};
+/// The SQLite driver Relay is built with: open the connection you pass to
+/// [`Relay::submit_in`] with this one, so both use one SQLite library.
+pub use rusqlite;
 
 /// True for database targets that name a PostgreSQL server rather than a
 /// file (`postgres://` or `postgresql://`), whether or not this build can

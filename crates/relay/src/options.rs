@@ -32,6 +32,14 @@ pub struct Options {
     /// same process wake it at once; this bounds how late it sees jobs
     /// submitted by other processes on the same file.
     pub poll_interval: Duration,
+    /// SQLite files: how often the idle writer looks whether another
+    /// connection committed new jobs (another process, or a caller's own
+    /// transaction with `Relay::submit_in`), and wakes waiting lessees if
+    /// so. Two reads of a few microseconds (`PRAGMA data_version`, then
+    /// the last id only when that moved). PostgreSQL is told instead
+    /// (LISTEN/NOTIFY). Other changes by other processes (a job released,
+    /// retried or unblocked there) are seen within `poll_interval`.
+    pub watch_interval: Duration,
     /// How long to wait for another process's write lock.
     pub busy_timeout: Duration,
     /// SQLite files: split each commit into its write and its fsync, so the
@@ -64,6 +72,7 @@ impl Default for Options {
             reap_interval: Duration::from_secs(1),
             retention: Some(Duration::from_secs(7 * 24 * 3600)),
             poll_interval: Duration::from_millis(250),
+            watch_interval: Duration::from_millis(10),
             busy_timeout: Duration::from_secs(10),
             split_commit: true,
             scheduler: true,
@@ -81,10 +90,10 @@ impl Options {
                 "max_batch and queue_capacity must be at least 1",
             ));
         }
-        if self.reap_interval.is_zero() || self.poll_interval.is_zero() {
+        if self.reap_interval.is_zero() || self.poll_interval.is_zero() || self.watch_interval.is_zero() {
             return Err(InvalidInput::new(
                 "options",
-                "reap_interval and poll_interval must be more than zero",
+                "reap_interval, poll_interval and watch_interval must be more than zero",
             ));
         }
         if !(0.0..=1.0).contains(&self.retry.jitter) || self.retry.base > self.retry.cap {

@@ -158,6 +158,140 @@ impl Relay {
         Ok(done.into_iter().map(|s| s.id).collect())
     }
 
+    /// Submits a job inside your own transaction on this Relay's SQLite
+    /// file (transactional enqueue): the job exists if and only if that
+    /// transaction commits, so "insert the order, then enqueue its email"
+    /// can neither lose the email nor send one for an order that was rolled
+    /// back. Everything [`Relay::submit`] does applies (limits, unique
+    /// keys, dependencies, the `submitted` event).
+    ///
+    /// `tx` is a [`rusqlite::Connection`] of your own, on the same file,
+    /// with a transaction open (a `rusqlite::Transaction` derefs to one;
+    /// begin it with `TransactionBehavior::Immediate`, or a commit by
+    /// another process between your first read and this write fails your
+    /// transaction with `Busy`). Its commit is what makes the job durable,
+    /// so the connection must run with `PRAGMA synchronous = FULL` (SQLite's
+    /// default) or `EXTRA`.
+    ///
+    /// Waiting lessees of this Relay (and of Relays in other processes)
+    /// are woken within [`Options::watch_interval`] of your commit: the
+    /// writer watches the file's `PRAGMA data_version`.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.db");
+    /// use relay::rusqlite::{Connection, TransactionBehavior};
+    /// use relay::{NewJob, Relay};
+    ///
+    /// let relay = Relay::open(&path)?;
+    /// let mut db = Connection::open(&path)?; // your application's own connection
+    /// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)", [])?;
+    ///
+    /// let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    /// tx.execute("INSERT INTO orders (item) VALUES ('tea')", [])?;
+    /// let job = relay.submit_in(&tx, NewJob::new("emails", "confirm", br#"{"order":1}"#.to_vec()))?;
+    /// tx.commit()?; // the order and its job, or neither
+    ///
+    /// assert_eq!(relay.get(job.id)?.state(), relay::JobState::Ready);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Relay::submit`]; and [`Error::InvalidInput`] (field
+    /// `transaction`) when `tx` has no transaction open, is on another file
+    /// or in memory, or runs with `synchronous` below `FULL`. After an error
+    /// nothing of this call is in your transaction; the transaction itself
+    /// stays open, for you to commit or roll back. [`Error::Storage`] when
+    /// this process saw the file's fsync fail (the Relay is stopped).
+    pub fn submit_in(&self, tx: &rusqlite::Connection, job: NewJob) -> Result<Submitted> {
+        first(self.submit_batch_in(tx, vec![job])?)
+    }
+
+    /// [`Relay::submit_in`] for several jobs: all are in your transaction,
+    /// or none.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_in`].
+    pub fn submit_batch_in(&self, tx: &rusqlite::Connection, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
+        self.same_file(tx)?;
+        let pending = self.engine.submit_op(jobs)?;
+        let mut store = relay_sqlite::within(tx).map_err(Error::from)?;
+        self.engine.run_within(&mut store, pending)
+    }
+
+    /// Submits a job inside your own transaction on this Relay's
+    /// PostgreSQL database (transactional enqueue), with the synchronous
+    /// `postgres` crate ([`relay::postgres`](crate::postgres), re-exported):
+    /// the job and its `submitted` event exist if and only if `tx` commits,
+    /// and lessees of every Relay process are woken at that commit
+    /// (NOTIFY). It runs `relay_submit(...)`, the SQL function any language
+    /// can call (README, "relay_submit under PostgreSQL"). Returns the
+    /// job's id, or that of the unfinished job holding its unique key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a job that breaks a limit, for a job
+    /// with `depends_on`, `lease_for` or `timeout` (submit those with
+    /// [`Relay::submit`] after your commit), and (field `transaction`) when
+    /// this Relay is on an SQLite file. Nothing is written then, and `tx`
+    /// is untouched. [`Error::Storage`] for a lost connection or a
+    /// database without Relay's schema; as after any error PostgreSQL has
+    /// then aborted `tx`.
+    #[cfg(feature = "postgres")]
+    pub fn submit_in_pg(&self, tx: &mut impl relay_postgres::postgres::GenericClient, job: NewJob) -> Result<JobId> {
+        let (job, delay_ms) = self.engine.for_pg(job)?;
+        let id = relay_postgres::submit_in_blocking(tx, &pg_args(&job, delay_ms)).map_err(from_within)?;
+        Ok(JobId(id))
+    }
+
+    /// Refuses a connection that cannot carry a transactional submit to
+    /// this Relay's file, saying what to change.
+    fn same_file(&self, tx: &rusqlite::Connection) -> Result<()> {
+        let bad = |reason: String| Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason));
+        let Some(ours) = self.engine.backend.file() else {
+            return Err(bad(format!(
+                "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
+                self.engine.backend.describe()
+            )));
+        };
+        if tx.is_autocommit() {
+            return Err(bad(
+                "the connection has no transaction open: begin one (Connection::transaction_with_behavior) and pass it"
+                    .into(),
+            ));
+        }
+        let theirs = tx.path().filter(|p| !p.is_empty()).map(std::path::Path::new);
+        let same = match (theirs, std::fs::canonicalize(ours)) {
+            (Some(theirs), Ok(ours)) => std::fs::canonicalize(theirs).is_ok_and(|t| t == ours),
+            _ => false,
+        };
+        if !same {
+            return Err(bad(format!(
+                "the connection is on {}, this Relay on {}: open your connection on the Relay's file",
+                theirs.map_or_else(
+                    || "an in-memory or temporary database".into(),
+                    |p| p.display().to_string()
+                ),
+                ours.display()
+            )));
+        }
+        let sync: i64 = tx.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(|e| {
+            Error::from(relay_store::StoreError::Io {
+                message: format!("reading the connection's synchronous setting: {e}"),
+                source: Box::new(e),
+            })
+        })?;
+        if sync < 2 {
+            return Err(bad(format!(
+                "the connection runs with synchronous = {sync}: its commit would not be durable on power loss; run PRAGMA synchronous = FULL on it"
+            )));
+        }
+        Ok(())
+    }
+
     /// Leases up to `max` ready jobs, waiting up to `wait` when none is.
     pub fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
         let req = req.validate(&self.engine.options.limits)?;
@@ -396,6 +530,26 @@ impl Relay {
 }
 
 impl AsyncRelay {
+    /// [`Relay::submit_in_pg`] with tokio-postgres
+    /// ([`relay::tokio_postgres`](crate::tokio_postgres), re-exported):
+    /// `tx` is a `tokio_postgres::Transaction` (or a client inside `BEGIN`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_in_pg`].
+    #[cfg(feature = "postgres")]
+    pub async fn submit_in_pg(
+        &self,
+        tx: &impl relay_postgres::tokio_postgres::GenericClient,
+        job: NewJob,
+    ) -> Result<JobId> {
+        let (job, delay_ms) = self.engine.for_pg(job)?;
+        let id = relay_postgres::submit_in(tx, &pg_args(&job, delay_ms))
+            .await
+            .map_err(from_within)?;
+        Ok(JobId(id))
+    }
+
     pub async fn submit(&self, job: NewJob) -> Result<JobId> {
         self.submit_outcome(job).await.map(|s| s.id)
     }
@@ -622,6 +776,62 @@ impl Engine {
             }
         }
         Ok(Stats { queues })
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Engine {
+    /// A job for `relay_submit(...)`, validated as `submit` does, and its
+    /// delay in milliseconds.
+    fn for_pg(&self, job: NewJob) -> Result<(crate::request::ValidJob, i64)> {
+        if self.backend.file().is_some() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "transaction",
+                "this Relay is on an SQLite file: submit inside your transaction there with Relay::submit_in",
+            )));
+        }
+        let now = self.options.clock.now();
+        let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
+        let unsupported = if !job.depends_on.is_empty() {
+            Some("depends_on")
+        } else if job.lease_for.is_some() {
+            Some("lease_for")
+        } else if job.timeout.is_some() {
+            Some("timeout")
+        } else {
+            None
+        };
+        if let Some(field) = unsupported {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                field,
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
+        let delay = job.ready_at.since(now);
+        Ok((job, i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)))
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_postgres::SubmitArgs<'_> {
+    relay_postgres::SubmitArgs {
+        queue: &job.queue,
+        kind: &job.kind,
+        payload: &job.payload,
+        priority: i32::from(job.priority.get()),
+        delay_ms,
+        max_attempts: i32::try_from(job.max_attempts).unwrap_or(i32::MAX),
+        unique_key: job.unique_key.as_deref(),
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn from_within(e: relay_postgres::WithinError) -> Error {
+    match e {
+        relay_postgres::WithinError::Refused(reason) => {
+            Error::InvalidInput(relay_core::InvalidInput::new("job", reason))
+        }
+        relay_postgres::WithinError::Store(e) => e.into(),
     }
 }
 

@@ -12,6 +12,7 @@ use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Schedule, Time
 use relay_sqlite::SqliteBackend;
 use relay_store::{
     Backend, Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError, StoreReader, Syncer,
+    WriterStore,
 };
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -114,7 +115,7 @@ impl Syncer for GatedSyncer {
 /// passed through untouched (every method, defaults included, so that the
 /// engine takes the same paths as on the store itself).
 struct GatedStore {
-    inner: Box<dyn Store>,
+    inner: Box<WriterStore>,
     syncer: Arc<dyn Syncer>,
 }
 
@@ -179,6 +180,9 @@ impl Store for GatedStore {
     fn locks_candidates(&self) -> bool {
         self.inner.locks_candidates()
     }
+    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
+        self.inner.jobs_added_elsewhere()
+    }
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         self.inner.job_ready(queue, now, limit)
     }
@@ -220,7 +224,7 @@ struct GatedBackend {
 }
 
 impl Backend for GatedBackend {
-    fn open_writer(&self) -> Result<Box<dyn Store>, StoreError> {
+    fn open_writer(&self) -> Result<Box<WriterStore>, StoreError> {
         let inner = self.inner.open_writer()?;
         let real = inner
             .syncer()

@@ -35,6 +35,13 @@
 //! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
 //!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
+//! - `relay-testchild enqueue DB HOLD_AFTER`: transactional enqueue. In a
+//!   loop, on a connection of its own to DB (rusqlite, or `postgres` for a
+//!   URL): begins a transaction, inserts a row into `orders`, submits a job
+//!   for it inside that transaction (`Relay::submit_in` / `submit_in_pg`),
+//!   prints `INSERTED <n>`, commits and prints `COMMITTED <n> <job id>`.
+//!   After HOLD_AFTER commits (0: never) it stops before the commit of
+//!   the next one and sleeps until killed.
 
 use relay::{Error, JobState, LeaseRequest, NewJob, Relay};
 use std::io::Write;
@@ -60,6 +67,15 @@ fn main() -> ExitCode {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }
+    }
+    if arg(1) == "enqueue" {
+        return match enqueue(&arg(2), arg(3).parse().unwrap_or(0)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("relay-testchild: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     if arg(1) == "campaign" {
         return campaign(&arg(2), threads, arg(4).parse().unwrap_or(100), &arg(5));
@@ -419,6 +435,50 @@ fn fault_plan(kind: &str, n: u64) -> Option<relay_faultvfs::Plan> {
 }
 
 /// Opens the database, or says why not on stderr.
+/// The `enqueue` mode: see the module docs.
+fn enqueue(db: &str, hold_after: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let relay = Relay::connect(db, relay::Options::default())?;
+    let job = |n: u64| NewJob::new("orders", "confirm", format!("{{\"order\":{n}}}").into_bytes());
+    let mut committed = 0;
+    let mut hold = |_n: u64| {
+        committed += 1;
+        if hold_after > 0 && committed > hold_after {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+    };
+    if relay::is_postgres_url(db) {
+        let mut client = relay::postgres::Client::connect(db, relay::postgres::NoTls)?;
+        client.batch_execute("CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY)")?;
+        let last: i64 = client.query_one("SELECT coalesce(max(id), 0) FROM orders", &[])?.get(0);
+        for n in u64::try_from(last)? + 1.. {
+            let mut tx = client.transaction()?;
+            tx.execute("INSERT INTO orders (id) VALUES ($1)", &[&i64::try_from(n)?])?;
+            let id = relay.submit_in_pg(&mut tx, job(n))?;
+            say_line(&format!("INSERTED {n}"));
+            hold(n);
+            tx.commit()?;
+            say_line(&format!("COMMITTED {n} {id}"));
+        }
+    } else {
+        let mut conn = relay::rusqlite::Connection::open(db)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY)", [])?;
+        let last: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM orders", [], |r| r.get(0))?;
+        for n in u64::try_from(last)? + 1.. {
+            let tx = conn.transaction_with_behavior(relay::rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute("INSERT INTO orders (id) VALUES (?1)", [i64::try_from(n)?])?;
+            let job = relay.submit_in(&tx, job(n))?;
+            say_line(&format!("INSERTED {n}"));
+            hold(n);
+            tx.commit()?;
+            say_line(&format!("COMMITTED {n} {}", job.id));
+        }
+    }
+    Ok(())
+}
+
 fn open(db: &str) -> Option<Relay> {
     Relay::connect(db, relay::Options::default())
         .inspect_err(|e| eprintln!("relay-testchild: cannot open {db}: {e}"))

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::ops;
 use crate::options::Options;
 use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
-use relay_store::{CommitFailed, Store, StoreError, Syncer};
+use relay_store::{CommitFailed, Store, StoreError, Syncer, WriterStore};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -273,7 +273,7 @@ impl Deliver {
 /// that found it idle with nothing waiting and commits its own operation
 /// without a thread hop (see `Engine::run`).
 pub(crate) struct Writer {
-    pub store: Box<dyn Store>,
+    pub store: Box<WriterStore>,
     pub deliver: Deliver,
     pub rx: flume::Receiver<Box<dyn Operation>>,
     pub options: Options,
@@ -315,18 +315,35 @@ pub(crate) fn run(
     writer: &std::sync::Mutex<Writer>,
     rx: &flume::Receiver<Box<dyn Operation>>,
     d: &Deliver,
-    reap_interval: std::time::Duration,
+    options: &Options,
 ) {
+    let lock = || writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Stores that cannot be told of other connections' jobs are asked
+    // while the writer is idle (see `Store::jobs_added_elsewhere`).
+    let watches = lock().watch().is_some();
+    let tick = if watches {
+        options.watch_interval.min(options.reap_interval)
+    } else {
+        options.reap_interval
+    };
+    let mut idle_since = std::time::Instant::now();
     loop {
-        let first = match rx.recv_timeout(reap_interval) {
+        let first = match rx.recv_timeout(tick) {
             Ok(op) => Some(op),
             Err(flume::RecvTimeoutError::Timeout) => None,
             Err(flume::RecvTimeoutError::Disconnected) => break,
         };
-        let inline = writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .process(first);
+        if first.is_none() {
+            if watches && lock().watch() == Some(true) {
+                d.signal.notify();
+            }
+            // An idle batch (reaping, schedules) once per reap interval.
+            if idle_since.elapsed() < options.reap_interval {
+                continue;
+            }
+        }
+        idle_since = std::time::Instant::now();
+        let inline = lock().process(first);
         if let Some(done) = inline {
             done.finish(d);
         }
@@ -340,7 +357,7 @@ pub(crate) fn run(
 impl Writer {
     /// Another writer on `store` taking batches from the same queue, with
     /// the same next stages and housekeeping times (see `Backend::writers`).
-    pub(crate) fn sibling(&self, store: Box<dyn Store>) -> Self {
+    pub(crate) fn sibling(&self, store: Box<WriterStore>) -> Self {
         Self {
             store,
             deliver: self.deliver.clone(),
@@ -352,6 +369,19 @@ impl Writer {
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(self.options.max_batch),
             housekeeping: Arc::clone(&self.housekeeping),
+        }
+    }
+
+    /// Asks the store whether another connection added jobs (`None`: the
+    /// store does not need asking). An error counts as "yes": a wasted
+    /// look costs less than a job left waiting.
+    fn watch(&mut self) -> Option<bool> {
+        match self.store.jobs_added_elsewhere()? {
+            Ok(added) => Some(added),
+            Err(e) => {
+                tracing::debug!(error = %e, "looking for other connections' jobs failed");
+                Some(true)
+            }
         }
     }
 
@@ -539,6 +569,45 @@ impl Writer {
         }
         None
     }
+}
+
+/// Plans and writes one operation inside a transaction its caller holds
+/// open on `store` (a savepoint in it), for `Relay::submit_in`. Nothing
+/// is committed here: the caller's commit makes it real, and its rollback
+/// leaves nothing. An error leaves the caller's transaction as it was.
+pub(crate) fn within(
+    store: &mut dyn Store,
+    op: Box<dyn Operation>,
+    options: &Options,
+    durability: &Durability,
+) -> Result<()> {
+    if let Some(e) = durability.failure() {
+        // This process saw the file's fsync fail: nothing may build on it.
+        return Err(Error::Storage(Arc::new(durable::stopped(&e))));
+    }
+    let mut rng = fastrand::Rng::new();
+    let mut reported = std::collections::HashSet::new();
+    let mut batch = [op];
+    store.begin()?;
+    let mut ctx = BatchCtx {
+        now: options.clock.now(),
+        options,
+        rng: &mut rng,
+        woke: false,
+        prune_due: false,
+        tick_due: false,
+        corrupt_reported: &mut reported,
+    };
+    let outcome = match plan_and_apply(store, &mut batch, &mut ctx, false, false) {
+        Ok(_) => store.commit().map_err(Error::from),
+        Err(e) => Err(e),
+    };
+    if outcome.is_err() {
+        let _ = store.rollback();
+    }
+    let [op] = batch;
+    op.finish(outcome.clone());
+    outcome
 }
 
 /// Answers every operation of a batch that was not written: the Relay

@@ -1,0 +1,101 @@
+//! Transactional enqueue from Rust: a job submitted inside a transaction
+//! the caller holds open on a connection of its own (tokio-postgres or
+//! the synchronous `postgres` crate). It goes through `relay_submit(...)`
+//! (migration 0005), as from any other language: the job and its event are
+//! written in the caller's transaction and exist if and only if it
+//! commits, and the function's NOTIFY, delivered at that commit, wakes the
+//! waiting lessees of every Relay process.
+
+use crate::connect::map_err;
+use relay_store::StoreError;
+use tokio_postgres::error::SqlState;
+
+const SUBMIT_IN: &str = include_str!("../sql/submit_in.sql");
+
+/// A job for [`submit_in`], already validated by the caller.
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitArgs<'a> {
+    pub queue: &'a str,
+    pub kind: &'a str,
+    pub payload: &'a [u8],
+    pub priority: i32,
+    pub delay_ms: i64,
+    pub max_attempts: i32,
+    pub unique_key: Option<&'a str>,
+}
+
+/// Why [`submit_in`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum WithinError {
+    /// `relay_submit` refused an argument (SQLSTATE 22023); its message
+    /// names it. The caller's transaction is aborted, as after any error.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn map(e: tokio_postgres::Error) -> WithinError {
+    match e.code() {
+        Some(c) if *c == SqlState::INVALID_PARAMETER_VALUE => {
+            let message = e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned());
+            WithinError::Refused(message)
+        }
+        Some(c) if *c == SqlState::UNDEFINED_FUNCTION => WithinError::Store(StoreError::NotADatabase {
+            reason: "relay_submit(...) is not in this database: open it with Relay (which migrates it to schema 5 or later) first".into(),
+        }),
+        _ => WithinError::Store(map_err(e)),
+    }
+}
+
+/// Submits a job inside the caller's open transaction (`client` is a
+/// `tokio_postgres::Transaction`, or a client inside `BEGIN`); returns its
+/// id, or the id of the unfinished job holding its unique key.
+///
+/// # Errors
+///
+/// [`WithinError::Refused`] for an argument `relay_submit` refuses, and
+/// [`WithinError::Store`] for anything else (a lost connection, a database
+/// without Relay's schema).
+pub async fn submit_in(client: &impl tokio_postgres::GenericClient, a: &SubmitArgs<'_>) -> Result<i64, WithinError> {
+    let row = client
+        .query_one(
+            SUBMIT_IN,
+            &[
+                &a.queue,
+                &a.kind,
+                &a.payload,
+                &a.priority,
+                &a.delay_ms,
+                &a.max_attempts,
+                &a.unique_key,
+            ],
+        )
+        .await
+        .map_err(map)?;
+    row.try_get(0).map_err(map)
+}
+
+/// [`submit_in`] on the synchronous `postgres` crate's client or
+/// transaction.
+///
+/// # Errors
+///
+/// As [`submit_in`].
+pub fn submit_in_blocking(client: &mut impl postgres::GenericClient, a: &SubmitArgs<'_>) -> Result<i64, WithinError> {
+    let row = client
+        .query_one(
+            SUBMIT_IN,
+            &[
+                &a.queue,
+                &a.kind,
+                &a.payload,
+                &a.priority,
+                &a.delay_ms,
+                &a.max_attempts,
+                &a.unique_key,
+            ],
+        )
+        .map_err(map)?;
+    row.try_get(0).map_err(map)
+}
