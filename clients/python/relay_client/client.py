@@ -58,6 +58,9 @@ class LeasedJob:
     lease_for_ms: int
     timeout_ms: Optional[int]
     payload: Payload
+    #: The W3C trace context the job was submitted in (continue the trace
+    #: from it in the handler), or None.
+    traceparent: Optional[str] = None
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeasedJob":
@@ -73,6 +76,7 @@ class LeasedJob:
             lease_for_ms=v.get("lease_for_ms", 30_000),
             timeout_ms=v.get("timeout_ms"),
             payload=_get_payload(v, "payload"),
+            traceparent=v.get("traceparent"),
         )
 
 
@@ -91,6 +95,7 @@ class Job:
     payload: Payload
     result: Payload
     waiting_on: int = 0
+    traceparent: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -107,6 +112,7 @@ class Job:
             payload=_get_payload(v, "payload"),
             result=_get_payload(v, "result"),
             waiting_on=v.get("waiting_on", 0),
+            traceparent=v.get("traceparent"),
             raw=v,
         )
 
@@ -128,6 +134,9 @@ class NewJob:
     timeout: Optional[float] = None
     depends_on: Optional[Sequence[int]] = None
     on_dependency_failure: Optional[str] = None
+    #: The W3C trace context the job continues (``traceparent`` header
+    #: value), handed to the worker that runs it.
+    traceparent: Optional[str] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -142,6 +151,7 @@ class NewJob:
             ("timeout_ms", _ms(self.timeout)),
             ("depends_on", list(self.depends_on) if self.depends_on else None),
             ("on_dependency_failure", self.on_dependency_failure),
+            ("traceparent", self.traceparent),
         ]:
             if value is not None:
                 b[key] = value
@@ -210,6 +220,7 @@ class Client:
         timeout: Optional[float] = None,
         depends_on: Optional[Sequence[int]] = None,
         on_dependency_failure: Optional[str] = None,
+        traceparent: Optional[str] = None,
     ) -> int:
         """Submits one job; returns its id (for a ``unique_key`` an
         unfinished job holds, that job's id). Durable when it returns."""
@@ -226,6 +237,7 @@ class Client:
             timeout=timeout,
             depends_on=depends_on,
             on_dependency_failure=on_dependency_failure,
+            traceparent=traceparent,
         )
         return int(self._call("POST", "/v1/jobs", job.body())["id"])
 

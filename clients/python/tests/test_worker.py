@@ -153,3 +153,23 @@ def test_a_server_that_goes_away_and_comes_back(tmp_path, capfd):
     err = capfd.readouterr().err
     assert err.count("cannot lease") == 1, f"said once per outage: {err}"
     assert "answers again" in err
+
+
+def test_the_trace_context_reaches_the_handler(client: Client):
+    tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    traced = client.submit("t", "k", {"n": 1}, traceparent=tp)
+    plain = client.submit("t", "k", {"n": 2})
+    assert client.get(traced).traceparent == tp
+    assert client.get(plain).traceparent is None
+    seen = {}
+    worker = Worker(client, ["t"], concurrency=2, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("k")
+    def handle(job):
+        seen[job.id] = job.traceparent
+
+    t = background(worker)
+    wait_for("both jobs", lambda: len(seen) == 2)
+    worker.stop()
+    t.join(timeout=30)
+    assert seen == {traced: tp, plain: None}

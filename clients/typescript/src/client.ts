@@ -25,6 +25,8 @@ export interface NewJob {
   timeoutMs?: number;
   dependsOn?: number[];
   onDependencyFailure?: "cancel" | "run";
+  /** The W3C trace context the job continues, handed to its workers. */
+  traceparent?: string;
 }
 
 /** A job this worker holds under `token`. */
@@ -40,6 +42,8 @@ export interface LeasedJob {
   leaseForMs: number;
   timeoutMs: number | null;
   payload: Payload;
+  /** The W3C trace context the job was submitted in, or null. */
+  traceparent: string | null;
 }
 
 /** A job as the server reads it back (`raw` holds every field). */
@@ -53,6 +57,7 @@ export interface Job {
   maxAttempts: number;
   lastError: string | null;
   waitingOn: number;
+  traceparent: string | null;
   payload: Payload;
   result: Payload;
   raw: Record<string, unknown>;
@@ -95,6 +100,7 @@ function jobBody(j: NewJob): Obj {
     ["timeout_ms", j.timeoutMs],
     ["depends_on", j.dependsOn?.length ? j.dependsOn : undefined],
     ["on_dependency_failure", j.onDependencyFailure],
+    ["traceparent", j.traceparent],
   ];
   for (const [k, v] of optional) if (v !== undefined) body[k] = v;
   return body;
@@ -113,6 +119,7 @@ function leased(v: Obj): LeasedJob {
     leaseForMs: v.lease_for_ms ?? 30_000,
     timeoutMs: v.timeout_ms ?? null,
     payload: getPayload(v, "payload"),
+    traceparent: v.traceparent ?? null,
   };
 }
 
@@ -127,6 +134,7 @@ function job(v: Obj): Job {
     maxAttempts: v.max_attempts,
     lastError: v.last_error ?? null,
     waitingOn: v.waiting_on ?? 0,
+    traceparent: v.traceparent ?? null,
     payload: getPayload(v, "payload"),
     result: getPayload(v, "result"),
     raw: v,

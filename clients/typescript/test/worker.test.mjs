@@ -109,3 +109,19 @@ test("a server that goes away and comes back", async () => {
   assert.equal(text.split("cannot lease").length - 1, 1, `said once per outage: ${text}`);
   assert.match(text, /answers again/);
 });
+
+test("the trace context reaches the handler", async () => {
+  const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const traced = await client.submit({ queue: "trace", kind: "k", traceparent: tp });
+  const plain = await client.submit({ queue: "trace", kind: "k" });
+  assert.equal((await client.get(traced)).traceparent, tp);
+  assert.equal((await client.get(plain)).traceparent, null);
+  const seen = new Map();
+  const worker = new Worker(client, ["trace"], { concurrency: 2, pollMs: 500, handleSignals: false });
+  worker.handle("k", (job) => { seen.set(job.id, job.traceparent); });
+  const run = worker.run();
+  await waitFor("both jobs", () => seen.size === 2);
+  worker.stop();
+  await run;
+  assert.deepEqual(Object.fromEntries(seen), { [traced]: tp, [plain]: null });
+});

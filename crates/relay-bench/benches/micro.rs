@@ -107,6 +107,7 @@ mod encode {
             result: None,
             lease_for: None,
             timeout: None,
+            traceparent: None,
             status: JobStatus::new_ready(NOW, 20),
         }
     }

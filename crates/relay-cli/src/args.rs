@@ -93,7 +93,7 @@ pub enum Command {
     /// Run a shell command for each job: payload on stdin, exit 0 acks.
     ///
     /// The command gets RELAY_JOB_ID, RELAY_JOB_KIND, RELAY_QUEUE,
-    /// RELAY_ATTEMPT and RELAY_LEASE_TOKEN in its environment; stdout (up to --max-result) becomes
+    /// RELAY_ATTEMPT, RELAY_LEASE_TOKEN and (when the job has one) RELAY_TRACEPARENT and TRACEPARENT in its environment; stdout (up to --max-result) becomes
     /// the result; on failure the tail of stderr becomes the error. Lines it
     /// writes to file descriptor 3 become progress events. Runs until SIGINT
     /// or SIGTERM (a second one stops at once). With --server it leases over
@@ -131,6 +131,10 @@ pub struct SubmitArgs {
     /// If a job it depends on ends DEAD or CANCELLED: cancel this one, or run it anyway.
     #[arg(long, value_parser = ["cancel", "run"], default_value = "cancel", requires = "depends_on")]
     pub on_dependency_failure: String,
+    /// The W3C trace context the job continues, handed to its workers (a
+    /// command run by `relay work` gets its job's as TRACEPARENT).
+    #[arg(long, env = "TRACEPARENT")]
+    pub traceparent: Option<String>,
 }
 
 /// What a job is: for `submit`, and the job a schedule's ticks enqueue.

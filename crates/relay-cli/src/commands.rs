@@ -249,6 +249,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         timeout: a.timeout,
         on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
         depends_on: a.depends_on,
+        traceparent: a.traceparent,
         ..job_args(a.job)?
     })
 }
@@ -268,5 +269,6 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         timeout: None,
         depends_on: Vec::new(),
         on_dependency_failure: relay::DependencyFailure::Cancel,
+        traceparent: None,
     })
 }

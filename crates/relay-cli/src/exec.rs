@@ -2,8 +2,9 @@
 //!
 //! The command gets the payload on stdin and `RELAY_JOB_ID`, `RELAY_JOB_KIND`,
 //! `RELAY_QUEUE`, `RELAY_ATTEMPT`, `RELAY_LEASE_TOKEN` (to call `relay
-//! extend`, `relay release --in` itself) and `RELAY_EVENTS_FD=3` in its
-//! environment.
+//! extend`, `relay release --in` itself), `RELAY_TRACEPARENT` and `TRACEPARENT` (the
+//! W3C trace context the job was submitted in, when it has one) and
+//! `RELAY_EVENTS_FD=3` in its environment.
 //! Exit status 0 acks the job (stdout, up to a limit, becomes the result);
 //! any other status nacks it with the tail of stderr. Each line written to
 //! file descriptor 3 becomes a `progress` event of the job (the line as JSON
@@ -74,6 +75,14 @@ pub fn run<R: Running>(ctx: &R, cfg: &ExecConfig) -> JobResult {
         .env("RELAY_LEASE_TOKEN", job.token.to_string())
         .env("RELAY_EVENTS_FD", "3")
         .process_group(0);
+    // The trace the job was submitted in, so the command can continue it
+    // (never one inherited from this process's own environment).
+    // TRACEPARENT too (the OpenTelemetry convention for environment
+    // carriers): a `relay submit` inside the command continues it.
+    match &job.traceparent {
+        Some(tp) => cmd.env("RELAY_TRACEPARENT", tp).env("TRACEPARENT", tp),
+        None => cmd.env_remove("RELAY_TRACEPARENT").env_remove("TRACEPARENT"),
+    };
     let events_fd = events_tx.as_raw_fd();
     // SAFETY: between fork and exec only async-signal-safe calls are made:
     // dup2 places the events pipe on fd 3 without close-on-exec (or, if it is

@@ -324,7 +324,7 @@ impl Out {
 }
 
 /// The order `show` prints a job's fields in.
-const JOB_KEYS: [&str; 17] = [
+const JOB_KEYS: [&str; 18] = [
     "id",
     "queue",
     "kind",
@@ -340,6 +340,7 @@ const JOB_KEYS: [&str; 17] = [
     "lease_expires_at",
     "leased_by",
     "last_error",
+    "traceparent",
     "payload",
     "result",
 ];

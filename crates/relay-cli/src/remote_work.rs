@@ -269,6 +269,7 @@ fn leased(v: &Value) -> Option<LeasedJob> {
         created_at: SystemClock.now(),
         lease_for,
         timeout: v["timeout_ms"].as_u64().map(Duration::from_millis),
+        traceparent: v["traceparent"].as_str().map(str::to_owned),
     })
 }
 

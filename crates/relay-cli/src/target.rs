@@ -26,6 +26,7 @@ pub struct Submit {
     pub timeout: Option<Duration>,
     pub depends_on: Vec<i64>,
     pub on_dependency_failure: relay::DependencyFailure,
+    pub traceparent: Option<String>,
 }
 
 impl Submit {
@@ -54,6 +55,9 @@ impl Submit {
                 .depends_on(self.depends_on.into_iter().map(JobId))
                 .on_dependency_failure(self.on_dependency_failure);
         }
+        if let Some(t) = self.traceparent {
+            job = job.traceparent(t);
+        }
         job
     }
 
@@ -62,7 +66,8 @@ impl Submit {
         let mut body = json!({"queue": self.queue, "kind": self.kind, "priority": self.priority,
             "delay_ms": self.delay.map(millis), "run_at": self.run_at.map(relay::Timestamp::to_rfc3339),
             "max_attempts": self.max_attempts, "unique_key": self.unique_key,
-            "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis)});
+            "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis),
+            "traceparent": self.traceparent});
         if !self.depends_on.is_empty() {
             body["depends_on"] = json!(self.depends_on);
             body["on_dependency_failure"] = json!(self.on_dependency_failure);

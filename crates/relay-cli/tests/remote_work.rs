@@ -210,3 +210,29 @@ fn a_command_longer_than_its_lease_keeps_it() {
         "heartbeats kept the lease: {err}"
     );
 }
+
+/// Over HTTP too, a job's trace context reaches its command as
+/// RELAY_TRACEPARENT and TRACEPARENT.
+#[test]
+fn the_trace_context_reaches_the_command_over_http() {
+    const A: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("remote.db");
+    let (_server, url) = serve(&db, 0);
+    let relay = Relay::open(&db).unwrap();
+    let traced = relay.submit(NewJob::new("q", "k", Vec::new()).traceparent(A)).unwrap();
+    let plain = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let child = runner(
+        &url,
+        &["--exec", r#"printf '%s|%s' "$RELAY_TRACEPARENT" "$TRACEPARENT""#],
+    );
+    wait_for("both jobs to run", || {
+        [traced, plain]
+            .iter()
+            .all(|id| relay.get(*id).unwrap().state() == JobState::Succeeded)
+    });
+    let _ = stop(child);
+    let result = |id: JobId| String::from_utf8(relay.get(id).unwrap().result.unwrap_or_default()).unwrap();
+    assert_eq!(result(traced), format!("{A}|{A}"));
+    assert_eq!(result(plain), "|");
+}

@@ -183,3 +183,73 @@ fn without_a_terminal_each_outcome_is_a_line() {
     );
     assert!(err.contains("stopped: 1 succeeded"), "{err}");
 }
+
+/// A job's trace context reaches its command as RELAY_TRACEPARENT and
+/// TRACEPARENT (`relay submit --traceparent`, or TRACEPARENT in the
+/// submitter's environment); a job without one gets neither, even when the
+/// runner's own environment has a TRACEPARENT.
+#[test]
+fn the_trace_context_reaches_the_command() {
+    const A: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const B: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("trace.db");
+    let submit = |args: &[&str], env: Option<&str>| -> JobId {
+        let mut cmd = Command::new(RELAY);
+        cmd.arg("--db")
+            .arg(&db)
+            .args(["submit", "--queue", "q", "--kind", "k"])
+            .args(args);
+        cmd.env_remove("TRACEPARENT");
+        if let Some(tp) = env {
+            cmd.env("TRACEPARENT", tp);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        JobId(String::from_utf8(out.stdout).unwrap().trim().parse().unwrap())
+    };
+    let flagged = submit(&["--traceparent", A], None);
+    let from_env = submit(&[], Some(B));
+    let plain = submit(&[], None);
+    let bad = Command::new(RELAY)
+        .arg("--db")
+        .arg(&db)
+        .args(["submit", "--queue", "q", "--kind", "k", "--traceparent", "00-nope"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "a malformed trace context is bad usage");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("traceparent"));
+
+    let relay = Relay::open(&db).unwrap();
+    let ids = [flagged, from_env, plain];
+    let mut child = Command::new(RELAY)
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "work",
+            "--queue",
+            "q",
+            "--exec",
+            r#"printf '%s|%s' "$RELAY_TRACEPARENT" "$TRACEPARENT""#,
+        ])
+        .env("TRACEPARENT", "00-11111111111111111111111111111111-2222222222222222-01")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ids.iter().all(|id| relay.get(*id).unwrap().state().is_finished()) {
+        assert!(Instant::now() < deadline, "jobs did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+    let result = |id: JobId| String::from_utf8(relay.get(id).unwrap().result.unwrap_or_default()).unwrap();
+    assert_eq!(result(flagged), format!("{A}|{A}"));
+    assert_eq!(result(from_env), format!("{B}|{B}"));
+    assert_eq!(
+        result(plain),
+        "|",
+        "no trace context, and none inherited from the runner"
+    );
+}

@@ -278,6 +278,10 @@ pub struct Job {
     /// when the job says so (the worker runtime's per-kind timeout
     /// otherwise).
     pub timeout: Option<std::time::Duration>,
+    /// The W3C trace context of whatever submitted the job (a
+    /// `traceparent` header value), handed to each worker that runs it so
+    /// the trace goes on through its execution.
+    pub traceparent: Option<String>,
     pub status: JobStatus,
 }
 

@@ -6,13 +6,14 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
     include_str!("../migrations/0003_queues.sql"),
     include_str!("../migrations/0004_dependencies.sql"),
     include_str!("../migrations/0005_submit_function.sql"),
+    include_str!("../migrations/0006_traceparent.sql"),
 ];
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;

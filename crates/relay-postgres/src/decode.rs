@@ -53,6 +53,7 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         result: col(row, 7, "result", j)?,
         lease_for: duration(row, 17, "lease_for_ms", j)?,
         timeout: duration(row, 18, "timeout_ms", j)?,
+        traceparent: col(row, 20, "traceparent", j)?,
         status: status(row, 8, 19, j)?,
     })
 }

@@ -541,7 +541,17 @@ impl PgStore {
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
         let (n_jobs, n_events) = (n(c.inserts.len()), n(c.events.len()));
         let mut params = jobs.params();
-        params.extend_from_slice(&[&job, &ord, &at, &kind, &data, &n_jobs, &n_events, &notify]);
+        params.extend_from_slice(&[
+            &job,
+            &ord,
+            &at,
+            &kind,
+            &data,
+            &n_jobs,
+            &n_events,
+            &notify,
+            &jobs.traceparent,
+        ]);
         match self.pipe.autocommit(&st, &params) {
             Ok(_) => Ok(()),
             // The server refused it: the statement changed nothing.

@@ -1,7 +1,7 @@
 //! Transactional enqueue from Rust: a job submitted inside a transaction
 //! the caller holds open on a connection of its own (tokio-postgres or
 //! the synchronous `postgres` crate). It goes through `relay_submit(...)`
-//! (migration 0005), as from any other language: the job and its event are
+//! (migrations 0005 and 0006), as from any other language: the job and its event are
 //! written in the caller's transaction and exist if and only if it
 //! commits, and the function's NOTIFY, delivered at that commit, wakes the
 //! waiting lessees of every Relay process.
@@ -22,6 +22,9 @@ pub struct SubmitArgs<'a> {
     pub delay_ms: i64,
     pub max_attempts: i32,
     pub unique_key: Option<&'a str>,
+    pub lease_for_ms: Option<i64>,
+    pub timeout_ms: Option<i64>,
+    pub traceparent: Option<&'a str>,
 }
 
 /// Why [`submit_in`] wrote nothing.
@@ -35,14 +38,33 @@ pub enum WithinError {
     Store(#[from] StoreError),
 }
 
+impl SubmitArgs<'_> {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 10] {
+        [
+            &self.queue,
+            &self.kind,
+            &self.payload,
+            &self.priority,
+            &self.delay_ms,
+            &self.max_attempts,
+            &self.unique_key,
+            &self.lease_for_ms,
+            &self.timeout_ms,
+            &self.traceparent,
+        ]
+    }
+}
+
 fn map(e: tokio_postgres::Error) -> WithinError {
     match e.code() {
         Some(c) if *c == SqlState::INVALID_PARAMETER_VALUE => {
-            let message = e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned());
+            let message = e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned());
             WithinError::Refused(message)
         }
         Some(c) if *c == SqlState::UNDEFINED_FUNCTION => WithinError::Store(StoreError::NotADatabase {
-            reason: "relay_submit(...) is not in this database: open it with Relay (which migrates it to schema 5 or later) first".into(),
+            reason: "relay_submit(...) is not in this database: open it with Relay (which migrates it) first".into(),
         }),
         _ => WithinError::Store(map_err(e)),
     }
@@ -58,21 +80,7 @@ fn map(e: tokio_postgres::Error) -> WithinError {
 /// [`WithinError::Store`] for anything else (a lost connection, a database
 /// without Relay's schema).
 pub async fn submit_in(client: &impl tokio_postgres::GenericClient, a: &SubmitArgs<'_>) -> Result<i64, WithinError> {
-    let row = client
-        .query_one(
-            SUBMIT_IN,
-            &[
-                &a.queue,
-                &a.kind,
-                &a.payload,
-                &a.priority,
-                &a.delay_ms,
-                &a.max_attempts,
-                &a.unique_key,
-            ],
-        )
-        .await
-        .map_err(map)?;
+    let row = client.query_one(SUBMIT_IN, &a.params()).await.map_err(map)?;
     row.try_get(0).map_err(map)
 }
 
@@ -83,19 +91,6 @@ pub async fn submit_in(client: &impl tokio_postgres::GenericClient, a: &SubmitAr
 ///
 /// As [`submit_in`].
 pub fn submit_in_blocking(client: &mut impl postgres::GenericClient, a: &SubmitArgs<'_>) -> Result<i64, WithinError> {
-    let row = client
-        .query_one(
-            SUBMIT_IN,
-            &[
-                &a.queue,
-                &a.kind,
-                &a.payload,
-                &a.priority,
-                &a.delay_ms,
-                &a.max_attempts,
-                &a.unique_key,
-            ],
-        )
-        .map_err(map)?;
+    let row = client.query_one(SUBMIT_IN, &a.params()).map_err(map)?;
     row.try_get(0).map_err(map)
 }

@@ -211,6 +211,8 @@ pub(crate) struct InsertCols<'a> {
     lease_for: Vec<Option<i64>>,
     timeout: Vec<Option<i64>>,
     waiting_on: Vec<i64>,
+    /// Sent after the statement's count (`$22`; `$29` of apply_submit.sql).
+    pub(crate) traceparent: Vec<Option<&'a str>>,
 }
 
 impl<'a> InsertCols<'a> {
@@ -251,6 +253,7 @@ impl<'a> InsertCols<'a> {
                 .map(|j| j.timeout.map(relay_core::time::duration_millis))
                 .collect(),
             waiting_on: ins.iter().map(|j| i(j.status.waiting_on)).collect(),
+            traceparent: ins.iter().map(|j| j.traceparent).collect(),
         }
     }
 
@@ -431,6 +434,7 @@ impl<'a> Writes<'a> {
         if *inserts > 0 {
             let mut p = self.inserts.params();
             p.push(inserts);
+            p.push(&self.inserts.traceparent);
             reqs.push(Req::Write(&self.insert_st, p));
         }
         if *deps > 0 {

@@ -145,10 +145,28 @@ struct SubmitBody {
     /// or CANCELLED.
     #[serde(default)]
     on_dependency_failure: Option<relay::DependencyFailure>,
+    /// The W3C trace context the job continues; else the request's
+    /// `traceparent` header, when it holds a valid one.
+    #[serde(default)]
+    traceparent: Option<String>,
+}
+
+/// The request's `traceparent` header, when it holds a valid W3C trace
+/// context. An invalid one is passed over, as the W3C recommendation asks
+/// of a receiver (the trace starts afresh); the body's field is checked.
+fn header_traceparent(headers: &axum::http::HeaderMap) -> Option<String> {
+    let v = headers.get("traceparent")?.to_str().ok()?.trim();
+    match relay::Limits::default().traceparent(v) {
+        Ok(()) => Some(v.to_owned()),
+        Err(e) => {
+            tracing::debug!(error = %e, "ignoring an invalid traceparent header");
+            None
+        }
+    }
 }
 
 impl SubmitBody {
-    fn into_job(self) -> Result<NewJob, ApiError> {
+    fn into_job(self, header: Option<&str>) -> Result<NewJob, ApiError> {
         // Given both, even as null, is refused: the document says "not both".
         let payload = match (self.payload, self.payload_base64) {
             (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
@@ -187,14 +205,18 @@ impl SubmitBody {
         if let Some(f) = self.on_dependency_failure {
             job = job.on_dependency_failure(f);
         }
+        if let Some(t) = self.traceparent.as_deref().or(header) {
+            job = job.traceparent(t);
+        }
         Ok(job)
     }
 }
 
 /// 201 with the new job's id; 200 with `"existing": true` when an
 /// unfinished job already holds the unique key (nothing was written).
-async fn submit(State(s): S, ApiJson(body): ApiJson<SubmitBody>) -> ApiResult {
-    let done = s.relay.submit_outcome(body.into_job()?).await?;
+async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<SubmitBody>) -> ApiResult {
+    let header = header_traceparent(&headers);
+    let done = s.relay.submit_outcome(body.into_job(header.as_deref())?).await?;
     Ok(if done.existing {
         (StatusCode::OK, Json(json!({"id": done.id, "existing": true}))).into_response()
     } else {
@@ -208,14 +230,15 @@ struct BatchBody {
     jobs: Vec<SubmitBody>,
 }
 
-async fn submit_batch(State(s): S, ApiJson(body): ApiJson<BatchBody>) -> ApiResult {
+async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<BatchBody>) -> ApiResult {
     if body.jobs.is_empty() || body.jobs.len() > 10_000 {
         return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
     }
+    let header = header_traceparent(&headers);
     let jobs = body
         .jobs
         .into_iter()
-        .map(SubmitBody::into_job)
+        .map(|j| j.into_job(header.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let ids = s.relay.submit_batch(jobs).await?;
     Ok((StatusCode::CREATED, Json(json!({"ids": ids}))).into_response())
@@ -598,7 +621,7 @@ async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJs
     }
     let b: ScheduleBody = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
-    let job = b.job.into_job()?;
+    let job = b.job.into_job(None)?;
     let new = match (b.cron, b.every_ms) {
         (Some(expr), None) => {
             let mut n = relay::NewSchedule::cron(name, expr, job);

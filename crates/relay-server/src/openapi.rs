@@ -12,6 +12,12 @@ fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
+/// The W3C `traceparent` header a submit may carry.
+fn traceparent_header() -> Value {
+    json!({"name": "traceparent", "in": "header", "required": false, "schema": {"type": "string"},
+        "description": "The W3C trace context of the caller: stored with each job that gives none in its body (an invalid value is passed over, as the W3C recommendation asks)."})
+}
+
 fn body(schema: Value) -> Value {
     json!({"required": true, "content": {"application/json": {"schema": schema}}})
 }
@@ -141,7 +147,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {
-                "post": {"operationId": "submit", "requestBody": body(r("NewJob")),
+                "post": {"operationId": "submit", "requestBody": body(r("NewJob")), "parameters": [traceparent_header()],
                     "responses": with_existing(responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"]))},
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
@@ -149,7 +155,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     {"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}},
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
                     "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("Job")}}}), &["400"])}},
-            "/v1/jobs/batch": {"post": {"operationId": "submitBatch",
+            "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header()],
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
                     "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
                 "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "404", "413"])}},
@@ -288,7 +294,7 @@ fn schemas() -> Value {
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
-        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms or depends_on.", json!({})),
+        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms, depends_on or traceparent.", json!({})),
         "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
             "properties": {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
@@ -309,7 +315,9 @@ fn schemas() -> Value {
                 "description": "Ids of jobs this one waits for (WAITING): READY once all of them have SUCCEEDED. Each must exist (404 dependency_not_found otherwise).",
                 "items": {"type": "integer", "minimum": 1, "maximum": i64::MAX}},
             "on_dependency_failure": {"type": "string", "enum": ["cancel", "run", null], "nullable": true,
-                "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."}})),
+                "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."},
+            "traceparent": {"type": "string", "nullable": true, "pattern": "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$", "maxLength": 256,
+                "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
                 "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
@@ -317,6 +325,7 @@ fn schemas() -> Value {
                 "ready_at": time, "created_at": time, "finished_at": time_or_null, "unique_key": text_or_null,
                 "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
                 "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
+                "traceparent": text_or_null,
                 "waiting_on": {"type": "integer", "description": "How many of the jobs it depends on have not finished (above 0 exactly while WAITING)."},
                 "payload": payload.clone(), "payload_base64": {"type": "string"}, "result": payload.clone(), "result_base64": {"type": "string"}}},
         "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
@@ -324,6 +333,7 @@ fn schemas() -> Value {
                 "id": {"type": "integer"}, "token": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"},
                 "priority": {"type": "integer"}, "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"},
                 "lease_expires_at": time, "lease_for_ms": {"type": "integer"}, "timeout_ms": {"type": "integer", "nullable": true},
+                "traceparent": text_or_null,
                 "payload": payload.clone(), "payload_base64": {"type": "string"}}},
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},

@@ -560,6 +560,86 @@ fn a_jobs_own_lease_length_and_timeout_over_http() {
     }
 }
 
+/// A job's W3C trace context: from the body's `traceparent`, else from the
+/// request's `traceparent` header (each job of a batch that gives none);
+/// returned by get and lease. A malformed field is refused (400, nothing
+/// written); a malformed header is passed over, as the W3C recommendation
+/// asks of a receiver.
+#[test]
+fn trace_context_from_the_body_or_the_header() {
+    const A: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const B: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let s = TestServer::plain();
+    let post = |path: &str, header: Option<&str>, body: Value| -> (u16, Value) {
+        let mut req = TestServer::agent().post(format!("{}{path}", s.base));
+        if let Some(h) = header {
+            req = req.header("traceparent", h);
+        }
+        let mut res = req.send_json(&body).unwrap();
+        let status = res.status().as_u16();
+        (
+            status,
+            serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap(),
+        )
+    };
+    let trace_of = |id: i64| s.call("GET", &format!("/v1/jobs/{id}"), None).1["traceparent"].clone();
+    let (st, v) = post("/v1/jobs", Some(A), json!({"queue": "q", "kind": "k"}));
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(trace_of(v["id"].as_i64().unwrap()), json!(A), "from the header");
+    let (_, v) = post(
+        "/v1/jobs",
+        Some(A),
+        json!({"queue": "q", "kind": "k", "traceparent": B}),
+    );
+    assert_eq!(trace_of(v["id"].as_i64().unwrap()), json!(B), "the body's wins");
+    let (_, v) = post("/v1/jobs", Some("00-garbage"), json!({"queue": "q", "kind": "k"}));
+    assert_eq!(
+        trace_of(v["id"].as_i64().unwrap()),
+        Value::Null,
+        "a bad header is passed over"
+    );
+    let (st, v) = post(
+        "/v1/jobs/batch",
+        Some(B),
+        json!({"jobs": [{"queue": "q", "kind": "k"}, {"queue": "q", "kind": "k", "traceparent": A}]}),
+    );
+    assert_eq!(st, 201, "{v}");
+    let ids: Vec<i64> = v["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_i64().unwrap())
+        .collect();
+    assert_eq!((trace_of(ids[0]), trace_of(ids[1])), (json!(B), json!(A)));
+
+    let (st, v) = post(
+        "/v1/jobs",
+        None,
+        json!({"queue": "q", "kind": "k", "traceparent": "00-bad"}),
+    );
+    assert_eq!((st, code(&v)), (400, "invalid_input"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("traceparent"),
+        "{v}"
+    );
+
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "max": 10})));
+    let traces: Vec<&Value> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| &j["traceparent"])
+        .collect();
+    assert_eq!(
+        traces,
+        [&json!(A), &json!(B), &Value::Null, &json!(B), &json!(A)],
+        "{v}"
+    );
+}
+
 /// Payloads and results come back in the form they were given: a JSON
 /// value as that value (an object stays an object, a string that holds
 /// JSON text stays a string), bytes as base64, nothing as null; and what a

@@ -127,6 +127,7 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
         result: c.opt_blob(7, "result")?,
         lease_for: c.opt_duration(17, "lease_for_ms")?,
         timeout: c.opt_duration(18, "timeout_ms")?,
+        traceparent: c.opt_text(20, "traceparent")?,
         status: c.status(8, 19)?,
     })
 }

@@ -134,6 +134,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 j.lease_for.map(relay_core::time::duration_millis),
                 j.timeout.map(relay_core::time::duration_millis),
                 s.waiting_on,
+                j.traceparent,
             ],
         )
         .map(drop)

@@ -42,6 +42,7 @@ pub struct JobInsert<'a> {
     pub result: Option<&'a [u8]>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
+    pub traceparent: Option<&'a str>,
 }
 
 /// An existing job's new status. The guard (`expect_state`,

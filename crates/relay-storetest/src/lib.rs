@@ -133,6 +133,7 @@ macro_rules! conformance {
         $crate::conformance!(@cases $new_db;
             lifecycle::submit_lease_ack,
             lifecycle::events_and_user_events,
+            lifecycle::traceparent_is_kept_and_handed_out,
             lifecycle::unique_key_dedupes_until_finished,
             lifecycle::cancel_retry_delete,
             lifecycle::release_gives_job_back,

@@ -73,6 +73,55 @@ pub fn submit_lease_ack(new_db: &NewDb) {
     ));
 }
 
+/// A job's trace context goes in with the submit and comes back from get,
+/// list and lease, and across a reopen; a malformed one is refused.
+pub fn traceparent_is_kept_and_handed_out(new_db: &NewDb) {
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (relay, _clock, db) = open_clocked(new_db);
+    let traced = relay.submit(NewJob::new("t", "k", Vec::new()).traceparent(TP)).unwrap();
+    let plain = relay.submit(NewJob::new("t", "k", Vec::new())).unwrap();
+    assert_eq!(relay.get(traced).unwrap().traceparent.as_deref(), Some(TP));
+    assert_eq!(relay.get(plain).unwrap().traceparent, None);
+    let listed = relay
+        .list(&JobFilter {
+            queue: Some("t".into()),
+            limit: 10,
+            ..JobFilter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        listed.iter().filter(|j| j.traceparent.as_deref() == Some(TP)).count(),
+        1
+    );
+    for bad in [
+        "",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+    ] {
+        let e = relay
+            .submit(NewJob::new("t", "k", Vec::new()).traceparent(bad))
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput(i) if i.field == "traceparent"),
+            "{bad:?}: {e}"
+        );
+    }
+    // A later version may carry more fields.
+    relay
+        .submit(NewJob::new("t", "k", Vec::new()).traceparent(format!("01{}-more", &TP[2..])))
+        .unwrap();
+    drop(relay);
+    let relay = db.open(relay::Options::default()).unwrap();
+    let leased = relay.lease(LeaseRequest::new(["t"]).max(3)).unwrap();
+    assert_eq!(leased[0].id, traced);
+    assert_eq!(leased[0].traceparent.as_deref(), Some(TP));
+    assert_eq!(leased[1].traceparent, None);
+}
+
 pub fn events_and_user_events(new_db: &NewDb) {
     let (relay, _clock, _db) = open_clocked(new_db);
     let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();

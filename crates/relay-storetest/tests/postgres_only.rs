@@ -619,13 +619,15 @@ fn relay_submit_enqueues_inside_the_callers_transaction() {
 
 /// Transactional enqueue from Rust on PostgreSQL: `AsyncRelay::submit_in_pg`
 /// with a tokio-postgres transaction and `Relay::submit_in_pg` with the
-/// synchronous driver's. Rolled back: no job. Committed: the job, leased
-/// by a waiting lessee woken at the commit. What `relay_submit` cannot
-/// carry yet (dependencies, a job's own lease length) is refused with a
-/// typed error before anything reaches the caller's transaction.
+/// synchronous driver's. Rolled back: no job. Committed: the job (with its
+/// own lease length, timeout and trace context), leased by a waiting lessee
+/// woken at the commit. What `relay_submit` cannot carry yet (dependencies)
+/// and bad input are refused with a typed error before anything reaches
+/// the caller's transaction.
 #[test]
 fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     use relay::tokio_postgres;
+    const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let url = PgServer::shared().new_database();
     let db = PgDb::fresh_at(url.clone());
     let relay = db
@@ -670,7 +672,11 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
         let id = a
             .submit_in_pg(
                 &tx,
-                NewJob::new("emails", "confirm", br#"{"order":2}"#.to_vec()).priority(3),
+                NewJob::new("emails", "confirm", br#"{"order":2}"#.to_vec())
+                    .priority(3)
+                    .lease_for(Duration::from_secs(7))
+                    .timeout(Duration::from_secs(5))
+                    .traceparent(TRACE),
             )
             .await
             .unwrap();
@@ -684,6 +690,9 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     assert_eq!(leased.len(), 1, "rolled back: no job; committed: one");
     assert_eq!((leased[0].id, leased[0].priority.get()), (id, 3));
     assert_eq!(leased[0].payload, br#"{"order":2}"#);
+    assert_eq!(leased[0].lease_for, Duration::from_secs(7));
+    assert_eq!(leased[0].timeout, Some(Duration::from_secs(5)));
+    assert_eq!(leased[0].traceparent.as_deref(), Some(TRACE));
     assert!(
         waited < Duration::from_secs(10),
         "woken by the commit's NOTIFY: {waited:?}"
@@ -708,10 +717,8 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     tx.execute("INSERT INTO orders VALUES (4)", &[]).unwrap();
     for (job, field) in [
         (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
-        (
-            NewJob::new("q", "k", Vec::new()).lease_for(Duration::from_secs(5)),
-            "lease_for",
-        ),
+        (NewJob::new("q", "k", Vec::new()).lease_for(Duration::ZERO), "lease_for"),
+        (NewJob::new("q", "k", Vec::new()).traceparent("00-bad"), "traceparent"),
         (NewJob::new("bad queue!", "k", Vec::new()), "queue"),
     ] {
         let e = relay.submit_in_pg(&mut tx, job).unwrap_err();

@@ -48,6 +48,7 @@ mod ops;
 mod options;
 mod relay;
 mod request;
+mod trace;
 pub mod view;
 pub mod worker;
 

@@ -58,6 +58,7 @@ fn insert(
         result: None,
         lease_for: j.lease_for,
         timeout: j.timeout,
+        traceparent: j.traceparent.clone(),
         status: status.clone(),
     })?;
     plan.event(id, "submitted", data.to_string(), false)?;
@@ -391,6 +392,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         timeout: None,
         depends_on: Vec::new(),
         on_dependency_failure: DependencyFailure::Cancel,
+        traceparent: None,
     };
     insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
     s.last_at = Some(s.next_at);

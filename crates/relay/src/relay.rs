@@ -234,8 +234,8 @@ impl Relay {
     /// # Errors
     ///
     /// [`Error::InvalidInput`] for a job that breaks a limit, for a job
-    /// with `depends_on`, `lease_for` or `timeout` (submit those with
-    /// [`Relay::submit`] after your commit), and (field `transaction`) when
+    /// with `depends_on` (submit it with [`Relay::submit`] after your
+    /// commit), and (field `transaction`) when
     /// this Relay is on an SQLite file. Nothing is written then, and `tx`
     /// is untouched. [`Error::Storage`] for a lost connection or a
     /// database without Relay's schema; as after any error PostgreSQL has
@@ -792,18 +792,9 @@ impl Engine {
         }
         let now = self.options.clock.now();
         let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
-        let unsupported = if !job.depends_on.is_empty() {
-            Some("depends_on")
-        } else if job.lease_for.is_some() {
-            Some("lease_for")
-        } else if job.timeout.is_some() {
-            Some("timeout")
-        } else {
-            None
-        };
-        if let Some(field) = unsupported {
+        if !job.depends_on.is_empty() {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                field,
+                "depends_on",
                 "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
             )));
         }
@@ -822,6 +813,9 @@ fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_postgres::Sub
         delay_ms,
         max_attempts: i32::try_from(job.max_attempts).unwrap_or(i32::MAX),
         unique_key: job.unique_key.as_deref(),
+        lease_for_ms: job.lease_for.map(relay_core::time::duration_millis),
+        timeout_ms: job.timeout.map(relay_core::time::duration_millis),
+        traceparent: job.traceparent.as_deref(),
     }
 }
 

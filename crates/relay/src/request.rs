@@ -31,6 +31,7 @@ pub struct NewJob {
     timeout: Option<Duration>,
     depends_on: Vec<JobId>,
     on_dependency_failure: DependencyFailure,
+    traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +55,7 @@ impl NewJob {
             timeout: None,
             depends_on: Vec::new(),
             on_dependency_failure: DependencyFailure::Cancel,
+            traceparent: None,
         }
     }
 
@@ -140,6 +142,19 @@ impl NewJob {
         self
     }
 
+    /// The W3C trace context this job continues (a `traceparent` header
+    /// value, e.g. the one of the request that submitted it). It is stored
+    /// with the job and handed to every worker that runs it
+    /// ([`LeasedJob::traceparent`], `JobContext::traceparent`,
+    /// `RELAY_TRACEPARENT` for `relay work --exec`). With the
+    /// `opentelemetry` feature, a job submitted without one takes the
+    /// current `tracing` span's context.
+    #[must_use]
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
     pub(crate) fn validate(
         self,
         limits: &Limits,
@@ -164,6 +179,9 @@ impl NewJob {
         if let Some(k) = &self.unique_key {
             limits.unique_key(k)?;
         }
+        if let Some(t) = &self.traceparent {
+            limits.traceparent(t)?;
+        }
         let ready_at = match self.when {
             When::Now => now,
             When::After(d) => now.plus(d),
@@ -182,6 +200,7 @@ impl NewJob {
             unique_key: self.unique_key,
             lease_for: self.lease_for,
             timeout: self.timeout,
+            traceparent: self.traceparent.or_else(crate::trace::current),
         })
     }
 }
@@ -200,6 +219,7 @@ pub(crate) struct ValidJob {
     /// Sorted, each once.
     pub depends_on: Vec<JobId>,
     pub on_dependency_failure: DependencyFailure,
+    pub traceparent: Option<String>,
 }
 
 /// What a submit did: the job's id, and whether it was an unfinished job
@@ -337,6 +357,9 @@ pub struct LeasedJob {
     pub lease_for: Duration,
     /// The job's own timeout (see [`NewJob::timeout`]), if it has one.
     pub timeout: Option<Duration>,
+    /// The trace context the job was submitted in (see
+    /// [`NewJob::traceparent`]), if any.
+    pub traceparent: Option<String>,
 }
 
 impl LeasedJob {
@@ -358,6 +381,7 @@ impl LeasedJob {
             created_at: job.created_at,
             lease_for,
             timeout: job.timeout,
+            traceparent: job.traceparent,
         }
     }
 }
@@ -536,6 +560,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "depends_on",
                 "a schedule's job cannot depend on other jobs (each tick's job runs at its tick)",
+            ));
+        }
+        if self.job.traceparent.is_some() {
+            return Err(InvalidInput::new(
+                "traceparent",
+                "a schedule's job takes no trace context: each tick's job starts a trace of its own",
             ));
         }
         if !matches!(self.job.when, When::Now) {

@@ -66,6 +66,7 @@ pub fn job(j: &Job) -> Value {
     obj.insert("last_error".into(), json!(s.last_error));
     obj.insert("lease_for_ms".into(), json!(j.lease_for.map(ms)));
     obj.insert("timeout_ms".into(), json!(j.timeout.map(ms)));
+    obj.insert("traceparent".into(), json!(j.traceparent));
     obj.insert("waiting_on".into(), json!(s.waiting_on));
     put_bytes(&mut obj, "payload", Some(&j.payload));
     put_bytes(&mut obj, "result", j.result.as_deref());
@@ -84,6 +85,7 @@ pub fn leased(l: &LeasedJob) -> Value {
     obj.insert("lease_expires_at".into(), json!(time(l.expires_at)));
     obj.insert("lease_for_ms".into(), json!(ms(l.lease_for)));
     obj.insert("timeout_ms".into(), json!(l.timeout.map(ms)));
+    obj.insert("traceparent".into(), json!(l.traceparent));
     put_bytes(&mut obj, "payload", Some(&l.payload));
     Value::Object(obj)
 }
@@ -174,6 +176,7 @@ mod tests {
             result: Some(vec![0xff, 0x00]),
             lease_for: None,
             timeout: Some(std::time::Duration::from_secs(90)),
+            traceparent: None,
             status,
         };
         let v = job(&j);

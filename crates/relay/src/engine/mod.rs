@@ -38,6 +38,19 @@ impl<T: Send + 'static> Pending<T> {
     }
 }
 
+/// The span of one call, from its send to its answer (ARCHITECTURE.md,
+/// "Tracing"): `relay.submit`, `relay.lease`, `relay.update` (an ack, nack,
+/// extend, release, cancel...) or `relay.call`. Debug level: free unless a
+/// subscriber asks for it.
+fn call_span(hint: &Hint) -> tracing::Span {
+    match hint {
+        Hint::Submit { jobs, .. } => tracing::debug_span!("relay.submit", jobs = *jobs),
+        Hint::Claim { queues, max } => tracing::debug_span!("relay.lease", queues = ?queues, max = *max),
+        Hint::Jobs(ids) => tracing::debug_span!("relay.update", jobs = ?ids),
+        Hint::None => tracing::debug_span!("relay.call"),
+    }
+}
+
 /// What every handle to one open Relay shares.
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
@@ -191,6 +204,7 @@ impl Engine {
     /// operation itself (with anything that arrives meanwhile): no wake-up
     /// of the writer thread, none back. Measured at 1x1: see BENCHMARKS.md.
     pub(crate) fn run<T>(&self, p: Pending<T>) -> Result<T> {
+        let _span = call_span(p.op.hint()).entered();
         let tx = self.sender()?;
         let _busy = InFlight::enter(&self.in_flight);
         // Only when this is the one operation in flight: under concurrency
@@ -223,9 +237,15 @@ impl Engine {
     }
 
     pub(crate) async fn run_async<T>(&self, p: Pending<T>) -> Result<T> {
-        let _busy = InFlight::enter(&self.in_flight);
-        self.sender()?.send_async(p.op).await.map_err(|_| Error::Closed)?;
-        p.rx.recv_async().await.map_err(|_| Error::Closed)?
+        use tracing::Instrument;
+        let span = call_span(p.op.hint());
+        async {
+            let _busy = InFlight::enter(&self.in_flight);
+            self.sender()?.send_async(p.op).await.map_err(|_| Error::Closed)?;
+            p.rx.recv_async().await.map_err(|_| Error::Closed)?
+        }
+        .instrument(span)
+        .await
     }
 }
 

@@ -735,6 +735,7 @@ impl<'s> Plan<'s> {
                         result: e.result.as_deref(),
                         lease_for: row.lease_for,
                         timeout: row.timeout,
+                        traceparent: row.traceparent.as_deref(),
                     });
                 }
                 (Some((state, token)), false) => {

@@ -248,6 +248,7 @@ impl Deliver {
         if let Some(e) = self.durability.failure() {
             return Err(Error::MaybeApplied(e));
         }
+        let _span = tracing::debug_span!("relay.fsync", seq).entered();
         match syncer.sync() {
             Ok(()) => {
                 if let Some(e) = self.durability.failure() {
@@ -463,6 +464,7 @@ impl Writer {
     }
 
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
+        let _span = tracing::debug_span!("relay.commit", ops = batch.len()).entered();
         if let Some(e) = self.deliver.durability.failure() {
             // A sync failed: writing on could make later answers durable
             // while an earlier commit is lost. Refuse everything.

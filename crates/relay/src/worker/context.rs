@@ -141,6 +141,15 @@ impl JobContext {
         self.job.attempt
     }
 
+    /// The W3C trace context the job was submitted in
+    /// ([`crate::NewJob::traceparent`]), for handlers that carry the trace
+    /// on by hand (outgoing requests, their own telemetry). With the
+    /// `opentelemetry` feature the handler already runs in a span
+    /// (`relay.job`) that continues it.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.job.traceparent.as_deref()
+    }
+
     /// Appends an event (progress, a log line) to the job's event log.
     /// Blocks until it is committed; from async code use `event_async`.
     pub fn event(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {

@@ -447,17 +447,33 @@ async fn run_handler(
     timeout: Option<Duration>,
     permit: OwnedSemaphorePermit,
 ) -> JobResult {
+    use tracing::Instrument;
+    // The job's span: a child of the trace it was submitted in (see trace.rs).
+    let job = ctx.job();
+    let span = tracing::info_span!(
+        "relay.job",
+        job.id = job.id.0,
+        job.kind = %job.kind,
+        job.queue = %job.queue,
+        job.attempt = job.attempt
+    );
+    if let Some(tp) = &job.traceparent {
+        crate::trace::set_parent(&span, tp);
+    }
     let mut task = match handler {
         Handler::Sync(f) => tokio::task::spawn_blocking(move || {
             let _slot = permit;
-            f(&ctx)
+            span.in_scope(|| f(&ctx))
         }),
         Handler::Async(f) => {
-            let fut = f(ctx);
-            tokio::spawn(async move {
-                let _slot = permit;
-                fut.await
-            })
+            let fut = span.in_scope(|| f(ctx));
+            tokio::spawn(
+                async move {
+                    let _slot = permit;
+                    fut.await
+                }
+                .instrument(span),
+            )
         }
     };
     let joined = match timeout {
