@@ -51,6 +51,9 @@ pub struct Settings {
     /// durable as with `synchronous=FULL`. `false`: `synchronous=FULL`, each
     /// `COMMIT` waits for its own fsync.
     pub split_commit: bool,
+    /// How often the backend's watch looks whether another connection
+    /// committed new jobs (see `watch.rs`).
+    pub watch_interval: Duration,
 }
 
 impl Default for Settings {
@@ -59,6 +62,7 @@ impl Default for Settings {
             busy_timeout: Duration::from_secs(10),
             max_page_count: None,
             split_commit: true,
+            watch_interval: Duration::from_millis(10),
         }
     }
 }

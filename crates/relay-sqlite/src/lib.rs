@@ -29,6 +29,7 @@ mod quarantine;
 mod reader;
 mod sql;
 mod sync;
+mod watch;
 mod writer;
 
 pub use connection::{Settings, Target, SCHEMA_VERSION};
@@ -73,7 +74,7 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
         on_disk: false,
         next_id: None,
         nested: true,
-        seen: writer::Seen::default(),
+        own_last_id: None,
     })
 }
 
@@ -82,6 +83,8 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
 pub struct SqliteBackend {
     target: Target,
     settings: Settings,
+    /// The last job id this process's writers committed (see `watch.rs`).
+    own_last_id: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl SqliteBackend {
@@ -90,6 +93,7 @@ impl SqliteBackend {
         Self {
             target: Target::File(path.into()),
             settings: Settings::default(),
+            own_last_id: Arc::default(),
         }
     }
 
@@ -101,6 +105,7 @@ impl SqliteBackend {
         Self {
             target: Target::Memory(name),
             settings: Settings::default(),
+            own_last_id: Arc::default(),
         }
     }
 
@@ -132,7 +137,7 @@ impl Backend for SqliteBackend {
             on_disk: matches!(self.target, Target::File(_)),
             next_id: None,
             nested: false,
-            seen: writer::Seen::default(),
+            own_last_id: Some(Arc::clone(&self.own_last_id)),
         }))
     }
 
@@ -143,6 +148,19 @@ impl Backend for SqliteBackend {
 
     fn describe(&self) -> String {
         self.target.describe()
+    }
+
+    /// A connection and thread of its own that wake this process's waiting
+    /// lessees when another connection commits new jobs (see `watch.rs`).
+    /// None for a database in memory: nothing else writes it.
+    fn watch_ready(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<Option<relay_store::WatchGuard>, StoreError> {
+        match &self.target {
+            Target::File(_) => {
+                let conn = connection::open(&self.target, &self.settings, false)?;
+                watch::start(conn, self.settings.watch_interval, Arc::clone(&self.own_last_id), wake).map(Some)
+            }
+            Target::Memory(_) => Ok(None),
+        }
     }
 
     fn file(&self) -> Option<&std::path::Path> {

@@ -15,8 +15,11 @@ pub(crate) struct SqliteStore<C = Connection> {
     /// Inside a caller's transaction: `begin`/`commit`/`rollback` are a
     /// savepoint in it, never its own transaction.
     pub(crate) nested: bool,
-    /// What [`Store::jobs_added_elsewhere`] saw last.
-    pub(crate) seen: Seen,
+    /// The last job id this process's writers committed, shared with the
+    /// backend's watch (see `watch.rs`), so that their own jobs are not
+    /// taken for another connection's. `None` inside a caller's
+    /// transaction (its commit is not this process's to count).
+    pub(crate) own_last_id: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
     /// A file (not the in-memory test database).
     pub(crate) on_disk: bool,
     /// Set when commits run with `synchronous=NORMAL` (a split commit).
@@ -141,43 +144,6 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
     }
 }
 
-/// What the writer's watch for other connections' jobs saw last.
-#[derive(Debug, Default)]
-pub(crate) struct Seen {
-    /// `PRAGMA data_version` of the writer's connection: it changes when
-    /// another connection commits to the file, never for this one's own.
-    data_version: Option<i64>,
-    /// The last job id this connection knows of.
-    last_id: i64,
-}
-
-impl<C: Borrow<Connection>> SqliteStore<C> {
-    /// True when another connection (another process, or a caller's own
-    /// transaction, [`crate::within`]) committed a new job since the last
-    /// look. Two reads, each a few microseconds: the data version, and
-    /// the last id only when that moved.
-    fn added_elsewhere(&mut self) -> Result<bool, StoreError> {
-        let version: i64 = self
-            .conn()
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .map_err(map_err)?;
-        let before = self.seen.data_version.replace(version);
-        if before == Some(version) {
-            return Ok(false);
-        }
-        let last: i64 = self
-            .conn()
-            .prepare_cached(&crate::sql::JOB_IDS)
-            .and_then(|mut st| st.query_row([], |r| r.get(0)))
-            .map_err(map_err)?;
-        // The first look only learns where things stand.
-        let added = before.is_some() && last > self.seen.last_id;
-        self.seen.last_id = self.seen.last_id.max(last);
-        Ok(added)
-    }
-}
-
 /// A guarded write found its row changed: impossible under the write lock
 /// unless something else wrote the file.
 fn unmatched(id: JobId) -> StoreError {
@@ -205,9 +171,8 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     fn commit(&mut self) -> Result<(), StoreError> {
         let sql = if self.nested { "RELEASE relay_within" } else { "COMMIT" };
         self.exec(sql, [])?;
-        if let Some(next) = self.next_id {
-            // This writer's own jobs are not news to its watch.
-            self.seen.last_id = self.seen.last_id.max(next - 1);
+        if let (Some(next), Some(own)) = (self.next_id, &self.own_last_id) {
+            own.fetch_max(next - 1, std::sync::atomic::Ordering::Relaxed);
         }
         Ok(())
     }
@@ -225,10 +190,6 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 .map(drop);
         }
         self.exec("ROLLBACK", []).map(drop)
-    }
-
-    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
-        Some(self.added_elsewhere())
     }
 
     fn failed_commit_is_final(&self) -> bool {

@@ -305,15 +305,6 @@ pub trait Store {
     fn locks_candidates(&self) -> bool {
         false
     }
-    /// Whether another connection committed new jobs since the last call,
-    /// for stores that have no way to be told (SQLite: `PRAGMA
-    /// data_version`, then the last id). The engine asks when its writer
-    /// is idle, every `Options::watch_interval`, and wakes waiting lessees
-    /// on `true`. `None` (the default): the store wakes them itself
-    /// ([`Backend::watch_ready`]), or nothing else writes.
-    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
-        None
-    }
     /// `n` ids for new jobs, never used by a committed job. An id reserved
     /// by a batch that did not commit is never shown to anyone (its callers
     /// got an error) and may be reserved again (SQLite) or skipped

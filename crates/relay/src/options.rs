@@ -32,11 +32,11 @@ pub struct Options {
     /// same process wake it at once; this bounds how late it sees jobs
     /// submitted by other processes on the same file.
     pub poll_interval: Duration,
-    /// SQLite files: how often the idle writer looks whether another
-    /// connection committed new jobs (another process, or a caller's own
-    /// transaction with `Relay::submit_in`), and wakes waiting lessees if
-    /// so. Two reads of a few microseconds (`PRAGMA data_version`, then
-    /// the last id only when that moved). PostgreSQL is told instead
+    /// SQLite files: how often a thread of this Relay looks whether
+    /// another connection committed new jobs (another process, or a
+    /// caller's own transaction with `Relay::submit_in`), and wakes waiting
+    /// lessees if so. A read of a few microseconds on a connection of its
+    /// own (`PRAGMA data_version`, then the last id only when that moved). PostgreSQL is told instead
     /// (LISTEN/NOTIFY). Other changes by other processes (a job released,
     /// retried or unblocked there) are seen within `poll_interval`.
     pub watch_interval: Duration,

@@ -75,6 +75,7 @@ impl Relay {
         let backend = SqliteBackend::file(path.as_ref()).with_settings(Settings {
             busy_timeout: options.busy_timeout,
             split_commit: options.split_commit,
+            watch_interval: options.watch_interval,
             ..Settings::default()
         });
         Self::with_backend(Arc::new(backend), options)

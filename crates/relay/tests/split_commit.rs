@@ -180,9 +180,6 @@ impl Store for GatedStore {
     fn locks_candidates(&self) -> bool {
         self.inner.locks_candidates()
     }
-    fn jobs_added_elsewhere(&mut self) -> Option<Result<bool, StoreError>> {
-        self.inner.jobs_added_elsewhere()
-    }
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         self.inner.job_ready(queue, now, limit)
     }

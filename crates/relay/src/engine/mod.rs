@@ -130,23 +130,22 @@ impl Engine {
         // PostgreSQL driver runs a runtime of its own and must stay on the
         // writer thread).
         let caller_commits = deliver.syncer.is_some();
+        let reap_interval = options.reap_interval;
         let mut extra = Vec::new();
         for i in 1..backend.writers().max(1) {
             // More writers on the same queue (see `Backend::writers`).
             let w = writer.sibling(backend.open_writer().map_err(Error::open)?);
             let w = Arc::new(Mutex::new(w));
             let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&w), rx_for_thread.clone(), deliver.clone());
-            let thread_options = options.clone();
             let handle = spawn(&format!("relay-writer-{}", i + 1), move || {
-                writer::run(&thread_writer, &thread_rx, &thread_deliver, &thread_options)
+                writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
             })?;
             extra.push((w, handle));
         }
         let writer = Arc::new(Mutex::new(writer));
         let (thread_writer, thread_rx, thread_deliver) = (Arc::clone(&writer), rx_for_thread, deliver.clone());
-        let thread_options = options.clone();
         let handle = spawn("relay-writer", move || {
-            writer::run(&thread_writer, &thread_rx, &thread_deliver, &thread_options)
+            writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
         })?;
         let readers = Readers::new(Arc::clone(&backend), Arc::clone(&deliver.durability));
         let wake_signal = Arc::clone(&signal);

@@ -316,35 +316,18 @@ pub(crate) fn run(
     writer: &std::sync::Mutex<Writer>,
     rx: &flume::Receiver<Box<dyn Operation>>,
     d: &Deliver,
-    options: &Options,
+    reap_interval: std::time::Duration,
 ) {
-    let lock = || writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    // Stores that cannot be told of other connections' jobs are asked
-    // while the writer is idle (see `Store::jobs_added_elsewhere`).
-    let watches = lock().watch().is_some();
-    let tick = if watches {
-        options.watch_interval.min(options.reap_interval)
-    } else {
-        options.reap_interval
-    };
-    let mut idle_since = std::time::Instant::now();
     loop {
-        let first = match rx.recv_timeout(tick) {
+        let first = match rx.recv_timeout(reap_interval) {
             Ok(op) => Some(op),
             Err(flume::RecvTimeoutError::Timeout) => None,
             Err(flume::RecvTimeoutError::Disconnected) => break,
         };
-        if first.is_none() {
-            if watches && lock().watch() == Some(true) {
-                d.signal.notify();
-            }
-            // An idle batch (reaping, schedules) once per reap interval.
-            if idle_since.elapsed() < options.reap_interval {
-                continue;
-            }
-        }
-        idle_since = std::time::Instant::now();
-        let inline = lock().process(first);
+        let inline = writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .process(first);
         if let Some(done) = inline {
             done.finish(d);
         }
@@ -370,19 +353,6 @@ impl Writer {
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(self.options.max_batch),
             housekeeping: Arc::clone(&self.housekeeping),
-        }
-    }
-
-    /// Asks the store whether another connection added jobs (`None`: the
-    /// store does not need asking). An error counts as "yes": a wasted
-    /// look costs less than a job left waiting.
-    fn watch(&mut self) -> Option<bool> {
-        match self.store.jobs_added_elsewhere()? {
-            Ok(added) => Some(added),
-            Err(e) => {
-                tracing::debug!(error = %e, "looking for other connections' jobs failed");
-                Some(true)
-            }
         }
     }
 
