@@ -67,7 +67,7 @@ fn a_newer_schema_is_refused() {
             e,
             StoreError::SchemaTooNew {
                 found: 99,
-                supported: 3
+                supported: relay_sqlite::SCHEMA_VERSION
             }
         ),
         "{e}"
