@@ -22,6 +22,8 @@ fn schema() -> Connection {
         .unwrap();
     conn.execute_batch(include_str!("../migrations/0003_dependencies.sql"))
         .unwrap();
+    conn.execute_batch(include_str!("../migrations/0004_traceparent.sql"))
+        .unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
