@@ -54,10 +54,8 @@ BEGIN
     IF p_timeout_ms IS NOT NULL AND p_timeout_ms NOT BETWEEN 1 AND 86400000 THEN
         RAISE EXCEPTION 'relay_submit: invalid timeout_ms %: 1 ms to 24 h', p_timeout_ms USING ERRCODE = '22023';
     END IF;
-    IF p_traceparent IS NOT NULL AND (p_traceparent !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$'
-            OR p_traceparent ~ '^ff' OR (p_traceparent ~ '^00-' AND char_length(p_traceparent) <> 55)
-            OR substr(p_traceparent, 4, 32) = repeat('0', 32) OR substr(p_traceparent, 37, 16) = repeat('0', 16)
-            OR char_length(p_traceparent) > 256) THEN
+    IF p_traceparent IS NOT NULL AND (p_traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+            OR substr(p_traceparent, 4, 32) = repeat('0', 32) OR substr(p_traceparent, 37, 16) = repeat('0', 16)) THEN
         RAISE EXCEPTION 'relay_submit: invalid traceparent %: expected 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lowercase',
             quote_nullable(p_traceparent) USING ERRCODE = '22023';
     END IF;

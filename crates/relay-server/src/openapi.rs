@@ -316,7 +316,7 @@ fn schemas() -> Value {
                 "items": {"type": "integer", "minimum": 1, "maximum": i64::MAX}},
             "on_dependency_failure": {"type": "string", "enum": ["cancel", "run", null], "nullable": true,
                 "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."},
-            "traceparent": {"type": "string", "nullable": true, "pattern": "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$", "maxLength": 256,
+            "traceparent": {"type": "string", "nullable": true, "pattern": "^00-(?!0{32}-)[0-9a-f]{32}-(?!0{16}-)[0-9a-f]{16}-[0-9a-f]{2}$",
                 "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
