@@ -96,6 +96,7 @@ class Job:
     result: Payload
     waiting_on: int = 0
     traceparent: Optional[str] = None
+    tags: List[str] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -113,6 +114,7 @@ class Job:
             result=_get_payload(v, "result"),
             waiting_on=v.get("waiting_on", 0),
             traceparent=v.get("traceparent"),
+            tags=list(v.get("tags") or []),
             raw=v,
         )
 
@@ -137,6 +139,8 @@ class NewJob:
     #: The W3C trace context the job continues (``traceparent`` header
     #: value), handed to the worker that runs it.
     traceparent: Optional[str] = None
+    #: Short labels to find the job by (at most 8).
+    tags: Optional[Sequence[str]] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -152,6 +156,7 @@ class NewJob:
             ("depends_on", list(self.depends_on) if self.depends_on else None),
             ("on_dependency_failure", self.on_dependency_failure),
             ("traceparent", self.traceparent),
+            ("tags", list(self.tags) if self.tags else None),
         ]:
             if value is not None:
                 b[key] = value
@@ -221,6 +226,7 @@ class Client:
         depends_on: Optional[Sequence[int]] = None,
         on_dependency_failure: Optional[str] = None,
         traceparent: Optional[str] = None,
+        tags: Optional[Sequence[str]] = None,
     ) -> int:
         """Submits one job; returns its id (for a ``unique_key`` an
         unfinished job holds, that job's id). Durable when it returns."""
@@ -238,6 +244,7 @@ class Client:
             depends_on=depends_on,
             on_dependency_failure=on_dependency_failure,
             traceparent=traceparent,
+            tags=tags,
         )
         return int(self._call("POST", "/v1/jobs", job.body())["id"])
 

@@ -106,3 +106,9 @@ def test_every_error_names_its_cause(server, client: Client):
         Client(f"http://127.0.0.1:{free_port()}", token="t", timeout=2).stats()
     assert "cannot reach Relay" in str(e.value) and "relay serve" in str(e.value)
     assert isinstance(e.value, RelayError)
+
+
+def test_tags(client: Client):
+    tagged = client.submit("tags", "k", tags=["vip", "eu"])
+    assert client.get(tagged).tags == ["vip", "eu"]
+    assert client.get(client.submit("tags", "k")).tags == []

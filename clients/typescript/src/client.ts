@@ -27,6 +27,8 @@ export interface NewJob {
   onDependencyFailure?: "cancel" | "run";
   /** The W3C trace context the job continues, handed to its workers. */
   traceparent?: string;
+  /** Short labels to find the job by (at most 8). */
+  tags?: string[];
 }
 
 /** A job this worker holds under `token`. */
@@ -58,6 +60,7 @@ export interface Job {
   lastError: string | null;
   waitingOn: number;
   traceparent: string | null;
+  tags: string[];
   payload: Payload;
   result: Payload;
   raw: Record<string, unknown>;
@@ -101,6 +104,7 @@ function jobBody(j: NewJob): Obj {
     ["depends_on", j.dependsOn?.length ? j.dependsOn : undefined],
     ["on_dependency_failure", j.onDependencyFailure],
     ["traceparent", j.traceparent],
+    ["tags", j.tags?.length ? j.tags : undefined],
   ];
   for (const [k, v] of optional) if (v !== undefined) body[k] = v;
   return body;
@@ -135,6 +139,7 @@ function job(v: Obj): Job {
     lastError: v.last_error ?? null,
     waitingOn: v.waiting_on ?? 0,
     traceparent: v.traceparent ?? null,
+    tags: v.tags ?? [],
     payload: getPayload(v, "payload"),
     result: getPayload(v, "result"),
     raw: v,

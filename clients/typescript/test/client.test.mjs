@@ -65,3 +65,9 @@ test("every error names its cause", async () => {
   const port = await freePort();
   await assert.rejects(new Client(`http://127.0.0.1:${port}`, { token: "t", timeoutMs: 2000 }).stats(), (e) => e instanceof Unavailable && e instanceof RelayError && /relay serve/.test(e.message));
 });
+
+test("tags", async () => {
+  const tagged = await client.submit({ queue: "tags", kind: "k", tags: ["vip", "eu"] });
+  assert.deepEqual((await client.get(tagged)).tags, ["vip", "eu"]);
+  assert.deepEqual((await client.get(await client.submit({ queue: "tags", kind: "k" }))).tags, []);
+});

@@ -108,6 +108,7 @@ mod encode {
             lease_for: None,
             timeout: None,
             traceparent: None,
+            tags: Vec::new(),
             status: JobStatus::new_ready(NOW, 20),
         }
     }

@@ -331,6 +331,7 @@ fn fan_in(relay: &Relay) -> Result<relay::JobId, String> {
             state: Some(JobState::Ready),
             before,
             limit: 1000,
+            ..relay::JobFilter::default()
         };
         let page = relay
             .list(&filter)

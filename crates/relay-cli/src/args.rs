@@ -84,12 +84,13 @@ pub enum Command {
     Schedule(ScheduleCommand),
     /// List jobs, newest first.
     Jobs(JobsArgs),
-    /// Cancel a READY or LEASED job.
-    Cancel(IdArg),
-    /// Run a DEAD or CANCELLED job again.
-    Retry(IdArg),
-    /// Delete a job that is not LEASED.
-    Delete(IdArg),
+    /// Cancel a READY, WAITING or LEASED job, or every such job a filter matches.
+    Cancel(AdminArgs),
+    /// Run a DEAD or CANCELLED job again, or every such job a filter matches
+    /// (e.g. `relay retry --queue emails --state DEAD --kind send`).
+    Retry(AdminArgs),
+    /// Delete a job that is not LEASED, or every such job a filter matches.
+    Delete(AdminArgs),
     /// Run a shell command for each job: payload on stdin, exit 0 acks.
     ///
     /// The command gets RELAY_JOB_ID, RELAY_JOB_KIND, RELAY_QUEUE,
@@ -135,6 +136,9 @@ pub struct SubmitArgs {
     /// command run by `relay work` gets its job's as TRACEPARENT).
     #[arg(long, env = "TRACEPARENT")]
     pub traceparent: Option<String>,
+    /// A label to find the job by (`relay jobs --tag`); repeat for more (at most 8).
+    #[arg(long)]
+    pub tag: Vec<String>,
 }
 
 /// What a job is: for `submit`, and the job a schedule's ticks enqueue.
@@ -285,14 +289,76 @@ pub struct IdArg {
     pub id: i64,
 }
 
+/// One job by id, or (with no id) every job a filter matches.
 #[derive(Debug, Args)]
-pub struct JobsArgs {
+pub struct AdminArgs {
+    /// The job's id. Without it, give a filter: the action applies to every
+    /// job it matches (500 per transaction; jobs whose state does not allow
+    /// it are passed over) and prints how many it changed.
+    pub id: Option<i64>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// Which jobs: every flag given must hold.
+#[derive(Debug, Args, Default)]
+pub struct FilterArgs {
     /// Only this queue's jobs.
     #[arg(long, short)]
     pub queue: Option<String>,
-    /// READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
+    /// WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
     #[arg(long, short)]
     pub state: Option<String>,
+    /// Only jobs of this kind.
+    #[arg(long, short)]
+    pub kind: Option<String>,
+    /// Only jobs carrying this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Created at or after: a time ago (30m, 2h, 7d) or an RFC 3339 time.
+    #[arg(long, value_parser = when)]
+    pub since: Option<When>,
+    /// Created before: a time ago (30m, 2h, 7d) or an RFC 3339 time.
+    #[arg(long, value_parser = when)]
+    pub until: Option<When>,
+    /// Whose last error contains this text (case-sensitive).
+    #[arg(long)]
+    pub error_contains: Option<String>,
+}
+
+impl FilterArgs {
+    /// True when no flag was given.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_none()
+            && self.state.is_none()
+            && self.kind.is_none()
+            && self.tag.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+            && self.error_contains.is_none()
+    }
+}
+
+/// A moment given as a time ago or as an RFC 3339 time.
+#[derive(Debug, Clone, Copy)]
+pub enum When {
+    Ago(Duration),
+    At(relay::Timestamp),
+}
+
+fn when(s: &str) -> Result<When, String> {
+    if let Ok(d) = humantime::parse_duration(s) {
+        return Ok(When::Ago(d));
+    }
+    run_at(s)
+        .map(When::At)
+        .map_err(|_| format!("{s}: write a time ago (30m, 2h, 7d) or an RFC 3339 time (2026-12-24T18:00:00Z)"))
+}
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// At most this many jobs (1-1000).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,

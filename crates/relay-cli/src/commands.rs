@@ -1,9 +1,9 @@
 //! Each subcommand: check what the flags say, make the library call, print.
 
-use crate::args::{Cli, Command, JobArgs, ScheduleCommand, SubmitArgs};
+use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, ScheduleCommand, SubmitArgs};
 use crate::output::Out;
 use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
-use relay::{Error, JobId, JobState, LeaseToken, Relay};
+use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseToken, Relay, Timestamp};
 use std::fmt;
 use std::io::Read;
 use std::path::PathBuf;
@@ -106,9 +106,9 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             JobId(a.lease.id),
             Admin::Release(LeaseToken(a.lease.token), a.snooze_for),
         )?),
-        Command::Cancel(a) => out.changed(&t.admin(JobId(a.id), Admin::Cancel)?),
-        Command::Retry(a) => out.changed(&t.admin(JobId(a.id), Admin::Retry)?),
-        Command::Delete(a) => out.changed(&t.admin(JobId(a.id), Admin::Delete)?),
+        Command::Cancel(a) => admin_or_bulk(t, a, Admin::Cancel, "cancel", out)?,
+        Command::Retry(a) => admin_or_bulk(t, a, Admin::Retry, "retry", out)?,
+        Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, "delete", out)?,
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
         Command::Events(a) => out.events(&t.events(JobId(a.id))?),
         Command::Stats => out.stats(&t.stats()?),
@@ -123,19 +123,69 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             out.limits(&t.set_limits(&a.queue, limits)?);
         }
         Command::Jobs(a) => {
-            let state = match a.state.as_deref() {
-                None => None,
-                Some(s) => Some(JobState::parse(&s.to_uppercase()).ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "unknown state {s:?}: use READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
-                    ))
-                })?),
+            let filter = JobFilter {
+                limit: a.limit,
+                before: a.after.map(JobId),
+                ..filter_args(a.filter)?
             };
-            out.jobs(&t.jobs(a.queue, state, a.limit, a.after.map(JobId))?);
+            out.jobs(&t.jobs(filter)?);
         }
         Command::Work(_) | Command::Serve(_) | Command::Demo(_) => {}
     }
     Ok(())
+}
+
+/// `relay cancel|retry|delete`: one job by id, or every job a filter
+/// matches (at least one filter flag; never both).
+fn admin_or_bulk(t: &Target, a: AdminArgs, what: Admin, name: &str, out: &Out) -> Result<(), CliError> {
+    match (a.id, a.filter.is_empty()) {
+        (Some(id), true) => out.changed(&t.admin(JobId(id), what)?),
+        (Some(_), false) => {
+            return Err(CliError::Usage(format!(
+                "give `relay {name}` a job id or filter flags, not both"
+            )))
+        }
+        (None, true) => {
+            return Err(CliError::Usage(format!(
+                "`relay {name}` needs a job id, or filter flags (--queue, --state, --kind, --tag, --since, --until, --error-contains) for every job they match"
+            )))
+        }
+        (None, false) => {
+            let filter = filter_args(a.filter)?;
+            out.bulk(&t.bulk(name, filter)?);
+        }
+    }
+    Ok(())
+}
+
+/// The filter flags as a library filter (its limit the library's default).
+fn filter_args(a: FilterArgs) -> Result<JobFilter, CliError> {
+    let state = match a.state.as_deref() {
+        None => None,
+        Some(s) => Some(JobState::parse(&s.to_uppercase()).ok_or_else(|| {
+            CliError::Usage(format!(
+                "unknown state {s:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
+            ))
+        })?),
+    };
+    let now = relay::SystemClock.now();
+    let at = |w: crate::args::When| match w {
+        crate::args::When::Ago(d) => Timestamp::from_millis(
+            now.as_millis()
+                .saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        ),
+        crate::args::When::At(t) => t,
+    };
+    Ok(JobFilter {
+        queue: a.queue,
+        state,
+        kind: a.kind,
+        tag: a.tag,
+        since: a.since.map(at),
+        until: a.until.map(at),
+        error_contains: a.error_contains,
+        ..JobFilter::default()
+    })
 }
 
 /// The commands that run the engine themselves need a file.
@@ -250,6 +300,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
         depends_on: a.depends_on,
         traceparent: a.traceparent,
+        tags: a.tag,
         ..job_args(a.job)?
     })
 }
@@ -270,5 +321,6 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         depends_on: Vec::new(),
         on_dependency_failure: relay::DependencyFailure::Cancel,
         traceparent: None,
+        tags: Vec::new(),
     })
 }

@@ -114,6 +114,21 @@ impl Out {
 
     /// `{"id", "state", "ready_at"?}`, `{"id", "lease_expires_at"}` or
     /// `{"id", "deleted"}`.
+    /// The answer of a bulk action: "retried 12 jobs".
+    pub fn bulk(&self, v: &Value) {
+        if self.json {
+            return self.value(v);
+        }
+        let done = match v["action"].as_str().unwrap_or_default() {
+            "retry" => "retried",
+            "cancel" => "cancelled",
+            "delete" => "deleted",
+            other => other,
+        };
+        let n = v["count"].as_u64().unwrap_or(0);
+        self.line(&format!("{done} {n} job{}", if n == 1 { "" } else { "s" }));
+    }
+
     pub fn changed(&self, v: &Value) {
         if self.json {
             return self.value(v);

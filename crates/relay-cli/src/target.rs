@@ -27,6 +27,7 @@ pub struct Submit {
     pub depends_on: Vec<i64>,
     pub on_dependency_failure: relay::DependencyFailure,
     pub traceparent: Option<String>,
+    pub tags: Vec<String>,
 }
 
 impl Submit {
@@ -58,6 +59,9 @@ impl Submit {
         if let Some(t) = self.traceparent {
             job = job.traceparent(t);
         }
+        if !self.tags.is_empty() {
+            job = job.tags(self.tags);
+        }
         job
     }
 
@@ -68,6 +72,9 @@ impl Submit {
             "max_attempts": self.max_attempts, "unique_key": self.unique_key,
             "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis),
             "traceparent": self.traceparent});
+        if !self.tags.is_empty() {
+            body["tags"] = json!(self.tags);
+        }
         if !self.depends_on.is_empty() {
             body["depends_on"] = json!(self.depends_on);
             body["on_dependency_failure"] = json!(self.on_dependency_failure);
@@ -377,40 +384,76 @@ impl Target {
         }
     }
 
-    /// Jobs newest first; `after`: only those listed after job `after`
-    /// (older ones: the next page).
-    pub fn jobs(
-        &self,
-        queue: Option<String>,
-        state: Option<JobState>,
-        limit: u32,
-        after: Option<JobId>,
-    ) -> Result<Vec<Value>, CliError> {
+    /// Jobs matching `filter`, newest first.
+    pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Value>, CliError> {
+        match self {
+            Target::Local(r) => Ok(r.list(&filter)?.iter().map(view::job).collect()),
+            Target::Remote(r) => list(r.call("GET", &format!("/v1/jobs?{}", query(&filter)), None)?, "jobs"),
+        }
+    }
+
+    /// Retries, cancels or deletes (`action`) every job `filter` matches;
+    /// answers `{"action", "count"}`.
+    pub fn bulk(&self, action: &str, filter: JobFilter) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => {
-                let filter = JobFilter {
-                    queue,
-                    state,
-                    before: after,
-                    limit,
+                let count = match action {
+                    "retry" => r.retry_matching(&filter)?,
+                    "cancel" => r.cancel_matching(&filter)?,
+                    _ => r.delete_matching(&filter)?,
                 };
-                Ok(r.list(&filter)?.iter().map(view::job).collect())
+                Ok(json!({"action": action, "count": count}))
             }
             Target::Remote(r) => {
-                let mut q = format!("/v1/jobs?limit={limit}");
-                if let Some(queue) = queue {
-                    q += &format!("&queue={queue}");
-                }
-                if let Some(s) = state {
-                    q += &format!("&state={}", s.as_str());
-                }
-                if let Some(id) = after {
-                    q += &format!("&before={id}");
-                }
-                list(r.call("GET", &q, None)?, "jobs")
+                let mut f = serde_json::Map::new();
+                let mut put = |k: &str, v: Option<Value>| {
+                    if let Some(v) = v {
+                        f.insert(k.into(), v);
+                    }
+                };
+                put("queue", filter.queue.map(Value::from));
+                put("state", filter.state.map(|s| Value::from(s.as_str())));
+                put("kind", filter.kind.map(Value::from));
+                put("tag", filter.tag.map(Value::from));
+                put("since", filter.since.map(|t| Value::from(t.to_rfc3339())));
+                put("until", filter.until.map(|t| Value::from(t.to_rfc3339())));
+                put("error_contains", filter.error_contains.map(Value::from));
+                r.call("POST", "/v1/jobs/bulk", Some(json!({"action": action, "filter": f})))
             }
         }
     }
+}
+
+/// A filter as the list endpoint's query string.
+fn query(f: &JobFilter) -> String {
+    let mut q = vec![format!("limit={}", f.limit)];
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            q.push(format!("{k}={}", encode(&v)));
+        }
+    };
+    put("queue", f.queue.clone());
+    put("state", f.state.map(|s| s.as_str().to_owned()));
+    put("kind", f.kind.clone());
+    put("tag", f.tag.clone());
+    put("since", f.since.map(relay::Timestamp::to_rfc3339));
+    put("until", f.until.map(relay::Timestamp::to_rfc3339));
+    put("error_contains", f.error_contains.clone());
+    put("before", f.before.map(|b| b.to_string()));
+    q.join("&")
+}
+
+/// Percent-encodes a query value (everything but the unreserved characters).
+fn encode(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn list(mut v: Value, key: &str) -> Result<Vec<Value>, CliError> {

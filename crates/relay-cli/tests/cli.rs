@@ -673,3 +673,91 @@ fn states_in_colour_on_a_terminal_only() {
     let piped = ok(&relay(p, &["jobs"]));
     assert!(piped.contains("CANCELLED") && !piped.contains('\x1b'), "{piped:?}");
 }
+
+/// `relay jobs` with every filter flag, `--tag` at submit, and `relay
+/// retry|cancel|delete` by filter, as an operator at 3 a.m. would: retry
+/// every DEAD job of one kind, and the mistakes (no id and no filter, both)
+/// refused as bad usage.
+#[test]
+fn search_by_filter_and_act_on_every_match() {
+    let d = db();
+    let id = |out: &Output| ok(out).trim().parse::<i64>().unwrap();
+    let a = id(&relay(
+        &d.path,
+        &[
+            "submit",
+            "-q",
+            "q",
+            "-k",
+            "send",
+            "--max-attempts",
+            "1",
+            "--tag",
+            "vip",
+            "--tag",
+            "eu",
+        ],
+    ));
+    let b = id(&relay(
+        &d.path,
+        &["submit", "-q", "q", "-k", "send", "--max-attempts", "1", "--tag", "eu"],
+    ));
+    let c = id(&relay(
+        &d.path,
+        &["submit", "-q", "q", "-k", "bill", "--max-attempts", "1"],
+    ));
+    // Fail all three for good.
+    let leased = json_lines(&relay(&d.path, &["--json", "lease", "-q", "q", "--max", "10"]));
+    for j in &leased {
+        let token = j["token"].to_string();
+        let idarg = j["id"].to_string();
+        ok(&relay(
+            &d.path,
+            &["nack", &idarg, "--token", &token, "--error", "smtp: refused"],
+        ));
+    }
+    let listed = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["--json", "jobs"];
+        all.extend_from_slice(args);
+        json_lines(&relay(&d.path, &all))
+            .iter()
+            .map(|j| j["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(listed(&["--tag", "eu"]), [b, a]);
+    assert_eq!(listed(&["--kind", "bill"]), [c]);
+    assert_eq!(listed(&["--state", "dead", "--error-contains", "smtp"]), [c, b, a]);
+    assert_eq!(listed(&["--since", "1h"]), [c, b, a]);
+    assert_eq!(listed(&["--until", "1h"]), Vec::<i64>::new());
+    assert_eq!(
+        listed(&["--since", "2000-01-01T00:00:00Z", "--kind", "send", "--tag", "vip"]),
+        [a]
+    );
+    let show = json_lines(&relay(&d.path, &["--json", "show", &a.to_string()]));
+    assert_eq!(show[0]["tags"], serde_json::json!(["vip", "eu"]));
+
+    let out = ok(&relay(&d.path, &["retry", "--state", "DEAD", "--kind", "send"]));
+    assert_eq!(out.trim(), "retried 2 jobs");
+    assert_eq!(listed(&["--state", "READY"]), [b, a]);
+    let out = json_lines(&relay(&d.path, &["--json", "cancel", "--tag", "vip"]));
+    assert_eq!(out[0], serde_json::json!({"action": "cancel", "count": 1}));
+    let out = ok(&relay(&d.path, &["delete", "--state", "CANCELLED"]));
+    assert_eq!(out.trim(), "deleted 1 job");
+    assert_eq!(listed(&[]), [c, b]);
+
+    fails(&relay(&d.path, &["retry"]), 2, "needs a job id, or filter flags");
+    fails(
+        &relay(&d.path, &["retry", &c.to_string(), "--kind", "bill"]),
+        2,
+        "not both",
+    );
+    let out = relay(&d.path, &["jobs", "--since", "last tuesday"]);
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write a time ago (30m, 2h, 7d)"));
+    fails(&relay(&d.path, &["jobs", "--tag", "a,b"]), 2, "commas");
+    fails(
+        &relay(&d.path, &["submit", "-q", "q", "-k", "k", "--tag", "x,y"]),
+        2,
+        "commas",
+    );
+}

@@ -556,3 +556,71 @@ fn serve_listens_on_a_host_name() {
     let res = agent.get(&format!("{url}/healthz")).call().unwrap();
     assert_eq!(res.status().as_u16(), 200);
 }
+
+/// Search and bulk actions give the same answers on a file and over
+/// `--server` (the query string is encoded, the filter sent as JSON).
+#[test]
+fn search_and_bulk_actions_over_a_server_match_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = spawn_server(&dir.path().join("remote.db"));
+    let _server = common::KillOnDrop(server);
+    let local = dir.path().join("local.db");
+    let run = |remote: bool, args: &[&str]| -> String {
+        let mut c = Command::new(RELAY);
+        if remote {
+            c.args(["--server", &url]);
+        } else {
+            c.arg("--db").arg(&local);
+        }
+        let out = c
+            .args(args)
+            .env_remove("RELAY_DB")
+            .env_remove("RELAY_TOKEN")
+            .env_remove("RELAY_SERVER")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for remote in [false, true] {
+        for (kind, tag) in [("send", "a b&c"), ("send", "x"), ("bill", "a b&c")] {
+            run(
+                remote,
+                &["submit", "-q", "q", "-k", kind, "--max-attempts", "1", "--tag", tag],
+            );
+        }
+        for line in run(remote, &["--json", "lease", "-q", "q", "--max", "10"]).lines() {
+            let j: serde_json::Value = serde_json::from_str(line).unwrap();
+            let (id, token) = (j["id"].to_string(), j["token"].to_string());
+            run(remote, &["nack", &id, "--token", &token, "--error", "50% off & more"]);
+        }
+        let ids = |args: &[&str]| -> Vec<i64> {
+            let mut all = vec!["--json", "jobs"];
+            all.extend_from_slice(args);
+            run(remote, &all)
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                        .as_i64()
+                        .unwrap()
+                })
+                .collect()
+        };
+        assert_eq!(ids(&["--tag", "a b&c"]), [3, 1], "remote={remote}");
+        assert_eq!(
+            ids(&["--error-contains", "50% off &", "--kind", "send"]),
+            [2, 1],
+            "remote={remote}"
+        );
+        assert_eq!(ids(&["--since", "1h", "--limit", "1"]), [3], "remote={remote}");
+        assert_eq!(
+            run(remote, &["retry", "--state", "dead", "--tag", "a b&c"]).trim(),
+            "retried 2 jobs"
+        );
+        assert_eq!(ids(&["--state", "READY"]), [3, 1], "remote={remote}");
+    }
+}

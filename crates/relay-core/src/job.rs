@@ -282,6 +282,8 @@ pub struct Job {
     /// `traceparent` header value), handed to each worker that runs it so
     /// the trace goes on through its execution.
     pub traceparent: Option<String>,
+    /// Short labels given at submit, for search (at most 8).
+    pub tags: Vec<String>,
     pub status: JobStatus,
 }
 

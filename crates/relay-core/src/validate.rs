@@ -41,6 +41,10 @@ pub const MAX_KEY_LEN: usize = 256;
 pub const MAX_ERROR_LEN: usize = 8 * 1024;
 /// Most jobs one job may depend on.
 pub const MAX_DEPENDENCIES: usize = 10_000;
+/// Most tags on one job.
+pub const MAX_TAGS: usize = 8;
+/// Longest text `JobFilter::error_contains` looks for, in characters.
+pub const MAX_SEARCH_LEN: usize = 256;
 /// Longest lease: a lost worker's job must come back within a day.
 pub const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
 
@@ -95,6 +99,35 @@ impl Limits {
         }
         if v.chars().any(char::is_control) {
             return Err(InvalidInput::new(field, "must not contain control characters"));
+        }
+        Ok(())
+    }
+
+    /// A job's tags: at most [`MAX_TAGS`], each 1-64 characters without
+    /// control characters or commas. Returns them in the order given, each
+    /// once.
+    pub fn tags(&self, tags: &[String]) -> Result<Vec<String>, InvalidInput> {
+        let mut out: Vec<String> = Vec::with_capacity(tags.len());
+        for t in tags {
+            self.tag(t)?;
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        if out.len() > MAX_TAGS {
+            return Err(InvalidInput::new(
+                "tags",
+                format!("at most {MAX_TAGS} tags per job, got {}", out.len()),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// One tag (see [`Limits::tags`]).
+    pub fn tag(&self, t: &str) -> Result<(), InvalidInput> {
+        self.label("tags", t)?;
+        if t.contains(',') {
+            return Err(InvalidInput::new("tags", format!("{t:?}: a tag has no commas")));
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_dependencies.sql"),
     include_str!("../migrations/0005_submit_function.sql"),
     include_str!("../migrations/0006_traceparent.sql"),
+    include_str!("../migrations/0007_tags.sql"),
 ];
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;

@@ -54,6 +54,7 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         lease_for: duration(row, 17, "lease_for_ms", j)?,
         timeout: duration(row, 18, "timeout_ms", j)?,
         traceparent: col(row, 20, "traceparent", j)?,
+        tags: col::<Option<Vec<String>>>(row, 21, "tags", j)?.unwrap_or_default(),
         status: status(row, 8, 19, j)?,
     })
 }

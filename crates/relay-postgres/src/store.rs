@@ -7,8 +7,8 @@ use crate::write::{only_new_jobs, InsertCols, Writes};
 use postgres::{Client, Row, Statement};
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
 use relay_store::{
-    Changes, CommitFailed, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store, StoreError,
-    StoreReader,
+    Changes, CommitFailed, DeadGroup, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store,
+    StoreError, StoreReader,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -551,6 +551,7 @@ impl PgStore {
             &n_events,
             &notify,
             &jobs.traceparent,
+            &jobs.tags,
         ]);
         match self.pipe.autocommit(&st, &params) {
             Ok(_) => Ok(()),
@@ -571,7 +572,24 @@ impl StoreReader for PgReader {
     }
 
     fn job_list(&mut self, f: &JobFilter) -> Result<Vec<Job>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_list.sql"))?;
+        let ids: Vec<i64> = self.job_search(f)?.into_iter().map(|id| id.0).collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let st = self.conn.stmt(include_str!("../sql/job_get_many.sql"))?;
+        let rows = self.conn.client.query(&st, &[&ids]).map_err(map_err)?;
+        rows.iter().map(decode::job).collect()
+    }
+
+    fn job_search(&mut self, f: &JobFilter) -> Result<Vec<JobId>, StoreError> {
+        let sql = if f.tag.is_some() {
+            include_str!("../sql/job_search_tag.sql")
+        } else if matches!(f.state, Some(JobState::Dead | JobState::Cancelled)) {
+            include_str!("../sql/job_search_failed.sql")
+        } else {
+            include_str!("../sql/job_search.sql")
+        };
+        let st = self.conn.stmt(sql)?;
         let rows = self
             .conn
             .client
@@ -580,12 +598,40 @@ impl StoreReader for PgReader {
                 &[
                     &f.queue.as_deref(),
                     &f.state.map(JobState::as_str),
+                    &f.kind.as_deref(),
+                    &f.tag.as_deref(),
+                    &f.since.map(Timestamp::as_millis),
+                    &f.until.map(Timestamp::as_millis),
+                    &f.error_contains.as_deref(),
                     &f.before.map(|b| b.0),
                     &i64::from(f.limit),
                 ],
             )
             .map_err(map_err)?;
-        rows.iter().map(decode::job).collect()
+        rows.iter()
+            .map(|r| r.try_get::<_, i64>(0).map(JobId).map_err(map_err))
+            .collect()
+    }
+
+    fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_dead_groups.sql"))?;
+        let rows = self.conn.client.query(&st, &[&i64::from(limit)]).map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeadGroup {
+                    queue: r.try_get(0).map_err(map_err)?,
+                    kind: r.try_get(1).map_err(map_err)?,
+                    error: r.try_get(2).map_err(map_err)?,
+                    count: u64::try_from(r.try_get::<_, i64>(3).map_err(map_err)?).unwrap_or(0),
+                    newest: JobId(r.try_get(4).map_err(map_err)?),
+                    last_at: Timestamp::from_millis(
+                        r.try_get::<_, Option<i64>>(5)
+                            .map_err(map_err)?
+                            .ok_or_else(|| StoreError::corrupt(None, "a DEAD job without finished_at"))?,
+                    ),
+                })
+            })
+            .collect()
     }
 
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {

@@ -213,6 +213,8 @@ pub(crate) struct InsertCols<'a> {
     waiting_on: Vec<i64>,
     /// Sent after the statement's count (`$22`; `$29` of apply_submit.sql).
     pub(crate) traceparent: Vec<Option<&'a str>>,
+    /// Each job's tags as a JSON array (`$23`; `$30`), NULL for none.
+    pub(crate) tags: Vec<Option<String>>,
 }
 
 impl<'a> InsertCols<'a> {
@@ -254,6 +256,10 @@ impl<'a> InsertCols<'a> {
                 .collect(),
             waiting_on: ins.iter().map(|j| i(j.status.waiting_on)).collect(),
             traceparent: ins.iter().map(|j| j.traceparent).collect(),
+            tags: ins
+                .iter()
+                .map(|j| (!j.tags.is_empty()).then(|| serde_json::Value::from(j.tags.to_vec()).to_string()))
+                .collect(),
         }
     }
 
@@ -435,6 +441,7 @@ impl<'a> Writes<'a> {
             let mut p = self.inserts.params();
             p.push(inserts);
             p.push(&self.inserts.traceparent);
+            p.push(&self.inserts.tags);
             reqs.push(Req::Write(&self.insert_st, p));
         }
         if *deps > 0 {

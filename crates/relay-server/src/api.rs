@@ -23,6 +23,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     let v1 = Router::new()
         .route("/jobs", post(submit).get(list))
         .route("/jobs/batch", post(submit_batch))
+        .route("/jobs/bulk", post(bulk))
+        .route("/dead", get(dead))
         .route("/jobs/{id}", get(show).delete(delete))
         .route("/jobs/{id}/ack", post(ack))
         .route("/jobs/{id}/nack", post(nack))
@@ -149,6 +151,9 @@ struct SubmitBody {
     /// `traceparent` header, when it holds a valid one.
     #[serde(default)]
     traceparent: Option<String>,
+    /// Short labels to search by (at most 8).
+    #[serde(default)]
+    tags: Option<Vec<String>>,
 }
 
 /// The request's `traceparent` header, when it holds a valid W3C trace
@@ -208,6 +213,9 @@ impl SubmitBody {
         if let Some(t) = self.traceparent.as_deref().or(header) {
             job = job.traceparent(t);
         }
+        if let Some(tags) = self.tags {
+            job = job.tags(tags);
+        }
         Ok(job)
     }
 }
@@ -249,36 +257,140 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
 struct ListQuery {
     queue: Option<String>,
     state: Option<String>,
+    kind: Option<String>,
+    tag: Option<String>,
+    /// RFC 3339: created at or after.
+    since: Option<String>,
+    /// RFC 3339: created before.
+    until: Option<String>,
+    error_contains: Option<String>,
     before: Option<i64>,
     limit: Option<u32>,
 }
 
+/// A state named in a query or body, in any case.
+fn state_arg(st: &str) -> Result<JobState, ApiError> {
+    JobState::parse(&st.to_uppercase()).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "unknown state {st:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
+        ))
+    })
+}
+
+/// An RFC 3339 time of a query or body.
+fn time_arg(field: &str, t: &str) -> Result<Timestamp, ApiError> {
+    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| ApiError::bad_request(format!("{field} {t:?} is not an RFC 3339 time: {e}")))?;
+    Ok(Timestamp::from_millis(
+        i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX),
+    ))
+}
+
+impl ListQuery {
+    fn filter(self) -> Result<JobFilter, ApiError> {
+        Ok(JobFilter {
+            state: self.state.as_deref().map(state_arg).transpose()?,
+            since: self.since.as_deref().map(|t| time_arg("since", t)).transpose()?,
+            until: self.until.as_deref().map(|t| time_arg("until", t)).transpose()?,
+            queue: self.queue,
+            kind: self.kind,
+            tag: self.tag,
+            error_contains: self.error_contains,
+            before: self.before.map(JobId),
+            limit: match self.limit {
+                None => 50,
+                Some(n @ 1..=1000) => n,
+                Some(n) => return Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
+            },
+        })
+    }
+}
+
+/// Jobs matching the query's filter, newest first; `next` is the cursor of
+/// the next page (`before`), absent on the last one.
 async fn list(State(s): S, q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
-    let state = match q.state.as_deref() {
-        None => None,
-        Some(st) => Some(JobState::parse(&st.to_uppercase()).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "unknown state {st:?}: use READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
-            ))
-        })?),
-    };
-    if let Some(queue) = &q.queue {
-        relay::Limits::default().queue(queue).map_err(relay::Error::from)?;
+    let filter = q.filter()?;
+    let jobs = s.relay.list(&filter).await?;
+    let next = (jobs.len() == filter.limit as usize)
+        .then(|| jobs.last().map(|j| j.id))
+        .flatten();
+    ok(json!({"jobs": jobs.iter().map(view::job).collect::<Vec<_>>(), "next": next}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BulkBody {
+    /// "retry", "cancel" or "delete".
+    action: String,
+    /// Which jobs: the list's query parameters as an object (at least one).
+    filter: BulkFilter,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct BulkFilter {
+    queue: Option<String>,
+    state: Option<String>,
+    kind: Option<String>,
+    tag: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    error_contains: Option<String>,
+}
+
+/// Retries, cancels or deletes every job a filter matches, a chunk per
+/// transaction; answers how many it changed.
+async fn bulk(State(s): S, ApiJson(body): ApiJson<BulkBody>) -> ApiResult {
+    let f = body.filter;
+    let any = f.queue.is_some()
+        || f.state.is_some()
+        || f.kind.is_some()
+        || f.tag.is_some()
+        || f.since.is_some()
+        || f.until.is_some()
+        || f.error_contains.is_some();
+    if !any {
+        return Err(ApiError::bad_request(
+            "the filter is empty: name at least one of queue, state, kind, tag, since, until, error_contains",
+        ));
     }
-    let filter = JobFilter {
-        queue: q.queue,
-        state,
-        before: q.before.map(JobId),
-        limit: match q.limit {
-            None => 50,
-            Some(n @ 1..=1000) => n,
-            Some(n) => return Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
-        },
+    let filter = ListQuery {
+        queue: f.queue,
+        state: f.state,
+        kind: f.kind,
+        tag: f.tag,
+        since: f.since,
+        until: f.until,
+        error_contains: f.error_contains,
+        before: None,
+        limit: None,
+    }
+    .filter()?;
+    let count = match body.action.as_str() {
+        "retry" => s.relay.retry_matching(&filter).await?,
+        "cancel" => s.relay.cancel_matching(&filter).await?,
+        "delete" => s.relay.delete_matching(&filter).await?,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "unknown action {other:?}: use retry, cancel or delete"
+            )))
+        }
     };
-    let relay = s.relay.clone();
-    let jobs = relay.list(&filter).await?;
-    ok(json!({"jobs": jobs.iter().map(view::job).collect::<Vec<_>>()}))
+    ok(json!({"action": body.action, "count": count}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeadQuery {
+    limit: Option<u32>,
+}
+
+/// DEAD jobs grouped by queue, kind and the first line of their error.
+async fn dead(State(s): S, q: Result<Query<DeadQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
+    let groups = s.relay.dead_groups(q.limit.unwrap_or(100)).await?;
+    ok(json!({"groups": groups.iter().map(view::dead_group).collect::<Vec<_>>()}))
 }
 
 async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {

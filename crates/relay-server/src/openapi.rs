@@ -12,6 +12,11 @@ fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
 }
 
+/// A tag: 1-64 characters, no control characters, no commas.
+fn tag_schema() -> Value {
+    json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f,]{1,64}$"})
+}
+
 /// The W3C `traceparent` header a submit may carry.
 fn traceparent_header() -> Value {
     json!({"name": "traceparent", "in": "header", "required": false, "schema": {"type": "string"},
@@ -152,9 +157,34 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
                     {"name": "state", "in": "query", "schema": r("State")},
+                    {"name": "kind", "in": "query", "schema": label()},
+                    {"name": "tag", "in": "query", "schema": tag_schema()},
+                    {"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created at or after (RFC 3339)."},
+                    {"name": "until", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created before (RFC 3339)."},
+                    {"name": "error_contains", "in": "query", "schema": {"type": "string", "minLength": 1, "maxLength": 256}},
                     {"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}},
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-                    "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("Job")}}}), &["400"])}},
+                    "responses": responses("200", json!({"type": "object", "required": ["jobs", "next"], "properties": {"jobs": {"type": "array", "items": r("Job")},
+                        "next": {"type": "integer", "nullable": true, "description": "The next page's `before`; null on the last page."}}}), &["400"])}},
+            "/v1/jobs/bulk": {"post": {"operationId": "bulk",
+                "description": "Retries, cancels or deletes every job the filter matches (jobs whose state does not allow it are passed over), 500 per transaction; answers how many it changed.",
+                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
+                    "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
+                    "filter": {"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+                        "queue": queue(), "state": r("State"),
+                        "kind": label(),
+                        "tag": tag_schema(),
+                        "since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"},
+                        "error_contains": {"type": "string", "minLength": 1, "maxLength": 256}}}}})),
+                "responses": responses("200", json!({"type": "object", "required": ["action", "count"], "properties": {
+                    "action": {"type": "string"}, "count": {"type": "integer"}}}), &["400"])}},
+            "/v1/dead": {"get": {"operationId": "deadGroups",
+                "description": "DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first.",
+                "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+                "responses": responses("200", json!({"type": "object", "required": ["groups"], "properties": {"groups": {"type": "array", "items": {
+                    "type": "object", "required": ["queue", "kind", "error", "count", "newest", "last_at"], "properties": {
+                        "queue": {"type": "string"}, "kind": {"type": "string"}, "error": {"type": "string"}, "count": {"type": "integer"},
+                        "newest": {"type": "integer"}, "last_at": {"type": "string", "format": "date-time"}}}}}}), &["400"])}},
             "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header()],
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
                     "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
@@ -317,7 +347,9 @@ fn schemas() -> Value {
             "on_dependency_failure": {"type": "string", "enum": ["cancel", "run", null], "nullable": true,
                 "description": "If a job it depends on ends DEAD or CANCELLED: cancel this one (the default), or run it anyway."},
             "traceparent": {"type": "string", "nullable": true, "pattern": "^00-(?!0{32}-)[0-9a-f]{32}-(?!0{16}-)[0-9a-f]{16}-[0-9a-f]{2}$",
-                "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."}})),
+                "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."},
+            "tags": {"type": "array", "nullable": true, "maxItems": 8, "items": tag_schema(),
+                "description": "Short labels to search by; given twice counts once."}})),
         "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
             "properties": {
                 "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
@@ -326,6 +358,7 @@ fn schemas() -> Value {
                 "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
                 "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
                 "traceparent": text_or_null,
+                "tags": {"type": "array", "items": {"type": "string"}},
                 "waiting_on": {"type": "integer", "description": "How many of the jobs it depends on have not finished (above 0 exactly while WAITING)."},
                 "payload": payload.clone(), "payload_base64": {"type": "string"}, "result": payload.clone(), "result_base64": {"type": "string"}}},
         "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],

@@ -951,3 +951,106 @@ fn a_repeated_ack_is_answered_ok() {
     let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
     assert_eq!(job["state"], "SUCCEEDED");
 }
+
+/// Search, tags, bulk actions and dead groups over HTTP: every query
+/// parameter, the `next` cursor, a bulk retry of one kind's DEAD jobs, and
+/// bad filters refused with 400 (nothing changed).
+#[test]
+fn search_tags_bulk_and_dead_groups_over_http() {
+    let s = TestServer::plain();
+    let submit = |kind: &str, tags: Value| -> i64 {
+        let (st, v) = s.call(
+            "POST",
+            "/v1/jobs",
+            Some(json!({"queue": "q", "kind": kind, "max_attempts": 1, "tags": tags})),
+        );
+        assert_eq!(st, 201, "{v}");
+        v["id"].as_i64().unwrap()
+    };
+    let a = submit("send", json!(["vip", "eu"]));
+    let b = submit("send", json!(["eu"]));
+    let c = submit("bill", json!([]));
+    let (_, v) = s.call("GET", &format!("/v1/jobs/{a}"), None);
+    assert_eq!(v["tags"], json!(["vip", "eu"]));
+    // Fail all three for good, with errors whose first lines group them.
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "max": 10})));
+    for j in v["jobs"].as_array().unwrap() {
+        let error = if j["kind"] == "send" {
+            "smtp: refused\nline 7"
+        } else {
+            "card declined"
+        };
+        let (st, v) = s.call(
+            "POST",
+            &format!("/v1/jobs/{}/nack", j["id"]),
+            Some(json!({"token": j["token"], "error": error, "permanent": true})),
+        );
+        assert_eq!(st, 200, "{v}");
+    }
+    let ids = |path: &str| -> (Vec<i64>, Value) {
+        let (st, v) = s.call("GET", path, None);
+        assert_eq!(st, 200, "{path}: {v}");
+        let ids = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_i64().unwrap())
+            .collect();
+        (ids, v["next"].clone())
+    };
+    assert_eq!(ids("/v1/jobs?tag=eu").0, [b, a]);
+    assert_eq!(ids("/v1/jobs?kind=bill").0, [c]);
+    assert_eq!(ids("/v1/jobs?state=dead&error_contains=smtp%3A%20refused").0, [b, a]);
+    assert_eq!(
+        ids("/v1/jobs?since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z").0,
+        [c, b, a]
+    );
+    assert_eq!(ids("/v1/jobs?until=2000-01-01T00:00:00Z").0, Vec::<i64>::new());
+    let (first, next) = ids("/v1/jobs?limit=2");
+    assert_eq!((first, next.clone()), (vec![c, b], json!(b)));
+    let (rest, next) = ids(&format!("/v1/jobs?limit=2&before={next}"));
+    assert_eq!((rest, next), (vec![a], Value::Null), "the last page has no next");
+
+    let (st, v) = s.call("GET", "/v1/dead", None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["groups"][0]["error"], "smtp: refused");
+    assert_eq!(
+        (v["groups"][0]["count"].as_u64(), v["groups"][1]["count"].as_u64()),
+        (Some(2), Some(1))
+    );
+
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs/bulk",
+        Some(json!({"action": "retry", "filter": {"state": "DEAD", "kind": "send"}})),
+    );
+    assert_eq!((st, v.clone()), (200, json!({"action": "retry", "count": 2})), "{v}");
+    assert_eq!(ids("/v1/jobs?state=READY").0, [b, a]);
+
+    for (method, path, body) in [
+        ("GET", "/v1/jobs?limit=0", None),
+        ("GET", "/v1/jobs?tag=a,b", None),
+        ("GET", "/v1/jobs?since=yesterday", None),
+        ("GET", "/v1/jobs?state=NAPPING", None),
+        ("GET", "/v1/dead?limit=5000", None),
+        ("POST", "/v1/jobs/bulk", Some(json!({"action": "retry", "filter": {}}))),
+        (
+            "POST",
+            "/v1/jobs/bulk",
+            Some(json!({"action": "explode", "filter": {"kind": "send"}})),
+        ),
+        (
+            "POST",
+            "/v1/jobs/bulk",
+            Some(json!({"action": "cancel", "filter": {"queue": "no spaces"}})),
+        ),
+    ] {
+        let (st, v) = s.call(method, path, body);
+        assert_eq!(st, 400, "{method} {path}: {v}");
+    }
+    assert_eq!(
+        ids("/v1/jobs?state=READY").0,
+        [b, a],
+        "the refused calls changed nothing"
+    );
+}

@@ -128,6 +128,11 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
         lease_for: c.opt_duration(17, "lease_for_ms")?,
         timeout: c.opt_duration(18, "timeout_ms")?,
         traceparent: c.opt_text(20, "traceparent")?,
+        tags: match c.opt_text(21, "tags")? {
+            None => Vec::new(),
+            Some(t) => serde_json::from_str(&t)
+                .map_err(|e| StoreError::corrupt(Some(id), format!("column tags: not a JSON array of strings: {e}")))?,
+        },
         status: c.status(8, 19)?,
     })
 }

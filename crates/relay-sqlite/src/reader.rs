@@ -4,7 +4,7 @@ use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use crate::writer::job_get;
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
-use relay_store::{Event, JobFilter, QueueStats, StoreError, StoreReader};
+use relay_store::{DeadGroup, Event, JobFilter, QueueStats, StoreError, StoreReader};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
@@ -18,18 +18,64 @@ impl StoreReader for SqliteReader {
     }
 
     fn job_list(&mut self, f: &JobFilter) -> Result<Vec<Job>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::JOB_LIST).map_err(map_err)?;
-        let mut rows = st
-            .query(params![
-                f.queue.as_deref(),
-                f.state.map(JobState::as_str),
-                f.before.map(|b| b.0),
-                f.limit
-            ])
+        // In-process, a read by primary key per job costs less than a
+        // second set of search statements returning whole rows.
+        let ids = self.job_search(f)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            // Gone since the search (deleted, pruned): not listed.
+            if let Some(job) = job_get(&self.conn, id)? {
+                out.push(job);
+            }
+        }
+        Ok(out)
+    }
+
+    fn job_search(&mut self, f: &JobFilter) -> Result<Vec<JobId>, StoreError> {
+        let sql = if f.tag.is_some() {
+            &crate::sql::JOB_SEARCH_TAG
+        } else if matches!(f.state, Some(JobState::Dead | JobState::Cancelled)) {
+            &crate::sql::JOB_SEARCH_FAILED
+        } else {
+            &crate::sql::JOB_SEARCH
+        };
+        let mut st = self.conn.prepare_cached(sql).map_err(map_err)?;
+        let rows = st
+            .query_map(
+                params![
+                    f.queue.as_deref(),
+                    f.state.map(JobState::as_str),
+                    f.kind.as_deref(),
+                    f.tag.as_deref(),
+                    f.since.map(Timestamp::as_millis),
+                    f.until.map(Timestamp::as_millis),
+                    f.error_contains.as_deref(),
+                    f.before.map(|b| b.0),
+                    f.limit
+                ],
+                |r| r.get(0),
+            )
             .map_err(map_err)?;
+        rows.map(|r| r.map(JobId).map_err(map_err)).collect()
+    }
+
+    fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&crate::sql::JOB_DEAD_GROUPS)
+            .map_err(map_err)?;
+        let mut rows = st.query([limit]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
-            out.push(decode::job(row)?);
+            let c = Cols::new(row, None);
+            out.push(DeadGroup {
+                queue: c.text(0, "queue")?,
+                kind: c.text(1, "kind")?,
+                error: c.text(2, "last_error")?,
+                count: u64::try_from(c.int(3, "count")?).unwrap_or(0),
+                newest: JobId(c.int(4, "id")?),
+                last_at: Timestamp::from_millis(c.int(5, "finished_at")?),
+            });
         }
         Ok(out)
     }

@@ -43,7 +43,10 @@ statements! {
     JOB_IDS = "job_ids.sql";
     JOB_LEASED_COUNT = "job_leased_count.sql";
     JOB_UNIQUE_KEY = "job_unique_key.sql";
-    JOB_LIST = "job_list.sql";
+    JOB_SEARCH = "job_search.sql";
+    JOB_SEARCH_TAG = "job_search_tag.sql";
+    JOB_SEARCH_FAILED = "job_search_failed.sql";
+    JOB_DEAD_GROUPS = "job_dead_groups.sql";
     JOB_NEXT_READY_AT = "job_next_ready_at.sql";
     JOB_PRUNE = "job_prune.sql";
     JOB_PRUNE_EVENTS = "job_prune_events.sql";

@@ -138,6 +138,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 j.timeout.map(relay_core::time::duration_millis),
                 s.waiting_on,
                 j.traceparent,
+                tags_json(j.tags),
             ],
         )
         .map(drop)
@@ -452,6 +453,12 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         }
         Ok(())
     }
+}
+
+/// A job's tags as stored: a JSON array, NULL for none (the triggers of
+/// migration 0005 keep `job_tags` from it).
+fn tags_json(tags: &[String]) -> Option<String> {
+    (!tags.is_empty()).then(|| serde_json::Value::from(tags.to_vec()).to_string())
 }
 
 /// A claim candidate from `id, priority, ready_at`, decoded strictly.

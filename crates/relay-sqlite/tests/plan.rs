@@ -24,6 +24,7 @@ fn schema() -> Connection {
         .unwrap();
     conn.execute_batch(include_str!("../migrations/0004_traceparent.sql"))
         .unwrap();
+    conn.execute_batch(include_str!("../migrations/0005_tags.sql")).unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -175,6 +176,42 @@ fn finding_a_jobs_dependents_seeks() {
 /// SQLite re-prepare the statement every time the statement cache handed it
 /// out again (the cache clears bindings), which cost most of the writer's
 /// time under load. Every hot statement must run re-prepare-free.
+/// The dashboard's searches: a tag walks its own entries of `job_tags`, a
+/// failed state the partial index of failed jobs, everything else the table
+/// from the cursor down by primary key; none sorts.
+#[test]
+fn searches_seek_their_index_without_sorting() {
+    let conn = schema();
+    let tag = plan(&conn, include_str!("../sql/job_search_tag.sql"));
+    assert!(
+        tag.iter()
+            .any(|s| s.starts_with("SEARCH t USING PRIMARY KEY (tag=? AND job_id<?)")),
+        "{tag:#?}"
+    );
+    let failed = plan(&conn, include_str!("../sql/job_search_failed.sql"));
+    assert!(
+        failed
+            .iter()
+            .any(|s| s.starts_with("SEARCH jobs USING INDEX jobs_failed")
+                || s.starts_with("SCAN jobs USING INDEX jobs_failed")),
+        "{failed:#?}"
+    );
+    let any = plan(&conn, include_str!("../sql/job_search.sql"));
+    assert!(
+        any.iter()
+            .any(|s| s.starts_with("SEARCH jobs USING INTEGER PRIMARY KEY (rowid<?)")),
+        "{any:#?}"
+    );
+    for (name, steps) in [("tag", &tag), ("any", &any)] {
+        assert!(
+            !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+            "{name} sorts: {steps:#?}"
+        );
+    }
+    let groups = plan(&conn, include_str!("../sql/job_dead_groups.sql"));
+    assert!(groups.iter().any(|s| s.contains("jobs_failed")), "{groups:#?}");
+}
+
 #[test]
 fn hot_statements_are_never_reprepared() {
     let conn = schema();

@@ -43,6 +43,7 @@ pub struct JobInsert<'a> {
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     pub traceparent: Option<&'a str>,
+    pub tags: &'a [String],
 }
 
 /// An existing job's new status. The guard (`expect_state`,
@@ -235,14 +236,58 @@ impl QueueStats {
     }
 }
 
-/// Which jobs a listing returns, newest first.
-#[derive(Debug, Clone, Default)]
+/// Which jobs a search (or a bulk action) takes: every condition that is
+/// set must hold. Newest first, a page of `limit` at a time; the next page
+/// starts `before` the last id of this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFilter {
     pub queue: Option<String>,
     pub state: Option<JobState>,
-    /// Only jobs with an id below this (for paging).
+    pub kind: Option<String>,
+    /// Jobs carrying this tag.
+    pub tag: Option<String>,
+    /// Created at or after.
+    pub since: Option<Timestamp>,
+    /// Created before.
+    pub until: Option<Timestamp>,
+    /// Whose last error contains this text (case-sensitive).
+    pub error_contains: Option<String>,
+    /// Only jobs with an id below this (the cursor of the next page).
     pub before: Option<JobId>,
+    /// At most this many (1-1000).
     pub limit: u32,
+}
+
+impl Default for JobFilter {
+    /// Every job, the newest 50.
+    fn default() -> Self {
+        Self {
+            queue: None,
+            state: None,
+            kind: None,
+            tag: None,
+            since: None,
+            until: None,
+            error_contains: None,
+            before: None,
+            limit: 50,
+        }
+    }
+}
+
+/// DEAD jobs of one queue and kind that failed with the same error (its
+/// first line): the dashboard's "dead jobs" groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadGroup {
+    pub queue: String,
+    pub kind: String,
+    /// The first line of their last error.
+    pub error: String,
+    pub count: u64,
+    /// The newest of them.
+    pub newest: JobId,
+    /// When the newest of them died.
+    pub last_at: Timestamp,
 }
 
 /// A store the engine's writer thread owns.
@@ -479,7 +524,12 @@ pub trait Syncer: Send + Sync {
 /// A read connection, used beside the writer.
 pub trait StoreReader: Send {
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
+    /// The jobs `filter` matches, newest first.
     fn job_list(&mut self, filter: &JobFilter) -> Result<Vec<Job>, StoreError>;
+    /// The ids of the jobs `filter` matches, newest first (for bulk actions).
+    fn job_search(&mut self, filter: &JobFilter) -> Result<Vec<JobId>, StoreError>;
+    /// DEAD jobs grouped by queue, kind and error, most jobs first.
+    fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError>;
     /// Events with `seq > after`, in order, at most `limit`.
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;

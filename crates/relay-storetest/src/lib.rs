@@ -25,6 +25,7 @@ pub mod periodic;
 pub mod pg;
 pub mod retries;
 pub mod scheduling;
+pub mod search;
 pub mod unique;
 pub mod visitors;
 
@@ -134,6 +135,9 @@ macro_rules! conformance {
             lifecycle::submit_lease_ack,
             lifecycle::events_and_user_events,
             lifecycle::traceparent_is_kept_and_handed_out,
+            search::search_by_every_filter_with_cursor_paging,
+            search::bulk_actions_take_every_match_and_pass_over_the_rest,
+            search::dead_jobs_are_grouped_by_queue_kind_and_first_line,
             lifecycle::unique_key_dedupes_until_finished,
             lifecycle::cancel_retry_delete,
             lifecycle::release_gives_job_back,

@@ -98,6 +98,32 @@ impl Engine {
         })
     }
 
+    /// Retry, cancel or delete each of `ids`, each on its own: one that
+    /// its state does not allow (or that is gone) is passed over. Returns
+    /// how many it changed.
+    pub(crate) fn bulk_op(&self, ids: Vec<JobId>, what: crate::relay::Bulk) -> Pending<u64> {
+        Pending::new(Hint::Jobs(ids.clone()), move |plan, ctx| {
+            let mut done = 0;
+            for &id in &ids {
+                let m = plan.mark();
+                let r = match what {
+                    crate::relay::Bulk::Retry => ops::act(plan, ctx, id, Action::Retry, None).map(drop),
+                    crate::relay::Bulk::Cancel => ops::act(plan, ctx, id, Action::Cancel, None).map(drop),
+                    crate::relay::Bulk::Delete => ops::delete(plan, ctx, id),
+                };
+                match r {
+                    Ok(()) => {
+                        plan.keep(m);
+                        done += 1;
+                    }
+                    Err(e) if e.is_batch_fatal() => return Err(e),
+                    Err(_) => plan.undo(m),
+                }
+            }
+            Ok(done)
+        })
+    }
+
     /// Pause (`true`) or resume (`false`) a queue.
     pub(crate) fn pause_op(&self, queue: &str, paused: bool) -> Result<Pending<()>> {
         self.options.limits.queue(queue)?;

@@ -59,6 +59,7 @@ fn insert(
         lease_for: j.lease_for,
         timeout: j.timeout,
         traceparent: j.traceparent.clone(),
+        tags: j.tags.clone(),
         status: status.clone(),
     })?;
     plan.event(id, "submitted", data.to_string(), false)?;
@@ -393,6 +394,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         depends_on: Vec::new(),
         on_dependency_failure: DependencyFailure::Cancel,
         traceparent: None,
+        tags: Vec::new(),
     };
     insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
     s.last_at = Some(s.next_at);

@@ -10,7 +10,7 @@ use crate::options::Options;
 use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
-use relay_store::{Backend, Event, JobFilter, QueueStats};
+use relay_store::{Backend, DeadGroup, Event, JobFilter, QueueStats};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -506,9 +506,63 @@ impl Relay {
         self.engine.events(id)
     }
 
-    /// Jobs matching `filter`, newest first.
+    /// Jobs matching `filter`, newest first, `filter.limit` of them; the
+    /// next page is `before` the last one's id.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a filter that breaks a limit (a bad queue
+    /// name, a limit of 0, `since` after `until`...).
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        check_filter(filter)?;
         self.engine.readers.with(|r| r.job_list(filter))
+    }
+
+    /// Retries every job `filter` matches that can be retried (DEAD or
+    /// CANCELLED; the rest are passed over), [`BULK_CHUNK`] jobs per
+    /// transaction so that other callers go on meanwhile; returns how many
+    /// it retried. The filter's `limit` does not apply (every match is
+    /// taken); its `before` says where to start.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a bad filter (nothing done). Any other
+    /// error stops the work where it is: the chunks before it are done.
+    pub fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
+        self.engine.bulk(filter, Bulk::Retry)
+    }
+
+    /// [`Relay::retry_matching`] for cancel: every READY, WAITING or LEASED
+    /// job `filter` matches is CANCELLED (a worker holding one loses its
+    /// lease).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
+        self.engine.bulk(filter, Bulk::Cancel)
+    }
+
+    /// [`Relay::retry_matching`] for delete: every job `filter` matches that
+    /// is not LEASED is deleted, with its events.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
+        self.engine.bulk(filter, Bulk::Delete)
+    }
+
+    /// DEAD jobs grouped by queue, kind and the first line of their error,
+    /// the largest groups first, at most `limit` (1-1000) groups. Retry a
+    /// group with [`Relay::retry_matching`] on its queue, kind and error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a limit outside 1-1000.
+    pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
+        check_limit(limit)?;
+        self.engine.readers.with(|r| r.job_dead_groups(limit))
     }
 
     pub fn stats(&self) -> Result<Stats> {
@@ -713,9 +767,55 @@ impl AsyncRelay {
         self.read(move |e| e.events(id)).await
     }
 
+    /// [`Relay::list`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::list`].
     pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        check_filter(filter)?;
         let filter = filter.clone();
         self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
+    }
+
+    /// [`Relay::retry_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub async fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, Bulk::Retry)).await
+    }
+
+    /// [`Relay::cancel_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub async fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, Bulk::Cancel)).await
+    }
+
+    /// [`Relay::delete_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub async fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, Bulk::Delete)).await
+    }
+
+    /// [`Relay::dead_groups`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::dead_groups`].
+    pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
+        check_limit(limit)?;
+        self.read(move |e| e.readers.with(|r| r.job_dead_groups(limit))).await
     }
 
     pub async fn stats(&self) -> Result<Stats> {
@@ -828,6 +928,91 @@ fn from_within(e: relay_postgres::WithinError) -> Error {
         }
         relay_postgres::WithinError::Store(e) => e.into(),
     }
+}
+
+/// Jobs a bulk action takes per transaction.
+pub const BULK_CHUNK: u32 = 500;
+
+/// What a bulk action does to each job it matches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Bulk {
+    Retry,
+    Cancel,
+    Delete,
+}
+
+impl Engine {
+    /// Runs `what` on every job `filter` matches, a chunk per transaction.
+    fn bulk(&self, filter: &JobFilter, what: Bulk) -> Result<u64> {
+        check_filter(&JobFilter {
+            limit: 1,
+            ..filter.clone()
+        })?;
+        let mut f = JobFilter {
+            limit: BULK_CHUNK,
+            ..filter.clone()
+        };
+        let mut done = 0;
+        loop {
+            let ids = self.readers.with(|r| r.job_search(&f))?;
+            let Some(&last) = ids.last() else { break };
+            let full = ids.len() == BULK_CHUNK as usize;
+            done += self.run(self.bulk_op(ids, what))?;
+            if !full {
+                break;
+            }
+            f.before = Some(last);
+        }
+        Ok(done)
+    }
+}
+
+fn check_limit(limit: u32) -> Result<()> {
+    if limit == 0 || limit > 1000 {
+        return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+            "limit",
+            format!("must be 1-1000, got {limit}"),
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a filter that breaks a limit, naming the field.
+fn check_filter(f: &JobFilter) -> Result<()> {
+    let limits = relay_core::Limits::default();
+    if let Some(q) = &f.queue {
+        limits.queue(q)?;
+    }
+    if let Some(k) = &f.kind {
+        limits.label("kind", k)?;
+    }
+    if let Some(t) = &f.tag {
+        limits.tag(t)?;
+    }
+    if let Some(e) = &f.error_contains {
+        let n = e.chars().count();
+        if n == 0 || n > relay_core::validate::MAX_SEARCH_LEN {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "error_contains",
+                format!("must be 1-{} characters, got {n}", relay_core::validate::MAX_SEARCH_LEN),
+            )));
+        }
+    }
+    if let (Some(since), Some(until)) = (f.since, f.until) {
+        if since >= until {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "since",
+                "must be before until",
+            )));
+        }
+    }
+    if f.limit == 0 {
+        return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+            "limit",
+            "must be at least 1",
+        )));
+    }
+    Ok(())
 }
 
 fn first<T>(items: Vec<T>) -> Result<T> {

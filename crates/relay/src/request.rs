@@ -32,6 +32,7 @@ pub struct NewJob {
     depends_on: Vec<JobId>,
     on_dependency_failure: DependencyFailure,
     traceparent: Option<String>,
+    tags: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +57,7 @@ impl NewJob {
             depends_on: Vec::new(),
             on_dependency_failure: DependencyFailure::Cancel,
             traceparent: None,
+            tags: Vec::new(),
         }
     }
 
@@ -155,6 +157,15 @@ impl NewJob {
         self
     }
 
+    /// Short labels to find the job by (`JobFilter::tag`, the dashboard's
+    /// search): at most 8, each 1-64 characters without control characters
+    /// or commas; given twice counts once. They never change.
+    #[must_use]
+    pub fn tags<T: Into<String>>(mut self, tags: impl IntoIterator<Item = T>) -> Self {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
     pub(crate) fn validate(
         self,
         limits: &Limits,
@@ -182,6 +193,7 @@ impl NewJob {
         if let Some(t) = &self.traceparent {
             limits.traceparent(t)?;
         }
+        let tags = limits.tags(&self.tags)?;
         let ready_at = match self.when {
             When::Now => now,
             When::After(d) => now.plus(d),
@@ -201,6 +213,7 @@ impl NewJob {
             lease_for: self.lease_for,
             timeout: self.timeout,
             traceparent: self.traceparent.or_else(crate::trace::current),
+            tags,
         })
     }
 }
@@ -220,6 +233,7 @@ pub(crate) struct ValidJob {
     pub depends_on: Vec<JobId>,
     pub on_dependency_failure: DependencyFailure,
     pub traceparent: Option<String>,
+    pub tags: Vec<String>,
 }
 
 /// What a submit did: the job's id, and whether it was an unfinished job
@@ -560,6 +574,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "depends_on",
                 "a schedule's job cannot depend on other jobs (each tick's job runs at its tick)",
+            ));
+        }
+        if !self.job.tags.is_empty() {
+            return Err(InvalidInput::new(
+                "tags",
+                "a schedule's job takes no tags yet (find its jobs by kind or queue)",
             ));
         }
         if self.job.traceparent.is_some() {

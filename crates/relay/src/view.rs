@@ -67,6 +67,7 @@ pub fn job(j: &Job) -> Value {
     obj.insert("lease_for_ms".into(), json!(j.lease_for.map(ms)));
     obj.insert("timeout_ms".into(), json!(j.timeout.map(ms)));
     obj.insert("traceparent".into(), json!(j.traceparent));
+    obj.insert("tags".into(), json!(j.tags));
     obj.insert("waiting_on".into(), json!(s.waiting_on));
     put_bytes(&mut obj, "payload", Some(&j.payload));
     put_bytes(&mut obj, "result", j.result.as_deref());
@@ -153,6 +154,12 @@ pub fn schedule(s: &relay_core::Schedule) -> Value {
     })
 }
 
+/// A group of DEAD jobs (`Relay::dead_groups`).
+pub fn dead_group(g: &crate::DeadGroup) -> Value {
+    json!({"queue": g.queue, "kind": g.kind, "error": g.error, "count": g.count,
+        "newest": g.newest, "last_at": time(g.last_at)})
+}
+
 pub fn event(e: &Event) -> Value {
     json!({"job_id": e.job_id, "seq": e.seq, "at": time(e.at), "kind": e.kind, "data": e.data})
 }
@@ -177,6 +184,7 @@ mod tests {
             lease_for: None,
             timeout: Some(std::time::Duration::from_secs(90)),
             traceparent: None,
+            tags: vec!["vip".into()],
             status,
         };
         let v = job(&j);

@@ -736,6 +736,7 @@ impl<'s> Plan<'s> {
                         lease_for: row.lease_for,
                         timeout: row.timeout,
                         traceparent: row.traceparent.as_deref(),
+                        tags: &row.tags,
                     });
                 }
                 (Some((state, token)), false) => {
