@@ -107,18 +107,18 @@ impl Limits {
     /// control characters or commas. Returns them in the order given, each
     /// once.
     pub fn tags(&self, tags: &[String]) -> Result<Vec<String>, InvalidInput> {
+        if tags.len() > MAX_TAGS {
+            return Err(InvalidInput::new(
+                "tags",
+                format!("at most {MAX_TAGS} tags per job, got {}", tags.len()),
+            ));
+        }
         let mut out: Vec<String> = Vec::with_capacity(tags.len());
         for t in tags {
             self.tag(t)?;
             if !out.contains(t) {
                 out.push(t.clone());
             }
-        }
-        if out.len() > MAX_TAGS {
-            return Err(InvalidInput::new(
-                "tags",
-                format!("at most {MAX_TAGS} tags per job, got {}", out.len()),
-            ));
         }
         Ok(out)
     }

@@ -341,7 +341,20 @@ struct BulkFilter {
 
 /// Retries, cancels or deletes every job a filter matches, a chunk per
 /// transaction; answers how many it changed.
-async fn bulk(State(s): S, ApiJson(body): ApiJson<BulkBody>) -> ApiResult {
+async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+    // A filter field given as null is refused, not read as absent: a
+    // filter that turned out empty would act on every job.
+    if let Some(k) = raw
+        .get("filter")
+        .and_then(Value::as_object)
+        .and_then(|f| f.iter().find(|(_, v)| v.is_null()).map(|(k, _)| k.clone()))
+    {
+        return Err(ApiError::bad_request(format!(
+            "filter.{k} is null: leave it out instead"
+        )));
+    }
+    let body: BulkBody = serde_json::from_value(raw)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
     let f = body.filter;
     let any = f.queue.is_some()
         || f.state.is_some()

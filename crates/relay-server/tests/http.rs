@@ -1037,6 +1037,11 @@ fn search_tags_bulk_and_dead_groups_over_http() {
         (
             "POST",
             "/v1/jobs/bulk",
+            Some(json!({"action": "retry", "filter": {"kind": null}})),
+        ),
+        (
+            "POST",
+            "/v1/jobs/bulk",
             Some(json!({"action": "explode", "filter": {"kind": "send"}})),
         ),
         (

@@ -998,14 +998,7 @@ fn check_filter(f: &JobFilter) -> Result<()> {
             )));
         }
     }
-    if let (Some(since), Some(until)) = (f.since, f.until) {
-        if since >= until {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "since",
-                "must be before until",
-            )));
-        }
-    }
+    // `since` at or after `until` is an empty range: it matches nothing.
     if f.limit == 0 {
         return Err(Error::InvalidInput(relay_core::InvalidInput::new(
             "limit",
