@@ -44,6 +44,7 @@ statements! {
     JOB_LEASED_COUNT = "job_leased_count.sql";
     JOB_UNIQUE_KEY = "job_unique_key.sql";
     JOB_SEARCH = "job_search.sql";
+    JOB_TAG_INSERT = "job_tag_insert.sql";
     JOB_SEARCH_TAG = "job_search_tag.sql";
     JOB_SEARCH_FAILED = "job_search_failed.sql";
     JOB_DEAD_GROUPS = "job_dead_groups.sql";

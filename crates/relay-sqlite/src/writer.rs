@@ -140,8 +140,11 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 j.traceparent,
                 tags_json(j.tags),
             ],
-        )
-        .map(drop)
+        )?;
+        for tag in j.tags {
+            self.exec(&crate::sql::JOB_TAG_INSERT, params![tag, j.id.0])?;
+        }
+        Ok(())
     }
 }
 
@@ -455,8 +458,8 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     }
 }
 
-/// A job's tags as stored: a JSON array, NULL for none (the triggers of
-/// migration 0005 keep `job_tags` from it).
+/// A job's tags as stored: a JSON array, NULL for none (its `job_tags`
+/// rows are written beside it, and deleted with it by a trigger).
 fn tags_json(tags: &[String]) -> Option<String> {
     (!tags.is_empty()).then(|| serde_json::Value::from(tags.to_vec()).to_string())
 }

@@ -279,6 +279,15 @@ pub fn search_by_every_filter_with_cursor_paging(new_db: &NewDb) {
             "{tags:?}: {e}"
         );
     }
+    // A deleted job leaves its tags' index with it.
+    relay.delete(a).unwrap();
+    assert_eq!(
+        all(JobFilter {
+            tag: Some("vip".into()),
+            ..JobFilter::default()
+        }),
+        []
+    );
 }
 
 pub fn bulk_actions_take_every_match_and_pass_over_the_rest(new_db: &NewDb) {
