@@ -324,7 +324,7 @@ fn schemas() -> Value {
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
-        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms, depends_on or traceparent.", json!({})),
+        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms, depends_on, traceparent or tags.", json!({})),
         "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
             "properties": {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,

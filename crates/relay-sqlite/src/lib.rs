@@ -74,7 +74,8 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
         on_disk: false,
         next_id: None,
         nested: true,
-        own_last_id: None,
+        own: None,
+        inserted: Vec::new(),
     })
 }
 
@@ -83,8 +84,8 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
 pub struct SqliteBackend {
     target: Target,
     settings: Settings,
-    /// The last job id this process's writers committed (see `watch.rs`).
-    own_last_id: Arc<std::sync::atomic::AtomicI64>,
+    /// The ids this process's writers committed (see `watch.rs`).
+    own: Arc<watch::OwnIds>,
 }
 
 impl SqliteBackend {
@@ -93,7 +94,7 @@ impl SqliteBackend {
         Self {
             target: Target::File(path.into()),
             settings: Settings::default(),
-            own_last_id: Arc::default(),
+            own: Arc::default(),
         }
     }
 
@@ -105,7 +106,7 @@ impl SqliteBackend {
         Self {
             target: Target::Memory(name),
             settings: Settings::default(),
-            own_last_id: Arc::default(),
+            own: Arc::default(),
         }
     }
 
@@ -137,7 +138,8 @@ impl Backend for SqliteBackend {
             on_disk: matches!(self.target, Target::File(_)),
             next_id: None,
             nested: false,
-            own_last_id: Some(Arc::clone(&self.own_last_id)),
+            own: Some(Arc::clone(&self.own)),
+            inserted: Vec::new(),
         }))
     }
 
@@ -157,7 +159,7 @@ impl Backend for SqliteBackend {
         match &self.target {
             Target::File(_) => {
                 let conn = connection::open(&self.target, &self.settings, false)?;
-                watch::start(conn, self.settings.watch_interval, Arc::clone(&self.own_last_id), wake).map(Some)
+                watch::start(conn, self.settings.watch_interval, Arc::clone(&self.own), wake).map(Some)
             }
             Target::Memory(_) => Ok(None),
         }

@@ -43,6 +43,7 @@ statements! {
     JOB_IDS = "job_ids.sql";
     JOB_LEASED_COUNT = "job_leased_count.sql";
     JOB_UNIQUE_KEY = "job_unique_key.sql";
+    JOB_COUNT_AFTER = "job_count_after.sql";
     JOB_SEARCH = "job_search.sql";
     JOB_TAG_INSERT = "job_tag_insert.sql";
     JOB_SEARCH_TAG = "job_search_tag.sql";

@@ -4,26 +4,63 @@
 //! cannot notify this process, so a thread with a connection of its own
 //! looks every `Settings::watch_interval`: `PRAGMA data_version` changes
 //! when any other connection committed (this process's writers included);
-//! only then is the last job id read, and waiting lessees are woken when it
-//! grew past both what the watch saw last and what this process's own
-//! writers committed (`own_last_id`, raised at each of their commits). Idle,
-//! that is one read of the shared-memory WAL index per interval, no
-//! transaction and no lock held between looks. The thread has no work of
-//! the writer's to contend with: a writer's mutex is never taken here.
+//! only then does it count the jobs with ids past what it saw last, and
+//! waiting lessees are woken when there are more of them than this
+//! process's own writers inserted (`OwnIds`, the id ranges they report at
+//! each commit). Counting, rather than comparing the last id, matters: this
+//! process's writer may commit a higher id right after another connection's
+//! job, within one look. Idle, a look is one read of the shared-memory WAL
+//! index, no transaction and no lock held between looks; busy, a count of
+//! the few rows committed since the last one. The thread has no work of the
+//! writer's to contend with: a writer's mutex is never taken here.
 
 use crate::connection::map_err;
 use relay_store::{StoreError, WatchGuard};
 use rusqlite::Connection;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+/// The ids this process's writers inserted and committed, as runs of
+/// consecutive ids, until the watch has looked past them.
+#[derive(Debug, Default)]
+pub(crate) struct OwnIds {
+    runs: Mutex<Vec<(i64, i64)>>,
+}
+
+impl OwnIds {
+    /// Records a commit's inserted ids (in increasing order).
+    pub(crate) fn committed(&self, ids: &[i64]) {
+        if ids.is_empty() {
+            return;
+        }
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        for &id in ids {
+            match runs.last_mut() {
+                Some((_, hi)) if *hi + 1 == id => *hi = id,
+                _ => runs.push((id, id)),
+            }
+        }
+    }
+
+    /// How many of the ids in (`after`, `upto`] are this process's, and
+    /// forgets the runs at or below `upto`.
+    fn take(&self, after: i64, upto: i64) -> i64 {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let own = runs
+            .iter()
+            .map(|&(lo, hi)| (hi.min(upto) - lo.max(after + 1) + 1).max(0))
+            .sum();
+        runs.retain(|&(_, hi)| hi > upto);
+        own
+    }
+}
 
 /// Starts the watch; it stops (and closes its connection) when the guard
 /// is dropped, within the guard's drop.
 pub(crate) fn start(
     conn: Connection,
     every: Duration,
-    own_last_id: Arc<AtomicI64>,
+    own: Arc<OwnIds>,
     wake: Box<dyn Fn() + Send + Sync>,
 ) -> Result<WatchGuard, StoreError> {
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -33,7 +70,7 @@ pub(crate) fn start(
         last_id: 0,
     };
     // The first look only learns where things stand.
-    let _ = look.added(&own_last_id);
+    let _ = look.added(&own);
     let thread = std::thread::Builder::new()
         .name("relay-sqlite-watch".into())
         .spawn(move || loop {
@@ -41,7 +78,7 @@ pub(crate) fn start(
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 _ => return, // the guard was dropped
             }
-            match look.added(&own_last_id) {
+            match look.added(&own) {
                 Ok(true) => wake(),
                 Ok(false) => {}
                 Err(e) => {
@@ -69,7 +106,7 @@ struct Look {
 
 impl Look {
     /// True when another connection committed a job since the last look.
-    fn added(&mut self, own_last_id: &AtomicI64) -> Result<bool, StoreError> {
+    fn added(&mut self, own: &OwnIds) -> Result<bool, StoreError> {
         let version: i64 = self
             .conn
             .prepare_cached("PRAGMA data_version")
@@ -84,9 +121,21 @@ impl Look {
             .prepare_cached(&crate::sql::JOB_IDS)
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(map_err)?;
-        let known = self.last_id.max(own_last_id.load(Ordering::Relaxed));
-        self.last_id = self.last_id.max(last);
-        Ok(before.is_some() && last > known)
+        let after = self.last_id;
+        if before.is_none() || last <= after {
+            // The first look only learns where things stand; no new id, no
+            // new job.
+            self.last_id = self.last_id.max(last);
+            own.take(after, last);
+            return Ok(false);
+        }
+        let new: i64 = self
+            .conn
+            .prepare_cached(&crate::sql::JOB_COUNT_AFTER)
+            .and_then(|mut st| st.query_row([after, last], |r| r.get(0)))
+            .map_err(map_err)?;
+        self.last_id = last;
+        Ok(new > own.take(after, last))
     }
 }
 
@@ -97,7 +146,7 @@ mod tests {
     use relay_store::Backend;
 
     /// Another connection's job is news; this process's own (its writers
-    /// raise `own_last_id`) and a commit without a new job are not.
+    /// report them) and a commit without a new job are not.
     #[test]
     fn only_other_connections_jobs_wake() {
         let dir = tempfile::tempdir().unwrap();
@@ -105,7 +154,7 @@ mod tests {
         let backend = SqliteBackend::file(&path);
         drop(backend.open_writer().unwrap()); // creates the schema
         let settings = crate::Settings::default();
-        let own = Arc::new(AtomicI64::new(0));
+        let own = OwnIds::default();
         let mut look = Look {
             conn: crate::connection::open(&Target::File(path.clone()), &settings, false).unwrap(),
             data_version: None,
@@ -127,10 +176,24 @@ mod tests {
         assert!(!look.added(&own).unwrap(), "told once");
         other.execute("UPDATE jobs SET priority = 2 WHERE id = 1", []).unwrap();
         assert!(!look.added(&own).unwrap(), "a commit without a new job");
-        own.store(2, Ordering::Relaxed); // this process's writer committed job 2
+        own.committed(&[2]); // this process's writer committed job 2
         insert(2);
         assert!(!look.added(&own).unwrap(), "this process's own job");
         insert(3);
         assert!(look.added(&own).unwrap());
+        // Another connection's job, then this process's with a higher id,
+        // both before the next look: still news.
+        insert(4);
+        own.committed(&[5]);
+        insert(5);
+        assert!(
+            look.added(&own).unwrap(),
+            "another's job under this process's higher id"
+        );
+        // This process reserved ids it did not use (a deduplicated submit):
+        // its next job is still its own.
+        own.committed(&[7]);
+        insert(7);
+        assert!(!look.added(&own).unwrap());
     }
 }

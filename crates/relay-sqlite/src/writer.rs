@@ -15,11 +15,13 @@ pub(crate) struct SqliteStore<C = Connection> {
     /// Inside a caller's transaction: `begin`/`commit`/`rollback` are a
     /// savepoint in it, never its own transaction.
     pub(crate) nested: bool,
-    /// The last job id this process's writers committed, shared with the
-    /// backend's watch (see `watch.rs`), so that their own jobs are not
-    /// taken for another connection's. `None` inside a caller's
-    /// transaction (its commit is not this process's to count).
-    pub(crate) own_last_id: Option<std::sync::Arc<std::sync::atomic::AtomicI64>>,
+    /// The ids this process's writers committed, shared with the backend's
+    /// watch (see `watch.rs`), so that their own jobs are not taken for
+    /// another connection's. `None` inside a caller's transaction (its
+    /// commit is not this process's to count).
+    pub(crate) own: Option<std::sync::Arc<crate::watch::OwnIds>>,
+    /// The ids this transaction inserted, in order.
+    pub(crate) inserted: Vec<i64>,
     /// A file (not the in-memory test database).
     pub(crate) on_disk: bool,
     /// Set when commits run with `synchronous=NORMAL` (a split commit).
@@ -111,7 +113,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         .map(drop)
     }
 
-    fn insert(&self, j: &JobInsert<'_>) -> Result<(), StoreError> {
+    fn insert(&mut self, j: &JobInsert<'_>) -> Result<(), StoreError> {
         let s = j.status;
         let lease = s.lease.as_ref();
         self.exec(
@@ -141,6 +143,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 tags_json(j.tags),
             ],
         )?;
+        self.inserted.push(j.id.0);
         for tag in j.tags {
             self.exec(&crate::sql::JOB_TAG_INSERT, params![tag, j.id.0])?;
         }
@@ -166,6 +169,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
 
     fn begin(&mut self) -> Result<(), StoreError> {
         self.next_id = None;
+        self.inserted.clear();
         if self.nested {
             return self.exec("SAVEPOINT relay_within", []).map(drop);
         }
@@ -175,9 +179,10 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     fn commit(&mut self) -> Result<(), StoreError> {
         let sql = if self.nested { "RELEASE relay_within" } else { "COMMIT" };
         self.exec(sql, [])?;
-        if let (Some(next), Some(own)) = (self.next_id, &self.own_last_id) {
-            own.fetch_max(next - 1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(own) = &self.own {
+            own.committed(&self.inserted);
         }
+        self.inserted.clear();
         Ok(())
     }
 

@@ -254,7 +254,8 @@ pub struct JobFilter {
     pub error_contains: Option<String>,
     /// Only jobs with an id below this (the cursor of the next page).
     pub before: Option<JobId>,
-    /// At most this many (1-1000).
+    /// At most this many (at least 1; the HTTP API and the CLI take at
+    /// most 1,000 a page).
     pub limit: u32,
 }
 

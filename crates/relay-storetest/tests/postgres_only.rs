@@ -717,6 +717,7 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     tx.execute("INSERT INTO orders VALUES (4)", &[]).unwrap();
     for (job, field) in [
         (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
+        (NewJob::new("q", "k", Vec::new()).tags(["x"]), "tags"),
         (NewJob::new("q", "k", Vec::new()).lease_for(Duration::ZERO), "lease_for"),
         (NewJob::new("q", "k", Vec::new()).traceparent("00-bad"), "traceparent"),
         (NewJob::new("bad queue!", "k", Vec::new()), "queue"),

@@ -175,8 +175,8 @@ impl Relay {
     /// default) or `EXTRA`.
     ///
     /// Waiting lessees of this Relay (and of Relays in other processes)
-    /// are woken within [`Options::watch_interval`] of your commit: the
-    /// writer watches the file's `PRAGMA data_version`.
+    /// are woken within [`Options::watch_interval`] of your commit: a
+    /// thread of each Relay watches the file's `PRAGMA data_version`.
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -235,8 +235,8 @@ impl Relay {
     /// # Errors
     ///
     /// [`Error::InvalidInput`] for a job that breaks a limit, for a job
-    /// with `depends_on` (submit it with [`Relay::submit`] after your
-    /// commit), and (field `transaction`) when
+    /// with `depends_on` or `tags` (submit it with [`Relay::submit`] after
+    /// your commit), and (field `transaction`) when
     /// this Relay is on an SQLite file. Nothing is written then, and `tx`
     /// is untouched. [`Error::Storage`] for a lost connection or a
     /// database without Relay's schema; as after any error PostgreSQL has
@@ -554,8 +554,11 @@ impl Relay {
     }
 
     /// DEAD jobs grouped by queue, kind and the first line of their error,
-    /// the largest groups first, at most `limit` (1-1000) groups. Retry a
-    /// group with [`Relay::retry_matching`] on its queue, kind and error.
+    /// the largest groups first, at most `limit` (1-1000) groups. To retry
+    /// a group, filter on its queue and kind, `state: Dead`, and
+    /// `error_contains` its error (a substring match: an error whose first
+    /// line merely contains it is retried too; an empty error, or one past
+    /// 256 characters, cannot be named this way).
     ///
     /// # Errors
     ///
@@ -893,6 +896,12 @@ impl Engine {
         }
         let now = self.options.clock.now();
         let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
+        if !job.tags.is_empty() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "tags",
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
         if !job.depends_on.is_empty() {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
                 "depends_on",

@@ -555,12 +555,18 @@ pub(crate) fn within(
 ) -> Result<()> {
     if let Some(e) = durability.failure() {
         // This process saw the file's fsync fail: nothing may build on it.
-        return Err(Error::Storage(Arc::new(durable::stopped(&e))));
+        let e = Err(Error::Storage(Arc::new(durable::stopped(&e))));
+        op.finish(e.clone());
+        return e;
+    }
+    if let Err(e) = store.begin() {
+        let e = Err(Error::from(e));
+        op.finish(e.clone());
+        return e;
     }
     let mut rng = fastrand::Rng::new();
     let mut reported = std::collections::HashSet::new();
     let mut batch = [op];
-    store.begin()?;
     let mut ctx = BatchCtx {
         now: options.clock.now(),
         options,
