@@ -356,18 +356,6 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     let body: BulkBody = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
     let f = body.filter;
-    let any = f.queue.is_some()
-        || f.state.is_some()
-        || f.kind.is_some()
-        || f.tag.is_some()
-        || f.since.is_some()
-        || f.until.is_some()
-        || f.error_contains.is_some();
-    if !any {
-        return Err(ApiError::bad_request(
-            "the filter is empty: name at least one of queue, state, kind, tag, since, until, error_contains",
-        ));
-    }
     let filter = ListQuery {
         queue: f.queue,
         state: f.state,
@@ -380,6 +368,11 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
         limit: None,
     }
     .filter()?;
+    if filter == JobFilter::default() {
+        return Err(ApiError::bad_request(
+            "the filter is empty: name at least one of queue, state, kind, tag, since, until, error_contains",
+        ));
+    }
     let count = match body.action.as_str() {
         "retry" => s.relay.retry_matching(&filter).await?,
         "cancel" => s.relay.cancel_matching(&filter).await?,

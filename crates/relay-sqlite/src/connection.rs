@@ -177,7 +177,7 @@ fn pragma_int(conn: &Connection, name: &str) -> Result<i64, StoreError> {
         .map_err(map_err)
 }
 
-fn check_version(conn: &Connection) -> Result<i64, StoreError> {
+pub(crate) fn check_version(conn: &Connection) -> Result<i64, StoreError> {
     let app = pragma_int(conn, "application_id")?;
     if app != 0 && app != APPLICATION_ID {
         return Err(StoreError::NotADatabase {

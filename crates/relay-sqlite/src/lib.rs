@@ -52,15 +52,8 @@ pub use sync::set_wal_sync_hook;
 /// connection's file is not at this build's schema version (open it with
 /// this Relay first, which migrates it).
 pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '_, StoreError> {
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(connection::map_err)?;
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
+    // Refuses another application's file and a newer schema, as opening does.
+    let version = connection::check_version(conn)?;
     if version != SCHEMA_VERSION {
         return Err(StoreError::NotADatabase {
             reason: format!(

@@ -101,15 +101,15 @@ impl Engine {
     /// Retry, cancel or delete each of `ids`, each on its own: one that
     /// its state does not allow (or that is gone) is passed over. Returns
     /// how many it changed.
-    pub(crate) fn bulk_op(&self, ids: Vec<JobId>, what: crate::relay::Bulk) -> Pending<u64> {
+    pub(crate) fn bulk_op(&self, ids: Vec<JobId>, what: crate::search::Bulk) -> Pending<u64> {
         Pending::new(Hint::Jobs(ids.clone()), move |plan, ctx| {
             let mut done = 0;
             for &id in &ids {
                 let m = plan.mark();
                 let r = match what {
-                    crate::relay::Bulk::Retry => ops::act(plan, ctx, id, Action::Retry, None).map(drop),
-                    crate::relay::Bulk::Cancel => ops::act(plan, ctx, id, Action::Cancel, None).map(drop),
-                    crate::relay::Bulk::Delete => ops::delete(plan, ctx, id),
+                    crate::search::Bulk::Retry => ops::act(plan, ctx, id, Action::Retry, None).map(drop),
+                    crate::search::Bulk::Cancel => ops::act(plan, ctx, id, Action::Cancel, None).map(drop),
+                    crate::search::Bulk::Delete => ops::delete(plan, ctx, id),
                 };
                 match r {
                     Ok(()) => {

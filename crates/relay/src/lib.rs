@@ -48,8 +48,10 @@ mod ops;
 mod options;
 mod relay;
 mod request;
+mod search;
 mod trace;
 pub mod view;
+mod within;
 pub mod worker;
 
 pub use engine::metrics::Metrics;
@@ -57,10 +59,11 @@ pub use engine::metrics::Metrics;
 pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
-pub use relay::{AsyncRelay, Relay, Stats, BULK_CHUNK};
+pub use relay::{AsyncRelay, Relay, Stats};
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, MAX_LEASE_BATCH, MAX_WAIT,
 };
+pub use search::BULK_CHUNK;
 
 pub use relay_core::periodic::time_zones;
 pub use relay_core::{

@@ -217,10 +217,7 @@ impl Relay {
     ///
     /// As [`Relay::submit_in`].
     pub fn submit_batch_in(&self, tx: &rusqlite::Connection, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
-        self.same_file(tx)?;
-        let pending = self.engine.submit_op(jobs)?;
-        let mut store = relay_sqlite::within(tx).map_err(Error::from)?;
-        self.engine.run_within(&mut store, pending)
+        self.engine.submit_in(tx, jobs)
     }
 
     /// Submits a job inside your own transaction on this Relay's
@@ -244,53 +241,9 @@ impl Relay {
     #[cfg(feature = "postgres")]
     pub fn submit_in_pg(&self, tx: &mut impl relay_postgres::postgres::GenericClient, job: NewJob) -> Result<JobId> {
         let (job, delay_ms) = self.engine.for_pg(job)?;
-        let id = relay_postgres::submit_in_blocking(tx, &pg_args(&job, delay_ms)).map_err(from_within)?;
+        let id = relay_postgres::submit_in_blocking(tx, &crate::within::pg_args(&job, delay_ms))
+            .map_err(crate::within::from_within)?;
         Ok(JobId(id))
-    }
-
-    /// Refuses a connection that cannot carry a transactional submit to
-    /// this Relay's file, saying what to change.
-    fn same_file(&self, tx: &rusqlite::Connection) -> Result<()> {
-        let bad = |reason: String| Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason));
-        let Some(ours) = self.engine.backend.file() else {
-            return Err(bad(format!(
-                "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
-                self.engine.backend.describe()
-            )));
-        };
-        if tx.is_autocommit() {
-            return Err(bad(
-                "the connection has no transaction open: begin one (Connection::transaction_with_behavior) and pass it"
-                    .into(),
-            ));
-        }
-        let theirs = tx.path().filter(|p| !p.is_empty()).map(std::path::Path::new);
-        let same = match (theirs, std::fs::canonicalize(ours)) {
-            (Some(theirs), Ok(ours)) => std::fs::canonicalize(theirs).is_ok_and(|t| t == ours),
-            _ => false,
-        };
-        if !same {
-            return Err(bad(format!(
-                "the connection is on {}, this Relay on {}: open your connection on the Relay's file",
-                theirs.map_or_else(
-                    || "an in-memory or temporary database".into(),
-                    |p| p.display().to_string()
-                ),
-                ours.display()
-            )));
-        }
-        let sync: i64 = tx.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(|e| {
-            Error::from(relay_store::StoreError::Io {
-                message: format!("reading the connection's synchronous setting: {e}"),
-                source: Box::new(e),
-            })
-        })?;
-        if sync < 2 {
-            return Err(bad(format!(
-                "the connection runs with synchronous = {sync}: its commit would not be durable on power loss; run PRAGMA synchronous = FULL on it"
-            )));
-        }
-        Ok(())
     }
 
     /// Leases up to `max` ready jobs, waiting up to `wait` when none is.
@@ -514,7 +467,7 @@ impl Relay {
     /// [`Error::InvalidInput`] for a filter that breaks a limit (a bad queue
     /// name, a limit of 0, `since` after `until`...).
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        check_filter(filter)?;
+        crate::search::check_filter(filter)?;
         self.engine.readers.with(|r| r.job_list(filter))
     }
 
@@ -529,7 +482,7 @@ impl Relay {
     /// [`Error::InvalidInput`] for a bad filter (nothing done). Any other
     /// error stops the work where it is: the chunks before it are done.
     pub fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, Bulk::Retry)
+        self.engine.bulk(filter, crate::search::Bulk::Retry)
     }
 
     /// [`Relay::retry_matching`] for cancel: every READY, WAITING or LEASED
@@ -540,7 +493,7 @@ impl Relay {
     ///
     /// As [`Relay::retry_matching`].
     pub fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, Bulk::Cancel)
+        self.engine.bulk(filter, crate::search::Bulk::Cancel)
     }
 
     /// [`Relay::retry_matching`] for delete: every job `filter` matches that
@@ -550,7 +503,7 @@ impl Relay {
     ///
     /// As [`Relay::retry_matching`].
     pub fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, Bulk::Delete)
+        self.engine.bulk(filter, crate::search::Bulk::Delete)
     }
 
     /// DEAD jobs grouped by queue, kind and the first line of their error,
@@ -564,7 +517,7 @@ impl Relay {
     ///
     /// [`Error::InvalidInput`] for a limit outside 1-1000.
     pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
-        check_limit(limit)?;
+        crate::search::check_limit(limit)?;
         self.engine.readers.with(|r| r.job_dead_groups(limit))
     }
 
@@ -602,9 +555,9 @@ impl AsyncRelay {
         job: NewJob,
     ) -> Result<JobId> {
         let (job, delay_ms) = self.engine.for_pg(job)?;
-        let id = relay_postgres::submit_in(tx, &pg_args(&job, delay_ms))
+        let id = relay_postgres::submit_in(tx, &crate::within::pg_args(&job, delay_ms))
             .await
-            .map_err(from_within)?;
+            .map_err(crate::within::from_within)?;
         Ok(JobId(id))
     }
 
@@ -776,7 +729,7 @@ impl AsyncRelay {
     ///
     /// As [`Relay::list`].
     pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        check_filter(filter)?;
+        crate::search::check_filter(filter)?;
         let filter = filter.clone();
         self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
     }
@@ -788,7 +741,7 @@ impl AsyncRelay {
     /// As [`Relay::retry_matching`].
     pub async fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, Bulk::Retry)).await
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Retry)).await
     }
 
     /// [`Relay::cancel_matching`], on a blocking thread.
@@ -798,7 +751,7 @@ impl AsyncRelay {
     /// As [`Relay::retry_matching`].
     pub async fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, Bulk::Cancel)).await
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Cancel)).await
     }
 
     /// [`Relay::delete_matching`], on a blocking thread.
@@ -808,7 +761,7 @@ impl AsyncRelay {
     /// As [`Relay::retry_matching`].
     pub async fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, Bulk::Delete)).await
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Delete)).await
     }
 
     /// [`Relay::dead_groups`].
@@ -817,7 +770,7 @@ impl AsyncRelay {
     ///
     /// As [`Relay::dead_groups`].
     pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
-        check_limit(limit)?;
+        crate::search::check_limit(limit)?;
         self.read(move |e| e.readers.with(|r| r.job_dead_groups(limit))).await
     }
 
@@ -881,140 +834,6 @@ impl Engine {
         }
         Ok(Stats { queues })
     }
-}
-
-#[cfg(feature = "postgres")]
-impl Engine {
-    /// A job for `relay_submit(...)`, validated as `submit` does, and its
-    /// delay in milliseconds.
-    fn for_pg(&self, job: NewJob) -> Result<(crate::request::ValidJob, i64)> {
-        if self.backend.file().is_some() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "transaction",
-                "this Relay is on an SQLite file: submit inside your transaction there with Relay::submit_in",
-            )));
-        }
-        let now = self.options.clock.now();
-        let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
-        if !job.tags.is_empty() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "tags",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
-        }
-        if !job.depends_on.is_empty() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "depends_on",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
-        }
-        let delay = job.ready_at.since(now);
-        Ok((job, i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)))
-    }
-}
-
-#[cfg(feature = "postgres")]
-fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_postgres::SubmitArgs<'_> {
-    relay_postgres::SubmitArgs {
-        queue: &job.queue,
-        kind: &job.kind,
-        payload: &job.payload,
-        priority: i32::from(job.priority.get()),
-        delay_ms,
-        max_attempts: i32::try_from(job.max_attempts).unwrap_or(i32::MAX),
-        unique_key: job.unique_key.as_deref(),
-        lease_for_ms: job.lease_for.map(relay_core::time::duration_millis),
-        timeout_ms: job.timeout.map(relay_core::time::duration_millis),
-        traceparent: job.traceparent.as_deref(),
-    }
-}
-
-#[cfg(feature = "postgres")]
-fn from_within(e: relay_postgres::WithinError) -> Error {
-    match e {
-        relay_postgres::WithinError::Refused(reason) => {
-            Error::InvalidInput(relay_core::InvalidInput::new("job", reason))
-        }
-        relay_postgres::WithinError::Store(e) => e.into(),
-    }
-}
-
-/// Jobs a bulk action takes per transaction.
-pub const BULK_CHUNK: u32 = 500;
-
-/// What a bulk action does to each job it matches.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Bulk {
-    Retry,
-    Cancel,
-    Delete,
-}
-
-impl Engine {
-    /// Runs `what` on every job `filter` matches, a chunk per transaction.
-    fn bulk(&self, filter: &JobFilter, what: Bulk) -> Result<u64> {
-        check_filter(&JobFilter {
-            limit: 1,
-            ..filter.clone()
-        })?;
-        let mut f = JobFilter {
-            limit: BULK_CHUNK,
-            ..filter.clone()
-        };
-        let mut done = 0;
-        loop {
-            let ids = self.readers.with(|r| r.job_search(&f))?;
-            let Some(&last) = ids.last() else { break };
-            let full = ids.len() == BULK_CHUNK as usize;
-            done += self.run(self.bulk_op(ids, what))?;
-            if !full {
-                break;
-            }
-            f.before = Some(last);
-        }
-        Ok(done)
-    }
-}
-
-fn check_limit(limit: u32) -> Result<()> {
-    if limit == 0 || limit > 1000 {
-        return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-            "limit",
-            format!("must be 1-1000, got {limit}"),
-        )));
-    }
-    Ok(())
-}
-
-/// Refuses a filter that breaks a limit, naming the field.
-fn check_filter(f: &JobFilter) -> Result<()> {
-    let limits = relay_core::Limits::default();
-    if let Some(q) = &f.queue {
-        limits.queue(q)?;
-    }
-    if let Some(k) = &f.kind {
-        limits.label("kind", k)?;
-    }
-    if let Some(t) = &f.tag {
-        limits.tag(t)?;
-    }
-    if let Some(e) = &f.error_contains {
-        let n = e.chars().count();
-        if n == 0 || n > relay_core::validate::MAX_SEARCH_LEN {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "error_contains",
-                format!("must be 1-{} characters, got {n}", relay_core::validate::MAX_SEARCH_LEN),
-            )));
-        }
-    }
-    // `since` at or after `until` is an empty range: it matches nothing.
-    if f.limit == 0 {
-        return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-            "limit",
-            "must be at least 1",
-        )));
-    }
-    Ok(())
 }
 
 fn first<T>(items: Vec<T>) -> Result<T> {

@@ -1,0 +1,121 @@
+//! Submitting inside a transaction the caller holds open (transactional
+//! enqueue): the checks a caller's connection must pass, and the job as
+//! PostgreSQL's `relay_submit(...)` takes it. `Relay::submit_in` and
+//! `submit_in_pg` (relay.rs) are the API; ARCHITECTURE.md, "Enqueue inside
+//! the caller's transaction", says how it works.
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::request::{NewJob, Submitted};
+
+impl Engine {
+    /// Submits `jobs` inside the transaction open on `tx`, a connection to
+    /// this Relay's SQLite file (see `Relay::submit_in`).
+    pub(crate) fn submit_in(&self, tx: &rusqlite::Connection, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
+        self.same_file(tx)?;
+        let pending = self.submit_op(jobs)?;
+        let mut store = relay_sqlite::within(tx).map_err(Error::from)?;
+        self.run_within(&mut store, pending)
+    }
+
+    /// Refuses a connection that cannot carry a transactional submit to
+    /// this Relay's file, saying what to change.
+    pub(crate) fn same_file(&self, tx: &rusqlite::Connection) -> Result<()> {
+        let bad = |reason: String| Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason));
+        let Some(ours) = self.backend.file() else {
+            return Err(bad(format!(
+                "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
+                self.backend.describe()
+            )));
+        };
+        if tx.is_autocommit() {
+            return Err(bad(
+                "the connection has no transaction open: begin one (Connection::transaction_with_behavior) and pass it"
+                    .into(),
+            ));
+        }
+        let theirs = tx.path().filter(|p| !p.is_empty()).map(std::path::Path::new);
+        let same = match (theirs, std::fs::canonicalize(ours)) {
+            (Some(theirs), Ok(ours)) => std::fs::canonicalize(theirs).is_ok_and(|t| t == ours),
+            _ => false,
+        };
+        if !same {
+            return Err(bad(format!(
+                "the connection is on {}, this Relay on {}: open your connection on the Relay's file",
+                theirs.map_or_else(
+                    || "an in-memory or temporary database".into(),
+                    |p| p.display().to_string()
+                ),
+                ours.display()
+            )));
+        }
+        let sync: i64 = tx.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(|e| {
+            Error::from(relay_store::StoreError::Io {
+                message: format!("reading the connection's synchronous setting: {e}"),
+                source: Box::new(e),
+            })
+        })?;
+        if sync < 2 {
+            return Err(bad(format!(
+                "the connection runs with synchronous = {sync}: its commit would not be durable on power loss; run PRAGMA synchronous = FULL on it"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Engine {
+    /// A job for `relay_submit(...)`, validated as `submit` does, and its
+    /// delay in milliseconds.
+    pub(crate) fn for_pg(&self, job: NewJob) -> Result<(crate::request::ValidJob, i64)> {
+        if self.backend.file().is_some() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "transaction",
+                "this Relay is on an SQLite file: submit inside your transaction there with Relay::submit_in",
+            )));
+        }
+        let now = self.options.clock.now();
+        let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
+        if !job.tags.is_empty() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "tags",
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
+        if !job.depends_on.is_empty() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "depends_on",
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
+        let delay = job.ready_at.since(now);
+        Ok((job, i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)))
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub(crate) fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_postgres::SubmitArgs<'_> {
+    relay_postgres::SubmitArgs {
+        queue: &job.queue,
+        kind: &job.kind,
+        payload: &job.payload,
+        priority: i32::from(job.priority.get()),
+        delay_ms,
+        max_attempts: i32::try_from(job.max_attempts).unwrap_or(i32::MAX),
+        unique_key: job.unique_key.as_deref(),
+        lease_for_ms: job.lease_for.map(relay_core::time::duration_millis),
+        timeout_ms: job.timeout.map(relay_core::time::duration_millis),
+        traceparent: job.traceparent.as_deref(),
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub(crate) fn from_within(e: relay_postgres::WithinError) -> Error {
+    match e {
+        relay_postgres::WithinError::Refused(reason) => {
+            Error::InvalidInput(relay_core::InvalidInput::new("job", reason))
+        }
+        relay_postgres::WithinError::Store(e) => e.into(),
+    }
+}
