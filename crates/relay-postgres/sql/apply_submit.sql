@@ -3,7 +3,8 @@
 -- (autocommit: a statement is atomic by itself), so a lone submit costs one
 -- round trip, as a hand-written INSERT would. Counts are checked as in the
 -- apply_*.sql statements; a shortfall aborts the statement. Columns of $1-$20
--- as apply_insert.sql.
+-- as apply_insert.sql; the jobs are counted in the throughput history's
+-- minute $31, as there.
 WITH j AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
@@ -17,7 +18,15 @@ WITH j AS (
                 $15::BIGINT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[], $19::BIGINT[], $20::BIGINT[], $29::TEXT[], $30::TEXT[])
          AS u(id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED', 'WAITING') DO NOTHING
-    RETURNING 1
+    RETURNING queue
+), t AS (
+    INSERT INTO relay_throughput (minute, queue, shard, submitted)
+    SELECT $31::BIGINT, queue, pg_backend_pid() % 8, COUNT(*) FROM j GROUP BY queue ORDER BY queue
+    ON CONFLICT (minute, queue, shard) DO UPDATE SET
+        submitted = relay_throughput.submitted + excluded.submitted,
+        succeeded = relay_throughput.succeeded + excluded.succeeded,
+        failed = relay_throughput.failed + excluded.failed,
+        dead = relay_throughput.dead + excluded.dead
 ), e AS (
     INSERT INTO relay_job_events (job_id, seq, at, kind, data)
     SELECT * FROM unnest($21::BIGINT[], $22::BIGINT[], $23::BIGINT[], $24::TEXT[], $25::TEXT[])

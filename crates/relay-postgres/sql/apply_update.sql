@@ -3,16 +3,28 @@
 -- must be the number of transitions.
 -- The count is checked in the statement (relay_expect, migration 0002): a
 -- shortfall aborts the transaction before the COMMIT sent after it.
+-- Acks and failed attempts ($15-$17 per job) are counted in the throughput
+-- history's minute $18 under the job's queue, read by the update itself.
 WITH w AS (
     UPDATE relay_jobs AS j
     SET state = u.state, attempts = u.attempts, ready_at = u.ready_at, finished_at = u.finished_at,
         lease_token = u.lease_token, lease_expires_at = u.lease_expires_at, leased_by = u.leased_by,
         last_error = u.last_error, result = COALESCE(u.result, j.result), waiting_on = u.waiting_on
     FROM unnest($1::BIGINT[], $2::TEXT[], $3::BIGINT[], $4::TEXT[], $5::BIGINT[], $6::BIGINT[], $7::BIGINT[],
-                $8::BIGINT[], $9::BIGINT[], $10::TEXT[], $11::TEXT[], $12::BYTEA[], $13::BIGINT[])
+                $8::BIGINT[], $9::BIGINT[], $10::TEXT[], $11::TEXT[], $12::BYTEA[], $13::BIGINT[],
+                $15::BIGINT[], $16::BIGINT[], $17::BIGINT[])
         AS u(id, expect_state, expect_token, state, attempts, ready_at, finished_at, lease_token, lease_expires_at,
-             leased_by, last_error, result, waiting_on)
+             leased_by, last_error, result, waiting_on, succeeded, failed, dead)
     WHERE j.id = u.id AND j.state = u.expect_state AND j.lease_token = u.expect_token
-    RETURNING 1
+    RETURNING j.queue, u.succeeded, u.failed, u.dead
+), t AS (
+    INSERT INTO relay_throughput (minute, queue, shard, succeeded, failed, dead)
+    SELECT $18::BIGINT, queue, pg_backend_pid() % 8, SUM(succeeded), SUM(failed), SUM(dead)
+    FROM w WHERE succeeded + failed + dead > 0 GROUP BY queue ORDER BY queue
+    ON CONFLICT (minute, queue, shard) DO UPDATE SET
+        submitted = relay_throughput.submitted + excluded.submitted,
+        succeeded = relay_throughput.succeeded + excluded.succeeded,
+        failed = relay_throughput.failed + excluded.failed,
+        dead = relay_throughput.dead + excluded.dead
 )
 SELECT relay_expect(COUNT(*), $14, 'updates') FROM w

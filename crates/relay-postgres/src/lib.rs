@@ -87,6 +87,10 @@ impl Backend for PgBackend {
         connect::redact(&self.url)
     }
 
+    fn durability(&self) -> String {
+        "synchronous_commit on (checked at connect): a change is answered once PostgreSQL has flushed its WAL".into()
+    }
+
     /// Two by default (one connection's server backend is one core, and
     /// its round trips leave it idle between a batch's flights; see
     /// BENCHMARKS.md), or `RELAY_PG_WRITERS` (1-16) for a larger server,

@@ -8,7 +8,7 @@ use postgres::{Client, Row, Statement};
 use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
 use relay_store::{
     Changes, CommitFailed, DeadGroup, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store,
-    StoreError, StoreReader,
+    StoreError, StoreReader, Throughput,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -158,6 +158,13 @@ fn rows(a: Option<Answer>) -> Vec<Row> {
 }
 
 impl Store for PgStore {
+    fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let row = self.query_one(include_str!("../sql/throughput_prune.sql"), &[&before.as_millis()])?;
+        let n: i64 = decode::col(&row, 0, "pruned", None)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.pipe.begin_now()?; // a write: never in a flight with BEGIN
         let row = self.query_one(include_str!("../sql/job_prune.sql"), &[&before.as_millis()])?;
@@ -540,6 +547,7 @@ impl PgStore {
         let data: Vec<&str> = c.events.iter().map(|e| e.data).collect();
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
         let (n_jobs, n_events) = (n(c.inserts.len()), n(c.events.len()));
+        let minute = relay_store::minute_of(c.at).as_millis();
         let mut params = jobs.params();
         params.extend_from_slice(&[
             &job,
@@ -552,6 +560,7 @@ impl PgStore {
             &notify,
             &jobs.traceparent,
             &jobs.tags,
+            &minute,
         ]);
         match self.pipe.autocommit(&st, &params) {
             Ok(_) => Ok(()),
@@ -629,6 +638,27 @@ impl StoreReader for PgReader {
                             .map_err(map_err)?
                             .ok_or_else(|| StoreError::corrupt(None, "a DEAD job without finished_at"))?,
                     ),
+                })
+            })
+            .collect()
+    }
+
+    fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/throughput_since.sql"))?;
+        let since = relay_store::minute_of(since).as_millis();
+        let rows = self.conn.client.query(&st, &[&since]).map_err(map_err)?;
+        let n = |r: &postgres::Row, i: usize| -> Result<u64, StoreError> {
+            Ok(u64::try_from(r.try_get::<_, i64>(i).map_err(map_err)?).unwrap_or(0))
+        };
+        rows.iter()
+            .map(|r| {
+                Ok(Throughput {
+                    minute: Timestamp::from_millis(r.try_get(0).map_err(map_err)?),
+                    queue: r.try_get(1).map_err(map_err)?,
+                    submitted: n(r, 2)?,
+                    succeeded: n(r, 3)?,
+                    failed: n(r, 4)?,
+                    dead: n(r, 5)?,
                 })
             })
             .collect()

@@ -27,6 +27,11 @@ pub(crate) struct UpdateCols<'a> {
     error: Vec<Option<&'a str>>,
     result: Vec<Option<&'a [u8]>>,
     waiting_on: Vec<i64>,
+    /// The throughput history's counts per job (`$15`-`$17`, after the
+    /// statement's count).
+    succeeded: Vec<i64>,
+    failed: Vec<i64>,
+    dead: Vec<i64>,
 }
 
 impl<'a> UpdateCols<'a> {
@@ -54,6 +59,9 @@ impl<'a> UpdateCols<'a> {
             error: ups.iter().map(|u| u.status.last_error.as_deref()).collect(),
             result: ups.iter().map(|u| u.result).collect(),
             waiting_on: ups.iter().map(|u| i(u.status.waiting_on)).collect(),
+            succeeded: ups.iter().map(|u| i(u.tally.succeeded)).collect(),
+            failed: ups.iter().map(|u| i(u.tally.failed)).collect(),
+            dead: ups.iter().map(|u| i(u.tally.dead)).collect(),
         }
     }
 
@@ -351,6 +359,8 @@ pub(crate) struct Writes<'a> {
     inserts: InsertCols<'a>,
     events: EventCols<'a>,
     counts: [i64; 7],
+    /// The throughput history's minute the batch counts in.
+    minute: i64,
 }
 
 /// The columns of a batch's new dependency edges (`sql/apply_deps.sql`).
@@ -403,6 +413,7 @@ impl<'a> Writes<'a> {
                 n(c.dependents.len()),
                 n(c.events.len()),
             ],
+            minute: relay_store::minute_of(c.at).as_millis(),
         })
     }
 
@@ -433,7 +444,7 @@ impl<'a> Writes<'a> {
         for (cols, count) in [(&self.plain, plain), (&self.taking, taking)] {
             if *count > 0 {
                 let mut p = cols.params();
-                p.push(count);
+                p.extend_from_slice(&[count, &cols.succeeded, &cols.failed, &cols.dead, &self.minute]);
                 reqs.push(Req::Write(&self.update_st, p));
             }
         }
@@ -442,6 +453,7 @@ impl<'a> Writes<'a> {
             p.push(inserts);
             p.push(&self.inserts.traceparent);
             p.push(&self.inserts.tags);
+            p.push(&self.minute);
             reqs.push(Req::Write(&self.insert_st, p));
         }
         if *deps > 0 {

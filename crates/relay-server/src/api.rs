@@ -52,6 +52,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         ));
     Router::new()
         .merge(protected)
+        .merge(crate::dashboard::router(Arc::clone(&state)))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/openapi.json", get(openapi))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
@@ -84,7 +85,7 @@ async fn deadline(State(state): S, req: Request, next: Next) -> Response {
     }
 }
 
-fn id(raw: &str) -> Result<JobId, ApiError> {
+pub(crate) fn id(raw: &str) -> Result<JobId, ApiError> {
     raw.parse::<i64>()
         .map(JobId)
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a job id (a positive integer)")))
@@ -269,7 +270,7 @@ struct ListQuery {
 }
 
 /// A state named in a query or body, in any case.
-fn state_arg(st: &str) -> Result<JobState, ApiError> {
+pub(crate) fn state_arg(st: &str) -> Result<JobState, ApiError> {
     JobState::parse(&st.to_uppercase()).ok_or_else(|| {
         ApiError::bad_request(format!(
             "unknown state {st:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
@@ -278,7 +279,7 @@ fn state_arg(st: &str) -> Result<JobState, ApiError> {
 }
 
 /// An RFC 3339 time of a query or body.
-fn time_arg(field: &str, t: &str) -> Result<Timestamp, ApiError> {
+pub(crate) fn time_arg(field: &str, t: &str) -> Result<Timestamp, ApiError> {
     let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
         .map_err(|e| ApiError::bad_request(format!("{field} {t:?} is not an RFC 3339 time: {e}")))?;
     Ok(Timestamp::from_millis(

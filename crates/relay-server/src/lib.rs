@@ -20,6 +20,7 @@
 
 mod api;
 mod auth;
+mod dashboard;
 mod error;
 mod metrics;
 mod openapi;
@@ -102,6 +103,8 @@ pub(crate) struct AppState {
     pub metrics: metrics::Metrics,
     /// A request carried a token to a server that has none: said once.
     pub told_auth_off: std::sync::atomic::AtomicBool,
+    /// What the dashboard's sessions are signed with.
+    pub dash: dashboard::Keys,
 }
 
 /// A bound, not yet running, server.
@@ -130,7 +133,9 @@ impl Server {
                 source,
             })?;
         let (stop, stopping) = watch::channel(false);
+        let dash = dashboard::Keys::new(&config.tokens).map_err(ServerError::Config)?;
         let state = Arc::new(AppState {
+            dash,
             relay: relay.to_async(),
             waiting: Semaphore::new(config.max_waiting),
             config,

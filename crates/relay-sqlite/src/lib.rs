@@ -145,6 +145,15 @@ impl Backend for SqliteBackend {
         self.target.describe()
     }
 
+    fn durability(&self) -> String {
+        match self.target {
+            Target::File(_) => {
+                "WAL, and the WAL fdatasynced before any change is answered (synchronous=NORMAL + split commit)".into()
+            }
+            Target::Memory(_) => "in memory: nothing survives the process".into(),
+        }
+    }
+
     /// A connection and thread of its own that wake this process's waiting
     /// lessees when another connection commits new jobs (see `watch.rs`).
     /// None for a database in memory: nothing else writes it.

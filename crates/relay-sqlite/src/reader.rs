@@ -4,7 +4,7 @@ use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use crate::writer::job_get;
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
-use relay_store::{DeadGroup, Event, JobFilter, QueueStats, StoreError, StoreReader};
+use relay_store::{DeadGroup, Event, JobFilter, QueueStats, StoreError, StoreReader, Throughput};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
@@ -75,6 +75,28 @@ impl StoreReader for SqliteReader {
                 count: u64::try_from(c.int(3, "count")?).unwrap_or(0),
                 newest: JobId(c.int(4, "id")?),
                 last_at: Timestamp::from_millis(c.int(5, "finished_at")?),
+            });
+        }
+        Ok(out)
+    }
+
+    fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&crate::sql::THROUGHPUT_SINCE)
+            .map_err(map_err)?;
+        let mut rows = st.query([relay_store::minute_of(since).as_millis()]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let c = Cols::new(row, None);
+            let n = |i, name| c.int(i, name).map(|v| u64::try_from(v).unwrap_or(0));
+            out.push(Throughput {
+                minute: Timestamp::from_millis(c.int(0, "minute")?),
+                queue: c.text(1, "queue")?,
+                submitted: n(2, "submitted")?,
+                succeeded: n(3, "succeeded")?,
+                failed: n(4, "failed")?,
+                dead: n(5, "dead")?,
             });
         }
         Ok(out)

@@ -55,6 +55,7 @@ statements! {
     JOB_READY_AFTER = "job_ready_after.sql";
     JOB_READY_HEADS = "job_ready_heads.sql";
     JOB_SET_STATUS = "job_set_status.sql";
+    JOB_SET_STATUS_QUEUE = "job_set_status_queue.sql";
     QUEUE_COUNTS = "queue_counts.sql";
     QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
     QUEUE_PUT = "queue_put.sql";
@@ -65,6 +66,9 @@ statements! {
     SCHEDULE_PUT = "schedule_put.sql";
     SCHEDULES_ALL = "schedules_all.sql";
     SCHEDULES_DUE = "schedules_due.sql";
+    THROUGHPUT_ADD = "throughput_add.sql";
+    THROUGHPUT_PRUNE = "throughput_prune.sql";
+    THROUGHPUT_SINCE = "throughput_since.sql";
 }
 
 /// Page sizes of the claim's reads, each its own statement (a bound LIMIT

@@ -59,32 +59,55 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         Ok(out)
     }
 
-    fn update(&self, u: &JobUpdate<'_>) -> Result<(), StoreError> {
+    /// Writes a transition; answers the job's queue when the throughput
+    /// history counts it (`u.tally`), read by the same statement.
+    fn update(&self, u: &JobUpdate<'_>) -> Result<Option<String>, StoreError> {
         let s = u.status;
         let lease = s.lease.as_ref();
-        let n = self.exec(
-            &crate::sql::JOB_SET_STATUS,
-            params![
-                u.id.0,
-                u.expect_state.as_str(),
-                u.expect_token.0,
-                s.state.as_str(),
-                s.attempts,
-                s.ready_at.as_millis(),
-                s.finished_at.map(Timestamp::as_millis),
-                s.last_token.0,
-                lease.map(|l| l.expires_at.as_millis()),
-                lease.map(|l| l.worker.as_str()),
-                s.last_error.as_deref(),
-                u.result,
-                s.waiting_on,
-            ],
-        )?;
-        if n == 1 {
-            Ok(())
-        } else {
-            Err(unmatched(u.id))
+        let params = params![
+            u.id.0,
+            u.expect_state.as_str(),
+            u.expect_token.0,
+            s.state.as_str(),
+            s.attempts,
+            s.ready_at.as_millis(),
+            s.finished_at.map(Timestamp::as_millis),
+            s.last_token.0,
+            lease.map(|l| l.expires_at.as_millis()),
+            lease.map(|l| l.worker.as_str()),
+            s.last_error.as_deref(),
+            u.result,
+            s.waiting_on,
+        ];
+        if u.tally.is_zero() {
+            return match self.exec(&crate::sql::JOB_SET_STATUS, params)? {
+                1 => Ok(None),
+                _ => Err(unmatched(u.id)),
+            };
         }
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_SET_STATUS_QUEUE)
+            .map_err(map_err)?;
+        let mut rows = st.query(params).map_err(map_err)?;
+        let queue = match rows.next().map_err(map_err)? {
+            Some(row) => row.get::<_, String>(0).map_err(map_err)?,
+            None => return Err(unmatched(u.id)),
+        };
+        Ok(Some(queue))
+    }
+
+    /// Adds the batch's submits and ends of attempts to the throughput
+    /// history: one statement per queue.
+    fn count(&self, at: Timestamp, counts: &[(String, [i64; 4])]) -> Result<(), StoreError> {
+        let minute = relay_store::minute_of(at).as_millis();
+        for (queue, [submitted, succeeded, failed, dead]) in counts {
+            self.exec(
+                &crate::sql::THROUGHPUT_ADD,
+                params![minute, queue, submitted, succeeded, failed, dead],
+            )?;
+        }
+        Ok(())
     }
 
     fn put_schedule(&self, s: &Schedule) -> Result<(), StoreError> {
@@ -161,6 +184,10 @@ fn unmatched(id: JobId) -> StoreError {
 }
 
 impl<C: Borrow<Connection>> Store for SqliteStore<C> {
+    fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        Ok(self.exec(&crate::sql::THROUGHPUT_PRUNE, [before.as_millis()])? as u64)
+    }
+
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
         self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
@@ -435,12 +462,24 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         for id in &c.settled {
             self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
         }
+        // Per queue: submitted, succeeded, failed, dead (few queues per
+        // batch: a list beats a map).
+        let mut counts: Vec<(String, [i64; 4])> = Vec::new();
+        let mut add = |queue: &str, n: [i64; 4]| match counts.iter_mut().find(|(q, _)| q == queue) {
+            Some((_, c)) => c.iter_mut().zip(n).for_each(|(c, n)| *c += n),
+            None => counts.push((queue.to_owned(), n)),
+        };
         for u in &c.updates {
-            self.update(u)?;
+            if let Some(queue) = self.update(u)? {
+                let t = u.tally;
+                add(&queue, [0, t.succeeded.into(), t.failed.into(), t.dead.into()]);
+            }
         }
         for j in &c.inserts {
             self.insert(j)?;
+            add(j.queue, [1, 0, 0, 0]);
         }
+        self.count(c.at, &counts)?;
         for d in &c.dependents {
             self.exec(
                 &crate::sql::JOB_DEP_INSERT,

@@ -58,6 +58,50 @@ pub struct JobUpdate<'a> {
     pub status: &'a JobStatus,
     /// Replaces the job's result when `Some`.
     pub result: Option<&'a [u8]>,
+    /// What this batch counts for the job in the throughput history.
+    pub tally: Tally,
+}
+
+/// A job's ends of attempts in one batch, for the throughput history
+/// ([`StoreReader::throughput`]): the store adds them to the job's queue
+/// in the batch's minute (it knows the queue; the batch may not have read
+/// it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Acknowledged: SUCCEEDED.
+    pub succeeded: u32,
+    /// Attempts that failed (a nack, a lease that expired).
+    pub failed: u32,
+    /// Of those, the ones that left the job DEAD.
+    pub dead: u32,
+}
+
+impl Tally {
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// One queue's jobs in one minute: what the throughput chart draws. Kept
+/// by the store with each batch (submits are its inserts), so it is right
+/// after a restart and sums every process on the store.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Throughput {
+    /// The minute's start.
+    pub minute: Timestamp,
+    pub queue: String,
+    pub submitted: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub dead: u64,
+}
+
+/// Minutes of throughput history a store keeps (two days).
+pub const THROUGHPUT_KEEP: Duration = Duration::from_secs(2 * 24 * 3600);
+
+/// The start of `t`'s minute.
+pub fn minute_of(t: Timestamp) -> Timestamp {
+    Timestamp::from_millis(t.as_millis().div_euclid(60_000) * 60_000)
 }
 
 /// An event to append. Its number is `base + ord`, where `base` is the
@@ -128,6 +172,9 @@ pub struct Changes<'a> {
     /// not count twice).
     pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
+    /// When the batch was planned: its minute is the one its tallies and
+    /// inserts count in.
+    pub at: Timestamp,
 }
 
 impl Changes<'_> {
@@ -495,6 +542,9 @@ pub trait Store {
     /// finished before `before`, with their events; returns how many.
     /// Housekeeping, run before a batch is planned.
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+    /// Deletes throughput history of minutes before `before`; returns how
+    /// many rows. Housekeeping, beside [`Store::job_prune`].
+    fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     /// Tells other processes, when this transaction commits, that jobs
     /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.
     fn notify_ready(&mut self) -> Result<(), StoreError> {
@@ -531,6 +581,8 @@ pub trait StoreReader: Send {
     fn job_search(&mut self, filter: &JobFilter) -> Result<Vec<JobId>, StoreError>;
     /// DEAD jobs grouped by queue, kind and error, most jobs first.
     fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError>;
+    /// Per queue and minute, from the minute of `since` on, oldest first.
+    fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError>;
     /// Events with `seq > after`, in order, at most `limit`.
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;
@@ -546,6 +598,11 @@ pub trait Backend: Send + Sync {
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError>;
     /// A short description for logs and errors (a path, a URL without password).
     fn describe(&self) -> String;
+    /// One line saying what an answered change survives (the settings in
+    /// force), for the dashboard.
+    fn durability(&self) -> String {
+        String::new()
+    }
     /// The database file, for a store on one (SQLite).
     fn file(&self) -> Option<&std::path::Path> {
         None

@@ -26,6 +26,7 @@ pub mod pg;
 pub mod retries;
 pub mod scheduling;
 pub mod search;
+pub mod throughput;
 pub mod unique;
 pub mod visitors;
 
@@ -138,6 +139,7 @@ macro_rules! conformance {
             search::search_by_every_filter_with_cursor_paging,
             search::bulk_actions_take_every_match_and_pass_over_the_rest,
             search::dead_jobs_are_grouped_by_queue_kind_and_first_line,
+            throughput::throughput_counts_each_end_per_queue_and_minute,
             lifecycle::unique_key_dedupes_until_finished,
             lifecycle::cancel_retry_delete,
             lifecycle::release_gives_job_back,

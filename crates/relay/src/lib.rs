@@ -59,7 +59,7 @@ pub use engine::metrics::Metrics;
 pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
-pub use relay::{AsyncRelay, Relay, Stats};
+pub use relay::{AsyncRelay, Relay, Stats, StoreInfo};
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, MAX_LEASE_BATCH, MAX_WAIT,
 };
@@ -74,7 +74,7 @@ pub use relay_core::{
 /// [`AsyncRelay::submit_in_pg`] take transactions of.
 #[cfg(feature = "postgres")]
 pub use relay_postgres::{postgres, tokio_postgres};
-pub use relay_store::{DeadGroup, Event, JobFilter, QueueStats};
+pub use relay_store::{DeadGroup, Event, JobFilter, QueueStats, Throughput};
 /// The SQLite driver Relay is built with: open the connection you pass to
 /// [`Relay::submit_in`] with this one, so both use one SQLite library.
 pub use rusqlite;

@@ -10,7 +10,7 @@ use crate::options::Options;
 use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
-use relay_store::{Backend, DeadGroup, Event, JobFilter, QueueStats};
+use relay_store::{Backend, DeadGroup, Event, JobFilter, QueueStats, Throughput};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -525,6 +525,24 @@ impl Relay {
         self.engine.stats()
     }
 
+    /// Jobs submitted, succeeded, failed (attempts) and dead per queue and
+    /// minute, from the minute of `since` on, oldest first: the history
+    /// the dashboard charts. Kept by the store with each batch (so it
+    /// counts every process on the store, and survives restarts) for two
+    /// days.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Storage`] when the store cannot be read.
+    pub fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
+        self.engine.readers.with(|r| r.throughput(since))
+    }
+
+    /// Where the store is and what an answered change survives.
+    pub fn store_info(&self) -> StoreInfo {
+        self.engine.store_info()
+    }
+
     /// The writer's counters: commits, operations, largest batch.
     /// For tests of batching: holds the writers until the guard is dropped,
     /// so that operations sent meanwhile are applied, in the order they
@@ -778,6 +796,20 @@ impl AsyncRelay {
         self.read(Engine::stats).await
     }
 
+    /// [`Relay::throughput`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::throughput`].
+    pub async fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
+        self.read(move |e| e.readers.with(|r| r.throughput(since))).await
+    }
+
+    /// As [`Relay::store_info`].
+    pub fn store_info(&self) -> StoreInfo {
+        self.engine.store_info()
+    }
+
     /// Runs a read on a blocking thread: store drivers may block (and the
     /// PostgreSQL one must not run inside the async runtime).
     async fn read<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
@@ -792,7 +824,24 @@ impl AsyncRelay {
     }
 }
 
+/// Where a Relay's store is and what an answered change survives (for
+/// the dashboard and logs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// A file's path, or a URL without its password.
+    pub location: String,
+    /// One line: the durability settings in force.
+    pub durability: String,
+}
+
 impl Engine {
+    fn store_info(&self) -> StoreInfo {
+        StoreInfo {
+            location: self.backend.describe(),
+            durability: self.backend.durability(),
+        }
+    }
+
     /// When a lease found nothing: until when to sleep before looking again
     /// (`None`: return now).
     fn wait_until(&self, batch: &LeaseBatch, deadline: Instant) -> Option<Instant> {

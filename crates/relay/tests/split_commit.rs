@@ -210,6 +210,9 @@ impl Store for GatedStore {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_prune(before)
     }
+    fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.throughput_prune(before)
+    }
     fn notify_ready(&mut self) -> Result<(), StoreError> {
         self.inner.notify_ready()
     }

@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
 mod claim;
@@ -110,6 +110,9 @@ struct PlannedEvent {
     at: Timestamp,
     kind: Cow<'static, str>,
     data: String,
+    /// What the event counts in the throughput history (the engine's own
+    /// "succeeded", "failed" and "expired"; never a user's event).
+    tally: Tally,
 }
 
 /// Undo records of the operation being planned.
@@ -619,12 +622,27 @@ impl<'s> Plan<'s> {
         e.events += 1;
         let ord = e.events;
         let seq = e.seq_base.map(|b| b + ord);
+        let kind: Cow<'static, str> = kind.into();
+        // The engine's events only: a user's event may be called anything.
+        let tally = match (kind.as_ref(), numbered) {
+            ("succeeded", false) => Tally {
+                succeeded: 1,
+                ..Tally::default()
+            },
+            ("failed" | "expired", false) => Tally {
+                failed: 1,
+                dead: u32::from(e.status.state == JobState::Dead),
+                ..Tally::default()
+            },
+            _ => Tally::default(),
+        };
         self.events.push(PlannedEvent {
             job: id,
             ord,
             at,
-            kind: kind.into(),
+            kind,
             data,
+            tally,
         });
         Ok(seq.filter(|_| numbered))
     }
@@ -711,8 +729,16 @@ impl<'s> Plan<'s> {
         let mut ch = Changes {
             queues: queues::writes(&self.queues, self.now),
             schedules: schedules::writes(&self.schedules),
+            at: self.now,
             ..Changes::default()
         };
+        let mut tallies: HashMap<JobId, Tally> = HashMap::default();
+        for ev in self.events.iter().filter(|e| !e.tally.is_zero()) {
+            let t = tallies.entry(ev.job).or_default();
+            t.succeeded += ev.tally.succeeded;
+            t.failed += ev.tally.failed;
+            t.dead += ev.tally.dead;
+        }
         let mut taking = Vec::new();
         for id in &self.written {
             let Some(Slot::Row(e)) = self.jobs.get(id) else {
@@ -746,6 +772,7 @@ impl<'s> Plan<'s> {
                         expect_token: token,
                         status: &e.status,
                         result: e.result.as_deref(),
+                        tally: tallies.get(id).copied().unwrap_or_default(),
                     };
                     if state.is_finished() && !e.status.state.is_finished() {
                         taking.push(u);

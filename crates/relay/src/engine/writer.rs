@@ -621,6 +621,21 @@ fn plan_and_apply(
     reap: bool,
     fused: bool,
 ) -> Result<Planned> {
+    if reap && ctx.prune_due {
+        let before = Timestamp::from_millis(
+            ctx.now.as_millis() - relay_core::time::duration_millis(relay_store::THROUGHPUT_KEEP),
+        );
+        match store.throughput_prune(before) {
+            Ok(_) => {}
+            Err(e) => {
+                let e = crate::Error::from(e);
+                if e.is_batch_fatal() {
+                    return Err(e);
+                }
+                tracing::warn!(error = %e, "pruning throughput history failed; will try again");
+            }
+        }
+    }
     if reap {
         if let Some(age) = ctx.options.retention.filter(|_| ctx.prune_due) {
             match ops::prune(store, ctx.now, age) {

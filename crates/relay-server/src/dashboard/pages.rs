@@ -1,0 +1,697 @@
+//! The dashboard's pages, rendered with maud (every value escaped).
+
+use super::{PageError, PageResult, Visitor, S};
+use crate::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Extension;
+use maud::{html, Markup, DOCTYPE};
+use relay::{Job, JobFilter, JobId, JobState, Timestamp};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Percent-encodes a query value or path segment.
+pub(crate) fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+fn now() -> Timestamp {
+    relay::Clock::now(&relay::SystemClock)
+}
+
+/// The frame of every page.
+fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, &AppState)>, body: Markup) -> Markup {
+    let item = |href: &str, label: &str| {
+        html! { a href=(href) aria-current=[(nav == Some(label)).then_some("page")] { (label) } }
+    };
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Relay" }
+                link rel="stylesheet" href="/assets/dashboard.css";
+                link rel="icon" href="/assets/icon.svg" type="image/svg+xml";
+                script src="/assets/dashboard.js" defer {}
+            }
+            body {
+                header.top {
+                    a.brand href="/" { img src="/assets/icon.svg" alt="" width="20" height="20"; " Relay" }
+                    nav {
+                        (item("/", "Overview"))
+                        (item("/jobs", "Jobs"))
+                        (item("/dead", "Dead"))
+                        (item("/schedules", "Schedules"))
+                    }
+                    @if let Some((v, state)) = visitor {
+                        @if state.dash.login_required {
+                            form.logout method="post" action="/logout" {
+                                (csrf_field(v, state))
+                                button type="submit" { "Log out" }
+                            }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+fn csrf_field(v: &Visitor, state: &AppState) -> Markup {
+    html! { input type="hidden" name="csrf" value=(v.csrf(&state.dash)); }
+}
+
+/// A small form that POSTs one action.
+fn action_form(v: &Visitor, state: &AppState, action: &str, label: &str, class: &str, back: &str) -> Markup {
+    html! {
+        form.inline method="post" action=(action) data-confirm=[(class == "danger").then(|| format!("{label}?"))] {
+            (csrf_field(v, state))
+            input type="hidden" name="back" value=(back);
+            button type="submit" class=(class) { (label) }
+        }
+    }
+}
+
+pub(crate) fn error_page(status: StatusCode, message: &str) -> Markup {
+    layout(
+        status.canonical_reason().unwrap_or("Error"),
+        None,
+        None,
+        html! {
+            h1 { (status.as_u16()) " " (status.canonical_reason().unwrap_or("")) }
+            p.error role="alert" { (message) }
+            p { a href="/" { "Back to the overview" } }
+        },
+    )
+}
+
+fn time(t: Timestamp) -> Markup {
+    let s = t.to_rfc3339();
+    html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) } }
+}
+
+fn age(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d {}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+fn state_badge(s: JobState) -> Markup {
+    html! { span class={ "badge s-" (s.as_str().to_lowercase()) } { (s.as_str()) } }
+}
+
+/// What an action reports back through its redirect (`?done=retry&count=3`).
+#[derive(Deserialize, Default)]
+pub(crate) struct Done {
+    done: Option<String>,
+    count: Option<u64>,
+    failed: Option<u64>,
+}
+
+fn notice(d: &Done) -> Markup {
+    let verb = match d.done.as_deref() {
+        Some("retry") => "retried",
+        Some("cancel") => "cancelled",
+        Some("delete") => "deleted",
+        Some("pause") => "paused",
+        Some("resume") => "resumed",
+        _ => return html! {},
+    };
+    let count = d.count.unwrap_or(0);
+    html! {
+        p.notice role="status" {
+            @if matches!(d.done.as_deref(), Some("pause" | "resume")) { "Queue " (verb) "." }
+            @else { (count) " job" @if count != 1 { "s" } " " (verb) "." }
+            @if let Some(f) = d.failed.filter(|f| *f > 0) {
+                " " (f) " could not be (their state does not allow it)."
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- overview
+
+#[derive(Deserialize)]
+pub(crate) struct OverviewQuery {
+    #[serde(flatten)]
+    done: Done,
+}
+
+pub(crate) async fn overview(
+    State(s): S,
+    Extension(v): Extension<Visitor>,
+    Query(q): Query<OverviewQuery>,
+) -> PageResult {
+    let stats = s.relay.stats().await?;
+    let now = now();
+    let since = Timestamp::from_millis((now.as_millis() / 60_000 - 59) * 60_000);
+    let minutes = s.relay.throughput(since).await?;
+    let store = s.relay.store_info();
+    let mut totals = std::collections::BTreeMap::new();
+    for q in stats.queues.values() {
+        for (st, n) in &q.counts {
+            *totals.entry(*st).or_insert(0u64) += n;
+        }
+    }
+    let body = html! {
+        h1 { "Overview" }
+        (notice(&q.done))
+        p.store { "Store: " code { (store.location) } " · " (store.durability) }
+        div #live data-live {
+            section.totals aria-label="Jobs by state" {
+                @for st in JobState::ALL {
+                    a.total href={ "/jobs?state=" (st.as_str()) } data-state=(st.as_str()) {
+                        span.n { (totals.get(&st).copied().unwrap_or(0)) }
+                        (state_badge(st))
+                    }
+                }
+            }
+            section {
+                h2 { "Throughput, last hour (per minute)" }
+                (super::chart::chart(&minutes, since))
+            }
+            section {
+                h2 { "Queues" }
+                @if stats.queues.is_empty() {
+                    p.empty { "No queues yet: submit a job and it appears here." }
+                } @else {
+                    table.queues {
+                        thead { tr {
+                            th { "Queue" }
+                            @for st in JobState::ALL { th.num { (st.as_str()) } }
+                            th { "Oldest ready" } th { "Limits" } th { "Status" } th {}
+                        } }
+                        tbody {
+                            @for (name, qs) in &stats.queues {
+                                tr data-queue=(name) {
+                                    td { a href={ "/jobs?queue=" (encode(name)) } { (name) } }
+                                    @for st in JobState::ALL {
+                                        td.num data-state=(st.as_str()) { (qs.counts.get(&st).copied().unwrap_or(0)) }
+                                    }
+                                    td { @if let Some(a) = qs.oldest_ready_age { (age(a)) } @else { "–" } }
+                                    td {
+                                        @if let Some(m) = qs.limits.max_leased { "≤ " (m) " leased " }
+                                        @if let Some(r) = qs.limits.rate { (r.limit) " per " (age(r.per)) }
+                                        @if qs.limits.max_leased.is_none() && qs.limits.rate.is_none() { "–" }
+                                    }
+                                    td.status { @if qs.paused { span.badge.paused { "PAUSED" } } @else { "running" } }
+                                    td {
+                                        @let path = format!("/queues/{}/", encode(name));
+                                        @if qs.paused {
+                                            (action_form(&v, &s, &format!("{path}resume"), "Resume", "", "/"))
+                                        } @else {
+                                            (action_form(&v, &s, &format!("{path}pause"), "Pause", "", "/"))
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Overview", Some("Overview"), Some((&v, &s)), body))
+}
+
+// ---------------------------------------------------------------- jobs
+
+/// The search form's fields, as the browser sends them (empty: not set).
+#[derive(Deserialize, Default, Clone)]
+pub(crate) struct FilterForm {
+    #[serde(default)]
+    pub queue: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub tag: String,
+    /// RFC 3339, or a duration back from now ("1h").
+    #[serde(default)]
+    pub since: String,
+    #[serde(default)]
+    pub until: String,
+    #[serde(default)]
+    pub error: String,
+}
+
+fn opt(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+/// A time in a form: RFC 3339, or how long ago ("90m", "2h", "1day").
+fn form_time(field: &str, t: &str) -> Result<Timestamp, String> {
+    if let Ok(d) = humantime::parse_duration(t) {
+        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        return Ok(Timestamp::from_millis(now().as_millis().saturating_sub(ms)));
+    }
+    crate::api::time_arg(field, t).map_err(|e| e.message)
+}
+
+impl FilterForm {
+    pub fn to_filter(&self, limit: u32) -> Result<JobFilter, String> {
+        Ok(JobFilter {
+            queue: opt(&self.queue),
+            state: opt(&self.state)
+                .map(|s| crate::api::state_arg(&s))
+                .transpose()
+                .map_err(|e| e.message)?,
+            kind: opt(&self.kind),
+            tag: opt(&self.tag),
+            since: opt(&self.since).map(|t| form_time("since", &t)).transpose()?,
+            until: opt(&self.until).map(|t| form_time("until", &t)).transpose()?,
+            error_contains: opt(&self.error),
+            before: None,
+            limit,
+        })
+    }
+
+    /// The filter as a query string (`queue=a&kind=b`), for links.
+    pub fn query(&self) -> String {
+        let mut out = String::new();
+        for (k, v) in self.pairs() {
+            if !v.trim().is_empty() {
+                let _ = write!(out, "{}{k}={}", if out.is_empty() { "" } else { "&" }, encode(v.trim()));
+            }
+        }
+        out
+    }
+
+    fn pairs(&self) -> [(&'static str, &str); 7] {
+        [
+            ("queue", &self.queue),
+            ("state", &self.state),
+            ("kind", &self.kind),
+            ("tag", &self.tag),
+            ("since", &self.since),
+            ("until", &self.until),
+            ("error", &self.error),
+        ]
+    }
+
+    /// The filter as hidden fields of a bulk action's form.
+    fn hidden(&self) -> Markup {
+        html! {
+            @for (k, v) in self.pairs() {
+                @if !v.trim().is_empty() { input type="hidden" name=(k) value=(v.trim()); }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct JobsQuery {
+    #[serde(flatten)]
+    filter: FilterForm,
+    before: Option<i64>,
+    #[serde(flatten)]
+    done: Done,
+}
+
+const PAGE: u32 = 50;
+
+pub(crate) async fn jobs(
+    State(s): S,
+    Extension(v): Extension<Visitor>,
+    q: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
+) -> PageResult {
+    let Query(q) = q.map_err(|e| crate::ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
+    let f = &q.filter;
+    let filter = f.to_filter(PAGE).map(|mut filter| {
+        filter.before = q.before.map(JobId);
+        filter
+    });
+    let (jobs, problem) = match filter {
+        Ok(filter) => match s.relay.list(&filter).await {
+            Ok(jobs) => (jobs, None),
+            Err(relay::Error::InvalidInput(e)) => (Vec::new(), Some(e.to_string())),
+            Err(e) => return Err(PageError::from(e)),
+        },
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let next = (jobs.len() == PAGE as usize)
+        .then(|| jobs.last().map(|j| j.id))
+        .flatten();
+    let here = {
+        let query = f.query();
+        let mut here = format!("/jobs?{query}");
+        if let Some(b) = q.before {
+            let _ = write!(here, "{}before={b}", if query.is_empty() { "" } else { "&" });
+        }
+        here
+    };
+    let filtered = !f.query().is_empty();
+    let body = html! {
+        h1 { "Jobs" @if let Some(queue) = opt(&f.queue) { " in " code { (queue) } } }
+        (notice(&q.done))
+        form.search method="get" action="/jobs" {
+            label { "Queue" input name="queue" value=(f.queue); }
+            label { "State" select name="state" {
+                option value="" { "any" }
+                @for st in JobState::ALL {
+                    option value=(st.as_str()) selected[f.state.eq_ignore_ascii_case(st.as_str())] { (st.as_str()) }
+                }
+            } }
+            label { "Kind" input name="kind" value=(f.kind); }
+            label { "Tag" input name="tag" value=(f.tag); }
+            label { "Since" input name="since" value=(f.since) placeholder="1h or 2026-12-01T09:00:00Z"; }
+            label { "Until" input name="until" value=(f.until) placeholder="10m or RFC 3339"; }
+            label { "Error contains" input name="error" value=(f.error); }
+            button type="submit" { "Search" }
+            @if filtered { a.clear href="/jobs" { "Clear" } }
+        }
+        @if let Some(p) = &problem { p.error role="alert" { (p) } }
+        form.bulk method="post" action="/jobs/bulk" {
+            (csrf_field(&v, &s))
+            (f.hidden())
+            input type="hidden" name="back" value=(here);
+            div.actions {
+                span { "Selected: " }
+                button type="submit" name="action" value="retry" { "Retry" }
+                button type="submit" name="action" value="cancel" { "Cancel" }
+                button.danger type="submit" name="action" value="delete" data-confirm="Delete the selected jobs?" { "Delete" }
+                @if filtered {
+                    span.all { "All that match: " }
+                    button type="submit" name="action" value="retry-all" { "Retry all" }
+                    button type="submit" name="action" value="cancel-all" { "Cancel all" }
+                    button.danger type="submit" name="action" value="delete-all" data-confirm="Delete every job that matches?" { "Delete all" }
+                }
+            }
+            @if jobs.is_empty() && problem.is_none() {
+                p.empty { "No jobs match." }
+            } @else {
+                (jobs_table(&jobs, true))
+            }
+        }
+        @if let Some(n) = next {
+            p.pager {
+                a rel="next" href={ "/jobs?" (f.query()) @if filtered { "&" } "before=" (n.0) } { "Older →" }
+            }
+        }
+    };
+    Ok(layout("Jobs", Some("Jobs"), Some((&v, &s)), body))
+}
+
+fn jobs_table(jobs: &[Job], select: bool) -> Markup {
+    html! {
+        table.jobs {
+            thead { tr {
+                @if select { th { input type="checkbox" data-select-all aria-label="Select all on this page"; } }
+                th.num { "ID" } th { "Queue" } th { "Kind" } th { "State" } th { "Tags" }
+                th.num { "Attempts" } th { "Created" } th { "Last error" }
+            } }
+            tbody {
+                @for j in jobs {
+                    tr data-job=(j.id.0) {
+                        @if select { td { input type="checkbox" name="ids" value=(j.id.0) aria-label={ "Select job " (j.id.0) }; } }
+                        td.num { a href={ "/jobs/" (j.id.0) } { (j.id.0) } }
+                        td { (j.queue) }
+                        td { (j.kind) }
+                        td { (state_badge(j.state())) }
+                        td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
+                        td.num { (j.status.attempts) "/" (j.status.max_attempts) }
+                        td { (time(j.created_at)) }
+                        td.err { @if let Some(e) = &j.status.last_error { (e.lines().next().unwrap_or("")) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- one job
+
+/// Bytes as pretty JSON when they are JSON, else their size and a hex dump.
+fn bytes_view(b: &[u8]) -> Markup {
+    const SHOWN: usize = 64 * 1024;
+    if b.is_empty() {
+        return html! { p.empty { "(empty)" } };
+    }
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(b) {
+        let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
+        let cut = pretty.len() > SHOWN;
+        let shown = if cut {
+            &pretty[..pretty.floor_char_boundary_compat(SHOWN)]
+        } else {
+            &pretty[..]
+        };
+        return html! {
+            pre.json { (shown) }
+            @if cut { p.empty { "(" (b.len()) " bytes; the first " (SHOWN) " shown)" } }
+        };
+    }
+    let mut hex = String::new();
+    for (i, chunk) in b.chunks(16).take(256).enumerate() {
+        let _ = write!(hex, "{:08x}  ", i * 16);
+        for x in chunk {
+            let _ = write!(hex, "{x:02x} ");
+        }
+        hex.push('\n');
+    }
+    html! {
+        p { (b.len()) " bytes, not JSON:" }
+        pre.hex { (hex) }
+        @if b.len() > 4096 { p.empty { "(the first 4096 bytes shown)" } }
+    }
+}
+
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+
+impl FloorBoundary for str {
+    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+        while i > 0 && !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+pub(crate) async fn job(
+    State(s): S,
+    Extension(v): Extension<Visitor>,
+    Path(raw): Path<String>,
+    Query(q): Query<OverviewQuery>,
+) -> PageResult {
+    let id = crate::api::id(&raw)?;
+    let job = s.relay.get(id).await?;
+    let events = s.relay.events(id).await?;
+    let parents: Vec<i64> = events
+        .iter()
+        .find(|e| e.kind == "submitted")
+        .and_then(|e| e.data.get("depends_on"))
+        .and_then(|d| d.as_array())
+        .map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect())
+        .unwrap_or_default();
+    let st = &job.status;
+    let here = format!("/jobs/{}", id.0);
+    let body = html! {
+        h1 { "Job " (id.0) " " (state_badge(st.state)) }
+        (notice(&q.done))
+        div.actions {
+            (action_form(&v, &s, &format!("{here}/retry"), "Retry", "", &here))
+            (action_form(&v, &s, &format!("{here}/cancel"), "Cancel", "", &here))
+            (action_form(&v, &s, &format!("{here}/delete"), "Delete", "danger", "/jobs"))
+        }
+        dl.fields {
+            dt { "Queue" } dd { a href={ "/jobs?queue=" (encode(&job.queue)) } { (job.queue) } }
+            dt { "Kind" } dd.kind { (job.kind) }
+            dt { "Priority" } dd { (job.priority.get()) }
+            dt { "Attempts" } dd { (st.attempts) " of " (st.max_attempts) }
+            dt { "Created" } dd { (time(job.created_at)) }
+            dt { "Ready at" } dd { (time(st.ready_at)) }
+            @if let Some(f) = st.finished_at { dt { "Finished" } dd { (time(f)) } }
+            @if let Some(l) = &st.lease {
+                dt { "Leased by" } dd { code { (l.worker) } " (token " (st.last_token.0) ")" }
+                dt { "Lease expires" } dd { (time(l.expires_at)) }
+            }
+            @if let Some(k) = &job.unique_key { dt { "Unique key" } dd { code { (k) } } }
+            @if !job.tags.is_empty() {
+                dt { "Tags" } dd { @for t in &job.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
+            }
+            @if !parents.is_empty() {
+                dt { "Depends on" } dd {
+                    @for p in &parents { a href={ "/jobs/" (p) } { (p) } " " }
+                    @if st.waiting_on > 0 { "(waiting on " (st.waiting_on) ")" }
+                }
+            }
+            @if let Some(t) = &job.traceparent { dt { "Trace" } dd { code { (t) } } }
+        }
+        @if let Some(e) = &st.last_error {
+            h2 { "Last error" }
+            pre.error-text { (e) }
+        }
+        h2 { "Payload" }
+        (bytes_view(&job.payload))
+        @if let Some(r) = &job.result {
+            h2 { "Result" }
+            (bytes_view(r))
+        }
+        h2 { "Timeline" }
+        table.events {
+            thead { tr { th.num { "#" } th { "At" } th { "Event" } th { "Data" } } }
+            tbody {
+                @for e in &events {
+                    tr {
+                        td.num { (e.seq) }
+                        td { (time(e.at)) }
+                        td.kind { (e.kind) }
+                        td { @if !e.data.is_null() { code { (e.data.to_string()) } } }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout(&format!("Job {}", id.0), Some("Jobs"), Some((&v, &s)), body))
+}
+
+// ---------------------------------------------------------------- dead
+
+pub(crate) async fn dead(State(s): S, Extension(v): Extension<Visitor>, Query(q): Query<OverviewQuery>) -> PageResult {
+    let groups = s.relay.dead_groups(200).await?;
+    let body = html! {
+        h1 { "Dead jobs" }
+        (notice(&q.done))
+        div #live data-live {
+            @if groups.is_empty() {
+                p.empty { "No dead jobs." }
+            } @else {
+                table.dead {
+                    thead { tr { th { "Queue" } th { "Kind" } th { "Error" } th.num { "Jobs" } th { "Last died" } th {} } }
+                    tbody {
+                        @for g in &groups {
+                            @let f = FilterForm {
+                                queue: g.queue.clone(),
+                                state: "DEAD".into(),
+                                kind: g.kind.clone(),
+                                error: g.error.clone(),
+                                ..FilterForm::default()
+                            };
+                            tr data-kind=(g.kind) {
+                                td { (g.queue) }
+                                td.kind { (g.kind) }
+                                td.err { a href={ "/jobs?" (f.query()) } { (g.error) } }
+                                td.num { (g.count) }
+                                td { a href={ "/jobs/" (g.newest.0) } { (time(g.last_at)) } }
+                                td {
+                                    form.inline method="post" action="/jobs/bulk" {
+                                        (csrf_field(&v, &s))
+                                        (f.hidden())
+                                        input type="hidden" name="back" value="/dead";
+                                        button type="submit" name="action" value="retry-all" { "Retry all " (g.count) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Dead jobs", Some("Dead"), Some((&v, &s)), body))
+}
+
+// ---------------------------------------------------------------- schedules
+
+pub(crate) async fn schedules(
+    State(s): S,
+    Extension(v): Extension<Visitor>,
+    Query(q): Query<OverviewQuery>,
+) -> PageResult {
+    let all = s.relay.schedules().await?;
+    let body = html! {
+        h1 { "Schedules" }
+        (notice(&q.done))
+        @if all.is_empty() {
+            p.empty { "No schedules. Add one with " code { "relay schedule add" } " or " code { "PUT /v1/schedules/{name}" } "." }
+        } @else {
+            table.schedules {
+                thead { tr { th { "Name" } th { "When" } th { "Job" } th { "Next" } th { "Last" } th { "Status" } th {} } }
+                tbody {
+                    @for sc in &all {
+                        tr data-schedule=(sc.name) {
+                            td { (sc.name) }
+                            td { @match &sc.recurrence {
+                                relay::Recurrence::Cron { expr, tz } => { code { (expr) } @if let Some(tz) = tz { " " (tz) } }
+                                relay::Recurrence::Every(d) => { "every " (age(*d)) }
+                            } }
+                            td { (sc.queue) " / " (sc.kind) }
+                            td { (time(sc.next_at)) }
+                            td { @if let Some(l) = sc.last_at { (time(l)) } @else { "–" } }
+                            td.status { @if sc.paused { span.badge.paused { "PAUSED" } } @else { "active" } }
+                            td {
+                                @let path = format!("/schedules/{}/", encode(&sc.name));
+                                @if sc.paused {
+                                    (action_form(&v, &s, &format!("{path}resume"), "Resume", "", "/schedules"))
+                                } @else {
+                                    (action_form(&v, &s, &format!("{path}pause"), "Pause", "", "/schedules"))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Schedules", Some("Schedules"), Some((&v, &s)), body))
+}
+
+// ---------------------------------------------------------------- login
+
+#[derive(Deserialize)]
+pub(crate) struct LoginQuery {
+    next: Option<String>,
+}
+
+pub(crate) fn login_page(next: &str, problem: Option<&str>) -> Markup {
+    layout(
+        "Log in",
+        None,
+        None,
+        html! {
+            h1 { "Log in" }
+            @if let Some(p) = problem { p.error role="alert" { (p) } }
+            form.login method="post" action="/login" {
+                input type="hidden" name="next" value=(next);
+                label { "Token" input type="password" name="token" autocomplete="current-password" required autofocus; }
+                button type="submit" { "Log in" }
+            }
+            p.hint { "Use one of the server's tokens (its --token-file or RELAY_TOKEN)." }
+        },
+    )
+}
+
+pub(crate) async fn login_form(State(s): S, Query(q): Query<LoginQuery>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if !s.dash.login_required {
+        return axum::response::Redirect::to("/").into_response();
+    }
+    login_page(&local_path(q.next.as_deref()), None).into_response()
+}
+
+/// Where to go after a login or an action: a path on this server, never
+/// another site (`//evil.example` or `https://...` become `/`).
+pub(crate) fn local_path(p: Option<&str>) -> String {
+    match p {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        _ => "/".to_owned(),
+    }
+}

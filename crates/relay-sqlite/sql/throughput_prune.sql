@@ -1,0 +1,2 @@
+-- Forgets minutes older than the history keeps.
+DELETE FROM throughput WHERE minute < ?1
