@@ -6,11 +6,12 @@ use relay_server::{Server, ServerConfig};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
+mod common;
+
 struct TestServer {
     base: String,
     token: Option<String>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: common::ServerThread,
     path: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -23,31 +24,11 @@ impl TestServer {
         let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
         configure(&mut config);
         let token = config.tokens.first().cloned();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let server = Server::bind(relay, config).await.unwrap();
-                addr_tx.send(server.local_addr().unwrap()).unwrap();
-                server
-                    .run(async move {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
-            });
-        });
-        let addr = addr_rx.recv().unwrap();
+        let server = common::ServerThread::start(relay, config);
         Self {
-            base: format!("http://{addr}"),
+            base: format!("http://{}", server.addr),
             token,
-            stop: Some(stop),
-            thread: Some(thread),
+            server,
             path,
             _dir: dir,
         }
@@ -112,12 +93,7 @@ impl TestServer {
     }
 
     fn stop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
+        self.server.stop();
     }
 }
 
@@ -125,12 +101,6 @@ fn with_auth<B>(req: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::Reque
     match auth {
         Some(a) => req.header("Authorization", a),
         None => req,
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 
@@ -512,7 +482,7 @@ impl Drop for Lock {
 #[test]
 fn shutdown_answers_waiting_long_polls_empty() {
     let mut s = TestServer::plain();
-    let stop = s.stop.take().unwrap();
+    let stop = s.server.take_stop().unwrap();
     let start = Instant::now();
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": 30000}))));

@@ -25,6 +25,8 @@ fn schema() -> Connection {
     conn.execute_batch(include_str!("../migrations/0004_traceparent.sql"))
         .unwrap();
     conn.execute_batch(include_str!("../migrations/0005_tags.sql")).unwrap();
+    conn.execute_batch(include_str!("../migrations/0006_throughput.sql"))
+        .unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -213,6 +215,35 @@ fn searches_seek_their_index_without_sorting() {
 }
 
 #[test]
+fn the_throughput_history_is_read_and_pruned_by_its_key() {
+    let conn = schema();
+    for (name, sql, seek) in [
+        (
+            "throughput_since",
+            include_str!("../sql/throughput_since.sql"),
+            "(minute>?)",
+        ),
+        (
+            "throughput_prune",
+            include_str!("../sql/throughput_prune.sql"),
+            "(minute<?)",
+        ),
+    ] {
+        let steps = plan(&conn, sql);
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.starts_with("SEARCH throughput USING PRIMARY KEY ") && s.ends_with(seek)),
+            "{name}: {steps:#?}"
+        );
+        assert!(
+            !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+            "{name} sorts: {steps:#?}"
+        );
+    }
+}
+
+#[test]
 fn hot_statements_are_never_reprepared() {
     let conn = schema();
     let hot = [
@@ -227,6 +258,8 @@ fn hot_statements_are_never_reprepared() {
         ("job_get", include_str!("../sql/job_get.sql")),
         ("job_get_status", include_str!("../sql/job_get_status.sql")),
         ("job_set_status", include_str!("../sql/job_set_status.sql")),
+        ("job_set_status_queue", include_str!("../sql/job_set_status_queue.sql")),
+        ("throughput_add", include_str!("../sql/throughput_add.sql")),
         ("queue_settings", include_str!("../sql/queue_settings.sql")),
         ("job_leased_count", include_str!("../sql/job_leased_count.sql")),
         (

@@ -116,11 +116,12 @@ fn state_badge(s: JobState) -> Markup {
 }
 
 /// What an action reports back through its redirect (`?done=retry&count=3`).
+/// (Strings: a flattened struct's numbers do not parse from a query.)
 #[derive(Deserialize, Default)]
 pub(crate) struct Done {
     done: Option<String>,
-    count: Option<u64>,
-    failed: Option<u64>,
+    count: Option<String>,
+    failed: Option<String>,
 }
 
 fn notice(d: &Done) -> Markup {
@@ -132,12 +133,13 @@ fn notice(d: &Done) -> Markup {
         Some("resume") => "resumed",
         _ => return html! {},
     };
-    let count = d.count.unwrap_or(0);
+    let number = |v: &Option<String>| v.as_deref().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+    let count = number(&d.count);
     html! {
         p.notice role="status" {
             @if matches!(d.done.as_deref(), Some("pause" | "resume")) { "Queue " (verb) "." }
             @else { (count) " job" @if count != 1 { "s" } " " (verb) "." }
-            @if let Some(f) = d.failed.filter(|f| *f > 0) {
+            @if let Some(f) = Some(number(&d.failed)).filter(|f| *f > 0) {
                 " " (f) " could not be (their state does not allow it)."
             }
         }
@@ -320,7 +322,8 @@ impl FilterForm {
 pub(crate) struct JobsQuery {
     #[serde(flatten)]
     filter: FilterForm,
-    before: Option<i64>,
+    /// The cursor (a job id). A string: see [`Done`].
+    before: Option<String>,
     #[serde(flatten)]
     done: Done,
 }
@@ -334,8 +337,12 @@ pub(crate) async fn jobs(
 ) -> PageResult {
     let Query(q) = q.map_err(|e| crate::ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
     let f = &q.filter;
+    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
+        Some(b) => Some(crate::api::id(b)?),
+        None => None,
+    };
     let filter = f.to_filter(PAGE).map(|mut filter| {
-        filter.before = q.before.map(JobId);
+        filter.before = before;
         filter
     });
     let (jobs, problem) = match filter {
@@ -352,8 +359,8 @@ pub(crate) async fn jobs(
     let here = {
         let query = f.query();
         let mut here = format!("/jobs?{query}");
-        if let Some(b) = q.before {
-            let _ = write!(here, "{}before={b}", if query.is_empty() { "" } else { "&" });
+        if let Some(b) = before {
+            let _ = write!(here, "{}before={}", if query.is_empty() { "" } else { "&" }, b.0);
         }
         here
     };

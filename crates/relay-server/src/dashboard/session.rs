@@ -1,7 +1,8 @@
 //! The dashboard's sessions and CSRF tokens.
 //!
-//! A session is a cookie, `relay_session=<expiry>.<mac>`: the expiry (Unix
-//! seconds) signed with HMAC-SHA256 under one of the server's tokens. So a
+//! A session is a cookie, `relay_session=<expiry>.<nonce>.<mac>`: the
+//! expiry (Unix seconds) and a random nonce, signed with HMAC-SHA256 under
+//! one of the server's tokens. So a
 //! session needs no table: it survives a restart and is good on every server
 //! that shares the token, and removing a token ends every session it signed.
 //! A server without tokens (loopback only) signs with a random key of its
@@ -70,20 +71,30 @@ impl Keys {
         mac
     }
 
-    /// A new session signed with `key` (the token that logged in).
+    /// A new session signed with `key` (the token that logged in): its
+    /// expiry and a random nonce (two sessions started in the same second
+    /// are two sessions, with CSRF tokens of their own), signed.
     pub fn issue(&self, key: usize) -> Session {
         let expires = now_secs() + LIFETIME.as_secs();
-        let mac = self.mac(key, "session", &expires.to_string()).finalize().into_bytes();
+        let mut nonce = [0u8; 16];
+        // No randomness: the expiry alone still signs a valid session; its
+        // CSRF token is then shared with sessions of the same second.
+        if getrandom::fill(&mut nonce).is_err() {
+            tracing::warn!("no randomness for a dashboard session's nonce");
+        }
+        let body = format!("{expires}.{}", URL_SAFE_NO_PAD.encode(nonce));
+        let mac = self.mac(key, "session", &body).finalize().into_bytes();
         Session {
             key,
-            value: format!("{expires}.{}", URL_SAFE_NO_PAD.encode(mac)),
+            value: format!("{body}.{}", URL_SAFE_NO_PAD.encode(mac)),
         }
     }
 
     /// The session a cookie value holds, if it is unexpired and signed by
     /// one of the keys.
     pub fn verify(&self, value: &str) -> Option<Session> {
-        let (expires, mac) = value.split_once('.')?;
+        let (body, mac) = value.rsplit_once('.')?;
+        let (expires, _nonce) = body.split_once('.')?;
         let at: u64 = expires.parse().ok()?;
         let now = now_secs();
         if at <= now || at > now + LIFETIME.as_secs() + 60 {
@@ -91,7 +102,7 @@ impl Keys {
         }
         let mac = URL_SAFE_NO_PAD.decode(mac).ok()?;
         (0..self.keys.len())
-            .find(|&k| self.mac(k, "session", expires).verify_slice(&mac).is_ok())
+            .find(|&k| self.mac(k, "session", body).verify_slice(&mac).is_ok())
             .map(|key| Session {
                 key,
                 value: value.to_owned(),
@@ -164,11 +175,12 @@ mod tests {
         let other = Keys::new(&["alpha".into()]).unwrap();
         assert!(other.verify(&s.value).is_none(), "a removed token's sessions end");
         // Tampering with the expiry breaks the signature.
-        let (exp, mac) = s.value.split_once('.').unwrap();
-        let later: u64 = exp.parse::<u64>().unwrap() - 10;
-        assert!(keys.verify(&format!("{later}.{mac}")).is_none());
+        let (exp, rest) = s.value.split_once('.').unwrap();
+        let earlier: u64 = exp.parse::<u64>().unwrap() - 10;
+        assert!(keys.verify(&format!("{earlier}.{rest}")).is_none());
         assert!(keys.verify("garbage").is_none());
-        assert!(keys.verify("1.AAAA").is_none(), "expired");
+        assert!(keys.verify("1.AAAA.AAAA").is_none(), "expired");
+        assert_ne!(keys.issue(1).value, keys.issue(1).value, "each session its own");
     }
 
     #[test]

@@ -1,0 +1,412 @@
+//! The dashboard over real HTTP (ureq, redirects not followed): login and
+//! its cookie, CSRF and cross-site posts refused without changing
+//! anything, markup in every field rendered as text under a CSP that
+//! forbids inline script, and the actions (bulk by selection and by
+//! filter, pause) doing what they say.
+
+mod common;
+
+use relay::{JobId, JobState, LeaseRequest, NewJob, Relay};
+use relay_server::ServerConfig;
+use std::time::Duration;
+
+struct Dash {
+    base: String,
+    relay: Relay,
+    _server: common::ServerThread,
+    _dir: tempfile::TempDir,
+}
+
+struct Answer {
+    status: u16,
+    location: Option<String>,
+    cookies: Vec<String>,
+    csp: Option<String>,
+    body: String,
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+fn answer(mut res: ureq::http::Response<ureq::Body>) -> Answer {
+    let h = res.headers();
+    let get = |name: &str| h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    Answer {
+        status: res.status().as_u16(),
+        location: get("location"),
+        cookies: h
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect(),
+        csp: get("content-security-policy"),
+        body: res.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+fn form(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Dash {
+    fn start(tokens: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let relay = Relay::open(dir.path().join("dash.db")).unwrap();
+        let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        config.tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
+        let server = common::ServerThread::start(relay.clone(), config);
+        Self {
+            base: format!("http://{}", server.addr),
+            relay,
+            _server: server,
+            _dir: dir,
+        }
+    }
+
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut req = agent().get(&format!("{}{path}", self.base));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        answer(req.call().unwrap())
+    }
+
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut req = agent()
+            .post(&format!("{}{path}", self.base))
+            .content_type("application/x-www-form-urlencoded");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        answer(req.send(body).unwrap())
+    }
+
+    /// A browser's first visit (no tokens): its session cookie and the
+    /// CSRF token of the page's forms.
+    fn session(&self) -> (String, String) {
+        let a = self.get("/", &[]);
+        assert_eq!(a.status, 200, "{}", a.body);
+        (cookie_of(&a), csrf_of(&a.body))
+    }
+}
+
+/// `name=value` of the session cookie an answer sets.
+fn cookie_of(a: &Answer) -> String {
+    let c = a
+        .cookies
+        .iter()
+        .find(|c| c.starts_with("relay_session="))
+        .unwrap_or_else(|| panic!("no session cookie in {:?}", a.cookies));
+    c.split(';').next().unwrap().to_owned()
+}
+
+fn csrf_of(body: &str) -> String {
+    let at = body.find(r#"name="csrf" value=""#).expect("a form with a CSRF token") + 19;
+    body[at..at + body[at..].find('"').unwrap()].to_owned()
+}
+
+#[test]
+fn pages_need_a_login_that_sets_a_strict_httponly_cookie() {
+    let d = Dash::start(&["s3cret-token"]);
+    let a = d.get("/", &[]);
+    assert_eq!((a.status, a.location.as_deref()), (303, Some("/login?next=%2F")));
+    let a = d.get("/jobs?state=DEAD", &[]);
+    assert_eq!(a.location.as_deref(), Some("/login?next=%2Fjobs%3Fstate%3DDEAD"));
+    let a = d.get("/login", &[]);
+    assert!(a.status == 200 && a.body.contains(r#"type="password""#), "{}", a.body);
+
+    let a = d.post("/login", &[], &form(&[("token", "wrong"), ("next", "/jobs")]));
+    assert_eq!(a.status, 401);
+    assert!(a.body.contains("That token is not valid."));
+    assert!(a.cookies.is_empty(), "{:?}", a.cookies);
+
+    let a = d.post("/login", &[], &form(&[("token", "s3cret-token"), ("next", "/jobs")]));
+    assert_eq!((a.status, a.location.as_deref()), (303, Some("/jobs")));
+    let set = &a.cookies[0];
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/"),
+        "{set}"
+    );
+    assert!(!set.contains("s3cret-token"), "the cookie is not the token: {set}");
+    let cookie = cookie_of(&a);
+    let a = d.get("/", &[("Cookie", &cookie)]);
+    assert!(a.status == 200 && a.body.contains("<h1>Overview</h1>"), "{}", a.body);
+    // The bearer header works too; a tampered cookie does not.
+    assert_eq!(d.get("/", &[("Authorization", "Bearer s3cret-token")]).status, 200);
+    let tampered = format!("{}x", cookie);
+    assert_eq!(d.get("/", &[("Cookie", &tampered)]).status, 303);
+    // A login never sends the browser to another site.
+    for next in ["//evil.example/", "https://evil.example/", "/\\evil.example"] {
+        let a = d.post("/login", &[], &form(&[("token", "s3cret-token"), ("next", next)]));
+        assert_eq!(a.location.as_deref(), Some("/"), "next={next}");
+    }
+    // Logging out ends the browser's session.
+    let csrf = csrf_of(&d.get("/", &[("Cookie", &cookie)]).body);
+    let a = d.post("/logout", &[("Cookie", &cookie)], &form(&[("csrf", &csrf)]));
+    assert_eq!(a.location.as_deref(), Some("/login"));
+    assert!(a.cookies[0].contains("Max-Age=0"), "{:?}", a.cookies);
+}
+
+#[test]
+fn cross_site_and_tokenless_posts_are_refused_and_change_nothing() {
+    let d = Dash::start(&[]);
+    let id = d.relay.submit(NewJob::new("mail", "send", b"{}".to_vec())).unwrap();
+    let (cookie, csrf) = d.session();
+    let (other_cookie, _) = d.session();
+    let host = d.base.trim_start_matches("http://").to_owned();
+    let path = format!("/jobs/{}/cancel", id.0);
+    let refused: [(&str, Vec<(&str, &str)>, String); 6] = [
+        // What a cross-site form post looks like: no cookie (SameSite=Strict), another Origin.
+        (
+            "cross-site form",
+            vec![("Origin", "http://evil.example")],
+            form(&[("csrf", &csrf)]),
+        ),
+        ("no CSRF token", vec![("Cookie", &cookie)], form(&[("back", "/")])),
+        ("a wrong token", vec![("Cookie", &cookie)], form(&[("csrf", "AAAA")])),
+        (
+            "another session's token",
+            vec![("Cookie", &other_cookie)],
+            form(&[("csrf", &csrf)]),
+        ),
+        (
+            "another Origin",
+            vec![("Cookie", &cookie), ("Origin", "http://evil.example")],
+            form(&[("csrf", &csrf)]),
+        ),
+        (
+            "Sec-Fetch-Site: cross-site",
+            vec![("Cookie", &cookie), ("Sec-Fetch-Site", "cross-site")],
+            form(&[("csrf", &csrf)]),
+        ),
+    ];
+    for (what, headers, body) in refused {
+        let a = d.post(&path, &headers, &body);
+        assert_eq!(a.status, 403, "{what}: {}", a.body);
+        assert_eq!(
+            d.relay.get(id).unwrap().state(),
+            JobState::Ready,
+            "{what} changed the job"
+        );
+    }
+    let origin = format!("http://{host}");
+    let a = d.post(
+        &path,
+        &[
+            ("Cookie", &cookie),
+            ("Origin", &origin),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        &form(&[("csrf", &csrf), ("back", &format!("/jobs/{}", id.0))]),
+    );
+    assert_eq!(a.status, 303, "{}", a.body);
+    assert_eq!(
+        a.location.as_deref(),
+        Some(format!("/jobs/{}?done=cancel&count=1&failed=0", id.0).as_str())
+    );
+    assert_eq!(d.relay.get(id).unwrap().state(), JobState::Cancelled);
+}
+
+#[test]
+fn markup_in_every_field_renders_as_text() {
+    let d = Dash::start(&[]);
+    let x = "<script>alert('x')</script>";
+    let id = d
+        .relay
+        .submit(
+            NewJob::new("mail", x, serde_json::to_vec(&serde_json::json!({"html": x})).unwrap())
+                .tags(["<b>tag</b>", "\"><img src=x onerror=alert(1)>"])
+                .unique_key(x)
+                .max_attempts(1),
+        )
+        .unwrap();
+    let binary = d
+        .relay
+        .submit(NewJob::new("mail", "bin", format!("\u{1}{x}").into_bytes()))
+        .unwrap();
+    let l = d.relay.lease(LeaseRequest::new(["mail"]).max(2)).unwrap();
+    d.relay.append_event(id, x, &serde_json::json!({"note": x})).unwrap();
+    let held = l.iter().find(|j| j.id == id).unwrap();
+    d.relay
+        .nack(id, held.token, &format!("</pre>{x}\nsecond line"), None)
+        .unwrap();
+    assert!(
+        d.relay.submit(NewJob::new(x, "k", Vec::new())).is_err(),
+        "a queue name cannot hold markup at all"
+    );
+    let pages = [
+        "/".to_owned(),
+        "/jobs".to_owned(),
+        format!("/jobs?kind={}&tag={}&error={}", enc(x), enc("<b>tag</b>"), enc(x)),
+        format!("/jobs/{}", id.0),
+        format!("/jobs/{}", binary.0),
+        "/dead".to_owned(),
+    ];
+    for p in pages {
+        let a = d.get(&p, &[]);
+        assert_eq!(a.status, 200, "{p}: {}", a.body);
+        let csp = a.csp.unwrap_or_default();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe"),
+            "{p}: {csp}"
+        );
+        assert_eq!(
+            a.body.matches("<script").count(),
+            1,
+            "{p}: only the page's own script: {}",
+            a.body
+        );
+        for raw in ["<b>tag</b>", "<img src=x", "</pre><script", "alert('x')</script>"] {
+            assert!(!a.body.contains(raw), "{p} holds {raw:?} unescaped: {}", a.body);
+        }
+        for tag in real_tags(&a.body) {
+            let handler = tag.split_whitespace().any(|w| w.starts_with("on") && w.contains('='));
+            assert!(
+                !tag.contains(" style=") && !handler,
+                "{p}: inline style or handler in {tag}"
+            );
+        }
+    }
+    let page = d.get(&format!("/jobs/{}", id.0), &[]).body;
+    assert!(
+        page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;")
+            || page.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
+        "{page}"
+    );
+    let bin = d.get(&format!("/jobs/{}", binary.0), &[]).body;
+    assert!(bin.contains("bytes, not JSON") && bin.contains("01 3c 73 63"), "{bin}");
+}
+
+/// The tags of a page as the browser parses them (text between `<` and
+/// `>`; escaped text has neither).
+fn real_tags(body: &str) -> Vec<&str> {
+    body.split('<')
+        .skip(1)
+        .map(|t| t.split('>').next().unwrap_or(""))
+        .collect()
+}
+
+#[test]
+fn bulk_actions_by_selection_and_by_filter() {
+    let d = Dash::start(&[]);
+    let dead: Vec<JobId> = (0..3)
+        .map(|_| {
+            d.relay
+                .submit(NewJob::new("q", "flaky", Vec::new()).max_attempts(1))
+                .unwrap()
+        })
+        .collect();
+    let other = d
+        .relay
+        .submit(NewJob::new("q", "steady", Vec::new()).max_attempts(1))
+        .unwrap();
+    for l in d.relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap() {
+        d.relay.nack(l.id, l.token, "smtp: refused", None).unwrap();
+    }
+    let ready = d.relay.submit(NewJob::new("q", "flaky", Vec::new())).unwrap();
+    let (cookie, csrf) = d.session();
+    let h = [("Cookie", cookie.as_str())];
+
+    // Retry all DEAD "flaky" jobs, as the dead page's button does.
+    let a = d.post(
+        "/jobs/bulk",
+        &h,
+        &form(&[
+            ("csrf", &csrf),
+            ("action", "retry-all"),
+            ("queue", "q"),
+            ("state", "DEAD"),
+            ("kind", "flaky"),
+            ("back", "/dead?done=x&count=9"),
+        ]),
+    );
+    assert_eq!(a.location.as_deref(), Some("/dead?done=retry&count=3&failed=0"));
+    for id in &dead {
+        assert_eq!(d.relay.get(*id).unwrap().state(), JobState::Ready);
+    }
+    assert_eq!(
+        d.relay.get(other).unwrap().state(),
+        JobState::Dead,
+        "another kind is left alone"
+    );
+
+    // An action on all needs a filter.
+    let a = d.post("/jobs/bulk", &h, &form(&[("csrf", &csrf), ("action", "cancel-all")]));
+    assert_eq!(a.status, 400);
+    assert_eq!(d.relay.get(ready).unwrap().state(), JobState::Ready);
+
+    // Ticked jobs: one that can be cancelled, one that cannot (DEAD).
+    let body = format!(
+        "{}&ids={}&ids={}",
+        form(&[("csrf", &csrf), ("action", "cancel"), ("back", "/jobs?queue=q")]),
+        ready.0,
+        other.0
+    );
+    let a = d.post("/jobs/bulk", &h, &body);
+    assert_eq!(
+        a.location.as_deref(),
+        Some("/jobs?queue=q&done=cancel&count=1&failed=1")
+    );
+    assert_eq!(d.relay.get(ready).unwrap().state(), JobState::Cancelled);
+    let page = d.get(a.location.as_deref().unwrap(), &h).body;
+    assert!(page.contains("1 job cancelled. 1 could not be"), "{page}");
+
+    // Pause from the overview.
+    let a = d.post("/queues/q/pause", &h, &form(&[("csrf", &csrf), ("back", "/")]));
+    assert_eq!(a.status, 303);
+    assert!(d.relay.stats().unwrap().queues["q"].paused);
+    let page = d.get("/", &h).body;
+    assert!(page.contains("PAUSED") && page.contains("/queues/q/resume"), "{page}");
+}
+
+#[test]
+fn the_overview_shows_counts_and_the_hours_throughput() {
+    let d = Dash::start(&[]);
+    for _ in 0..5 {
+        d.relay.submit(NewJob::new("mail", "send", Vec::new())).unwrap();
+    }
+    let l = d.relay.lease(LeaseRequest::new(["mail"]).max(2)).unwrap();
+    d.relay.ack(l[0].id, l[0].token, None).unwrap();
+    d.relay.nack_permanent(l[1].id, l[1].token, "bad").unwrap();
+    let page = d.get("/", &[]).body;
+    assert!(
+        page.contains(r#"data-state="READY"><span class="n">3</span>"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"<td class="num" data-state="DEAD">1</td>"#), "{page}");
+    assert!(
+        page.contains(r#"data-series="submitted">submitted: <span class="n">5</span>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-series="succeeded">succeeded: <span class="n">1</span>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-series="failed">failed: <span class="n">1</span>"#),
+        "{page}"
+    );
+    // Assets are served from the binary, cacheable, with their types.
+    let a = d.get("/assets/dashboard.js", &[]);
+    assert!(a.status == 200 && a.body.contains("DOMParser"));
+    assert_eq!(d.get("/assets/nope.js", &[]).status, 404);
+}
