@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Extension;
 use maud::{html, Markup, DOCTYPE};
-use relay::{Job, JobFilter, JobId, JobState, Timestamp};
+use relay::{Job, JobFilter, JobState, Timestamp};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -78,7 +78,7 @@ fn action_form(v: &Visitor, state: &AppState, action: &str, label: &str, class: 
         form.inline method="post" action=(action) data-confirm=[(class == "danger").then(|| format!("{label}?"))] {
             (csrf_field(v, state))
             input type="hidden" name="back" value=(back);
-            button type="submit" class=(class) { (label) }
+            button type="submit" class=[(!class.is_empty()).then_some(class)] { (label) }
         }
     }
 }
@@ -514,9 +514,15 @@ pub(crate) async fn job(
         h1 { "Job " (id.0) " " (state_badge(st.state)) }
         (notice(&q.done))
         div.actions {
-            (action_form(&v, &s, &format!("{here}/retry"), "Retry", "", &here))
-            (action_form(&v, &s, &format!("{here}/cancel"), "Cancel", "", &here))
-            (action_form(&v, &s, &format!("{here}/delete"), "Delete", "danger", "/jobs"))
+            @if matches!(st.state, JobState::Dead | JobState::Cancelled) {
+                (action_form(&v, &s, &format!("{here}/retry"), "Retry", "", &here))
+            }
+            @if !st.state.is_finished() {
+                (action_form(&v, &s, &format!("{here}/cancel"), "Cancel", "", &here))
+            }
+            @if st.state != JobState::Leased {
+                (action_form(&v, &s, &format!("{here}/delete"), "Delete", "danger", "/jobs"))
+            }
         }
         dl.fields {
             dt { "Queue" } dd { a href={ "/jobs?queue=" (encode(&job.queue)) } { (job.queue) } }

@@ -1,0 +1,336 @@
+//! The dashboard in a real browser: Debian's Chromium, headless, driven
+//! over WebDriver (chromedriver, fantoccini) against a real server on a
+//! loopback port. Logs in, checks the overview against the store, reads a
+//! DEAD job's error and timeline, retries every DEAD job of one kind,
+//! cancels a job from its page, searches by tag, pauses a queue, sees a
+//! live update without reloading, and checks that markup in a job runs
+//! nothing. Screenshots go to `target/dashboard-screenshots/`.
+//!
+//! Needs `chromium` and `chromedriver` (Debian's `chromium-driver`):
+//! `scripts/test-deps` installs them. Without them this test fails, and
+//! says so: it never passes by skipping.
+
+mod common;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use relay::{JobId, JobState, LeaseRequest, NewJob, Relay};
+use relay_server::ServerConfig;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "browser-test-token";
+
+/// chromedriver on a free loopback port, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start chromedriver ({e}): install chromium and chromium-driver with scripts/test-deps")
+            });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn browser(driver: &Driver) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1360,1000", "--hide-scrollbars", "--force-device-scale-factor=1"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session over chromedriver")
+}
+
+fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/dashboard-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn shot(c: &Client, name: &str) {
+    let png = c.screenshot().await.unwrap();
+    std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Waits (bounded) until `f` holds.
+async fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn seed(relay: &Relay) -> (Vec<JobId>, JobId, Vec<JobId>, JobId) {
+    for i in 0..6 {
+        let payload = serde_json::json!({"to": format!("user{i}@example.com"), "template": "welcome"});
+        relay
+            .submit(NewJob::new("mail", "send", payload.to_string().into_bytes()).max_attempts(1))
+            .unwrap();
+    }
+    for _ in 0..3 {
+        relay
+            .submit(NewJob::new("mail", "bounce", b"{}".to_vec()).max_attempts(1))
+            .unwrap();
+    }
+    // Fail every "send" and "bounce" job for good: DEAD.
+    let mut dead = Vec::new();
+    for l in relay.lease(LeaseRequest::new(["mail"]).max(100)).unwrap() {
+        let error = if l.kind == "send" {
+            "smtp: connection refused by mx.example.com\n  at send (mailer.rs:42)"
+        } else {
+            "mailbox full"
+        };
+        relay.nack(l.id, l.token, error, None).unwrap();
+        if l.kind == "send" {
+            dead.push(l.id);
+        }
+    }
+    let mut tagged = Vec::new();
+    for i in 0..4 {
+        let job = NewJob::new("reports", "render", format!("{{\"report\":{i}}}").into_bytes());
+        let job = if i % 2 == 0 {
+            job.tags(["vip", "eu"])
+        } else {
+            job.tags(["eu"])
+        };
+        let id = relay.submit(job).unwrap();
+        if i % 2 == 0 {
+            tagged.push(id);
+        }
+    }
+    let to_cancel = relay
+        .submit(NewJob::new("reports", "render", b"{\"report\":99}".to_vec()))
+        .unwrap();
+    let xss = relay
+        .submit(NewJob::new(
+            "mail",
+            "<img src=x onerror=\"document.title='pwned'\">",
+            b"\"<script>document.title='pwned'</script>\"".to_vec(),
+        ))
+        .unwrap();
+    (dead, to_cancel, tagged, xss)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = Relay::open(dir.path().join("browser.db")).unwrap();
+    let (dead, to_cancel, tagged, xss) = seed(&relay);
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.tokens = vec![TOKEN.into()];
+    let server = common::ServerThread::start(relay.clone(), config);
+    let base = format!("http://{}", server.addr);
+    let driver = Driver::start();
+    let c = browser(&driver).await;
+
+    // Log in.
+    c.goto(&format!("{base}/")).await.unwrap();
+    assert!(c.current_url().await.unwrap().path().starts_with("/login"));
+    shot(&c, "login").await;
+    c.find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    c.find(Locator::Css("form.login button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("#live")).await.unwrap();
+    assert_eq!(c.current_url().await.unwrap().path(), "/");
+
+    // The overview's counts are the store's.
+    let stats = relay.stats().unwrap();
+    for st in JobState::ALL {
+        let want: u64 = stats.queues.values().map(|q| q.counts[&st]).sum();
+        let got = text(&c, &format!(".totals [data-state={}] .n", st.as_str())).await;
+        assert_eq!(got, want.to_string(), "{} total", st.as_str());
+        for (name, q) in &stats.queues {
+            let cell = text(&c, &format!("tr[data-queue='{name}'] td[data-state={}]", st.as_str())).await;
+            assert_eq!(cell, q.counts[&st].to_string(), "{name} {}", st.as_str());
+        }
+    }
+    assert_eq!(text(&c, "[data-series=submitted] .n").await, "15");
+    shot(&c, "overview").await;
+
+    // Live: a job submitted elsewhere shows up without a reload.
+    let before = text(&c, ".totals [data-state=READY] .n").await;
+    relay.submit(NewJob::new("reports", "render", b"{}".to_vec())).unwrap();
+    let want = (before.parse::<u64>().unwrap() + 1).to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while text(&c, ".totals [data-state=READY] .n").await != want {
+        assert!(Instant::now() < deadline, "the overview did not update by itself");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // A DEAD job: its error and its timeline.
+    c.goto(&format!("{base}/dead")).await.unwrap();
+    shot(&c, "dead").await;
+    c.find(Locator::Css("tr[data-kind=send] td:nth-child(5) a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("pre.error-text")).await.unwrap();
+    let newest = dead.iter().max().unwrap();
+    assert_eq!(c.current_url().await.unwrap().path(), format!("/jobs/{}", newest.0));
+    assert_eq!(
+        text(&c, "pre.error-text").await,
+        "smtp: connection refused by mx.example.com\n  at send (mailer.rs:42)"
+    );
+    let timeline = text(&c, "table.events").await;
+    for kind in ["submitted", "leased", "failed"] {
+        assert!(timeline.contains(kind), "{timeline}");
+    }
+    shot(&c, "job").await;
+
+    // Retry every DEAD "send" job from the dead page.
+    c.goto(&format!("{base}/dead")).await.unwrap();
+    c.find(Locator::Css("tr[data-kind=send] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    assert_eq!(text(&c, "p.notice").await, "6 jobs retried.");
+    for id in &dead {
+        assert_eq!(relay.get(*id).unwrap().state(), JobState::Ready, "job {id}");
+    }
+    let bounce_dead = relay.stats().unwrap().queues["mail"].counts[&JobState::Dead];
+    assert_eq!(bounce_dead, 3, "the other kind stays DEAD");
+
+    // Cancel a job from its page.
+    c.goto(&format!("{base}/jobs/{}", to_cancel.0)).await.unwrap();
+    c.find(Locator::Css("form[action$='/cancel'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    assert_eq!(relay.get(to_cancel).unwrap().state(), JobState::Cancelled);
+    assert_eq!(text(&c, "h1 .badge").await, "CANCELLED");
+
+    // Search by tag.
+    c.goto(&format!("{base}/jobs")).await.unwrap();
+    c.find(Locator::Css("form.search input[name=tag]"))
+        .await
+        .unwrap()
+        .send_keys("vip")
+        .await
+        .unwrap();
+    c.find(Locator::Css("form.search button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("table.jobs")).await.unwrap();
+    let rows = c.find_all(Locator::Css("table.jobs tbody tr")).await.unwrap();
+    let mut found = Vec::new();
+    for r in rows {
+        found.push(r.attr("data-job").await.unwrap().unwrap().parse::<i64>().unwrap());
+    }
+    let mut want: Vec<i64> = tagged.iter().map(|id| id.0).collect();
+    want.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(found, want, "newest first, only the tagged jobs");
+    shot(&c, "search").await;
+
+    // Pause a queue from the overview.
+    c.goto(&format!("{base}/")).await.unwrap();
+    c.find(Locator::Css("tr[data-queue=reports] form[action$='/pause'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    assert!(relay.stats().unwrap().queues["reports"].paused);
+    assert_eq!(text(&c, "tr[data-queue=reports] .status").await, "PAUSED");
+    let relay2 = relay.clone();
+    until("the paused queue leases nothing", move || {
+        relay2.lease(LeaseRequest::new(["reports"])).unwrap().is_empty()
+    })
+    .await;
+
+    // Markup in a job is text: nothing runs, nothing is injected.
+    c.goto(&format!("{base}/jobs/{}", xss.0)).await.unwrap();
+    c.wait().for_element(Locator::Css("dd.kind")).await.unwrap();
+    assert_eq!(
+        text(&c, "dd.kind").await,
+        "<img src=x onerror=\"document.title='pwned'\">"
+    );
+    assert_eq!(
+        text(&c, "pre.json").await,
+        "\"<script>document.title='pwned'</script>\""
+    );
+    assert_eq!(c.title().await.unwrap(), format!("Job {} · Relay", xss.0));
+    let injected = c
+        .execute(
+            "return document.querySelectorAll('main img, main script').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(injected, serde_json::json!(0));
+
+    c.close().await.unwrap();
+    drop(server);
+}
