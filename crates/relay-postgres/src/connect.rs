@@ -15,7 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_submit_function.sql"),
     include_str!("../migrations/0006_traceparent.sql"),
     include_str!("../migrations/0007_tags.sql"),
-    include_str!("../migrations/0008_throughput.sql"),
+    include_str!("../migrations/0008_dashboard.sql"),
 ];
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;

@@ -704,9 +704,12 @@ impl StoreReader for PgReader {
                 .insert(state, u64::try_from(n).unwrap_or(0));
         }
         let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
-        for r in self.conn.client.query(&st, &[&now.as_millis()]).map_err(map_err)? {
+        for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
             let queue: String = decode::col(&r, 0, "queue", None)?;
-            if let Some(oldest) = decode::col::<Option<i64>>(&r, 1, "ready_at", None)? {
+            // The earliest ready_at: a due job exists exactly when it is not
+            // in the future.
+            let oldest = decode::col::<Option<i64>>(&r, 1, "ready_at", None)?.filter(|t| *t <= now.as_millis());
+            if let Some(oldest) = oldest {
                 out.entry(queue).or_insert_with(empty).oldest_ready_age =
                     Some(now.since(Timestamp::from_millis(oldest)));
             }

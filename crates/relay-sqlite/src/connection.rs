@@ -16,7 +16,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_dependencies.sql"),
     include_str!("../migrations/0004_traceparent.sql"),
     include_str!("../migrations/0005_tags.sql"),
-    include_str!("../migrations/0006_throughput.sql"),
+    include_str!("../migrations/0006_dashboard.sql"),
 ];
 
 /// Where the database lives.

@@ -140,11 +140,13 @@ impl StoreReader for SqliteReader {
             .conn
             .prepare_cached(&crate::sql::QUEUE_OLDEST_READY)
             .map_err(map_err)?;
-        let mut rows = st.query([now.as_millis()]).map_err(map_err)?;
+        let mut rows = st.query([]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
             let queue = c.text(0, "queue")?;
-            if let Some(oldest) = c.opt_int(1, "ready_at")? {
+            // The earliest ready_at: a due job exists exactly when it is not
+            // in the future.
+            if let Some(oldest) = c.opt_int(1, "ready_at")?.filter(|t| *t <= now.as_millis()) {
                 let age = now.since(Timestamp::from_millis(oldest));
                 out.entry(queue).or_insert_with(empty).oldest_ready_age = Some(age);
             }

@@ -27,6 +27,7 @@ statements! {
     EVENT_APPEND = "event_append.sql";
     EVENT_APPEND_NEXT = "event_append_next.sql";
     EVENT_NEXT_SEQ = "event_next_seq.sql";
+    JOB_COUNTS_ADD = "job_counts_add.sql";
     JOB_DELETE = "job_delete.sql";
     JOB_DEPENDENTS = "job_dependents.sql";
     JOB_DEPS_ANY = "job_deps_any.sql";

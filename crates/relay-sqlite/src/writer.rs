@@ -59,8 +59,9 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         Ok(out)
     }
 
-    /// Writes a transition; answers the job's queue when the throughput
-    /// history counts it (`u.tally`), read by the same statement.
+    /// Writes a transition; answers the job's queue when the counts or the
+    /// throughput history see it (the state changes, or `u.tally`), read
+    /// by the same statement.
     fn update(&self, u: &JobUpdate<'_>) -> Result<Option<String>, StoreError> {
         let s = u.status;
         let lease = s.lease.as_ref();
@@ -79,7 +80,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
             u.result,
             s.waiting_on,
         ];
-        if u.tally.is_zero() {
+        if u.tally.is_zero() && u.expect_state == s.state {
             return match self.exec(&crate::sql::JOB_SET_STATUS, params)? {
                 1 => Ok(None),
                 _ => Err(unmatched(u.id)),
@@ -97,15 +98,18 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         Ok(Some(queue))
     }
 
-    /// Adds the batch's submits and ends of attempts to the throughput
-    /// history: one statement per queue.
-    fn count(&self, at: Timestamp, counts: &[(String, [i64; 4])]) -> Result<(), StoreError> {
+    /// Adds a batch's [`Counts`] to the store: one statement per queue
+    /// (throughput) and per queue and state (job counts).
+    fn count(&self, at: Timestamp, counts: &Counts) -> Result<(), StoreError> {
         let minute = relay_store::minute_of(at).as_millis();
-        for (queue, [submitted, succeeded, failed, dead]) in counts {
+        for (queue, [submitted, succeeded, failed, dead]) in &counts.minute {
             self.exec(
                 &crate::sql::THROUGHPUT_ADD,
                 params![minute, queue, submitted, succeeded, failed, dead],
             )?;
+        }
+        for (queue, state, n) in counts.states.iter().filter(|c| c.2 != 0) {
+            self.exec(&crate::sql::JOB_COUNTS_ADD, params![queue, state, n])?;
         }
         Ok(())
     }
@@ -191,7 +195,20 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
         self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
-        Ok(self.exec(&crate::sql::JOB_PRUNE, [before.as_millis()])? as u64)
+        let mut counts = Counts::default();
+        let mut n = 0;
+        {
+            let mut st = self.conn().prepare_cached(&crate::sql::JOB_PRUNE).map_err(map_err)?;
+            let mut rows = st.query([before.as_millis()]).map_err(map_err)?;
+            while let Some(r) = rows.next().map_err(map_err)? {
+                let queue: String = r.get(0).map_err(map_err)?;
+                let state: String = r.get(1).map_err(map_err)?;
+                counts.gone(&queue, &state);
+                n += 1;
+            }
+        }
+        self.count(Timestamp::from_millis(0), &counts)?;
+        Ok(n)
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
@@ -452,32 +469,40 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 ],
             )?;
         }
+        let mut counts = Counts::default();
         for id in &c.deletes {
             self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
             self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
-            if self.exec(&crate::sql::JOB_DELETE, [id.0])? != 1 {
+            let gone = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_DELETE)
+                .and_then(|mut st| {
+                    st.query_row([id.0], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                        .optional()
+                })
+                .map_err(map_err)?;
+            let Some((queue, state)) = gone else {
                 return Err(unmatched(*id));
-            }
+            };
+            counts.gone(&queue, &state);
         }
         for id in &c.settled {
             self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
         }
-        // Per queue: submitted, succeeded, failed, dead (few queues per
-        // batch: a list beats a map).
-        let mut counts: Vec<(String, [i64; 4])> = Vec::new();
-        let mut add = |queue: &str, n: [i64; 4]| match counts.iter_mut().find(|(q, _)| q == queue) {
-            Some((_, c)) => c.iter_mut().zip(n).for_each(|(c, n)| *c += n),
-            None => counts.push((queue.to_owned(), n)),
-        };
         for u in &c.updates {
             if let Some(queue) = self.update(u)? {
                 let t = u.tally;
-                add(&queue, [0, t.succeeded.into(), t.failed.into(), t.dead.into()]);
+                counts.minute(&queue, [0, t.succeeded.into(), t.failed.into(), t.dead.into()]);
+                if u.expect_state != u.status.state {
+                    counts.state(&queue, u.expect_state.as_str(), -1);
+                    counts.state(&queue, u.status.state.as_str(), 1);
+                }
             }
         }
         for j in &c.inserts {
             self.insert(j)?;
-            add(j.queue, [1, 0, 0, 0]);
+            counts.minute(j.queue, [1, 0, 0, 0]);
+            counts.state(j.queue, j.status.state.as_str(), 1);
         }
         self.count(c.at, &counts)?;
         for d in &c.dependents {
@@ -499,6 +524,39 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             };
         }
         Ok(())
+    }
+}
+
+/// What a batch changes in the counts the dashboard reads: per queue, the
+/// minute's submitted, succeeded, failed and dead; per queue and state, the
+/// change in the number of jobs. Few queues per batch: lists beat maps.
+#[derive(Default)]
+struct Counts {
+    minute: Vec<(String, [i64; 4])>,
+    states: Vec<(String, String, i64)>,
+}
+
+impl Counts {
+    fn minute(&mut self, queue: &str, n: [i64; 4]) {
+        match self.minute.iter_mut().find(|(q, _)| q == queue) {
+            Some((_, c)) => c.iter_mut().zip(n).for_each(|(c, n)| *c += n),
+            None => self.minute.push((queue.to_owned(), n)),
+        }
+    }
+
+    /// A job row deleted. A state no writer wrote (a row edited by hand)
+    /// was never counted.
+    fn gone(&mut self, queue: &str, state: &str) {
+        if relay_core::JobState::parse(state).is_some() {
+            self.state(queue, state, -1);
+        }
+    }
+
+    fn state(&mut self, queue: &str, state: &str, n: i64) {
+        match self.states.iter_mut().find(|(q, s, _)| q == queue && s == state) {
+            Some((_, _, c)) => *c += n,
+            None => self.states.push((queue.to_owned(), state.to_owned(), n)),
+        }
     }
 }
 

@@ -25,7 +25,7 @@ fn schema() -> Connection {
     conn.execute_batch(include_str!("../migrations/0004_traceparent.sql"))
         .unwrap();
     conn.execute_batch(include_str!("../migrations/0005_tags.sql")).unwrap();
-    conn.execute_batch(include_str!("../migrations/0006_throughput.sql"))
+    conn.execute_batch(include_str!("../migrations/0006_dashboard.sql"))
         .unwrap();
     // A deep queue: many rows, most finished.
     conn.execute_batch(
@@ -244,6 +244,24 @@ fn the_throughput_history_is_read_and_pruned_by_its_key() {
 }
 
 #[test]
+fn stats_read_the_counts_and_seek_the_oldest_ready_job() {
+    let conn = schema();
+    let steps = plan(&conn, include_str!("../sql/queue_counts.sql"));
+    assert!(
+        steps.iter().all(|s| !s.contains("jobs")),
+        "counts never read the jobs table: {steps:#?}"
+    );
+    let steps = plan(&conn, include_str!("../sql/queue_oldest_ready.sql"));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH jobs USING COVERING INDEX jobs_ready (queue=? AND priority=?)")),
+        "{steps:#?}"
+    );
+    assert!(!steps.iter().any(|s| s.starts_with("SCAN jobs")), "{steps:#?}");
+}
+
+#[test]
 fn hot_statements_are_never_reprepared() {
     let conn = schema();
     let hot = [
@@ -260,6 +278,7 @@ fn hot_statements_are_never_reprepared() {
         ("job_set_status", include_str!("../sql/job_set_status.sql")),
         ("job_set_status_queue", include_str!("../sql/job_set_status_queue.sql")),
         ("throughput_add", include_str!("../sql/throughput_add.sql")),
+        ("job_counts_add", include_str!("../sql/job_counts_add.sql")),
         ("queue_settings", include_str!("../sql/queue_settings.sql")),
         ("job_leased_count", include_str!("../sql/job_leased_count.sql")),
         (

@@ -564,6 +564,22 @@ impl Run<'_> {
                 shown, self.model.paused[q],
                 "queue {name}: paused differs from the model"
             );
+            // The counts the store keeps with each batch (stats no longer
+            // count the rows) agree with the model after every step.
+            for st in JobState::ALL {
+                let want = self
+                    .model
+                    .jobs
+                    .values()
+                    .filter(|j| j.queue == q && j.state == st)
+                    .count() as u64;
+                let got = stats
+                    .queues
+                    .get(*name)
+                    .and_then(|s| s.counts.get(&st).copied())
+                    .unwrap_or(0);
+                assert_eq!(got, want, "queue {name}: {} count differs from the model", st.as_str());
+            }
         }
         for &id in &self.ids {
             let real = self.relay().get(JobId(id));

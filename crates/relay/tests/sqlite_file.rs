@@ -185,12 +185,15 @@ fn corrupt_rows_are_typed_errors_naming_the_job_and_change_nothing() {
     // with the job named, and leases nothing.
     let e = relay.lease(LeaseRequest::new(["q"])).unwrap_err();
     assert!(matches!(e, Error::Corrupt { job: Some(j), .. } if j == ids[4]), "{e:?}");
-    // Stats name the bad state.
-    assert!(matches!(relay.stats(), Err(Error::Corrupt { .. })));
+    // Stats come from the counts the writers keep (a row edited by hand is
+    // counted as Relay last wrote it), so a corrupt row does not stop them.
+    assert_eq!(relay.stats().unwrap().queues["q"].counts[&JobState::Ready], 5);
     // An operator can always delete a corrupt job, and the queue flows again.
     for id in &ids {
         relay.delete(*id).unwrap();
     }
+    // Deleting a row whose state no writer wrote counts nothing.
+    assert!(relay.stats().is_ok());
     let ok = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap()[0].id, ok);
     assert_eq!(relay.get(ok).unwrap().state(), JobState::Leased);

@@ -15,8 +15,11 @@
 //! `--spawn` starts `relay serve` itself (the `relay` binary next to this
 //! one) on a new database in a temporary directory, and stops it after.
 
+#[path = "../spawn.rs"]
+mod spawn;
+
 use serde_json::{json, Value};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -232,33 +235,8 @@ fn step(cfg: &Config, conns: usize) -> Result<Value, String> {
 }
 
 fn spawn_server() -> Result<(Child, String, u32, tempfile::TempDir), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let relay = exe.with_file_name("relay");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let mut child = Command::new(&relay)
-        .arg("--db")
-        .arg(dir.path().join("load.db"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env_remove("RELAY_TOKEN")
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot start {} (build it: cargo build --release --bin relay): {e}",
-                relay.display()
-            )
-        })?;
-    let mut line = String::new();
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let mut reader = std::io::BufReader::new(stderr);
-    std::io::BufRead::read_line(&mut reader, &mut line).map_err(|e| e.to_string())?;
-    std::thread::spawn(move || for _ in std::io::BufRead::lines(reader) {});
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .ok_or(format!("relay serve said: {line}"))?
-        .to_owned();
-    let pid = child.id();
+    let (child, url, pid) = spawn::spawn_server(&dir.path().join("load.db"))?;
     Ok((child, url, pid, dir))
 }
 
