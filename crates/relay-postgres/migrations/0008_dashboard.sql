@@ -67,3 +67,9 @@ CREATE TRIGGER relay_jobs_count_update AFTER UPDATE ON relay_jobs
     REFERENCING OLD TABLE AS relay_old NEW TABLE AS relay_new FOR EACH STATEMENT EXECUTE FUNCTION relay_count_jobs();
 CREATE TRIGGER relay_jobs_count_delete AFTER DELETE ON relay_jobs
     REFERENCING OLD TABLE AS relay_old FOR EACH STATEMENT EXECUTE FUNCTION relay_count_jobs();
+
+-- Failed jobs newest first, whatever their queue (the jobs page's DEAD
+-- search, the dead groups' window): (state, id, queue) replaces migration
+-- 0007's (queue, state, id).
+DROP INDEX relay_jobs_failed;
+CREATE INDEX relay_jobs_failed ON relay_jobs (state, id, queue) WHERE state IN ('DEAD', 'CANCELLED');

@@ -624,7 +624,12 @@ impl StoreReader for PgReader {
 
     fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_dead_groups.sql"))?;
-        let rows = self.conn.client.query(&st, &[&i64::from(limit)]).map_err(map_err)?;
+        let window = i64::from(relay_store::DEAD_GROUP_WINDOW);
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&i64::from(limit), &window])
+            .map_err(map_err)?;
         rows.iter()
             .map(|r| {
                 Ok(DeadGroup {

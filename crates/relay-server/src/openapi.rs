@@ -179,7 +179,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "responses": responses("200", json!({"type": "object", "required": ["action", "count"], "properties": {
                     "action": {"type": "string"}, "count": {"type": "integer"}}}), &["400"])}},
             "/v1/dead": {"get": {"operationId": "deadGroups",
-                "description": "DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first.",
+                "description": "The newest 10,000 DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first (a group's count is of those; /v1/stats counts every DEAD job).",
                 "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
                 "responses": responses("200", json!({"type": "object", "required": ["groups"], "properties": {"groups": {"type": "array", "items": {
                     "type": "object", "required": ["queue", "kind", "error", "count", "newest", "last_at"], "properties": {

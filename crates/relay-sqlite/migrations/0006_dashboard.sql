@@ -25,3 +25,10 @@ CREATE TABLE job_counts (
     PRIMARY KEY (queue, state)
 ) WITHOUT ROWID;
 INSERT INTO job_counts (queue, state, n) SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state;
+
+-- Failed jobs newest first, whatever their queue (the jobs page's DEAD
+-- search, the dead groups' window): (state, id, queue) replaces migration
+-- 0005's (queue, state, id), whose search by state alone sorted every
+-- failed job. The queue, in the index, filters without reading the row.
+DROP INDEX jobs_failed;
+CREATE INDEX jobs_failed ON jobs (state, id, queue) WHERE state IN ('DEAD', 'CANCELLED');

@@ -64,7 +64,9 @@ impl StoreReader for SqliteReader {
             .conn
             .prepare_cached(&crate::sql::JOB_DEAD_GROUPS)
             .map_err(map_err)?;
-        let mut rows = st.query([limit]).map_err(map_err)?;
+        let mut rows = st
+            .query(params![limit, relay_store::DEAD_GROUP_WINDOW])
+            .map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);

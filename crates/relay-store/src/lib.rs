@@ -96,6 +96,10 @@ pub struct Throughput {
     pub dead: u64,
 }
 
+/// How many of the newest DEAD jobs the dead groups are made of: a bounded
+/// read, however many jobs are DEAD (a group's count is of these).
+pub const DEAD_GROUP_WINDOW: u32 = 10_000;
+
 /// Minutes of throughput history a store keeps (two days).
 pub const THROUGHPUT_KEEP: Duration = Duration::from_secs(2 * 24 * 3600);
 
@@ -579,7 +583,8 @@ pub trait StoreReader: Send {
     fn job_list(&mut self, filter: &JobFilter) -> Result<Vec<Job>, StoreError>;
     /// The ids of the jobs `filter` matches, newest first (for bulk actions).
     fn job_search(&mut self, filter: &JobFilter) -> Result<Vec<JobId>, StoreError>;
-    /// DEAD jobs grouped by queue, kind and error, most jobs first.
+    /// The newest [`DEAD_GROUP_WINDOW`] DEAD jobs grouped by queue, kind
+    /// and error, most jobs first.
     fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError>;
     /// Per queue and minute, from the minute of `since` on, oldest first.
     fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError>;

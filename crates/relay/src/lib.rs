@@ -74,7 +74,7 @@ pub use relay_core::{
 /// [`AsyncRelay::submit_in_pg`] take transactions of.
 #[cfg(feature = "postgres")]
 pub use relay_postgres::{postgres, tokio_postgres};
-pub use relay_store::{DeadGroup, Event, JobFilter, QueueStats, Throughput};
+pub use relay_store::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
 /// The SQLite driver Relay is built with: open the connection you pass to
 /// [`Relay::submit_in`] with this one, so both use one SQLite library.
 pub use rusqlite;

@@ -507,7 +507,10 @@ impl Relay {
     }
 
     /// DEAD jobs grouped by queue, kind and the first line of their error,
-    /// the largest groups first, at most `limit` (1-1000) groups. To retry
+    /// the largest groups first, at most `limit` (1-1000) groups. Made of
+    /// the newest [`DEAD_GROUP_WINDOW`](crate::DEAD_GROUP_WINDOW) DEAD jobs
+    /// (a bounded read however many there are; a group's count is of
+    /// those, and `stats` counts them all). To retry
     /// a group, filter on its queue and kind, `state: Dead`, and
     /// `error_contains` its error (a substring match: an error whose first
     /// line merely contains it is retried too; an empty error, or one past

@@ -7,8 +7,11 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use relay_store::JobFilter;
 
-/// Jobs a bulk action takes per transaction.
-pub const BULK_CHUNK: u32 = 500;
+/// Jobs a bulk action takes per transaction: small enough that the batch
+/// it shares with other callers' operations stays short (at 500 a chunk
+/// held the writer ~8 ms, and the p99 of submits and leases beside a
+/// bulk retry rose 5x; BENCHMARKS.md, "The dashboard at a million jobs").
+pub const BULK_CHUNK: u32 = 100;
 
 /// What a bulk action does to each job it matches.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +34,7 @@ impl Engine {
         };
         let mut done = 0;
         loop {
+            let started = std::time::Instant::now();
             let ids = self.readers.with(|r| r.job_search(&f))?;
             let Some(&last) = ids.last() else { break };
             let full = ids.len() == BULK_CHUNK as usize;
@@ -39,6 +43,10 @@ impl Engine {
                 break;
             }
             f.before = Some(last);
+            // Pace: rest as long as the chunk took, so that a bulk action
+            // takes at most about half of the writer's time, however many
+            // jobs it matches, and other callers' batches run between.
+            std::thread::sleep(started.elapsed());
         }
         Ok(done)
     }

@@ -580,10 +580,23 @@ pub(crate) async fn job(
 
 pub(crate) async fn dead(State(s): S, Extension(v): Extension<Visitor>, Query(q): Query<OverviewQuery>) -> PageResult {
     let groups = s.relay.dead_groups(200).await?;
+    let stats = s.relay.stats().await?;
+    let dead: u64 = stats
+        .queues
+        .values()
+        .filter_map(|q| q.counts.get(&JobState::Dead))
+        .sum();
+    // Groups are made of the newest DEAD jobs only: past that, a group's
+    // count is a floor, and its button says so.
+    let windowed = dead > u64::from(relay::DEAD_GROUP_WINDOW);
     let body = html! {
         h1 { "Dead jobs" }
         (notice(&q.done))
         div #live data-live {
+            @if windowed {
+                p.hint { "Grouped from the newest " (relay::DEAD_GROUP_WINDOW) " of " (dead) " dead jobs. "
+                    "“Retry all” retries every dead job of the group, however old." }
+            }
             @if groups.is_empty() {
                 p.empty { "No dead jobs." }
             } @else {
@@ -609,7 +622,9 @@ pub(crate) async fn dead(State(s): S, Extension(v): Extension<Visitor>, Query(q)
                                         (csrf_field(&v, &s))
                                         (f.hidden())
                                         input type="hidden" name="back" value="/dead";
-                                        button type="submit" name="action" value="retry-all" { "Retry all " (g.count) }
+                                        button type="submit" name="action" value="retry-all" {
+                                            @if windowed { "Retry all" } @else { "Retry all " (g.count) }
+                                        }
                                     }
                                 }
                             }
