@@ -28,7 +28,9 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
             .await
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let addr = server.local_addr().map_err(|e| CliError::Io(e.to_string()))?;
-        eprintln!("relay: serving on http://{addr} (SIGINT or SIGTERM stops it)");
+        eprintln!(
+            "relay: serving on http://{addr} (the API under /v1, the dashboard at /; SIGINT or SIGTERM stops it)"
+        );
         if let Some(note) = auth_note {
             eprintln!("relay: {note}");
         }

@@ -5,7 +5,7 @@
 -- The count is checked in the statement (relay_expect, migration 0002): a
 -- shortfall aborts the transaction before the COMMIT sent after it.
 -- The jobs are counted in the throughput history's minute $24 (migration
--- 0008), in this backend's shard.
+-- 0008), in this backend's shard (its pid).
 WITH w AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
@@ -22,7 +22,7 @@ WITH w AS (
     RETURNING queue
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, submitted)
-    SELECT $24::BIGINT, queue, pg_backend_pid() % 8, COUNT(*) FROM w GROUP BY queue ORDER BY queue
+    SELECT $24::BIGINT, queue, pg_backend_pid(), COUNT(*) FROM w GROUP BY queue ORDER BY queue
     ON CONFLICT (minute, queue, shard) DO UPDATE SET
         submitted = relay_throughput.submitted + excluded.submitted,
         succeeded = relay_throughput.succeeded + excluded.succeeded,

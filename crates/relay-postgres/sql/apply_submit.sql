@@ -21,7 +21,7 @@ WITH j AS (
     RETURNING queue
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, submitted)
-    SELECT $31::BIGINT, queue, pg_backend_pid() % 8, COUNT(*) FROM j GROUP BY queue ORDER BY queue
+    SELECT $31::BIGINT, queue, pg_backend_pid(), COUNT(*) FROM j GROUP BY queue ORDER BY queue
     ON CONFLICT (minute, queue, shard) DO UPDATE SET
         submitted = relay_throughput.submitted + excluded.submitted,
         succeeded = relay_throughput.succeeded + excluded.succeeded,

@@ -19,7 +19,7 @@ WITH w AS (
     RETURNING j.queue, u.succeeded, u.failed, u.dead
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, succeeded, failed, dead)
-    SELECT $18::BIGINT, queue, pg_backend_pid() % 8, SUM(succeeded), SUM(failed), SUM(dead)
+    SELECT $18::BIGINT, queue, pg_backend_pid(), SUM(succeeded), SUM(failed), SUM(dead)
     FROM w WHERE succeeded + failed + dead > 0 GROUP BY queue ORDER BY queue
     ON CONFLICT (minute, queue, shard) DO UPDATE SET
         submitted = relay_throughput.submitted + excluded.submitted,

@@ -75,8 +75,14 @@ async fn observe(State(state): S, req: Request, next: Next) -> Response {
     res
 }
 
-/// Cuts off a request that takes longer than the configured timeout.
+/// Cuts off a request that takes longer than the configured timeout. A
+/// bulk action is exempt: it does bounded work per transaction and may run
+/// for minutes on a million jobs; cut off, it would go on anyway while its
+/// caller saw a 503 and tried again.
 async fn deadline(State(state): S, req: Request, next: Next) -> Response {
+    if req.method() == axum::http::Method::POST && req.uri().path().ends_with("/jobs/bulk") {
+        return next.run(req).await;
+    }
     match tokio::time::timeout(state.config.request_timeout, next.run(req)).await {
         Ok(res) => res,
         Err(_) => {

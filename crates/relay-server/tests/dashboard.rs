@@ -155,7 +155,14 @@ fn pages_need_a_login_that_sets_a_strict_httponly_cookie() {
     let tampered = format!("{}x", cookie);
     assert_eq!(d.get("/", &[("Cookie", &tampered)]).status, 303);
     // A login never sends the browser to another site.
-    for next in ["//evil.example/", "https://evil.example/", "/\\evil.example"] {
+    for next in [
+        "//evil.example/",
+        "https://evil.example/",
+        "/\\evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "/ /x",
+    ] {
         let a = d.post("/login", &[], &form(&[("token", "s3cret-token"), ("next", next)]));
         assert_eq!(a.location.as_deref(), Some("/"), "next={next}");
     }
@@ -166,6 +173,9 @@ fn pages_need_a_login_that_sets_a_strict_httponly_cookie() {
     assert!(a.cookies[0].contains("Max-Age=0"), "{:?}", a.cookies);
 }
 
+/// A post that must be refused: what it is, its headers, its body.
+type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, String);
+
 #[test]
 fn cross_site_and_tokenless_posts_are_refused_and_change_nothing() {
     let d = Dash::start(&[]);
@@ -174,7 +184,7 @@ fn cross_site_and_tokenless_posts_are_refused_and_change_nothing() {
     let (other_cookie, _) = d.session();
     let host = d.base.trim_start_matches("http://").to_owned();
     let path = format!("/jobs/{}/cancel", id.0);
-    let refused: [(&str, Vec<(&str, &str)>, String); 6] = [
+    let refused: [Refused; 6] = [
         // What a cross-site form post looks like: no cookie (SameSite=Strict), another Origin.
         (
             "cross-site form",
@@ -208,6 +218,15 @@ fn cross_site_and_tokenless_posts_are_refused_and_change_nothing() {
             "{what} changed the job"
         );
     }
+    // DNS rebinding: another site's name pointed at 127.0.0.1 reaches a
+    // tokenless server, which answers only to loopback names.
+    let port = host.rsplit(':').next().unwrap();
+    for name in ["rebind.example", "127.0.0.1.rebind.example"] {
+        let a = d.get("/", &[("Host", &format!("{name}:{port}"))]);
+        assert_eq!(a.status, 403, "{name}: {}", a.body);
+        assert!(a.cookies.is_empty(), "no session for {name}");
+    }
+    assert_eq!(d.get("/", &[("Host", &format!("localhost:{port}"))]).status, 200);
     let origin = format!("http://{host}");
     let a = d.post(
         &path,
@@ -405,6 +424,21 @@ fn the_overview_shows_counts_and_the_hours_throughput() {
         page.contains(r#"data-series="failed">failed: <span class="n">1</span>"#),
         "{page}"
     );
+    // Polling the pages reads only: the writer commits nothing for them.
+    let before = (d.relay.metrics().commits, d.relay.metrics().operations);
+    for p in [
+        "/",
+        "/jobs",
+        "/jobs?state=DEAD",
+        "/dead",
+        "/schedules",
+        &format!("/jobs/{}", l[0].id.0),
+    ] {
+        for _ in 0..5 {
+            assert_eq!(d.get(p, &[]).status, 200, "{p}");
+        }
+    }
+    assert_eq!((d.relay.metrics().commits, d.relay.metrics().operations), before);
     // Assets are served from the binary, cacheable, with their types.
     let a = d.get("/assets/dashboard.js", &[]);
     assert!(a.status == 200 && a.body.contains("DOMParser"));

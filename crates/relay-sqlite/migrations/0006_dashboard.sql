@@ -17,14 +17,18 @@ CREATE TABLE throughput (
 -- Jobs per queue and state: what `stats` answers (a GROUP BY over a million
 -- jobs took a second). Each batch adds its changes, one statement per queue
 -- and state it touched; so does the prune. Counted once here from the jobs
--- already in the file.
+-- already in the file (the migration holds the write lock: no writer can
+-- come between). Every process must run this version once it has migrated.
 CREATE TABLE job_counts (
     queue TEXT    NOT NULL,
     state TEXT    NOT NULL,
     n     INTEGER NOT NULL,
     PRIMARY KEY (queue, state)
 ) WITHOUT ROWID;
-INSERT INTO job_counts (queue, state, n) SELECT queue, state, COUNT(*) FROM jobs GROUP BY queue, state;
+INSERT INTO job_counts (queue, state, n)
+SELECT queue, state, COUNT(*) FROM jobs
+WHERE state IN ('WAITING', 'READY', 'LEASED', 'SUCCEEDED', 'DEAD', 'CANCELLED')  -- as the writers count
+GROUP BY queue, state;
 
 -- Failed jobs newest first, whatever their queue (the jobs page's DEAD
 -- search, the dead groups' window): (state, id, queue) replaces migration

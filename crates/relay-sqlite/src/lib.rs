@@ -69,6 +69,7 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
         nested: true,
         own: None,
         inserted: Vec::new(),
+        queues: writer::Queues::default(),
     })
 }
 
@@ -133,6 +134,7 @@ impl Backend for SqliteBackend {
             nested: false,
             own: Some(Arc::clone(&self.own)),
             inserted: Vec::new(),
+            queues: writer::Queues::default(),
         }))
     }
 

@@ -710,6 +710,24 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     tx.commit().unwrap();
     assert_eq!(relay.get(a).unwrap().state(), relay::JobState::Ready);
 
+    // relay_submit's jobs are in the counts and the throughput history as
+    // the engine's own submits are (the rolled-back one and the
+    // deduplicated one not at all).
+    let hour_ago = relay::Timestamp::from_millis(relay::Clock::now(&relay::SystemClock).as_millis() - 3_600_000);
+    let submitted = |q: &str| -> u64 {
+        relay
+            .throughput(hour_ago)
+            .unwrap()
+            .iter()
+            .filter(|r| r.queue == q)
+            .map(|r| r.submitted)
+            .sum()
+    };
+    assert_eq!((submitted("emails"), submitted("q")), (1, 1));
+    let stats = relay.stats().unwrap();
+    assert_eq!(stats.queues["q"].counts[&relay::JobState::Ready], 1);
+    assert_eq!(stats.queues["emails"].counts[&relay::JobState::Leased], 1);
+
     // Refused before the caller's transaction is touched: it commits its
     // own row afterwards.
     let before = count(&mut sync);

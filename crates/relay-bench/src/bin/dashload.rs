@@ -320,7 +320,7 @@ fn run(cfg: &Config) -> Result<Value, String> {
             let t = Instant::now();
             let mut res = agent()
                 .post(&format!("{url}/v1/jobs/bulk"))
-                .send_json(&json!({"action": "retry", "filter": {"queue": "bulk", "state": "DEAD"}}))
+                .send_json(json!({"action": "retry", "filter": {"queue": "bulk", "state": "DEAD"}}))
                 .map_err(|e| e.to_string())?;
             let v: Value = res.body_mut().read_json().map_err(|e| e.to_string())?;
             Ok(json!({"answer": v, "seconds": t.elapsed().as_secs_f64()}))

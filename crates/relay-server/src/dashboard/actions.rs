@@ -19,12 +19,13 @@ fn field<'a>(f: &'a Fields, name: &str) -> Option<&'a str> {
     f.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
-/// Refuses a form whose CSRF token is not its session's.
-fn check_csrf(state: &AppState, v: &Visitor, given: Option<&str>) -> Result<(), Response> {
+/// The refusal of a form whose CSRF token is not its session's (`None`:
+/// the form may go on).
+fn csrf_refusal(state: &AppState, v: &Visitor, given: Option<&str>) -> Option<Response> {
     match v {
-        Visitor::Bearer => Ok(()),
-        Visitor::Session(s) if state.dash.csrf_ok(s, given.unwrap_or("")) => Ok(()),
-        Visitor::Session(_) => Err(forbidden(
+        Visitor::Bearer => None,
+        Visitor::Session(s) if state.dash.csrf_ok(s, given.unwrap_or("")) => None,
+        Visitor::Session(_) => Some(forbidden(
             "This form's security token is missing or out of date: reload the page and try again.",
         )),
     }
@@ -52,7 +53,7 @@ fn engine_error(e: relay::Error) -> Response {
 /// Retries, cancels or deletes the ticked jobs (`action=retry`), or every
 /// job the filter matches (`action=retry-all`), a chunk per transaction.
 pub(crate) async fn bulk(State(s): S, Extension(v): Extension<Visitor>, Form(f): Form<Fields>) -> Response {
-    if let Err(r) = check_csrf(&s, &v, field(&f, "csrf")) {
+    if let Some(r) = csrf_refusal(&s, &v, field(&f, "csrf")) {
         return r;
     }
     let action = field(&f, "action").unwrap_or("");
@@ -140,7 +141,7 @@ pub(crate) async fn job(
     Path((raw, action)): Path<(String, String)>,
     Form(f): Form<ActionForm>,
 ) -> Response {
-    if let Err(r) = check_csrf(&s, &v, Some(&f.csrf)) {
+    if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
     let id = match crate::api::id(&raw) {
@@ -166,7 +167,7 @@ pub(crate) async fn queue(
     Path((queue, action)): Path<(String, String)>,
     Form(f): Form<ActionForm>,
 ) -> Response {
-    if let Err(r) = check_csrf(&s, &v, Some(&f.csrf)) {
+    if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
     let done = match action.as_str() {
@@ -187,7 +188,7 @@ pub(crate) async fn schedule(
     Path((name, action)): Path<(String, String)>,
     Form(f): Form<ActionForm>,
 ) -> Response {
-    if let Err(r) = check_csrf(&s, &v, Some(&f.csrf)) {
+    if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
     let done = match action.as_str() {
@@ -235,7 +236,7 @@ pub(crate) async fn login(State(s): S, headers: HeaderMap, Form(f): Form<LoginFo
 
 /// Ends the browser's session.
 pub(crate) async fn logout(State(s): S, Extension(v): Extension<Visitor>, Form(f): Form<ActionForm>) -> Response {
-    if let Err(r) = check_csrf(&s, &v, Some(&f.csrf)) {
+    if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
     (

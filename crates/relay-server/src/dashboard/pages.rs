@@ -716,10 +716,20 @@ pub(crate) async fn login_form(State(s): S, Query(q): Query<LoginQuery>) -> axum
 }
 
 /// Where to go after a login or an action: a path on this server, never
-/// another site (`//evil.example` or `https://...` become `/`).
+/// another site (`//evil.example`, `https://...`, `/\\evil.example` and
+/// `/<tab>/evil.example`, which a browser reads as `//evil.example`, become
+/// `/`). Only printable ASCII without spaces: anything else a browser might
+/// strip or reinterpret.
 pub(crate) fn local_path(p: Option<&str>) -> String {
     match p {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        Some(p)
+            if p.starts_with('/')
+                && !p.starts_with("//")
+                && !p.contains('\\')
+                && p.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            p.to_owned()
+        }
         _ => "/".to_owned(),
     }
 }
