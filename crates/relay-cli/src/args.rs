@@ -293,8 +293,9 @@ pub struct IdArg {
 #[derive(Debug, Args)]
 pub struct AdminArgs {
     /// The job's id. Without it, give a filter: the action applies to every
-    /// job it matches (500 per transaction; jobs whose state does not allow
-    /// it are passed over) and prints how many it changed.
+    /// job it matches (100 per transaction, paced so other callers keep
+    /// their latency; jobs whose state does not allow it are passed over)
+    /// and prints how many it changed.
     pub id: Option<i64>,
     #[command(flatten)]
     pub filter: FilterArgs,

@@ -167,7 +167,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     "responses": responses("200", json!({"type": "object", "required": ["jobs", "next"], "properties": {"jobs": {"type": "array", "items": r("Job")},
                         "next": {"type": "integer", "nullable": true, "description": "The next page's `before`; null on the last page."}}}), &["400"])}},
             "/v1/jobs/bulk": {"post": {"operationId": "bulk",
-                "description": "Retries, cancels or deletes every job the filter matches (jobs whose state does not allow it are passed over), 500 per transaction; answers how many it changed.",
+                "description": "Retries, cancels or deletes every job the filter matches (jobs whose state does not allow it are passed over), 100 per transaction, paced so other callers keep their latency (never cut off by the request timeout); answers how many it changed.",
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
                     "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
                     "filter": {"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
