@@ -4,8 +4,8 @@
 -- batch is planned again (it then finds that process's job).
 -- The count is checked in the statement (relay_expect, migration 0002): a
 -- shortfall aborts the transaction before the COMMIT sent after it.
--- The jobs are counted in the job counts and in the throughput history's
--- minute $24 (migration 0008), in this backend's shard (its pid).
+-- The jobs are counted in the throughput history's minute $24 (migration
+-- 0008), in this backend's shard (its pid).
 WITH w AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
@@ -19,11 +19,7 @@ WITH w AS (
                 $15::BIGINT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[], $19::BIGINT[], $20::BIGINT[], $22::TEXT[], $23::TEXT[])
          AS u(id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED', 'WAITING') DO NOTHING
-    RETURNING queue, state
-), c AS (
-    INSERT INTO relay_job_counts (queue, state, shard, n)
-    SELECT queue, state, pg_backend_pid(), COUNT(*) FROM w GROUP BY queue, state ORDER BY queue, state
-    ON CONFLICT (queue, state, shard) DO UPDATE SET n = relay_job_counts.n + excluded.n
+    RETURNING queue
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, submitted)
     SELECT $24::BIGINT, queue, pg_backend_pid(), COUNT(*) FROM w GROUP BY queue ORDER BY queue

@@ -3,8 +3,8 @@
 -- (autocommit: a statement is atomic by itself), so a lone submit costs one
 -- round trip, as a hand-written INSERT would. Counts are checked as in the
 -- apply_*.sql statements; a shortfall aborts the statement. Columns of $1-$20
--- as apply_insert.sql; the jobs are counted in the job counts and the
--- throughput history's minute $31, as there.
+-- as apply_insert.sql; the jobs are counted in the throughput history's
+-- minute $31, as there.
 WITH j AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
@@ -18,11 +18,7 @@ WITH j AS (
                 $15::BIGINT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[], $19::BIGINT[], $20::BIGINT[], $29::TEXT[], $30::TEXT[])
          AS u(id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED', 'WAITING') DO NOTHING
-    RETURNING queue, state
-), c AS (
-    INSERT INTO relay_job_counts (queue, state, shard, n)
-    SELECT queue, state, pg_backend_pid(), COUNT(*) FROM j GROUP BY queue, state ORDER BY queue, state
-    ON CONFLICT (queue, state, shard) DO UPDATE SET n = relay_job_counts.n + excluded.n
+    RETURNING queue
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, submitted)
     SELECT $31::BIGINT, queue, pg_backend_pid(), COUNT(*) FROM j GROUP BY queue ORDER BY queue

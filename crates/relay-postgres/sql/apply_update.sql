@@ -4,9 +4,7 @@
 -- The count is checked in the statement (relay_expect, migration 0002): a
 -- shortfall aborts the transaction before the COMMIT sent after it.
 -- Acks and failed attempts ($15-$17 per job) are counted in the throughput
--- history's minute $18 under the job's queue, read by the update itself; a
--- changed state moves the job between the job counts (migration 0008), in
--- this backend's shard (its pid).
+-- history's minute $18 under the job's queue, read by the update itself.
 WITH w AS (
     UPDATE relay_jobs AS j
     SET state = u.state, attempts = u.attempts, ready_at = u.ready_at, finished_at = u.finished_at,
@@ -18,16 +16,7 @@ WITH w AS (
         AS u(id, expect_state, expect_token, state, attempts, ready_at, finished_at, lease_token, lease_expires_at,
              leased_by, last_error, result, waiting_on, succeeded, failed, dead)
     WHERE j.id = u.id AND j.state = u.expect_state AND j.lease_token = u.expect_token
-    RETURNING j.queue, u.expect_state, u.state, u.succeeded, u.failed, u.dead
-), c AS (
-    INSERT INTO relay_job_counts (queue, state, shard, n)
-    SELECT queue, state, pg_backend_pid(), SUM(d) FROM (
-        SELECT queue, expect_state AS state, -1 AS d FROM w WHERE state <> expect_state
-        UNION ALL
-        SELECT queue, state, 1 FROM w WHERE state <> expect_state
-    ) AS moved
-    GROUP BY queue, state ORDER BY queue, state
-    ON CONFLICT (queue, state, shard) DO UPDATE SET n = relay_job_counts.n + excluded.n
+    RETURNING j.queue, u.succeeded, u.failed, u.dead
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, succeeded, failed, dead)
     SELECT $18::BIGINT, queue, pg_backend_pid(), SUM(succeeded), SUM(failed), SUM(dead)
