@@ -94,6 +94,18 @@ async fn shot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
 }
 
+async fn click(c: &Client, css: &str) {
+    let e = c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+    e.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn wait_for(c: &Client, css: &str) {
+    c.wait()
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("waiting for {css}: {e}"));
+}
+
 async fn text(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
@@ -185,13 +197,8 @@ async fn the_dashboard_in_chromium() {
         .send_keys(TOKEN)
         .await
         .unwrap();
-    c.find(Locator::Css("form.login button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("#live")).await.unwrap();
+    click(&c, "form.login button").await;
+    wait_for(&c, "#live").await;
     assert_eq!(c.current_url().await.unwrap().path(), "/");
 
     // The overview's counts are the store's.
@@ -221,13 +228,8 @@ async fn the_dashboard_in_chromium() {
     // A DEAD job: its error and its timeline.
     c.goto(&format!("{base}/dead")).await.unwrap();
     shot(&c, "dead").await;
-    c.find(Locator::Css("tr[data-kind=send] td:nth-child(5) a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("pre.error-text")).await.unwrap();
+    click(&c, "tr[data-kind=send] td:nth-child(5) a").await;
+    wait_for(&c, "pre.error-text").await;
     let newest = dead.iter().max().unwrap();
     assert_eq!(c.current_url().await.unwrap().path(), format!("/jobs/{}", newest.0));
     assert_eq!(
@@ -242,13 +244,8 @@ async fn the_dashboard_in_chromium() {
 
     // Retry every DEAD "send" job from the dead page.
     c.goto(&format!("{base}/dead")).await.unwrap();
-    c.find(Locator::Css("tr[data-kind=send] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    click(&c, "tr[data-kind=send] button").await;
+    wait_for(&c, "p.notice").await;
     assert_eq!(text(&c, "p.notice").await, "6 jobs retried.");
     for id in &dead {
         assert_eq!(relay.get(*id).unwrap().state(), JobState::Ready, "job {id}");
@@ -258,13 +255,8 @@ async fn the_dashboard_in_chromium() {
 
     // Cancel a job from its page.
     c.goto(&format!("{base}/jobs/{}", to_cancel.0)).await.unwrap();
-    c.find(Locator::Css("form[action$='/cancel'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    click(&c, "form[action$='/cancel'] button").await;
+    wait_for(&c, "p.notice").await;
     assert_eq!(relay.get(to_cancel).unwrap().state(), JobState::Cancelled);
     assert_eq!(text(&c, "h1 .badge").await, "CANCELLED");
 
@@ -276,13 +268,8 @@ async fn the_dashboard_in_chromium() {
         .send_keys("vip")
         .await
         .unwrap();
-    c.find(Locator::Css("form.search button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("table.jobs")).await.unwrap();
+    click(&c, "form.search button").await;
+    wait_for(&c, "table.jobs").await;
     let rows = c.find_all(Locator::Css("table.jobs tbody tr")).await.unwrap();
     let mut found = Vec::new();
     for r in rows {
@@ -295,13 +282,8 @@ async fn the_dashboard_in_chromium() {
 
     // Pause a queue from the overview.
     c.goto(&format!("{base}/")).await.unwrap();
-    c.find(Locator::Css("tr[data-queue=reports] form[action$='/pause'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.wait().for_element(Locator::Css("p.notice")).await.unwrap();
+    click(&c, "tr[data-queue=reports] form[action$='/pause'] button").await;
+    wait_for(&c, "p.notice").await;
     assert!(relay.stats().unwrap().queues["reports"].paused);
     assert_eq!(text(&c, "tr[data-queue=reports] .status").await, "PAUSED");
     let relay2 = relay.clone();
@@ -312,7 +294,7 @@ async fn the_dashboard_in_chromium() {
 
     // Markup in a job is text: nothing runs, nothing is injected.
     c.goto(&format!("{base}/jobs/{}", xss.0)).await.unwrap();
-    c.wait().for_element(Locator::Css("dd.kind")).await.unwrap();
+    wait_for(&c, "dd.kind").await;
     assert_eq!(
         text(&c, "dd.kind").await,
         "<img src=x onerror=\"document.title='pwned'\">"

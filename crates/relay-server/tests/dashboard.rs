@@ -395,6 +395,28 @@ fn bulk_actions_by_selection_and_by_filter() {
     assert!(d.relay.stats().unwrap().queues["q"].paused);
     let page = d.get("/", &h).body;
     assert!(page.contains("PAUSED") && page.contains("/queues/q/resume"), "{page}");
+
+    // Pause a schedule from its page.
+    d.relay
+        .add_schedule(relay::NewSchedule::cron(
+            "nightly.report",
+            "0 3 * * *",
+            NewJob::new("q", "k", Vec::new()),
+        ))
+        .unwrap();
+    let page = d.get("/schedules", &h).body;
+    assert!(
+        page.contains("nightly.report") && page.contains("/schedules/nightly.report/pause"),
+        "{page}"
+    );
+    let a = d.post("/schedules/nightly.report/pause", &h, &form(&[("csrf", &csrf)]));
+    assert_eq!(a.location.as_deref(), Some("/schedules?done=pause&count=1&failed=0"));
+    assert!(d.relay.schedules().unwrap()[0].paused);
+    let page = d.get(a.location.as_deref().unwrap(), &h).body;
+    assert!(
+        page.contains("Paused.") && page.contains("/schedules/nightly.report/resume"),
+        "{page}"
+    );
 }
 
 #[test]

@@ -50,6 +50,18 @@ fn engine_error(e: relay::Error) -> Response {
     super::PageError::from(e).into_response()
 }
 
+fn unknown() -> Response {
+    page_error(StatusCode::NOT_FOUND, "Unknown action: use the page's buttons.")
+}
+
+/// Back to the page the action came from, or its error as a page.
+fn outcome(done: Result<(), relay::Error>, back: Option<&str>, action: &str) -> Response {
+    match done {
+        Ok(()) => back_with(back, action, 1, 0),
+        Err(e) => engine_error(e),
+    }
+}
+
 /// Retries, cancels or deletes the ticked jobs (`action=retry`), or every
 /// job the filter matches (`action=retry-all`), a chunk per transaction.
 pub(crate) async fn bulk(State(s): S, Extension(v): Extension<Visitor>, Form(f): Form<Fields>) -> Response {
@@ -152,12 +164,9 @@ pub(crate) async fn job(
         "retry" => s.relay.retry(id).await,
         "cancel" => s.relay.cancel(id).await,
         "delete" => s.relay.delete(id).await,
-        _ => return page_error(StatusCode::NOT_FOUND, "Unknown action: use the page's buttons."),
+        _ => return unknown(),
     };
-    match done {
-        Ok(()) => back_with(f.back.as_deref(), &action, 1, 0),
-        Err(e) => engine_error(e),
-    }
+    outcome(done, f.back.as_deref(), &action)
 }
 
 /// Pauses or resumes a queue.
@@ -173,12 +182,9 @@ pub(crate) async fn queue(
     let done = match action.as_str() {
         "pause" => s.relay.pause(&queue).await,
         "resume" => s.relay.resume(&queue).await,
-        _ => return page_error(StatusCode::NOT_FOUND, "Unknown action: use the page's buttons."),
+        _ => return unknown(),
     };
-    match done {
-        Ok(()) => back_with(f.back.as_deref(), &action, 1, 0),
-        Err(e) => engine_error(e),
-    }
+    outcome(done, f.back.as_deref(), &action)
 }
 
 /// Pauses or resumes a schedule.
@@ -192,14 +198,11 @@ pub(crate) async fn schedule(
         return r;
     }
     let done = match action.as_str() {
-        "pause" => s.relay.pause_schedule(&name).await,
-        "resume" => s.relay.resume_schedule(&name).await,
-        _ => return page_error(StatusCode::NOT_FOUND, "Unknown action: use the page's buttons."),
+        "pause" => s.relay.pause_schedule(&name).await.map(drop),
+        "resume" => s.relay.resume_schedule(&name).await.map(drop),
+        _ => return unknown(),
     };
-    match done {
-        Ok(_) => Redirect::to("/schedules").into_response(),
-        Err(e) => engine_error(e),
-    }
+    outcome(done, Some("/schedules"), &action)
 }
 
 #[derive(Deserialize)]

@@ -137,7 +137,7 @@ fn notice(d: &Done) -> Markup {
     let count = number(&d.count);
     html! {
         p.notice role="status" {
-            @if matches!(d.done.as_deref(), Some("pause" | "resume")) { "Queue " (verb) "." }
+            @if matches!(d.done.as_deref(), Some("pause" | "resume")) { (verb[..1].to_uppercase()) (verb[1..]) "." }
             @else { (count) " job" @if count != 1 { "s" } " " (verb) "." }
             @if let Some(f) = Some(number(&d.failed)).filter(|f| *f > 0) {
                 " " (f) " could not be (their state does not allow it)."
