@@ -94,9 +94,24 @@ async fn shot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).unwrap();
 }
 
+/// Whether a WebDriver error is a stale element: the live update replaced
+/// the part of the page it was in between finding it and using it.
+fn stale(e: &fantoccini::error::CmdError) -> bool {
+    e.is_stale_element_reference()
+}
+
+/// Clicks the element `css` finds, finding it again (a few times) when the
+/// live update replaced it first.
 async fn click(c: &Client, css: &str) {
-    let e = c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
-    e.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
+    for _ in 0..10 {
+        let e = c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+        match e.click().await {
+            Ok(()) => return,
+            Err(e) if stale(&e) => continue,
+            Err(e) => panic!("click {css}: {e}"),
+        }
+    }
+    panic!("click {css}: the element went stale ten times");
 }
 
 async fn wait_for(c: &Client, css: &str) {
@@ -106,13 +121,18 @@ async fn wait_for(c: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("waiting for {css}: {e}"));
 }
 
+/// The text of the element `css` finds (found again when the live update
+/// replaced it first).
 async fn text(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .text()
-        .await
-        .unwrap()
+    for _ in 0..10 {
+        let e = c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+        match e.text().await {
+            Ok(t) => return t,
+            Err(e) if stale(&e) => continue,
+            Err(e) => panic!("text of {css}: {e}"),
+        }
+    }
+    panic!("text of {css}: the element went stale ten times");
 }
 
 /// Waits (bounded) until `f` holds.
