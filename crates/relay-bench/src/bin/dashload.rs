@@ -12,13 +12,13 @@
 //!    all" retries every DEAD job of the store (`--bulk` of them are made
 //!    DEAD first), and compares the operations' p99.
 //!
-//! relay-dashload --database PATH [--jobs 1000000] [--requests 50]
+//! relay-dashload --database PATH|postgres://... [--jobs 1000000] [--requests 50]
 //!                [--load 8] [--seconds 10] [--bulk 100000] [--json]
 
 #[path = "../spawn.rs"]
 mod spawn;
 
-use relay::{Completion, JobState, LeaseRequest, NewJob, Relay};
+use relay::{Completion, JobState, LeaseRequest, NewJob, Options, Relay};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,7 +53,7 @@ fn parse_args() -> Result<Config, String> {
     Ok(Config {
         database: get("--database")
             .map(PathBuf::from)
-            .ok_or("--database PATH is required (a file kept between runs: filling it takes a while)")?,
+            .ok_or("--database PATH (or a postgres:// URL) is required: kept between runs, filling it takes a while")?,
         jobs: num("--jobs", 1_000_000.0)? as u64,
         requests: num("--requests", 50.0)? as usize,
         load: num("--load", 8.0)? as usize,
@@ -69,6 +69,11 @@ const ERRORS: [&str; 3] = [
     "timeout after 30s",
     "http 503 from upstream",
 ];
+
+/// The store: an SQLite file, or a PostgreSQL database by URL.
+fn open(database: &std::path::Path) -> Result<Relay, relay::Error> {
+    Relay::connect(&database.to_string_lossy(), Options::default())
+}
 
 fn total(relay: &Relay) -> Result<u64, relay::Error> {
     Ok(relay.stats()?.queues.values().flat_map(|q| q.counts.values()).sum())
@@ -239,7 +244,7 @@ fn summary(lat: &mut Lat) -> Value {
 }
 
 fn run(cfg: &Config) -> Result<Value, String> {
-    let relay = Relay::open(&cfg.database).map_err(|e| e.to_string())?;
+    let relay = open(&cfg.database).map_err(|e| e.to_string())?;
     fill(&relay, cfg.jobs).map_err(|e| e.to_string())?;
     let stats = relay.stats().map_err(|e| e.to_string())?;
     let count = |st: JobState| -> u64 { stats.queues.values().map(|q| q.counts[&st]).sum() };
@@ -285,7 +290,7 @@ fn run(cfg: &Config) -> Result<Value, String> {
         }
         // Bulk: make `bulk` jobs DEAD in a queue of their own, then retry
         // them all as the dashboard's button does, under load.
-        let relay = Relay::open(&cfg.database).map_err(|e| e.to_string())?;
+        let relay = open(&cfg.database).map_err(|e| e.to_string())?;
         let mut made = 0;
         while made < cfg.bulk {
             let n = (cfg.bulk - made).min(1000);
