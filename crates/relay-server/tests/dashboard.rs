@@ -446,6 +446,23 @@ fn the_overview_shows_counts_and_the_hours_throughput() {
         page.contains(r#"data-series="failed">failed: <span class="n">1</span>"#),
         "{page}"
     );
+    // A queue's page charts that queue's hour only.
+    d.relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
+    let page = d.get("/jobs?queue=mail", &[]).body;
+    assert!(page.contains("This queue, last hour"), "{page}");
+    assert!(
+        page.contains(r#"data-series="submitted">submitted: <span class="n">5</span>"#),
+        "{page}"
+    );
+    let page = d.get("/jobs?queue=other", &[]).body;
+    assert!(
+        page.contains(r#"data-series="submitted">submitted: <span class="n">1</span>"#),
+        "{page}"
+    );
+    assert!(
+        !d.get("/jobs?kind=k", &[]).body.contains("This queue"),
+        "no queue, no chart"
+    );
     // Polling the pages reads only: the writer commits nothing for them.
     let before = (d.relay.metrics().commits, d.relay.metrics().operations);
     for p in [

@@ -28,6 +28,11 @@ fn now() -> Timestamp {
     relay::Clock::now(&relay::SystemClock)
 }
 
+/// The start of the chart's first minute: the hour up to this minute.
+fn hour_start() -> Timestamp {
+    Timestamp::from_millis((now().as_millis().div_euclid(60_000) - 59) * 60_000)
+}
+
 /// The frame of every page.
 fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, &AppState)>, body: Markup) -> Markup {
     let item = |href: &str, label: &str| {
@@ -160,8 +165,7 @@ pub(crate) async fn overview(
     Query(q): Query<OverviewQuery>,
 ) -> PageResult {
     let stats = s.relay.stats().await?;
-    let now = now();
-    let since = Timestamp::from_millis((now.as_millis() / 60_000 - 59) * 60_000);
+    let since = hour_start();
     let minutes = s.relay.throughput(since).await?;
     let store = s.relay.store_info();
     let mut totals = std::collections::BTreeMap::new();
@@ -365,9 +369,25 @@ pub(crate) async fn jobs(
         here
     };
     let filtered = !f.query().is_empty();
+    // A queue's own page: its last hour, beside its jobs.
+    let history = match opt(&f.queue) {
+        Some(queue) => {
+            let since = hour_start();
+            let rows = s.relay.throughput(since).await?;
+            let rows: Vec<relay::Throughput> = rows.into_iter().filter(|r| r.queue == queue).collect();
+            Some(super::chart::chart(&rows, since))
+        }
+        None => None,
+    };
     let body = html! {
         h1 { "Jobs" @if let Some(queue) = opt(&f.queue) { " in " code { (queue) } } }
         (notice(&q.done))
+        @if let Some(chart) = history {
+            section.queue-history {
+                h2 { "This queue, last hour (per minute)" }
+                (chart)
+            }
+        }
         form.search method="get" action="/jobs" {
             label { "Queue" input name="queue" value=(f.queue); }
             label { "State" select name="state" {
