@@ -164,3 +164,11 @@ impl Server {
         Ok(())
     }
 }
+
+// A bound server is moved into the task or thread that runs it: checked at
+// compile time.
+const _: () = {
+    const fn sent<T: Send>() {}
+    sent::<Server>();
+    sent::<ServerConfig>();
+};

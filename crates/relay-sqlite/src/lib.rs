@@ -1,7 +1,7 @@
 //! Relay's embedded store: one SQLite file.
 //!
 //! The file runs in WAL mode; the writer commits with `synchronous=NORMAL`
-//! and the engine fsyncs the WAL (through [`Store::syncer`]) before it
+//! and the engine fsyncs the WAL (through [`Store::syncer`](relay_store::Store::syncer)) before it
 //! answers, so that the next batch is applied while the disk flushes this
 //! one (`Settings::split_commit`; off: `synchronous=FULL`). Every setting is
 //! read back after it is set and opening fails if one did not take. The

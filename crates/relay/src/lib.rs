@@ -91,3 +91,16 @@ pub fn is_postgres_url(target: &str) -> bool {
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
+
+// The handles are meant to be shared across threads and tasks (cloned into
+// each); a change that made one of them !Send or !Sync would break users'
+// code, so it breaks this build first.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn sent<T: Send>() {}
+    shared::<Relay>();
+    shared::<AsyncRelay>();
+    shared::<Error>();
+    shared::<worker::Worker>();
+    sent::<worker::JobContext>();
+};

@@ -472,7 +472,7 @@ impl Relay {
     }
 
     /// Retries every job `filter` matches that can be retried (DEAD or
-    /// CANCELLED; the rest are passed over), [`BULK_CHUNK`] jobs per
+    /// CANCELLED; the rest are passed over), [`BULK_CHUNK`](crate::BULK_CHUNK) jobs per
     /// transaction so that other callers go on meanwhile; returns how many
     /// it retried. The filter's `limit` does not apply (every match is
     /// taken); its `before` says where to start.

@@ -5,7 +5,7 @@
 //! ack it — producers and workers at once. After a warm-up that is not
 //! sampled, it times each call for the step's duration and reports
 //! throughput and p50/p95/p99 per operation, with the server's CPU and RSS
-//! sampled from /proc/<pid> over the measured window. A step with no
+//! sampled from `/proc/<pid>` over the measured window. A step with no
 //! successful call fails the run: the first error is printed verbatim and
 //! the exit status is non-zero.
 //!
