@@ -16,6 +16,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use relay::{JobId, JobState, LeaseRequest, NewJob, Relay};
 use relay_server::ServerConfig;
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,7 +36,10 @@ impl Driver {
             .local_addr()
             .unwrap()
             .port();
+        // A process group of its own: dropping the driver ends the browser
+        // it started too, even when the test panicked before closing it.
         let child = Command::new("chromedriver")
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -60,6 +64,10 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The whole group: chromedriver and every Chromium process under it.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
