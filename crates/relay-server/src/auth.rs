@@ -25,13 +25,7 @@ pub(crate) async fn require_token(
         }
         return Ok(next.run(req).await);
     }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(given) = given else {
+    let Some(given) = bearer(req.headers()) else {
         return Err(unauthorized("send `Authorization: Bearer <token>`"));
     };
     // Check every token, always, so the time taken says nothing about which
@@ -45,6 +39,15 @@ pub(crate) async fn require_token(
     } else {
         Err(unauthorized("the token is not valid"))
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
 }
 
 fn unauthorized(message: &str) -> ApiError {

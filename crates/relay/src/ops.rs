@@ -307,6 +307,12 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
 }
 
 /// Deletes finished jobs older than `age` (up to 1000 a call).
+/// Deletes the throughput history's minutes older than it keeps.
+pub(crate) fn prune_history(store: &mut dyn Store, now: Timestamp) -> Result<u64> {
+    let keep = relay_core::time::duration_millis(relay_store::THROUGHPUT_KEEP);
+    Ok(store.throughput_prune(Timestamp::from_millis(now.as_millis().saturating_sub(keep)))?)
+}
+
 pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Duration) -> Result<u64> {
     let before = Timestamp::from_millis(now.as_millis().saturating_sub(relay_core::time::duration_millis(age)));
     Ok(store.job_prune(before)?)

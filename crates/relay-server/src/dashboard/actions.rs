@@ -2,7 +2,8 @@
 //! engine, and goes back to the page it came from with what it did
 //! (`?done=retry&count=3`).
 
-use super::pages::{local_path, FilterForm};
+use super::jobs::FilterForm;
+use super::pages::local_path;
 use super::{forbidden, page_error, session, Visitor, S};
 use crate::AppState;
 use axum::extract::{Path, State};

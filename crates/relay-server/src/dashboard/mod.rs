@@ -14,6 +14,7 @@
 
 mod actions;
 mod chart;
+mod jobs;
 mod pages;
 mod session;
 
@@ -38,7 +39,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 pub(crate) fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
     let pages = Router::new()
         .route("/", get(pages::overview))
-        .route("/jobs", get(pages::jobs))
+        .route("/jobs", get(jobs::jobs))
         .route("/jobs/bulk", post(actions::bulk))
         .route("/jobs/{id}", get(pages::job))
         .route("/jobs/{id}/{action}", post(actions::job))
@@ -97,12 +98,7 @@ fn cross_site(headers: &HeaderMap) -> bool {
 }
 
 fn bearer_ok(state: &AppState, headers: &HeaderMap) -> bool {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    given.is_some_and(|g| state.dash.login(g).is_some())
+    crate::auth::bearer(headers).is_some_and(|g| state.dash.login(g).is_some())
 }
 
 /// Lets a request in with a valid session or bearer token; otherwise a page

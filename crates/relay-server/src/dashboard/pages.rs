@@ -1,12 +1,13 @@
 //! The dashboard's pages, rendered with maud (every value escaped).
 
-use super::{PageError, PageResult, Visitor, S};
+use super::jobs::FilterForm;
+use super::{PageResult, Visitor, S};
 use crate::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Extension;
 use maud::{html, Markup, DOCTYPE};
-use relay::{Job, JobFilter, JobState, Timestamp};
+use relay::{JobState, Timestamp};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -24,17 +25,17 @@ pub(crate) fn encode(s: &str) -> String {
     out
 }
 
-fn now() -> Timestamp {
+pub(super) fn now() -> Timestamp {
     relay::Clock::now(&relay::SystemClock)
 }
 
 /// The start of the chart's first minute: the hour up to this minute.
-fn hour_start() -> Timestamp {
+pub(super) fn hour_start() -> Timestamp {
     Timestamp::from_millis((now().as_millis().div_euclid(60_000) - 59) * 60_000)
 }
 
 /// The frame of every page.
-fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, &AppState)>, body: Markup) -> Markup {
+pub(super) fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, &AppState)>, body: Markup) -> Markup {
     let item = |href: &str, label: &str| {
         html! { a href=(href) aria-current=[(nav == Some(label)).then_some("page")] { (label) } }
     };
@@ -73,7 +74,7 @@ fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, &AppState)>
     }
 }
 
-fn csrf_field(v: &Visitor, state: &AppState) -> Markup {
+pub(super) fn csrf_field(v: &Visitor, state: &AppState) -> Markup {
     html! { input type="hidden" name="csrf" value=(v.csrf(&state.dash)); }
 }
 
@@ -101,7 +102,7 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Markup {
     )
 }
 
-fn time(t: Timestamp) -> Markup {
+pub(super) fn time(t: Timestamp) -> Markup {
     let s = t.to_rfc3339();
     html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) } }
 }
@@ -116,7 +117,7 @@ fn age(d: Duration) -> String {
     }
 }
 
-fn state_badge(s: JobState) -> Markup {
+pub(super) fn state_badge(s: JobState) -> Markup {
     html! { span class={ "badge s-" (s.as_str().to_lowercase()) } { (s.as_str()) } }
 }
 
@@ -129,7 +130,7 @@ pub(crate) struct Done {
     failed: Option<String>,
 }
 
-fn notice(d: &Done) -> Markup {
+pub(super) fn notice(d: &Done) -> Markup {
     let verb = match d.done.as_deref() {
         Some("retry") => "retried",
         Some("cancel") => "cancelled",
@@ -233,234 +234,6 @@ pub(crate) async fn overview(
         }
     };
     Ok(layout("Overview", Some("Overview"), Some((&v, &s)), body))
-}
-
-// ---------------------------------------------------------------- jobs
-
-/// The search form's fields, as the browser sends them (empty: not set).
-#[derive(Deserialize, Default, Clone)]
-pub(crate) struct FilterForm {
-    #[serde(default)]
-    pub queue: String,
-    #[serde(default)]
-    pub state: String,
-    #[serde(default)]
-    pub kind: String,
-    #[serde(default)]
-    pub tag: String,
-    /// RFC 3339, or a duration back from now ("1h").
-    #[serde(default)]
-    pub since: String,
-    #[serde(default)]
-    pub until: String,
-    #[serde(default)]
-    pub error: String,
-}
-
-fn opt(s: &str) -> Option<String> {
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_owned())
-}
-
-/// A time in a form: RFC 3339, or how long ago ("90m", "2h", "1day").
-fn form_time(field: &str, t: &str) -> Result<Timestamp, String> {
-    if let Ok(d) = humantime::parse_duration(t) {
-        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        return Ok(Timestamp::from_millis(now().as_millis().saturating_sub(ms)));
-    }
-    crate::api::time_arg(field, t).map_err(|e| e.message)
-}
-
-impl FilterForm {
-    pub fn to_filter(&self, limit: u32) -> Result<JobFilter, String> {
-        Ok(JobFilter {
-            queue: opt(&self.queue),
-            state: opt(&self.state)
-                .map(|s| crate::api::state_arg(&s))
-                .transpose()
-                .map_err(|e| e.message)?,
-            kind: opt(&self.kind),
-            tag: opt(&self.tag),
-            since: opt(&self.since).map(|t| form_time("since", &t)).transpose()?,
-            until: opt(&self.until).map(|t| form_time("until", &t)).transpose()?,
-            error_contains: opt(&self.error),
-            before: None,
-            limit,
-        })
-    }
-
-    /// The filter as a query string (`queue=a&kind=b`), for links.
-    pub fn query(&self) -> String {
-        let mut out = String::new();
-        for (k, v) in self.pairs() {
-            if !v.trim().is_empty() {
-                let _ = write!(out, "{}{k}={}", if out.is_empty() { "" } else { "&" }, encode(v.trim()));
-            }
-        }
-        out
-    }
-
-    fn pairs(&self) -> [(&'static str, &str); 7] {
-        [
-            ("queue", &self.queue),
-            ("state", &self.state),
-            ("kind", &self.kind),
-            ("tag", &self.tag),
-            ("since", &self.since),
-            ("until", &self.until),
-            ("error", &self.error),
-        ]
-    }
-
-    /// The filter as hidden fields of a bulk action's form.
-    fn hidden(&self) -> Markup {
-        html! {
-            @for (k, v) in self.pairs() {
-                @if !v.trim().is_empty() { input type="hidden" name=(k) value=(v.trim()); }
-            }
-        }
-    }
-}
-
-#[derive(Deserialize)]
-pub(crate) struct JobsQuery {
-    #[serde(flatten)]
-    filter: FilterForm,
-    /// The cursor (a job id). A string: see [`Done`].
-    before: Option<String>,
-    #[serde(flatten)]
-    done: Done,
-}
-
-const PAGE: u32 = 50;
-
-pub(crate) async fn jobs(
-    State(s): S,
-    Extension(v): Extension<Visitor>,
-    q: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
-) -> PageResult {
-    let Query(q) = q.map_err(|e| crate::ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
-    let f = &q.filter;
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        Some(b) => Some(crate::api::id(b)?),
-        None => None,
-    };
-    let filter = f.to_filter(PAGE).map(|mut filter| {
-        filter.before = before;
-        filter
-    });
-    let (jobs, problem) = match filter {
-        Ok(filter) => match s.relay.list(&filter).await {
-            Ok(jobs) => (jobs, None),
-            Err(relay::Error::InvalidInput(e)) => (Vec::new(), Some(e.to_string())),
-            Err(e) => return Err(PageError::from(e)),
-        },
-        Err(e) => (Vec::new(), Some(e)),
-    };
-    let next = (jobs.len() == PAGE as usize)
-        .then(|| jobs.last().map(|j| j.id))
-        .flatten();
-    let here = {
-        let query = f.query();
-        let mut here = format!("/jobs?{query}");
-        if let Some(b) = before {
-            let _ = write!(here, "{}before={}", if query.is_empty() { "" } else { "&" }, b.0);
-        }
-        here
-    };
-    let filtered = !f.query().is_empty();
-    // A queue's own page: its last hour, beside its jobs.
-    let history = match opt(&f.queue) {
-        Some(queue) => {
-            let since = hour_start();
-            let rows = s.relay.throughput(since).await?;
-            let rows: Vec<relay::Throughput> = rows.into_iter().filter(|r| r.queue == queue).collect();
-            Some(super::chart::chart(&rows, since))
-        }
-        None => None,
-    };
-    let body = html! {
-        h1 { "Jobs" @if let Some(queue) = opt(&f.queue) { " in " code { (queue) } } }
-        (notice(&q.done))
-        @if let Some(chart) = history {
-            section.queue-history {
-                h2 { "This queue, last hour (per minute)" }
-                (chart)
-            }
-        }
-        form.search method="get" action="/jobs" {
-            label { "Queue" input name="queue" value=(f.queue); }
-            label { "State" select name="state" {
-                option value="" { "any" }
-                @for st in JobState::ALL {
-                    option value=(st.as_str()) selected[f.state.eq_ignore_ascii_case(st.as_str())] { (st.as_str()) }
-                }
-            } }
-            label { "Kind" input name="kind" value=(f.kind); }
-            label { "Tag" input name="tag" value=(f.tag); }
-            label { "Since" input name="since" value=(f.since) placeholder="1h or 2026-12-01T09:00:00Z"; }
-            label { "Until" input name="until" value=(f.until) placeholder="10m or RFC 3339"; }
-            label { "Error contains" input name="error" value=(f.error); }
-            button type="submit" { "Search" }
-            @if filtered { a.clear href="/jobs" { "Clear" } }
-        }
-        @if let Some(p) = &problem { p.error role="alert" { (p) } }
-        form.bulk method="post" action="/jobs/bulk" {
-            (csrf_field(&v, &s))
-            (f.hidden())
-            input type="hidden" name="back" value=(here);
-            div.actions {
-                span { "Selected: " }
-                button type="submit" name="action" value="retry" { "Retry" }
-                button type="submit" name="action" value="cancel" { "Cancel" }
-                button.danger type="submit" name="action" value="delete" data-confirm="Delete the selected jobs?" { "Delete" }
-                @if filtered {
-                    span.all { "All that match: " }
-                    button type="submit" name="action" value="retry-all" { "Retry all" }
-                    button type="submit" name="action" value="cancel-all" { "Cancel all" }
-                    button.danger type="submit" name="action" value="delete-all" data-confirm="Delete every job that matches?" { "Delete all" }
-                }
-            }
-            @if jobs.is_empty() && problem.is_none() {
-                p.empty { "No jobs match." }
-            } @else {
-                (jobs_table(&jobs, true))
-            }
-        }
-        @if let Some(n) = next {
-            p.pager {
-                a rel="next" href={ "/jobs?" (f.query()) @if filtered { "&" } "before=" (n.0) } { "Older →" }
-            }
-        }
-    };
-    Ok(layout("Jobs", Some("Jobs"), Some((&v, &s)), body))
-}
-
-fn jobs_table(jobs: &[Job], select: bool) -> Markup {
-    html! {
-        table.jobs {
-            thead { tr {
-                @if select { th { input type="checkbox" data-select-all aria-label="Select all on this page"; } }
-                th.num { "ID" } th { "Queue" } th { "Kind" } th { "State" } th { "Tags" }
-                th.num { "Attempts" } th { "Created" } th { "Last error" }
-            } }
-            tbody {
-                @for j in jobs {
-                    tr data-job=(j.id.0) {
-                        @if select { td { input type="checkbox" name="ids" value=(j.id.0) aria-label={ "Select job " (j.id.0) }; } }
-                        td.num { a href={ "/jobs/" (j.id.0) } { (j.id.0) } }
-                        td { (j.queue) }
-                        td { (j.kind) }
-                        td { (state_badge(j.state())) }
-                        td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
-                        td.num { (j.status.attempts) "/" (j.status.max_attempts) }
-                        td { (time(j.created_at)) }
-                        td.err { @if let Some(e) = &j.status.last_error { (e.lines().next().unwrap_or("")) } }
-                    }
-                }
-            }
-        }
-    }
 }
 
 // ---------------------------------------------------------------- one job

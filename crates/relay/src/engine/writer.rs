@@ -614,6 +614,31 @@ enum Planned {
     CommitFailed(StoreError),
 }
 
+/// Deletes what is past keeping: the throughput history's old minutes
+/// (always) and finished jobs past their retention (when one is set). A
+/// failure is tried again at the next tick, unless it leaves the batch
+/// unusable.
+fn housekeep(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
+    let tolerate = |r: Result<u64>, what: &str| match r {
+        Ok(n) => {
+            if n > 0 {
+                tracing::debug!(count = n, "pruned {what}");
+            }
+            Ok(())
+        }
+        Err(e) if e.is_batch_fatal() => Err(e),
+        Err(e) => {
+            tracing::warn!(error = %e, "pruning {what} failed; will try again");
+            Ok(())
+        }
+    };
+    tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
+    if let Some(age) = ctx.options.retention {
+        tolerate(ops::prune(store, ctx.now, age), "finished jobs")?;
+    }
+    Ok(())
+}
+
 fn plan_and_apply(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
@@ -622,29 +647,7 @@ fn plan_and_apply(
     fused: bool,
 ) -> Result<Planned> {
     if reap && ctx.prune_due {
-        let before = Timestamp::from_millis(
-            ctx.now.as_millis() - relay_core::time::duration_millis(relay_store::THROUGHPUT_KEEP),
-        );
-        match store.throughput_prune(before) {
-            Ok(_) => {}
-            Err(e) => {
-                let e = crate::Error::from(e);
-                if e.is_batch_fatal() {
-                    return Err(e);
-                }
-                tracing::warn!(error = %e, "pruning throughput history failed; will try again");
-            }
-        }
-    }
-    if reap {
-        if let Some(age) = ctx.options.retention.filter(|_| ctx.prune_due) {
-            match ops::prune(store, ctx.now, age) {
-                Ok(n) if n > 0 => tracing::debug!(count = n, "pruned finished jobs"),
-                Ok(_) => {}
-                Err(e) if e.is_batch_fatal() => return Err(e),
-                Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed; will try again"),
-            }
-        }
+        housekeep(store, ctx)?;
     }
     let mut plan = Plan::new(store, ctx.now);
     plan.prefetch(batch.iter().map(|op| op.hint()), reap)?;
