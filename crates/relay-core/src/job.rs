@@ -38,10 +38,15 @@ impl fmt::Display for LeaseToken {
 pub struct Priority(u8);
 
 impl Priority {
+    /// Class 0, the least urgent.
     pub const LOW: Priority = Priority(0);
+    /// Class 1, the default.
     pub const NORMAL: Priority = Priority(1);
+    /// Class 2.
     pub const HIGH: Priority = Priority(2);
+    /// Class 3, the most urgent; aging raises no job above it.
     pub const URGENT: Priority = Priority(3);
+    /// The largest class number, 3.
     pub const MAX: u8 = 3;
     /// All classes, least urgent first.
     pub const ALL: [Priority; 4] = [Priority(0), Priority(1), Priority(2), Priority(3)];
@@ -55,6 +60,7 @@ impl Priority {
         }
     }
 
+    /// The class number, 0-3.
     pub const fn get(self) -> u8 {
         self.0
     }
@@ -107,6 +113,7 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// Every state, in declaration (and `Ord`) order.
     pub const ALL: [JobState; 6] = [
         Self::Waiting,
         Self::Ready,
@@ -171,6 +178,7 @@ pub enum DependencyFailure {
 }
 
 impl DependencyFailure {
+    /// The stored name, `cancel` or `run`: the text `FromStr` accepts.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Cancel => "cancel",
@@ -193,8 +201,13 @@ impl std::str::FromStr for DependencyFailure {
 /// The lease a LEASED job is held under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
+    /// This lease's fencing token, larger than every earlier lease's on
+    /// the job.
     pub token: LeaseToken,
+    /// The lease is valid strictly before this instant; from it on, the
+    /// job may be expired and leased again.
     pub expires_at: Timestamp,
+    /// The id of the worker that took the lease.
     pub worker: String,
 }
 
@@ -202,9 +215,13 @@ pub struct Lease {
 /// ack/nack/extend/release, never the payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobStatus {
+    /// Where the job is in its life.
     pub state: JobState,
-    /// Attempts started so far (a lease starts one; a release gives it back).
+    /// Attempts started so far (a lease starts one; a release or snooze
+    /// gives it back; a retry resets it to 0).
     pub attempts: u32,
+    /// The attempt budget: a failure or lease expiry once `attempts` has
+    /// reached it makes the job DEAD instead of READY.
     pub max_attempts: u32,
     /// Not leased before this instant.
     pub ready_at: Timestamp,
@@ -261,13 +278,22 @@ impl JobStatus {
 /// A whole job, as read back from a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
+    /// The job's identity.
     pub id: JobId,
+    /// The queue the job was submitted to; workers lease by queue.
     pub queue: String,
+    /// What the job is, which tells a worker how to run it.
     pub kind: String,
     /// Opaque bytes; JSON by convention.
     pub payload: Vec<u8>,
+    /// The class given at submit; aging raises the effective class at
+    /// lease time without changing this.
     pub priority: Priority,
+    /// When the job was submitted.
     pub created_at: Timestamp,
+    /// A key no other unfinished (WAITING, READY or LEASED) job holds at
+    /// the same time: a submit with it returns this job's id and creates
+    /// nothing.
     pub unique_key: Option<String>,
     /// What the worker's ack reported, if anything.
     pub result: Option<Vec<u8>>,
@@ -284,10 +310,12 @@ pub struct Job {
     pub traceparent: Option<String>,
     /// Short labels given at submit, for search (at most 8).
     pub tags: Vec<String>,
+    /// The part transitions change: state, attempts, lease and so on.
     pub status: JobStatus,
 }
 
 impl Job {
+    /// The job's state, `self.status.state`.
     pub fn state(&self) -> JobState {
         self.status.state
     }

@@ -30,6 +30,8 @@
 //! assert_eq!(leased.status.attempts, 1);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod job;
 pub mod periodic;
 pub mod queue;

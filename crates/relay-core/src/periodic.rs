@@ -20,19 +20,31 @@ pub enum Recurrence {
     /// A cron expression: five fields (minute hour day-of-month month
     /// day-of-week), or six with seconds first; in time zone `tz` (an IANA
     /// name such as `Europe/Berlin`; UTC when `None`).
-    Cron { expr: String, tz: Option<String> },
+    Cron {
+        /// The expression as written, in `croner`'s syntax.
+        expr: String,
+        /// An IANA time zone name; `None` for UTC.
+        tz: Option<String>,
+    },
     /// Every `Duration` (1 s to 366 days), counted from the schedule's
     /// creation.
     Every(Duration),
 }
 
-/// Shortest and longest `Recurrence::Every`.
+/// Shortest [`Recurrence::Every`] interval: one second.
 pub const MIN_EVERY: Duration = Duration::from_secs(1);
+/// Longest [`Recurrence::Every`] interval: 366 days.
 pub const MAX_EVERY: Duration = Duration::from_secs(366 * 86_400);
 
 impl Recurrence {
     /// Refuses an expression that does not parse, an unknown time zone, or
     /// an interval out of range, naming what is wrong.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `cron` when the expression does not
+    /// parse, `tz` when the zone is not an IANA name `chrono-tz` knows, or
+    /// `every` when the interval lies outside [`MIN_EVERY`] to [`MAX_EVERY`].
     pub fn validate(&self) -> Result<(), InvalidInput> {
         match self {
             Self::Cron { expr, tz } => {
@@ -56,7 +68,15 @@ impl Recurrence {
 
     /// The first tick strictly after `after`; `anchor` is where an
     /// interval's ticks are counted from. `None` when the expression has
-    /// no tick left (a date that never comes).
+    /// no tick left (a date that never comes) or `after` lies outside the
+    /// dates `chrono` can represent. Cron ticks fall on whole seconds; an interval's on `anchor`
+    /// plus a whole number of intervals (`anchor` itself when `after` is
+    /// before it). The interval's range is not checked here.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `cron` or `tz`, as [`Recurrence::validate`]
+    /// says; an interval never fails.
     pub fn next_after(&self, after: Timestamp, anchor: Timestamp) -> Result<Option<Timestamp>, InvalidInput> {
         match self {
             Self::Every(d) => {
@@ -129,17 +149,26 @@ fn parse_tz(tz: &str) -> Result<chrono_tz::Tz, InvalidInput> {
 /// with its state (`paused`, `next_at`, `last_at`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
+    /// The schedule's unique name (a queue name's characters).
     pub name: String,
+    /// When it ticks.
     pub recurrence: Recurrence,
+    /// The queue each tick's job is submitted to.
     pub queue: String,
+    /// The kind of each tick's job.
     pub kind: String,
+    /// The payload of each tick's job, the same bytes every time.
     pub payload: Vec<u8>,
+    /// The priority class of each tick's job.
     pub priority: Priority,
+    /// The attempt budget of each tick's job.
     pub max_attempts: u32,
     /// Ticks while paused enqueue nothing.
     pub paused: bool,
+    /// When the schedule was added or last replaced: an interval's ticks
+    /// are counted from it.
     pub created_at: Timestamp,
-    /// The next tick.
+    /// The next tick: the schedule is due once the time reaches it.
     pub next_at: Timestamp,
     /// The tick that enqueued the latest job, if any.
     pub last_at: Option<Timestamp>,

@@ -14,6 +14,7 @@ pub struct QueueSettings {
     /// everything else go on as usual, and leases already held run to the
     /// end.
     pub paused: bool,
+    /// Limits on the queue's leases; none by default.
     pub limits: QueueLimits,
     /// The rate limit's current window (state kept with the settings).
     pub window: RateWindow,
@@ -36,7 +37,10 @@ pub struct QueueLimits {
 /// under steady demand `k * limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RateLimit {
+    /// Leases allowed in one window (1 to [`MAX_LIMIT`] once validated).
     pub limit: u32,
+    /// The window's length (1 ms to [`MAX_RATE_PERIOD`] once validated);
+    /// serialized as `per_ms`, in whole milliseconds.
     #[serde(rename = "per_ms", serialize_with = "millis")]
     pub per: Duration,
 }
@@ -49,13 +53,16 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 /// taken in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RateWindow {
+    /// When the window began: the first lease after the previous window
+    /// ended (the epoch by default).
     pub start: Timestamp,
+    /// Leases taken in the window so far.
     pub count: u32,
 }
 
-/// Largest `max_leased` and rate `limit`.
+/// Largest `max_leased` and rate `limit`: one million.
 pub const MAX_LIMIT: u32 = 1_000_000;
-/// Longest rate window.
+/// Longest rate window: one day.
 pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(86_400);
 
 impl QueueLimits {
@@ -66,7 +73,13 @@ impl QueueLimits {
 
     /// Refuses limits that could not work: zero (pause the queue instead),
     /// above [`MAX_LIMIT`], a window shorter than a millisecond or longer
-    /// than a day.
+    /// than a day. Unset limits always pass.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `max_leased` when it is 0 or above
+    /// [`MAX_LIMIT`]; for field `rate_limit` when the rate's `limit` is out
+    /// of that range or its `per` lies outside 1 ms to [`MAX_RATE_PERIOD`].
     pub fn validate(&self) -> Result<(), InvalidInput> {
         if let Some(n) = self.max_leased {
             if n == 0 || n > MAX_LIMIT {
@@ -103,6 +116,11 @@ impl std::str::FromStr for RateLimit {
     /// `N/PERIOD`: a count, a slash, and `s`, `min`, `h`, `d` or a
     /// duration (`100/s`, `5/min`, `1000/h`, `20/10s`). Range checks are
     /// [`QueueLimits::validate`]'s.
+    ///
+    /// # Errors
+    ///
+    /// A message with the expected form when there is no `/`, the count is
+    /// not a `u32`, or the period is neither a unit nor a duration.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let usage = "write a rate like 100/s, 5/min, 1000/h or 20/10s";
         let (n, period) = s.split_once('/').ok_or_else(|| format!("{s:?}: {usage}"))?;
@@ -122,13 +140,13 @@ impl std::str::FromStr for RateLimit {
 }
 
 impl RateLimit {
-    /// When `w`'s window ends.
+    /// When `w`'s window ends: `per` after its start (saturating).
     pub fn window_end(&self, w: &RateWindow) -> Timestamp {
         w.start.plus(self.per)
     }
 
-    /// Leases still allowed at `now` (a window that has ended counts as a
-    /// fresh one).
+    /// Leases still allowed at `now` (a window that has ended, or begins
+    /// after `now` because the clock stepped back, counts as a fresh one).
     pub fn left(&self, w: &RateWindow, now: Timestamp) -> u32 {
         if now >= self.window_end(w) || now < w.start {
             self.limit

@@ -11,9 +11,13 @@ use std::time::Duration;
 /// shortest next delay equals the longest current one).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
+    /// The delay after the first failure, before jitter; it doubles with
+    /// each failure after that. 1 s by default.
     pub base: Duration,
+    /// The longest delay, before jitter. 1 h by default.
     pub cap: Duration,
-    /// Fraction of the delay removed at random, in `0.0..=1.0`.
+    /// Fraction of the delay removed at random, in `0.0..=1.0` (values
+    /// outside are clamped). 0.5 by default.
     pub jitter: f64,
 }
 
@@ -29,7 +33,7 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// The delay after `attempt` failed attempts (1 for the first failure);
-    /// `rand` is a uniform sample from `[0, 1)`.
+    /// `rand` is a uniform sample from `[0, 1)`. `attempt` 0 counts as 1.
     pub fn backoff(&self, attempt: u32, rand: f64) -> Duration {
         let exp = attempt.saturating_sub(1).min(62);
         let full = self.base.checked_mul(1u32 << exp.min(31)).unwrap_or(self.cap);

@@ -13,12 +13,18 @@ use std::time::Duration;
 /// The head of one priority class's ready list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate {
+    /// The job.
     pub id: JobId,
+    /// Its own class, before aging.
     pub priority: Priority,
+    /// When it became leasable; its wait, for aging, counts from here.
     pub ready_at: Timestamp,
 }
 
-/// `min(3, priority + waited / aging_interval)`; a zero interval disables aging.
+/// `min(3, priority + waited / aging_interval)`, where `waited` is the
+/// time from `ready_at` to `now` (zero when `ready_at` is later) and the
+/// division rounds down, in whole milliseconds; a zero interval (or one
+/// under a millisecond) disables aging.
 pub fn effective_priority(priority: Priority, ready_at: Timestamp, now: Timestamp, aging_interval: Duration) -> u8 {
     let interval = aging_interval.as_millis();
     if interval == 0 {

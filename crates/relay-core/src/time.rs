@@ -14,10 +14,13 @@ const LAST_PRINTABLE_MS: u64 = 253_402_300_799_999;
 pub struct Timestamp(i64);
 
 impl Timestamp {
+    /// The instant `ms` milliseconds after the Unix epoch (before it when
+    /// negative).
     pub const fn from_millis(ms: i64) -> Self {
         Self(ms)
     }
 
+    /// Milliseconds since the Unix epoch; negative before it.
     pub const fn as_millis(self) -> i64 {
         self.0
     }
@@ -51,6 +54,8 @@ pub fn duration_millis(d: Duration) -> i64 {
 
 /// Where Relay reads the current time.
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time. Not necessarily monotonic: a wall clock may step
+    /// back, and callers must tolerate it.
     fn now(&self) -> Timestamp;
 }
 
@@ -71,14 +76,19 @@ impl Clock for SystemClock {
 pub struct ManualClock(AtomicI64);
 
 impl ManualClock {
+    /// A clock that reads `start` until it is moved.
     pub fn new(start: Timestamp) -> Self {
         Self(AtomicI64::new(start.0))
     }
 
+    /// Moves the clock forward by `d`, in whole milliseconds (a part of a
+    /// millisecond is dropped).
     pub fn advance(&self, d: Duration) {
         self.0.fetch_add(duration_millis(d), Ordering::SeqCst);
     }
 
+    /// Sets the clock to `t`, which may be earlier than now: a clock that
+    /// steps back, as a wall clock can.
     pub fn set(&self, t: Timestamp) {
         self.0.store(t.0, Ordering::SeqCst);
     }

@@ -13,48 +13,90 @@ use std::time::Duration;
 /// What happened to a job.
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
-    /// A worker takes the job (READY and due -> LEASED, one attempt starts).
-    Lease { worker: &'a str, lease_for: Duration },
-    /// The lease holder reports success (LEASED -> SUCCEEDED).
-    Ack { token: LeaseToken },
+    /// A worker takes the job (READY and due -> LEASED, one attempt starts)
+    /// under a token one larger than the job's last.
+    Lease {
+        /// The worker's id, kept on the lease and in the event.
+        worker: &'a str,
+        /// How long the lease lasts, from `now` (the expiry saturates).
+        lease_for: Duration,
+    },
+    /// The lease holder reports success (LEASED -> SUCCEEDED). Repeated
+    /// with the token that succeeded, it changes nothing and succeeds again.
+    Ack {
+        /// The token of the lease being acknowledged.
+        token: LeaseToken,
+    },
     /// The lease holder reports failure: READY again after `retry_in` (or
     /// the policy's back-off), DEAD when attempts are spent or `permanent`.
     Nack {
+        /// The token of the lease that failed.
         token: LeaseToken,
+        /// The failure, kept as the job's `last_error` and in the event
+        /// (stored as given: shortening it is the caller's part).
         error: &'a str,
+        /// The wait before the next attempt, from `now`; `None` for the
+        /// retry policy's back-off.
         retry_in: Option<Duration>,
+        /// DEAD now, whatever attempts are left.
         permanent: bool,
     },
-    /// The lease holder asks for more time (LEASED -> LEASED).
-    Extend { token: LeaseToken, lease_for: Duration },
-    /// The lease holder gives the job back untried (LEASED -> READY, the
-    /// attempt is not counted).
-    Release { token: LeaseToken },
+    /// The lease holder asks for more time (LEASED -> LEASED, same token).
+    Extend {
+        /// The token of the lease to extend.
+        token: LeaseToken,
+        /// The lease's new length, counted from `now` (not added to the
+        /// current expiry).
+        lease_for: Duration,
+    },
+    /// The lease holder gives the job back untried (LEASED -> READY at
+    /// once, the attempt is not counted).
+    Release {
+        /// The token of the lease given back.
+        token: LeaseToken,
+    },
     /// The lease holder puts the job back for later (LEASED -> READY after
     /// `delay`): the attempt is not counted, and the event log says
     /// "snoozed". For a job whose time has not come yet (a rate limit
     /// upstream, a resource still being prepared), not for a failure.
-    Snooze { token: LeaseToken, delay: Duration },
+    Snooze {
+        /// The token of the lease given back.
+        token: LeaseToken,
+        /// How long from `now` until the job may be leased again.
+        delay: Duration,
+    },
     /// The lease ran out (LEASED -> READY at once, or DEAD when attempts are
     /// spent). Only valid once `now` has reached the lease's expiry.
     Expire,
-    /// A user cancels the job (READY or LEASED -> CANCELLED).
+    /// A user cancels the job (WAITING, READY or LEASED -> CANCELLED). A
+    /// cancelled LEASED job's lease ends: its holder's later calls fail.
     Cancel,
-    /// A user runs a DEAD or CANCELLED job again with a fresh attempt budget.
+    /// A user runs a DEAD or CANCELLED job again with a fresh attempt
+    /// budget (-> READY at once, `attempts` back to 0).
     Retry,
     /// A user removes the job (any state but LEASED).
     Delete,
     /// A job this WAITING one depends on has finished, and the dependent
     /// goes on: one fewer to wait for; READY (at its own `ready_at`, or
     /// now if that has passed) once none is left.
-    Unblock { parent: JobId },
+    Unblock {
+        /// The dependency that finished.
+        parent: JobId,
+    },
     /// A job this WAITING one depends on ended `state` (DEAD, CANCELLED,
     /// or deleted unfinished) and the dependent does not run without it:
     /// WAITING -> CANCELLED, the reason in the event log.
-    Abandon { parent: JobId, state: Option<JobState> },
+    Abandon {
+        /// The dependency that failed.
+        parent: JobId,
+        /// The state it ended in; `None` when it was deleted unfinished.
+        state: Option<JobState>,
+    },
 }
 
 impl Action<'_> {
+    /// The action's name in lowercase (`lease`, `ack`, ...), as
+    /// [`TransitionError::InvalidState`] reports it.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Lease { .. } => "lease",
@@ -76,7 +118,10 @@ impl Action<'_> {
 /// What a transition needs besides the job.
 #[derive(Debug, Clone, Copy)]
 pub struct TransitionCtx<'a> {
+    /// The instant the action happens: lease expiries, `ready_at` and
+    /// `finished_at` are set and checked against it.
     pub now: Timestamp,
+    /// The back-off for a nack that names no `retry_in`.
     pub retry: &'a RetryPolicy,
     /// A uniform sample from `[0, 1)` for back-off jitter.
     pub jitter: f64,
@@ -85,6 +130,8 @@ pub struct TransitionCtx<'a> {
 /// One row for the job's event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
+    /// What happened, in lowercase: `leased`, `succeeded`, `failed`,
+    /// `released`, `snoozed`, `expired`, `cancelled`, `retried` or `unblocked`.
     pub kind: &'static str,
     /// A JSON object, as text (what the store writes).
     pub data: String,
@@ -111,6 +158,8 @@ struct AckedData {
 /// What the store must persist.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Next {
+    /// The job's status after the action (the current one, unchanged, when
+    /// `delete` or `unchanged` is set).
     pub status: JobStatus,
     /// The event-log row to append, if the action is worth one.
     pub event: Option<EventRecord>,
@@ -126,20 +175,44 @@ pub struct Next {
 pub enum TransitionError {
     /// The token is not the job's current, unexpired lease token: a later
     /// lease has taken the job from this worker, or this lease expired (or
-    /// was given back). A job that has finished says its state instead
-    /// (`InvalidState`).
+    /// was given back). A job that has finished, or is WAITING, says its
+    /// state instead (`InvalidState`).
     #[error("job {id}: lease lost (the token is not the job's current valid lease; another worker may hold it)")]
-    LeaseLost { id: JobId },
+    LeaseLost {
+        /// The job the action was refused for.
+        id: JobId,
+    },
     /// The action does not apply to a job in this state.
     #[error("job {id}: cannot {action} a job that is {state}")]
     InvalidState {
+        /// The job the action was refused for.
         id: JobId,
+        /// The job's state when the action was refused.
         state: JobState,
+        /// The refused action's name, from [`Action::name`].
         action: &'static str,
     },
 }
 
 /// Decides the job's next status for `action`, or refuses.
+///
+/// Pure: the same inputs give the same answer, and `cur` is not changed;
+/// the caller persists the returned [`Next`].
+///
+/// # Errors
+///
+/// [`TransitionError::LeaseLost`] when an ack, nack, extend, release or
+/// snooze of a READY or LEASED job carries a token that is not its valid
+/// lease's (a later lease holds the job, or this one expired or was given
+/// back).
+///
+/// [`TransitionError::InvalidState`] when the action does not apply to the
+/// job's state: a lease of a job not READY or not yet due; an ack, nack,
+/// extend, release or snooze of a WAITING or finished job (but a repeated
+/// ack with the token that succeeded is `Ok`); an expire of a job not
+/// LEASED or whose lease has not expired; a cancel of a finished job; a
+/// retry of a job neither DEAD nor CANCELLED; an unblock or abandon of a
+/// job not WAITING; a delete of a LEASED job.
 pub fn transition(
     id: JobId,
     cur: &JobStatus,

@@ -6,11 +6,14 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {field}: {reason}")]
 pub struct InvalidInput {
+    /// The name of the refused input, e.g. `queue`, `payload` or `tags`.
     pub field: &'static str,
+    /// Why it was refused, in words meant for the caller.
     pub reason: String,
 }
 
 impl InvalidInput {
+    /// A refusal of `field` for `reason`.
     pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
         Self {
             field,
@@ -22,6 +25,7 @@ impl InvalidInput {
 /// Size limits; the payload limit is configurable per Relay instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
+    /// The largest payload accepted, in bytes (inclusive); 1 MiB by default.
     pub max_payload_bytes: usize,
 }
 
@@ -37,7 +41,8 @@ impl Default for Limits {
 pub const MAX_NAME_LEN: usize = 64;
 /// Longest unique key, in characters.
 pub const MAX_KEY_LEN: usize = 256;
-/// Longest error text kept from a nack (longer texts are truncated, not refused).
+/// Longest error text kept from a nack, in bytes (longer texts are
+/// truncated by [`truncate_error`], not refused).
 pub const MAX_ERROR_LEN: usize = 8 * 1024;
 /// Most jobs one job may depend on.
 pub const MAX_DEPENDENCIES: usize = 10_000;
@@ -53,6 +58,10 @@ impl Limits {
     /// recommendation defines: `00-TRACE_ID-PARENT_ID-FLAGS` in lowercase
     /// hex (32, 16 and 2 digits), neither id all zeros
     /// (<https://www.w3.org/TR/trace-context/#traceparent-header>).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `traceparent` when `v` is not of that form.
     pub fn traceparent(&self, v: &str) -> Result<(), InvalidInput> {
         let bad = |why: &str| {
             InvalidInput::new(
@@ -78,17 +87,31 @@ impl Limits {
     }
 
     /// A queue name: 1-64 of `[A-Za-z0-9_.-]`.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `queue` when `q` is empty, longer than
+    /// [`MAX_NAME_LEN`] bytes, or holds any other character.
     pub fn queue(&self, q: &str) -> Result<(), InvalidInput> {
         name("queue", q)
     }
 
     /// A schedule's name: as a queue's (it appears in URLs).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `name`, on the terms of [`Limits::queue`].
     pub fn schedule_name(&self, v: &str) -> Result<(), InvalidInput> {
         name("name", v)
     }
 
-    /// A job kind, worker id or event kind: 1-64 characters, none of them
-    /// a control character.
+    /// A job kind, worker id or event kind: 1-64 characters (counted as
+    /// `char`s, not bytes), none of them a control character.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] naming `field` when `v` is empty, too long, or
+    /// holds a control character.
     pub fn label(&self, field: &'static str, v: &str) -> Result<(), InvalidInput> {
         let n = v.chars().count();
         if n == 0 || n > MAX_NAME_LEN {
@@ -106,6 +129,12 @@ impl Limits {
     /// A job's tags: at most [`MAX_TAGS`], each 1-64 characters without
     /// control characters or commas. Returns them in the order given, each
     /// once.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `tags` when there are more than
+    /// [`MAX_TAGS`] (duplicates included) or one tag is refused by
+    /// [`Limits::tag`].
     pub fn tags(&self, tags: &[String]) -> Result<Vec<String>, InvalidInput> {
         if tags.len() > MAX_TAGS {
             return Err(InvalidInput::new(
@@ -124,6 +153,11 @@ impl Limits {
     }
 
     /// One tag (see [`Limits::tags`]).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `tags` when `t` is not 1-64 characters,
+    /// or holds a control character or a comma.
     pub fn tag(&self, t: &str) -> Result<(), InvalidInput> {
         self.label("tags", t)?;
         if t.contains(',') {
@@ -134,6 +168,12 @@ impl Limits {
 
     /// The jobs a job depends on: at most [`MAX_DEPENDENCIES`], each a
     /// positive id. Returns them sorted, each once.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `depends_on` when there are more than
+    /// [`MAX_DEPENDENCIES`] ids (duplicates included) or one is not
+    /// positive. Whether the jobs exist is not checked here.
     pub fn dependencies(&self, ids: &[crate::JobId]) -> Result<Vec<crate::JobId>, InvalidInput> {
         if ids.len() > MAX_DEPENDENCIES {
             return Err(InvalidInput::new(
@@ -150,6 +190,11 @@ impl Limits {
         Ok(v)
     }
 
+    /// A payload: at most `max_payload_bytes` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `payload` when `p` is longer.
     pub fn payload(&self, p: &[u8]) -> Result<(), InvalidInput> {
         if p.len() > self.max_payload_bytes {
             return Err(InvalidInput::new(
@@ -164,6 +209,12 @@ impl Limits {
         Ok(())
     }
 
+    /// A unique key: 1 to [`MAX_KEY_LEN`] characters (counted as `char`s),
+    /// of any kind.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `unique_key` when `k` is empty or longer.
     pub fn unique_key(&self, k: &str) -> Result<(), InvalidInput> {
         let n = k.chars().count();
         if n == 0 || n > MAX_KEY_LEN {
@@ -175,6 +226,11 @@ impl Limits {
         Ok(())
     }
 
+    /// An attempt budget: 1-1000.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `max_attempts` when `n` is 0 or above 1000.
     pub fn max_attempts(&self, n: u32) -> Result<(), InvalidInput> {
         if n == 0 || n > 1000 {
             return Err(InvalidInput::new("max_attempts", format!("must be 1-1000, got {n}")));
@@ -182,6 +238,11 @@ impl Limits {
         Ok(())
     }
 
+    /// A lease length: more than zero and at most [`MAX_LEASE`].
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `lease_for` when `d` is zero or longer.
     pub fn lease_for(&self, d: Duration) -> Result<(), InvalidInput> {
         if d.is_zero() || d > MAX_LEASE {
             return Err(InvalidInput::new(
