@@ -127,7 +127,7 @@ pub struct SubmitArgs {
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
     /// Wait (WAITING) until these jobs have succeeded: ids, comma-separated or repeated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub depends_on: Vec<i64>,
     /// If a job it depends on ends DEAD or CANCELLED: cancel this one, or run it anyway.
     #[arg(long, value_parser = ["cancel", "run"], default_value = "cancel", requires = "depends_on")]
@@ -154,7 +154,7 @@ pub struct JobArgs {
     #[arg(long, short, default_value_t = 1, allow_negative_numbers = true)]
     pub priority: i64,
     /// Attempts before the job is DEAD (default 20).
-    #[arg(long)]
+    #[arg(allow_negative_numbers = true, long)]
     pub max_attempts: Option<u32>,
     /// The payload; `-` reads it from stdin. Empty when omitted.
     pub payload: Option<String>,
@@ -168,21 +168,24 @@ pub struct LeaseArgs {
     /// Who holds the lease (default: pid-<pid>).
     #[arg(long, short)]
     pub worker: Option<String>,
+    /// How long each lease lasts before the job may be leased again (renew with `extend`).
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub lease_for: Duration,
     /// Wait this long for a job when none is ready.
     #[arg(long, value_parser = duration, default_value = "0s")]
     pub wait: Duration,
     /// Lease up to this many jobs.
-    #[arg(long, default_value_t = 1)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1)]
     pub max: u32,
 }
 
 #[derive(Debug, Args)]
 pub struct TokenArgs {
+    /// The job's id, as printed by `lease`.
+    #[arg(allow_negative_numbers = true)]
     pub id: i64,
     /// The lease token printed by `lease`.
-    #[arg(long, short)]
+    #[arg(long, short, allow_negative_numbers = true)]
     pub token: i64,
 }
 
@@ -276,7 +279,7 @@ pub struct LimitArgs {
     /// The queue's name.
     pub queue: String,
     /// At most this many of the queue's jobs LEASED at once, all workers together.
-    #[arg(long, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub max_leased: Option<u32>,
     /// At most N leases per period: 100/s, 5/min, 1000/h, 20/10s.
     #[arg(long, value_name = "N/PERIOD", value_parser = rate)]
@@ -286,6 +289,7 @@ pub struct LimitArgs {
 #[derive(Debug, Args)]
 pub struct IdArg {
     /// The job's id.
+    #[arg(allow_negative_numbers = true)]
     pub id: i64,
 }
 
@@ -296,6 +300,7 @@ pub struct AdminArgs {
     /// job it matches (100 per transaction, paced so other callers keep
     /// their latency; jobs whose state does not allow it are passed over)
     /// and prints how many it changed.
+    #[arg(allow_negative_numbers = true)]
     pub id: Option<i64>,
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -361,10 +366,10 @@ pub struct JobsArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
     /// At most this many jobs (1-1000).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub limit: u32,
     /// The next page: only jobs listed after this one (older, as the list is newest first).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", allow_negative_numbers = true)]
     pub after: Option<i64>,
 }
 
@@ -374,7 +379,7 @@ pub struct WorkArgs {
     #[arg(long, short, required = true)]
     pub queue: Vec<String>,
     /// Jobs run at once.
-    #[arg(long, short, default_value_t = 1)]
+    #[arg(allow_negative_numbers = true, long, short, default_value_t = 1)]
     pub concurrency: usize,
     /// The command, run with /bin/sh -c.
     #[arg(long)]
@@ -392,7 +397,7 @@ pub struct WorkArgs {
     #[arg(long, short)]
     pub worker: Option<String>,
     /// Most bytes of stdout kept as the job's result.
-    #[arg(long, default_value_t = 64 * 1024)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 64 * 1024)]
     pub max_result: usize,
 }
 
@@ -412,17 +417,17 @@ pub struct ServeArgs {
     #[arg(long, value_parser = duration, default_value = "60s")]
     pub max_wait: Duration,
     /// Largest request body in bytes.
-    #[arg(long, default_value_t = 2 << 20)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2 << 20)]
     pub max_body: usize,
 }
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Jobs to submit and run.
-    #[arg(long, default_value_t = 3000)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 3000)]
     pub jobs: u32,
     /// Worker threads leasing and acking them.
-    #[arg(long, default_value_t = 4)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 4)]
     pub workers: u32,
 }
 

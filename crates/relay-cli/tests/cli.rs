@@ -396,6 +396,35 @@ fn a_postgres_url_works_wherever_a_path_does() {
     };
     let id = ok(&run(&["submit", "--queue", "q", "--kind", "k", "on postgres"]));
     assert_eq!(id.trim(), "1");
+    // A PostgreSQL that does not answer, and a database that does not exist:
+    // the cause is kept, and the message names the fix.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let nobody = format!("postgres://postgres@127.0.0.1:{port}/relay");
+    let out = Command::new(RELAY).args(["--db", &nobody, "stats"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot connect to PostgreSQL at {nobody}"))
+            && err.contains("refused")
+            && err.contains("pg_isready"),
+        "{err}"
+    );
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let missing_db = format!("{base}/relay_no_such_database");
+    let out = Command::new(RELAY)
+        .args(["--db", &missing_db, "stats"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("relay_no_such_database") && err.contains("does not exist") && err.contains("createdb"),
+        "{err}"
+    );
     let lease = ok(&run(&["lease", "--queue", "q"]));
     assert_eq!(
         lease.trim_end().split('\t').collect::<Vec<_>>(),
@@ -489,31 +518,93 @@ fn jobs_limit_is_validated() {
 #[test]
 fn every_flag_has_help() {
     let subcommands = [
-        "submit", "lease", "ack", "nack", "extend", "release", "show", "events", "stats", "pause", "resume", "limit",
-        "jobs", "cancel", "retry", "delete", "work", "serve", "demo",
+        "submit",
+        "lease",
+        "ack",
+        "nack",
+        "extend",
+        "release",
+        "show",
+        "events",
+        "stats",
+        "pause",
+        "resume",
+        "limit",
+        "jobs",
+        "cancel",
+        "retry",
+        "delete",
+        "work",
+        "serve",
+        "demo",
+        "schedule add",
+        "schedule list",
+        "schedule remove",
+        "schedule pause",
+        "schedule resume",
     ];
+    // What clap adds by itself, which is not help.
+    let generated = |text: &str| {
+        let mut t = text.to_owned();
+        for tag in ["[default: ", "[env: ", "[possible values: ", "[aliases: "] {
+            while let Some(at) = t.find(tag) {
+                let end = t[at..].find(']').map_or(t.len(), |e| at + e + 1);
+                t.replace_range(at..end, "");
+            }
+        }
+        t.trim().to_owned()
+    };
     for sub in subcommands {
-        let out = Command::new(RELAY).args([sub, "--help"]).output().unwrap();
+        let out = Command::new(RELAY).args(sub.split(' ')).arg("--help").output().unwrap();
         let help = ok(&out);
         assert!(help.contains("Global options:"), "relay {sub} --help: {help}");
         let lines: Vec<&str> = help.lines().collect();
-        for (i, line) in lines
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.trim_start().starts_with('-'))
-        {
-            // "  -q, --queue <QUEUE>   The queue ...": a flag, then its text,
-            // on the same line or (long help) indented on the next.
-            let same = line.trim_start().split("  ").filter(|p| !p.trim().is_empty()).nth(1);
+        // Flags ("  -q, --queue <QUEUE>") and positionals ("  <ID>", "  [PAYLOAD]").
+        for (i, line) in lines.iter().enumerate().filter(|(_, l)| {
+            let t = l.trim_start();
+            let indent = l.len() - t.len();
+            (t.starts_with('-') && (2..=6).contains(&indent))
+                || ((t.starts_with('<') || t.starts_with('[')) && indent == 2)
+        }) {
+            // The flag, then its text on the same line or (long help)
+            // indented on the next.
+            let same = line
+                .trim_start()
+                .split("  ")
+                .filter(|p| !p.trim().is_empty())
+                .nth(1)
+                .map(generated)
+                .filter(|t| !t.is_empty());
             let next = lines
                 .get(i + 1)
-                .map(|l| l.trim())
+                .map(|l| generated(l))
                 .filter(|l| !l.is_empty() && !l.starts_with('-'));
             assert!(
                 same.is_some() || next.is_some(),
-                "relay {sub}: a flag without help: {line:?}"
+                "relay {sub}: an argument without help: {line:?}"
             );
         }
+    }
+}
+
+/// Negative numbers are values where numbers are values: an id or a count
+/// of -1 is judged as a number (not found, out of range), never taken for a
+/// flag.
+#[test]
+fn negative_numbers_are_values() {
+    let d = db();
+    ok(&relay(&d.path, &["submit", "--queue", "q", "--kind", "k"]));
+    fails(&relay(&d.path, &["show", "-1"]), 3, "job -1 not found");
+    fails(&relay(&d.path, &["ack", "-1", "--token", "-2"]), 3, "job -1 not found");
+    for args in [
+        &["jobs", "--limit", "-1"][..],
+        &["lease", "--queue", "q", "--max", "-1"],
+        &["submit", "--queue", "q", "--kind", "k", "--max-attempts", "-1"],
+    ] {
+        let out = relay(&d.path, args);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("invalid value '-1'"), "{args:?}: {err}");
     }
 }
 

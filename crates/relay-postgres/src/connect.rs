@@ -22,9 +22,48 @@ const MIGRATION_LOCK: i64 = 0x5245_4C59;
 
 pub(crate) fn connect(url: &str) -> Result<Client, StoreError> {
     Client::connect(url, NoTls).map_err(|e| StoreError::Io {
-        message: format!("cannot connect to PostgreSQL at {}: {e}", redact(url)),
+        message: format!(
+            "cannot connect to PostgreSQL at {}: {} ({})",
+            redact(url),
+            with_causes(&e),
+            connect_hint(&e)
+        ),
         source: Box::new(e),
     })
+}
+
+/// `e` and every error under it ("error connecting to server: Connection
+/// refused (os error 111)"): the driver's own message leaves out the cause.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+/// What to do about a failed connection, by its cause.
+pub(crate) fn connect_hint(e: &postgres::Error) -> &'static str {
+    match e.code() {
+        Some(c) if *c == SqlState::INVALID_CATALOG_NAME => {
+            "the database does not exist: create it (createdb NAME) or name another in the URL"
+        }
+        Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+            "check the user and password in the URL"
+        }
+        Some(c) if *c == SqlState::TOO_MANY_CONNECTIONS => {
+            "the server has no connection left: raise max_connections or close idle clients"
+        }
+        Some(_) => "see the server's message above",
+        None => {
+            "is PostgreSQL running and listening there? Check the host and port, e.g. with pg_isready -h HOST -p PORT"
+        }
+    }
 }
 
 /// `url` without its password, for messages.

@@ -55,7 +55,12 @@ impl Pipe {
         let (client, connection) = rt
             .block_on(tokio_postgres::connect(url, NoTls))
             .map_err(|e| StoreError::Io {
-                message: format!("cannot connect to PostgreSQL at {}: {e}", crate::connect::redact(url)),
+                message: format!(
+                    "cannot connect to PostgreSQL at {}: {} ({})",
+                    crate::connect::redact(url),
+                    crate::connect::with_causes(&e),
+                    crate::connect::connect_hint(&e)
+                ),
                 source: Box::new(e),
             })?;
         // Driven whenever the writer waits on the runtime (every request).
