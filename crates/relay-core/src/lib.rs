@@ -16,6 +16,8 @@
 //! - [`retry`]: exponential back-off with jitter, capped.
 //! - [`time`]: [`Timestamp`] and the injected [`Clock`].
 //! - [`validate`]: limits on names and payloads, as [`InvalidInput`] errors.
+//! - [`read`]: what readers are answered ([`read::Event`], [`read::QueueStats`],
+//!   [`read::JobFilter`], ...), and [`StoreError`], what a store can report.
 //!
 //! ```
 //! use relay_core::{transition, Action, JobState, JobStatus, RetryPolicy, Timestamp, TransitionCtx};
@@ -35,8 +37,10 @@
 pub mod job;
 pub mod periodic;
 pub mod queue;
+pub mod read;
 pub mod retry;
 pub mod schedule;
+mod store_error;
 pub mod time;
 pub mod transition;
 pub mod validate;
@@ -46,6 +50,7 @@ pub use periodic::{Recurrence, Schedule};
 pub use queue::{QueueLimits, QueueSettings, RateLimit, RateWindow};
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};
+pub use store_error::StoreError;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 pub use transition::{transition, Action, EventRecord, Next, TransitionCtx, TransitionError};
 pub use validate::{InvalidInput, Limits};

@@ -14,18 +14,19 @@
 //!   [`Store::apply`], which writes a planned batch ([`Changes`]).
 //! - [`StoreReader`]: reads beside the writer.
 //! - [`StoreError`]: what a store can report, driver errors kept as sources.
-//! - [`Event`], [`QueueStats`], [`JobFilter`]: read models.
+//! - [`Event`], [`QueueStats`], [`JobFilter`]: read models, `relay_core`'s
+//!   (re-exported here), so that the seam can change without changing them.
 
 use relay_core::{
-    Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueLimits, QueueSettings,
-    Schedule, Timestamp,
+    Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, LeaseToken, Priority, QueueSettings, Schedule,
+    Timestamp,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub mod decode;
-mod error;
-pub use error::StoreError;
+pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::StoreError;
 
 /// A job first written by this batch: its final state in the batch, under
 /// an id reserved with [`Store::job_ids`].
@@ -81,24 +82,6 @@ impl Tally {
         *self == Self::default()
     }
 }
-
-/// One queue's jobs in one minute: what the throughput chart draws. Kept
-/// by the store with each batch (submits are its inserts), so it is right
-/// after a restart and sums every process on the store.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Throughput {
-    /// The minute's start.
-    pub minute: Timestamp,
-    pub queue: String,
-    pub submitted: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub dead: u64,
-}
-
-/// How many of the newest DEAD jobs the dead groups are made of: a bounded
-/// read, however many jobs are DEAD (a group's count is of these).
-pub const DEAD_GROUP_WINDOW: u32 = 10_000;
 
 /// Minutes of throughput history a store keeps (two days).
 pub const THROUGHPUT_KEEP: Duration = Duration::from_secs(2 * 24 * 3600);
@@ -251,96 +234,6 @@ pub struct Prefetched {
 
 /// Most expired leases one call to `Store::job_expired_leases` returns.
 pub const REAP_BATCH: usize = 256;
-
-/// One row of a job's event log.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Event {
-    pub job_id: JobId,
-    /// 1, 2, 3... per job, in the order the events were appended.
-    pub seq: i64,
-    pub at: Timestamp,
-    pub kind: String,
-    pub data: serde_json::Value,
-}
-
-/// Counts of one queue's jobs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct QueueStats {
-    /// Jobs per state; every state is present, zero when empty.
-    pub counts: BTreeMap<JobState, u64>,
-    /// How long the oldest job that is due has been waiting to be leased.
-    pub oldest_ready_age: Option<Duration>,
-    /// No job of the queue is leased until it is resumed.
-    pub paused: bool,
-    pub limits: QueueLimits,
-}
-
-impl QueueStats {
-    /// A queue with no jobs: every state counted at zero.
-    pub fn empty() -> Self {
-        Self {
-            counts: JobState::ALL.iter().map(|s| (*s, 0)).collect(),
-            oldest_ready_age: None,
-            paused: false,
-            limits: QueueLimits::default(),
-        }
-    }
-}
-
-/// Which jobs a search (or a bulk action) takes: every condition that is
-/// set must hold. Newest first, a page of `limit` at a time; the next page
-/// starts `before` the last id of this one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobFilter {
-    pub queue: Option<String>,
-    pub state: Option<JobState>,
-    pub kind: Option<String>,
-    /// Jobs carrying this tag.
-    pub tag: Option<String>,
-    /// Created at or after.
-    pub since: Option<Timestamp>,
-    /// Created before.
-    pub until: Option<Timestamp>,
-    /// Whose last error contains this text (case-sensitive).
-    pub error_contains: Option<String>,
-    /// Only jobs with an id below this (the cursor of the next page).
-    pub before: Option<JobId>,
-    /// At most this many (at least 1; the HTTP API and the CLI take at
-    /// most 1,000 a page).
-    pub limit: u32,
-}
-
-impl Default for JobFilter {
-    /// Every job, the newest 50.
-    fn default() -> Self {
-        Self {
-            queue: None,
-            state: None,
-            kind: None,
-            tag: None,
-            since: None,
-            until: None,
-            error_contains: None,
-            before: None,
-            limit: 50,
-        }
-    }
-}
-
-/// DEAD jobs of one queue and kind that failed with the same error (its
-/// first line): the dashboard's "dead jobs" groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadGroup {
-    pub queue: String,
-    pub kind: String,
-    /// The first line of their last error.
-    pub error: String,
-    pub count: u64,
-    /// The newest of them.
-    pub newest: JobId,
-    /// When the newest of them died.
-    pub last_at: Timestamp,
-}
 
 /// A store the engine's writer thread owns.
 pub type WriterStore = dyn Store + Send;

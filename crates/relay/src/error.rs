@@ -11,24 +11,39 @@ use std::sync::Arc;
 pub enum Error {
     /// No job has this id (it never existed or was deleted). Nothing changed.
     #[error("job {id} not found")]
-    NotFound { id: JobId },
+    NotFound {
+        /// The id asked for.
+        id: JobId,
+    },
     /// No schedule has this name. Nothing changed.
     #[error("no schedule named {name:?}")]
-    ScheduleNotFound { name: String },
+    ScheduleNotFound {
+        /// The name asked for.
+        name: String,
+    },
     /// A job named in a submit's `depends_on` does not exist. Nothing
     /// changed (the submit, and only it, is refused).
     #[error("job {id}, named in depends_on, does not exist (it may have been deleted, or pruned after it finished)")]
-    DependencyNotFound { id: JobId },
+    DependencyNotFound {
+        /// An id in `depends_on` that names no job.
+        id: JobId,
+    },
     /// The token is not the job's current valid lease token: the lease
     /// expired, or the job was cancelled or leased again. Nothing changed;
     /// the worker must drop the job.
     #[error("job {id}: lease lost (the token is not the job's current valid lease; drop this job, another worker may hold it)")]
-    LeaseLost { id: JobId },
+    LeaseLost {
+        /// The job the token was for.
+        id: JobId,
+    },
     /// The action does not apply to the job's state. Nothing changed.
     #[error("job {id} is {state}: cannot {action} it")]
     InvalidState {
+        /// The job acted on.
         id: JobId,
+        /// Its state when the action was refused.
         state: JobState,
+        /// The action refused, in lower case (`"ack"`, `"cancel"`...).
         action: &'static str,
     },
     /// Running the job again would give it a unique key that another
@@ -37,19 +52,34 @@ pub enum Error {
     #[error(
         "job {id}: its unique key {key:?} is held by unfinished job {holder}; finish or cancel job {holder} first"
     )]
-    Conflict { id: JobId, key: String, holder: JobId },
+    Conflict {
+        /// The job that was to run again.
+        id: JobId,
+        /// Its unique key.
+        key: String,
+        /// The unfinished job that holds `key` now.
+        holder: JobId,
+    },
     /// The input was refused before anything was written. Nothing changed.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
     /// A stored row does not decode strictly. Nothing changed.
     #[error("{}corrupt row: {reason}", job.map(|j| format!("job {j}: ")).unwrap_or_default())]
-    Corrupt { job: Option<JobId>, reason: String },
+    Corrupt {
+        /// The job whose row it is, when the row is a job's.
+        job: Option<JobId>,
+        /// What does not decode.
+        reason: String,
+    },
     /// Another process held the database's write lock past the busy timeout.
     /// Nothing changed; retrying is safe.
     #[error("database is busy: another process held its write lock past the busy timeout; retry")]
     Busy,
-    /// The file is not a Relay database, or was written by a newer Relay.
-    /// It was not modified.
+    /// The store could not be opened: the file is not a Relay database,
+    /// was written by a newer Relay, cannot be created or read, or met an
+    /// I/O error earlier in this process (restart it); or the server
+    /// cannot be reached. An existing database was not modified (a schema
+    /// upgrade is one transaction: applied whole, or not at all).
     #[error("cannot open the database: {0}")]
     Open(#[source] Arc<StoreError>),
     /// The store failed before commit; nothing of this call was applied.
@@ -61,7 +91,9 @@ pub enum Error {
     /// submit with a `unique_key` so that it cannot run twice.
     #[error("commit failed, so this change may or may not be on disk: {0}")]
     MaybeApplied(#[source] Arc<StoreError>),
-    /// The Relay was closed (or its writer thread stopped).
+    /// The Relay was closed, or its writer thread stopped before it
+    /// answered (it panicked). A change sent before that may or may not
+    /// have been applied: read it back.
     #[error("relay is closed")]
     Closed,
 }
@@ -100,4 +132,5 @@ impl From<TransitionError> for Error {
     }
 }
 
+/// The result of a Relay call: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -41,6 +41,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod calls;
 mod engine;
 mod error;
@@ -52,6 +54,7 @@ mod search;
 mod trace;
 pub mod view;
 mod within;
+#[cfg(feature = "worker")]
 pub mod worker;
 
 pub use engine::metrics::Metrics;
@@ -66,6 +69,8 @@ pub use request::{
 pub use search::BULK_CHUNK;
 
 pub use relay_core::periodic::time_zones;
+pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,
     Priority, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
@@ -74,7 +79,6 @@ pub use relay_core::{
 /// [`AsyncRelay::submit_in_pg`] take transactions of.
 #[cfg(feature = "postgres")]
 pub use relay_postgres::{postgres, tokio_postgres};
-pub use relay_store::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
 /// The SQLite driver Relay is built with: open the connection you pass to
 /// [`Relay::submit_in`] with this one, so both use one SQLite library.
 pub use rusqlite;
@@ -88,7 +92,7 @@ pub fn is_postgres_url(target: &str) -> bool {
 
 /// The README's Rust examples, compiled and run by `cargo test --doc` so
 /// that they work as pasted.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "worker"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
 
@@ -97,10 +101,14 @@ pub struct ReadmeExamples;
 // code, so it breaks this build first.
 const _: () = {
     const fn shared<T: Send + Sync>() {}
-    const fn sent<T: Send>() {}
     shared::<Relay>();
     shared::<AsyncRelay>();
     shared::<Error>();
+};
+#[cfg(feature = "worker")]
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    const fn sent<T: Send>() {}
     shared::<worker::Worker>();
     sent::<worker::JobContext>();
 };

@@ -8,9 +8,10 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
+use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
-use relay_store::{Backend, DeadGroup, Event, JobFilter, QueueStats, Throughput};
+use relay_store::Backend;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,24 +20,80 @@ use std::time::{Duration, Instant};
 /// Per-queue counts, as returned by [`Relay::stats`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Stats {
+    /// Every queue that has jobs, is paused or has limits, by name.
     pub queues: BTreeMap<String, QueueStats>,
 }
 
 /// A durable job queue. Every method that changes state returns only after
 /// its change is committed to disk.
+///
+/// Cheap to clone: clones share one engine, which closes (after committing
+/// everything already sent) when the last handle, this or an [`AsyncRelay`],
+/// is dropped.
+///
+/// # Errors
+///
+/// Each method's own `# Errors` section names what is particular to it. Any
+/// call that writes may also return these, and leaves the data as said:
+///
+/// - [`Error::Busy`]: another process held the write lock past
+///   [`Options::busy_timeout`]. Nothing was changed; retrying is safe.
+/// - [`Error::Storage`]: the store failed before the commit (a full disk,
+///   a lost connection), so nothing of the call was applied; or this Relay
+///   stopped after a failed fsync, and writes and reads nothing more until
+///   the process is restarted.
+/// - [`Error::MaybeApplied`]: the commit, or the fsync after it, failed: the
+///   change may or may not be on disk. Read the job to find out (or submit
+///   again with the same `unique_key`).
+/// - [`Error::Corrupt`]: a row the call needed does not decode. Nothing was
+///   changed; [`Relay::delete`] still removes a corrupt job.
+/// - [`Error::Closed`]: the writer thread stopped before it answered. The
+///   change may or may not have been applied.
+///
+/// Any call that reads may return [`Error::Corrupt`] or [`Error::Storage`]
+/// (the store cannot be read, or this Relay stopped after a failed fsync);
+/// a read changes nothing.
 #[derive(Clone)]
 pub struct Relay {
     engine: Arc<Engine>,
 }
 
-/// The async face of a [`Relay`]: the same calls, as futures. Waiting for a
-/// commit or a job never blocks the executor's thread; reads run on the
-/// calling task (they are short).
+/// The async face of a [`Relay`] ([`Relay::to_async`]): the same calls, as
+/// futures, on the same engine. Waiting for a commit or a job never blocks
+/// the executor's thread.
 ///
-/// The futures need a Tokio runtime with its time driver enabled
-/// (`#[tokio::main]`, or `Builder::enable_time`): a `lease` that waits uses
-/// Tokio's timers, and panics under another executor ("there is no reactor
-/// running"). Calls that do not wait work on any executor.
+/// It needs a Tokio runtime. Reads (`get`, `events`, `list`, `stats`,
+/// `schedules`, `dead_groups`, `throughput`) and bulk actions
+/// (`retry_matching`...) run on Tokio's blocking threads
+/// (`spawn_blocking`), and a `lease` that waits uses Tokio's timers, so the
+/// runtime needs its time driver (`#[tokio::main]`, or a runtime built with
+/// `enable_time` or `enable_all`). Under another executor those calls panic
+/// ("there is no reactor running"). Writes (`submit`, `ack`, `cancel`...)
+/// and a `lease` that does not wait work on any executor.
+///
+/// Each method returns the errors of its [`Relay`] counterpart, leaving the
+/// data in the same state. A read or bulk action whose blocking task did not
+/// finish (it panicked, or the runtime is shutting down) returns
+/// [`Error::Closed`]. Dropping a future does not take back an operation it
+/// has sent: the change may still be applied (a `lease` dropped so leaves
+/// the jobs it took leased until their leases expire; give
+/// [`AsyncRelay::lease_until`] a `stop` future instead).
+///
+/// ```
+/// use relay::{JobState, LeaseRequest, NewJob, Relay};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let relay = Relay::in_memory()?.to_async();
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// rt.block_on(async {
+///     let id = relay.submit(NewJob::new("emails", "send", br#"{"to":"ada"}"#.to_vec())).await?;
+///     let jobs = relay.lease(LeaseRequest::new(["emails"]).worker("w1")).await?;
+///     relay.ack(jobs[0].id, jobs[0].token, None).await?;
+///     assert_eq!(relay.get(id).await?.state(), JobState::Succeeded);
+///     Ok::<(), relay::Error>(())
+/// })?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct AsyncRelay {
     engine: Arc<Engine>,
@@ -66,11 +123,31 @@ const _: () = {
 };
 
 impl Relay {
-    /// Opens (creating if needed) the database file at `path`.
+    /// Opens (creating if needed) the database file at `path`, with
+    /// `Options::default()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::open_with`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, Options::default())
     }
 
+    /// Opens (creating if needed) the database file at `path`, brings its
+    /// schema up to date, and starts the engine with `options`.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: `options` break a rule (`max_batch`,
+    ///   `queue_capacity` or an interval of 0, a retry policy whose jitter is
+    ///   outside 0-1 or whose base exceeds its cap, `default_max_attempts`
+    ///   outside 1-1000); the file was not opened.
+    /// - [`Error::Open`]: the file cannot be opened as a Relay database (see the
+    ///   variant); an existing database was not modified.
+    /// - [`Error::Busy`]: another process held the write lock past
+    ///   `options.busy_timeout` while this one opened the file. Nothing was
+    ///   changed; retrying is safe.
+    /// - [`Error::Storage`]: a thread of the engine could not be started.
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
         let backend = SqliteBackend::file(path.as_ref()).with_settings(Settings {
             busy_timeout: options.busy_timeout,
@@ -78,18 +155,24 @@ impl Relay {
             watch_interval: options.watch_interval,
             ..Settings::default()
         });
-        Self::with_backend(Arc::new(backend), options)
+        Self::on_backend(Arc::new(backend), options)
     }
 
     /// Opens `target`: a `postgres://` (or `postgresql://`) URL, or the path
     /// of an SQLite file.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::open_with`]; and [`Error::Open`] for a PostgreSQL URL when
+    /// this build lacks the `postgres` feature, or when the server cannot be
+    /// reached or used (see the variant).
     pub fn connect(target: &str, options: Options) -> Result<Self> {
         if !crate::is_postgres_url(target) {
             return Self::open_with(target, options);
         }
         #[cfg(feature = "postgres")]
         {
-            Self::with_backend(Arc::new(relay_postgres::PgBackend::new(target)), options)
+            Self::on_backend(Arc::new(relay_postgres::PgBackend::new(target)), options)
         }
         #[cfg(not(feature = "postgres"))]
         {
@@ -104,16 +187,43 @@ impl Relay {
     }
 
     /// A private database in memory: fast, not durable. For tests.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::in_memory_with`].
     pub fn in_memory() -> Result<Self> {
         Self::in_memory_with(Options::default())
     }
 
+    /// A private database in memory, with `options`: fast, not durable. For
+    /// tests.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for `options` that break a rule (see
+    /// [`Relay::open_with`]); [`Error::Open`] or [`Error::Storage`] only when
+    /// SQLite or a thread of the engine cannot be started.
     pub fn in_memory_with(options: Options) -> Result<Self> {
-        Self::with_backend(Arc::new(SqliteBackend::memory()), options)
+        Self::on_backend(Arc::new(SqliteBackend::memory()), options)
     }
 
-    /// Runs the engine on any store.
+    /// Runs the engine on any store: a `relay_store::Backend` (Relay's own
+    /// test suites use it to run one store under faults).
+    ///
+    /// Unstable: the store seam (`relay_store`) changes with the engine, in
+    /// any release; it is behind the `unstable-store` feature so that the
+    /// rest of this crate's API does not change with it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::open_with`]; what makes the store fail to open depends on
+    /// `backend`.
+    #[cfg(feature = "unstable-store")]
     pub fn with_backend(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
+        Self::on_backend(backend, options)
+    }
+
+    fn on_backend(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
         Ok(Self {
             engine: Arc::new(Engine::start(backend, options)?),
         })
@@ -126,6 +236,7 @@ impl Relay {
         }
     }
 
+    /// The options this Relay was opened with.
     pub fn options(&self) -> &Options {
         &self.engine.options
     }
@@ -133,11 +244,27 @@ impl Relay {
     /// Submits one job; returns its id (or, for a `unique_key` already held
     /// by an unfinished job, that job's id).
     ///
+    /// ```
+    /// use relay::{NewJob, Relay};
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// let welcome = || NewJob::new("emails", "welcome", br#"{"to":"ada"}"#.to_vec()).unique_key("welcome:ada");
+    /// let id = relay.submit(welcome())?;
+    /// // The key is held by an unfinished job: its id again, nothing new.
+    /// assert_eq!(relay.submit(welcome())?, id);
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a job that breaks a limit, and
-    /// [`Error::DependencyNotFound`] for a `depends_on` id that is not a
-    /// job: nothing is written.
+    /// - [`Error::InvalidInput`]: the job breaks a limit (queue, kind, payload
+    ///   size, priority, max attempts, tags...); nothing was sent.
+    /// - [`Error::DependencyNotFound`]: an id in `depends_on` names no job;
+    ///   nothing was written.
+    /// - [`Error::MaybeApplied`]: the job may or may not exist. Submitting it
+    ///   again with the same `unique_key` cannot create it twice.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::Corrupt`] and
+    ///   [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn submit(&self, job: NewJob) -> Result<JobId> {
         self.submit_outcome(job).map(|s| s.id)
     }
@@ -153,7 +280,14 @@ impl Relay {
         first(self.engine.run(self.engine.submit_op(vec![job])?)?)
     }
 
-    /// Submits jobs atomically: all are committed, or none.
+    /// Submits jobs atomically: all are committed, or none. Returns their ids
+    /// in the order given (for a `unique_key` already held, the holder's).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit`], for the batch as a whole: after any error but
+    /// [`Error::MaybeApplied`] none of the jobs was written; after
+    /// [`Error::MaybeApplied`], all of them or none may exist.
     pub fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         let done = self.engine.run(self.engine.submit_op(jobs)?)?;
         Ok(done.into_iter().map(|s| s.id).collect())
@@ -200,12 +334,20 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// Those of [`Relay::submit`]; and [`Error::InvalidInput`] (field
-    /// `transaction`) when `tx` has no transaction open, is on another file
-    /// or in memory, or runs with `synchronous` below `FULL`. After an error
-    /// nothing of this call is in your transaction; the transaction itself
-    /// stays open, for you to commit or roll back. [`Error::Storage`] when
-    /// this process saw the file's fsync fail (the Relay is stopped).
+    /// - [`Error::InvalidInput`]: the job breaks a limit (as for
+    ///   [`Relay::submit`]), or (field `transaction`) `tx` has no
+    ///   transaction open, is on another file or in memory, or runs with
+    ///   `synchronous` below `FULL`.
+    /// - [`Error::DependencyNotFound`]: an id in `depends_on` names no job.
+    /// - [`Error::Storage`]: the write failed, or this process saw the
+    ///   file's fsync fail (the Relay is stopped).
+    /// - [`Error::Busy`]: your transaction could not take the write lock.
+    /// - [`Error::Corrupt`]: a row the submit needed does not decode.
+    ///
+    /// After any error nothing of this call is in your transaction; the
+    /// transaction itself stays open, for you to commit or roll back. This
+    /// call never returns [`Error::MaybeApplied`]: your commit, not this
+    /// call, makes the job durable.
     pub fn submit_in(&self, tx: &rusqlite::Connection, job: NewJob) -> Result<Submitted> {
         first(self.submit_batch_in(tx, vec![job])?)
     }
@@ -246,7 +388,44 @@ impl Relay {
         Ok(JobId(id))
     }
 
-    /// Leases up to `max` ready jobs, waiting up to `wait` when none is.
+    /// Leases up to the request's `max` ready jobs from its queues, in the
+    /// order they were chosen (priority, with aging), waiting up to its
+    /// `wait` when none is ready. A submit in this process wakes the wait at once; one in
+    /// another process is seen within [`Options::watch_interval`] (SQLite) or
+    /// at once (PostgreSQL). Each lease starts an attempt and lasts the job's
+    /// own `lease_for`, or else the request's. Paused queues, and queues at
+    /// their limits, give nothing. Returns an empty list when the wait ends
+    /// with no job.
+    ///
+    /// ```
+    /// use relay::{LeaseRequest, NewJob, Relay};
+    /// use std::time::Duration;
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// relay.submit(NewJob::new("emails", "send", b"{}".to_vec()))?;
+    ///
+    /// let request = LeaseRequest::new(["emails"]).worker("w1").max(10).wait(Duration::from_secs(1));
+    /// let jobs = relay.lease(request)?;
+    /// assert_eq!((jobs.len(), jobs[0].attempt), (1, 1));
+    /// // None left: a request that does not wait (the default) returns at once.
+    /// assert!(relay.lease(LeaseRequest::new(["emails"]))?.is_empty());
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: the request breaks a rule (no queue or more
+    ///   than 64, a bad queue or worker name, `max` outside
+    ///   1-[`MAX_LEASE_BATCH`](crate::MAX_LEASE_BATCH), `lease_for` of 0 or
+    ///   above 24 h, `wait` above [`MAX_WAIT`](crate::MAX_WAIT)); nothing was
+    ///   leased.
+    /// - [`Error::Corrupt`]: a job the claim chose does not decode; nothing was
+    ///   leased.
+    /// - [`Error::MaybeApplied`]: jobs may have been leased to this call, whose
+    ///   tokens it cannot return: they run again once their leases expire (the
+    ///   attempt counted).
+    /// - [`Error::Busy`], [`Error::Storage`] and [`Error::Closed`], as for every
+    ///   write (see [`Relay`]).
     pub fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
         let req = req.validate(&self.engine.options.limits)?;
         let deadline = Instant::now() + req.wait;
@@ -260,36 +439,118 @@ impl Relay {
         }
     }
 
-    /// Marks the job SUCCEEDED, with an optional result.
+    /// Marks the job SUCCEEDED, with an optional result; jobs waiting for it
+    /// (`depends_on`) are told. The same ack again (same token) succeeds and
+    /// changes nothing, so a caller that did not see the answer may retry.
+    ///
+    /// ```
+    /// use relay::{JobState, LeaseRequest, NewJob, Relay};
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// let id = relay.submit(NewJob::new("reports", "build", Vec::new()))?;
+    /// let job = relay.lease(LeaseRequest::new(["reports"]))?.remove(0);
+    ///
+    /// relay.ack(job.id, job.token, Some(br#"{"pages":3}"#.to_vec()))?;
+    /// assert_eq!(relay.get(id)?.state(), JobState::Succeeded);
+    /// relay.ack(job.id, job.token, None)?; // repeated: Ok, nothing changes
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::LeaseLost`]: `token` is not the job's current valid lease
+    ///   (it expired, or the job was released and leased again). The job was
+    ///   not changed; drop it.
+    /// - [`Error::InvalidState`]: the job has finished (DEAD, CANCELLED, or
+    ///   SUCCEEDED under another lease) or is WAITING. It was not changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::InvalidInput`]: `result` is larger than the payload limit;
+    ///   nothing was sent.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
         self.engine.run(self.engine.ack_op(id, token, result)?)
     }
 
     /// Reports a failed attempt. The job runs again after `retry_in` (or the
     /// back-off policy's delay), or becomes DEAD when its attempts are spent.
-    /// Returns the job's new status.
+    /// `error` is kept as the job's last error (cut to 8 KiB). Returns the
+    /// job's new status.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::LeaseLost`]: `token` is not the job's current valid lease.
+    ///   The job was not changed; drop it.
+    /// - [`Error::InvalidState`]: the job has finished or is WAITING. It was
+    ///   not changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn nack(&self, id: JobId, token: LeaseToken, error: &str, retry_in: Option<Duration>) -> Result<JobStatus> {
         self.engine.run(self.engine.nack_op(id, token, error, retry_in, false))
     }
 
     /// Reports a failure that no retry can fix: the job becomes DEAD now.
+    /// Returns its new status.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack`].
     pub fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
         self.engine.run(self.engine.nack_op(id, token, error, None, true))
     }
 
-    /// Acks and nacks many leased jobs in one operation (one trip to the
-    /// writer). Each completion succeeds or fails on its own; the outer error
-    /// is for the whole call (closed, storage).
+    /// Acks, nacks and snoozes many leased jobs in one operation (one trip to
+    /// the writer), in the order given. Each completion succeeds or fails on
+    /// its own: the inner list holds one result per completion, in order:
+    /// the job's new status, or the error that [`Relay::ack`],
+    /// [`Relay::nack`] or [`Relay::snooze`] would have returned for it.
+    ///
+    /// # Errors
+    ///
+    /// The outer error is for the whole call:
+    ///
+    /// - [`Error::InvalidInput`]: an ack's result is larger than the payload
+    ///   limit; nothing was sent.
+    /// - [`Error::Busy`], [`Error::Storage`]: none of the completions was
+    ///   applied.
+    /// - [`Error::MaybeApplied`], [`Error::Closed`]: the completions that
+    ///   would have succeeded may or may not have been applied; read the jobs
+    ///   to find out.
+    ///
+    /// An inner error ([`Error::LeaseLost`], [`Error::InvalidState`],
+    /// [`Error::NotFound`], [`Error::Corrupt`]) is that completion's alone: its
+    /// job was not changed, and the others were applied.
     pub fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
         self.engine.run(self.engine.complete_op(batch)?)
     }
 
-    /// Extends the lease to `lease_for` from now; returns the new expiry.
+    /// Extends the lease to `lease_for` from now (not from its current
+    /// expiry); returns the new expiry.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: `lease_for` is 0 or above 24 h; nothing was
+    ///   sent.
+    /// - [`Error::LeaseLost`]: `token` is not the job's current valid lease (an
+    ///   expired lease cannot be extended). The job was not changed; drop it.
+    /// - [`Error::InvalidState`]: the job has finished or is WAITING. It was
+    ///   not changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         self.engine.run(self.engine.extend_op(id, token, lease_for)?)
     }
 
     /// Gives the job back untried: READY at once, the attempt not counted.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack`].
     pub fn release(&self, id: JobId, token: LeaseToken) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Release(token)))
     }
@@ -299,12 +560,11 @@ impl Relay {
     /// event in its log. For a handler whose job cannot run yet (a
     /// resource still being prepared, an upstream rate limit).
     ///
+    /// Returns when the job is due again.
+    ///
     /// # Errors
     ///
-    /// [`Error::LeaseLost`] when `token` is not the job's current valid
-    /// lease, [`Error::NotFound`] for an unknown job; nothing changes.
-    ///
-    /// Returns when the job is due again.
+    /// As [`Relay::nack`].
     pub fn snooze(&self, id: JobId, token: LeaseToken, delay: Duration) -> Result<Timestamp> {
         self.engine.run(self.engine.snooze_op(id, token, delay))
     }
@@ -317,7 +577,10 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for an invalid queue name; nothing changes.
+    /// - [`Error::InvalidInput`]: an invalid queue name; nothing was sent.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn pause(&self, queue: &str) -> Result<()> {
         self.engine.run(self.engine.pause_op(queue, true)?)
     }
@@ -328,7 +591,7 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for an invalid queue name; nothing changes.
+    /// As [`Relay::pause`].
     pub fn resume(&self, queue: &str) -> Result<()> {
         self.engine.run(self.engine.pause_op(queue, false)?)
     }
@@ -354,9 +617,12 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for an invalid queue name or a limit of 0
-    /// (pause the queue instead), above 1,000,000, or a rate period outside
-    /// 1 ms-24 h; nothing changes.
+    /// - [`Error::InvalidInput`]: an invalid queue name, or a limit of 0
+    ///   (pause the queue instead), above 1,000,000, or a rate period outside
+    ///   1 ms-24 h; nothing was sent.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
         self.engine.run(self.engine.limits_op(queue, limits)?)
     }
@@ -370,70 +636,141 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a bad name, cron expression (field
-    /// `cron`), time zone (`tz`), interval (`every`) or job template;
-    /// nothing changes.
+    /// - [`Error::InvalidInput`]: a bad name, cron expression (field
+    ///   `cron`, also for one with no tick in the future), time zone (`tz`),
+    ///   interval (`every`) or job template; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    ///   [`Error::Closed`], as for every write (see [`Relay`]). A schedule
+    ///   of this name whose row does not decode is replaced, not an error.
     pub fn add_schedule(&self, schedule: NewSchedule) -> Result<Schedule> {
         self.engine.run(self.engine.add_schedule_op(schedule)?)
     }
 
-    /// Removes a schedule (the jobs it enqueued stay).
+    /// Removes a schedule (the jobs it enqueued stay). A schedule whose row
+    /// does not decode is removed too.
     ///
     /// # Errors
     ///
-    /// [`Error::ScheduleNotFound`]; nothing changes.
+    /// - [`Error::ScheduleNotFound`]: no schedule has this name; nothing was
+    ///   changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    ///   [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn remove_schedule(&self, name: &str) -> Result<()> {
         self.engine.run(self.engine.remove_schedule_op(name))
     }
 
     /// Pauses a schedule: its ticks enqueue nothing until it is resumed.
+    /// Returns the schedule as it is now; pausing a paused one changes nothing.
     ///
     /// # Errors
     ///
-    /// [`Error::ScheduleNotFound`]; nothing changes.
+    /// - [`Error::ScheduleNotFound`]: no schedule has this name; nothing was
+    ///   changed.
+    /// - [`Error::Corrupt`]: the schedule's row does not decode (remove it
+    ///   and add it again); nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    ///   [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn pause_schedule(&self, name: &str) -> Result<Schedule> {
         self.engine.run(self.engine.pause_schedule_op(name, true))
     }
 
     /// Resumes a paused schedule from its next tick after now (ticks
-    /// missed while paused enqueue nothing).
+    /// missed while paused enqueue nothing). Returns the schedule as it is now.
     ///
     /// # Errors
     ///
-    /// [`Error::ScheduleNotFound`]; nothing changes.
+    /// As [`Relay::pause_schedule`]; and [`Error::InvalidInput`] (field
+    /// `cron`) for a schedule with no tick left in the future: it stays
+    /// paused.
     pub fn resume_schedule(&self, name: &str) -> Result<Schedule> {
         self.engine.run(self.engine.pause_schedule_op(name, false))
     }
 
     /// Every schedule, by name, with its next and latest tick.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    /// [`Relay`]).
     pub fn schedules(&self) -> Result<Vec<Schedule>> {
         self.engine.readers.with(|r| r.schedules())
     }
 
     /// Enqueues the jobs of every due schedule now (the engine also does
     /// this by itself about once a second, with `Options::scheduler`);
-    /// returns how many.
+    /// returns how many. A schedule that cannot run (a corrupt row) is
+    /// logged and passed over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    /// [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn run_schedules(&self) -> Result<usize> {
         self.engine.run(self.engine.run_schedules_op())
     }
 
-    /// Cancels a READY or LEASED job (its lease holder gets `LeaseLost`).
+    /// Cancels a WAITING, READY or LEASED job: it becomes CANCELLED. Its lease
+    /// holder's next ack, nack or extend fails with [`Error::InvalidState`];
+    /// jobs waiting for it (`depends_on`) are cancelled too, unless they run
+    /// anyway ([`NewJob::on_dependency_failure`]).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidState`]: the job has already finished; it was not
+    ///   changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn cancel(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Cancel))
     }
 
-    /// Runs a DEAD or CANCELLED job again, with a fresh attempt budget.
+    /// Runs a DEAD or CANCELLED job again: READY now, with a fresh attempt
+    /// budget.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidState`]: the job is not DEAD or CANCELLED; it was not
+    ///   changed.
+    /// - [`Error::Conflict`]: another unfinished job holds its unique key; the
+    ///   job was not changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn retry(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Retry))
     }
 
-    /// Removes a job that is not LEASED, with its events.
+    /// Removes a job that is not LEASED, with its events. If it had not
+    /// finished, jobs waiting for it are cancelled, unless they run anyway
+    /// ([`NewJob::on_dependency_failure`]). A job whose row does not decode
+    /// can still be deleted: the way to clear a corrupt row.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidState`]: the job is LEASED (cancel it first); it was
+    ///   not changed.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn delete(&self, id: JobId) -> Result<()> {
         self.engine.run(self.engine.action_op(id, SimpleAction::Delete))
     }
 
     /// Appends a user event (progress, a log line) to the job's event log;
     /// returns its sequence number.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: `kind` is not a valid label, or `data` is
+    ///   larger than the payload limit; nothing was sent.
+    /// - [`Error::NotFound`]: no job has this id; nothing was changed.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
     pub fn append_event(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<i64> {
         self.engine.run(self.engine.append_event_op(id, kind, data)?)
     }
@@ -441,46 +778,82 @@ impl Relay {
     /// Deletes up to 1000 finished jobs that finished more than `age` ago,
     /// with their events; returns how many. The engine does this by itself
     /// with `Options::retention`; call it again while it returns 1000.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    /// [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn prune(&self, age: Duration) -> Result<u64> {
         self.engine.run(self.engine.prune_op(age))
     }
 
-    /// Reclaims expired leases now (the engine also does this by itself).
+    /// Reclaims expired leases now (the engine also does this by itself);
+    /// returns how many. Each reclaimed job counts a failed attempt: READY
+    /// again, or DEAD when its attempts are spent. A job whose row does not
+    /// decode is logged and passed over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    /// [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn reap_expired(&self) -> Result<usize> {
         self.engine.run(self.engine.reap_op())
     }
 
+    /// The job with this id, as last committed.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotFound`]: no job has this id.
+    /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    ///   [`Relay`]).
     pub fn get(&self, id: JobId) -> Result<Job> {
         self.engine.get(id)
     }
 
     /// The job's event log, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotFound`]: no job has this id.
+    /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    ///   [`Relay`]).
     pub fn events(&self, id: JobId) -> Result<Vec<Event>> {
         self.engine.events(id)
     }
 
     /// Jobs matching `filter`, newest first, `filter.limit` of them; the
-    /// next page is `before` the last one's id.
+    /// next page is `before` the last one's id. A `since` at or after `until`
+    /// is an empty range: it matches nothing.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a filter that breaks a limit (a bad queue
-    /// name, a limit of 0, `since` after `until`...).
+    /// - [`Error::InvalidInput`]: the filter breaks a limit (a bad queue
+    ///   name, kind or tag, an `error_contains` that is empty or too long, a
+    ///   `limit` of 0).
+    /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    ///   [`Relay`]).
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
         crate::search::check_filter(filter)?;
         self.engine.readers.with(|r| r.job_list(filter))
     }
 
     /// Retries every job `filter` matches that can be retried (DEAD or
-    /// CANCELLED; the rest are passed over), [`BULK_CHUNK`](crate::BULK_CHUNK) jobs per
-    /// transaction so that other callers go on meanwhile; returns how many
-    /// it retried. The filter's `limit` does not apply (every match is
-    /// taken); its `before` says where to start.
+    /// CANCELLED; the rest, and those whose unique key is taken, are passed
+    /// over), [`BULK_CHUNK`](crate::BULK_CHUNK) jobs per transaction so that
+    /// other callers go on meanwhile; returns how many it retried. The
+    /// filter's `limit` does not apply (every match is taken); its `before`
+    /// says where to start.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a bad filter (nothing done). Any other
-    /// error stops the work where it is: the chunks before it are done.
+    /// [`Error::InvalidInput`] for a bad filter (see [`Relay::list`]; nothing
+    /// done). Any other error ([`Error::Busy`], [`Error::Storage`],
+    /// [`Error::MaybeApplied`], [`Error::Closed`]) stops the work where it
+    /// is: the chunks before it are done, the chunk it met is as the variant
+    /// says (after [`Error::MaybeApplied`], applied or not), and the rest is
+    /// untouched. A job that cannot be changed (its state, a taken unique
+    /// key, a corrupt row) is passed over, not an error.
     pub fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
         self.engine.bulk(filter, crate::search::Bulk::Retry)
     }
@@ -518,12 +891,21 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a limit outside 1-1000.
+    /// - [`Error::InvalidInput`]: `limit` is outside 1-1000.
+    /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    ///   [`Relay`]).
     pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
         crate::search::check_limit(limit)?;
         self.engine.readers.with(|r| r.job_dead_groups(limit))
     }
 
+    /// How many jobs each queue has in each state, the age of its oldest
+    /// ready job, and whether it is paused or limited.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    /// [`Relay`]).
     pub fn stats(&self) -> Result<Stats> {
         self.engine.stats()
     }
@@ -536,7 +918,8 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// [`Error::Storage`] when the store cannot be read.
+    /// [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    /// [`Relay`]).
     pub fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
         self.engine.readers.with(|r| r.throughput(since))
     }
@@ -546,7 +929,6 @@ impl Relay {
         self.engine.store_info()
     }
 
-    /// The writer's counters: commits, operations, largest batch.
     /// For tests of batching: holds the writers until the guard is dropped,
     /// so that operations sent meanwhile are applied, in the order they
     /// were sent, as one batch when the store runs one writer (several
@@ -556,6 +938,9 @@ impl Relay {
         self.engine.hold_writer()
     }
 
+    /// The writer's counters since this Relay was opened (shared by its
+    /// clones and its [`AsyncRelay`]): commits, operations, largest batch,
+    /// failed commits, fsyncs.
     pub fn metrics(&self) -> Metrics {
         self.engine.deliver.counters.snapshot()
     }
@@ -582,47 +967,91 @@ impl AsyncRelay {
         Ok(JobId(id))
     }
 
+    /// [`Relay::submit`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit`].
     pub async fn submit(&self, job: NewJob) -> Result<JobId> {
         self.submit_outcome(job).await.map(|s| s.id)
     }
 
     /// [`Relay::submit_outcome`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_outcome`].
     pub async fn submit_outcome(&self, job: NewJob) -> Result<Submitted> {
         first(self.engine.run_async(self.engine.submit_op(vec![job])?).await?)
     }
 
+    /// [`Relay::submit_batch`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_batch`].
     pub async fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
         let done = self.engine.run_async(self.engine.submit_op(jobs)?).await?;
         Ok(done.into_iter().map(|s| s.id).collect())
     }
 
+    /// [`Relay::lease`], as a future. A request that waits, when no job is
+    /// ready, uses Tokio's timers: it needs a Tokio runtime with its time
+    /// driver.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::lease`].
     pub async fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
         self.lease_until(req, std::future::pending::<()>()).await
     }
 
-    /// `lease`, giving up its wait (never a claim in flight, so no job is
-    /// lost) as soon as `stop` completes.
+    /// [`AsyncRelay::lease`], giving up its wait as soon as `stop` completes,
+    /// and then returning an empty list. A claim already sent to the writer
+    /// is awaited first, so no job it leased is lost.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::lease`].
     pub async fn lease_until(&self, req: LeaseRequest, stop: impl std::future::Future) -> Result<Vec<LeasedJob>> {
         let req = req.validate(&self.engine.options.limits)?;
         let deadline = Instant::now() + req.wait;
-        tokio::pin!(stop);
+        let mut stop = std::pin::pin!(stop);
         loop {
             let seen = self.engine.deliver.signal.generation();
             let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
-            match self.engine.wait_until(&batch, deadline) {
-                None => return Ok(batch.jobs),
-                Some(until) => tokio::select! {
-                    () = self.engine.deliver.signal.wait_async(seen, until) => {}
-                    _ = &mut stop => return Ok(Vec::new()),
-                },
+            let Some(until) = self.engine.wait_until(&batch, deadline) else {
+                return Ok(batch.jobs);
+            };
+            let mut woken = std::pin::pin!(self.engine.deliver.signal.wait_async(seen, until));
+            // Whichever comes first: a wake-up (or the deadline), or `stop`.
+            let stopped = std::future::poll_fn(|cx| {
+                if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+                    return std::task::Poll::Ready(true);
+                }
+                std::future::Future::poll(woken.as_mut(), cx).map(|()| false)
+            })
+            .await;
+            if stopped {
+                return Ok(Vec::new());
             }
         }
     }
 
+    /// [`Relay::ack`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::ack`].
     pub async fn ack(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
         self.engine.run_async(self.engine.ack_op(id, token, result)?).await
     }
 
+    /// [`Relay::nack`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack`].
     pub async fn nack(
         &self,
         id: JobId,
@@ -635,116 +1064,210 @@ impl AsyncRelay {
             .await
     }
 
+    /// [`Relay::nack_permanent`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack_permanent`].
     pub async fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
         self.engine
             .run_async(self.engine.nack_op(id, token, error, None, true))
             .await
     }
 
+    /// [`Relay::complete_batch`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete_batch`].
     pub async fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
         self.engine.run_async(self.engine.complete_op(batch)?).await
     }
 
+    /// [`Relay::extend`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::extend`].
     pub async fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
         self.engine
             .run_async(self.engine.extend_op(id, token, lease_for)?)
             .await
     }
 
+    /// [`Relay::release`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::release`].
     pub async fn release(&self, id: JobId, token: LeaseToken) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Release(token)))
             .await
     }
 
-    /// [`Relay::snooze`].
+    /// [`Relay::snooze`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::snooze`].
     pub async fn snooze(&self, id: JobId, token: LeaseToken, delay: Duration) -> Result<Timestamp> {
         self.engine.run_async(self.engine.snooze_op(id, token, delay)).await
     }
 
-    /// [`Relay::pause`].
+    /// [`Relay::pause`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::pause`].
     pub async fn pause(&self, queue: &str) -> Result<()> {
         self.engine.run_async(self.engine.pause_op(queue, true)?).await
     }
 
-    /// [`Relay::resume`].
+    /// [`Relay::resume`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::resume`].
     pub async fn resume(&self, queue: &str) -> Result<()> {
         self.engine.run_async(self.engine.pause_op(queue, false)?).await
     }
 
-    /// [`Relay::set_queue_limits`].
+    /// [`Relay::set_queue_limits`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::set_queue_limits`].
     pub async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
         self.engine.run_async(self.engine.limits_op(queue, limits)?).await
     }
 
-    /// [`Relay::add_schedule`].
+    /// [`Relay::add_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::add_schedule`].
     pub async fn add_schedule(&self, schedule: NewSchedule) -> Result<Schedule> {
         self.engine.run_async(self.engine.add_schedule_op(schedule)?).await
     }
 
-    /// [`Relay::remove_schedule`].
+    /// [`Relay::remove_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::remove_schedule`].
     pub async fn remove_schedule(&self, name: &str) -> Result<()> {
         self.engine.run_async(self.engine.remove_schedule_op(name)).await
     }
 
-    /// [`Relay::pause_schedule`].
+    /// [`Relay::pause_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::pause_schedule`].
     pub async fn pause_schedule(&self, name: &str) -> Result<Schedule> {
         self.engine.run_async(self.engine.pause_schedule_op(name, true)).await
     }
 
-    /// [`Relay::resume_schedule`].
+    /// [`Relay::resume_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::resume_schedule`].
     pub async fn resume_schedule(&self, name: &str) -> Result<Schedule> {
         self.engine.run_async(self.engine.pause_schedule_op(name, false)).await
     }
 
-    /// [`Relay::schedules`].
+    /// [`Relay::schedules`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::schedules`].
     pub async fn schedules(&self) -> Result<Vec<Schedule>> {
         self.read(|e| e.readers.with(|r| r.schedules())).await
     }
 
-    /// [`Relay::run_schedules`].
+    /// [`Relay::run_schedules`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::run_schedules`].
     pub async fn run_schedules(&self) -> Result<usize> {
         self.engine.run_async(self.engine.run_schedules_op()).await
     }
 
+    /// [`Relay::cancel`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::cancel`].
     pub async fn cancel(&self, id: JobId) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Cancel))
             .await
     }
 
+    /// [`Relay::retry`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry`].
     pub async fn retry(&self, id: JobId) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Retry))
             .await
     }
 
+    /// [`Relay::delete`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::delete`].
     pub async fn delete(&self, id: JobId) -> Result<()> {
         self.engine
             .run_async(self.engine.action_op(id, SimpleAction::Delete))
             .await
     }
 
+    /// [`Relay::append_event`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::append_event`].
     pub async fn append_event(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<i64> {
         self.engine
             .run_async(self.engine.append_event_op(id, kind, data)?)
             .await
     }
 
-    /// Reclaims expired leases now (the engine also does this by itself).
+    /// [`Relay::reap_expired`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::reap_expired`].
     pub async fn reap_expired(&self) -> Result<usize> {
         self.engine.run_async(self.engine.reap_op()).await
     }
 
+    /// [`Relay::get`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::get`].
     pub async fn get(&self, id: JobId) -> Result<Job> {
         self.read(move |e| e.get(id)).await
     }
 
+    /// [`Relay::events`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::events`].
     pub async fn events(&self, id: JobId) -> Result<Vec<Event>> {
         self.read(move |e| e.events(id)).await
     }
 
-    /// [`Relay::list`].
+    /// [`Relay::list`], on a blocking thread.
     ///
     /// # Errors
     ///
@@ -769,7 +1292,7 @@ impl AsyncRelay {
     ///
     /// # Errors
     ///
-    /// As [`Relay::retry_matching`].
+    /// As [`Relay::cancel_matching`].
     pub async fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
         self.read(move |e| e.bulk(&filter, crate::search::Bulk::Cancel)).await
@@ -779,13 +1302,13 @@ impl AsyncRelay {
     ///
     /// # Errors
     ///
-    /// As [`Relay::retry_matching`].
+    /// As [`Relay::delete_matching`].
     pub async fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
         self.read(move |e| e.bulk(&filter, crate::search::Bulk::Delete)).await
     }
 
-    /// [`Relay::dead_groups`].
+    /// [`Relay::dead_groups`], on a blocking thread.
     ///
     /// # Errors
     ///
@@ -795,6 +1318,11 @@ impl AsyncRelay {
         self.read(move |e| e.readers.with(|r| r.job_dead_groups(limit))).await
     }
 
+    /// [`Relay::stats`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::stats`].
     pub async fn stats(&self) -> Result<Stats> {
         self.read(Engine::stats).await
     }
@@ -822,6 +1350,7 @@ impl AsyncRelay {
             .map_err(|_| Error::Closed)?
     }
 
+    /// As [`Relay::metrics`].
     pub fn metrics(&self) -> Metrics {
         self.engine.deliver.counters.snapshot()
     }

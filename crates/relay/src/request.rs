@@ -43,6 +43,10 @@ enum When {
 }
 
 impl NewJob {
+    /// A job of `kind` for `queue`, carrying `payload` (bytes, JSON by
+    /// convention): priority 1, ready now, the Relay's
+    /// [`Options::default_max_attempts`](crate::Options::default_max_attempts)
+    /// attempts, no unique key. Nothing is checked until it is submitted.
     pub fn new(queue: impl Into<String>, kind: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
         Self {
             queue: queue.into(),
@@ -66,11 +70,13 @@ impl NewJob {
     /// that is later). If one of them ends DEAD or CANCELLED, this job is
     /// CANCELLED with the reason in its event log, unless
     /// [`NewJob::on_dependency_failure`] says to run it anyway. Jobs that
-    /// have already succeeded count as done. At most 10,000 ids; each must
-    /// name an existing job, or the submit is refused with
+    /// have already succeeded count as done. At most 10,000 ids, or the
+    /// submit is refused with
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) (field
-    /// `depends_on`) and nothing is written. Since a job can only depend
-    /// on jobs that exist before it, dependencies never form a cycle.
+    /// `depends_on`); each must name an existing job, or it is refused with
+    /// [`Error::DependencyNotFound`](crate::Error::DependencyNotFound).
+    /// Either way nothing is written. Since a job can only depend on jobs
+    /// that exist before it, dependencies never form a cycle.
     #[must_use]
     pub fn depends_on(mut self, ids: impl IntoIterator<Item = JobId>) -> Self {
         self.depends_on.extend(ids);
@@ -110,14 +116,20 @@ impl NewJob {
         self
     }
 
+    /// Attempts the job gets (1-1000) before a failure makes it DEAD;
+    /// default the Relay's
+    /// [`Options::default_max_attempts`](crate::Options::default_max_attempts)
+    /// (20 by default). Anything outside 1-1000 is refused at submit with
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) (field
+    /// `max_attempts`), and nothing is written.
     #[must_use]
     pub fn max_attempts(mut self, n: u32) -> Self {
         self.max_attempts = Some(n);
         self
     }
 
-    /// While a job with this key is READY or LEASED, submitting the key
-    /// again returns that job's id and creates nothing.
+    /// While a job with this key is unfinished (WAITING, READY or LEASED),
+    /// submitting the key again returns that job's id and creates nothing.
     #[must_use]
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
@@ -240,7 +252,10 @@ pub(crate) struct ValidJob {
 /// already holding the submit's unique key (nothing new was written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Submitted {
+    /// The job's id: the new job's, or the one found.
     pub id: JobId,
+    /// True when an unfinished job already held the submit's unique key:
+    /// `id` is that job's, and nothing was written.
     pub existing: bool,
 }
 
@@ -270,6 +285,8 @@ pub const MAX_LEASE_BATCH: u32 = 1000;
 pub const MAX_WAIT: Duration = Duration::from_secs(3600);
 
 impl LeaseRequest {
+    /// A request for one job from `queues` (1-64 names), leased for 30 s,
+    /// without waiting. Nothing is checked until it is used.
     pub fn new<Q: Into<String>>(queues: impl IntoIterator<Item = Q>) -> Self {
         Self {
             queues: queues.into_iter().map(Into::into).collect(),
@@ -355,16 +372,28 @@ pub(crate) struct ValidLease {
 /// A job handed to a worker, with the token that fences its lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeasedJob {
+    /// The job's id.
     pub id: JobId,
+    /// This lease's fencing token: pass it to `ack`, `nack`, `extend`,
+    /// `release` and `snooze`. A later lease of the job gets a larger one,
+    /// and this one is then refused.
     pub token: LeaseToken,
+    /// The queue the job was submitted to.
     pub queue: String,
+    /// What kind of work it is (the worker runtime picks a handler by it).
     pub kind: String,
+    /// The bytes it was submitted with.
     pub payload: Vec<u8>,
+    /// Its priority class, 0-3.
     pub priority: Priority,
     /// 1 for the first attempt.
     pub attempt: u32,
+    /// Attempts it gets before a failure makes it DEAD.
     pub max_attempts: u32,
+    /// When this lease expires unless extended; after it the token is
+    /// refused and the job is leased again.
     pub expires_at: Timestamp,
+    /// When the job was submitted.
     pub created_at: Timestamp,
     /// How long this lease lasts: the job's own (see [`NewJob::lease_for`])
     /// or the request's. Heartbeats renew it by as much.
@@ -403,8 +432,11 @@ impl LeasedJob {
 /// The outcome of one leased job, for [`crate::Relay::complete_batch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
+    /// The leased job.
     pub id: JobId,
+    /// The token of its lease ([`LeasedJob::token`]).
     pub token: LeaseToken,
+    /// What to record.
     pub outcome: CompletionOutcome,
 }
 
@@ -412,18 +444,29 @@ pub struct Completion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionOutcome {
     /// Like `ack`.
-    Ack { result: Option<Vec<u8>> },
+    Ack {
+        /// The job's result, if any.
+        result: Option<Vec<u8>>,
+    },
     /// Like `nack` (or `nack_permanent` when `permanent`).
     Nack {
+        /// Why the attempt failed (kept as the job's last error).
         error: String,
+        /// Run again after this long instead of the back-off policy's
+        /// delay.
         retry_in: Option<Duration>,
+        /// No retry can fix it: the job becomes DEAD now.
         permanent: bool,
     },
     /// Like `snooze`: READY again after `delay`, the attempt not counted.
-    Snooze { delay: Duration },
+    Snooze {
+        /// How long until the job may be leased again.
+        delay: Duration,
+    },
 }
 
 impl Completion {
+    /// Succeeded, with an optional result: as [`crate::Relay::ack`].
     pub fn ack(id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Self {
         Self {
             id,
@@ -432,6 +475,8 @@ impl Completion {
         }
     }
 
+    /// Failed, to be retried after `retry_in` (or the back-off policy's delay)
+    /// unless its attempts are spent: as [`crate::Relay::nack`].
     pub fn nack(id: JobId, token: LeaseToken, error: impl Into<String>, retry_in: Option<Duration>) -> Self {
         Self {
             id,
@@ -444,6 +489,8 @@ impl Completion {
         }
     }
 
+    /// Put back for later, the attempt not counted: as
+    /// [`crate::Relay::snooze`].
     pub fn snooze(id: JobId, token: LeaseToken, delay: Duration) -> Self {
         Self {
             id,
@@ -452,6 +499,7 @@ impl Completion {
         }
     }
 
+    /// Failed for good, DEAD now: as [`crate::Relay::nack_permanent`].
     pub fn nack_permanent(id: JobId, token: LeaseToken, error: impl Into<String>) -> Self {
         Self {
             id,

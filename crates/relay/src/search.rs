@@ -5,7 +5,7 @@
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use relay_store::JobFilter;
+use relay_core::read::JobFilter;
 
 /// Jobs a bulk action takes per transaction: small enough that the batch
 /// it shares with other callers' operations stays short (at 500 a chunk

@@ -31,7 +31,7 @@ pub(crate) fn current() -> Option<String> {
 /// Makes `traceparent` the (remote) parent of `span`. A value that does
 /// not parse is passed over (it was checked at submit; a hand-edited row
 /// must not stop the job).
-#[cfg(feature = "opentelemetry")]
+#[cfg(all(feature = "worker", feature = "opentelemetry"))]
 pub(crate) fn set_parent(span: &tracing::Span, traceparent: &str) {
     use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
     use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -54,5 +54,5 @@ pub(crate) fn set_parent(span: &tracing::Span, traceparent: &str) {
     }
 }
 
-#[cfg(not(feature = "opentelemetry"))]
+#[cfg(all(feature = "worker", not(feature = "opentelemetry")))]
 pub(crate) fn set_parent(_span: &tracing::Span, _traceparent: &str) {}

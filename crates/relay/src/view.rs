@@ -45,6 +45,12 @@ fn ms(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A job: `{"id", "queue", "kind", "state", "priority", "attempts",
+/// "max_attempts", "ready_at", "created_at", "finished_at", "unique_key",
+/// "lease_token", "lease_expires_at", "leased_by", "last_error",
+/// "lease_for_ms", "timeout_ms", "traceparent", "tags", "waiting_on",
+/// "payload" (or "payload_base64"), "result" (or "result_base64")}`, with
+/// `null` for what the job lacks.
 pub fn job(j: &Job) -> Value {
     let s = &j.status;
     let lease = s.lease.as_ref();
@@ -74,6 +80,10 @@ pub fn job(j: &Job) -> Value {
     Value::Object(obj)
 }
 
+/// A leased job, as a worker receives it: `{"id", "token", "queue", "kind",
+/// "priority", "attempt", "max_attempts", "lease_expires_at",
+/// "lease_for_ms", "timeout_ms", "traceparent", "payload" (or
+/// "payload_base64")}`.
 pub fn leased(l: &LeasedJob) -> Value {
     let mut obj = Map::new();
     obj.insert("id".into(), json!(l.id));
@@ -160,6 +170,7 @@ pub fn dead_group(g: &crate::DeadGroup) -> Value {
         "newest": g.newest, "last_at": time(g.last_at)})
 }
 
+/// An event of a job's log: `{"job_id", "seq", "at", "kind", "data"}`.
 pub fn event(e: &Event) -> Value {
     json!({"job_id": e.job_id, "seq": e.seq, "at": time(e.at), "kind": e.kind, "data": e.data})
 }

@@ -16,6 +16,7 @@ pub type JobResult = Result<Option<Vec<u8>>, JobError>;
 /// failure using the back-off policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobError {
+    /// What went wrong: recorded as the job's last error.
     pub message: String,
     /// Retry after this long instead of the back-off policy's delay.
     pub retry_in: Option<Duration>,
@@ -66,6 +67,7 @@ impl JobError {
         }
     }
 
+    /// Retry after `d` instead of the back-off policy's delay.
     #[must_use]
     pub fn retry_in(mut self, d: Duration) -> Self {
         self.retry_in = Some(d);
@@ -114,23 +116,33 @@ impl JobContext {
         }
     }
 
+    /// The leased job: its id, token, payload, attempt, lease...
     pub fn job(&self) -> &LeasedJob {
         &self.job
     }
 
+    /// The job's id.
     pub fn id(&self) -> crate::JobId {
         self.job.id
     }
 
+    /// The job's kind.
     pub fn kind(&self) -> &str {
         &self.job.kind
     }
 
+    /// The bytes the job was submitted with.
     pub fn payload(&self) -> &[u8] {
         &self.job.payload
     }
 
     /// The payload parsed as JSON into `T`.
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`JobError`] when the payload is not JSON of that shape:
+    /// returned from the handler with `?`, it makes the job DEAD at once (no
+    /// retry can fix its payload).
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, JobError> {
         serde_json::from_slice(&self.job.payload)
             .map_err(|e| JobError::permanent(format!("payload is not the expected JSON: {e}")))
@@ -150,12 +162,23 @@ impl JobContext {
         self.job.traceparent.as_deref()
     }
 
-    /// Appends an event (progress, a log line) to the job's event log.
-    /// Blocks until it is committed; from async code use `event_async`.
+    /// Appends an event (progress, a log line) to the job's event log;
+    /// returns its sequence number. Blocks until it is committed; from async
+    /// code use [`JobContext::event_async`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::append_event`]. The lease is not checked: the event is
+    /// recorded even after the lease is lost, as long as the job exists.
     pub fn event(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
         self.relay.append_event(self.job.id, kind, data)
     }
 
+    /// [`JobContext::event`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::append_event`].
     pub async fn event_async(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
         self.relay.to_async().append_event(self.job.id, kind, data).await
     }

@@ -286,6 +286,20 @@ impl Worker {
 
     /// Runs until shut down (by the handle, or SIGINT/SIGTERM), on a runtime
     /// of its own. Returns the final counts.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: the worker is misconfigured (`concurrency`
+    ///   outside 1-4096, no handler, `lease_for` under 30 ms or above 24 h,
+    ///   no queue or more than 64, a bad queue or worker name), or `run` was
+    ///   called inside a Tokio runtime (call [`Worker::run_async`] there).
+    ///   Nothing was leased.
+    /// - [`Error::Storage`]: its runtime could not be started. Nothing was
+    ///   leased.
+    ///
+    /// Errors met while running (a failed lease, a lost lease, an outcome
+    /// that could not be recorded) are logged and counted, not returned: a job
+    /// whose outcome was not recorded runs again after its lease expires.
     pub fn run(self) -> Result<WorkerStatsSnapshot> {
         self.check()?;
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -316,7 +330,14 @@ impl Worker {
     }
 
     /// Runs on the caller's tokio runtime (which needs its time driver and,
-    /// for sync handlers, blocking threads).
+    /// for sync handlers, blocking threads), until shut down. Returns the
+    /// final counts.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] when the worker is misconfigured (see
+    /// [`Worker::run`]); nothing was leased. Errors met while running are
+    /// logged and counted, not returned.
     pub async fn run_async(self) -> Result<WorkerStatsSnapshot> {
         self.check()?;
         run::Pool::new(self).run().await

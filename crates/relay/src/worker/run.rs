@@ -14,18 +14,29 @@ use tokio::task::JoinSet;
 /// Live counters of a worker.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
+    /// Jobs acked.
     pub succeeded: AtomicU64,
+    /// Jobs nacked and to be retried.
     pub failed: AtomicU64,
+    /// Jobs nacked for good (attempts spent, permanent, or no handler).
     pub dead: AtomicU64,
+    /// Jobs given back untried at shutdown.
     pub released: AtomicU64,
+    /// Jobs put back for later by their handlers ([`JobError::snooze`]).
     pub snoozed: AtomicU64,
+    /// Jobs whose outcome was not recorded: the lease was lost (another
+    /// worker may hold the job, or it finished meanwhile), or the call
+    /// failed (the job runs again after its lease expires).
     pub lost: AtomicU64,
+    /// Jobs running now: their handlers started, their outcomes not yet
+    /// recorded.
     pub in_flight: AtomicU64,
 }
 
 /// The counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WorkerStatsSnapshot {
+    /// Acked.
     pub succeeded: u64,
     /// Nacked and to be retried.
     pub failed: u64,
@@ -37,10 +48,12 @@ pub struct WorkerStatsSnapshot {
     pub snoozed: u64,
     /// The lease was lost before the outcome could be recorded.
     pub lost: u64,
+    /// Running: handler started, outcome not yet recorded.
     pub in_flight: u64,
 }
 
 impl WorkerStats {
+    /// The counters now (each read on its own: not one atomic moment).
     pub fn snapshot(&self) -> WorkerStatsSnapshot {
         WorkerStatsSnapshot {
             succeeded: self.succeeded.load(Relaxed),
@@ -57,18 +70,23 @@ impl WorkerStats {
 /// What became of one job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// Acked.
     Succeeded,
     /// Nacked; it will run again.
     Failed {
+        /// The handler's error, as recorded.
         error: String,
     },
     /// Nacked for good.
     Dead {
+        /// The handler's error, as recorded.
         error: String,
     },
+    /// Given back untried at shutdown: READY again at once.
     Released,
     /// Put back for later by its handler; runs again after `delay`.
     Snoozed {
+        /// How long until the job may be leased again.
         delay: Duration,
     },
     /// The lease was gone when the outcome was reported.
@@ -78,10 +96,16 @@ pub enum Outcome {
 /// One finished job, for logs and progress displays.
 #[derive(Debug, Clone)]
 pub struct Finished {
+    /// The job's id.
     pub id: JobId,
+    /// Its kind.
     pub kind: String,
+    /// Which attempt this was (1 for the first).
     pub attempt: u32,
+    /// What became of it.
     pub outcome: Outcome,
+    /// From the start of its handler to its recorded outcome (zero for a
+    /// job released at shutdown).
     pub took: Duration,
 }
 
@@ -527,6 +551,7 @@ async fn heartbeat(relay: AsyncRelay, ctx: JobContext, lease_for: Duration) {
     }
 }
 
+#[cfg(unix)]
 async fn listen_for_signals(shutdown: Shutdown) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
@@ -540,4 +565,13 @@ async fn listen_for_signals(shutdown: Shutdown) {
         }
         shutdown.graceful();
     }
+}
+
+/// Elsewhere, Ctrl-C (Windows' console control events).
+#[cfg(not(unix))]
+async fn listen_for_signals(shutdown: Shutdown) {
+    while tokio::signal::ctrl_c().await.is_ok() {
+        shutdown.graceful();
+    }
+    tracing::warn!("cannot listen for Ctrl-C; use the shutdown handle");
 }

@@ -44,6 +44,7 @@ impl Shutdown {
         self.tx.send_replace(Phase::Stopping);
     }
 
+    /// True once a shutdown, graceful or not, has been asked for.
     pub fn is_requested(&self) -> bool {
         *self.tx.borrow() != Phase::Running
     }
