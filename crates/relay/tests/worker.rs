@@ -226,6 +226,35 @@ fn timeouts_nack_sync_and_async_handlers() {
     }
 }
 
+/// A kind's timeout holds whether it is set before or after its handler,
+/// and for a kind the fallback handler runs (it was dropped when set
+/// first).
+#[test]
+fn a_timeout_set_before_its_handler_holds() {
+    let (_d, relay) = open();
+    let early = submit(&relay, "early", "", 1);
+    let other = submit(&relay, "other", "", 1);
+    let slow = |_: &relay::worker::JobContext| {
+        std::thread::sleep(Duration::from_millis(3_000));
+        Ok(None)
+    };
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(2)
+        .timeout("early", Duration::from_millis(100))
+        .timeout("other", Duration::from_millis(150))
+        .handler("early", slow)
+        .fallback_handler(slow);
+    let r = relay.clone();
+    run_until(w, move || finished(&r, early) && finished(&r, other));
+    for (id, want) in [(early, "timed out after 100ms"), (other, "timed out after 150ms")] {
+        let job = relay.get(id).unwrap();
+        assert_eq!(
+            (job.state(), job.status.last_error.as_deref()),
+            (JobState::Dead, Some(want))
+        );
+    }
+}
+
 #[test]
 fn a_kind_without_handler_is_dead_at_once() {
     let (_d, relay) = open();

@@ -76,7 +76,6 @@ pub(crate) enum Handler {
 #[derive(Clone)]
 pub(crate) struct Registered {
     pub handler: Handler,
-    pub timeout: Option<Duration>,
 }
 
 /// A pool of handlers working the given queues. Configure, then [`Worker::run`].
@@ -91,6 +90,8 @@ pub struct Worker {
     pub(crate) prefetch: usize,
     pub(crate) handlers: HashMap<String, Registered>,
     pub(crate) fallback: Option<Registered>,
+    /// Per kind, set by [`Worker::timeout`] (before or after its handler).
+    pub(crate) timeouts: HashMap<String, Duration>,
     pub(crate) default_timeout: Option<Duration>,
     pub(crate) signals: bool,
     pub(crate) shutdown: Shutdown,
@@ -130,6 +131,7 @@ impl Worker {
             prefetch: 0,
             handlers: HashMap::new(),
             fallback: None,
+            timeouts: HashMap::new(),
             default_timeout: None,
             signals: true,
             shutdown: Shutdown::default(),
@@ -194,7 +196,6 @@ impl Worker {
             kind.into(),
             Registered {
                 handler: Handler::Sync(Arc::new(f)),
-                timeout: None,
             },
         );
         self
@@ -212,7 +213,6 @@ impl Worker {
             kind.into(),
             Registered {
                 handler: Handler::Async(f),
-                timeout: None,
             },
         );
         self
@@ -226,18 +226,16 @@ impl Worker {
     {
         self.fallback = Some(Registered {
             handler: Handler::Sync(Arc::new(f)),
-            timeout: None,
         });
         self
     }
 
     /// Jobs of `kind` that run longer than `d` are nacked with a timeout
-    /// error. Set it after registering the handler.
+    /// error (a job's own timeout, given at submit, comes first). Set before
+    /// or after the kind's handler, or for a kind the fallback handler runs.
     #[must_use]
-    pub fn timeout(mut self, kind: &str, d: Duration) -> Self {
-        if let Some(r) = self.handlers.get_mut(kind) {
-            r.timeout = Some(d);
-        }
+    pub fn timeout(mut self, kind: impl Into<String>, d: Duration) -> Self {
+        self.timeouts.insert(kind.into(), d);
         self
     }
 

@@ -234,7 +234,7 @@ impl Pool {
         let timeout = b
             .job
             .timeout
-            .or_else(|| registered.as_ref().and_then(|r| r.timeout))
+            .or_else(|| self.w.timeouts.get(&b.job.kind).copied())
             .or(self.w.default_timeout);
         let run = JobRun {
             ctx: b.ctx,
