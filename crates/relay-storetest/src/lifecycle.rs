@@ -424,6 +424,21 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
         .complete_batch(vec![relay::Completion::ack(c.id, c.token, Some(vec![0; 2 << 20]))])
         .unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)));
+    // One completion alone: its status, or its own error.
+    let snoozed = relay
+        .complete(relay::Completion::snooze(c.id, c.token, Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!((snoozed.state, snoozed.attempts), (JobState::Ready, 0));
+    let again = relay.complete(relay::Completion::ack(c.id, c.token, None)).unwrap_err();
+    assert!(
+        matches!(again, Error::InvalidState { .. } | Error::LeaseLost { .. }),
+        "{again:?}"
+    );
+    assert_eq!(
+        relay.get(c.id).unwrap().state(),
+        JobState::Ready,
+        "the refused ack changed nothing"
+    );
 }
 
 pub fn finished_jobs_are_pruned_after_retention(new_db: &NewDb) {

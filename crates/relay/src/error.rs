@@ -91,6 +91,18 @@ pub enum Error {
     /// submit with a `unique_key` so that it cannot run twice.
     #[error("commit failed, so this change may or may not be on disk: {0}")]
     MaybeApplied(#[source] Arc<StoreError>),
+    /// The operating system would not give Relay a thread or a runtime it
+    /// needs (the process is out of memory or at its thread limit). Nothing
+    /// was changed; free resources (or lower `concurrency`) and retry.
+    #[error("cannot start {what}: {source} (the process is out of threads or memory)")]
+    Resources {
+        /// What could not be started ("the relay-writer thread", "the
+        /// worker runtime").
+        what: String,
+        /// The system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
     /// The Relay was closed, or its writer thread stopped before it
     /// answered (it panicked). A change sent before that may or may not
     /// have been applied: read it back.
@@ -102,6 +114,14 @@ impl Error {
     /// True when the error lost the whole batch (not just one operation).
     pub(crate) fn is_batch_fatal(&self) -> bool {
         matches!(self, Self::Storage(_) | Self::Busy)
+    }
+
+    /// A thread or runtime, named by `what`, that could not be started.
+    pub(crate) fn resources(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Resources {
+            what: what.into(),
+            source: Arc::new(source),
+        }
     }
 
     pub(crate) fn open(e: StoreError) -> Self {

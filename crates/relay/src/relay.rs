@@ -527,6 +527,19 @@ impl Relay {
         self.engine.run(self.engine.complete_op(batch)?)
     }
 
+    /// Records one [`Completion`] (an ack, nack or snooze built as a value,
+    /// e.g. by code that decides the outcome in one place and reports it in
+    /// another); returns the job's new status.
+    ///
+    /// # Errors
+    ///
+    /// What [`Relay::ack`], [`Relay::nack`], [`Relay::nack_permanent`] or
+    /// [`Relay::snooze`] returns for the same outcome, leaving the job in
+    /// the same state.
+    pub fn complete(&self, completion: Completion) -> Result<JobStatus> {
+        single(self.complete_batch(vec![completion])?)
+    }
+
     /// Extends the lease to `lease_for` from now (not from its current
     /// expiry); returns the new expiry.
     ///
@@ -1084,6 +1097,15 @@ impl AsyncRelay {
         self.engine.run_async(self.engine.complete_op(batch)?).await
     }
 
+    /// [`Relay::complete`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete`].
+    pub async fn complete(&self, completion: Completion) -> Result<JobStatus> {
+        single(self.complete_batch(vec![completion]).await?)
+    }
+
     /// [`Relay::extend`], as a future.
     ///
     /// # Errors
@@ -1419,4 +1441,9 @@ impl Engine {
 
 fn first<T>(items: Vec<T>) -> Result<T> {
     items.into_iter().next().ok_or(Error::Closed)
+}
+
+/// The one answer of a batch of one.
+fn single(mut answers: Vec<Result<JobStatus>>) -> Result<JobStatus> {
+    answers.pop().unwrap_or(Err(Error::Closed))
 }

@@ -293,12 +293,10 @@ impl Drop for InFlight<'_> {
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| {
-        Error::Storage(Arc::new(relay_store::StoreError::Io {
-            message: format!("cannot start the {name} thread"),
-            source: Box::new(e),
-        }))
-    })
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| Error::resources(format!("the {name} thread"), e))
 }
 
 impl Drop for Engine {

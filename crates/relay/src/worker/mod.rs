@@ -292,7 +292,7 @@ impl Worker {
     ///   no queue or more than 64, a bad queue or worker name), or `run` was
     ///   called inside a Tokio runtime (call [`Worker::run_async`] there).
     ///   Nothing was leased.
-    /// - [`Error::Storage`]: its runtime could not be started. Nothing was
+    /// - [`Error::Resources`]: its runtime could not be started. Nothing was
     ///   leased.
     ///
     /// Errors met while running (a failed lease, a lost lease, an outcome
@@ -314,12 +314,7 @@ impl Worker {
             .thread_name("relay-worker")
             .enable_all()
             .build()
-            .map_err(|e| {
-                Error::Storage(Arc::new(relay_store::StoreError::Io {
-                    message: "cannot start the worker runtime".into(),
-                    source: Box::new(e),
-                }))
-            })?;
+            .map_err(|e| Error::resources("the worker runtime", e))?;
         let result = rt.block_on(self.run_async());
         // A blocking handler that never returned must not keep the process
         // alive: its job was released, and it will be refused if it ends.
