@@ -43,10 +43,8 @@
 
 #![warn(missing_docs)]
 
-mod calls;
 mod engine;
 mod error;
-mod ops;
 mod options;
 mod relay;
 mod request;

@@ -2,7 +2,7 @@
 //! Both are cheap to clone and share one engine; the engine closes (after
 //! committing everything already sent) when the last handle is dropped.
 
-use crate::calls::SimpleAction;
+use crate::engine::calls::{AfterFailure, SimpleAction};
 use crate::engine::metrics::Metrics;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -430,11 +430,11 @@ impl Relay {
         let req = req.validate(&self.engine.options.limits)?;
         let deadline = Instant::now() + req.wait;
         loop {
-            let seen = self.engine.deliver.signal.generation();
+            let seen = self.engine.deliver.ready.generation();
             let batch = self.engine.run(self.engine.lease_op(req.clone()))?;
             match self.engine.wait_until(&batch, deadline) {
                 None => return Ok(batch.jobs),
-                Some(until) => self.engine.deliver.signal.wait(seen, until),
+                Some(until) => self.engine.deliver.ready.wait(seen, until),
             }
         }
     }
@@ -489,7 +489,8 @@ impl Relay {
     ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
     ///   [`Relay`]).
     pub fn nack(&self, id: JobId, token: LeaseToken, error: &str, retry_in: Option<Duration>) -> Result<JobStatus> {
-        self.engine.run(self.engine.nack_op(id, token, error, retry_in, false))
+        self.engine
+            .run(self.engine.nack_op(id, token, error, AfterFailure::Retry(retry_in)))
     }
 
     /// Reports a failure that no retry can fix: the job becomes DEAD now.
@@ -499,7 +500,8 @@ impl Relay {
     ///
     /// As [`Relay::nack`].
     pub fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
-        self.engine.run(self.engine.nack_op(id, token, error, None, true))
+        self.engine
+            .run(self.engine.nack_op(id, token, error, AfterFailure::Dead))
     }
 
     /// Acks, nacks and snoozes many leased jobs in one operation (one trip to
@@ -1031,12 +1033,12 @@ impl AsyncRelay {
         let deadline = Instant::now() + req.wait;
         let mut stop = std::pin::pin!(stop);
         loop {
-            let seen = self.engine.deliver.signal.generation();
+            let seen = self.engine.deliver.ready.generation();
             let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
             let Some(until) = self.engine.wait_until(&batch, deadline) else {
                 return Ok(batch.jobs);
             };
-            let mut woken = std::pin::pin!(self.engine.deliver.signal.wait_async(seen, until));
+            let mut woken = std::pin::pin!(self.engine.deliver.ready.wait_async(seen, until));
             // Whichever comes first: a wake-up (or the deadline), or `stop`.
             let stopped = std::future::poll_fn(|cx| {
                 if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
@@ -1073,7 +1075,7 @@ impl AsyncRelay {
         retry_in: Option<Duration>,
     ) -> Result<JobStatus> {
         self.engine
-            .run_async(self.engine.nack_op(id, token, error, retry_in, false))
+            .run_async(self.engine.nack_op(id, token, error, AfterFailure::Retry(retry_in)))
             .await
     }
 
@@ -1084,7 +1086,7 @@ impl AsyncRelay {
     /// As [`Relay::nack_permanent`].
     pub async fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
         self.engine
-            .run_async(self.engine.nack_op(id, token, error, None, true))
+            .run_async(self.engine.nack_op(id, token, error, AfterFailure::Dead))
             .await
     }
 

@@ -2,8 +2,10 @@
 //! pool, wake-ups for waiting lessees, and the typed calls that connect the
 //! API to the writer. Written once for every store.
 
+pub(crate) mod calls;
 pub(crate) mod durable;
 pub(crate) mod metrics;
+pub(crate) mod ops;
 pub(crate) mod plan;
 pub(crate) mod readers;
 pub(crate) mod signal;
@@ -16,7 +18,7 @@ use metrics::Counters;
 pub(crate) use plan::{Hint, Plan};
 use readers::Readers;
 use relay_store::Backend;
-use signal::Signal;
+use signal::ReadySignal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
@@ -63,7 +65,7 @@ pub(crate) struct Engine {
     /// (`Backend::writers`); closed like the first.
     extra: Vec<(Arc<Mutex<Writer>>, JoinHandle<()>)>,
     caller_commits: bool,
-    /// The wake-up signal, the counters, and the sync of split commits.
+    /// The ready signal (wakes waiting lessees), the counters, and the sync of split commits.
     pub deliver: Deliver,
     /// Operations sent (or being committed by their caller) and not yet answered.
     in_flight: AtomicUsize,
@@ -87,7 +89,7 @@ impl Engine {
         let rx_for_thread = rx.clone();
         let (replies, answered) = flume::unbounded();
         let (recycle, recycled) = flume::bounded(4);
-        let signal = Arc::new(Signal::new());
+        let ready = Arc::new(ReadySignal::new());
         let counters = Arc::new(Counters::default());
         let deliver = Deliver {
             syncer: store.syncer(),
@@ -97,12 +99,12 @@ impl Engine {
                 Durability::new(Box::new(move || backend.quarantine()), shared)
             }),
             counters: Arc::clone(&counters),
-            signal: Arc::clone(&signal),
+            ready: Arc::clone(&ready),
             sync_turn: Arc::default(),
         };
-        let reply_signal = Arc::clone(&signal);
+        let reply_ready = Arc::clone(&ready);
         let replier = spawn("relay-replier", move || {
-            writer::reply_loop(answered, recycle, reply_signal)
+            writer::reply_loop(answered, recycle, reply_ready)
         })?;
         // A split commit adds a stage: writer -> fsync -> replies.
         let (replies, syncer_thread) = if deliver.syncer.is_some() {
@@ -148,9 +150,9 @@ impl Engine {
             writer::run(&thread_writer, &thread_rx, &thread_deliver, reap_interval)
         })?;
         let readers = Readers::new(Arc::clone(&backend), Arc::clone(&deliver.durability));
-        let wake_signal = Arc::clone(&signal);
+        let others_ready = Arc::clone(&ready);
         let watch = backend
-            .watch_ready(Box::new(move || wake_signal.notify()))
+            .watch_ready(Box::new(move || others_ready.notify()))
             .map_err(Error::open)?;
         Ok(Self {
             tx: Some(tx),

@@ -9,13 +9,13 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 #[derive(Debug)]
-pub(crate) struct Signal {
+pub(crate) struct ReadySignal {
     generation: Mutex<u64>,
     cv: Condvar,
     watch: watch::Sender<u64>,
 }
 
-impl Signal {
+impl ReadySignal {
     pub(crate) fn new() -> Self {
         Self {
             generation: Mutex::new(0),
@@ -53,7 +53,7 @@ impl Signal {
         }
     }
 
-    /// The async form of [`Signal::wait`].
+    /// The async form of [`ReadySignal::wait`].
     pub(crate) async fn wait_async(&self, seen: u64, until: Instant) {
         let mut rx = self.watch.subscribe();
         if *rx.borrow_and_update() != seen {
@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn notify_wakes_a_waiter_and_stale_generation_returns_at_once() {
-        let s = Arc::new(Signal::new());
+        let s = Arc::new(ReadySignal::new());
         let seen = s.generation();
         let s2 = Arc::clone(&s);
         let t = std::thread::spawn(move || {

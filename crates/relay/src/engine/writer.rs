@@ -18,9 +18,9 @@
 use super::durable::{self, Durability};
 use super::metrics::Counters;
 use super::plan::{Hint, Plan};
-use super::signal::Signal;
+use super::signal::ReadySignal;
+use crate::engine::ops;
 use crate::error::{Error, Result};
-use crate::ops;
 use crate::options::Options;
 use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
 use relay_store::{CommitFailed, Store, StoreError, Syncer, WriterStore};
@@ -34,7 +34,7 @@ pub(crate) struct BatchCtx<'a> {
     pub options: &'a Options,
     rng: &'a mut fastrand::Rng,
     /// Set by an operation that made a job ready to lease now.
-    pub woke: bool,
+    pub made_ready: bool,
     /// This batch also prunes finished jobs past their retention.
     pub prune_due: bool,
     /// This batch also enqueues the jobs of due schedules.
@@ -128,7 +128,7 @@ pub(crate) struct Answered {
     ops: Vec<Box<dyn Operation>>,
     outcome: Result<()>,
     /// A job became ready: wake waiting lessees.
-    wake: bool,
+    made_ready: bool,
     /// The commit's number when it still needs its fsync (a split commit).
     unsynced: Option<u64>,
 }
@@ -150,7 +150,7 @@ impl Answered {
                 self.sync_failed(&e);
             }
         }
-        answer(&mut self.ops, &self.outcome, self.wake, &d.signal);
+        answer(&mut self.ops, &self.outcome, self.made_ready, &d.ready);
     }
 }
 
@@ -161,10 +161,10 @@ impl Answered {
 pub(crate) fn reply_loop(
     rx: flume::Receiver<Answered>,
     recycle: flume::Sender<Vec<Box<dyn Operation>>>,
-    signal: Arc<Signal>,
+    ready: Arc<ReadySignal>,
 ) {
     for mut done in rx {
-        answer(&mut done.ops, &done.outcome, done.wake, &signal);
+        answer(&mut done.ops, &done.outcome, done.made_ready, &ready);
         let _ = recycle.try_send(done.ops);
     }
 }
@@ -185,7 +185,7 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
         }
         for done in pending.drain(..) {
             if let Err(flume::SendError(mut lost)) = replies.send(done) {
-                answer(&mut lost.ops, &lost.outcome, lost.wake, &d.signal);
+                answer(&mut lost.ops, &lost.outcome, lost.made_ready, &d.ready);
             }
         }
     }
@@ -205,9 +205,9 @@ const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 /// the thread that committed them, not handed on.
 const REPLY_INLINE_MAX: usize = 2;
 
-fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, wake: bool, signal: &Signal) {
-    if outcome.is_ok() && wake {
-        signal.notify();
+fn answer(ops: &mut Vec<Box<dyn Operation>>, outcome: &Result<()>, made_ready: bool, ready: &ReadySignal) {
+    if outcome.is_ok() && made_ready {
+        ready.notify();
     }
     for op in ops.drain(..) {
         op.finish(outcome.clone());
@@ -221,7 +221,7 @@ pub(crate) struct Deliver {
     pub syncer: Option<Arc<dyn Syncer>>,
     pub durability: Arc<Durability>,
     pub counters: Arc<Counters>,
-    pub signal: Arc<Signal>,
+    pub ready: Arc<ReadySignal>,
     /// Held for the length of one sync: syncs of one file never overlap.
     pub sync_turn: Arc<std::sync::Mutex<()>>,
 }
@@ -438,13 +438,13 @@ impl Writer {
         if let Some(e) = self.deliver.durability.failure() {
             // A sync failed: writing on could make later answers durable
             // while an earlier commit is lost. Refuse everything.
-            refuse(batch, &e, &self.deliver.signal);
+            refuse(batch, &e, &self.deliver.ready);
             return None;
         }
         let mut busy_retries = 0;
         let mut unsynced = None;
         let mut instant = None;
-        let (outcome, woke) = loop {
+        let (outcome, made_ready) = loop {
             if let Err(e) = self.store.begin() {
                 let _ = self.store.rollback();
                 break (Err(e.into()), false);
@@ -459,7 +459,7 @@ impl Writer {
                 now,
                 options: &self.options,
                 rng: &mut self.rng,
-                woke: false,
+                made_ready: false,
                 prune_due,
                 tick_due,
                 corrupt_reported: &mut self.corrupt_reported,
@@ -471,18 +471,18 @@ impl Writer {
             let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
             match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused) {
                 Ok(Planned::Committed(reaped)) => {
-                    let woke = ctx.woke;
+                    let made_ready = ctx.made_ready;
                     self.committed(batch.len(), reaped);
-                    break (Ok(()), woke);
+                    break (Ok(()), made_ready);
                 }
                 Ok(Planned::CommitFailed(e)) => break (self.commit_failed(e), false),
                 Ok(Planned::Applied(reaped)) => {
-                    let woke = ctx.woke;
+                    let made_ready = ctx.made_ready;
                     if let Some(e) = self.deliver.durability.failure() {
                         // A sync failed while this batch was applied: it
                         // must not reach the file.
                         let _ = self.store.rollback();
-                        refuse(batch, &e, &self.deliver.signal);
+                        refuse(batch, &e, &self.deliver.ready);
                         return None;
                     }
                     if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
@@ -490,7 +490,7 @@ impl Writer {
                         // batch then waits for its fsync (see durable.rs).
                         unsynced = Some(self.deliver.durability.begin_commit());
                     }
-                    break (self.commit(batch.len(), reaped), woke);
+                    break (self.commit(batch.len(), reaped), made_ready);
                 }
                 Err(Error::Busy) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
                     // Another process won a race this batch planned around
@@ -511,7 +511,7 @@ impl Writer {
         let done = Answered {
             ops: Vec::new(),
             outcome,
-            wake: woke,
+            made_ready,
             unsynced,
         };
         // While the sync thread is in an fsync, a small batch goes to it too
@@ -571,7 +571,7 @@ pub(crate) fn within(
         now: options.clock.now(),
         options,
         rng: &mut rng,
-        woke: false,
+        made_ready: false,
         prune_due: false,
         tick_due: false,
         corrupt_reported: &mut reported,
@@ -590,9 +590,9 @@ pub(crate) fn within(
 
 /// Answers every operation of a batch that was not written: the Relay
 /// stopped after a failed sync.
-fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, signal: &Signal) {
+fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, ready: &ReadySignal) {
     let stopped = Err(Error::Storage(Arc::new(durable::stopped(e))));
-    answer(batch, &stopped, false, signal);
+    answer(batch, &stopped, false, ready);
 }
 
 /// Plans every operation of the batch inside the open transaction, then
@@ -684,13 +684,13 @@ fn plan_and_apply(
     }
     let left = batch.iter().any(|op| op.claims()) && plan.locks_candidates() && plan.left_candidates();
     let (changes, store) = plan.changes();
-    if ctx.woke {
+    if ctx.made_ready {
         store.notify_ready()?;
     }
     // Claim candidates this batch read and left (on PostgreSQL locked until
     // its commit, so another writer's claim may have skipped them): waiting
     // lessees of this process look again once it commits.
-    ctx.woke |= left;
+    ctx.made_ready |= left;
     if fused {
         return match store.apply_commit(&changes) {
             Ok(()) => Ok(Planned::Committed(reaped)),

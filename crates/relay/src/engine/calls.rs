@@ -1,9 +1,9 @@
 //! Each API call as a [`Pending`] operation, built once and run by both the
 //! blocking [`crate::Relay`] and the async [`crate::AsyncRelay`].
 
+use crate::engine::ops;
 use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
-use crate::ops;
 use crate::request::{
     check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, NewSchedule, ValidLease,
 };
@@ -45,15 +45,12 @@ impl Engine {
         }))
     }
 
-    pub(crate) fn nack_op(
-        &self,
-        id: JobId,
-        token: LeaseToken,
-        error: &str,
-        retry_in: Option<Duration>,
-        permanent: bool,
-    ) -> Pending<JobStatus> {
+    pub(crate) fn nack_op(&self, id: JobId, token: LeaseToken, error: &str, then: AfterFailure) -> Pending<JobStatus> {
         let error = error_text(error);
+        let (retry_in, permanent) = match then {
+            AfterFailure::Retry(after) => (after, false),
+            AfterFailure::Dead => (None, true),
+        };
         Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
             ops::act(
                 plan,
@@ -255,4 +252,14 @@ pub(crate) enum SimpleAction {
     Cancel,
     Retry,
     Delete,
+}
+
+/// What a nack does with the job.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AfterFailure {
+    /// Retry after this long, or the back-off policy's delay (`None`),
+    /// unless its attempts are spent.
+    Retry(Option<Duration>),
+    /// No retry: DEAD now.
+    Dead,
 }

@@ -83,7 +83,7 @@ fn insert(
             persist(plan, id, next, None)?;
         }
     }
-    ctx.woke |= status.state == JobState::Ready && j.ready_at <= ctx.now;
+    ctx.made_ready |= status.state == JobState::Ready && j.ready_at <= ctx.now;
     Ok(Submitted { id, existing: false })
 }
 
@@ -169,7 +169,7 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
             let status = next.status.clone();
             persist(plan, d.child, next, None)?;
             match status.state {
-                JobState::Ready => ctx.woke |= status.ready_at <= ctx.now,
+                JobState::Ready => ctx.made_ready |= status.ready_at <= ctx.now,
                 JobState::Cancelled => work.push((d.child, Some(JobState::Cancelled))),
                 _ => {}
             }
@@ -254,7 +254,7 @@ pub(crate) fn act(
     if ended {
         settle(plan, ctx, id, (!deleted).then_some(status.state))?;
     }
-    ctx.woke |= status.state == JobState::Ready && status.ready_at <= ctx.now;
+    ctx.made_ready |= status.state == JobState::Ready && status.ready_at <= ctx.now;
     Ok(status)
 }
 
@@ -327,7 +327,7 @@ pub(crate) fn set_paused(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, queue: &st
     }
     settings.paused = paused;
     plan.set_queue(queue, settings)?;
-    ctx.woke |= !paused;
+    ctx.made_ready |= !paused;
     Ok(())
 }
 
@@ -345,7 +345,7 @@ pub(crate) fn set_limits(
     }
     settings.limits = limits;
     plan.set_queue(queue, settings)?;
-    ctx.woke = true;
+    ctx.made_ready = true;
     Ok(())
 }
 
