@@ -84,20 +84,14 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
         .map_err(map_err)?;
     tx.batch_execute("CREATE TABLE IF NOT EXISTS relay_schema (version BIGINT NOT NULL)")
         .map_err(map_err)?;
-    let version: i64 = match tx.query_opt("SELECT version FROM relay_schema", &[]).map_err(map_err)? {
-        Some(row) => crate::decode::col(&row, 0, "relay_schema.version", None)?,
+    let version = match stored_version(&mut tx)? {
+        Some(v) => relay_store::decode::schema_version(v, SCHEMA_VERSION)?,
         None => {
             tx.execute("INSERT INTO relay_schema (version) VALUES (0)", &[])
                 .map_err(map_err)?;
             0
         }
     };
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
     let from = usize::try_from(version).unwrap_or(0);
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(from) {
         tx.batch_execute(sql).map_err(map_err)?;
@@ -157,20 +151,16 @@ impl Session for Client {
 }
 
 pub(crate) fn check_version(client: &mut Client) -> Result<(), StoreError> {
+    relay_store::decode::schema_version(stored_version(client)?.unwrap_or(0), SCHEMA_VERSION).map(drop)
+}
+
+/// The version in `relay_schema` (`None` before the first migration wrote it).
+fn stored_version(client: &mut impl postgres::GenericClient) -> Result<Option<i64>, StoreError> {
     let row = client
         .query_opt("SELECT version FROM relay_schema", &[])
         .map_err(map_err)?;
-    let version: i64 = match row {
-        Some(r) => crate::decode::col(&r, 0, "relay_schema.version", None)?,
-        None => 0,
-    };
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    Ok(())
+    row.map(|r| crate::decode::col(&r, 0, "relay_schema.version", None))
+        .transpose()
 }
 
 pub(crate) fn map_err(e: postgres::Error) -> StoreError {

@@ -167,7 +167,11 @@ impl Store for PgStore {
 
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.pipe.begin_now()?; // a write: never in a flight with BEGIN
-        let row = self.query_one(include_str!("../sql/job_prune.sql"), &[&before.as_millis()])?;
+        let (scan, batch) = (limit(relay_store::PRUNE_SCAN), limit(relay_store::PRUNE_BATCH));
+        let row = self.query_one(
+            include_str!("../sql/job_prune.sql"),
+            &[&before.as_millis(), &scan, &batch],
+        )?;
         let n: i64 = decode::col(&row, 0, "pruned", None)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -292,6 +296,7 @@ impl Store for PgStore {
             .iter()
             .map(|(_, l)| i64::try_from(*l).unwrap_or(i64::MAX))
             .collect();
+        let reap = limit(relay_store::REAP_BATCH);
         let mut reqs = Vec::with_capacity(5 + p.ready.len());
         if !names.is_empty() {
             reqs.push(Req::Read(&limited_st, vec![&names]));
@@ -299,7 +304,7 @@ impl Store for PgStore {
             reqs.push(Req::Read(&queues_st, vec![&names]));
         }
         if p.expired {
-            reqs.push(Req::Read(&expired_st, vec![&now]));
+            reqs.push(Req::Read(&expired_st, vec![&now, &reap]));
         }
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
@@ -449,7 +454,10 @@ impl Store for PgStore {
     }
 
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
-        let rows = self.query(include_str!("../sql/job_expired_statuses.sql"), &[&now.as_millis()])?;
+        let rows = self.query(
+            include_str!("../sql/job_expired_statuses.sql"),
+            &[&now.as_millis(), &limit(relay_store::REAP_BATCH)],
+        )?;
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()
     }
 
@@ -679,47 +687,43 @@ impl StoreReader for PgReader {
         rows.iter()
             .map(|r| {
                 let j = Some(id);
-                let raw: String = decode::col(r, 3, "event data", j)?;
-                let data = serde_json::from_str(&raw)
-                    .map_err(|e| StoreError::corrupt(j, format!("event data is not JSON: {e}")))?;
-                Ok(Event {
-                    job_id: id,
-                    seq: decode::col(r, 0, "seq", j)?,
-                    at: Timestamp::from_millis(decode::col(r, 1, "at", j)?),
-                    kind: decode::col(r, 2, "kind", j)?,
-                    data,
-                })
+                let data: String = decode::col(r, 3, "event data", j)?;
+                let (seq, at, kind) = (
+                    decode::col(r, 0, "seq", j)?,
+                    decode::col(r, 1, "at", j)?,
+                    decode::col(r, 2, "kind", j)?,
+                );
+                relay_store::decode::event(id, seq, at, kind, &data)
             })
             .collect()
     }
 
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
-        let mut out: BTreeMap<String, QueueStats> = BTreeMap::new();
-        let empty = QueueStats::empty;
         let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
-        for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
-            let queue: String = decode::col(&r, 0, "queue", None)?;
-            let raw: String = decode::col(&r, 1, "state", None)?;
-            let state = JobState::parse(&raw)
-                .ok_or_else(|| StoreError::corrupt(None, format!("queue {queue}: unknown state {raw:?}")))?;
-            let n: i64 = decode::col(&r, 2, "count", None)?;
-            out.entry(queue)
-                .or_insert_with(empty)
-                .counts
-                .insert(state, u64::try_from(n).unwrap_or(0));
-        }
+        let counts = self
+            .conn
+            .client
+            .query(&st, &[])
+            .map_err(map_err)?
+            .iter()
+            .map(|r| {
+                Ok((
+                    decode::col(r, 0, "queue", None)?,
+                    decode::col(r, 1, "state", None)?,
+                    decode::col(r, 2, "count", None)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
-        for r in self.conn.client.query(&st, &[]).map_err(map_err)? {
-            let queue: String = decode::col(&r, 0, "queue", None)?;
-            // The earliest ready_at: a due job exists exactly when it is not
-            // in the future.
-            let oldest = decode::col::<Option<i64>>(&r, 1, "ready_at", None)?.filter(|t| *t <= now.as_millis());
-            if let Some(oldest) = oldest {
-                out.entry(queue).or_insert_with(empty).oldest_ready_age =
-                    Some(now.since(Timestamp::from_millis(oldest)));
-            }
-        }
-        Ok(out)
+        let oldest = self
+            .conn
+            .client
+            .query(&st, &[])
+            .map_err(map_err)?
+            .iter()
+            .map(|r| Ok((decode::col(r, 0, "queue", None)?, decode::col(r, 1, "ready_at", None)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        relay_store::decode::queue_stats(counts, oldest, now)
     }
 
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
@@ -733,4 +737,9 @@ impl StoreReader for PgReader {
         let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
         rows.iter().map(decode::queue_settings).collect()
     }
+}
+
+/// A batch limit as the `BIGINT` a statement binds.
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -2,9 +2,10 @@
 -- SQLite re-prepare the statement each time it is bound after a reset
 -- (rusqlite's statement cache clears bindings), measured as most of the
 -- writer's CPU. The index is used all the same (tests/plan.rs).
--- The limit is a literal: a bound LIMIT would make SQLite re-prepare the
--- statement on every run.
+-- The limit is a literal, put in from relay_store::REAP_BATCH when the
+-- statement is loaded (sql.rs): a bound LIMIT would make SQLite re-prepare
+-- the statement on every run.
 SELECT id FROM jobs
 WHERE state = 'LEASED' AND lease_expires_at <= +?1
 ORDER BY lease_expires_at
-LIMIT 256
+LIMIT {REAP_BATCH}

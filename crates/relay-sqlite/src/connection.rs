@@ -185,14 +185,7 @@ pub(crate) fn check_version(conn: &Connection) -> Result<i64, StoreError> {
             reason: format!("the file belongs to another application (application_id {app:#x})"),
         });
     }
-    let version = pragma_int(conn, "user_version")?;
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::SchemaTooNew {
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    Ok(version)
+    relay_store::decode::schema_version(pragma_int(conn, "user_version")?, SCHEMA_VERSION)
 }
 
 /// Brings the schema to [`SCHEMA_VERSION`] in one transaction, so two

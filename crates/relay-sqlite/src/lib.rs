@@ -28,6 +28,9 @@ mod decode;
 mod quarantine;
 mod reader;
 mod sql;
+/// For the query-plan tests, which read the `sql/` files themselves.
+#[doc(hidden)]
+pub use sql::with_limits;
 mod sync;
 mod watch;
 mod writer;

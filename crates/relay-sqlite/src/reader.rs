@@ -110,34 +110,26 @@ impl StoreReader for SqliteReader {
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, Some(id));
-            let raw = c.text(3, "event data")?;
-            let data = serde_json::from_str(&raw)
-                .map_err(|e| StoreError::corrupt(Some(id), format!("event data is not JSON: {e}")))?;
-            out.push(Event {
-                job_id: id,
-                seq: c.int(0, "seq")?,
-                at: Timestamp::from_millis(c.int(1, "at")?),
-                kind: c.text(2, "kind")?,
-                data,
-            });
+            out.push(relay_store::decode::event(
+                id,
+                c.int(0, "seq")?,
+                c.int(1, "at")?,
+                c.text(2, "kind")?,
+                &c.text(3, "event data")?,
+            )?);
         }
         Ok(out)
     }
 
     fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
-        let mut out: BTreeMap<String, QueueStats> = BTreeMap::new();
-        let empty = QueueStats::empty;
+        let mut counts = Vec::new();
         let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_COUNTS).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
-            let queue = c.text(0, "queue")?;
-            let raw = c.text(1, "state")?;
-            let state = JobState::parse(&raw)
-                .ok_or_else(|| StoreError::corrupt(None, format!("queue {queue}: unknown state {raw:?}")))?;
-            let n = u64::try_from(c.int(2, "count")?).unwrap_or(0);
-            out.entry(queue).or_insert_with(empty).counts.insert(state, n);
+            counts.push((c.text(0, "queue")?, c.text(1, "state")?, c.int(2, "count")?));
         }
+        let mut oldest = Vec::new();
         let mut st = self
             .conn
             .prepare_cached(&crate::sql::QUEUE_OLDEST_READY)
@@ -145,15 +137,9 @@ impl StoreReader for SqliteReader {
         let mut rows = st.query([]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
-            let queue = c.text(0, "queue")?;
-            // The earliest ready_at: a due job exists exactly when it is not
-            // in the future.
-            if let Some(oldest) = c.opt_int(1, "ready_at")?.filter(|t| *t <= now.as_millis()) {
-                let age = now.since(Timestamp::from_millis(oldest));
-                out.entry(queue).or_insert_with(empty).oldest_ready_age = Some(age);
-            }
+            oldest.push((c.text(0, "queue")?, c.opt_int(1, "ready_at")?));
         }
-        Ok(out)
+        relay_store::decode::queue_stats(counts, oldest, now)
     }
 
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {

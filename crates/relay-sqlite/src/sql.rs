@@ -12,7 +12,7 @@ macro_rules! statements {
     ($($name:ident = $file:literal;)*) => {
         $(
             pub(crate) static $name: LazyLock<String> =
-                LazyLock::new(|| compact(include_str!(concat!("../sql/", $file))));
+                LazyLock::new(|| compact(&with_limits(include_str!(concat!("../sql/", $file)))));
         )*
 
         /// Every statement, for tests.
@@ -94,6 +94,15 @@ pub(crate) fn page(limit: usize) -> (usize, usize) {
 
 /// Drops `--` comments and collapses runs of whitespace to one space,
 /// leaving quoted text ('...' and "...") exactly as written.
+/// `sql` with its batch limits written in from `relay_store`'s constants
+/// (`{REAP_BATCH}`, `{PRUNE_BATCH}`, `{PRUNE_SCAN}`): literals, because a
+/// bound LIMIT makes SQLite re-prepare the statement on every run.
+pub fn with_limits(sql: &str) -> String {
+    sql.replace("{REAP_BATCH}", &relay_store::REAP_BATCH.to_string())
+        .replace("{PRUNE_BATCH}", &relay_store::PRUNE_BATCH.to_string())
+        .replace("{PRUNE_SCAN}", &relay_store::PRUNE_SCAN.to_string())
+}
+
 pub(crate) fn compact(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
@@ -158,5 +167,19 @@ mod tests {
             conn.prepare(sql).unwrap_or_else(|e| panic!("{e}: {sql}"));
         }
         assert!(super::JOB_READY_HEADS.len() < include_str!("../sql/job_ready_heads.sql").len() * 2 / 3);
+        // The batch limits are relay_store's, written in as literals.
+        assert!(super::JOB_EXPIRED_LEASES.ends_with(&format!("LIMIT {}", relay_store::REAP_BATCH)));
+        for sql in [&super::JOB_PRUNE, &super::JOB_PRUNE_DEPS, &super::JOB_PRUNE_EVENTS] {
+            assert!(
+                sql.contains(&format!("LIMIT {}", relay_store::PRUNE_SCAN)),
+                "{}",
+                sql.as_str()
+            );
+            assert!(
+                sql.contains(&format!("LIMIT {}", relay_store::PRUNE_BATCH)),
+                "{}",
+                sql.as_str()
+            );
+        }
     }
 }

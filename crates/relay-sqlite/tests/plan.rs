@@ -105,7 +105,10 @@ fn other_hot_statements_seek() {
     assert_seeks_only("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql"));
     assert_seeks_only("job_ready_after", include_str!("../sql/job_ready_after.sql"));
     assert_seeks_only("job_unique_key", include_str!("../sql/job_unique_key.sql"));
-    assert_seeks_only("job_expired_leases", include_str!("../sql/job_expired_leases.sql"));
+    assert_seeks_only(
+        "job_expired_leases",
+        &relay_sqlite::with_limits(include_str!("../sql/job_expired_leases.sql")),
+    );
     assert_seeks_only(
         "job_find_active_by_key",
         include_str!("../sql/job_find_active_by_key.sql"),
@@ -295,7 +298,10 @@ fn hot_statements_are_never_reprepared() {
         .chain(pages(include_str!("../sql/job_ready_after.sql")))
         .map(|sql| (format!("claim page {}", sql.len()), sql))
         .collect();
-    let hot = hot.iter().map(|(n, s)| (n.to_string(), s.to_string())).chain(paged);
+    let hot = hot
+        .iter()
+        .map(|(n, s)| (n.to_string(), relay_sqlite::with_limits(s)))
+        .chain(paged);
     for (name, sql) in hot {
         let sql = sql.as_str();
         for i in 0..50i64 {

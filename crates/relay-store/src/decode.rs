@@ -9,6 +9,7 @@ use relay_core::{
     JobId, JobState, JobStatus, Lease, LeaseToken, Priority, QueueLimits, QueueSettings, RateLimit, RateWindow,
     Recurrence, Schedule, Timestamp,
 };
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A dependency edge (`parent`, `child`, `on_failure` as stored), or
@@ -26,6 +27,60 @@ pub fn dependent(parent: JobId, child: JobId, on_failure: &str) -> Result<crate:
         child,
         on_failure,
     })
+}
+
+/// A store's schema version, checked against the newest this build knows:
+/// `SchemaTooNew` when a newer Relay wrote it (this one must not touch it).
+pub fn schema_version(found: i64, supported: i64) -> Result<i64, StoreError> {
+    if found > supported {
+        return Err(StoreError::SchemaTooNew { found, supported });
+    }
+    Ok(found)
+}
+
+/// A stored event row of `job`; its data must be JSON.
+pub fn event(job: JobId, seq: i64, at: i64, kind: String, data: &str) -> Result<crate::Event, StoreError> {
+    let data = serde_json::from_str(data)
+        .map_err(|e| StoreError::corrupt(Some(job), format!("event data is not JSON: {e}")))?;
+    Ok(crate::Event {
+        job_id: job,
+        seq,
+        at: Timestamp::from_millis(at),
+        kind,
+        data,
+    })
+}
+
+/// Each queue's stats, folded from a store's raw rows: `counts` as
+/// (queue, state, jobs) and `oldest` as (queue, earliest `ready_at` of its
+/// READY jobs). A queue's oldest ready age is set only when that job is due
+/// (its `ready_at` not in the future); a negative count reads as 0.
+///
+/// # Errors
+///
+/// `Corrupt` for a state that is not one of Relay's.
+pub fn queue_stats(
+    counts: impl IntoIterator<Item = (String, String, i64)>,
+    oldest: impl IntoIterator<Item = (String, Option<i64>)>,
+    now: Timestamp,
+) -> Result<BTreeMap<String, crate::QueueStats>, StoreError> {
+    let mut out: BTreeMap<String, crate::QueueStats> = BTreeMap::new();
+    for (queue, raw, n) in counts {
+        let state = JobState::parse(&raw)
+            .ok_or_else(|| StoreError::corrupt(None, format!("queue {queue}: unknown state {raw:?}")))?;
+        out.entry(queue)
+            .or_insert_with(crate::QueueStats::empty)
+            .counts
+            .insert(state, u64::try_from(n).unwrap_or(0));
+    }
+    for (queue, ready_at) in oldest {
+        if let Some(t) = ready_at.filter(|t| *t <= now.as_millis()) {
+            out.entry(queue)
+                .or_insert_with(crate::QueueStats::empty)
+                .oldest_ready_age = Some(now.since(Timestamp::from_millis(t)));
+        }
+    }
+    Ok(out)
 }
 
 /// A job's status columns as stored, before any invariant is checked.

@@ -235,6 +235,14 @@ pub struct Prefetched {
 /// Most expired leases one call to `Store::job_expired_leases` returns.
 pub const REAP_BATCH: usize = 256;
 
+/// Most finished jobs one call to `Store::job_prune` deletes.
+pub const PRUNE_BATCH: usize = 1000;
+
+/// How many of the oldest job ids one call to `Store::job_prune` looks
+/// among (old jobs sit at the front of the table: a call reads a bounded
+/// window, even when nothing is old enough to go).
+pub const PRUNE_SCAN: usize = 5000;
+
 /// A store the engine's writer thread owns.
 pub type WriterStore = dyn Store + Send;
 
@@ -435,7 +443,7 @@ pub trait Store {
         }
         self.commit().map_err(CommitFailed::MaybeApplied)
     }
-    /// Deletes up to 1000 finished jobs (SUCCEEDED, DEAD, CANCELLED) that
+    /// Deletes up to [`PRUNE_BATCH`] finished jobs (SUCCEEDED, DEAD, CANCELLED) that
     /// finished before `before`, with their events; returns how many.
     /// Housekeeping, run before a batch is planned.
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
