@@ -20,10 +20,10 @@ use crate::commands::CliError;
 use crate::exec::{self, ExecConfig, Running};
 use crate::output::Out;
 use crate::target::Remote;
-use base64::Engine as _;
 use relay::worker::{Finished, JobResult, Outcome};
 use relay::{Clock, JobId, LeaseToken, LeasedJob, Priority, SystemClock};
-use serde_json::{json, Value};
+use relay_client::wire;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
@@ -53,9 +53,13 @@ impl Running for RemoteJob {
     }
 
     fn event(&self, kind: &str, data: &Value) -> Result<(), String> {
-        let path = format!("/v1/jobs/{}/events", self.job.id);
+        let event = wire::AppendEvent {
+            kind: kind.to_owned(),
+            data: data.clone(),
+        };
         self.remote
-            .call("POST", &path, Some(json!({"kind": kind, "data": data})))
+            .client
+            .append_event(self.job.id.0, &event)
             .map(drop)
             .map_err(|e| e.to_string())
     }
@@ -175,12 +179,11 @@ fn drain(shared: &Shared) {
 
 /// Gives a job back untried (else its lease expires and it runs later).
 fn release(shared: &Shared, id: JobId, token: LeaseToken) {
-    let body = json!({"token": token.0});
-    if shared
-        .remote
-        .call("POST", &format!("/v1/jobs/{id}/release"), Some(body))
-        .is_ok()
-    {
+    let release = wire::Release {
+        token: token.0,
+        in_ms: None,
+    };
+    if shared.remote.client.release(id.0, &release).is_ok() {
         shared.released.fetch_add(1, Relaxed);
     }
 }
@@ -193,18 +196,23 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
         .worker
         .clone()
         .unwrap_or_else(|| format!("pid-{}", std::process::id()));
-    let body = json!({"queues": a.queue, "worker": worker, "max": 1,
-        "lease_for_ms": millis(a.lease_for), "wait_ms": millis(POLL)});
+    let req = wire::Lease {
+        queues: a.queue.clone(),
+        worker: Some(worker),
+        max: Some(1),
+        lease_for_ms: Some(millis(a.lease_for)),
+        wait_ms: Some(millis(POLL)),
+    };
     let mut backoff = Duration::from_millis(250);
     while !shared.stop.load(Relaxed) {
-        let answer = shared.remote.call("POST", "/v1/lease", Some(body.clone()));
+        let answer = shared.remote.client.lease(&req).map_err(|e| shared.remote.error(e));
         let jobs = match answer {
-            Ok(v) => {
+            Ok(jobs) => {
                 if shared.outage.swap(false, Relaxed) {
                     eprintln!("relay work: the server answers again");
                 }
                 backoff = Duration::from_millis(250);
-                v["jobs"].as_array().cloned().unwrap_or_default()
+                jobs
             }
             Err(e) if transient(&e) => {
                 if !shared.outage.swap(true, Relaxed) {
@@ -219,10 +227,10 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
                 return Err(e);
             }
         };
-        for v in jobs {
-            match leased(&v) {
+        for j in jobs {
+            match leased(&j) {
                 Some(job) => run_one(shared, job),
-                None => eprintln!("relay work: the server sent a job this runner cannot read: {v}"),
+                None => eprintln!("relay work: the server sent a job this runner cannot read: {j:?}"),
             }
         }
     }
@@ -247,29 +255,22 @@ fn sleep_unless_stopped(shared: &Shared, d: Duration) {
 
 /// A job of the lease answer (its payload's bytes: a JSON value's compact
 /// text, or the base64 bytes).
-fn leased(v: &Value) -> Option<LeasedJob> {
-    let payload = match v.get("payload_base64").and_then(Value::as_str) {
-        Some(b) => base64::engine::general_purpose::STANDARD.decode(b).ok()?,
-        None => match &v["payload"] {
-            Value::Null => Vec::new(),
-            json => json.to_string().into_bytes(),
-        },
-    };
-    let lease_for = Duration::from_millis(v["lease_for_ms"].as_u64()?);
+fn leased(j: &wire::LeasedJob) -> Option<LeasedJob> {
+    let lease_for = Duration::from_millis(j.lease_for_ms);
     Some(LeasedJob {
-        id: JobId(v["id"].as_i64()?),
-        token: LeaseToken(v["token"].as_i64()?),
-        queue: v["queue"].as_str()?.to_owned(),
-        kind: v["kind"].as_str()?.to_owned(),
-        payload,
-        priority: Priority::new(u8::try_from(v["priority"].as_u64()?).ok()?)?,
-        attempt: u32::try_from(v["attempt"].as_u64()?).ok()?,
-        max_attempts: u32::try_from(v["max_attempts"].as_u64()?).ok()?,
+        id: JobId(j.id),
+        token: LeaseToken(j.token),
+        queue: j.queue.clone(),
+        kind: j.kind.clone(),
+        payload: j.payload().ok()?.to_vec(),
+        priority: Priority::new(j.priority)?,
+        attempt: j.attempt,
+        max_attempts: j.max_attempts,
         expires_at: SystemClock.now().plus(lease_for),
         created_at: SystemClock.now(),
         lease_for,
-        timeout: v["timeout_ms"].as_u64().map(Duration::from_millis),
-        traceparent: v["traceparent"].as_str().map(str::to_owned),
+        timeout: j.timeout_ms.map(Duration::from_millis),
+        traceparent: j.traceparent.clone(),
     })
 }
 
@@ -335,11 +336,13 @@ fn run_one(shared: &Shared, job: LeasedJob) {
 /// lease found gone marks the job lost (its command is stopped).
 fn heartbeat(ctx: &RemoteJob, ended: &std::sync::mpsc::Receiver<()>) {
     let every = ctx.job.lease_for / 3;
-    let path = format!("/v1/jobs/{}/extend", ctx.job.id);
-    let body = json!({"token": ctx.job.token.0, "lease_for_ms": millis(ctx.job.lease_for)});
+    let extend = wire::Extend {
+        token: ctx.job.token.0,
+        lease_for_ms: Some(millis(ctx.job.lease_for)),
+    };
     while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(every) {
-        match ctx.remote.call("POST", &path, Some(body.clone())) {
-            Err(CliError::Remote { code, .. }) if code == "lease_lost" || code == "invalid_state" => {
+        match ctx.remote.client.extend(ctx.job.id.0, &extend) {
+            Err(e) if matches!(e.code(), Some("lease_lost" | "invalid_state")) => {
                 ctx.lost.store(true, Relaxed);
                 return;
             }
@@ -352,39 +355,45 @@ fn heartbeat(ctx: &RemoteJob, ended: &std::sync::mpsc::Receiver<()>) {
 /// for up to a lease's length.
 fn report(shared: &Shared, ctx: &RemoteJob, result: JobResult) -> Outcome {
     let job = &ctx.job;
-    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let (path, body, outcome) = match result {
+    let (call, outcome) = match result {
         Ok(r) => (
-            "ack",
-            json!({"token": job.token.0, "result_base64": r.filter(|r| !r.is_empty()).map(|r| b64(&r))}),
+            Report::Ack(wire::Ack::new(job.token.0, r.as_deref())),
             Outcome::Succeeded,
         ),
         Err(e) => match e.snooze {
             Some(d) => (
-                "release",
-                json!({"token": job.token.0, "in_ms": millis(d)}),
+                Report::Release(wire::Release {
+                    token: job.token.0,
+                    in_ms: Some(millis(d)),
+                }),
                 Outcome::Snoozed { delay: d },
             ),
             None => {
-                let mut body = json!({"token": job.token.0, "error": e.message, "permanent": e.permanent});
-                if let Some(d) = e.retry_in {
-                    body["retry_in_ms"] = json!(millis(d));
-                }
+                let nack = wire::Nack {
+                    token: job.token.0,
+                    error: e.message.clone(),
+                    retry_in_ms: e.retry_in.map(millis),
+                    permanent: e.permanent,
+                };
                 let dead = e.permanent || job.attempt >= job.max_attempts;
                 let outcome = if dead {
                     Outcome::Dead { error: e.message }
                 } else {
                     Outcome::Failed { error: e.message }
                 };
-                ("nack", body, outcome)
+                (Report::Nack(nack), outcome)
             }
         },
     };
-    let url = format!("/v1/jobs/{}/{path}", job.id);
     let give_up = Instant::now() + job.lease_for;
     let mut backoff = Duration::from_millis(250);
     loop {
-        match shared.remote.call("POST", &url, Some(body.clone())) {
+        let sent = match &call {
+            Report::Ack(a) => shared.remote.client.ack(job.id.0, a),
+            Report::Nack(n) => shared.remote.client.nack(job.id.0, n),
+            Report::Release(r) => shared.remote.client.release(job.id.0, r),
+        };
+        match sent.map_err(|e| shared.remote.error(e)) {
             Ok(_) => {
                 let counter = match &outcome {
                     Outcome::Succeeded => &shared.succeeded,
@@ -415,4 +424,11 @@ fn report(shared: &Shared, ctx: &RemoteJob, result: JobResult) -> Outcome {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// An outcome on its way to the server.
+enum Report {
+    Ack(wire::Ack),
+    Nack(wire::Nack),
+    Release(wire::Release),
 }

@@ -4,6 +4,7 @@
 
 use crate::commands::CliError;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use relay_client::wire;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -65,32 +66,28 @@ impl Submit {
         job
     }
 
-    /// The job as the server's `NewJob` body.
-    fn body(self) -> Value {
-        let mut body = json!({"queue": self.queue, "kind": self.kind, "priority": self.priority,
-            "delay_ms": self.delay.map(millis), "run_at": self.run_at.map(relay::Timestamp::to_rfc3339),
-            "max_attempts": self.max_attempts, "unique_key": self.unique_key,
-            "lease_for_ms": self.lease_for.map(millis), "timeout_ms": self.timeout.map(millis),
-            "traceparent": self.traceparent});
+    /// The job as the server's `NewJob` body. The payload goes as bytes:
+    /// the server stores exactly what a local submit would (JSON text as
+    /// given, and text that is not JSON).
+    fn wire(self) -> wire::NewJob {
+        let mut job = wire::NewJob::new(self.queue, self.kind, &self.payload);
+        job.priority = Some(self.priority);
+        job.delay_ms = self.delay.map(millis);
+        job.run_at = self.run_at.map(relay::Timestamp::to_rfc3339);
+        job.max_attempts = self.max_attempts;
+        job.unique_key = self.unique_key;
+        job.lease_for_ms = self.lease_for.map(millis);
+        job.timeout_ms = self.timeout.map(millis);
+        job.traceparent = self.traceparent;
         if !self.tags.is_empty() {
-            body["tags"] = json!(self.tags);
+            job.tags = Some(self.tags);
         }
         if !self.depends_on.is_empty() {
-            body["depends_on"] = json!(self.depends_on);
-            body["on_dependency_failure"] = json!(self.on_dependency_failure);
+            job.depends_on = Some(self.depends_on);
+            job.on_dependency_failure = Some(self.on_dependency_failure.as_str().to_owned());
         }
-        // As bytes: the server stores exactly what a local submit would
-        // (JSON text as given, and text that is not JSON).
-        if !self.payload.is_empty() {
-            body["payload_base64"] = json!(base64_of(&self.payload));
-        }
-        body
+        job
     }
-}
-
-fn base64_of(b: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(b)
 }
 
 /// When a schedule ticks.
@@ -129,21 +126,6 @@ pub enum Admin {
     Release(LeaseToken, Option<Duration>),
 }
 
-/// `s` as one segment of a URL path: anything but A-Z a-z 0-9 _ . - is
-/// percent-encoded (queue names are those; a wrong one then reaches the
-/// server whole, and its error names it).
-fn path_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -159,7 +141,7 @@ impl Target {
                     json!({"id": done.id})
                 })
             }
-            Target::Remote(r) => r.call("POST", "/v1/jobs", Some(s.body())),
+            Target::Remote(r) => r.answer(r.client.submit(&s.wire())),
         }
     }
 
@@ -186,25 +168,26 @@ impl Target {
                 Ok(view::schedule(&r.add_schedule(new)?))
             }
             Target::Remote(r) => {
-                // A time zone is sent only when given (the server takes no null).
-                let (mut body, tz) = match when {
-                    When::Cron { expr, tz } => (json!({"cron": expr, "job": job.body()}), tz),
-                    When::Every(d, tz) => (json!({"every_ms": millis(d), "job": job.body()}), tz),
+                let (cron, every_ms, tz) = match when {
+                    When::Cron { expr, tz } => (Some(expr), None, tz),
+                    When::Every(d, tz) => (None, Some(millis(d)), tz),
                 };
-                if let Some(tz) = tz {
-                    body["tz"] = json!(tz);
-                }
-                r.call("PUT", &format!("/v1/schedules/{}", path_segment(name)), Some(body))
+                let new = wire::NewSchedule {
+                    cron,
+                    tz,
+                    every_ms,
+                    job: job.wire(),
+                };
+                r.answer(r.client.put_schedule(name, &new))
             }
         }
     }
 
     pub fn schedules(&self) -> Result<Vec<Value>, CliError> {
-        let v = match self {
-            Target::Local(r) => return Ok(r.schedules()?.iter().map(view::schedule).collect()),
-            Target::Remote(r) => r.call("GET", "/v1/schedules", None)?,
-        };
-        Ok(v["schedules"].as_array().cloned().unwrap_or_default())
+        match self {
+            Target::Local(r) => Ok(r.schedules()?.iter().map(view::schedule).collect()),
+            Target::Remote(r) => r.answers(r.client.schedules()),
+        }
     }
 
     /// Removes, pauses or resumes a schedule.
@@ -216,14 +199,11 @@ impl Target {
                 ScheduleAdmin::Resume => r.resume_schedule(name).map(|s| view::schedule(&s)),
             }
             .map_err(CliError::from),
-            Target::Remote(r) => {
-                let path = format!("/v1/schedules/{}", path_segment(name));
-                match what {
-                    ScheduleAdmin::Remove => r.call("DELETE", &path, None),
-                    ScheduleAdmin::Pause => r.call("POST", &format!("{path}/pause"), None),
-                    ScheduleAdmin::Resume => r.call("POST", &format!("{path}/resume"), None),
-                }
-            }
+            Target::Remote(r) => match what {
+                ScheduleAdmin::Remove => r.answer(r.client.remove_schedule(name)),
+                ScheduleAdmin::Pause => r.answer(r.client.pause_schedule(name)),
+                ScheduleAdmin::Resume => r.answer(r.client.resume_schedule(name)),
+            },
         }
     }
 
@@ -239,11 +219,13 @@ impl Target {
                 }
                 Ok(r.lease(req)?.iter().map(view::leased).collect())
             }
-            Target::Remote(r) => {
-                let body = json!({"queues": l.queues, "worker": l.worker, "max": l.max,
-                    "lease_for_ms": millis(l.lease_for), "wait_ms": millis(l.wait)});
-                list(r.call("POST", "/v1/lease", Some(body))?, "jobs")
-            }
+            Target::Remote(r) => r.answers(r.client.lease(&wire::Lease {
+                queues: l.queues,
+                worker: l.worker,
+                max: Some(l.max),
+                lease_for_ms: Some(millis(l.lease_for)),
+                wait_ms: Some(millis(l.wait)),
+            })),
         }
     }
 
@@ -254,10 +236,9 @@ impl Target {
                 Ok(json!({"id": id, "state": "SUCCEEDED"}))
             }
             // As bytes: the server keeps exactly what a local ack would.
-            Target::Remote(r) => r.call(
-                "POST",
-                &format!("/v1/jobs/{id}/ack"),
-                Some(json!({"token": token, "result_base64": result.map(|t| base64_of(t.as_bytes()))})),
+            Target::Remote(r) => r.answer(
+                r.client
+                    .ack(id.0, &wire::Ack::new(token.0, result.as_deref().map(str::as_bytes))),
             ),
         }
     }
@@ -281,11 +262,15 @@ impl Target {
                 }
                 Ok(v)
             }
-            Target::Remote(r) => r.call(
-                "POST",
-                &format!("/v1/jobs/{id}/nack"),
-                Some(json!({"token": token, "error": error, "retry_in_ms": retry_in.map(millis)})),
-            ),
+            Target::Remote(r) => r.answer(r.client.nack(
+                id.0,
+                &wire::Nack {
+                    token: token.0,
+                    error,
+                    retry_in_ms: retry_in.map(millis),
+                    permanent: false,
+                },
+            )),
         }
     }
 
@@ -295,11 +280,13 @@ impl Target {
                 let until = r.extend(id, token, lease_for)?;
                 Ok(json!({"id": id, "lease_expires_at": view::time(until)}))
             }
-            Target::Remote(r) => r.call(
-                "POST",
-                &format!("/v1/jobs/{id}/extend"),
-                Some(json!({"token": token, "lease_for_ms": millis(lease_for)})),
-            ),
+            Target::Remote(r) => r.answer(r.client.extend(
+                id.0,
+                &wire::Extend {
+                    token: token.0,
+                    lease_for_ms: Some(millis(lease_for)),
+                },
+            )),
         }
     }
 
@@ -316,14 +303,16 @@ impl Target {
             }
             .map_err(CliError::from),
             Target::Remote(r) => match what {
-                Admin::Cancel => r.call("POST", &format!("/v1/jobs/{id}/cancel"), None),
-                Admin::Retry => r.call("POST", &format!("/v1/jobs/{id}/retry"), None),
-                Admin::Release(t, delay) => r.call(
-                    "POST",
-                    &format!("/v1/jobs/{id}/release"),
-                    Some(json!({"token": t, "in_ms": delay.map(millis)})),
-                ),
-                Admin::Delete => r.call("DELETE", &format!("/v1/jobs/{id}"), None),
+                Admin::Cancel => r.answer(r.client.cancel(id.0)),
+                Admin::Retry => r.answer(r.client.retry(id.0)),
+                Admin::Release(t, delay) => r.answer(r.client.release(
+                    id.0,
+                    &wire::Release {
+                        token: t.0,
+                        in_ms: delay.map(millis),
+                    },
+                )),
+                Admin::Delete => r.answer(r.client.delete(id.0)),
             },
         }
     }
@@ -331,14 +320,14 @@ impl Target {
     pub fn show(&self, id: JobId) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => Ok(view::job(&r.get(id)?)),
-            Target::Remote(r) => r.call("GET", &format!("/v1/jobs/{id}"), None),
+            Target::Remote(r) => r.answer(r.client.get(id.0)),
         }
     }
 
     pub fn events(&self, id: JobId) -> Result<Vec<Value>, CliError> {
         match self {
             Target::Local(r) => Ok(r.events(id)?.iter().map(view::event).collect()),
-            Target::Remote(r) => list(r.call("GET", &format!("/v1/jobs/{id}/events"), None)?, "events"),
+            Target::Remote(r) => r.answers(r.client.events(id.0)),
         }
     }
 
@@ -353,34 +342,37 @@ impl Target {
                 }
                 Ok(json!({"queue": queue, "paused": paused}))
             }
-            Target::Remote(r) => {
-                let verb = if paused { "pause" } else { "resume" };
-                r.call("POST", &format!("/v1/queues/{}/{verb}", path_segment(queue)), None)
-            }
+            Target::Remote(r) if paused => r.answer(r.client.pause(queue)),
+            Target::Remote(r) => r.answer(r.client.resume(queue)),
         }
     }
 
     /// Replaces a queue's limits.
     pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<Value, CliError> {
-        let mut v = view::limits(&limits);
         match self {
             Target::Local(r) => {
                 r.set_queue_limits(queue, limits)?;
+                let mut v = view::limits(&limits);
                 v.insert("queue".into(), json!(queue));
                 Ok(Value::Object(v))
             }
-            Target::Remote(r) => r.call(
-                "PUT",
-                &format!("/v1/queues/{}/limits", path_segment(queue)),
-                Some(Value::Object(v)),
-            ),
+            Target::Remote(r) => {
+                let limits = wire::Limits {
+                    max_leased: limits.max_leased,
+                    rate_limit: limits.rate.map(|rate| wire::Rate {
+                        limit: rate.limit,
+                        per_ms: millis(rate.per),
+                    }),
+                };
+                r.answer(r.client.set_limits(queue, &limits))
+            }
         }
     }
 
     pub fn stats(&self) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => Ok(view::stats(&r.stats()?)),
-            Target::Remote(r) => r.call("GET", "/v1/stats", None),
+            Target::Remote(r) => r.answer(r.client.stats()),
         }
     }
 
@@ -388,7 +380,10 @@ impl Target {
     pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Value>, CliError> {
         match self {
             Target::Local(r) => Ok(r.list(&filter)?.iter().map(view::job).collect()),
-            Target::Remote(r) => list(r.call("GET", &format!("/v1/jobs?{}", query(&filter)), None)?, "jobs"),
+            Target::Remote(r) => {
+                let query = wire::ListQuery::new(wire_filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
+                r.answers(r.client.list(&query).map(|page| page.jobs))
+            }
         }
     }
 
@@ -404,130 +399,78 @@ impl Target {
                 };
                 Ok(json!({"action": action, "count": count}))
             }
-            Target::Remote(r) => {
-                let mut f = serde_json::Map::new();
-                let mut put = |k: &str, v: Option<Value>| {
-                    if let Some(v) = v {
-                        f.insert(k.into(), v);
-                    }
-                };
-                put("queue", filter.queue.map(Value::from));
-                put("state", filter.state.map(|s| Value::from(s.as_str())));
-                put("kind", filter.kind.map(Value::from));
-                put("tag", filter.tag.map(Value::from));
-                put("since", filter.since.map(|t| Value::from(t.to_rfc3339())));
-                put("until", filter.until.map(|t| Value::from(t.to_rfc3339())));
-                put("error_contains", filter.error_contains.map(Value::from));
-                r.call("POST", "/v1/jobs/bulk", Some(json!({"action": action, "filter": f})))
-            }
+            Target::Remote(r) => r.answer(r.client.bulk(&wire::Bulk {
+                action: action.to_owned(),
+                filter: wire_filter(&filter),
+            })),
         }
     }
 }
 
-/// A filter as the list endpoint's query string.
-fn query(f: &JobFilter) -> String {
-    let mut q = vec![format!("limit={}", f.limit)];
-    let mut put = |k: &str, v: Option<String>| {
-        if let Some(v) = v {
-            q.push(format!("{k}={}", encode(&v)));
-        }
-    };
-    put("queue", f.queue.clone());
-    put("state", f.state.map(|s| s.as_str().to_owned()));
-    put("kind", f.kind.clone());
-    put("tag", f.tag.clone());
-    put("since", f.since.map(relay::Timestamp::to_rfc3339));
-    put("until", f.until.map(relay::Timestamp::to_rfc3339));
-    put("error_contains", f.error_contains.clone());
-    put("before", f.before.map(|b| b.to_string()));
-    q.join("&")
-}
-
-/// Percent-encodes a query value (everything but the unreserved characters).
-fn encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn list(mut v: Value, key: &str) -> Result<Vec<Value>, CliError> {
-    match v.get_mut(key).map(Value::take) {
-        Some(Value::Array(items)) => Ok(items),
-        _ => Err(CliError::Io(format!("the server's answer has no {key:?} list"))),
+/// A filter's conditions as the API takes them.
+fn wire_filter(f: &JobFilter) -> wire::Filter {
+    wire::Filter {
+        queue: f.queue.clone(),
+        state: f.state.map(|s| s.as_str().to_owned()),
+        kind: f.kind.clone(),
+        tag: f.tag.clone(),
+        since: f.since.map(relay::Timestamp::to_rfc3339),
+        until: f.until.map(relay::Timestamp::to_rfc3339),
+        error_contains: f.error_contains.clone(),
     }
 }
 
-/// A Relay server, reached over HTTP.
+/// A Relay server, reached over HTTP (`relay_client`).
 pub struct Remote {
-    base: String,
-    token: Option<String>,
-    agent: ureq::Agent,
+    pub client: relay_client::Client,
+    token_given: bool,
 }
 
 impl Remote {
     pub fn new(base: &str, token: Option<String>) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(3600)))
-            .build()
-            .into();
-        Self {
-            base: base.trim_end_matches('/').to_owned(),
-            token,
-            agent,
+        let token_given = token.is_some();
+        let mut client = relay_client::Client::new(base);
+        if let Some(t) = token {
+            client = client.with_token(t);
+        }
+        Self { client, token_given }
+    }
+
+    /// A call's answer as the JSON every command prints (the views a
+    /// local call prints too).
+    pub fn answer<T: serde::Serialize>(&self, r: Result<T, relay_client::Error>) -> Result<Value, CliError> {
+        let done = r.map_err(|e| self.error(e))?;
+        serde_json::to_value(done).map_err(|e| CliError::Io(format!("the server's answer: {e}")))
+    }
+
+    /// A list answer, each item as its JSON view.
+    pub fn answers<T: serde::Serialize>(&self, r: Result<Vec<T>, relay_client::Error>) -> Result<Vec<Value>, CliError> {
+        match self.answer(r)? {
+            Value::Array(items) => Ok(items),
+            other => Err(CliError::Io(format!("the server's answer is not a list: {other}"))),
         }
     }
 
-    pub(crate) fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, CliError> {
-        let url = format!("{}{path}", self.base);
-        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let res = match method {
-            "GET" => with_auth(self.agent.get(&url), auth.as_deref()).call(),
-            "DELETE" => with_auth(self.agent.delete(&url), auth.as_deref()).call(),
-            "PUT" => with_auth(self.agent.put(&url), auth.as_deref()).send_json(body.unwrap_or(Value::Null)),
-            _ => match body {
-                Some(b) => with_auth(self.agent.post(&url), auth.as_deref()).send_json(b),
-                None => with_auth(self.agent.post(&url), auth.as_deref()).send_empty(),
-            },
-        };
-        let mut res = res.map_err(|e| CliError::Io(format!("cannot reach the server at {}: {e}", self.base)))?;
-        let status = res.status().as_u16();
-        let text = res
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| CliError::Io(format!("reading the server's answer: {e}")))?;
-        let v: Value = serde_json::from_str(&text).map_err(|_| {
-            CliError::Io(format!(
-                "the server answered {status} with something that is not JSON: {}",
-                text.trim()
-            ))
-        })?;
-        if (200..300).contains(&status) {
-            return Ok(v);
+    /// The client's error as the CLI's: the server's code, or an I/O error;
+    /// a 401 says which flag or variable carries the token.
+    pub fn error(&self, e: relay_client::Error) -> CliError {
+        match e {
+            relay_client::Error::Api {
+                status,
+                code,
+                mut message,
+            } => {
+                if status == 401 {
+                    let given = if self.token_given {
+                        "the token given was refused"
+                    } else {
+                        "no token was given"
+                    };
+                    message = format!("{message} ({given}: pass the server's token with --auth TOKEN or RELAY_TOKEN)");
+                }
+                CliError::Remote { status, code, message }
+            }
+            other => CliError::Io(other.to_string()),
         }
-        let code = v["error"]["code"].as_str().unwrap_or("error").to_owned();
-        let mut message = v["error"]["message"].as_str().unwrap_or(text.trim()).to_owned();
-        if status == 401 {
-            let given = if self.token.is_some() {
-                "the token given was refused"
-            } else {
-                "no token was given"
-            };
-            message = format!("{message} ({given}: pass the server's token with --auth TOKEN or RELAY_TOKEN)");
-        }
-        Err(CliError::Remote { status, code, message })
-    }
-}
-
-fn with_auth<B>(req: ureq::RequestBuilder<B>, auth: Option<&str>) -> ureq::RequestBuilder<B> {
-    match auth {
-        Some(a) => req.header("Authorization", a),
-        None => req,
     }
 }

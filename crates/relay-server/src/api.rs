@@ -10,7 +10,7 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use base64::Engine as _;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
-use serde::Deserialize;
+use relay_client::wire;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -112,57 +112,6 @@ fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiError> {
     }
 }
 
-/// A field that was given (as `Some`, null included), unlike one left out
-/// (`None`, with `#[serde(default)]`).
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SubmitBody {
-    queue: String,
-    kind: String,
-    /// Any JSON value, stored as its JSON text exactly as sent (null:
-    /// empty). `Some` when given, null included.
-    #[serde(default, deserialize_with = "present")]
-    payload: Option<Box<RawValue>>,
-    /// `Some(None)` when given as null.
-    #[serde(default, deserialize_with = "present")]
-    payload_base64: Option<Option<String>>,
-    #[serde(default)]
-    priority: Option<u8>,
-    #[serde(default)]
-    delay_ms: Option<u64>,
-    /// RFC 3339, e.g. `2026-12-01T09:00:00Z`.
-    #[serde(default)]
-    run_at: Option<String>,
-    #[serde(default)]
-    max_attempts: Option<u32>,
-    #[serde(default)]
-    unique_key: Option<String>,
-    /// Each lease of the job lasts this long, whatever the lease asks.
-    #[serde(default)]
-    lease_for_ms: Option<u64>,
-    /// Workers give up on an attempt after this long.
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    /// The job waits until these jobs have succeeded.
-    #[serde(default)]
-    depends_on: Option<Vec<i64>>,
-    /// "cancel" (the default) or "run": the job, if one of them ends DEAD
-    /// or CANCELLED.
-    #[serde(default)]
-    on_dependency_failure: Option<relay::DependencyFailure>,
-    /// The W3C trace context the job continues; else the request's
-    /// `traceparent` header, when it holds a valid one.
-    #[serde(default)]
-    traceparent: Option<String>,
-    /// Short labels to search by (at most 8).
-    #[serde(default)]
-    tags: Option<Vec<String>>,
-}
-
 /// The request's `traceparent` header, when it holds a valid W3C trace
 /// context. An invalid one is passed over, as the W3C recommendation asks
 /// of a receiver (the trace starts afresh); the body's field is checked.
@@ -177,61 +126,64 @@ fn header_traceparent(headers: &axum::http::HeaderMap) -> Option<String> {
     }
 }
 
-impl SubmitBody {
-    fn into_job(self, header: Option<&str>) -> Result<NewJob, ApiError> {
-        // Given both, even as null, is refused: the document says "not both".
-        let payload = match (self.payload, self.payload_base64) {
-            (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
-            (Some(raw), None) => json_bytes(&raw),
-            (None, None | Some(None)) => Vec::new(),
-            (None, Some(Some(b))) => base64_bytes("payload_base64", &b)?,
-        };
-        let mut job = NewJob::new(self.queue, self.kind, payload);
-        if let Some(p) = self.priority {
-            job = job.priority(p);
-        }
-        if let Some(d) = ms("delay_ms", self.delay_ms)? {
-            job = job.delay(d);
-        }
-        if let Some(t) = self.run_at {
-            let at = time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
-                .map_err(|e| ApiError::bad_request(format!("run_at {t:?} is not an RFC 3339 time: {e}")))?;
-            let ms = i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-            job = job.run_at(Timestamp::from_millis(ms));
-        }
-        if let Some(n) = self.max_attempts {
-            job = job.max_attempts(n);
-        }
-        if let Some(k) = self.unique_key {
-            job = job.unique_key(k);
-        }
-        if let Some(d) = ms("lease_for_ms", self.lease_for_ms)? {
-            job = job.lease_for(d);
-        }
-        if let Some(d) = ms("timeout_ms", self.timeout_ms)? {
-            job = job.timeout(d);
-        }
-        if let Some(ids) = self.depends_on {
-            job = job.depends_on(ids.into_iter().map(relay::JobId));
-        }
-        if let Some(f) = self.on_dependency_failure {
-            job = job.on_dependency_failure(f);
-        }
-        if let Some(t) = self.traceparent.as_deref().or(header) {
-            job = job.traceparent(t);
-        }
-        if let Some(tags) = self.tags {
-            job = job.tags(tags);
-        }
-        Ok(job)
+/// A submitted job (`wire::NewJob`, as read) as the library's `NewJob`; the
+/// body's traceparent first, else the header's.
+fn new_job(b: wire::NewJob, header: Option<&str>) -> Result<NewJob, ApiError> {
+    // Given both, even as null, is refused: the document says "not both".
+    let payload = match (b.payload, b.payload_base64) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("give payload or payload_base64, not both")),
+        (Some(raw), None) => json_bytes(&raw),
+        (None, None | Some(None)) => Vec::new(),
+        (None, Some(Some(b))) => base64_bytes("payload_base64", &b)?,
+    };
+    let mut job = NewJob::new(b.queue, b.kind, payload);
+    if let Some(p) = b.priority {
+        job = job.priority(p);
     }
+    if let Some(d) = ms("delay_ms", b.delay_ms)? {
+        job = job.delay(d);
+    }
+    if let Some(t) = b.run_at {
+        let at = time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
+            .map_err(|e| ApiError::bad_request(format!("run_at {t:?} is not an RFC 3339 time: {e}")))?;
+        let ms = i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+        job = job.run_at(Timestamp::from_millis(ms));
+    }
+    if let Some(n) = b.max_attempts {
+        job = job.max_attempts(n);
+    }
+    if let Some(k) = b.unique_key {
+        job = job.unique_key(k);
+    }
+    if let Some(d) = ms("lease_for_ms", b.lease_for_ms)? {
+        job = job.lease_for(d);
+    }
+    if let Some(d) = ms("timeout_ms", b.timeout_ms)? {
+        job = job.timeout(d);
+    }
+    if let Some(ids) = b.depends_on {
+        job = job.depends_on(ids.into_iter().map(relay::JobId));
+    }
+    if let Some(f) = b.on_dependency_failure {
+        let f: relay::DependencyFailure = f
+            .parse()
+            .map_err(|e: String| ApiError::bad_request(format!("on_dependency_failure: {e}")))?;
+        job = job.on_dependency_failure(f);
+    }
+    if let Some(t) = b.traceparent.as_deref().or(header) {
+        job = job.traceparent(t);
+    }
+    if let Some(tags) = b.tags {
+        job = job.tags(tags);
+    }
+    Ok(job)
 }
 
 /// 201 with the new job's id; 200 with `"existing": true` when an
 /// unfinished job already holds the unique key (nothing was written).
-async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<SubmitBody>) -> ApiResult {
+async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJob>) -> ApiResult {
     let header = header_traceparent(&headers);
-    let done = s.relay.submit_outcome(body.into_job(header.as_deref())?).await?;
+    let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
     Ok(if done.existing {
         (StatusCode::OK, Json(json!({"id": done.id, "existing": true}))).into_response()
     } else {
@@ -239,13 +191,7 @@ async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJ
     })
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BatchBody {
-    jobs: Vec<SubmitBody>,
-}
-
-async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<BatchBody>) -> ApiResult {
+async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJobs>) -> ApiResult {
     if body.jobs.is_empty() || body.jobs.len() > 10_000 {
         return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
     }
@@ -253,26 +199,10 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
     let jobs = body
         .jobs
         .into_iter()
-        .map(|j| j.into_job(header.as_deref()))
+        .map(|j| new_job(j, header.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let ids = s.relay.submit_batch(jobs).await?;
     Ok((StatusCode::CREATED, Json(json!({"ids": ids}))).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListQuery {
-    queue: Option<String>,
-    state: Option<String>,
-    kind: Option<String>,
-    tag: Option<String>,
-    /// RFC 3339: created at or after.
-    since: Option<String>,
-    /// RFC 3339: created before.
-    until: Option<String>,
-    error_contains: Option<String>,
-    before: Option<i64>,
-    limit: Option<u32>,
 }
 
 /// A state named in a query or body, in any case.
@@ -293,57 +223,35 @@ pub(crate) fn time_arg(field: &str, t: &str) -> Result<Timestamp, ApiError> {
     ))
 }
 
-impl ListQuery {
-    fn filter(self) -> Result<JobFilter, ApiError> {
-        Ok(JobFilter {
-            state: self.state.as_deref().map(state_arg).transpose()?,
-            since: self.since.as_deref().map(|t| time_arg("since", t)).transpose()?,
-            until: self.until.as_deref().map(|t| time_arg("until", t)).transpose()?,
-            queue: self.queue,
-            kind: self.kind,
-            tag: self.tag,
-            error_contains: self.error_contains,
-            before: self.before.map(JobId),
-            limit: match self.limit {
-                None => 50,
-                Some(n @ 1..=1000) => n,
-                Some(n) => return Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
-            },
-        })
-    }
+/// A list query as the library's `JobFilter`.
+fn job_filter(q: wire::ListQuery) -> Result<JobFilter, ApiError> {
+    Ok(JobFilter {
+        state: q.state.as_deref().map(state_arg).transpose()?,
+        since: q.since.as_deref().map(|t| time_arg("since", t)).transpose()?,
+        until: q.until.as_deref().map(|t| time_arg("until", t)).transpose()?,
+        queue: q.queue,
+        kind: q.kind,
+        tag: q.tag,
+        error_contains: q.error_contains,
+        before: q.before.map(JobId),
+        limit: match q.limit {
+            None => 50,
+            Some(n @ 1..=1000) => n,
+            Some(n) => return Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
+        },
+    })
 }
 
 /// Jobs matching the query's filter, newest first; `next` is the cursor of
 /// the next page (`before`), absent on the last one.
-async fn list(State(s): S, q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+async fn list(State(s): S, q: Result<Query<wire::ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
-    let filter = q.filter()?;
+    let filter = job_filter(q)?;
     let jobs = s.relay.list(&filter).await?;
     let next = (jobs.len() == filter.limit as usize)
         .then(|| jobs.last().map(|j| j.id))
         .flatten();
     ok(json!({"jobs": jobs.iter().map(view::job).collect::<Vec<_>>(), "next": next}))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BulkBody {
-    /// "retry", "cancel" or "delete".
-    action: String,
-    /// Which jobs: the list's query parameters as an object (at least one).
-    filter: BulkFilter,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct BulkFilter {
-    queue: Option<String>,
-    state: Option<String>,
-    kind: Option<String>,
-    tag: Option<String>,
-    since: Option<String>,
-    until: Option<String>,
-    error_contains: Option<String>,
 }
 
 /// Retries, cancels or deletes every job a filter matches, a chunk per
@@ -360,21 +268,9 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
             "filter.{k} is null: leave it out instead"
         )));
     }
-    let body: BulkBody = serde_json::from_value(raw)
+    let body: wire::Bulk = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
-    let f = body.filter;
-    let filter = ListQuery {
-        queue: f.queue,
-        state: f.state,
-        kind: f.kind,
-        tag: f.tag,
-        since: f.since,
-        until: f.until,
-        error_contains: f.error_contains,
-        before: None,
-        limit: None,
-    }
-    .filter()?;
+    let filter = job_filter(wire::ListQuery::new(body.filter, None, None))?;
     if filter == JobFilter::default() {
         return Err(ApiError::bad_request(
             "the filter is empty: name at least one of queue, state, kind, tag, since, until, error_contains",
@@ -393,7 +289,7 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     ok(json!({"action": body.action, "count": count}))
 }
 
-#[derive(Deserialize)]
+#[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeadQuery {
     limit: Option<u32>,
@@ -414,18 +310,6 @@ async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.delete(id).await?;
     ok(json!({"id": id, "deleted": true}))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AckBody {
-    token: i64,
-    /// Any JSON value, kept as its JSON text exactly as sent.
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
-    /// Bytes that are not JSON.
-    #[serde(default, deserialize_with = "present")]
-    result_base64: Option<Option<String>>,
 }
 
 /// A JSON value's text as sent, as a payload's or result's bytes (null:
@@ -462,54 +346,7 @@ fn base64_bytes(field: &str, b: &str) -> Result<Vec<u8>, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("{field} is not base64: {e}")))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::json_bytes;
-    use serde_json::value::RawValue;
-
-    #[test]
-    fn json_text_is_kept_in_order_without_the_space_between_tokens() {
-        let raw = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
-        let cases = [
-            (
-                "{ \"b\" : 1,\n  \"a\": [1, 2.50, \"x y\"] }",
-                r#"{"b":1,"a":[1,2.50,"x y"]}"#,
-            ),
-            (r#"" spaced \" quote \\ ""#, r#"" spaced \" quote \\ ""#),
-            ("null", ""),
-            ("\"\"", "\"\""),
-        ];
-        for (given, stored) in cases {
-            assert_eq!(String::from_utf8(json_bytes(&raw(given))).unwrap(), stored, "{given}");
-        }
-    }
-}
-
-async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<AckBody>) -> ApiResult {
-    let id = id(&raw)?;
-    let result = match (b.result, b.result_base64) {
-        (Some(_), Some(_)) => return Err(ApiError::bad_request("give result or result_base64, not both")),
-        (Some(raw), None) if raw.get() == "null" => None,
-        (Some(raw), None) => Some(json_bytes(&raw)),
-        (None, None | Some(None)) => None,
-        (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
-    };
-    s.relay.ack(id, LeaseToken(b.token), result).await?;
-    ok(json!({"id": id, "state": "SUCCEEDED"}))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NackBody {
-    token: i64,
-    error: String,
-    #[serde(default)]
-    retry_in_ms: Option<u64>,
-    #[serde(default)]
-    permanent: bool,
-}
-
-async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<NackBody>) -> ApiResult {
+async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Nack>) -> ApiResult {
     let id = id(&raw)?;
     let token = LeaseToken(b.token);
     let c = if b.permanent {
@@ -530,32 +367,14 @@ async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<NackBody
     ok(v)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExtendBody {
-    token: i64,
-    #[serde(default)]
-    lease_for_ms: Option<u64>,
-}
-
-async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<ExtendBody>) -> ApiResult {
+async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Extend>) -> ApiResult {
     let id = id(&raw)?;
     let lease_for = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
     ok(json!({"id": id, "lease_expires_at": view::time(until)}))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReleaseBody {
-    token: i64,
-    /// Snooze: READY again only after this long (the attempt is not
-    /// counted either way).
-    #[serde(default)]
-    in_ms: Option<u64>,
-}
-
-async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<ReleaseBody>) -> ApiResult {
+async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Release>) -> ApiResult {
     let id = id(&raw)?;
     let token = LeaseToken(b.token);
     match ms("in_ms", b.in_ms)? {
@@ -587,37 +406,15 @@ async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
     ok(json!({"events": events.iter().map(view::event).collect::<Vec<_>>()}))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventBody {
-    kind: String,
-    #[serde(default)]
-    data: Value,
-}
-
-async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<EventBody>) -> ApiResult {
+async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::AppendEvent>) -> ApiResult {
     let id = id(&raw)?;
     let seq = s.relay.append_event(id, &b.kind, &b.data).await?;
     Ok((StatusCode::CREATED, Json(json!({"job_id": id, "seq": seq}))).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LeaseBody {
-    queues: Vec<String>,
-    #[serde(default)]
-    worker: Option<String>,
-    #[serde(default)]
-    max: Option<u32>,
-    #[serde(default)]
-    lease_for_ms: Option<u64>,
-    #[serde(default)]
-    wait_ms: Option<u64>,
-}
-
 /// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
 /// answered with no jobs when the server shuts down.
-async fn lease(State(s): S, ApiJson(b): ApiJson<LeaseBody>) -> ApiResult {
+async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
     let wait = ms("wait_ms", b.wait_ms)?.unwrap_or(Duration::ZERO);
     if wait > s.config.max_wait {
         return Err(ApiError::bad_request(format!(
@@ -670,22 +467,6 @@ async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
     ok(json!({"queue": queue, "paused": false}))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LimitsBody {
-    #[serde(default)]
-    max_leased: Option<u32>,
-    #[serde(default)]
-    rate_limit: Option<RateBody>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RateBody {
-    limit: u32,
-    per_ms: u64,
-}
-
 /// Replaces the queue's limits: a field left out (or null) lifts that limit.
 async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     // Every field is optional: serde would also read a struct from an
@@ -693,7 +474,7 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
     if !raw.is_object() {
         return Err(ApiError::bad_request("the body must be a JSON object"));
     }
-    let b: LimitsBody = serde_json::from_value(raw)
+    let b: wire::Limits = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
     let rate = match b.rate_limit {
         Some(r) => Some(relay::RateLimit {
@@ -710,20 +491,6 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
     let mut v = view::limits(&limits);
     v.insert("queue".into(), json!(queue));
     ok(Value::Object(v))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScheduleBody {
-    #[serde(default)]
-    cron: Option<String>,
-    #[serde(default)]
-    tz: Option<String>,
-    #[serde(default)]
-    every_ms: Option<u64>,
-    /// The job each tick enqueues, as for `POST /v1/jobs` (no delay,
-    /// run_at or unique_key).
-    job: SubmitBody,
 }
 
 async fn schedules(State(s): S) -> ApiResult {
@@ -744,9 +511,9 @@ async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJs
     {
         return Err(ApiError::bad_request(format!("{k} is null: leave it out instead")));
     }
-    let b: ScheduleBody = serde_json::from_value(raw)
+    let b: wire::NewSchedule = serde_json::from_value(raw)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
-    let job = b.job.into_job(None)?;
+    let job = new_job(b.job, None)?;
     let new = match (b.cron, b.every_ms) {
         (Some(expr), None) => {
             let mut n = relay::NewSchedule::cron(name, expr, job);
@@ -789,4 +556,40 @@ async fn metrics(State(s): S) -> Response {
 
 async fn openapi(State(s): S) -> Response {
     Json(crate::openapi::document(&s.config)).into_response()
+}
+
+async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack>) -> ApiResult {
+    let id = id(&raw)?;
+    let result = match (b.result, b.result_base64) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("give result or result_base64, not both")),
+        (Some(raw), None) if raw.get() == "null" => None,
+        (Some(raw), None) => Some(json_bytes(&raw)),
+        (None, None | Some(None)) => None,
+        (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
+    };
+    s.relay.ack(id, LeaseToken(b.token), result).await?;
+    ok(json!({"id": id, "state": "SUCCEEDED"}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_bytes;
+    use serde_json::value::RawValue;
+
+    #[test]
+    fn json_text_is_kept_in_order_without_the_space_between_tokens() {
+        let raw = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
+        let cases = [
+            (
+                "{ \"b\" : 1,\n  \"a\": [1, 2.50, \"x y\"] }",
+                r#"{"b":1,"a":[1,2.50,"x y"]}"#,
+            ),
+            (r#"" spaced \" quote \\ ""#, r#"" spaced \" quote \\ ""#),
+            ("null", ""),
+            ("\"\"", "\"\""),
+        ];
+        for (given, stored) in cases {
+            assert_eq!(String::from_utf8(json_bytes(&raw(given))).unwrap(), stored, "{given}");
+        }
+    }
 }

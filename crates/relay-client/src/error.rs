@@ -1,0 +1,52 @@
+//! What a call can fail with.
+
+/// A failed call.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with an error. `code` is stable (`not_found`,
+    /// `lease_lost`, `invalid_state`, `invalid_input`, `conflict`, `busy`,
+    /// `unauthorized`...; the server's OpenAPI document lists them), and
+    /// the call changed nothing unless `code` is `maybe_applied`.
+    #[error("{message} (server answered {status} {code})")]
+    Api {
+        /// The HTTP status.
+        status: u16,
+        /// The error's code.
+        code: String,
+        /// What went wrong, and what to do.
+        message: String,
+    },
+    /// The server could not be reached, or the connection broke during the
+    /// call. A write may or may not have been applied: read it back (or
+    /// retry a submit that has a unique key).
+    #[error("cannot reach the server at {url}: {message}")]
+    Transport {
+        /// The server's base URL.
+        url: String,
+        /// What the connection reported.
+        message: String,
+    },
+    /// The server's answer is not what this client understands (a proxy's
+    /// page, or a server of another version). A write may have been applied.
+    #[error("the server's answer is not understood: {0}")]
+    Decode(String),
+}
+
+impl Error {
+    /// The server's error code, when the server answered with one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
