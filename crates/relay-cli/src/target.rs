@@ -5,7 +5,7 @@
 use crate::commands::CliError;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
 use relay_client::wire;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 pub enum Target {
@@ -135,10 +135,9 @@ impl Target {
         match self {
             Target::Local(r) => {
                 let done = r.submit_outcome(s.job())?;
-                Ok(if done.existing {
-                    json!({"id": done.id, "existing": true})
-                } else {
-                    json!({"id": done.id})
+                view_of(&wire::Submitted {
+                    id: done.id.0,
+                    existing: done.existing,
                 })
             }
             Target::Remote(r) => r.answer(r.client.submit(&s.wire())),
@@ -194,11 +193,16 @@ impl Target {
     pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => match what {
-                ScheduleAdmin::Remove => r.remove_schedule(name).map(|()| json!({"name": name, "deleted": true})),
-                ScheduleAdmin::Pause => r.pause_schedule(name).map(|s| view::schedule(&s)),
-                ScheduleAdmin::Resume => r.resume_schedule(name).map(|s| view::schedule(&s)),
-            }
-            .map_err(CliError::from),
+                ScheduleAdmin::Remove => {
+                    r.remove_schedule(name)?;
+                    view_of(&wire::ScheduleRemoved {
+                        name: name.to_owned(),
+                        deleted: true,
+                    })
+                }
+                ScheduleAdmin::Pause => Ok(view::schedule(&r.pause_schedule(name)?)),
+                ScheduleAdmin::Resume => Ok(view::schedule(&r.resume_schedule(name)?)),
+            },
             Target::Remote(r) => match what {
                 ScheduleAdmin::Remove => r.answer(r.client.remove_schedule(name)),
                 ScheduleAdmin::Pause => r.answer(r.client.pause_schedule(name)),
@@ -233,7 +237,7 @@ impl Target {
         match self {
             Target::Local(r) => {
                 r.ack(id, token, result.map(String::into_bytes))?;
-                Ok(json!({"id": id, "state": "SUCCEEDED"}))
+                view_of(&wire::Changed::in_state(id.0, "SUCCEEDED"))
             }
             // As bytes: the server keeps exactly what a local ack would.
             Target::Remote(r) => r.answer(
@@ -256,11 +260,11 @@ impl Target {
                     .complete_batch(vec![Completion::nack(id, token, error, retry_in)])?
                     .pop()
                     .unwrap_or(Err(relay::Error::Closed))?;
-                let mut v = json!({"id": id, "state": s.state.as_str()});
+                let mut done = wire::Changed::in_state(id.0, s.state.as_str());
                 if s.state == JobState::Ready {
-                    v["ready_at"] = json!(view::time(s.ready_at));
+                    done = done.ready_at(view::time(s.ready_at));
                 }
-                Ok(v)
+                view_of(&done)
             }
             Target::Remote(r) => r.answer(r.client.nack(
                 id.0,
@@ -278,7 +282,7 @@ impl Target {
         match self {
             Target::Local(r) => {
                 let until = r.extend(id, token, lease_for)?;
-                Ok(json!({"id": id, "lease_expires_at": view::time(until)}))
+                view_of(&wire::Changed::lease_until(id.0, view::time(until)))
             }
             Target::Remote(r) => r.answer(r.client.extend(
                 id.0,
@@ -293,15 +297,16 @@ impl Target {
     pub fn admin(&self, id: JobId, what: Admin) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => match what {
-                Admin::Cancel => r.cancel(id).map(|()| json!({"id": id, "state": "CANCELLED"})),
-                Admin::Retry => r.retry(id).map(|()| json!({"id": id, "state": "READY"})),
-                Admin::Release(t, None) => r.release(id, t).map(|()| json!({"id": id, "state": "READY"})),
+                Admin::Cancel => r.cancel(id).map(|()| wire::Changed::in_state(id.0, "CANCELLED")),
+                Admin::Retry => r.retry(id).map(|()| wire::Changed::in_state(id.0, "READY")),
+                Admin::Release(t, None) => r.release(id, t).map(|()| wire::Changed::in_state(id.0, "READY")),
                 Admin::Release(t, Some(d)) => r
                     .snooze(id, t, d)
-                    .map(|at| json!({"id": id, "state": "READY", "ready_at": view::time(at)})),
-                Admin::Delete => r.delete(id).map(|()| json!({"id": id, "deleted": true})),
+                    .map(|at| wire::Changed::in_state(id.0, "READY").ready_at(view::time(at))),
+                Admin::Delete => r.delete(id).map(|()| wire::Changed::deleted(id.0)),
             }
-            .map_err(CliError::from),
+            .map_err(CliError::from)
+            .and_then(|done| view_of(&done)),
             Target::Remote(r) => match what {
                 Admin::Cancel => r.answer(r.client.cancel(id.0)),
                 Admin::Retry => r.answer(r.client.retry(id.0)),
@@ -340,7 +345,10 @@ impl Target {
                 } else {
                     r.resume(queue)?;
                 }
-                Ok(json!({"queue": queue, "paused": paused}))
+                view_of(&wire::QueuePaused {
+                    queue: queue.to_owned(),
+                    paused,
+                })
             }
             Target::Remote(r) if paused => r.answer(r.client.pause(queue)),
             Target::Remote(r) => r.answer(r.client.resume(queue)),
@@ -349,23 +357,23 @@ impl Target {
 
     /// Replaces a queue's limits.
     pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<Value, CliError> {
+        let wanted = wire::Limits {
+            max_leased: limits.max_leased,
+            rate_limit: limits.rate.map(|rate| wire::Rate {
+                limit: rate.limit,
+                per_ms: millis(rate.per),
+            }),
+        };
         match self {
             Target::Local(r) => {
                 r.set_queue_limits(queue, limits)?;
-                let mut v = view::limits(&limits);
-                v.insert("queue".into(), json!(queue));
-                Ok(Value::Object(v))
+                view_of(&wire::QueueLimits {
+                    queue: queue.to_owned(),
+                    max_leased: wanted.max_leased,
+                    rate_limit: wanted.rate_limit,
+                })
             }
-            Target::Remote(r) => {
-                let limits = wire::Limits {
-                    max_leased: limits.max_leased,
-                    rate_limit: limits.rate.map(|rate| wire::Rate {
-                        limit: rate.limit,
-                        per_ms: millis(rate.per),
-                    }),
-                };
-                r.answer(r.client.set_limits(queue, &limits))
-            }
+            Target::Remote(r) => r.answer(r.client.set_limits(queue, &wanted)),
         }
     }
 
@@ -397,7 +405,10 @@ impl Target {
                     "cancel" => r.cancel_matching(&filter)?,
                     _ => r.delete_matching(&filter)?,
                 };
-                Ok(json!({"action": action, "count": count}))
+                view_of(&wire::BulkDone {
+                    action: action.to_owned(),
+                    count,
+                })
             }
             Target::Remote(r) => r.answer(r.client.bulk(&wire::Bulk {
                 action: action.to_owned(),
@@ -405,6 +416,12 @@ impl Target {
             })),
         }
     }
+}
+
+/// One of the API's answers as the JSON every command prints: a local call
+/// answers with the server's types, so both print the same.
+fn view_of<T: serde::Serialize>(answer: &T) -> Result<Value, CliError> {
+    serde_json::to_value(answer).map_err(|e| CliError::Io(format!("an answer that does not serialize: {e}")))
 }
 
 /// A filter's conditions as the API takes them.

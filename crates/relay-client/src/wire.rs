@@ -600,6 +600,50 @@ pub struct Changed {
     pub deleted: bool,
 }
 
+impl Changed {
+    /// Job `id`, nothing said of it yet.
+    pub fn new(id: i64) -> Self {
+        Self {
+            id,
+            state: None,
+            ready_at: None,
+            lease_expires_at: None,
+            deleted: false,
+        }
+    }
+
+    /// Job `id`, now in `state`.
+    pub fn in_state(id: i64, state: &str) -> Self {
+        Self {
+            state: Some(state.to_owned()),
+            ..Self::new(id)
+        }
+    }
+
+    /// Job `id`, deleted.
+    pub fn deleted(id: i64) -> Self {
+        Self {
+            deleted: true,
+            ..Self::new(id)
+        }
+    }
+
+    /// Job `id`'s lease, now expiring at `at`.
+    pub fn lease_until(id: i64, at: String) -> Self {
+        Self {
+            lease_expires_at: Some(at),
+            ..Self::new(id)
+        }
+    }
+
+    /// The same, due again at `at`.
+    #[must_use]
+    pub fn ready_at(mut self, at: String) -> Self {
+        self.ready_at = Some(at);
+        self
+    }
+}
+
 /// One event of a job's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

@@ -101,6 +101,11 @@ fn ok(v: Value) -> ApiResult {
     Ok(Json(v).into_response())
 }
 
+/// 200 with one of the API's answers (`relay_client::wire`).
+fn typed<T: serde::Serialize>(v: &T) -> ApiResult {
+    Ok(Json(v).into_response())
+}
+
 /// A duration in milliseconds from a request, at most `MAX_MS`.
 fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiError> {
     match v {
@@ -185,9 +190,23 @@ async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJ
     let header = header_traceparent(&headers);
     let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
     Ok(if done.existing {
-        (StatusCode::OK, Json(json!({"id": done.id, "existing": true}))).into_response()
+        (
+            StatusCode::OK,
+            Json(wire::Submitted {
+                id: done.id.0,
+                existing: true,
+            }),
+        )
+            .into_response()
     } else {
-        (StatusCode::CREATED, Json(json!({"id": done.id}))).into_response()
+        (
+            StatusCode::CREATED,
+            Json(wire::Submitted {
+                id: done.id.0,
+                existing: false,
+            }),
+        )
+            .into_response()
     })
 }
 
@@ -202,7 +221,8 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
         .map(|j| new_job(j, header.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let ids = s.relay.submit_batch(jobs).await?;
-    Ok((StatusCode::CREATED, Json(json!({"ids": ids}))).into_response())
+    let ids = ids.into_iter().map(|id| id.0).collect();
+    Ok((StatusCode::CREATED, Json(wire::SubmittedBatch { ids })).into_response())
 }
 
 /// A state named in a query or body, in any case.
@@ -286,7 +306,10 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
             )))
         }
     };
-    ok(json!({"action": body.action, "count": count}))
+    typed(&wire::BulkDone {
+        action: body.action,
+        count,
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -309,7 +332,7 @@ async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
 async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.delete(id).await?;
-    ok(json!({"id": id, "deleted": true}))
+    typed(&wire::Changed::deleted(id.0))
 }
 
 /// A JSON value's text as sent, as a payload's or result's bytes (null:
@@ -360,18 +383,18 @@ async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Na
         .await?
         .pop()
         .unwrap_or(Err(relay::Error::Closed))?;
-    let mut v = json!({"id": id, "state": status.state.as_str()});
+    let mut done = wire::Changed::in_state(id.0, status.state.as_str());
     if status.state == JobState::Ready {
-        v["ready_at"] = json!(view::time(status.ready_at));
+        done = done.ready_at(view::time(status.ready_at));
     }
-    ok(v)
+    typed(&done)
 }
 
 async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Extend>) -> ApiResult {
     let id = id(&raw)?;
     let lease_for = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
-    ok(json!({"id": id, "lease_expires_at": view::time(until)}))
+    typed(&wire::Changed::lease_until(id.0, view::time(until)))
 }
 
 async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Release>) -> ApiResult {
@@ -380,11 +403,11 @@ async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire:
     match ms("in_ms", b.in_ms)? {
         Some(delay) => {
             let at = s.relay.snooze(id, token, delay).await?;
-            ok(json!({"id": id, "state": "READY", "ready_at": view::time(at)}))
+            typed(&wire::Changed::in_state(id.0, "READY").ready_at(view::time(at)))
         }
         None => {
             s.relay.release(id, token).await?;
-            ok(json!({"id": id, "state": "READY"}))
+            typed(&wire::Changed::in_state(id.0, "READY"))
         }
     }
 }
@@ -392,13 +415,13 @@ async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire:
 async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.cancel(id).await?;
-    ok(json!({"id": id, "state": "CANCELLED"}))
+    typed(&wire::Changed::in_state(id.0, "CANCELLED"))
 }
 
 async fn retry(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.retry(id).await?;
-    ok(json!({"id": id, "state": "READY"}))
+    typed(&wire::Changed::in_state(id.0, "READY"))
 }
 
 async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
@@ -409,7 +432,7 @@ async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
 async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::AppendEvent>) -> ApiResult {
     let id = id(&raw)?;
     let seq = s.relay.append_event(id, &b.kind, &b.data).await?;
-    Ok((StatusCode::CREATED, Json(json!({"job_id": id, "seq": seq}))).into_response())
+    Ok((StatusCode::CREATED, Json(wire::Appended { job_id: id.0, seq })).into_response())
 }
 
 /// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
@@ -459,12 +482,12 @@ async fn queues(State(s): S) -> ApiResult {
 
 async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.pause(&queue).await?;
-    ok(json!({"queue": queue, "paused": true}))
+    typed(&wire::QueuePaused { queue, paused: true })
 }
 
 async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.resume(&queue).await?;
-    ok(json!({"queue": queue, "paused": false}))
+    typed(&wire::QueuePaused { queue, paused: false })
 }
 
 /// Replaces the queue's limits: a field left out (or null) lifts that limit.
@@ -488,9 +511,14 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
         rate,
     };
     s.relay.set_queue_limits(&queue, limits).await?;
-    let mut v = view::limits(&limits);
-    v.insert("queue".into(), json!(queue));
-    ok(Value::Object(v))
+    typed(&wire::QueueLimits {
+        queue,
+        max_leased: limits.max_leased,
+        rate_limit: limits.rate.map(|r| wire::Rate {
+            limit: r.limit,
+            per_ms: u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX),
+        }),
+    })
 }
 
 async fn schedules(State(s): S) -> ApiResult {
@@ -537,7 +565,7 @@ async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJs
 
 async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
     s.relay.remove_schedule(&name).await?;
-    ok(json!({"name": name, "deleted": true}))
+    typed(&wire::ScheduleRemoved { name, deleted: true })
 }
 
 async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
@@ -568,7 +596,7 @@ async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack
         (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
     };
     s.relay.ack(id, LeaseToken(b.token), result).await?;
-    ok(json!({"id": id, "state": "SUCCEEDED"}))
+    typed(&wire::Changed::in_state(id.0, "SUCCEEDED"))
 }
 
 #[cfg(test)]
