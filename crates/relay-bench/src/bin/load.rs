@@ -117,30 +117,13 @@ fn proc_usage(pid: u32) -> Option<(f64, u64)> {
 }
 
 fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<Samples>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into();
-    let auth = cfg.token.as_ref().map(|t| format!("Bearer {t}"));
+    let mut client = relay_client::Client::new(&cfg.url).timeout(Duration::from_secs(30));
+    if let Some(t) = &cfg.token {
+        client = client.with_token(t.clone());
+    }
     let mut local = Samples::default();
-    let call = |path: &str, body: Value| -> Result<Value, String> {
-        let mut req = agent.post(&format!("{}{path}", cfg.url));
-        if let Some(a) = &auth {
-            req = req.header("Authorization", a);
-        }
-        let mut res = req.send_json(body).map_err(|e| format!("POST {path}: {e}"))?;
-        let status = res.status().as_u16();
-        let text = res
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| format!("POST {path}: {e}"))?;
-        if !(200..300).contains(&status) {
-            return Err(format!("POST {path}: {status} {text}"));
-        }
-        serde_json::from_str(&text).map_err(|e| format!("POST {path}: {e}: {text}"))
-    };
-    let record = |which: usize, start: Instant, r: &Result<Value, String>, local: &mut Samples| {
+    let payload = serde_json::value::to_raw_value(&"x".repeat(100)).ok();
+    let record = |which: usize, start: Instant, r: Result<(), String>, local: &mut Samples| {
         if start < warm_until {
             return;
         }
@@ -148,30 +131,35 @@ fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<
             Ok(_) => [&mut local.submit, &mut local.lease, &mut local.ack][which].push(start.elapsed()),
             Err(e) => {
                 local.errors += 1;
-                local.first_error.get_or_insert_with(|| e.clone());
+                local.first_error.get_or_insert(e);
             }
         }
     };
+    let job = relay_client::wire::NewJob {
+        queue: "load".into(),
+        kind: "k".into(),
+        payload,
+        ..Default::default()
+    };
+    let lease = relay_client::wire::Lease {
+        queues: vec!["load".into()],
+        worker: Some("load".into()),
+        ..Default::default()
+    };
     while !stop.load(Ordering::Relaxed) {
         let t = Instant::now();
-        let r = call(
-            "/v1/jobs",
-            json!({"queue": "load", "kind": "k", "payload": "x".repeat(100)}),
-        );
-        record(0, t, &r, &mut local);
+        let r = client.submit(&job);
+        record(0, t, r.map(drop).map_err(|e| format!("POST /v1/jobs: {e}")), &mut local);
         let t = Instant::now();
-        let r = call("/v1/lease", json!({"queues": ["load"], "worker": "load"}));
-        record(1, t, &r, &mut local);
-        let Some(job) = r
-            .ok()
-            .and_then(|v| v["jobs"].as_array().and_then(|a| a.first()).cloned())
-        else {
+        let r = client.lease(&lease);
+        let leased = r.as_ref().ok().and_then(|jobs| jobs.first()).map(|j| (j.id, j.token));
+        record(1, t, r.map(drop).map_err(|e| format!("POST /v1/lease: {e}")), &mut local);
+        let Some((id, token)) = leased else {
             continue;
         };
-        let (id, token) = (job["id"].as_i64().unwrap_or(0), job["token"].as_i64().unwrap_or(0));
         let t = Instant::now();
-        let r = call(&format!("/v1/jobs/{id}/ack"), json!({"token": token}));
-        record(2, t, &r, &mut local);
+        let r = client.ack(id, &relay_client::wire::Ack::new(token, None));
+        record(2, t, r.map(drop).map_err(|e| format!("POST /v1/jobs/{id}/ack: {e}")), &mut local);
     }
     if let Ok(mut o) = out.lock() {
         o.submit.append(&mut local.submit);
