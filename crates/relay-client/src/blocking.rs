@@ -1,13 +1,12 @@
 //! The blocking client: one method per call of the API, on `ureq`.
 
+use crate::calls::{self, Call};
 use crate::wire::{
-    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, Event, Events, Extend, Job, JobPage,
-    Lease, Leased, LeasedJob, Limits, ListQuery, Nack, NewJob, NewJobs, NewSchedule, QueueLimits, QueuePaused, Release,
-    Schedule, ScheduleRemoved, Schedules, Stats, Submitted, SubmittedBatch,
+    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Job, JobPage, Lease, LeasedJob,
+    Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule, ScheduleRemoved, Stats,
+    Submitted,
 };
 use crate::Error;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::time::Duration;
 
 /// A Relay server, reached over HTTP. Cheap to clone (the connection pool
@@ -68,50 +67,35 @@ impl Client {
         &self.base
     }
 
-    fn call<T: DeserializeOwned>(&self, method: &str, path: &str, body: Option<&impl Serialize>) -> Result<T, Error> {
-        let url = format!("{}{path}", self.base);
+    fn run<T>(&self, call: Call<T>) -> Result<T, Error> {
+        let url = format!("{}{}", self.base, call.path);
         let transport = |e: &dyn std::fmt::Display| Error::Transport {
             url: self.base.clone(),
             message: e.to_string(),
         };
-        let json = body
-            .map(serde_json::to_vec)
-            .transpose()
-            .map_err(|e| Error::Decode(format!("the request does not serialize: {e}")))?;
-        let res = match method {
-            "GET" => self.auth(self.agent.get(&url)).call(),
-            "DELETE" => self.auth(self.agent.delete(&url)).call(),
-            "PUT" => self
-                .auth(self.agent.put(&url))
-                .header("Content-Type", "application/json")
-                .send(json.unwrap_or_else(|| b"{}".to_vec())),
-            _ => match json {
-                Some(b) => self
-                    .auth(self.agent.post(&url))
+        let res = match (call.method, &call.body) {
+            ("GET", _) => self.auth(self.agent.get(&url)).call(),
+            ("DELETE", _) => self.auth(self.agent.delete(&url)).call(),
+            (method, Some(body)) => {
+                let req = if method == "PUT" {
+                    self.agent.put(&url)
+                } else {
+                    self.agent.post(&url)
+                };
+                self.auth(req)
                     .header("Content-Type", "application/json")
-                    .send(b),
-                None => self.auth(self.agent.post(&url)).send_empty(),
-            },
+                    .send(body.as_slice())
+            }
+            (_, None) => self.auth(self.agent.post(&url)).send_empty(),
         };
         let mut res = res.map_err(|e| transport(&e))?;
         let status = res.status().as_u16();
         let text = res.body_mut().read_to_string().map_err(|e| transport(&e))?;
         if (200..300).contains(&status) {
-            return serde_json::from_str(&text)
-                .map_err(|e| Error::Decode(format!("{e}, in {status} {}", snippet(&text))));
+            call.answer(status, &text)
+        } else {
+            Err(calls::refused(status, &text))
         }
-        Err(match serde_json::from_str::<crate::wire::ErrorBody>(&text) {
-            Ok(b) => Error::Api {
-                status,
-                code: b.error.code,
-                message: b.error.message,
-            },
-            Err(_) => Error::Api {
-                status,
-                code: "http".into(),
-                message: format!("the server answered {status}: {}", snippet(&text)),
-            },
-        })
     }
 
     fn auth<B>(&self, req: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
@@ -129,7 +113,7 @@ impl Client {
     /// server's other errors; [`Error::Transport`] (the job may exist: give
     /// it a unique key to retry safely).
     pub fn submit(&self, job: &NewJob) -> Result<Submitted, Error> {
-        self.call("POST", "/v1/jobs", Some(job))
+        self.run(calls::submit(job)?)
     }
 
     /// Submits jobs in one transaction (`POST /v1/jobs/batch`): all or none.
@@ -138,8 +122,7 @@ impl Client {
     ///
     /// As [`Client::submit`]; a refused job refuses the batch.
     pub fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<i64>, Error> {
-        let done: SubmittedBatch = self.call("POST", "/v1/jobs/batch", Some(&NewJobs { jobs }))?;
-        Ok(done.ids)
+        self.run(calls::submit_batch(jobs)?)
     }
 
     /// Leases ready jobs (`POST /v1/lease`), waiting up to `wait_ms` for one.
@@ -150,8 +133,7 @@ impl Client {
     /// [`Error::Transport`] (jobs may have been leased: they run again when
     /// their leases expire).
     pub fn lease(&self, req: &Lease) -> Result<Vec<LeasedJob>, Error> {
-        let leased: Leased = self.call("POST", "/v1/lease", Some(req))?;
-        Ok(leased.jobs)
+        self.run(calls::lease(req)?)
     }
 
     /// Acknowledges a leased job: SUCCEEDED. Repeating an ack that
@@ -163,7 +145,7 @@ impl Client {
     /// yours expired: drop it) or `invalid_state` (it is no longer LEASED);
     /// nothing changed.
     pub fn ack(&self, id: i64, ack: &Ack) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/ack"), Some(ack))
+        self.run(calls::ack(id, ack)?)
     }
 
     /// Reports a failed attempt: the job retries later, or is DEAD.
@@ -172,7 +154,7 @@ impl Client {
     ///
     /// As [`Client::ack`].
     pub fn nack(&self, id: i64, nack: &Nack) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/nack"), Some(nack))
+        self.run(calls::nack(id, nack)?)
     }
 
     /// Extends a lease from now.
@@ -181,7 +163,7 @@ impl Client {
     ///
     /// As [`Client::ack`].
     pub fn extend(&self, id: i64, extend: &Extend) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/extend"), Some(extend))
+        self.run(calls::extend(id, extend)?)
     }
 
     /// Gives a leased job back (or snoozes it), the attempt not counted.
@@ -190,7 +172,7 @@ impl Client {
     ///
     /// As [`Client::ack`].
     pub fn release(&self, id: i64, release: &Release) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/release"), Some(release))
+        self.run(calls::release(id, release)?)
     }
 
     /// Cancels a READY, WAITING or LEASED job.
@@ -199,7 +181,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found` or `invalid_state`; nothing changed.
     pub fn cancel(&self, id: i64) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/cancel"), None::<&()>)
+        self.run(calls::cancel(id))
     }
 
     /// Runs a DEAD or CANCELLED job again.
@@ -208,7 +190,7 @@ impl Client {
     ///
     /// As [`Client::cancel`], and `conflict` when its unique key was taken.
     pub fn retry(&self, id: i64) -> Result<Changed, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/retry"), None::<&()>)
+        self.run(calls::retry(id))
     }
 
     /// Deletes a job that is not LEASED, with its events.
@@ -217,7 +199,7 @@ impl Client {
     ///
     /// As [`Client::cancel`].
     pub fn delete(&self, id: i64) -> Result<Changed, Error> {
-        self.call("DELETE", &format!("/v1/jobs/{id}"), None::<&()>)
+        self.run(calls::delete(id))
     }
 
     /// One job.
@@ -226,7 +208,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn get(&self, id: i64) -> Result<Job, Error> {
-        self.call("GET", &format!("/v1/jobs/{id}"), None::<&()>)
+        self.run(calls::get(id))
     }
 
     /// A job's event log, oldest first.
@@ -235,8 +217,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
-        let events: Events = self.call("GET", &format!("/v1/jobs/{id}/events"), None::<&()>)?;
-        Ok(events.events)
+        self.run(calls::events(id))
     }
 
     /// Appends a worker's own event to a job's log.
@@ -245,7 +226,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found` or `invalid_input`.
     pub fn append_event(&self, id: i64, event: &AppendEvent) -> Result<Appended, Error> {
-        self.call("POST", &format!("/v1/jobs/{id}/events"), Some(event))
+        self.run(calls::append_event(id, event)?)
     }
 
     /// A page of the jobs a query matches, newest first.
@@ -254,12 +235,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_request` (a bad state, time or limit).
     pub fn list(&self, query: &ListQuery) -> Result<JobPage, Error> {
-        let q: Vec<String> = query
-            .pairs()
-            .into_iter()
-            .map(|(k, v)| format!("{k}={}", encode(&v)))
-            .collect();
-        self.call("GET", &format!("/v1/jobs?{}", q.join("&")), None::<&()>)
+        self.run(calls::list(query))
     }
 
     /// Retries, cancels or deletes every job a filter matches.
@@ -269,7 +245,7 @@ impl Client {
     /// [`Error::Api`] with `invalid_request` (an empty filter, an unknown
     /// action); a failure part way leaves the chunks done so far done.
     pub fn bulk(&self, bulk: &Bulk) -> Result<BulkDone, Error> {
-        self.call("POST", "/v1/jobs/bulk", Some(bulk))
+        self.run(calls::bulk(bulk)?)
     }
 
     /// DEAD jobs grouped by queue, kind and first line of error.
@@ -278,8 +254,7 @@ impl Client {
     ///
     /// The server's errors.
     pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>, Error> {
-        let groups: DeadGroups = self.call("GET", &format!("/v1/dead?limit={limit}"), None::<&()>)?;
-        Ok(groups.groups)
+        self.run(calls::dead_groups(limit))
     }
 
     /// Jobs per queue and state, with each queue's settings.
@@ -288,7 +263,7 @@ impl Client {
     ///
     /// The server's errors.
     pub fn stats(&self) -> Result<Stats, Error> {
-        self.call("GET", "/v1/stats", None::<&()>)
+        self.run(calls::stats())
     }
 
     /// Pauses a queue: none of its jobs is leased until it is resumed.
@@ -297,7 +272,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_input` (a bad queue name).
     pub fn pause(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.call("POST", &format!("/v1/queues/{}/pause", segment(queue)), None::<&()>)
+        self.run(calls::pause(queue))
     }
 
     /// Resumes a paused queue.
@@ -306,7 +281,7 @@ impl Client {
     ///
     /// As [`Client::pause`].
     pub fn resume(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.call("POST", &format!("/v1/queues/{}/resume", segment(queue)), None::<&()>)
+        self.run(calls::resume(queue))
     }
 
     /// Replaces a queue's limits (a limit left out is lifted).
@@ -315,7 +290,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_input`.
     pub fn set_limits(&self, queue: &str, limits: &Limits) -> Result<QueueLimits, Error> {
-        self.call("PUT", &format!("/v1/queues/{}/limits", segment(queue)), Some(limits))
+        self.run(calls::set_limits(queue, limits)?)
     }
 
     /// Every schedule.
@@ -324,8 +299,7 @@ impl Client {
     ///
     /// The server's errors.
     pub fn schedules(&self) -> Result<Vec<Schedule>, Error> {
-        let all: Schedules = self.call("GET", "/v1/schedules", None::<&()>)?;
-        Ok(all.schedules)
+        self.run(calls::schedules())
     }
 
     /// Adds a schedule, or replaces the one of this name.
@@ -334,7 +308,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_input` or `invalid_request`.
     pub fn put_schedule(&self, name: &str, schedule: &NewSchedule) -> Result<Schedule, Error> {
-        self.call("PUT", &format!("/v1/schedules/{}", segment(name)), Some(schedule))
+        self.run(calls::put_schedule(name, schedule)?)
     }
 
     /// Removes a schedule (the jobs it enqueued stay).
@@ -343,7 +317,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn remove_schedule(&self, name: &str) -> Result<ScheduleRemoved, Error> {
-        self.call("DELETE", &format!("/v1/schedules/{}", segment(name)), None::<&()>)
+        self.run(calls::remove_schedule(name))
     }
 
     /// Pauses a schedule: its ticks enqueue nothing.
@@ -352,7 +326,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn pause_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.call("POST", &format!("/v1/schedules/{}/pause", segment(name)), None::<&()>)
+        self.run(calls::pause_schedule(name))
     }
 
     /// Resumes a schedule from its next tick after now.
@@ -361,43 +335,6 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn resume_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.call("POST", &format!("/v1/schedules/{}/resume", segment(name)), None::<&()>)
+        self.run(calls::resume_schedule(name))
     }
-}
-
-/// At most 200 characters of an answer, for messages.
-fn snippet(text: &str) -> String {
-    let t = text.trim();
-    match t.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &t[..i]),
-        None => t.to_owned(),
-    }
-}
-
-/// Percent-encodes a query value (everything but the unreserved characters).
-fn encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// `s` as one path segment: anything but A-Z a-z 0-9 _ . - is
-/// percent-encoded (a bad name then reaches the server whole, and its
-/// error names it).
-fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

@@ -4,7 +4,9 @@
 //!   reads its requests with (so a client built on them cannot drift from
 //!   it), and responses that keep every field the server sends.
 //! - [`Client`] (the `blocking` feature, on by default): one method per
-//!   call, on a keep-alive connection pool.
+//!   call, on a keep-alive connection pool; `AsyncClient` (the `async`
+//!   feature) the same calls as futures, on reqwest and Tokio. Each call is
+//!   described once and sent by either.
 //! - [`Error`]: the server's typed error (its `code`), a connection that
 //!   failed, or an answer that could not be read.
 //!
@@ -24,11 +26,17 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "async")]
+mod r#async;
 #[cfg(feature = "blocking")]
 mod blocking;
+#[cfg(any(feature = "blocking", feature = "async"))]
+mod calls;
 mod error;
 pub mod wire;
 
 #[cfg(feature = "blocking")]
 pub use blocking::Client;
 pub use error::Error;
+#[cfg(feature = "async")]
+pub use r#async::AsyncClient;

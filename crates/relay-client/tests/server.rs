@@ -59,6 +59,15 @@ impl Server {
         let mut res = ureq::get(&format!("{}{path}", self.url())).call().unwrap();
         serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap()
     }
+
+    /// As [`Server::raw`], with a bearer token.
+    fn raw_with_token(&self, path: &str, token: &str) -> Value {
+        let mut res = ureq::get(&format!("{}{path}", self.url()))
+            .header("Authorization", &format!("Bearer {token}"))
+            .call()
+            .unwrap();
+        serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap()
+    }
 }
 
 impl Drop for Server {
@@ -365,4 +374,55 @@ fn the_server_reads_its_requests_with_these_types() {
         raw.payload.is_some(),
         "a payload given as null is kept apart from one left out"
     );
+}
+
+/// The async client sends the same calls: a long-poll lease that a submit
+/// answers, an ack, a typed error, a transport error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_async_client_sends_the_same_calls() {
+    use relay_client::AsyncClient;
+    let server = Server::start(&["s3cret"]);
+    let c = AsyncClient::new(&server.url()).with_token("s3cret");
+    let waiting = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.lease(&wire::Lease {
+                queues: vec!["q".into()],
+                wait_ms: Some(10_000),
+                ..Default::default()
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let id = c
+        .submit(&wire::NewJob::json("q", "k", &json!({"n": 1})).unwrap())
+        .await
+        .unwrap()
+        .id;
+    let jobs = waiting.await.unwrap().unwrap();
+    assert_eq!(
+        jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [id],
+        "the waiting lease got the new job"
+    );
+    assert_eq!(jobs[0].payload().unwrap(), Bytes::Json(json!({"n": 1})));
+    let done = c.ack(id, &wire::Ack::new(jobs[0].token, Some(b"ok"))).await.unwrap();
+    assert_eq!(done.state.as_deref(), Some("SUCCEEDED"));
+    let job = c.get(id).await.unwrap();
+    assert_eq!(job.result().unwrap(), Bytes::Raw(b"ok".to_vec()));
+    same(&job, &server.raw_with_token(&format!("/v1/jobs/{id}"), "s3cret"));
+    assert_eq!(c.get(id + 1).await.unwrap_err().code(), Some("not_found"));
+    let anonymous = AsyncClient::new(&server.url());
+    assert_eq!(anonymous.stats().await.unwrap_err().code(), Some("unauthorized"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let gone = AsyncClient::new(&format!("http://127.0.0.1:{port}"))
+        .stats()
+        .await
+        .unwrap_err();
+    assert!(matches!(gone, Error::Transport { .. }), "{gone:?}");
 }

@@ -153,13 +153,23 @@ fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<
         let t = Instant::now();
         let r = client.lease(&lease);
         let leased = r.as_ref().ok().and_then(|jobs| jobs.first()).map(|j| (j.id, j.token));
-        record(1, t, r.map(drop).map_err(|e| format!("POST /v1/lease: {e}")), &mut local);
+        record(
+            1,
+            t,
+            r.map(drop).map_err(|e| format!("POST /v1/lease: {e}")),
+            &mut local,
+        );
         let Some((id, token)) = leased else {
             continue;
         };
         let t = Instant::now();
         let r = client.ack(id, &relay_client::wire::Ack::new(token, None));
-        record(2, t, r.map(drop).map_err(|e| format!("POST /v1/jobs/{id}/ack: {e}")), &mut local);
+        record(
+            2,
+            t,
+            r.map(drop).map_err(|e| format!("POST /v1/jobs/{id}/ack: {e}")),
+            &mut local,
+        );
     }
     if let Ok(mut o) = out.lock() {
         o.submit.append(&mut local.submit);
