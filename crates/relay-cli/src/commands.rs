@@ -13,7 +13,11 @@ use std::path::PathBuf;
 pub enum CliError {
     Relay(Error),
     Usage(String),
+    /// A file or a connection failed (for a server: it did not answer).
     Io(String),
+    /// A server answered with something this build does not understand
+    /// (another version, a proxy): the call may have been applied.
+    Answer(String),
     /// A server's error answer.
     Remote {
         status: u16,
@@ -32,7 +36,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Relay(e) => write!(f, "{e}"),
-            Self::Usage(m) | Self::Io(m) => f.write_str(m),
+            Self::Usage(m) | Self::Io(m) | Self::Answer(m) => f.write_str(m),
             Self::Remote { status, message, .. } => write!(f, "{message} (server answered {status})"),
         }
     }

@@ -487,6 +487,7 @@ impl Remote {
                 }
                 CliError::Remote { status, code, message }
             }
+            e @ relay_client::Error::Decode(_) => CliError::Answer(e.to_string()),
             other => CliError::Io(other.to_string()),
         }
     }

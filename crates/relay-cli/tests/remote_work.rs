@@ -236,3 +236,43 @@ fn the_trace_context_reaches_the_command_over_http() {
     assert_eq!(result(traced), format!("{A}|{A}"));
     assert_eq!(result(plain), "|");
 }
+
+/// A server that answers 200 with something that is not Relay's answer (a
+/// proxy's page, another version): the lease may have been taken, so the
+/// runner stops and says so instead of retrying as if the server were away.
+#[test]
+fn an_answer_it_cannot_read_stops_the_runner() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut s, &mut buf);
+            let body = "<html>maintenance</html>";
+            let _ = std::io::Write::write_all(
+                &mut s,
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    let child = KillOnDrop(runner(&url, &["--exec", "true"]));
+    let started = Instant::now();
+    let mut child = child;
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the runner kept retrying");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("not understood") && err.contains("maintenance"), "{err}");
+    assert!(!err.contains("retrying"), "treated as an outage: {err}");
+}

@@ -83,7 +83,10 @@ pub(crate) fn refused(status: u16, text: &str) -> Error {
         Err(_) => Error::Api {
             status,
             code: "http".into(),
-            message: format!("the server answered {status}: {}", snippet(text)),
+            message: match snippet(text) {
+                t if t.is_empty() => "an answer that is not Relay's (empty)".to_owned(),
+                t => format!("an answer that is not Relay's: {t}"),
+            },
         },
     }
 }

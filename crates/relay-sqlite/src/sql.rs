@@ -92,8 +92,6 @@ pub(crate) fn page(limit: usize) -> (usize, usize) {
     (i, PAGES[i])
 }
 
-/// Drops `--` comments and collapses runs of whitespace to one space,
-/// leaving quoted text ('...' and "...") exactly as written.
 /// `sql` with its batch limits written in from `relay_store`'s constants
 /// (`{REAP_BATCH}`, `{PRUNE_BATCH}`, `{PRUNE_SCAN}`): literals, because a
 /// bound LIMIT makes SQLite re-prepare the statement on every run.
@@ -103,6 +101,8 @@ pub fn with_limits(sql: &str) -> String {
         .replace("{PRUNE_SCAN}", &relay_store::PRUNE_SCAN.to_string())
 }
 
+/// Drops `--` comments and collapses runs of whitespace to one space,
+/// leaving quoted text ('...' and "...") exactly as written.
 pub(crate) fn compact(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
