@@ -271,6 +271,16 @@ impl<'a> InsertCols<'a> {
         }
     }
 
+    /// The `i`th job's columns (`i` below the number of jobs).
+    pub(crate) fn row(&self, i: usize) -> InsertRow<'_, 'a> {
+        InsertRow {
+            cols: self,
+            i,
+            traceparent: self.traceparent[i],
+            tags: self.tags[i].as_deref(),
+        }
+    }
+
     pub(crate) fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
         vec![
             &self.ids,
@@ -293,6 +303,44 @@ impl<'a> InsertCols<'a> {
             &self.lease_for,
             &self.timeout,
             &self.waiting_on,
+        ]
+    }
+}
+
+/// One job's columns (`InsertCols::row`), as the scalars of
+/// `sql/apply_submit_one.sql`.
+pub(crate) struct InsertRow<'c, 'a> {
+    cols: &'c InsertCols<'a>,
+    i: usize,
+    pub(crate) traceparent: Option<&'a str>,
+    pub(crate) tags: Option<&'c str>,
+}
+
+impl InsertRow<'_, '_> {
+    /// `$1`-`$20` of `sql/apply_submit_one.sql`.
+    pub(crate) fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let (c, i) = (self.cols, self.i);
+        vec![
+            &c.ids[i],
+            &c.queue[i],
+            &c.kind[i],
+            &c.payload[i],
+            &c.priority[i],
+            &c.state[i],
+            &c.attempts[i],
+            &c.max_attempts[i],
+            &c.ready_at[i],
+            &c.created_at[i],
+            &c.finished_at[i],
+            &c.key[i],
+            &c.result[i],
+            &c.token[i],
+            &c.expires[i],
+            &c.by[i],
+            &c.error[i],
+            &c.lease_for[i],
+            &c.timeout[i],
+            &c.waiting_on[i],
         ]
     }
 }
