@@ -3,7 +3,7 @@
 //! the same output either way.
 
 use crate::commands::CliError;
-use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use relay::{view, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
 use relay_client::wire;
 use serde_json::Value;
 use std::time::Duration;
@@ -256,10 +256,7 @@ impl Target {
     ) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => {
-                let s = r
-                    .complete_batch(vec![Completion::nack(id, token, error, retry_in)])?
-                    .pop()
-                    .unwrap_or(Err(relay::Error::Closed))?;
+                let s = r.nack(id, token, &error, retry_in)?;
                 let mut done = wire::Changed::in_state(id.0, s.state.as_str());
                 if s.state == JobState::Ready {
                     done = done.ready_at(view::time(s.ready_at));

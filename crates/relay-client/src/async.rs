@@ -90,227 +90,227 @@ impl AsyncClient {
         }
     }
 
-    /// [`Client::submit`], as a future.
+    /// [`crate::Client::submit`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::submit`].
+    /// As [`crate::Client::submit`].
     pub async fn submit(&self, job: &NewJob) -> Result<Submitted, Error> {
         self.run(calls::submit(job)?).await
     }
 
-    /// [`Client::submit_batch`], as a future.
+    /// [`crate::Client::submit_batch`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::submit_batch`].
+    /// As [`crate::Client::submit_batch`].
     pub async fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<i64>, Error> {
         self.run(calls::submit_batch(jobs)?).await
     }
 
-    /// [`Client::lease`], as a future.
+    /// [`crate::Client::lease`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::lease`].
+    /// As [`crate::Client::lease`].
     pub async fn lease(&self, req: &Lease) -> Result<Vec<LeasedJob>, Error> {
         self.run(calls::lease(req)?).await
     }
 
-    /// [`Client::ack`], as a future.
+    /// [`crate::Client::ack`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::ack`].
+    /// As [`crate::Client::ack`].
     pub async fn ack(&self, id: i64, ack: &Ack) -> Result<Changed, Error> {
         self.run(calls::ack(id, ack)?).await
     }
 
-    /// [`Client::nack`], as a future.
+    /// [`crate::Client::nack`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::nack`].
+    /// As [`crate::Client::nack`].
     pub async fn nack(&self, id: i64, nack: &Nack) -> Result<Changed, Error> {
         self.run(calls::nack(id, nack)?).await
     }
 
-    /// [`Client::extend`], as a future.
+    /// [`crate::Client::extend`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::extend`].
+    /// As [`crate::Client::extend`].
     pub async fn extend(&self, id: i64, extend: &Extend) -> Result<Changed, Error> {
         self.run(calls::extend(id, extend)?).await
     }
 
-    /// [`Client::release`], as a future.
+    /// [`crate::Client::release`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::release`].
+    /// As [`crate::Client::release`].
     pub async fn release(&self, id: i64, release: &Release) -> Result<Changed, Error> {
         self.run(calls::release(id, release)?).await
     }
 
-    /// [`Client::cancel`], as a future.
+    /// [`crate::Client::cancel`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::cancel`].
+    /// As [`crate::Client::cancel`].
     pub async fn cancel(&self, id: i64) -> Result<Changed, Error> {
         self.run(calls::cancel(id)).await
     }
 
-    /// [`Client::retry`], as a future.
+    /// [`crate::Client::retry`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::retry`].
+    /// As [`crate::Client::retry`].
     pub async fn retry(&self, id: i64) -> Result<Changed, Error> {
         self.run(calls::retry(id)).await
     }
 
-    /// [`Client::delete`], as a future.
+    /// [`crate::Client::delete`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::delete`].
+    /// As [`crate::Client::delete`].
     pub async fn delete(&self, id: i64) -> Result<Changed, Error> {
         self.run(calls::delete(id)).await
     }
 
-    /// [`Client::get`], as a future.
+    /// [`crate::Client::get`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::get`].
+    /// As [`crate::Client::get`].
     pub async fn get(&self, id: i64) -> Result<Job, Error> {
         self.run(calls::get(id)).await
     }
 
-    /// [`Client::events`], as a future.
+    /// [`crate::Client::events`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::events`].
+    /// As [`crate::Client::events`].
     pub async fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
         self.run(calls::events(id)).await
     }
 
-    /// [`Client::append_event`], as a future.
+    /// [`crate::Client::append_event`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::append_event`].
+    /// As [`crate::Client::append_event`].
     pub async fn append_event(&self, id: i64, event: &AppendEvent) -> Result<Appended, Error> {
         self.run(calls::append_event(id, event)?).await
     }
 
-    /// [`Client::list`], as a future.
+    /// [`crate::Client::list`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::list`].
+    /// As [`crate::Client::list`].
     pub async fn list(&self, query: &ListQuery) -> Result<JobPage, Error> {
         self.run(calls::list(query)).await
     }
 
-    /// [`Client::bulk`], as a future.
+    /// [`crate::Client::bulk`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::bulk`].
+    /// As [`crate::Client::bulk`].
     pub async fn bulk(&self, bulk: &Bulk) -> Result<BulkDone, Error> {
         self.run(calls::bulk(bulk)?).await
     }
 
-    /// [`Client::dead_groups`], as a future.
+    /// [`crate::Client::dead_groups`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::dead_groups`].
+    /// As [`crate::Client::dead_groups`].
     pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>, Error> {
         self.run(calls::dead_groups(limit)).await
     }
 
-    /// [`Client::stats`], as a future.
+    /// [`crate::Client::stats`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::stats`].
+    /// As [`crate::Client::stats`].
     pub async fn stats(&self) -> Result<Stats, Error> {
         self.run(calls::stats()).await
     }
 
-    /// [`Client::pause`], as a future.
+    /// [`crate::Client::pause`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::pause`].
+    /// As [`crate::Client::pause`].
     pub async fn pause(&self, queue: &str) -> Result<QueuePaused, Error> {
         self.run(calls::pause(queue)).await
     }
 
-    /// [`Client::resume`], as a future.
+    /// [`crate::Client::resume`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::resume`].
+    /// As [`crate::Client::resume`].
     pub async fn resume(&self, queue: &str) -> Result<QueuePaused, Error> {
         self.run(calls::resume(queue)).await
     }
 
-    /// [`Client::set_limits`], as a future.
+    /// [`crate::Client::set_limits`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::set_limits`].
+    /// As [`crate::Client::set_limits`].
     pub async fn set_limits(&self, queue: &str, limits: &Limits) -> Result<QueueLimits, Error> {
         self.run(calls::set_limits(queue, limits)?).await
     }
 
-    /// [`Client::schedules`], as a future.
+    /// [`crate::Client::schedules`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::schedules`].
+    /// As [`crate::Client::schedules`].
     pub async fn schedules(&self) -> Result<Vec<Schedule>, Error> {
         self.run(calls::schedules()).await
     }
 
-    /// [`Client::put_schedule`], as a future.
+    /// [`crate::Client::put_schedule`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::put_schedule`].
+    /// As [`crate::Client::put_schedule`].
     pub async fn put_schedule(&self, name: &str, schedule: &NewSchedule) -> Result<Schedule, Error> {
         self.run(calls::put_schedule(name, schedule)?).await
     }
 
-    /// [`Client::remove_schedule`], as a future.
+    /// [`crate::Client::remove_schedule`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::remove_schedule`].
+    /// As [`crate::Client::remove_schedule`].
     pub async fn remove_schedule(&self, name: &str) -> Result<ScheduleRemoved, Error> {
         self.run(calls::remove_schedule(name)).await
     }
 
-    /// [`Client::pause_schedule`], as a future.
+    /// [`crate::Client::pause_schedule`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::pause_schedule`].
+    /// As [`crate::Client::pause_schedule`].
     pub async fn pause_schedule(&self, name: &str) -> Result<Schedule, Error> {
         self.run(calls::pause_schedule(name)).await
     }
 
-    /// [`Client::resume_schedule`], as a future.
+    /// [`crate::Client::resume_schedule`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Client::resume_schedule`].
+    /// As [`crate::Client::resume_schedule`].
     pub async fn resume_schedule(&self, name: &str) -> Result<Schedule, Error> {
         self.run(calls::resume_schedule(name)).await
     }

@@ -22,17 +22,19 @@
 mod connect;
 mod decode;
 mod pipe;
+mod reader;
 mod store;
 mod within;
 mod write;
 
 pub use connect::SCHEMA_VERSION;
 use postgres::fallible_iterator::FallibleIterator;
+use reader::{Conn, PgReader};
 use relay_store::{Backend, StoreError, StoreReader, WatchGuard, WriterStore};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use store::{Conn, PgReader, PgStore};
+use store::PgStore;
 pub use within::{submit_in, submit_in_blocking, SubmitArgs, WithinError};
 /// The drivers [`submit_in`] and [`submit_in_blocking`] take connections of.
 pub use {postgres, tokio_postgres};

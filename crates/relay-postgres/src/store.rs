@@ -1,50 +1,14 @@
-//! The writer connection and read connections on PostgreSQL.
+//! The writer connection on PostgreSQL (read connections: `reader.rs`).
 
 use crate::connect::map_err;
 use crate::decode;
 use crate::pipe::{Answer, Pipe, Req};
 use crate::write::{only_new_jobs, InsertCols, Writes};
-use postgres::{Client, Row, Statement};
-use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Schedule, Timestamp};
-use relay_store::{
-    Changes, CommitFailed, DeadGroup, Event, JobFilter, Prefetch, Prefetched, QueueStats, ReadyRow, StatusRead, Store,
-    StoreError, StoreReader, Throughput,
-};
-use std::collections::{BTreeMap, HashMap};
+use postgres::{Row, Statement};
+use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Schedule, Timestamp};
+use relay_store::{Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError};
 use std::sync::{Arc, Mutex};
 use tokio_postgres::types::ToSql;
-
-/// A connection with its prepared statements (prepared once, by SQL text).
-pub(crate) struct Conn {
-    pub client: Client,
-    stmts: HashMap<&'static str, Statement>,
-}
-
-impl Conn {
-    pub(crate) fn new(client: Client) -> Self {
-        Self {
-            client,
-            stmts: HashMap::new(),
-        }
-    }
-
-    fn stmt(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
-        if let Some(s) = self.stmts.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.client.prepare(sql).map_err(map_err)?;
-        self.stmts.insert(sql, s.clone());
-        Ok(s)
-    }
-
-    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
-        let st = self.stmt(include_str!("../sql/job_get.sql"))?;
-        match self.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
-            Some(row) => decode::job(&row).map(Some),
-            None => Ok(None),
-        }
-    }
-}
 
 pub(crate) struct PgStore {
     pipe: Pipe,
@@ -573,16 +537,9 @@ impl PgStore {
             &jobs.tags,
             &minute,
         ]);
-        match self.pipe.autocommit(&st, &params) {
-            Ok(_) => Ok(()),
-            // The server refused it: the statement changed nothing.
-            Err(e) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),
-            Err(e) => Err(CommitFailed::MaybeApplied(map_err(e))),
-        }
+        self.alone(&st, &params)
     }
-}
 
-impl PgStore {
     /// [`PgStore::submit_alone`] for one job and its one event, with scalar
     /// parameters (`sql/apply_submit_one.sql`): the statement a lone submit
     /// sends, measured at 0.72-0.87x the time of its one-element arrays.
@@ -612,171 +569,17 @@ impl PgStore {
             &row.tags,
             &minute,
         ]);
-        match self.pipe.autocommit(&st, &params) {
+        self.alone(&st, &params)
+    }
+
+    /// Runs one statement on its own (autocommit). Refused by the server:
+    /// it changed nothing; any other failure: it may have been applied.
+    fn alone(&mut self, st: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<(), CommitFailed> {
+        match self.pipe.autocommit(st, params) {
             Ok(_) => Ok(()),
             Err(e) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),
             Err(e) => Err(CommitFailed::MaybeApplied(map_err(e))),
         }
-    }
-}
-
-pub(crate) struct PgReader {
-    pub conn: Conn,
-}
-
-impl StoreReader for PgReader {
-    fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
-        self.conn.job_get(id)
-    }
-
-    fn job_list(&mut self, f: &JobFilter) -> Result<Vec<Job>, StoreError> {
-        let ids: Vec<i64> = self.job_search(f)?.into_iter().map(|id| id.0).collect();
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let st = self.conn.stmt(include_str!("../sql/job_get_many.sql"))?;
-        let rows = self.conn.client.query(&st, &[&ids]).map_err(map_err)?;
-        rows.iter().map(decode::job).collect()
-    }
-
-    fn job_search(&mut self, f: &JobFilter) -> Result<Vec<JobId>, StoreError> {
-        let sql = if f.tag.is_some() {
-            include_str!("../sql/job_search_tag.sql")
-        } else if matches!(f.state, Some(JobState::Dead | JobState::Cancelled)) {
-            include_str!("../sql/job_search_failed.sql")
-        } else {
-            include_str!("../sql/job_search.sql")
-        };
-        let st = self.conn.stmt(sql)?;
-        let rows = self
-            .conn
-            .client
-            .query(
-                &st,
-                &[
-                    &f.queue.as_deref(),
-                    &f.state.map(JobState::as_str),
-                    &f.kind.as_deref(),
-                    &f.tag.as_deref(),
-                    &f.since.map(Timestamp::as_millis),
-                    &f.until.map(Timestamp::as_millis),
-                    &f.error_contains.as_deref(),
-                    &f.before.map(|b| b.0),
-                    &i64::from(f.limit),
-                ],
-            )
-            .map_err(map_err)?;
-        rows.iter()
-            .map(|r| r.try_get::<_, i64>(0).map(JobId).map_err(map_err))
-            .collect()
-    }
-
-    fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_dead_groups.sql"))?;
-        let window = i64::from(relay_store::DEAD_GROUP_WINDOW);
-        let rows = self
-            .conn
-            .client
-            .query(&st, &[&i64::from(limit), &window])
-            .map_err(map_err)?;
-        rows.iter()
-            .map(|r| {
-                Ok(DeadGroup {
-                    queue: r.try_get(0).map_err(map_err)?,
-                    kind: r.try_get(1).map_err(map_err)?,
-                    error: r.try_get(2).map_err(map_err)?,
-                    count: u64::try_from(r.try_get::<_, i64>(3).map_err(map_err)?).unwrap_or(0),
-                    newest: JobId(r.try_get(4).map_err(map_err)?),
-                    last_at: Timestamp::from_millis(
-                        r.try_get::<_, Option<i64>>(5)
-                            .map_err(map_err)?
-                            .ok_or_else(|| StoreError::corrupt(None, "a DEAD job without finished_at"))?,
-                    ),
-                })
-            })
-            .collect()
-    }
-
-    fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/throughput_since.sql"))?;
-        let since = relay_store::minute_of(since).as_millis();
-        let rows = self.conn.client.query(&st, &[&since]).map_err(map_err)?;
-        let n = |r: &postgres::Row, i: usize| -> Result<u64, StoreError> {
-            Ok(u64::try_from(r.try_get::<_, i64>(i).map_err(map_err)?).unwrap_or(0))
-        };
-        rows.iter()
-            .map(|r| {
-                Ok(Throughput {
-                    minute: Timestamp::from_millis(r.try_get(0).map_err(map_err)?),
-                    queue: r.try_get(1).map_err(map_err)?,
-                    submitted: n(r, 2)?,
-                    succeeded: n(r, 3)?,
-                    failed: n(r, 4)?,
-                    dead: n(r, 5)?,
-                })
-            })
-            .collect()
-    }
-
-    fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/job_events.sql"))?;
-        let rows = self
-            .conn
-            .client
-            .query(&st, &[&id.0, &after, &i64::from(limit)])
-            .map_err(map_err)?;
-        rows.iter()
-            .map(|r| {
-                let j = Some(id);
-                let data: String = decode::col(r, 3, "event data", j)?;
-                let (seq, at, kind) = (
-                    decode::col(r, 0, "seq", j)?,
-                    decode::col(r, 1, "at", j)?,
-                    decode::col(r, 2, "kind", j)?,
-                );
-                relay_store::decode::event(id, seq, at, kind, &data)
-            })
-            .collect()
-    }
-
-    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
-        let counts = self
-            .conn
-            .client
-            .query(&st, &[])
-            .map_err(map_err)?
-            .iter()
-            .map(|r| {
-                Ok((
-                    decode::col(r, 0, "queue", None)?,
-                    decode::col(r, 1, "state", None)?,
-                    decode::col(r, 2, "count", None)?,
-                ))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
-        let oldest = self
-            .conn
-            .client
-            .query(&st, &[])
-            .map_err(map_err)?
-            .iter()
-            .map(|r| Ok((decode::col(r, 0, "queue", None)?, decode::col(r, 1, "ready_at", None)?)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        relay_store::decode::queue_stats(counts, oldest, now)
-    }
-
-    fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/schedules_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
-        rows.iter().map(decode::schedule).collect()
-    }
-
-    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/queue_settings_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
-        rows.iter().map(decode::queue_settings).collect()
     }
 }
 

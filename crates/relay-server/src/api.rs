@@ -97,12 +97,8 @@ pub(crate) fn id(raw: &str) -> Result<JobId, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a job id (a positive integer)")))
 }
 
-fn ok(v: Value) -> ApiResult {
-    Ok(Json(v).into_response())
-}
-
-/// 200 with one of the API's answers (`relay_client::wire`).
-fn typed<T: serde::Serialize>(v: &T) -> ApiResult {
+/// 200 with an answer: a view (`Value`) or one of `relay_client::wire`'s.
+fn ok<T: serde::Serialize>(v: T) -> ApiResult {
     Ok(Json(v).into_response())
 }
 
@@ -306,7 +302,7 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
             )))
         }
     };
-    typed(&wire::BulkDone {
+    ok(wire::BulkDone {
         action: body.action,
         count,
     })
@@ -332,7 +328,7 @@ async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
 async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.delete(id).await?;
-    typed(&wire::Changed::deleted(id.0))
+    ok(wire::Changed::deleted(id.0))
 }
 
 /// A JSON value's text as sent, as a payload's or result's bytes (null:
@@ -377,24 +373,19 @@ async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Na
     } else {
         Completion::nack(id, token, b.error, ms("retry_in_ms", b.retry_in_ms)?)
     };
-    let status = s
-        .relay
-        .complete_batch(vec![c])
-        .await?
-        .pop()
-        .unwrap_or(Err(relay::Error::Closed))?;
+    let status = s.relay.complete(c).await?;
     let mut done = wire::Changed::in_state(id.0, status.state.as_str());
     if status.state == JobState::Ready {
         done = done.ready_at(view::time(status.ready_at));
     }
-    typed(&done)
+    ok(done)
 }
 
 async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Extend>) -> ApiResult {
     let id = id(&raw)?;
     let lease_for = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
-    typed(&wire::Changed::lease_until(id.0, view::time(until)))
+    ok(wire::Changed::lease_until(id.0, view::time(until)))
 }
 
 async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Release>) -> ApiResult {
@@ -403,11 +394,11 @@ async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire:
     match ms("in_ms", b.in_ms)? {
         Some(delay) => {
             let at = s.relay.snooze(id, token, delay).await?;
-            typed(&wire::Changed::in_state(id.0, "READY").ready_at(view::time(at)))
+            ok(wire::Changed::in_state(id.0, "READY").ready_at(view::time(at)))
         }
         None => {
             s.relay.release(id, token).await?;
-            typed(&wire::Changed::in_state(id.0, "READY"))
+            ok(wire::Changed::in_state(id.0, "READY"))
         }
     }
 }
@@ -415,13 +406,13 @@ async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire:
 async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.cancel(id).await?;
-    typed(&wire::Changed::in_state(id.0, "CANCELLED"))
+    ok(wire::Changed::in_state(id.0, "CANCELLED"))
 }
 
 async fn retry(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.retry(id).await?;
-    typed(&wire::Changed::in_state(id.0, "READY"))
+    ok(wire::Changed::in_state(id.0, "READY"))
 }
 
 async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
@@ -482,12 +473,12 @@ async fn queues(State(s): S) -> ApiResult {
 
 async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.pause(&queue).await?;
-    typed(&wire::QueuePaused { queue, paused: true })
+    ok(wire::QueuePaused { queue, paused: true })
 }
 
 async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.resume(&queue).await?;
-    typed(&wire::QueuePaused { queue, paused: false })
+    ok(wire::QueuePaused { queue, paused: false })
 }
 
 /// Replaces the queue's limits: a field left out (or null) lifts that limit.
@@ -511,7 +502,7 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
         rate,
     };
     s.relay.set_queue_limits(&queue, limits).await?;
-    typed(&wire::QueueLimits {
+    ok(wire::QueueLimits {
         queue,
         max_leased: limits.max_leased,
         rate_limit: limits.rate.map(|r| wire::Rate {
@@ -565,7 +556,7 @@ async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJs
 
 async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
     s.relay.remove_schedule(&name).await?;
-    typed(&wire::ScheduleRemoved { name, deleted: true })
+    ok(wire::ScheduleRemoved { name, deleted: true })
 }
 
 async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
@@ -596,7 +587,7 @@ async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack
         (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
     };
     s.relay.ack(id, LeaseToken(b.token), result).await?;
-    typed(&wire::Changed::in_state(id.0, "SUCCEEDED"))
+    ok(wire::Changed::in_state(id.0, "SUCCEEDED"))
 }
 
 #[cfg(test)]

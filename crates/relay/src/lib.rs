@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+mod async_relay;
 mod engine;
 mod error;
 mod options;
@@ -55,12 +56,13 @@ mod within;
 #[cfg(feature = "worker")]
 pub mod worker;
 
+pub use async_relay::AsyncRelay;
 pub use engine::metrics::Metrics;
 #[doc(hidden)]
 pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
-pub use relay::{AsyncRelay, Relay, Stats, StoreInfo};
+pub use relay::{Relay, Stats, StoreInfo};
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, MAX_LEASE_BATCH, MAX_WAIT,
 };

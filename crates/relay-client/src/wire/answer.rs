@@ -1,0 +1,406 @@
+//! The answers the server sends.
+
+use super::{present, Bytes, Rate};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A submit's answer: the job's id, and `existing` when an unfinished job
+/// already held its unique key (nothing was written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submitted {
+    /// The job's id.
+    pub id: i64,
+    /// True when the id is of a job that already held the unique key.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub existing: bool,
+}
+
+/// A batch submit's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubmittedBatch {
+    /// The new jobs' ids, in the order given.
+    pub ids: Vec<i64>,
+}
+
+/// A job, as `GET /v1/jobs/{id}` and the list answer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Its id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its kind.
+    pub kind: String,
+    /// WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
+    pub state: String,
+    /// 0-3.
+    pub priority: u8,
+    /// Attempts so far.
+    pub attempts: u32,
+    /// Attempts before it is DEAD.
+    pub max_attempts: u32,
+    /// When it is (or was) due.
+    pub ready_at: String,
+    /// When it was submitted.
+    pub created_at: String,
+    /// When it finished, once it has.
+    pub finished_at: Option<String>,
+    /// Its unique key.
+    pub unique_key: Option<String>,
+    /// Its latest lease's token (0 before any).
+    pub lease_token: i64,
+    /// When its lease expires, while LEASED.
+    pub lease_expires_at: Option<String>,
+    /// Who holds its lease, while LEASED.
+    pub leased_by: Option<String>,
+    /// Its last error.
+    pub last_error: Option<String>,
+    /// Its own lease length.
+    pub lease_for_ms: Option<u64>,
+    /// Its own attempt timeout.
+    pub timeout_ms: Option<u64>,
+    /// The trace context it continues.
+    pub traceparent: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// How many jobs it still waits on.
+    pub waiting_on: u32,
+    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// Its payload as base64, when it is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// Its result as JSON (`Some(Null)`: none); absent when it is bytes.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Its result as base64, when it is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_base64: Option<String>,
+}
+
+impl Job {
+    /// The payload's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `payload_base64` is not base64.
+    pub fn payload(&self) -> Result<Bytes, String> {
+        Bytes::from_pair(self.payload.as_ref(), self.payload_base64.as_deref())
+    }
+
+    /// The result's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `result_base64` is not base64.
+    pub fn result(&self) -> Result<Bytes, String> {
+        Bytes::from_pair(self.result.as_ref(), self.result_base64.as_deref())
+    }
+}
+
+/// A page of `GET /v1/jobs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobPage {
+    /// The jobs, newest first.
+    pub jobs: Vec<Job>,
+    /// The next page's `before`; none on the last page.
+    pub next: Option<i64>,
+}
+
+/// A leased job, as a worker receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeasedJob {
+    /// Its id.
+    pub id: i64,
+    /// This lease's token: give it to ack, nack, extend and release.
+    pub token: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its kind.
+    pub kind: String,
+    /// 0-3.
+    pub priority: u8,
+    /// This attempt's number (1 for the first).
+    pub attempt: u32,
+    /// Attempts before it is DEAD.
+    pub max_attempts: u32,
+    /// When this lease expires unless extended.
+    pub lease_expires_at: String,
+    /// This lease's length.
+    pub lease_for_ms: u64,
+    /// Its attempt timeout.
+    pub timeout_ms: Option<u64>,
+    /// The trace context it continues.
+    pub traceparent: Option<String>,
+    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// Its payload as base64, when it is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+}
+
+impl LeasedJob {
+    /// The payload's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `payload_base64` is not base64.
+    pub fn payload(&self) -> Result<Bytes, String> {
+        Bytes::from_pair(self.payload.as_ref(), self.payload_base64.as_deref())
+    }
+}
+
+/// `POST /v1/lease`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Leased {
+    /// The jobs leased (none when none was ready in time).
+    pub jobs: Vec<LeasedJob>,
+}
+
+/// What a call on one job did: its id and whatever the call changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changed {
+    /// The job's id.
+    pub id: i64,
+    /// Its state after the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// When it is due again (a nack that retries, a snooze).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
+    /// The lease's new expiry (an extend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    /// True when the job was deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+impl Changed {
+    /// Job `id`, nothing said of it yet.
+    pub fn new(id: i64) -> Self {
+        Self {
+            id,
+            state: None,
+            ready_at: None,
+            lease_expires_at: None,
+            deleted: false,
+        }
+    }
+
+    /// Job `id`, now in `state`.
+    pub fn in_state(id: i64, state: &str) -> Self {
+        Self {
+            state: Some(state.to_owned()),
+            ..Self::new(id)
+        }
+    }
+
+    /// Job `id`, deleted.
+    pub fn deleted(id: i64) -> Self {
+        Self {
+            deleted: true,
+            ..Self::new(id)
+        }
+    }
+
+    /// Job `id`'s lease, now expiring at `at`.
+    pub fn lease_until(id: i64, at: String) -> Self {
+        Self {
+            lease_expires_at: Some(at),
+            ..Self::new(id)
+        }
+    }
+
+    /// The same, due again at `at`.
+    #[must_use]
+    pub fn ready_at(mut self, at: String) -> Self {
+        self.ready_at = Some(at);
+        self
+    }
+}
+
+/// One event of a job's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The job.
+    pub job_id: i64,
+    /// 1, 2, 3... per job.
+    pub seq: i64,
+    /// When.
+    pub at: String,
+    /// What happened.
+    pub kind: String,
+    /// Its details.
+    pub data: Value,
+}
+
+/// `GET /v1/jobs/{id}/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Events {
+    /// The events, oldest first.
+    pub events: Vec<Event>,
+}
+
+/// `POST /v1/jobs/{id}/events`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Appended {
+    /// The job.
+    pub job_id: i64,
+    /// The new event's number.
+    pub seq: i64,
+}
+
+/// One queue in `GET /v1/stats`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStats {
+    /// Jobs per state (every state, zero included).
+    #[serde(flatten)]
+    pub counts: BTreeMap<String, u64>,
+    /// How long the oldest due job has waited to be leased.
+    pub oldest_ready_age_ms: Option<u64>,
+    /// No job of the queue is leased while true.
+    pub paused: bool,
+    /// At most this many of its jobs LEASED at once.
+    pub max_leased: Option<u32>,
+    /// Its rate limit.
+    pub rate_limit: Option<Rate>,
+}
+
+/// `GET /v1/stats`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Every queue that has jobs or settings.
+    pub queues: BTreeMap<String, QueueStats>,
+}
+
+/// A queue after `pause` or `resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuePaused {
+    /// The queue.
+    pub queue: String,
+    /// Whether it is paused now.
+    pub paused: bool,
+}
+
+/// A queue's limits after `PUT /v1/queues/{queue}/limits`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueLimits {
+    /// The queue.
+    pub queue: String,
+    /// At most this many of its jobs LEASED at once.
+    pub max_leased: Option<u32>,
+    /// Its rate limit.
+    pub rate_limit: Option<Rate>,
+}
+
+/// A bulk action's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkDone {
+    /// The action taken.
+    pub action: String,
+    /// How many jobs it changed.
+    pub count: u64,
+}
+
+/// DEAD jobs of one queue and kind that failed with the same first line of error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadGroup {
+    /// Their queue.
+    pub queue: String,
+    /// Their kind.
+    pub kind: String,
+    /// The first line of their last error.
+    pub error: String,
+    /// How many.
+    pub count: u64,
+    /// The newest of them.
+    pub newest: i64,
+    /// When the newest died.
+    pub last_at: String,
+}
+
+/// `GET /v1/dead`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadGroups {
+    /// The groups, largest first.
+    pub groups: Vec<DeadGroup>,
+}
+
+/// The job a schedule's ticks enqueue, as answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduledJob {
+    /// Its queue.
+    pub queue: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// Its payload as base64, when it is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// 0-3.
+    pub priority: u8,
+    /// Attempts before it is DEAD.
+    pub max_attempts: u32,
+}
+
+/// A schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// Its name.
+    pub name: String,
+    /// Its cron expression (or none, for an interval).
+    pub cron: Option<String>,
+    /// The cron expression's time zone.
+    pub tz: Option<String>,
+    /// Its interval (or none, for cron).
+    pub every_ms: Option<u64>,
+    /// The job each tick enqueues.
+    pub job: ScheduledJob,
+    /// Its ticks enqueue nothing while true.
+    pub paused: bool,
+    /// When it was added (or last replaced).
+    pub created_at: String,
+    /// Its next tick.
+    pub next_at: String,
+    /// Its latest tick, once it has ticked.
+    pub last_at: Option<String>,
+}
+
+/// `GET /v1/schedules`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedules {
+    /// Every schedule, by name.
+    pub schedules: Vec<Schedule>,
+}
+
+/// A schedule's removal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleRemoved {
+    /// Its name.
+    pub name: String,
+    /// Always true.
+    pub deleted: bool,
+}
+
+/// Every error answer: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// An error's code (e.g. `lease_lost`, `not_found`, `invalid_input`) and
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Stable: what to branch on.
+    pub code: String,
+    /// For people: what went wrong and what to do.
+    pub message: String,
+}

@@ -1,0 +1,360 @@
+//! The bodies the server reads.
+
+use super::{base64_pair, present};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A job to submit (`POST /v1/jobs`, and each of `POST /v1/jobs/batch`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJob {
+    /// The queue (1-64 of A-Z a-z 0-9 _ . -).
+    pub queue: String,
+    /// What the job is: the handler that runs it.
+    pub kind: String,
+    /// Any JSON value, stored as its JSON text as sent (whitespace between
+    /// tokens dropped); null: no payload. Not with `payload_base64`.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Box<RawValue>>,
+    /// Bytes, base64; `Some(None)` when given as null.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<Option<String>>,
+    /// 0 (least urgent) to 3 (most urgent); 1 when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+    /// Not leased before this many milliseconds from now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Not leased before this moment (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<String>,
+    /// Attempts before the job is DEAD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// While a job with this key is unfinished, a submit of it answers that job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_key: Option<String>,
+    /// Each lease of the job lasts this long, whatever the lease asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_for_ms: Option<u64>,
+    /// Workers give up on an attempt after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The job waits until these jobs have succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depends_on: Option<Vec<i64>>,
+    /// `"cancel"` (the default) or `"run"`: what happens to the job when
+    /// one it depends on ends DEAD or CANCELLED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_dependency_failure: Option<String>,
+    /// The W3C trace context the job continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// Short labels to search by (at most 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+impl NewJob {
+    /// A job of `kind` on `queue` carrying `payload`'s bytes (sent as base64,
+    /// kept byte for byte).
+    pub fn new(queue: impl Into<String>, kind: impl Into<String>, payload: &[u8]) -> Self {
+        Self {
+            queue: queue.into(),
+            kind: kind.into(),
+            payload_base64: base64_pair(payload),
+            ..Self::default()
+        }
+    }
+
+    /// A job whose payload is `value`, sent as JSON (read back as that value).
+    ///
+    /// # Errors
+    ///
+    /// `value` does not serialize to JSON.
+    pub fn json(
+        queue: impl Into<String>,
+        kind: impl Into<String>,
+        value: &impl Serialize,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            queue: queue.into(),
+            kind: kind.into(),
+            payload: Some(serde_json::value::to_raw_value(value)?),
+            ..Self::default()
+        })
+    }
+}
+
+/// `POST /v1/jobs/batch`: 1-10,000 jobs, all or none.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJobs {
+    /// The jobs, in order.
+    pub jobs: Vec<NewJob>,
+}
+
+/// `POST /v1/lease`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lease {
+    /// The queues to lease from (1-64).
+    pub queues: Vec<String>,
+    /// Who holds the lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// Lease up to this many jobs (1 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+    /// Each lease's length (30 s when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_for_ms: Option<u64>,
+    /// Wait this long for a job when none is ready (long poll; 0 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// `POST /v1/jobs/{id}/ack`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ack {
+    /// The lease's token.
+    pub token: i64,
+    /// The result as a JSON value, kept as its JSON text.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+    /// The result as bytes, base64.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub result_base64: Option<Option<String>>,
+}
+
+impl Ack {
+    /// An ack under `token` with `result`'s bytes (none when `None` or empty).
+    pub fn new(token: i64, result: Option<&[u8]>) -> Self {
+        Self {
+            token,
+            result: None,
+            result_base64: result.and_then(base64_pair),
+        }
+    }
+}
+
+/// `POST /v1/jobs/{id}/nack`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nack {
+    /// The lease's token.
+    pub token: i64,
+    /// What went wrong (kept as the job's last error).
+    pub error: String,
+    /// Retry after this long instead of the back-off policy's delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_in_ms: Option<u64>,
+    /// No retry can fix it: DEAD now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub permanent: bool,
+}
+
+/// `POST /v1/jobs/{id}/extend`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Extend {
+    /// The lease's token.
+    pub token: i64,
+    /// The lease's new length from now (30 s when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_for_ms: Option<u64>,
+}
+
+/// `POST /v1/jobs/{id}/release`: the job back to READY, the attempt not counted.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Release {
+    /// The lease's token.
+    pub token: i64,
+    /// Snooze: READY again only after this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_ms: Option<u64>,
+}
+
+/// `POST /v1/jobs/{id}/events`: a worker's own event on the job's log.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendEvent {
+    /// What happened (e.g. `progress`).
+    pub kind: String,
+    /// Its details.
+    #[serde(default)]
+    pub data: Value,
+}
+
+/// Which jobs (`GET /v1/jobs` as query parameters, `POST /v1/jobs/bulk` as
+/// its `filter`): every field given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// Only this queue's jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Only jobs in this state (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Only jobs of this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Only jobs carrying this tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Created before (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Whose last error contains this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_contains: Option<String>,
+}
+
+impl Filter {
+    /// True when no condition is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// `GET /v1/jobs`'s query: a [`Filter`]'s conditions, a cursor and a page
+/// size.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only this queue's jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Only jobs in this state (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Only jobs of this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Only jobs carrying this tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Created at or after (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Created before (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// Whose last error contains this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_contains: Option<String>,
+    /// Only jobs with an id below this (the previous page's `next`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    /// At most this many (1-1000; 50 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+impl ListQuery {
+    /// The jobs `filter` matches, `limit` a page, before `before`.
+    pub fn new(filter: Filter, before: Option<i64>, limit: Option<u32>) -> Self {
+        Self {
+            queue: filter.queue,
+            state: filter.state,
+            kind: filter.kind,
+            tag: filter.tag,
+            since: filter.since,
+            until: filter.until,
+            error_contains: filter.error_contains,
+            before,
+            limit,
+        }
+    }
+
+    /// Its conditions.
+    pub fn filter(&self) -> Filter {
+        Filter {
+            queue: self.queue.clone(),
+            state: self.state.clone(),
+            kind: self.kind.clone(),
+            tag: self.tag.clone(),
+            since: self.since.clone(),
+            until: self.until.clone(),
+            error_contains: self.error_contains.clone(),
+        }
+    }
+
+    /// The query as `name=value` pairs (values not yet percent-encoded).
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let texts = [
+            ("queue", &self.queue),
+            ("state", &self.state),
+            ("kind", &self.kind),
+            ("tag", &self.tag),
+            ("since", &self.since),
+            ("until", &self.until),
+            ("error_contains", &self.error_contains),
+        ];
+        let mut out: Vec<(&'static str, String)> = texts
+            .into_iter()
+            .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
+            .collect();
+        out.extend(self.before.map(|b| ("before", b.to_string())));
+        out.extend(self.limit.map(|n| ("limit", n.to_string())));
+        out
+    }
+}
+
+/// `POST /v1/jobs/bulk`: retry, cancel or delete every job a filter matches.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bulk {
+    /// `"retry"`, `"cancel"` or `"delete"`.
+    pub action: String,
+    /// Which jobs (at least one condition).
+    pub filter: Filter,
+}
+
+/// A queue's limits (`PUT /v1/queues/{queue}/limits`, and in answers): a
+/// limit left out (or null) is lifted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// At most this many of the queue's jobs LEASED at once.
+    #[serde(default)]
+    pub max_leased: Option<u32>,
+    /// At most `limit` leases per `per_ms`.
+    #[serde(default)]
+    pub rate_limit: Option<Rate>,
+}
+
+/// A rate limit: `limit` leases per `per_ms` milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rate {
+    /// Leases per window.
+    pub limit: u32,
+    /// The window, in milliseconds.
+    pub per_ms: u64,
+}
+
+/// `PUT /v1/schedules/{name}`: a cron expression or an interval, and the
+/// job each tick enqueues.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSchedule {
+    /// Five fields (or six, seconds first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// The cron expression's IANA time zone (UTC when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// Instead of cron: every this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_ms: Option<u64>,
+    /// The job each tick enqueues (no delay, run_at or unique_key).
+    pub job: NewJob,
+}

@@ -1,0 +1,483 @@
+//! [`AsyncRelay`]: the calls of [`Relay`] as futures, on the same engine.
+
+use crate::engine::calls::{AfterFailure, SimpleAction};
+use crate::engine::metrics::Metrics;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::relay::{first, single, Stats, StoreInfo};
+// The docs of each method point to its blocking twin.
+use crate::request::{Completion, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
+#[cfg(doc)]
+use crate::Relay;
+use relay_core::read::{DeadGroup, Event, JobFilter, Throughput};
+use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The async face of a [`Relay`] ([`Relay::to_async`]): the same calls, as
+/// futures, on the same engine. Waiting for a commit or a job never blocks
+/// the executor's thread.
+///
+/// It needs a Tokio runtime. Reads (`get`, `events`, `list`, `stats`,
+/// `schedules`, `dead_groups`, `throughput`) and bulk actions
+/// (`retry_matching`...) run on Tokio's blocking threads
+/// (`spawn_blocking`), and a `lease` that waits uses Tokio's timers, so the
+/// runtime needs its time driver (`#[tokio::main]`, or a runtime built with
+/// `enable_time` or `enable_all`). Under another executor those calls panic
+/// ("there is no reactor running"). Writes (`submit`, `ack`, `cancel`...)
+/// and a `lease` that does not wait work on any executor.
+///
+/// Each method returns the errors of its [`Relay`] counterpart, leaving the
+/// data in the same state. A read or bulk action whose blocking task did not
+/// finish (it panicked, or the runtime is shutting down) returns
+/// [`Error::Closed`]. Dropping a future does not take back an operation it
+/// has sent: the change may still be applied (a `lease` dropped so leaves
+/// the jobs it took leased until their leases expire; give
+/// [`AsyncRelay::lease_until`] a `stop` future instead).
+///
+/// ```
+/// use relay::{JobState, LeaseRequest, NewJob, Relay};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let relay = Relay::in_memory()?.to_async();
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// rt.block_on(async {
+///     let id = relay.submit(NewJob::new("emails", "send", br#"{"to":"ada"}"#.to_vec())).await?;
+///     let jobs = relay.lease(LeaseRequest::new(["emails"]).worker("w1")).await?;
+///     relay.ack(jobs[0].id, jobs[0].token, None).await?;
+///     assert_eq!(relay.get(id).await?.state(), JobState::Succeeded);
+///     Ok::<(), relay::Error>(())
+/// })?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct AsyncRelay {
+    pub(crate) engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for AsyncRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncRelay")
+            .field("store", &self.engine.backend.describe())
+            .finish()
+    }
+}
+
+impl AsyncRelay {
+    /// [`Relay::submit_in_pg`] with tokio-postgres
+    /// ([`relay::tokio_postgres`](crate::tokio_postgres), re-exported):
+    /// `tx` is a `tokio_postgres::Transaction` (or a client inside `BEGIN`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_in_pg`].
+    #[cfg(feature = "postgres")]
+    pub async fn submit_in_pg(
+        &self,
+        tx: &impl relay_postgres::tokio_postgres::GenericClient,
+        job: NewJob,
+    ) -> Result<JobId> {
+        let (job, delay_ms) = self.engine.for_pg(job)?;
+        let id = relay_postgres::submit_in(tx, &crate::within::pg_args(&job, delay_ms))
+            .await
+            .map_err(crate::within::from_within)?;
+        Ok(JobId(id))
+    }
+
+    /// [`Relay::submit`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit`].
+    pub async fn submit(&self, job: NewJob) -> Result<JobId> {
+        self.submit_outcome(job).await.map(|s| s.id)
+    }
+
+    /// [`Relay::submit_outcome`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_outcome`].
+    pub async fn submit_outcome(&self, job: NewJob) -> Result<Submitted> {
+        first(self.engine.run_async(self.engine.submit_op(vec![job])?).await?)
+    }
+
+    /// [`Relay::submit_batch`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_batch`].
+    pub async fn submit_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>> {
+        let done = self.engine.run_async(self.engine.submit_op(jobs)?).await?;
+        Ok(done.into_iter().map(|s| s.id).collect())
+    }
+
+    /// [`Relay::lease`], as a future. A request that waits, when no job is
+    /// ready, uses Tokio's timers: it needs a Tokio runtime with its time
+    /// driver.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::lease`].
+    pub async fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
+        self.lease_until(req, std::future::pending::<()>()).await
+    }
+
+    /// [`AsyncRelay::lease`], giving up its wait as soon as `stop` completes,
+    /// and then returning an empty list. A claim already sent to the writer
+    /// is awaited first, so no job it leased is lost.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::lease`].
+    pub async fn lease_until(&self, req: LeaseRequest, stop: impl std::future::Future) -> Result<Vec<LeasedJob>> {
+        let req = req.validate(&self.engine.options.limits)?;
+        let deadline = Instant::now() + req.wait;
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            let seen = self.engine.deliver.ready.generation();
+            let batch = self.engine.run_async(self.engine.lease_op(req.clone())).await?;
+            let Some(until) = self.engine.wait_until(&batch, deadline) else {
+                return Ok(batch.jobs);
+            };
+            let mut woken = std::pin::pin!(self.engine.deliver.ready.wait_async(seen, until));
+            // Whichever comes first: a wake-up (or the deadline), or `stop`.
+            let stopped = std::future::poll_fn(|cx| {
+                if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+                    return std::task::Poll::Ready(true);
+                }
+                std::future::Future::poll(woken.as_mut(), cx).map(|()| false)
+            })
+            .await;
+            if stopped {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// [`Relay::ack`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::ack`].
+    pub async fn ack(&self, id: JobId, token: LeaseToken, result: Option<Vec<u8>>) -> Result<()> {
+        self.engine.run_async(self.engine.ack_op(id, token, result)?).await
+    }
+
+    /// [`Relay::nack`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack`].
+    pub async fn nack(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<JobStatus> {
+        self.engine
+            .run_async(self.engine.nack_op(id, token, error, AfterFailure::Retry(retry_in)))
+            .await
+    }
+
+    /// [`Relay::nack_permanent`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::nack_permanent`].
+    pub async fn nack_permanent(&self, id: JobId, token: LeaseToken, error: &str) -> Result<JobStatus> {
+        self.engine
+            .run_async(self.engine.nack_op(id, token, error, AfterFailure::Dead))
+            .await
+    }
+
+    /// [`Relay::complete_batch`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete_batch`].
+    pub async fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
+        self.engine.run_async(self.engine.complete_op(batch)?).await
+    }
+
+    /// [`Relay::complete`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete`].
+    pub async fn complete(&self, completion: Completion) -> Result<JobStatus> {
+        single(self.complete_batch(vec![completion]).await?)
+    }
+
+    /// [`Relay::extend`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::extend`].
+    pub async fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Timestamp> {
+        self.engine
+            .run_async(self.engine.extend_op(id, token, lease_for)?)
+            .await
+    }
+
+    /// [`Relay::release`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::release`].
+    pub async fn release(&self, id: JobId, token: LeaseToken) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Release(token)))
+            .await
+    }
+
+    /// [`Relay::snooze`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::snooze`].
+    pub async fn snooze(&self, id: JobId, token: LeaseToken, delay: Duration) -> Result<Timestamp> {
+        self.engine.run_async(self.engine.snooze_op(id, token, delay)).await
+    }
+
+    /// [`Relay::pause`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::pause`].
+    pub async fn pause(&self, queue: &str) -> Result<()> {
+        self.engine.run_async(self.engine.pause_op(queue, true)?).await
+    }
+
+    /// [`Relay::resume`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::resume`].
+    pub async fn resume(&self, queue: &str) -> Result<()> {
+        self.engine.run_async(self.engine.pause_op(queue, false)?).await
+    }
+
+    /// [`Relay::set_queue_limits`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::set_queue_limits`].
+    pub async fn set_queue_limits(&self, queue: &str, limits: QueueLimits) -> Result<()> {
+        self.engine.run_async(self.engine.limits_op(queue, limits)?).await
+    }
+
+    /// [`Relay::add_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::add_schedule`].
+    pub async fn add_schedule(&self, schedule: NewSchedule) -> Result<Schedule> {
+        self.engine.run_async(self.engine.add_schedule_op(schedule)?).await
+    }
+
+    /// [`Relay::remove_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::remove_schedule`].
+    pub async fn remove_schedule(&self, name: &str) -> Result<()> {
+        self.engine.run_async(self.engine.remove_schedule_op(name)).await
+    }
+
+    /// [`Relay::pause_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::pause_schedule`].
+    pub async fn pause_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run_async(self.engine.pause_schedule_op(name, true)).await
+    }
+
+    /// [`Relay::resume_schedule`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::resume_schedule`].
+    pub async fn resume_schedule(&self, name: &str) -> Result<Schedule> {
+        self.engine.run_async(self.engine.pause_schedule_op(name, false)).await
+    }
+
+    /// [`Relay::schedules`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::schedules`].
+    pub async fn schedules(&self) -> Result<Vec<Schedule>> {
+        self.read(|e| e.readers.with(|r| r.schedules())).await
+    }
+
+    /// [`Relay::run_schedules`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::run_schedules`].
+    pub async fn run_schedules(&self) -> Result<usize> {
+        self.engine.run_async(self.engine.run_schedules_op()).await
+    }
+
+    /// [`Relay::cancel`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::cancel`].
+    pub async fn cancel(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Cancel))
+            .await
+    }
+
+    /// [`Relay::retry`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry`].
+    pub async fn retry(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Retry))
+            .await
+    }
+
+    /// [`Relay::delete`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::delete`].
+    pub async fn delete(&self, id: JobId) -> Result<()> {
+        self.engine
+            .run_async(self.engine.action_op(id, SimpleAction::Delete))
+            .await
+    }
+
+    /// [`Relay::append_event`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::append_event`].
+    pub async fn append_event(&self, id: JobId, kind: &str, data: &serde_json::Value) -> Result<i64> {
+        self.engine
+            .run_async(self.engine.append_event_op(id, kind, data)?)
+            .await
+    }
+
+    /// [`Relay::reap_expired`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::reap_expired`].
+    pub async fn reap_expired(&self) -> Result<usize> {
+        self.engine.run_async(self.engine.reap_op()).await
+    }
+
+    /// [`Relay::get`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::get`].
+    pub async fn get(&self, id: JobId) -> Result<Job> {
+        self.read(move |e| e.get(id)).await
+    }
+
+    /// [`Relay::events`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::events`].
+    pub async fn events(&self, id: JobId) -> Result<Vec<Event>> {
+        self.read(move |e| e.events(id)).await
+    }
+
+    /// [`Relay::list`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::list`].
+    pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        crate::search::check_filter(filter)?;
+        let filter = filter.clone();
+        self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
+    }
+
+    /// [`Relay::retry_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry_matching`].
+    pub async fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Retry)).await
+    }
+
+    /// [`Relay::cancel_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::cancel_matching`].
+    pub async fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Cancel)).await
+    }
+
+    /// [`Relay::delete_matching`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::delete_matching`].
+    pub async fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Delete)).await
+    }
+
+    /// [`Relay::dead_groups`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::dead_groups`].
+    pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
+        crate::search::check_limit(limit)?;
+        self.read(move |e| e.readers.with(|r| r.job_dead_groups(limit))).await
+    }
+
+    /// [`Relay::stats`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::stats`].
+    pub async fn stats(&self) -> Result<Stats> {
+        self.read(Engine::stats).await
+    }
+
+    /// [`Relay::throughput`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::throughput`].
+    pub async fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
+        self.read(move |e| e.readers.with(|r| r.throughput(since))).await
+    }
+
+    /// As [`Relay::store_info`].
+    pub fn store_info(&self) -> StoreInfo {
+        self.engine.store_info()
+    }
+
+    /// Runs a read on a blocking thread: store drivers may block (and the
+    /// PostgreSQL one must not run inside the async runtime).
+    async fn read<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || f(&engine))
+            .await
+            .map_err(|_| Error::Closed)?
+    }
+
+    /// As [`Relay::metrics`].
+    pub fn metrics(&self) -> Metrics {
+        self.engine.deliver.counters.snapshot()
+    }
+}
