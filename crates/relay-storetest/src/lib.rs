@@ -74,22 +74,37 @@ impl TestDb for SqliteFile {
 /// A fresh PostgreSQL database on the test server (see [`pg`]).
 pub struct PgDb {
     url: String,
+    /// Made by [`PgDb::fresh`], and dropped with this value.
+    owned: bool,
 }
 
 impl PgDb {
-    /// The database at `url`.
+    /// The database at `url`, left as it is when this value is dropped.
     pub fn fresh_at(url: String) -> Self {
-        Self { url }
+        Self { url, owned: false }
     }
 
+    /// A new database on the shared test server, dropped (with whatever
+    /// connections are still open to it) when the value is.
     pub fn fresh() -> Box<dyn TestDb> {
         Box::new(Self {
             url: pg::PgServer::shared().new_database(),
+            owned: true,
         })
     }
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+}
+
+impl Drop for PgDb {
+    fn drop(&mut self) {
+        if self.owned {
+            if let Err(e) = pg::PgServer::shared().drop_database(&self.url) {
+                eprintln!("{e}");
+            }
+        }
     }
 }
 

@@ -9,6 +9,9 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use postgres::error::SqlState;
 
 pub struct PgServer {
     /// A URL of the server's `postgres` database (for CREATE DATABASE).
@@ -118,7 +121,7 @@ impl PgServer {
         );
         let port = free_port();
         let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=300 {settings}",
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=300 -c max_wal_size=256MB {settings}",
             dir.display()
         );
         let log = dir.join("server.log");
@@ -160,12 +163,91 @@ impl PgServer {
             std::process::id(),
             NEXT_DB.fetch_add(1, Ordering::Relaxed)
         );
-        let mut client = postgres::Client::connect(&self.admin_url, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL at {}: {e}", self.admin_url));
-        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let mut client = self.admin();
+        if let Err(e) = client.batch_execute(&format!("CREATE DATABASE {name}")) {
+            panic!("CREATE DATABASE {name}: {}\n{}", describe(&e), self.log_tail());
+        }
         match self.admin_url.rsplit_once('/') {
             Some((base, _)) => format!("{base}/{name}"),
             None => panic!("RELAY_TEST_PG_URL must end with /DATABASE"),
+        }
+    }
+
+    /// Drops a database [`PgServer::new_database`] made, once its test is
+    /// done with it: a test process makes a hundred of them, and each
+    /// holds its files and the WAL that created it (over a gigabyte in all
+    /// when they were kept, on machines whose disks can be nearly full).
+    pub fn drop_database(&self, url: &str) -> Result<(), String> {
+        let Some((_, name)) = url.rsplit_once('/') else {
+            return Err(format!("{url} names no database"));
+        };
+        self.try_admin()?
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .map_err(|e| format!("DROP DATABASE {name}: {}", describe(&e)))
+    }
+
+    /// A connection to the `postgres` database; panics with the server's
+    /// own words and the end of its log when there is none.
+    fn admin(&self) -> postgres::Client {
+        self.try_admin().unwrap_or_else(|e| panic!("{e}\n{}", self.log_tail()))
+    }
+
+    /// A connection to the `postgres` database. A server that is starting,
+    /// recovering or out of connection slots is waited for (a minute at
+    /// most).
+    fn try_admin(&self) -> Result<postgres::Client, String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match postgres::Client::connect(&self.admin_url, postgres::NoTls) {
+                Ok(client) => return Ok(client),
+                Err(e) => {
+                    let transient = e
+                        .code()
+                        .is_some_and(|c| *c == SqlState::CANNOT_CONNECT_NOW || *c == SqlState::TOO_MANY_CONNECTIONS);
+                    if transient && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(200));
+                        continue;
+                    }
+                    return Err(format!(
+                        "cannot reach the test PostgreSQL at {}: {}",
+                        self.admin_url,
+                        describe(&e)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The last lines of the server's log, when this process started it.
+    fn log_tail(&self) -> String {
+        let Some(dir) = &self.data_dir else {
+            return String::new();
+        };
+        let log = dir.join("server.log");
+        match std::fs::read_to_string(&log) {
+            Ok(text) => {
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                format!("the end of {}:\n{tail}", log.display())
+            }
+            Err(e) => format!("(cannot read {}: {e})", log.display()),
+        }
+    }
+}
+
+/// An error with its causes: the driver's own text for a server's error
+/// is only "db error", its source holds what the server said.
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), db.code().code()),
+        None => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            text
         }
     }
 }
