@@ -409,6 +409,9 @@ pub(crate) struct Writes<'a> {
     counts: [i64; 7],
     /// The throughput history's minute the batch counts in.
     minute: i64,
+    /// `sql/apply_update_one.sql`, for a batch of one transition and its
+    /// one event.
+    one: Option<Statement>,
 }
 
 /// The columns of a batch's new dependency edges (`sql/apply_deps.sql`).
@@ -462,12 +465,20 @@ impl<'a> Writes<'a> {
                 n(c.events.len()),
             ],
             minute: relay_store::minute_of(c.at).as_millis(),
+            one: if one_transition(c) {
+                Some(pipe.stmt(include_str!("../sql/apply_update_one.sql"))?)
+            } else {
+                None
+            },
         })
     }
 
     /// Queue settings, deletes, updates (those taking keys back last),
     /// inserts, dependency edges, events.
     pub(crate) fn reqs(&self) -> Vec<Req<'_>> {
+        if let Some(st) = &self.one {
+            return vec![self.one_req(st)];
+        }
         let mut reqs = Vec::with_capacity(8);
         let [queues, deletes, plain, taking, inserts, deps, events] = &self.counts;
         if *queues > 0 {
@@ -518,4 +529,51 @@ impl<'a> Writes<'a> {
         }
         reqs
     }
+
+    /// The one transition and its event as the scalars of
+    /// `sql/apply_update_one.sql` (see [`one_transition`]).
+    fn one_req<'s>(&'s self, st: &'s Statement) -> Req<'s> {
+        let u = if self.plain.ids.is_empty() { &self.taking } else { &self.plain };
+        let e = &self.events;
+        Req::Write(
+            st,
+            vec![
+                &u.ids[0],
+                &u.expect_state[0],
+                &u.expect_token[0],
+                &u.state[0],
+                &u.attempts[0],
+                &u.ready_at[0],
+                &u.finished_at[0],
+                &u.token[0],
+                &u.expires[0],
+                &u.by[0],
+                &u.error[0],
+                &u.result[0],
+                &u.waiting_on[0],
+                &u.succeeded[0],
+                &u.failed[0],
+                &u.dead[0],
+                &self.minute,
+                &e.base[0],
+                &e.ord[0],
+                &e.at[0],
+                &e.kind[0],
+                &e.data[0],
+            ],
+        )
+    }
+}
+
+/// One transition of an existing job and its one event, nothing else: a
+/// lone lease, ack, nack or extend. Written by one statement with scalar
+/// parameters (`sql/apply_update_one.sql`) instead of two over arrays.
+pub(crate) fn one_transition(c: &Changes<'_>) -> bool {
+    matches!((c.updates.as_slice(), c.events.as_slice()), ([u], [e]) if u.id == e.job)
+        && c.queues.is_empty()
+        && c.schedules.is_empty()
+        && c.deletes.is_empty()
+        && c.settled.is_empty()
+        && c.inserts.is_empty()
+        && c.dependents.is_empty()
 }
