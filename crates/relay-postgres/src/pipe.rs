@@ -196,20 +196,31 @@ impl Pipe {
                 client.batch_execute("BEGIN").await.map(|()| Answer::Done)
             }));
         }
-        for r in reqs {
-            futs.push(match r {
-                Req::Read(st, params) | Req::Write(st, params) => {
-                    Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
-                }
-                Req::Simple(sql) => Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) }),
-            });
-        }
+        futs.extend(reqs.into_iter().map(|r| send(client, r)));
         let mut answers = self.rt.block_on(in_order(futs));
         if begin {
             let first = answers.remove(0);
             first.map_err(|e| self.error(e))?;
         }
         Ok(answers)
+    }
+
+    /// `BEGIN`, then `reqs` (which end the transaction), all in one
+    /// flight, writes included; each request's answer after `BEGIN`'s.
+    ///
+    /// Only for a flight whose writes are each right on their own should
+    /// they run outside the transaction (see [`Pipe::run`]): a `BEGIN` that
+    /// fails while the session goes on is one sent inside an aborted
+    /// transaction, where every statement after it fails too; any other
+    /// failure ends the session, and nothing after it runs.
+    pub(crate) fn transaction(&mut self, reqs: Vec<Req<'_>>) -> Vec<Result<Answer, tokio_postgres::Error>> {
+        self.begin_owed = false;
+        let client = &self.client;
+        let futs: Vec<Fut<'_>> = std::iter::once(Req::Simple("BEGIN"))
+            .chain(reqs)
+            .map(|r| send(client, r))
+            .collect();
+        self.rt.block_on(in_order(futs))
     }
 
     /// One request, in its own flight (with an owed `BEGIN`).
@@ -219,6 +230,17 @@ impl Pipe {
             Some(Answer::Rows(rows)) => Ok(rows),
             _ => Ok(Vec::new()),
         }
+    }
+}
+
+/// A request as the future that sends it (when first polled) and reads
+/// its answer.
+fn send<'a>(client: &'a Client, r: Req<'a>) -> Fut<'a> {
+    match r {
+        Req::Read(st, params) | Req::Write(st, params) => {
+            Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
+        }
+        Req::Simple(sql) => Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) }),
     }
 }
 

@@ -533,7 +533,11 @@ impl<'a> Writes<'a> {
     /// The one transition and its event as the scalars of
     /// `sql/apply_update_one.sql` (see [`one_transition`]).
     fn one_req<'s>(&'s self, st: &'s Statement) -> Req<'s> {
-        let u = if self.plain.ids.is_empty() { &self.taking } else { &self.plain };
+        let u = if self.plain.ids.is_empty() {
+            &self.taking
+        } else {
+            &self.plain
+        };
         let e = &self.events;
         Req::Write(
             st,

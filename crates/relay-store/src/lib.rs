@@ -443,6 +443,30 @@ pub trait Store {
         }
         self.commit().map_err(CommitFailed::MaybeApplied)
     }
+    /// True where the store can commit a batch planned from a status it did
+    /// not read in the batch ([`Store::apply_unread`]): the one this
+    /// process wrote when it leased the job, kept by the engine. `false`
+    /// (the default): every batch reads what it plans from.
+    fn applies_unread(&self) -> bool {
+        false
+    }
+    /// While `sealed`, every read fails with [`StoreError::Busy`]: a batch
+    /// planned for [`Store::apply_unread`] must not plan from anything the
+    /// guard of that write does not check. A no-op by default.
+    fn seal_reads(&mut self, sealed: bool) {
+        let _ = sealed;
+    }
+    /// Commits, as a transaction of its own, a batch of one transition of
+    /// one job and its one event, planned from `expected`, a status this
+    /// store did not read: nothing is written unless the job's row still
+    /// is `expected` in every column and no job waits for it.
+    /// `Ok(true)`: written and committed. `Ok(false)`: the row was
+    /// otherwise (or the batch is not of that shape); nothing was written,
+    /// and the batch is planned again from a read.
+    fn apply_unread(&mut self, changes: &Changes<'_>, expected: &JobStatus) -> Result<bool, CommitFailed> {
+        let _ = (changes, expected);
+        Ok(false)
+    }
     /// Deletes up to [`PRUNE_BATCH`] finished jobs (SUCCEEDED, DEAD, CANCELLED) that
     /// finished before `before`, with their events; returns how many.
     /// Housekeeping, run before a batch is planned.

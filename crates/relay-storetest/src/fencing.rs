@@ -109,3 +109,81 @@ pub fn reaper_reclaims_without_a_caller(new_db: &NewDb) {
         ("expired", &serde_json::json!(true))
     );
 }
+
+/// A holder's ack, nack or extend may be planned from what its own Relay
+/// wrote when it leased the job, without reading the row (PostgreSQL: one
+/// round trip instead of two). Whatever another Relay on the store did to
+/// the job meanwhile is still seen: the holder is refused as after a read,
+/// the other's work stands, and a job made to wait for it meanwhile is told.
+pub fn a_holder_sees_what_another_relay_did_to_its_job(new_db: &NewDb) {
+    let db = new_db();
+    let (options, _clock) = crate::clocked();
+    let a = db.open(options.clone()).unwrap();
+    let b = db.open(options).unwrap();
+    let lease = |r: &relay::Relay, q: &str| {
+        r.lease(LeaseRequest::new([q]).worker("w").lease_for(LEASE))
+            .unwrap()
+            .remove(0)
+    };
+
+    // Cancelled by the other Relay: the holder's ack is refused.
+    let id = a.submit(NewJob::new("q1", "k", Vec::new())).unwrap();
+    let held = lease(&a, "q1");
+    b.cancel(id).unwrap();
+    assert!(
+        matches!(
+            a.ack(id, held.token, None),
+            Err(Error::InvalidState {
+                state: JobState::Cancelled,
+                ..
+            })
+        ),
+        "an ack of a job cancelled elsewhere is refused"
+    );
+    assert_eq!(b.get(id).unwrap().state(), JobState::Cancelled);
+
+    // Failed and leased again through the other Relay (same worker name,
+    // same clock: only the token and the attempt differ): the old token is
+    // refused, the new holder's ack stands.
+    let id = a.submit(NewJob::new("q2", "k", Vec::new())).unwrap();
+    let old = lease(&a, "q2");
+    b.nack(id, old.token, "once more", Some(Duration::ZERO)).unwrap();
+    let new = lease(&b, "q2");
+    assert_eq!(new.id, id);
+    assert!(
+        matches!(a.ack(id, old.token, None), Err(Error::LeaseLost { .. })),
+        "the old holder's ack is refused"
+    );
+    assert!(matches!(a.extend(id, old.token, LEASE), Err(Error::LeaseLost { .. })));
+    b.ack(id, new.token, Some(b"new".to_vec())).unwrap();
+    let job = a.get(id).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Succeeded, 2));
+    assert_eq!(job.result.as_deref(), Some(&b"new"[..]));
+
+    // A job submitted through the other Relay to wait for the leased one
+    // is told when the holder acks it.
+    let parent = a.submit(NewJob::new("q3", "k", Vec::new())).unwrap();
+    let held = lease(&a, "q3");
+    let child = b
+        .submit(NewJob::new("q4", "k", Vec::new()).depends_on([parent]))
+        .unwrap();
+    assert_eq!(b.get(child).unwrap().state(), JobState::Waiting);
+    a.ack(parent, held.token, None).unwrap();
+    assert_eq!(
+        b.get(child).unwrap().state(),
+        JobState::Ready,
+        "the dependent was told its parent finished"
+    );
+
+    // And the holder's own calls in turn, with nobody else in between.
+    let id = a.submit(NewJob::new("q5", "k", Vec::new())).unwrap();
+    let held = lease(&a, "q5");
+    a.extend(id, held.token, LEASE * 2).unwrap();
+    a.nack(id, held.token, "retry", Some(Duration::ZERO)).unwrap();
+    let again = lease(&a, "q5");
+    a.ack(id, again.token, None).unwrap();
+    let job = b.get(id).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Succeeded, 2));
+    let kinds: Vec<String> = b.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["submitted", "leased", "failed", "leased", "succeeded"]);
+}

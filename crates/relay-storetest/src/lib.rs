@@ -170,6 +170,7 @@ macro_rules! conformance {
             fencing::cancelled_lease_is_lost,
             fencing::extend_keeps_the_job,
             fencing::reaper_reclaims_without_a_caller,
+            fencing::a_holder_sees_what_another_relay_did_to_its_job,
             scheduling::higher_class_first_when_fresh,
             scheduling::aged_low_priority_beats_newer_urgent,
             scheduling::no_starvation_under_urgent_stream,

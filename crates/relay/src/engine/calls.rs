@@ -2,6 +2,8 @@
 //! blocking [`crate::Relay`] and the async [`crate::AsyncRelay`].
 
 use crate::engine::ops;
+use crate::engine::plan::Plan;
+use crate::engine::writer::BatchCtx;
 use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
 use crate::request::{
@@ -40,7 +42,7 @@ impl Engine {
         if let Some(r) = &result {
             check_body(&self.options.limits, "result", r)?;
         }
-        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+        Ok(Pending::held(id, move |plan, ctx| {
             ops::act(plan, ctx, id, Action::Ack { token }, result.as_deref()).map(drop)
         }))
     }
@@ -51,7 +53,7 @@ impl Engine {
             AfterFailure::Retry(after) => (after, false),
             AfterFailure::Dead => (None, true),
         };
-        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+        Pending::held(id, move |plan, ctx| {
             ops::act(
                 plan,
                 ctx,
@@ -69,7 +71,7 @@ impl Engine {
 
     pub(crate) fn extend_op(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Pending<Timestamp>> {
         self.options.limits.lease_for(lease_for)?;
-        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+        Ok(Pending::held(id, move |plan, ctx| {
             let s = ops::act(plan, ctx, id, Action::Extend { token, lease_for }, None)?;
             Ok(s.lease.map_or(ctx.now, |l| l.expires_at))
         }))
@@ -77,7 +79,7 @@ impl Engine {
 
     /// Snooze: returns when the job is due again.
     pub(crate) fn snooze_op(&self, id: JobId, token: LeaseToken, delay: Duration) -> Pending<Timestamp> {
-        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+        Pending::held(id, move |plan, ctx| {
             ops::act(plan, ctx, id, Action::Snooze { token, delay }, None).map(|s| s.ready_at)
         })
     }
@@ -191,8 +193,8 @@ impl Engine {
                 c
             })
             .collect();
-        let hint = Hint::Jobs(batch.iter().map(|c| c.id).collect());
-        Ok(Pending::new(hint, move |plan, ctx| {
+        let ids: Vec<JobId> = batch.iter().map(|c| c.id).collect();
+        let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| {
             let mut out = Vec::with_capacity(batch.len());
             for c in &batch {
                 let m = plan.mark();
@@ -234,7 +236,11 @@ impl Engine {
                 }
             }
             Ok(out)
-        }))
+        };
+        Ok(match ids.as_slice() {
+            [id] => Pending::held(*id, work),
+            _ => Pending::new(Hint::Jobs(ids), work),
+        })
     }
 
     pub(crate) fn prune_op(&self, age: Duration) -> Pending<u64> {

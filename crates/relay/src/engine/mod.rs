@@ -17,6 +17,7 @@ use durable::Durability;
 use metrics::Counters;
 pub(crate) use plan::{Hint, Plan};
 use readers::Readers;
+use relay_core::JobId;
 use relay_store::Backend;
 use signal::ReadySignal;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,7 +36,20 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
     {
-        let (op, rx) = Call::boxed(Box::new(work), hint);
+        let (op, rx) = Call::boxed(Box::new(work), hint, false);
+        Self { op, rx }
+    }
+
+    /// An operation of the holder of `id`'s lease that reads nothing but
+    /// the job's status and the jobs waiting for it (an ack, nack, snooze
+    /// or extend): alone in its batch, it may be planned from the status
+    /// this process wrote when it leased the job, without a read (see
+    /// `Writer::unread`).
+    pub(crate) fn held<F>(id: JobId, work: F) -> Self
+    where
+        F: FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (op, rx) = Call::boxed(Box::new(work), Hint::Jobs(vec![id]), true);
         Self { op, rx }
     }
 }
@@ -126,6 +140,7 @@ impl Engine {
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(options.max_batch),
             housekeeping: Arc::default(),
+            held: Arc::default(),
         };
         // Callers commit their own operation without a thread hop only where
         // that is cheap and safe in any thread: SQLite's split commit (the

@@ -291,6 +291,15 @@ impl<'s> Plan<'s> {
         Ok(())
     }
 
+    /// Takes `status` as job `id`'s, with no job waiting for it, in place
+    /// of the batch's reads: for a batch planned from what this process
+    /// wrote (see `Writer::unread`), which the store writes only if its
+    /// row still is so.
+    pub(crate) fn seed(&mut self, id: JobId, status: JobStatus) {
+        self.jobs.insert(id, Slot::Row(Box::new(Entry::read(status, None))));
+        self.deps.prefetched(vec![id], Vec::new());
+    }
+
     /// Reads the statuses of `ids` not read yet, in one call (in id order:
     /// PostgreSQL locks them, and one order everywhere avoids deadlocks).
     pub(crate) fn load_statuses(&mut self, mut ids: Vec<JobId>) -> Result<()> {

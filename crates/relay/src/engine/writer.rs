@@ -22,10 +22,10 @@ use super::signal::ReadySignal;
 use crate::engine::ops;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use relay_core::{RetryPolicy, Timestamp, TransitionCtx};
-use relay_store::{CommitFailed, Store, StoreError, Syncer, WriterStore};
+use relay_core::{JobId, JobState, JobStatus, RetryPolicy, Timestamp, TransitionCtx};
+use relay_store::{Changes, CommitFailed, Store, StoreError, Syncer, WriterStore};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 /// What an operation sees of its batch.
 pub(crate) struct BatchCtx<'a> {
@@ -70,6 +70,12 @@ pub(crate) trait Operation: Send {
     fn claims(&self) -> bool {
         matches!(self.hint(), Hint::Claim { .. })
     }
+    /// The job whose lease's holder this operation comes from, where it
+    /// reads nothing but that job's status and the jobs waiting for it
+    /// (see [`super::Pending::held`]).
+    fn held(&self) -> Option<JobId> {
+        None
+    }
 }
 
 pub(crate) type Work<T> = Box<dyn FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send>;
@@ -80,10 +86,12 @@ pub(crate) struct Call<T> {
     out: Option<Result<T>>,
     reply: flume::Sender<Result<T>>,
     hint: Hint,
+    /// See [`Operation::held`].
+    held: bool,
 }
 
 impl<T: Send + 'static> Call<T> {
-    pub(crate) fn boxed(work: Work<T>, hint: Hint) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+    pub(crate) fn boxed(work: Work<T>, hint: Hint, held: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
         let (reply, rx) = flume::bounded(1);
         (
             Box::new(Call {
@@ -91,6 +99,7 @@ impl<T: Send + 'static> Call<T> {
                 out: None,
                 reply,
                 hint,
+                held,
             }),
             rx,
         )
@@ -100,6 +109,16 @@ impl<T: Send + 'static> Call<T> {
 impl<T: Send + 'static> Operation for Call<T> {
     fn hint(&self) -> &Hint {
         &self.hint
+    }
+
+    fn held(&self) -> Option<JobId> {
+        match &self.hint {
+            Hint::Jobs(ids) if self.held => match ids.as_slice() {
+                [id] => Some(*id),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     fn plan(&mut self, plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<()> {
@@ -290,6 +309,47 @@ pub(crate) struct Writer {
     /// shared by every writer of the Relay (so "the first batch after
     /// opening reaps" holds once, whichever writer takes it).
     pub housekeeping: Arc<Housekeeping>,
+    /// The statuses of the jobs this Relay leased, shared by its writers.
+    pub held: Arc<HeldStatuses>,
+}
+
+/// The status each job this Relay leased had when its lease committed,
+/// kept for the lease's holder: their ack, nack, snooze or extend, alone in
+/// a batch, is planned from it without reading the row, and the store
+/// writes it only if the row still is that status
+/// ([`Store::apply_unread`]; on PostgreSQL one round trip instead of two).
+/// Kept only where the store applies such batches. Bounded: a status
+/// forgotten (or changed by another process) costs the read, nothing else.
+#[derive(Default)]
+pub(crate) struct HeldStatuses(std::sync::Mutex<std::collections::HashMap<JobId, JobStatus>>);
+
+/// Statuses kept at most: a lease past them is planned from a read.
+const HELD_MAX: usize = 4096;
+
+impl HeldStatuses {
+    fn get(&self, id: JobId) -> Option<JobStatus> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&id).cloned()
+    }
+
+    fn forget(&self, id: JobId) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+    }
+
+    /// What a committed batch did to its jobs: a lease (or extend) keeps
+    /// the job's new status, anything else forgets it.
+    fn note(&self, c: &Changes<'_>) {
+        let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for u in &c.updates {
+            if u.status.state == JobState::Leased && (held.len() < HELD_MAX || held.contains_key(&u.id)) {
+                held.insert(u.id, u.status.clone());
+            } else {
+                held.remove(&u.id);
+            }
+        }
+        for id in &c.deletes {
+            held.remove(id);
+        }
+    }
 }
 
 /// When a Relay's writers last reaped and pruned (milliseconds).
@@ -353,6 +413,7 @@ impl Writer {
             rng: fastrand::Rng::new(),
             batch: Vec::with_capacity(self.options.max_batch),
             housekeeping: Arc::clone(&self.housekeeping),
+            held: Arc::clone(&self.held),
         }
     }
 
@@ -433,6 +494,80 @@ impl Writer {
         Err(Error::MaybeApplied(e))
     }
 
+    /// A batch of one operation of a lease's holder (an ack, nack, snooze
+    /// or extend), planned from the status this Relay wrote when it leased
+    /// the job ([`HeldStatuses`]) instead of a read, and committed by the
+    /// store only if the row still is that status
+    /// ([`Store::apply_unread`]). `None`: not such a batch, or the row was
+    /// otherwise (nothing written): the batch is planned from a read.
+    fn unread(
+        &mut self,
+        batch: &mut [Box<dyn Operation>],
+        instant: &mut Option<(Timestamp, bool, bool, bool)>,
+    ) -> Option<(Result<()>, bool)> {
+        if !self.store.applies_unread() || self.deliver.syncer.is_some() || self.store.failed_commit_is_final() {
+            return None;
+        }
+        let [op] = batch else {
+            return None;
+        };
+        let id = op.held()?;
+        let expected = self.held.get(id)?;
+        let (now, reap, prune_due, tick_due) = match *instant {
+            Some(i) => i,
+            None => *instant.insert(self.instant(std::slice::from_ref(op))),
+        };
+        if reap || prune_due || tick_due {
+            return None; // housekeeping reads: this batch reads too
+        }
+        let mut ctx = BatchCtx {
+            now,
+            options: &self.options,
+            rng: &mut self.rng,
+            made_ready: false,
+            prune_due: false,
+            tick_due: false,
+            corrupt_reported: &mut self.corrupt_reported,
+        };
+        let store = self.store.as_mut();
+        store.seal_reads(true);
+        let mut plan = Plan::new(store, now);
+        plan.seed(id, expected.clone());
+        let planned = op.plan(&mut plan, &mut ctx);
+        let (changes, store) = plan.changes();
+        let applied = match planned {
+            // Planned without a read: its own failure (a lease lost, say)
+            // is judged again from one.
+            Err(_) => None,
+            Ok(()) => {
+                let notified = !ctx.made_ready || store.notify_ready().is_ok();
+                notified.then(|| store.apply_unread(&changes, &expected))
+            }
+        };
+        if let Some(Ok(true)) = applied {
+            self.held.note(&changes);
+        }
+        drop(changes);
+        let made_ready = ctx.made_ready;
+        self.store.seal_reads(false);
+        match applied {
+            Some(Ok(true)) => {
+                self.committed(1, 0);
+                Some((Ok(()), made_ready))
+            }
+            Some(Err(CommitFailed::MaybeApplied(e))) => {
+                self.held.forget(id);
+                Some((self.commit_failed(e), false))
+            }
+            _ => {
+                // Another process changed the row (or the batch took
+                // another shape): what it holds now is read.
+                self.held.forget(id);
+                None
+            }
+        }
+    }
+
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
         let _span = tracing::debug_span!("relay.commit", ops = batch.len()).entered();
         if let Some(e) = self.deliver.durability.failure() {
@@ -444,65 +579,71 @@ impl Writer {
         let mut busy_retries = 0;
         let mut unsynced = None;
         let mut instant = None;
-        let (outcome, made_ready) = loop {
-            if let Err(e) = self.store.begin() {
-                let _ = self.store.rollback();
-                break (Err(e.into()), false);
-            }
-            // A redo keeps the first reap/prune decision, but its clock is
-            // read again: this BEGIN may have waited too.
-            let (now, reap, prune_due, tick_due) = match instant {
-                Some((_, reap, prune, tick)) => (self.options.clock.now(), reap, prune, tick),
-                None => *instant.insert(self.instant(batch)),
-            };
-            let mut ctx = BatchCtx {
-                now,
-                options: &self.options,
-                rng: &mut self.rng,
-                made_ready: false,
-                prune_due,
-                tick_due,
-                corrupt_reported: &mut self.corrupt_reported,
-            };
-            // Where nothing runs between the write and the commit (no
-            // split commit to number, no final commit failures to watch
-            // for), the store may send both at once (PostgreSQL: one round
-            // trip fewer per batch).
-            let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
-            match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused) {
-                Ok(Planned::Committed(reaped)) => {
-                    let made_ready = ctx.made_ready;
-                    self.committed(batch.len(), reaped);
-                    break (Ok(()), made_ready);
+        let unread = self.unread(batch, &mut instant);
+        let (outcome, made_ready) = if let Some(done) = unread {
+            done
+        } else {
+            loop {
+                if let Err(e) = self.store.begin() {
+                    let _ = self.store.rollback();
+                    break (Err(e.into()), false);
                 }
-                Ok(Planned::CommitFailed(e)) => break (self.commit_failed(e), false),
-                Ok(Planned::Applied(reaped)) => {
-                    let made_ready = ctx.made_ready;
-                    if let Some(e) = self.deliver.durability.failure() {
-                        // A sync failed while this batch was applied: it
-                        // must not reach the file.
+                // A redo keeps the first reap/prune decision, but its clock is
+                // read again: this BEGIN may have waited too.
+                let (now, reap, prune_due, tick_due) = match instant {
+                    Some((_, reap, prune, tick)) => (self.options.clock.now(), reap, prune, tick),
+                    None => *instant.insert(self.instant(batch)),
+                };
+                let mut ctx = BatchCtx {
+                    now,
+                    options: &self.options,
+                    rng: &mut self.rng,
+                    made_ready: false,
+                    prune_due,
+                    tick_due,
+                    corrupt_reported: &mut self.corrupt_reported,
+                };
+                // Where nothing runs between the write and the commit (no
+                // split commit to number, no final commit failures to watch
+                // for), the store may send both at once (PostgreSQL: one round
+                // trip fewer per batch).
+                let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
+                let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
+                match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused, held.as_deref()) {
+                    Ok(Planned::Committed(reaped)) => {
+                        let made_ready = ctx.made_ready;
+                        self.committed(batch.len(), reaped);
+                        break (Ok(()), made_ready);
+                    }
+                    Ok(Planned::CommitFailed(e)) => break (self.commit_failed(e), false),
+                    Ok(Planned::Applied(reaped)) => {
+                        let made_ready = ctx.made_ready;
+                        if let Some(e) = self.deliver.durability.failure() {
+                            // A sync failed while this batch was applied: it
+                            // must not reach the file.
+                            let _ = self.store.rollback();
+                            refuse(batch, &e, &self.deliver.ready);
+                            return None;
+                        }
+                        if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
+                            // Numbered before COMMIT: any reader that sees this
+                            // batch then waits for its fsync (see durable.rs).
+                            unsynced = Some(self.deliver.durability.begin_commit());
+                        }
+                        break (self.commit(batch.len(), reaped), made_ready);
+                    }
+                    Err(Error::Busy) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
+                        // Another process won a race this batch planned around
+                        // (a deadlock, or a unique key taken between the check
+                        // and the write): nothing was applied; plan again.
                         let _ = self.store.rollback();
-                        refuse(batch, &e, &self.deliver.ready);
-                        return None;
+                        busy_retries += 1;
+                        tracing::debug!("the batch met a conflict with another process; planning it again");
                     }
-                    if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
-                        // Numbered before COMMIT: any reader that sees this
-                        // batch then waits for its fsync (see durable.rs).
-                        unsynced = Some(self.deliver.durability.begin_commit());
+                    Err(e) => {
+                        let _ = self.store.rollback();
+                        break (Err(e), false);
                     }
-                    break (self.commit(batch.len(), reaped), made_ready);
-                }
-                Err(Error::Busy) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
-                    // Another process won a race this batch planned around
-                    // (a deadlock, or a unique key taken between the check
-                    // and the write): nothing was applied; plan again.
-                    let _ = self.store.rollback();
-                    busy_retries += 1;
-                    tracing::debug!("the batch met a conflict with another process; planning it again");
-                }
-                Err(e) => {
-                    let _ = self.store.rollback();
-                    break (Err(e), false);
                 }
             }
         };
@@ -576,7 +717,7 @@ pub(crate) fn within(
         tick_due: false,
         corrupt_reported: &mut reported,
     };
-    let outcome = match plan_and_apply(store, &mut batch, &mut ctx, false, false) {
+    let outcome = match plan_and_apply(store, &mut batch, &mut ctx, false, false, None) {
         Ok(_) => store.commit().map_err(Error::from),
         Err(e) => Err(e),
     };
@@ -645,6 +786,7 @@ fn plan_and_apply(
     ctx: &mut BatchCtx<'_>,
     reap: bool,
     fused: bool,
+    held: Option<&HeldStatuses>,
 ) -> Result<Planned> {
     if reap && ctx.prune_due {
         housekeep(store, ctx)?;
@@ -693,7 +835,12 @@ fn plan_and_apply(
     ctx.made_ready |= left;
     if fused {
         return match store.apply_commit(&changes) {
-            Ok(()) => Ok(Planned::Committed(reaped)),
+            Ok(()) => {
+                if let Some(held) = held {
+                    held.note(&changes);
+                }
+                Ok(Planned::Committed(reaped))
+            }
             Err(CommitFailed::NotApplied(e)) => Err(e.into()),
             Err(CommitFailed::MaybeApplied(e)) => Ok(Planned::CommitFailed(e)),
         };
