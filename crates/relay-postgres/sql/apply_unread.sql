@@ -1,6 +1,6 @@
 -- A batch of one transition and its one event planned from a status the
 -- batch did not read (the one this process wrote when it leased the job:
--- a lone ack, nack or extend by the lease's holder, planned without the
+-- a lone ack, nack or snooze by the lease's holder, planned without the
 -- round trip of a read). Its guard is every column of that status, and no
 -- job waiting for this one (the plan assumed none): where the row is
 -- otherwise, nothing is written (no event, no count) and the statement

@@ -1,5 +1,5 @@
 -- apply_update.sql and apply_events.sql for a batch of one transition and
--- its one event (a lone lease, ack, nack or extend: the common case), in one
+-- its one event (a lone lease, ack, nack or snooze: the common case), in one
 -- statement with scalar parameters instead of two over one-element arrays
 -- through unnest. The same guard (state and token as the batch read them)
 -- and the same counts: a shortfall aborts the transaction before the COMMIT

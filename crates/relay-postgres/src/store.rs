@@ -41,6 +41,10 @@ pub(crate) fn open_writer(url: &str) -> Result<Pipe, StoreError> {
     // whenever it judges them cheaper) cost more than running them
     // (1x1 lease+ack 762 -> 1,267 jobs/s, docs/BENCHMARKS.md).
     pipe.simple("SET plan_cache_mode = force_generic_plan")?;
+    // The writer's statements rely on READ COMMITTED (each statement sees
+    // what committed before it began, after the locks before it were
+    // taken), whatever default the database or role was given.
+    pipe.simple("SET default_transaction_isolation = 'read committed'")?;
     Ok(pipe)
 }
 
@@ -686,8 +690,10 @@ fn unread_outcome(answers: Vec<Result<Answer, tokio_postgres::Error>>) -> Result
     };
     match begin {
         Some(Ok(_)) => {}
-        // The session was gone before anything ran: plan again on a new one.
-        Some(Err(e)) if e.is_closed() => return Ok(false),
+        // The session was gone before anything was sent (nothing after
+        // `BEGIN` left): plan again on a new one. Gone after it was sent,
+        // the COMMIT may have run: unknown.
+        Some(Err(e)) if e.is_closed() && lock.is_none() => return Ok(false),
         Some(Err(e)) => return Err(unknown(e)),
         None => return Ok(false),
     }
@@ -700,12 +706,13 @@ fn unread_outcome(answers: Vec<Result<Answer, tokio_postgres::Error>>) -> Result
             Err(unknown(e))
         };
     }
+    // How many rows the write changed (0 or 1), as it answered.
     let written = match write {
         Some(Ok(Answer::Rows(rows))) => match rows.first() {
-            Some(row) => decode::col::<i64>(row, 0, "written", None).map_err(CommitFailed::NotApplied)? > 0,
-            None => false,
+            Some(row) => decode::col::<i64>(row, 0, "written", None).map(|n| n > 0),
+            None => Ok(false),
         },
-        Some(Ok(Answer::Done)) | None => false,
+        Some(Ok(Answer::Done)) | None => Ok(false),
         Some(Err(e)) => {
             return if crate::pipe::refused(&e) {
                 Ok(false)
@@ -714,12 +721,13 @@ fn unread_outcome(answers: Vec<Result<Answer, tokio_postgres::Error>>) -> Result
             }
         }
     };
-    match commit {
-        Some(Ok(_)) => Ok(written),
-        Some(Err(e)) if !written && crate::pipe::refused(&e) => Ok(false),
-        Some(Err(e)) => Err(unknown(e)),
-        None if !written => Ok(false),
-        None => Err(CommitFailed::MaybeApplied(StoreError::Io {
+    match (commit, written) {
+        // Nothing matched: nothing to commit, whatever the COMMIT answered.
+        (_, Ok(false)) => Ok(false),
+        (Some(Ok(_)), Ok(true)) => Ok(true),
+        (Some(Ok(_)), Err(e)) => Err(CommitFailed::MaybeApplied(e)),
+        (Some(Err(e)), _) => Err(unknown(e)),
+        (None, _) => Err(CommitFailed::MaybeApplied(StoreError::Io {
             message: "the COMMIT got no answer".into(),
             source: "no answer".into(),
         })),

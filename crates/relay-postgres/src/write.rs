@@ -570,7 +570,7 @@ impl<'a> Writes<'a> {
 }
 
 /// One transition of an existing job and its one event, nothing else: a
-/// lone lease, ack, nack or extend. Written by one statement with scalar
+/// lone lease, ack, nack or snooze (an extend writes no event). Written by one statement with scalar
 /// parameters (`sql/apply_update_one.sql`) instead of two over arrays.
 pub(crate) fn one_transition(c: &Changes<'_>) -> bool {
     matches!((c.updates.as_slice(), c.events.as_slice()), ([u], [e]) if u.id == e.job)

@@ -110,14 +110,18 @@ pub fn reaper_reclaims_without_a_caller(new_db: &NewDb) {
     );
 }
 
-/// A holder's ack, nack or extend may be planned from what its own Relay
+/// A holder's ack, nack or snooze may be planned from what its own Relay
 /// wrote when it leased the job, without reading the row (PostgreSQL: one
 /// round trip instead of two). Whatever another Relay on the store did to
 /// the job meanwhile is still seen: the holder is refused as after a read,
 /// the other's work stands, and a job made to wait for it meanwhile is told.
 pub fn a_holder_sees_what_another_relay_did_to_its_job(new_db: &NewDb) {
     let db = new_db();
-    let (options, _clock) = crate::clocked();
+    let (mut options, clock) = crate::clocked();
+    // Expired leases are reclaimed by claims only: a holder's call after
+    // the clock moved is then not a batch that reaps (which reads first).
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    options.scheduler = false;
     let a = db.open(options.clone()).unwrap();
     let b = db.open(options).unwrap();
     let lease = |r: &relay::Relay, q: &str| {
@@ -174,6 +178,15 @@ pub fn a_holder_sees_what_another_relay_did_to_its_job(new_db: &NewDb) {
         JobState::Ready,
         "the dependent was told its parent finished"
     );
+
+    // Extended through the other Relay: past the expiry its holder's Relay
+    // wrote, the lease still holds, and the ack is taken.
+    let id = a.submit(NewJob::new("q6", "k", Vec::new())).unwrap();
+    let held = lease(&a, "q6");
+    b.extend(id, held.token, LEASE * 6).unwrap();
+    clock.advance(LEASE * 2);
+    a.ack(id, held.token, None).unwrap();
+    assert_eq!(b.get(id).unwrap().state(), JobState::Succeeded);
 
     // And the holder's own calls in turn, with nobody else in between.
     let id = a.submit(NewJob::new("q5", "k", Vec::new())).unwrap();

@@ -275,6 +275,38 @@ fn the_writer_reconnects_after_its_connection_dropped() {
     assert_eq!(read.expect("reads never recovered").kind, "after");
 }
 
+/// A holder's ack planned from the status its Relay wrote when it leased
+/// the job, refused there (the expiry it wrote has passed, but another
+/// Relay extended the lease), and then not written because the server is
+/// gone: the caller is told the server's failure, never the refusal of a
+/// plan that was not the one applied ("lease lost" would tell a worker whose
+/// lease still holds to drop its work).
+#[test]
+fn an_ack_planned_from_what_was_written_answers_what_was_applied() {
+    let server = PgServer::private("");
+    let url = server.new_database();
+    let (mut options, clock) = relay_storetest::clocked();
+    // No housekeeping due when the ack comes (it would read first): no
+    // reap, no schedules.
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    options.scheduler = false;
+    let a = PgDb::fresh_at(url.clone()).open(options.clone()).unwrap();
+    let b = PgDb::fresh_at(url).open(options).unwrap();
+    let id = a.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let held = a
+        .lease(LeaseRequest::new(["q"]).lease_for(Duration::from_secs(10)))
+        .unwrap()
+        .remove(0);
+    b.extend(id, held.token, Duration::from_secs(60)).unwrap();
+    clock.advance(Duration::from_secs(20));
+    drop(b);
+    drop(server); // stops it (immediate) and removes its files
+    match a.ack(id, held.token, None) {
+        Err(relay::Error::Storage(_) | relay::Error::MaybeApplied(_) | relay::Error::Busy) => {}
+        other => panic!("the ack should fail with the server's failure, got {other:?}"),
+    }
+}
+
 /// Regression: rows were read with `Row::get`, which panics on a type it
 /// did not expect; in the writer thread that killed the writer and every
 /// later call got `Closed`. A column of the wrong type (here: a hand-edited

@@ -76,6 +76,9 @@ pub(crate) trait Operation: Send {
     fn held(&self) -> Option<JobId> {
         None
     }
+    /// Drops what `plan` last kept for the answer: a plan that was not
+    /// written (see `Writer::unread`) must not answer the caller.
+    fn forget_plan(&mut self) {}
 }
 
 pub(crate) type Work<T> = Box<dyn FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send>;
@@ -119,6 +122,10 @@ impl<T: Send + 'static> Operation for Call<T> {
             },
             _ => None,
         }
+    }
+
+    fn forget_plan(&mut self) {
+        self.out = None;
     }
 
     fn plan(&mut self, plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<()> {
@@ -314,12 +321,13 @@ pub(crate) struct Writer {
 }
 
 /// The status each job this Relay leased had when its lease committed,
-/// kept for the lease's holder: their ack, nack, snooze or extend, alone in
+/// kept for the lease's holder: their ack, nack or snooze, alone in
 /// a batch, is planned from it without reading the row, and the store
 /// writes it only if the row still is that status
 /// ([`Store::apply_unread`]; on PostgreSQL one round trip instead of two).
-/// Kept only where the store applies such batches. Bounded: a status
-/// forgotten (or changed by another process) costs the read, nothing else.
+/// Kept only where the store applies such batches. Bounded (emptied when
+/// full): a status forgotten, or changed by another process, costs the
+/// read, nothing else.
 #[derive(Default)]
 pub(crate) struct HeldStatuses(std::sync::Mutex<std::collections::HashMap<JobId, JobStatus>>);
 
@@ -340,7 +348,12 @@ impl HeldStatuses {
     fn note(&self, c: &Changes<'_>) {
         let mut held = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         for u in &c.updates {
-            if u.status.state == JobState::Leased && (held.len() < HELD_MAX || held.contains_key(&u.id)) {
+            if u.status.state == JobState::Leased {
+                if held.len() >= HELD_MAX && !held.contains_key(&u.id) {
+                    // Full, likely of jobs other processes finished:
+                    // start again rather than stop keeping new leases.
+                    held.clear();
+                }
                 held.insert(u.id, u.status.clone());
             } else {
                 held.remove(&u.id);
@@ -494,8 +507,8 @@ impl Writer {
         Err(Error::MaybeApplied(e))
     }
 
-    /// A batch of one operation of a lease's holder (an ack, nack, snooze
-    /// or extend), planned from the status this Relay wrote when it leased
+    /// A batch of one operation of a lease's holder (an ack, nack or
+    /// snooze), planned from the status this Relay wrote when it leased
     /// the job ([`HeldStatuses`]) instead of a read, and committed by the
     /// store only if the row still is that status
     /// ([`Store::apply_unread`]). `None`: not such a batch, or the row was
@@ -561,8 +574,10 @@ impl Writer {
             }
             _ => {
                 // Another process changed the row (or the batch took
-                // another shape): what it holds now is read.
+                // another shape): what it holds now is read, and the
+                // answer comes from that plan alone.
                 self.held.forget(id);
+                op.forget_plan();
                 None
             }
         }
