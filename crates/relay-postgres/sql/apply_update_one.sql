@@ -1,5 +1,5 @@
 -- apply_update.sql and apply_events.sql for a batch of one transition and
--- its one event (a lone lease, ack, nack or snooze: the common case), in one
+-- its event (a lone lease, ack, nack, snooze or extend: the common case), in one
 -- statement with scalar parameters instead of two over one-element arrays
 -- through unnest. The same guard (state and token as the batch read them)
 -- and the same counts: a shortfall aborts the transaction before the COMMIT
@@ -8,7 +8,7 @@
 -- ready_at, finished_at, lease token, lease expiry, leased_by, last_error,
 -- result (NULL keeps it), waiting_on; $14-$16 the throughput counts and $17
 -- their minute; $18-$22 the event's base, place, time, kind and data (as
--- apply_events.sql).
+-- apply_events.sql); $23 whether there is an event (an extend writes none).
 WITH w AS (
     UPDATE relay_jobs AS j
     SET state = $4::TEXT, attempts = $5::BIGINT, ready_at = $6::BIGINT, finished_at = $7::BIGINT,
@@ -29,7 +29,8 @@ WITH w AS (
     SELECT $1::BIGINT,
            COALESCE($18::BIGINT, (SELECT MAX(seq) FROM relay_job_events WHERE job_id = $1::BIGINT), 0) + $19::BIGINT,
            $20::BIGINT, $21::TEXT, $22::TEXT
+    WHERE $23::BOOLEAN
     RETURNING 1
 )
 SELECT relay_expect((SELECT COUNT(*) FROM w), 1, 'updates')
-     + relay_expect((SELECT COUNT(*) FROM e), 1, 'events')
+     + relay_expect((SELECT COUNT(*) FROM e), CASE WHEN $23::BOOLEAN THEN 1 ELSE 0 END, 'events')

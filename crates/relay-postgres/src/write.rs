@@ -530,50 +530,57 @@ impl<'a> Writes<'a> {
         reqs
     }
 
-    /// The one transition and its event as the scalars of
+    /// The one transition and its event (if any) as the scalars of
     /// `sql/apply_update_one.sql` (see [`one_transition`]).
     fn one_req<'s>(&'s self, st: &'s Statement) -> Req<'s> {
+        /// The event's columns where there is none (`$23` says so).
+        static NO_EVENT: (Option<i64>, i64, &str) = (None, 0, "");
         let u = if self.plain.ids.is_empty() {
             &self.taking
         } else {
             &self.plain
         };
         let e = &self.events;
-        Req::Write(
-            st,
-            vec![
-                &u.ids[0],
-                &u.expect_state[0],
-                &u.expect_token[0],
-                &u.state[0],
-                &u.attempts[0],
-                &u.ready_at[0],
-                &u.finished_at[0],
-                &u.token[0],
-                &u.expires[0],
-                &u.by[0],
-                &u.error[0],
-                &u.result[0],
-                &u.waiting_on[0],
-                &u.succeeded[0],
-                &u.failed[0],
-                &u.dead[0],
-                &self.minute,
-                &e.base[0],
-                &e.ord[0],
-                &e.at[0],
-                &e.kind[0],
-                &e.data[0],
-            ],
-        )
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &u.ids[0],
+            &u.expect_state[0],
+            &u.expect_token[0],
+            &u.state[0],
+            &u.attempts[0],
+            &u.ready_at[0],
+            &u.finished_at[0],
+            &u.token[0],
+            &u.expires[0],
+            &u.by[0],
+            &u.error[0],
+            &u.result[0],
+            &u.waiting_on[0],
+            &u.succeeded[0],
+            &u.failed[0],
+            &u.dead[0],
+            &self.minute,
+        ];
+        if e.job.is_empty() {
+            let (base, zero, empty) = &NO_EVENT;
+            params.extend_from_slice(&[base, zero, zero, empty, empty, &false]);
+        } else {
+            params.extend_from_slice(&[&e.base[0], &e.ord[0], &e.at[0], &e.kind[0], &e.data[0], &true]);
+        }
+        Req::Write(st, params)
     }
 }
 
-/// One transition of an existing job and its one event, nothing else: a
-/// lone lease, ack, nack or snooze (an extend writes no event). Written by one statement with scalar
-/// parameters (`sql/apply_update_one.sql`) instead of two over arrays.
+/// One transition of an existing job and its event, if it has one (an
+/// extend has none), and nothing else: a lone lease, ack, nack, snooze or
+/// extend. Written by one statement with scalar parameters
+/// (`sql/apply_update_one.sql`) instead of two over arrays.
 pub(crate) fn one_transition(c: &Changes<'_>) -> bool {
-    matches!((c.updates.as_slice(), c.events.as_slice()), ([u], [e]) if u.id == e.job)
+    let shape = match (c.updates.as_slice(), c.events.as_slice()) {
+        ([u], [e]) => u.id == e.job,
+        ([_], []) => true,
+        _ => false,
+    };
+    shape
         && c.queues.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()

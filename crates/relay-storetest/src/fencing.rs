@@ -110,7 +110,7 @@ pub fn reaper_reclaims_without_a_caller(new_db: &NewDb) {
     );
 }
 
-/// A holder's ack, nack or snooze may be planned from what its own Relay
+/// A holder's ack, nack, snooze or extend may be planned from what its own Relay
 /// wrote when it leased the job, without reading the row (PostgreSQL: one
 /// round trip instead of two). Whatever another Relay on the store did to
 /// the job meanwhile is still seen: the holder is refused as after a read,
@@ -191,7 +191,13 @@ pub fn a_holder_sees_what_another_relay_did_to_its_job(new_db: &NewDb) {
     // And the holder's own calls in turn, with nobody else in between.
     let id = a.submit(NewJob::new("q5", "k", Vec::new())).unwrap();
     let held = lease(&a, "q5");
-    a.extend(id, held.token, LEASE * 2).unwrap();
+    let until = a.extend(id, held.token, LEASE * 2).unwrap();
+    assert_eq!(until, relay::Clock::now(&*clock).plus(LEASE * 2));
+    assert_eq!(
+        b.get(id).unwrap().status.lease.map(|l| l.expires_at),
+        Some(until),
+        "the extended expiry is what the store holds"
+    );
     a.nack(id, held.token, "retry", Some(Duration::ZERO)).unwrap();
     let again = lease(&a, "q5");
     a.ack(id, again.token, None).unwrap();

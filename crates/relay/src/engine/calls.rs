@@ -71,7 +71,7 @@ impl Engine {
 
     pub(crate) fn extend_op(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Pending<Timestamp>> {
         self.options.limits.lease_for(lease_for)?;
-        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+        Ok(Pending::held(id, move |plan, ctx| {
             let s = ops::act(plan, ctx, id, Action::Extend { token, lease_for }, None)?;
             Ok(s.lease.map_or(ctx.now, |l| l.expires_at))
         }))

@@ -42,7 +42,8 @@ impl<T: Send + 'static> Pending<T> {
 
     /// An operation of the holder of `id`'s lease that reads nothing but
     /// the job's status and the jobs waiting for it, and writes one
-    /// transition with its event (an ack, nack or snooze): alone in its batch, it may be planned from the status
+    /// transition with its event, if any (an ack, nack, snooze or
+    /// extend): alone in its batch, it may be planned from the status
     /// this process wrote when it leased the job, without a read (see
     /// `Writer::unread`).
     pub(crate) fn held<F>(id: JobId, work: F) -> Self

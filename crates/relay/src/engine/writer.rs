@@ -321,7 +321,7 @@ pub(crate) struct Writer {
 }
 
 /// The status each job this Relay leased had when its lease committed,
-/// kept for the lease's holder: their ack, nack or snooze, alone in
+/// kept for the lease's holder: their ack, nack, snooze or extend, alone in
 /// a batch, is planned from it without reading the row, and the store
 /// writes it only if the row still is that status
 /// ([`Store::apply_unread`]; on PostgreSQL one round trip instead of two).
@@ -507,8 +507,8 @@ impl Writer {
         Err(Error::MaybeApplied(e))
     }
 
-    /// A batch of one operation of a lease's holder (an ack, nack or
-    /// snooze), planned from the status this Relay wrote when it leased
+    /// A batch of one operation of a lease's holder (an ack, nack, snooze
+    /// or extend), planned from the status this Relay wrote when it leased
     /// the job ([`HeldStatuses`]) instead of a read, and committed by the
     /// store only if the row still is that status
     /// ([`Store::apply_unread`]). `None`: not such a batch, or the row was
