@@ -85,7 +85,7 @@ impl PgServer {
     pub fn url_of(&self, database: &str) -> String {
         match self.admin_url.rsplit_once('/') {
             Some((base, _)) => format!("{base}/{database}"),
-            None => panic!("the admin URL must end with /DATABASE"),
+            None => panic!("the admin URL (RELAY_TEST_PG_URL) must end with /DATABASE"),
         }
     }
 
@@ -167,10 +167,7 @@ impl PgServer {
         if let Err(e) = client.batch_execute(&format!("CREATE DATABASE {name}")) {
             panic!("CREATE DATABASE {name}: {}\n{}", describe(&e), self.log_tail());
         }
-        match self.admin_url.rsplit_once('/') {
-            Some((base, _)) => format!("{base}/{name}"),
-            None => panic!("RELAY_TEST_PG_URL must end with /DATABASE"),
-        }
+        self.url_of(&name)
     }
 
     /// Drops a database [`PgServer::new_database`] made, once its test is
