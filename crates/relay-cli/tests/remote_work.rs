@@ -159,9 +159,29 @@ fn a_server_that_goes_away_and_comes_back() {
     wait_for("the first job", || {
         relay.get(first).unwrap().state() == JobState::Succeeded
     });
-    drop(server); // SIGKILL
-    std::thread::sleep(Duration::from_millis(1500));
+    // The runner's stderr, read as it comes: the server comes back only
+    // once the runner has said it lost it (on a loaded machine the runner
+    // may not ask for its next job for seconds; a fixed sleep raced that).
     let mut child = child;
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = said.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut said = said.lock().unwrap();
+                said.push_str(&line);
+                said.push('\n');
+            }
+        })
+    };
+    drop(server); // SIGKILL
+    wait_for("the runner to notice the outage", || {
+        said.lock().unwrap().contains("retrying with back-off")
+    });
+    // Its back-off grows while the server is away.
+    std::thread::sleep(Duration::from_millis(1000));
     assert!(
         child.try_wait().unwrap().is_none(),
         "the runner carries on without its server"
@@ -171,7 +191,10 @@ fn a_server_that_goes_away_and_comes_back() {
     wait_for("a job after the server came back", || {
         relay.get(second).unwrap().state() == JobState::Succeeded
     });
-    let (ok, _, err) = stop(child);
+    sigterm(&child);
+    let ok = child.wait().unwrap().success();
+    reader.join().unwrap();
+    let err = said.lock().unwrap().clone();
     assert!(ok, "{err}");
     assert_eq!(
         err.matches("retrying with back-off").count(),
