@@ -70,7 +70,7 @@ fn a_sweep_against_a_live_server_reports_each_step() {
             "--connections",
             "1,4",
             "--seconds",
-            "0.5",
+            "2",
             "--warmup",
             "0.2",
             "--json",

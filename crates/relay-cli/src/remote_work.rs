@@ -135,10 +135,18 @@ fn watch_signals(shared: Arc<Shared>) -> Result<(), CliError> {
         .enable_io()
         .build()
         .map_err(|e| CliError::Io(format!("cannot start the signal watcher: {e}")))?;
+    // The handlers are in place before this returns, so before the first
+    // lease: a SIGTERM that comes as soon as a job is leased releases it
+    // (registered in the thread, it raced the lease loops and the signal's
+    // default action could end the runner with its job held).
+    let watched = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _rt = rt.enter();
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    };
     std::thread::spawn(move || {
         rt.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            let (Ok(mut term), Ok(mut int)) = watched else {
                 eprintln!("relay work: cannot watch SIGTERM/SIGINT; stop it with SIGKILL (its leases then expire)");
                 return;
             };

@@ -28,13 +28,14 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
             .await
             .map_err(|e| CliError::Usage(e.to_string()))?;
         let addr = server.local_addr().map_err(|e| CliError::Io(e.to_string()))?;
+        let stop = stopped();
         eprintln!(
             "relay: serving on http://{addr} (the API under /v1, the dashboard at /; SIGINT or SIGTERM stops it)"
         );
         if let Some(note) = auth_note {
             eprintln!("relay: {note}");
         }
-        server.run(stopped()).await.map_err(|e| CliError::Io(e.to_string()))?;
+        server.run(stop).await.map_err(|e| CliError::Io(e.to_string()))?;
         eprintln!("relay: stopped");
         Ok(())
     })
@@ -64,13 +65,19 @@ fn tokens(a: &ServeArgs, bearer: Option<String>) -> Result<Vec<String>, CliError
     Ok(tokens)
 }
 
-async fn stopped() {
+/// SIGINT or SIGTERM. The handlers are in place when this returns (before
+/// the server says it serves), so a supervisor that stops it as soon as it
+/// answers gets a graceful stop, not the signal's default action.
+fn stopped() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
+    let watched = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        let (Ok(mut int), Ok(mut term)) = watched else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
     }
 }

@@ -222,7 +222,9 @@ fn a_command_longer_than_its_lease_keeps_it() {
     let (_server, url) = serve(&db, 0);
     let relay = Relay::open(&db).unwrap();
     let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
-    let child = runner(&url, &["--exec", "sleep 2.5", "--lease-for", "1s"]);
+    // Renewed every 667 ms: each renewal has more than a second to spare on a
+    // loaded machine.
+    let child = runner(&url, &["--exec", "sleep 5", "--lease-for", "2s"]);
     wait_for("the job", || relay.get(id).unwrap().state() == JobState::Succeeded);
     let (ok, _, err) = stop(child);
     assert!(ok, "{err}");

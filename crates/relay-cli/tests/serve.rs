@@ -44,6 +44,35 @@ fn serves_over_http_and_stops_on_sigterm() {
     assert!(rest.contains("relay: stopped"), "{rest}");
 }
 
+/// A supervisor may stop the server as soon as it says where it serves:
+/// the signal's handlers are in place before that line, so it stops
+/// gracefully, never by the signal's default action.
+#[test]
+fn a_sigterm_as_soon_as_it_serves_stops_it_gracefully() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(RELAY)
+            .arg("--db")
+            .arg(dir.path().join("s.db"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("RELAY_TOKEN")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut err, _url) = common::server_url(&mut child);
+        assert!(Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let status = child.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert!(status.success(), "{status:?}: {rest}");
+        assert!(rest.contains("relay: stopped"), "{rest}");
+    }
+}
+
 #[test]
 fn refuses_an_open_listener_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
@@ -469,7 +498,17 @@ fn answered_changes_survive_kill_9_of_the_server() {
                     }
                 });
             }
-            std::thread::sleep(std::time::Duration::from_millis(300 + 150 * round));
+            // Under way first (a loaded machine may take longer than a fixed
+            // sleep to answer anything): this round's first submits and
+            // acks answered, then a random moment, then the kill.
+            let (s0, a0) = (submitted.lock().unwrap().len(), acked.lock().unwrap().len());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while (submitted.lock().unwrap().len() < s0 + 15 || acked.lock().unwrap().len() < a0 + 5)
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(fastrand::u64(0..300)));
             server.kill().unwrap(); // SIGKILL, mid-load
             server.wait().unwrap();
             stop.store(true, Ordering::Relaxed);

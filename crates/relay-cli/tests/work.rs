@@ -105,12 +105,15 @@ fn a_hanging_command_is_killed_with_everything_it_started() {
     let pidfile = dir.path().join("grandchild.pid");
     let cmd = format!("sleep 300 & echo $! > {}; sleep 300", pidfile.display());
     let start = Instant::now();
-    let (relay, ids, _) = work(&dir.path().join("c.db"), &[("k", "", 1)], &cmd, &["--timeout", "500ms"]);
+    // Long enough for the shell to start its child and write the pid file
+    // on a loaded machine.
+    let (relay, ids, _) = work(&dir.path().join("c.db"), &[("k", "", 1)], &cmd, &["--timeout", "3s"]);
     assert!(start.elapsed() < Duration::from_secs(20));
     let job = relay.get(ids[0]).unwrap();
     assert_eq!(job.state(), JobState::Dead);
-    assert_eq!(job.status.last_error.as_deref(), Some("timed out after 500ms"));
+    assert_eq!(job.status.last_error.as_deref(), Some("timed out after 3s"));
     let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    assert!(pid.parse::<u32>().is_ok(), "the pid file holds {pid:?}");
     // Gone, or a zombie waiting for its reaper: either way no longer running.
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat

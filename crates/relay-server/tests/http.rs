@@ -427,13 +427,19 @@ fn every_error_status_is_reachable_and_json() {
         Some(json!({"queue": "q", "kind": "k", "payload": "x".repeat(10_000)})),
     );
     assert_eq!((st, code(&v)), (413, "payload_too_large"), "{v}");
-    // 429: more long-polls than allowed wait at once.
+    // 429: more long-polls than allowed wait at once (one here).
     std::thread::scope(|sc| {
-        let first = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["empty"], "wait_ms": 1500}))));
-        std::thread::sleep(Duration::from_millis(300));
-        let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["empty"], "wait_ms": 1000})));
-        assert_eq!((st, code(&v)), (429, "too_many_waiting"));
-        assert_eq!(first.join().unwrap().0, 200);
+        let first = sc.spawn(|| long_poll(&s, "empty"));
+        let v = until_one_waits(&s);
+        assert_eq!(code(&v), "too_many_waiting", "{v}");
+        // A job ends the first one's wait.
+        assert_eq!(
+            s.call("POST", "/v1/jobs", Some(json!({"queue": "empty", "kind": "k"})))
+                .0,
+            201
+        );
+        let (st, v) = first.join().unwrap();
+        assert_eq!((st, v["jobs"].as_array().map(Vec::len)), (200, Some(1)), "{v}");
     });
     // 503: another process holds the database's write lock.
     let other = rusqlite_lock(&s.path);
@@ -479,14 +485,43 @@ impl Drop for Lock {
     }
 }
 
+/// A lease of `queue` that waits up to 20 s, sent again if it found the one
+/// place for a waiting lease taken (by `until_one_waits`' probe).
+fn long_poll(s: &TestServer, queue: &str) -> (u16, Value) {
+    loop {
+        let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": [queue], "wait_ms": 20_000})));
+        if st != 429 {
+            return (st, v);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// On a server that lets one lease wait (`max_waiting = 1`): returns once
+/// another lease is waiting, seen by a probe that would wait too being
+/// refused with 429 (a fixed sleep raced a loaded machine). Returns the
+/// probe's answer.
+fn until_one_waits(s: &TestServer) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["probe"], "wait_ms": 1})));
+        if st == 429 {
+            return v;
+        }
+        assert_eq!(st, 200, "{v}");
+        assert!(Instant::now() < deadline, "no lease came to wait in 30 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn shutdown_answers_waiting_long_polls_empty() {
-    let mut s = TestServer::plain();
+    let mut s = TestServer::start(Options::default(), |c| c.max_waiting = 1);
     let stop = s.server.take_stop().unwrap();
     let start = Instant::now();
     std::thread::scope(|sc| {
-        let waiter = sc.spawn(|| s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": 30000}))));
-        std::thread::sleep(Duration::from_millis(300));
+        let waiter = sc.spawn(|| long_poll(&s, "q"));
+        until_one_waits(&s);
         stop.send(()).unwrap();
         let (st, v) = waiter.join().unwrap();
         assert_eq!((st, v["jobs"].as_array().map(Vec::len)), (200, Some(0)));

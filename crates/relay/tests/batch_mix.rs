@@ -57,7 +57,14 @@ fn claims_in_mixed_batches_only_ever_take_ready_jobs() {
                 }
             });
         }
-        std::thread::sleep(Duration::from_secs(3));
+        // At least 3 s of mixed batches, and until 600 jobs were leased (a
+        // loaded machine does less in 3 s; a minute at most).
+        let start = Instant::now();
+        while (start.elapsed() < Duration::from_secs(3) || leased.load(Ordering::Relaxed) < 600)
+            && start.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         stop.store(true, Ordering::Relaxed);
     });
     let m = relay.metrics();

@@ -32,6 +32,8 @@ struct GateState {
     /// Fail this many of the next syncs, then wait for permits again (how
     /// Linux reports a failed writeback: once).
     failures: u64,
+    /// Transactions the writer has begun (counted as `begin` is entered).
+    begins: u64,
 }
 
 /// A syncer that waits for the test's permission, then does the real fsync.
@@ -63,6 +65,21 @@ impl Gate {
 
     fn passed(&self) -> u32 {
         self.state.lock().unwrap().passed
+    }
+
+    fn begins(&self) -> u64 {
+        self.state.lock().unwrap().begins
+    }
+
+    /// Waits (up to 30 s) until the writer has begun `n` transactions.
+    fn wait_for_begins(&self, n: u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut s = self.state.lock().unwrap();
+        while s.begins < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "the writer began no transaction");
+            s = self.changed.wait_timeout(s, left).unwrap().0;
+        }
     }
 
     /// Waits (up to 10 s) until `n` syncs are held at the gate.
@@ -117,10 +134,13 @@ impl Syncer for GatedSyncer {
 struct GatedStore {
     inner: Box<WriterStore>,
     syncer: Arc<dyn Syncer>,
+    gate: Arc<Gate>,
 }
 
 impl Store for GatedStore {
     fn begin(&mut self) -> Result<(), StoreError> {
+        self.gate.state.lock().unwrap().begins += 1;
+        self.gate.changed.notify_all();
         self.inner.begin()
     }
     fn commit(&mut self) -> Result<(), StoreError> {
@@ -231,6 +251,7 @@ impl Backend for GatedBackend {
             .expect("an SQLite file store splits its commits by default");
         Ok(Box::new(GatedStore {
             inner,
+            gate: Arc::clone(&self.gate),
             syncer: Arc::new(GatedSyncer {
                 inner: real,
                 gate: Arc::clone(&self.gate),
@@ -326,7 +347,10 @@ fn submit_in_thread(relay: &Relay, kind: &str) -> mpsc::Receiver<relay::Result<J
 
 #[test]
 fn answers_and_reads_wait_for_the_fsync_while_the_writer_goes_on() {
-    let (_dir, path, relay, gate) = gated_relay();
+    let (_dir, path, relay, gate) = gated_relay_with(Options {
+        scheduler: false, // no tick's batch in the way
+        ..Options::default()
+    });
 
     // Hold the file's write lock so that the first submit waits in BEGIN
     // while seven more queue up behind it.
@@ -334,8 +358,11 @@ fn answers_and_reads_wait_for_the_fsync_while_the_writer_goes_on() {
     let tx = blocker
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .unwrap();
+    let begun = gate.begins();
     let mut answers = vec![submit_in_thread(&relay, "k0")];
-    std::thread::sleep(Duration::from_millis(200));
+    // k0's batch is in BEGIN before the others are sent (a fixed sleep let
+    // a late k0 share their batch on a loaded machine).
+    gate.wait_for_begins(begun + 1);
     answers.extend((1..8).map(|i| submit_in_thread(&relay, &format!("k{i}"))));
     std::thread::sleep(Duration::from_millis(300));
     tx.rollback().unwrap();

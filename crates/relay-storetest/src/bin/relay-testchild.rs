@@ -32,8 +32,9 @@
 //! - `relay-testchild idle DB`: opens the store with the default options
 //!   (the scheduler on) and does nothing else until killed; prints
 //!   `OPEN` once open.
-//! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS`: the worker runtime on
-//!   queue `q` (1 s leases, 500 ms grace, signals handled); its handler
+//! - `relay-testchild runtime DB CONCURRENCY SLEEP_MS [LEASE_MS]`: the worker
+//!   runtime on queue `q` (leases of LEASE_MS, 1 s if not given; 500 ms
+//!   grace; signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
 //! - `relay-testchild enqueue DB HOLD_AFTER`: transactional enqueue. In a
 //!   loop, on a connection of its own to DB (rusqlite, or `postgres` for a
@@ -54,7 +55,8 @@ fn main() -> ExitCode {
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let threads: usize = arg(3).parse().unwrap_or(4);
     if arg(1) == "runtime" {
-        return runtime(&arg(2), threads, arg(4).parse().unwrap_or(0));
+        let lease = Duration::from_millis(arg(5).parse().unwrap_or(1_000));
+        return runtime(&arg(2), threads, arg(4).parse().unwrap_or(0), lease);
     }
     if arg(1) == "script" {
         return script(&arg(2));
@@ -171,11 +173,11 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
     }
 }
 
-fn runtime(db: &str, concurrency: usize, sleep_ms: u64) -> ExitCode {
+fn runtime(db: &str, concurrency: usize, sleep_ms: u64, lease: Duration) -> ExitCode {
     let result = Relay::connect(db, relay::Options::default()).and_then(|relay| {
         relay::worker::Worker::new(relay, ["q"])
             .concurrency(concurrency)
-            .lease_for(Duration::from_secs(1))
+            .lease_for(lease)
             .grace(Duration::from_millis(500))
             .handler("k", move |ctx| {
                 println!("RUNNING {}", ctx.id());

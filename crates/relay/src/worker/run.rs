@@ -150,6 +150,8 @@ impl Pool {
 
     pub(crate) async fn run(self) -> Result<WorkerStatsSnapshot> {
         if self.w.signals {
+            // Registered here, before the first lease: a SIGTERM as soon
+            // as a job runs is a graceful stop, not the default action.
             tokio::spawn(listen_for_signals(self.w.shutdown.clone()));
         }
         let mut tasks = JoinSet::new();
@@ -551,19 +553,24 @@ async fn heartbeat(relay: AsyncRelay, ctx: JobContext, lease_for: Duration) {
     }
 }
 
+/// SIGINT and SIGTERM as graceful shutdowns. The handlers are installed
+/// when this is called, not when the future is first polled.
 #[cfg(unix)]
-async fn listen_for_signals(shutdown: Shutdown) {
+fn listen_for_signals(shutdown: Shutdown) -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        tracing::warn!("cannot listen for SIGINT/SIGTERM; use the shutdown handle");
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
+    let watched = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        let (Ok(mut int), Ok(mut term)) = watched else {
+            tracing::warn!("cannot listen for SIGINT/SIGTERM; use the shutdown handle");
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            shutdown.graceful();
         }
-        shutdown.graceful();
     }
 }
 
