@@ -449,6 +449,15 @@ impl Store for PgStore {
         true
     }
 
+    /// Any thread outside an async runtime: the writer's connection runs on
+    /// a runtime of its own (`Pipe`), entered with `block_on`, which any one
+    /// thread at a time may do but not from within another runtime (a
+    /// blocking call from async code, or from `spawn_blocking`, goes to the
+    /// writer thread as before).
+    fn caller_may_commit(&self) -> bool {
+        tokio::runtime::Handle::try_current().is_err()
+    }
+
     fn seal_reads(&mut self, sealed: bool) {
         self.sealed = sealed;
     }

@@ -295,6 +295,12 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         self.syncer.clone()
     }
 
+    /// With the split commit: the caller commits (the WAL write, no fsync)
+    /// and the fsync is shared as usual. Without it, the writer thread.
+    fn caller_may_commit(&self) -> bool {
+        self.syncer.is_some()
+    }
+
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError> {
         let mut st = self
             .conn()

@@ -276,6 +276,15 @@ pub trait Store {
     fn syncer(&self) -> Option<std::sync::Arc<dyn Syncer>> {
         None
     }
+    /// Whether the calling thread may run a batch on this store now,
+    /// instead of the writer thread: a blocking caller that finds the
+    /// writer idle and nothing else in flight commits its own operation (no
+    /// wake-up of the writer thread, none back). Asked with the writer
+    /// held, at each such call. `false` (the default): only the writer
+    /// thread runs batches.
+    fn caller_may_commit(&self) -> bool {
+        false
+    }
     fn rollback(&mut self) -> Result<(), StoreError>;
     /// True where a failed commit (other than busy or disk full) may leave
     /// what this process reads ahead of what is on disk: a local file,

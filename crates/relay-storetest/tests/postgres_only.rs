@@ -36,6 +36,39 @@ fn a_submit_in_one_relay_wakes_a_lessee_of_another_at_once() {
     );
 }
 
+/// A blocking caller that finds the writer idle commits its own operation
+/// (no hop to the writer thread and back), but not from inside an async
+/// runtime: the writer's connection runs on a runtime of its own, which
+/// cannot be entered from another. There, blocking calls go to the writer
+/// thread and are answered as anywhere else.
+#[test]
+fn blocking_calls_from_inside_an_async_runtime_are_answered() {
+    let db = PgDb::fresh();
+    let relay = db.open(Options::default()).unwrap();
+    // Outside a runtime: the caller's own thread commits.
+    let first = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    for flavour in ["current_thread", "multi_thread"] {
+        let rt = match flavour {
+            "current_thread" => tokio::runtime::Builder::new_current_thread().build(),
+            _ => tokio::runtime::Builder::new_multi_thread().worker_threads(1).build(),
+        }
+        .unwrap();
+        // (Writes only: a blocking read opens a connection of the blocking
+        // driver, which cannot start inside a runtime either.)
+        let id = rt.block_on(async {
+            let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+            let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+            assert!(got.iter().any(|j| j.id == id), "{flavour}");
+            for j in got {
+                relay.ack(j.id, j.token, None).unwrap();
+            }
+            id
+        });
+        assert_eq!(relay.get(id).unwrap().state(), relay::JobState::Succeeded, "{flavour}");
+    }
+    assert_eq!(relay.get(first).unwrap().state(), relay::JobState::Succeeded);
+}
+
 #[test]
 fn a_newer_schema_is_refused() {
     let url = PgServer::shared().new_database();

@@ -155,6 +155,9 @@ impl Store for GatedStore {
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::clone(&self.syncer))
     }
+    fn caller_may_commit(&self) -> bool {
+        self.inner.caller_may_commit()
+    }
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
         self.inner.job_ids(n)
     }

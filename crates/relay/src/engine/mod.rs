@@ -72,14 +72,13 @@ fn call_span(hint: &Hint) -> tracing::Span {
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
     /// The writer. Callers commit their own operation when it is idle and
-    /// nothing waits, where `caller_commits`; otherwise only the writer
-    /// thread uses it. Held here so that the store's connection closes only
+    /// nothing waits, where its store lets them (`Store::caller_may_commit`);
+    /// otherwise only the writer thread uses it. Held here so that the store's connection closes only
     /// after the sync and reply stages have finished (see `Drop`).
     core: Option<Arc<Mutex<Writer>>>,
     /// Further writers and their threads, where the store runs several
     /// (`Backend::writers`); closed like the first.
     extra: Vec<(Arc<Mutex<Writer>>, JoinHandle<()>)>,
-    caller_commits: bool,
     /// The ready signal (wakes waiting lessees), the counters, and the sync of split commits.
     pub deliver: Deliver,
     /// Operations sent (or being committed by their caller) and not yet answered.
@@ -143,11 +142,6 @@ impl Engine {
             housekeeping: Arc::default(),
             held: Arc::default(),
         };
-        // Callers commit their own operation without a thread hop only where
-        // that is cheap and safe in any thread: SQLite's split commit (the
-        // PostgreSQL driver runs a runtime of its own and must stay on the
-        // writer thread).
-        let caller_commits = deliver.syncer.is_some();
         let reap_interval = options.reap_interval;
         let mut extra = Vec::new();
         for i in 1..backend.writers().max(1) {
@@ -174,7 +168,6 @@ impl Engine {
             tx: Some(tx),
             core: Some(writer),
             extra,
-            caller_commits,
             deliver,
             in_flight: AtomicUsize::new(0),
             writer: Some(handle),
@@ -227,13 +220,13 @@ impl Engine {
         // Only when this is the one operation in flight: under concurrency
         // the writer thread's batches are what make commits cheap.
         let alone = _busy.was_alone() && tx.is_empty();
-        if let Some(core) = self.core.as_ref().filter(|_| alone && self.caller_commits) {
+        if let Some(core) = self.core.as_ref().filter(|_| alone) {
             let held = match core.try_lock() {
                 Ok(w) => Some(w),
                 Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
                 Err(TryLockError::WouldBlock) => None,
             };
-            if let Some(mut writer) = held {
+            if let Some(mut writer) = held.filter(|w| w.store.caller_may_commit()) {
                 let inline = writer.process(Some(p.op));
                 drop(writer);
                 if let Some(done) = inline {
