@@ -89,6 +89,12 @@ impl Backend for PgBackend {
         connect::redact(&self.url)
     }
 
+    /// The writer's `Pipe` and the blocking `postgres` client of readers and
+    /// of the LISTEN thread each run a runtime of their own.
+    fn drives_a_runtime(&self) -> bool {
+        true
+    }
+
     fn durability(&self) -> String {
         "synchronous_commit on (checked at connect): a change is answered once PostgreSQL has flushed its WAL".into()
     }

@@ -568,6 +568,14 @@ pub trait Backend: Send + Sync {
     fn writers(&self) -> usize {
         1
     }
+    /// Whether this store's connections drive a Tokio runtime of their own
+    /// (`block_on`, as PostgreSQL's drivers do), which panics on a thread
+    /// that already runs an async executor. The engine then opens the
+    /// store, and reads, on a thread of its own when a blocking call comes
+    /// from async code. `false` (the default).
+    fn drives_a_runtime(&self) -> bool {
+        false
+    }
     /// Calls `wake` whenever another process reports ready jobs (see
     /// [`Store::notify_ready`]), until the returned guard is dropped. `None`
     /// where the store has no such channel (waiters then poll).

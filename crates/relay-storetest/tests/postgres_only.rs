@@ -40,33 +40,48 @@ fn a_submit_in_one_relay_wakes_a_lessee_of_another_at_once() {
 /// (no hop to the writer thread and back), but not from inside an async
 /// runtime: the writer's connection runs on a runtime of its own, which
 /// cannot be entered from another. There, blocking calls go to the writer
-/// thread and are answered as anywhere else.
+/// thread, and opening and reads (whose drivers run runtimes of their own
+/// too) run on a thread of their own: every blocking call works from async
+/// code, as on SQLite.
 #[test]
 fn blocking_calls_from_inside_an_async_runtime_are_answered() {
     let db = PgDb::fresh();
-    let relay = db.open(Options::default()).unwrap();
     // Outside a runtime: the caller's own thread commits.
-    let first = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
-    for flavour in ["current_thread", "multi_thread"] {
+    let outside = db.open(Options::default()).unwrap();
+    let first = outside.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    for (round, flavour) in ["current_thread", "multi_thread"].into_iter().enumerate() {
         let rt = match flavour {
             "current_thread" => tokio::runtime::Builder::new_current_thread().build(),
             _ => tokio::runtime::Builder::new_multi_thread().worker_threads(1).build(),
         }
         .unwrap();
-        // (Writes only: a blocking read opens a connection of the blocking
-        // driver, which cannot start inside a runtime either.)
-        let id = rt.block_on(async {
-            let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+        rt.block_on(async {
+            let relay = db.open(Options::default()).unwrap();
+            let id = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
             let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
             assert!(got.iter().any(|j| j.id == id), "{flavour}");
             for j in got {
                 relay.ack(j.id, j.token, None).unwrap();
             }
-            id
+            assert_eq!(relay.get(id).unwrap().state(), relay::JobState::Succeeded, "{flavour}");
+            let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+            assert_eq!(kinds, ["submitted", "leased", "succeeded"], "{flavour}");
+            // The first job and one more each round.
+            let succeeded = relay.stats().unwrap().queues["q"].counts[&relay::JobState::Succeeded];
+            assert_eq!(succeeded, round as u64 + 2, "{flavour}");
+            // The async face, from the same runtime, reads the same.
+            let a = relay.to_async();
+            assert_eq!(
+                a.get(id).await.unwrap().state(),
+                relay::JobState::Succeeded,
+                "{flavour}"
+            );
+            // Dropped inside the runtime too.
+            drop(a);
+            drop(relay);
         });
-        assert_eq!(relay.get(id).unwrap().state(), relay::JobState::Succeeded, "{flavour}");
     }
-    assert_eq!(relay.get(first).unwrap().state(), relay::JobState::Succeeded);
+    assert_eq!(outside.get(first).unwrap().state(), relay::JobState::Succeeded);
 }
 
 #[test]

@@ -33,6 +33,12 @@ pub struct Stats {
 /// everything already sent) when the last handle, this or an [`AsyncRelay`],
 /// is dropped.
 ///
+/// Its methods block the calling thread until they are answered. They work
+/// from async code too, on any store (on PostgreSQL, whose drivers run
+/// runtimes of their own, they then open and read on a thread of their
+/// own), but they hold the executor's thread meanwhile: in async code use
+/// [`Relay::to_async`].
+///
 /// # Errors
 ///
 /// Each method's own `# Errors` section names what is particular to it. Any
@@ -177,8 +183,12 @@ impl Relay {
     }
 
     fn on_backend(backend: Arc<dyn Backend>, options: Options) -> Result<Self> {
+        // Opened off an async executor's thread where the store's drivers
+        // need it (a Relay opened on PostgreSQL inside `#[tokio::main]`).
+        let engine =
+            crate::engine::readers::off_executor(backend.as_ref(), || Engine::start(Arc::clone(&backend), options))?;
         Ok(Self {
-            engine: Arc::new(Engine::start(backend, options)?),
+            engine: Arc::new(engine),
         })
     }
 

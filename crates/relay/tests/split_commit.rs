@@ -241,6 +241,8 @@ impl Store for GatedStore {
     }
 }
 
+/// The SQLite backend with its writers gated; every other method passed
+/// through.
 struct GatedBackend {
     inner: SqliteBackend,
     gate: Arc<Gate>,
@@ -272,6 +274,21 @@ impl Backend for GatedBackend {
     }
     fn failure_flag(&self) -> Option<Arc<std::sync::atomic::AtomicBool>> {
         self.inner.failure_flag()
+    }
+    fn durability(&self) -> String {
+        self.inner.durability()
+    }
+    fn file(&self) -> Option<&Path> {
+        self.inner.file()
+    }
+    fn writers(&self) -> usize {
+        self.inner.writers()
+    }
+    fn drives_a_runtime(&self) -> bool {
+        self.inner.drives_a_runtime()
+    }
+    fn watch_ready(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<Option<relay_store::WatchGuard>, StoreError> {
+        self.inner.watch_ready(wake)
     }
 }
 
