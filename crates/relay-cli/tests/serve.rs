@@ -32,15 +32,8 @@ fn serves_over_http_and_stops_on_sigterm() {
     assert_eq!(res.status().as_u16(), 201);
     let res = agent.get(&format!("{url}/v1/stats")).call().unwrap();
     assert_eq!(res.status().as_u16(), 401);
-    assert!(Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let status = child.wait().unwrap();
+    let (status, rest) = sigterm(&mut child, &mut err);
     assert!(status.success(), "{status:?}");
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
     assert!(rest.contains("relay: stopped"), "{rest}");
 }
 
@@ -51,23 +44,9 @@ fn serves_over_http_and_stops_on_sigterm() {
 fn a_sigterm_as_soon_as_it_serves_stops_it_gracefully() {
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(RELAY)
-            .arg("--db")
-            .arg(dir.path().join("s.db"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .env_remove("RELAY_TOKEN")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = serve_without_token(&dir.path().join("s.db"), "127.0.0.1:0");
         let (mut err, _url) = common::server_url(&mut child);
-        assert!(Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success());
-        let status = child.wait().unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        let (status, rest) = sigterm(&mut child, &mut err);
         assert!(status.success(), "{status:?}: {rest}");
         assert!(rest.contains("relay: stopped"), "{rest}");
     }
@@ -425,15 +404,34 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
     assert!(server.0.wait().unwrap().success());
 }
 
-fn spawn_server(db: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = Command::new(RELAY)
+/// Sends SIGTERM to `child`, waits for it; returns its exit status and the
+/// rest of its stderr.
+fn sigterm(child: &mut std::process::Child, err: &mut impl std::io::Read) -> (std::process::ExitStatus, String) {
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    (status, rest)
+}
+
+/// `relay serve` on `db` at `listen`, without a token, its stderr piped.
+fn serve_without_token(db: &std::path::Path, listen: &str) -> std::process::Child {
+    Command::new(RELAY)
         .arg("--db")
         .arg(db)
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", listen])
         .env_remove("RELAY_TOKEN")
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn spawn_server(db: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = serve_without_token(db, "127.0.0.1:0");
     let (err, url) = common::server_url(&mut child);
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || for _ in err.lines() {});
@@ -580,16 +578,7 @@ fn a_server_without_tokens_says_auth_is_off() {
 #[test]
 fn serve_listens_on_a_host_name() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = common::KillOnDrop(
-        Command::new(RELAY)
-            .arg("--db")
-            .arg(dir.path().join("named.db"))
-            .args(["serve", "--listen", "localhost:0"])
-            .env_remove("RELAY_TOKEN")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut child = common::KillOnDrop(serve_without_token(&dir.path().join("named.db"), "localhost:0"));
     let (_err, url) = common::server_url(&mut child.0);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let res = agent.get(&format!("{url}/healthz")).call().unwrap();

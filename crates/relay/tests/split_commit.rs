@@ -73,22 +73,20 @@ impl Gate {
 
     /// Waits (up to 30 s) until the writer has begun `n` transactions.
     fn wait_for_begins(&self, n: u64) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut s = self.state.lock().unwrap();
-        while s.begins < n {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            assert!(!left.is_zero(), "the writer began no transaction");
-            s = self.changed.wait_timeout(s, left).unwrap().0;
-        }
+        self.wait_until(|s| s.begins >= n, "the writer began no transaction");
     }
 
-    /// Waits (up to 10 s) until `n` syncs are held at the gate.
+    /// Waits (up to 30 s) until `n` syncs are held at the gate.
     fn wait_for_waiters(&self, n: u32) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        self.wait_until(|s| s.waiting >= n, "no sync reached the gate");
+    }
+
+    fn wait_until(&self, done: impl Fn(&GateState) -> bool, otherwise: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut s = self.state.lock().unwrap();
-        while s.waiting < n {
+        while !done(&s) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            assert!(!left.is_zero(), "no sync reached the gate");
+            assert!(!left.is_zero(), "{otherwise}");
             s = self.changed.wait_timeout(s, left).unwrap().0;
         }
     }
