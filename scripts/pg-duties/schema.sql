@@ -20,7 +20,7 @@ BEGIN
 END $$;
 CREATE TRIGGER djobs_count_update AFTER UPDATE ON tb.djobs
   REFERENCING OLD TABLE AS relay_old NEW TABLE AS relay_new FOR EACH STATEMENT EXECUTE FUNCTION tb.count_jobs();
-INSERT INTO tb.jobs (state, payload) SELECT 'READY', '\x00' FROM generate_series(1, 40000);
-INSERT INTO tb.djobs (state, payload) SELECT 'READY', '\x00' FROM generate_series(1, 40000);
+INSERT INTO tb.jobs (state, payload) SELECT 'READY', '\x00' FROM generate_series(1, :jobs);
+INSERT INTO tb.djobs (state, payload) SELECT 'READY', '\x00' FROM generate_series(1, :jobs);
 INSERT INTO tb.events SELECT id, 1, 0, 'submitted', '' FROM tb.djobs;
 VACUUM ANALYZE;

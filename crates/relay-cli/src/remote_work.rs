@@ -136,9 +136,9 @@ fn watch_signals(shared: Arc<Shared>) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Io(format!("cannot start the signal watcher: {e}")))?;
     // The handlers are in place before this returns, so before the first
-    // lease: a SIGTERM that comes as soon as a job is leased releases it
-    // (registered in the thread, it raced the lease loops and the signal's
-    // default action could end the runner with its job held).
+    // lease: a SIGTERM that comes as soon as a job is leased releases it,
+    // where the signal's default action would end the runner with its job
+    // held.
     let watched = {
         use tokio::signal::unix::{signal, SignalKind};
         let _rt = rt.enter();

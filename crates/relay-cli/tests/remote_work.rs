@@ -160,8 +160,8 @@ fn a_server_that_goes_away_and_comes_back() {
         relay.get(first).unwrap().state() == JobState::Succeeded
     });
     // The runner's stderr, read as it comes: the server comes back only
-    // once the runner has said it lost it (on a loaded machine the runner
-    // may not ask for its next job for seconds; a fixed sleep raced that).
+    // once the runner has said it lost it (a loaded machine may keep the
+    // runner from asking for its next job for seconds).
     let mut child = child;
     let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let reader = {

@@ -496,9 +496,9 @@ fn answered_changes_survive_kill_9_of_the_server() {
                     }
                 });
             }
-            // Under way first (a loaded machine may take longer than a fixed
-            // sleep to answer anything): this round's first submits and
-            // acks answered, then a random moment, then the kill.
+            // Under way first (a loaded machine may take seconds to answer
+            // anything): this round's first submits and acks answered,
+            // then a random moment, then the kill.
             let (s0, a0) = (submitted.lock().unwrap().len(), acked.lock().unwrap().len());
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             while (submitted.lock().unwrap().len() < s0 + 15 || acked.lock().unwrap().len() < a0 + 5)

@@ -499,8 +499,8 @@ fn long_poll(s: &TestServer, queue: &str) -> (u16, Value) {
 
 /// On a server that lets one lease wait (`max_waiting = 1`): returns once
 /// another lease is waiting, seen by a probe that would wait too being
-/// refused with 429 (a fixed sleep raced a loaded machine). Returns the
-/// probe's answer.
+/// refused with 429 (how long the other takes to get there depends on the
+/// machine's load). Returns the probe's answer.
 fn until_one_waits(s: &TestServer) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

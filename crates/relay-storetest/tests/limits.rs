@@ -140,8 +140,7 @@ fn a_rate_limit_holds_over_ten_seconds(db: &str) {
     let mut peek = Peek::open(db);
     let children = workers(db, 0);
     // Until ten seconds after the first lease have passed in the leases
-    // themselves (a fixed sleep counted the processes' start-up as part of
-    // the window on a loaded machine).
+    // themselves: the window is the limit's, not the processes' start-up.
     let deadline = Instant::now() + Duration::from_secs(90);
     let times = loop {
         let times = peek.lease_times();

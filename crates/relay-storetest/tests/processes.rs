@@ -40,8 +40,8 @@ fn acknowledged_changes_survive_kill_9() {
             lines
         });
         // Wait for the child to be under way (its first acknowledged
-        // submit: a fixed sleep counted a slow start-up as doing nothing),
-        // then kill it at a random moment.
+        // submit, however long a loaded machine takes to start it), then
+        // kill it at a random moment.
         let under_way = first_rx.recv_timeout(Duration::from_secs(30));
         std::thread::sleep(kill_after);
         child.kill().unwrap(); // SIGKILL

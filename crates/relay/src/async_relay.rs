@@ -471,7 +471,7 @@ impl AsyncRelay {
     /// PostgreSQL one must not run inside the async runtime).
     async fn read<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
         let engine = Arc::clone(&self.engine);
-        tokio::task::spawn_blocking(move || crate::engine::readers::on_blocking_pool(|| f(&engine)))
+        tokio::task::spawn_blocking(move || crate::engine::executor::on_blocking_pool(|| f(&engine)))
             .await
             .map_err(|_| Error::Closed)?
     }

@@ -186,7 +186,7 @@ impl Relay {
         // Opened off an async executor's thread where the store's drivers
         // need it (a Relay opened on PostgreSQL inside `#[tokio::main]`).
         let engine =
-            crate::engine::readers::off_executor(backend.as_ref(), || Engine::start(Arc::clone(&backend), options))?;
+            crate::engine::executor::off_executor(backend.as_ref(), || Engine::start(Arc::clone(&backend), options))?;
         Ok(Self {
             engine: Arc::new(engine),
         })

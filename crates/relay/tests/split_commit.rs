@@ -378,8 +378,8 @@ fn answers_and_reads_wait_for_the_fsync_while_the_writer_goes_on() {
         .unwrap();
     let begun = gate.begins();
     let mut answers = vec![submit_in_thread(&relay, "k0")];
-    // k0's batch is in BEGIN before the others are sent (a fixed sleep let
-    // a late k0 share their batch on a loaded machine).
+    // k0's batch is in BEGIN before the others are sent, so that they
+    // queue behind it and make a batch of their own.
     gate.wait_for_begins(begun + 1);
     answers.extend((1..8).map(|i| submit_in_thread(&relay, &format!("k{i}"))));
     std::thread::sleep(Duration::from_millis(300));

@@ -4,6 +4,7 @@
 
 pub(crate) mod calls;
 pub(crate) mod durable;
+pub(crate) mod executor;
 pub(crate) mod metrics;
 pub(crate) mod ops;
 pub(crate) mod plan;
@@ -72,9 +73,10 @@ fn call_span(hint: &Hint) -> tracing::Span {
 pub(crate) struct Engine {
     tx: Option<flume::Sender<Box<dyn Operation>>>,
     /// The writer. Callers commit their own operation when it is idle and
-    /// nothing waits, where its store lets them (`Store::caller_may_commit`);
-    /// otherwise only the writer thread uses it. Held here so that the store's connection closes only
-    /// after the sync and reply stages have finished (see `Drop`).
+    /// nothing waits, where its store lets them
+    /// (`Store::caller_may_commit`); otherwise only the writer thread uses
+    /// it. Held here so that the store's connection closes only after the
+    /// sync and reply stages have finished (see `Drop`).
     core: Option<Arc<Mutex<Writer>>>,
     /// Further writers and their threads, where the store runs several
     /// (`Backend::writers`); closed like the first.

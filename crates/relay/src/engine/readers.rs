@@ -3,7 +3,6 @@
 use super::durable::{self, Durability};
 use crate::error::{Error, Result};
 use relay_store::{Backend, StoreError, StoreReader};
-use std::cell::Cell;
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub(crate) struct Readers {
@@ -26,12 +25,12 @@ impl Readers {
 
     /// Runs `f` on a pooled read connection (opened if none is idle), off
     /// an async executor's thread where the store needs it (see
-    /// [`off_executor`]).
+    /// [`super::executor::off_executor`]).
     pub(crate) fn with<T: Send>(
         &self,
         f: impl FnOnce(&mut dyn StoreReader) -> Result<T, StoreError> + Send,
     ) -> Result<T> {
-        off_executor(self.backend.as_ref(), || self.with_here(f))
+        super::executor::off_executor(self.backend.as_ref(), || self.with_here(f))
     }
 
     fn with_here<T>(&self, f: impl FnOnce(&mut dyn StoreReader) -> Result<T, StoreError>) -> Result<T> {
@@ -70,44 +69,6 @@ impl Readers {
         }
         close_off_thread(idle);
     }
-}
-
-thread_local! {
-    /// Set while an `AsyncRelay` read runs on Tokio's blocking pool: that
-    /// thread runs no executor, so a store may drive its own runtime there.
-    static ON_BLOCKING_POOL: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` marked as on Tokio's blocking pool (see [`off_executor`]).
-pub(crate) fn on_blocking_pool<T>(f: impl FnOnce() -> T) -> T {
-    struct Unmark;
-    impl Drop for Unmark {
-        fn drop(&mut self) {
-            ON_BLOCKING_POOL.with(|m| m.set(false));
-        }
-    }
-    ON_BLOCKING_POOL.with(|m| m.set(true));
-    let _unmark = Unmark;
-    f()
-}
-
-/// Runs `f` in this thread, or on a thread of its own when `backend`
-/// drives a runtime of its own ([`Backend::drives_a_runtime`]) and this
-/// thread may be an async executor's (a blocking call such as
-/// `Relay::get` from async code, where the driver's `block_on` would
-/// panic). A panic in `f` is carried on to the caller.
-pub(crate) fn off_executor<T: Send>(backend: &dyn Backend, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    let executor = tokio::runtime::Handle::try_current().is_ok() && !ON_BLOCKING_POOL.with(Cell::get);
-    if !(executor && backend.drives_a_runtime()) {
-        return f();
-    }
-    std::thread::scope(|s| {
-        let thread = std::thread::Builder::new()
-            .name("relay-off-executor".into())
-            .spawn_scoped(s, f)
-            .map_err(|e| Error::resources("a thread for a blocking call made from async code", e))?;
-        thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 /// Drops `value` on a thread of its own and waits for it (a driver may
