@@ -156,11 +156,11 @@ fn a_rate_limit_holds_over_ten_seconds(db: &str) {
     drop(children);
     let first = *times.first().expect("no job was leased");
     let in_ten = times.iter().filter(|t| **t < first + 10_000).count();
-    // 50 a second for 10 s: at most 500 and 10% (the limit). At least 350:
+    // 50 a second for 10 s: at most 500 and 10% (the limit). At least 400:
     // the limit does not hold the workers back much further, with room for
     // three processes on a loaded machine.
     assert!(
-        (350..=550).contains(&in_ten),
+        (400..=550).contains(&in_ten),
         "{in_ten} leases in the first 10 s under 50/s ({} in all)",
         times.len()
     );
