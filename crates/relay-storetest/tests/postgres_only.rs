@@ -49,6 +49,7 @@ fn blocking_calls_from_inside_an_async_runtime_are_answered() {
     // Outside a runtime: the caller's own thread commits.
     let outside = db.open(Options::default()).unwrap();
     let first = outside.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    assert_eq!(outside.metrics().caller_batches, 1, "{:?}", outside.metrics());
     for (round, flavour) in ["current_thread", "multi_thread"].into_iter().enumerate() {
         let rt = match flavour {
             "current_thread" => tokio::runtime::Builder::new_current_thread().build(),
@@ -58,6 +59,8 @@ fn blocking_calls_from_inside_an_async_runtime_are_answered() {
         rt.block_on(async {
             let relay = db.open(Options::default()).unwrap();
             let id = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+            // Inside one, the writer thread did.
+            assert_eq!(relay.metrics().caller_batches, 0, "{flavour}");
             let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
             assert!(got.iter().any(|j| j.id == id), "{flavour}");
             for j in got {

@@ -440,6 +440,7 @@ fn a_lone_caller_is_answered_after_one_fsync() {
     answer.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
     assert_eq!(gate.waiting(), 0);
     assert_eq!(relay.metrics().syncs, 1);
+    assert_eq!(relay.metrics().caller_batches, 1, "the caller committed it itself");
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub(crate) struct Counters {
     failed_commits: AtomicU64,
     largest_batch: AtomicU64,
     syncs: AtomicU64,
+    caller_batches: AtomicU64,
 }
 
 /// A snapshot of the writer's counters since this Relay was opened.
@@ -26,6 +27,11 @@ pub struct Metrics {
     /// several commits. 0 where each commit syncs itself (PostgreSQL, or
     /// SQLite with `split_commit` off).
     pub syncs: u64,
+    /// Batches run by a blocking caller in its own thread (it found the
+    /// writer idle and nothing else in flight) instead of the writer
+    /// thread: see `Store::caller_may_commit`. Counted whether or not they
+    /// wrote anything.
+    pub caller_batches: u64,
 }
 
 impl Counters {
@@ -40,6 +46,10 @@ impl Counters {
         self.syncs.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn ran_in_caller(&self) {
+        self.caller_batches.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn commit_failed(&self) {
         self.failed_commits.fetch_add(1, Relaxed);
     }
@@ -51,6 +61,7 @@ impl Counters {
             failed_commits: self.failed_commits.load(Relaxed),
             largest_batch: self.largest_batch.load(Relaxed),
             syncs: self.syncs.load(Relaxed),
+            caller_batches: self.caller_batches.load(Relaxed),
         }
     }
 }

@@ -231,6 +231,7 @@ impl Engine {
             if let Some(mut writer) = held.filter(|w| w.store.caller_may_commit()) {
                 let inline = writer.process(Some(p.op));
                 drop(writer);
+                self.deliver.counters.ran_in_caller();
                 if let Some(done) = inline {
                     done.finish(&self.deliver);
                 }
