@@ -372,13 +372,19 @@ impl<'a> EventCols<'a> {
     }
 }
 
-/// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
-pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
-    c.dependents.is_empty()
-        && c.settled.is_empty()
-        && c.queues.is_empty()
+/// Nothing but jobs' rows and their events: no queue settings, schedules,
+/// deletes or dependency edges.
+fn jobs_and_events_only(c: &Changes<'_>) -> bool {
+    c.queues.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
+        && c.settled.is_empty()
+        && c.dependents.is_empty()
+}
+
+/// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
+pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
+    jobs_and_events_only(c)
         && c.updates.is_empty()
         && c.events
             .iter()
@@ -580,11 +586,5 @@ pub(crate) fn one_transition(c: &Changes<'_>) -> bool {
         ([_], []) => true,
         _ => false,
     };
-    shape
-        && c.queues.is_empty()
-        && c.schedules.is_empty()
-        && c.deletes.is_empty()
-        && c.settled.is_empty()
-        && c.inserts.is_empty()
-        && c.dependents.is_empty()
+    shape && c.inserts.is_empty() && jobs_and_events_only(c)
 }

@@ -32,8 +32,10 @@ pub(crate) fn on_blocking_pool<T>(f: impl FnOnce() -> T) -> T {
 /// `Relay::get` from async code, where the driver's `block_on` would
 /// panic). A panic in `f` is carried on to the caller.
 pub(crate) fn off_executor<T: Send>(backend: &dyn Backend, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    let executor = tokio::runtime::Handle::try_current().is_ok() && !ON_BLOCKING_POOL.with(Cell::get);
-    if !(executor && backend.drives_a_runtime()) {
+    // The store first: where it drives no runtime (SQLite), nothing else
+    // is asked.
+    let executor = || tokio::runtime::Handle::try_current().is_ok() && !ON_BLOCKING_POOL.with(Cell::get);
+    if !backend.drives_a_runtime() || !executor() {
         return f();
     }
     std::thread::scope(|s| {
