@@ -3,9 +3,9 @@
 
 use crate::calls::{self, Call};
 use crate::wire::{
-    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Job, JobPage, Lease, LeasedJob,
-    Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule, ScheduleRemoved, Stats,
-    Submitted,
+    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Heartbeat, ItemAnswer, Job, JobPage,
+    Lease, LeasedJob, Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule,
+    ScheduleRemoved, Stats, Submitted, Work, Worked,
 };
 use crate::Error;
 use std::time::Duration;
@@ -115,6 +115,24 @@ impl AsyncClient {
     /// As [`crate::Client::lease`].
     pub async fn lease(&self, req: &Lease) -> Result<Vec<LeasedJob>, Error> {
         self.run(calls::lease(req)?).await
+    }
+
+    /// [`crate::Client::work`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::work`].
+    pub async fn work(&self, work: &Work) -> Result<Worked, Error> {
+        self.run(calls::work(work)?).await
+    }
+
+    /// [`crate::Client::heartbeat`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::heartbeat`].
+    pub async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ItemAnswer>, Error> {
+        self.run(calls::heartbeat(beat)?).await
     }
 
     /// [`crate::Client::ack`], as a future.

@@ -2,9 +2,9 @@
 
 use crate::calls::{self, Call};
 use crate::wire::{
-    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Job, JobPage, Lease, LeasedJob,
-    Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule, ScheduleRemoved, Stats,
-    Submitted,
+    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Heartbeat, ItemAnswer, Job, JobPage,
+    Lease, LeasedJob, Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule,
+    ScheduleRemoved, Stats, Submitted, Work, Worked,
 };
 use crate::Error;
 use std::time::Duration;
@@ -164,6 +164,34 @@ impl Client {
     /// As [`Client::ack`].
     pub fn extend(&self, id: i64, extend: &Extend) -> Result<Changed, Error> {
         self.run(calls::extend(id, extend)?)
+    }
+
+    /// Reports the outcomes of leased jobs and leases the next ones, in one
+    /// call and one commit on the server (`POST /v1/work`). Each outcome is
+    /// answered on its own in [`Worked::outcomes`](crate::wire::Worked):
+    /// a stale token fails only its own item. The lease's wait applies only
+    /// when there are no outcomes.
+    ///
+    /// # Errors
+    ///
+    /// For the whole call: [`Error::Api`] (`invalid_request`,
+    /// `invalid_input` for a bad lease, `too_many_waiting`...; nothing was
+    /// applied) and [`Error::Transport`] (the outcomes may or may not have
+    /// been applied: sending the same call again is safe, an ack repeated
+    /// with its token is answered with its state again).
+    pub fn work(&self, work: &Work) -> Result<Worked, Error> {
+        self.run(calls::work(work)?)
+    }
+
+    /// Extends many leases at once (`POST /v1/heartbeat`): one answer per
+    /// lease, in order, with its new expiry or its own error (`lease_lost`,
+    /// `invalid_state`, `not_found`: the job is no longer held).
+    ///
+    /// # Errors
+    ///
+    /// For the whole call, as [`Client::work`].
+    pub fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ItemAnswer>, Error> {
+        self.run(calls::heartbeat(beat)?)
     }
 
     /// Gives a leased job back (or snoozes it), the attempt not counted.

@@ -2,9 +2,10 @@
 //! answer is read) for both clients to send.
 
 use crate::wire::{
-    Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, Event, Events, Extend, Job, JobPage,
-    Lease, Leased, LeasedJob, Limits, ListQuery, Nack, NewJob, NewJobs, NewSchedule, QueueLimits, QueuePaused, Release,
-    Schedule, ScheduleRemoved, Schedules, Stats, Submitted, SubmittedBatch,
+    Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, Event, Events, Extend,
+    Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Nack, NewJob, NewJobs,
+    NewSchedule, QueueLimits, QueuePaused, Release, Schedule, ScheduleRemoved, Schedules, Stats, Submitted,
+    SubmittedBatch, Work, Worked,
 };
 use crate::Error;
 use serde::de::DeserializeOwned;
@@ -119,6 +120,15 @@ pub(crate) fn extend(id: i64, extend: &Extend) -> Result<Call<Changed>, Error> {
 
 pub(crate) fn release(id: i64, release: &Release) -> Result<Call<Changed>, Error> {
     Call::new("POST", format!("/v1/jobs/{id}/release"), Some(release))
+}
+
+pub(crate) fn work(work: &Work) -> Result<Call<Worked>, Error> {
+    Call::new("POST", "/v1/work".into(), Some(work))
+}
+
+pub(crate) fn heartbeat(beat: &Heartbeat) -> Result<Call<Vec<ItemAnswer>>, Error> {
+    let call = Call::<Beaten>::new("POST", "/v1/heartbeat".into(), Some(beat))?;
+    Ok(Call::unwrap(call, |t| read::<Beaten>(t).map(|b| b.leases)))
 }
 
 pub(crate) fn cancel(id: i64) -> Call<Changed> {

@@ -34,6 +34,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/retry", post(retry))
         .route("/jobs/{id}/events", get(events).post(append_event))
         .route("/lease", post(lease))
+        .route("/work", post(work))
+        .route("/heartbeat", post(heartbeat))
         .route("/stats", get(stats))
         .route("/queues", get(queues))
         .route("/queues/{queue}/pause", post(pause))
@@ -426,9 +428,8 @@ async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<
     Ok((StatusCode::CREATED, Json(wire::Appended { job_id: id.0, seq })).into_response())
 }
 
-/// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
-/// answered with no jobs when the server shuts down.
-async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
+/// A lease request as the library's, and how long it may wait.
+fn lease_request(s: &AppState, b: wire::Lease) -> Result<(LeaseRequest, Duration), ApiError> {
     let wait = ms("wait_ms", b.wait_ms)?.unwrap_or(Duration::ZERO);
     if wait > s.config.max_wait {
         return Err(ApiError::bad_request(format!(
@@ -443,23 +444,199 @@ async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
     if let Some(d) = ms("lease_for_ms", b.lease_for_ms)? {
         req = req.lease_for(d);
     }
-    let _permit = if wait.is_zero() {
-        None
-    } else {
-        Some(s.waiting.try_acquire().map_err(|_| {
-            ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_waiting",
-                "too many lease requests are waiting; retry shortly or wait less",
-            )
-        })?)
-    };
+    Ok((req, wait))
+}
+
+/// One of the long-polls allowed to wait at once (none needed for a
+/// request that does not wait); 429 when all are taken.
+fn wait_permit(s: &AppState, wait: Duration) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ApiError> {
+    if wait.is_zero() {
+        return Ok(None);
+    }
+    s.waiting.try_acquire().map(Some).map_err(|_| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_waiting",
+            "too many lease requests are waiting; retry shortly or wait less",
+        )
+    })
+}
+
+/// The leased jobs' answer, serialized without building a JSON value.
+#[derive(serde::Serialize)]
+struct LeasedJobs<'a> {
+    jobs: Vec<view::Leased<'a>>,
+}
+
+fn leased(jobs: &[relay::LeasedJob]) -> Vec<view::Leased<'_>> {
+    jobs.iter().map(view::Leased).collect()
+}
+
+/// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
+/// answered with no jobs when the server shuts down.
+async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
+    let (req, wait) = lease_request(&s, b)?;
+    let _permit = wait_permit(&s, wait)?;
     let mut stopping = s.stopping.clone();
     if *stopping.borrow() {
         return ok(json!({"jobs": []}));
     }
     let jobs = s.relay.lease_until(req, stopping.changed()).await?;
-    ok(json!({"jobs": jobs.iter().map(view::leased).collect::<Vec<_>>()}))
+    ok(LeasedJobs { jobs: leased(&jobs) })
+}
+
+/// A worker's outcomes, then its next lease, in one commit; each outcome
+/// answered on its own. Long-polls only when there is nothing to report.
+async fn work(State(s): S, ApiJson(b): ApiJson<wire::Work>) -> ApiResult {
+    if b.outcomes.len() > wire::MAX_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "outcomes must hold at most {} items",
+            wire::MAX_ITEMS
+        )));
+    }
+    let ids: Vec<i64> = b.outcomes.iter().map(|o| o.id).collect();
+    let batch = b.outcomes.into_iter().map(completion).collect::<Result<Vec<_>, _>>()?;
+    let (completions, jobs) = match b.lease {
+        None if batch.is_empty() => (Vec::new(), Vec::new()),
+        None => (s.relay.complete_batch(batch).await?, Vec::new()),
+        Some(lease) => {
+            let (req, wait) = lease_request(&s, lease)?;
+            let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
+            let mut stopping = s.stopping.clone();
+            if *stopping.borrow() && batch.is_empty() {
+                (Vec::new(), Vec::new())
+            } else {
+                let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
+                (done.completions, done.jobs)
+            }
+        }
+    };
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        outcomes: Vec<wire::ItemAnswer>,
+        jobs: Vec<view::Leased<'a>>,
+    }
+    let outcomes = ids
+        .into_iter()
+        .zip(completions)
+        .map(|(id, r)| match r {
+            Ok(status) => {
+                let mut a = wire::ItemAnswer::new(id);
+                a.state = Some(status.state.as_str().to_owned());
+                if status.state == JobState::Ready {
+                    a.ready_at = Some(view::time(status.ready_at));
+                }
+                a
+            }
+            Err(e) => refused(id, e),
+        })
+        .collect();
+    ok(Answer {
+        outcomes,
+        jobs: leased(&jobs),
+    })
+}
+
+/// One outcome of `POST /v1/work` as the library's completion; a field that
+/// does not belong to its kind is refused.
+fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
+    use wire::OutcomeKind as K;
+    let (id, token) = (JobId(o.id), LeaseToken(o.token));
+    let stray = |field: &str| {
+        ApiError::bad_request(format!(
+            "outcome of job {}: {field} does not go with outcome {:?}",
+            o.id,
+            format!("{:?}", o.outcome).to_lowercase()
+        ))
+    };
+    let has_result = o.result.is_some() || o.result_base64.is_some();
+    match o.outcome {
+        K::Ack => {
+            if let Some(f) = [
+                (o.error.is_some(), "error"),
+                (o.retry_in_ms.is_some(), "retry_in_ms"),
+                (o.permanent, "permanent"),
+                (o.in_ms.is_some(), "in_ms"),
+            ]
+            .iter()
+            .find_map(|(given, f)| given.then_some(*f))
+            {
+                return Err(stray(f));
+            }
+            Ok(Completion::ack(id, token, result_bytes(o.result, o.result_base64)?))
+        }
+        K::Nack => {
+            if has_result || o.in_ms.is_some() {
+                return Err(stray(if has_result { "result" } else { "in_ms" }));
+            }
+            let Some(error) = o.error else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a nack needs its error",
+                    o.id
+                )));
+            };
+            Ok(if o.permanent {
+                if o.retry_in_ms.is_some() {
+                    return Err(stray("retry_in_ms with permanent"));
+                }
+                Completion::nack_permanent(id, token, error)
+            } else {
+                Completion::nack(id, token, error, ms("retry_in_ms", o.retry_in_ms)?)
+            })
+        }
+        K::Release => {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent {
+                return Err(stray("a field other than in_ms"));
+            }
+            Ok(match ms("in_ms", o.in_ms)? {
+                Some(delay) => Completion::snooze(id, token, delay),
+                None => Completion::release(id, token),
+            })
+        }
+    }
+}
+
+/// An item refused on its own, with the code and message the per-job
+/// endpoints answer for the same error.
+fn refused(id: i64, e: relay::Error) -> wire::ItemAnswer {
+    let e = ApiError::from(e);
+    wire::ItemAnswer::refused(id, e.code, e.message)
+}
+
+/// Extends many leases at once; each answered on its own.
+async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>) -> ApiResult {
+    if b.leases.is_empty() || b.leases.len() > wire::MAX_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "leases must hold 1-{} items",
+            wire::MAX_ITEMS
+        )));
+    }
+    let default = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
+    let leases = b
+        .leases
+        .iter()
+        .map(|l| {
+            Ok((
+                JobId(l.id),
+                LeaseToken(l.token),
+                ms("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default),
+            ))
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let done = s.relay.extend_batch(leases).await?;
+    let leases = b
+        .leases
+        .iter()
+        .zip(done)
+        .map(|(l, r)| match r {
+            Ok(until) => wire::ItemAnswer {
+                lease_expires_at: Some(view::time(until)),
+                ..wire::ItemAnswer::new(l.id)
+            },
+            Err(e) => refused(l.id, e),
+        })
+        .collect();
+    ok(wire::Beaten { leases })
 }
 
 async fn stats(State(s): S) -> ApiResult {
@@ -579,15 +756,20 @@ async fn openapi(State(s): S) -> Response {
 
 async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack>) -> ApiResult {
     let id = id(&raw)?;
-    let result = match (b.result, b.result_base64) {
+    let result = result_bytes(b.result, b.result_base64)?;
+    s.relay.ack(id, LeaseToken(b.token), result).await?;
+    ok(wire::Changed::in_state(id.0, "SUCCEEDED"))
+}
+
+/// An ack's result from its `result` / `result_base64` pair (none for null).
+fn result_bytes(json: Option<Box<RawValue>>, b64: Option<Option<String>>) -> Result<Option<Vec<u8>>, ApiError> {
+    Ok(match (json, b64) {
         (Some(_), Some(_)) => return Err(ApiError::bad_request("give result or result_base64, not both")),
         (Some(raw), None) if raw.get() == "null" => None,
         (Some(raw), None) => Some(json_bytes(&raw)),
         (None, None | Some(None)) => None,
         (None, Some(Some(b))) => Some(base64_bytes("result_base64", &b)?),
-    };
-    s.relay.ack(id, LeaseToken(b.token), result).await?;
-    ok(wire::Changed::in_state(id.0, "SUCCEEDED"))
+    })
 }
 
 #[cfg(test)]

@@ -125,6 +125,23 @@ fn not_both(mut schema: Value, a: &str, b: &str) -> Value {
     schema
 }
 
+/// One item of `POST /v1/work`'s outcomes, of kind `kind`, with its own
+/// fields `extra`.
+fn outcome(kind: &str, extra: Value) -> Value {
+    let mut props = json!({"id": {"type": "integer", "format": "int64"}, "token": {"type": "integer", "format": "int64"},
+        "outcome": {"type": "string", "enum": [kind]}});
+    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    let mut item = json!({"type": "object", "additionalProperties": false, "required": ["id", "token", "outcome"], "properties": props});
+    match kind {
+        "nack" => item["required"] = json!(["id", "token", "outcome", "error"]),
+        "ack" => item["not"] = json!({"required": ["result", "result_base64"]}),
+        _ => {}
+    }
+    item
+}
+
 fn token_body(extra: Value) -> Value {
     let mut props = json!({"token": {"type": "integer", "format": "int64"}});
     if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
@@ -138,10 +155,51 @@ fn state_reply() -> Value {
         "id": {"type": "integer"}, "state": r("State"), "ready_at": {"type": "string", "format": "date-time"}}})
 }
 
+/// `POST /v1/work`'s body.
+fn work_body() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+                    "outcomes": {"type": "array", "maxItems": relay_client::wire::MAX_ITEMS, "items": {"oneOf": [
+                        outcome("ack", json!({
+                            "result": {"description": "Any JSON value, kept as its JSON text (not with result_base64)."},
+                            "result_base64": {"type": "string", "format": "byte", "nullable": true}})),
+                        outcome("nack", json!({"error": {"type": "string"},
+                            "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
+                            "permanent": {"type": "boolean"}})),
+                        outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))]}},
+                    "lease": r("Lease")}})
+}
+
+/// `POST /v1/heartbeat`'s body.
+fn heartbeat_body() -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": ["leases"], "properties": {
+                    "leases": {"type": "array", "minItems": 1, "maxItems": relay_client::wire::MAX_ITEMS, "items": {
+                        "type": "object", "additionalProperties": false, "required": ["id", "token"], "properties": {
+                            "id": {"type": "integer", "format": "int64"}, "token": {"type": "integer", "format": "int64"},
+                            "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}}},
+                    "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}})
+}
+
+/// The worker protocol's calls: `/v1/work` and `/v1/heartbeat`.
+fn worker_paths() -> Value {
+    json!({
+            "/v1/work": {"post": {"operationId": "work",
+                "description": "A worker's turn in one call: records `outcomes` (each answered on its own: a stale token fails only its item), then leases as `lease` asks, in the same transaction and commit. `lease.wait_ms` is honoured only when there are no outcomes. Sending the same call again after a lost answer is safe for its outcomes (a repeated ack answers its state again).",
+                "requestBody": body(work_body()),
+                "responses": responses("200", json!({"type": "object", "required": ["outcomes", "jobs"], "properties": {
+                    "outcomes": {"type": "array", "items": r("ItemAnswer")},
+                    "jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
+            "/v1/heartbeat": {"post": {"operationId": "heartbeat",
+                "description": "Extends many leases at once, each to its `lease_for_ms` (else the call's, else 30 s) from now; each answered on its own (`lease_lost`, `invalid_state`, `not_found`: the job is no longer held).",
+                "requestBody": body(heartbeat_body()),
+                "responses": responses("200", json!({"type": "object", "required": ["leases"], "properties": {
+                    "leases": {"type": "array", "items": r("ItemAnswer")}}}), &["400", "413"])}}
+    })
+}
+
 pub(crate) fn document(config: &ServerConfig) -> Value {
     let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
     let e = ["400", "404", "409", "413"];
-    json!({
+    let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "Relay", "version": env!("CARGO_PKG_VERSION"),
                  "description": "A durable job queue. Every state change is committed to disk before the response."},
@@ -223,11 +281,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                         "job_id": {"type": "integer"}, "seq": {"type": "integer"}}}), &["400", "404", "413"])}},
             "/v1/lease": {"post": {"operationId": "lease",
                 "description": "Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken at once by a submit).",
-                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["queues"], "properties": {
-                    "queues": {"type": "array", "minItems": 1, "maxItems": 64, "items": queue()},
-                    "worker": nullable(label()), "max": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
-                    "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
-                    "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}})),
+                "requestBody": body(r("Lease")),
                 "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
             "/v1/stats": {"get": {"operationId": "stats", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
                 "queues": {"type": "object", "additionalProperties": r("QueueStats")}}}), &[])}},
@@ -262,9 +316,13 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "responses": errors(),
-            "schemas": schemas(),
+            "schemas": schemas(max_wait),
         }
-    })
+    });
+    if let (Some(paths), Value::Object(more)) = (doc["paths"].as_object_mut(), worker_paths()) {
+        paths.extend(more);
+    }
+    doc
 }
 
 fn errors() -> Value {
@@ -306,7 +364,7 @@ fn job_schema(description: &str, extra: Value) -> Value {
         "not": {"required": ["payload", "payload_base64"]}, "properties": props})
 }
 
-fn schemas() -> Value {
+fn schemas(max_wait: u64) -> Value {
     let time = json!({"type": "string", "format": "date-time"});
     let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
     let text_or_null = json!({"type": "string", "nullable": true});
@@ -368,6 +426,15 @@ fn schemas() -> Value {
                 "lease_expires_at": time, "lease_for_ms": {"type": "integer"}, "timeout_ms": {"type": "integer", "nullable": true},
                 "traceparent": text_or_null,
                 "payload": payload.clone(), "payload_base64": {"type": "string"}}},
+        "Lease": {"type": "object", "additionalProperties": false, "required": ["queues"], "properties": {
+            "queues": {"type": "array", "minItems": 1, "maxItems": 64, "items": queue()},
+            "worker": nullable(label()), "max": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
+            "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
+            "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}},
+        "ItemAnswer": {"type": "object", "required": ["id"], "description": "One item of a batch call: what it changed, or its own `error` (the job unchanged).",
+            "properties": {
+                "id": {"type": "integer"}, "state": r("State"), "ready_at": time, "lease_expires_at": time,
+                "error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::relay::{first, single, Stats, StoreInfo};
 // The docs of each method point to its blocking twin.
-use crate::request::{Completion, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
+use crate::request::{Completion, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked};
 #[cfg(doc)]
 use crate::Relay;
 use relay_core::read::{DeadGroup, Event, JobFilter, Throughput};
@@ -131,7 +131,10 @@ impl AsyncRelay {
     ///
     /// As [`Relay::lease`].
     pub async fn lease_until(&self, req: LeaseRequest, stop: impl std::future::Future) -> Result<Vec<LeasedJob>> {
-        let req = req.validate(&self.engine.options.limits)?;
+        self.lease_valid(req.validate(&self.engine.options.limits)?, stop).await
+    }
+
+    async fn lease_valid(&self, req: ValidLease, stop: impl std::future::Future) -> Result<Vec<LeasedJob>> {
         let deadline = Instant::now() + req.wait;
         let mut stop = std::pin::pin!(stop);
         loop {
@@ -198,7 +201,42 @@ impl AsyncRelay {
     ///
     /// As [`Relay::complete_batch`].
     pub async fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
-        self.engine.run_async(self.engine.complete_op(batch)?).await
+        self.engine.run_async(self.engine.complete_op(batch)).await
+    }
+
+    /// [`Relay::complete_and_lease`], as a future, giving up its wait (when
+    /// `batch` is empty and it waits) as soon as `stop` completes, as
+    /// [`AsyncRelay::lease_until`] does.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete_and_lease`].
+    pub async fn complete_and_lease_until(
+        &self,
+        batch: Vec<Completion>,
+        lease: LeaseRequest,
+        stop: impl std::future::Future,
+    ) -> Result<Worked> {
+        let req = lease.validate(&self.engine.options.limits)?;
+        if batch.is_empty() {
+            let jobs = self.lease_valid(req, stop).await?;
+            return Ok(Worked {
+                completions: Vec::new(),
+                jobs,
+            });
+        }
+        self.engine
+            .run_async(self.engine.complete_and_lease_op(batch, req))
+            .await
+    }
+
+    /// [`Relay::extend_batch`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::extend_batch`].
+    pub async fn extend_batch(&self, leases: Vec<(JobId, LeaseToken, Duration)>) -> Result<Vec<Result<Timestamp>>> {
+        self.engine.run_async(self.engine.extend_batch_op(leases)).await
     }
 
     /// [`Relay::complete`], as a future.

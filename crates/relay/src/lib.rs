@@ -64,7 +64,8 @@ pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::{Relay, Stats, StoreInfo};
 pub use request::{
-    Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, MAX_LEASE_BATCH, MAX_WAIT,
+    Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
+    MAX_WAIT,
 };
 pub use search::BULK_CHUNK;
 

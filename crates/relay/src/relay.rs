@@ -8,7 +8,9 @@ use crate::engine::metrics::Metrics;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::request::{Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted};
+use crate::request::{
+    Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked,
+};
 use crate::AsyncRelay;
 use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
@@ -390,7 +392,10 @@ impl Relay {
     /// - [`Error::Busy`], [`Error::Storage`] and [`Error::Closed`], as for every
     ///   write (see [`Relay`]).
     pub fn lease(&self, req: LeaseRequest) -> Result<Vec<LeasedJob>> {
-        let req = req.validate(&self.engine.options.limits)?;
+        self.lease_valid(req.validate(&self.engine.options.limits)?)
+    }
+
+    fn lease_valid(&self, req: ValidLease) -> Result<Vec<LeasedJob>> {
         let deadline = Instant::now() + req.wait;
         loop {
             let seen = self.engine.deliver.ready.generation();
@@ -489,7 +494,66 @@ impl Relay {
     /// [`Error::NotFound`], [`Error::Corrupt`]) is that completion's alone: its
     /// job was not changed, and the others were applied.
     pub fn complete_batch(&self, batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> {
-        self.engine.run(self.engine.complete_op(batch)?)
+        self.engine.run(self.engine.complete_op(batch))
+    }
+
+    /// A worker's turn in one operation: records `batch` as
+    /// [`Relay::complete_batch`] does, then leases the next jobs as `lease`
+    /// asks, in the same transaction and commit (one fsync serves both).
+    /// The completions come first, so the slots they free (a queue's
+    /// `max_leased`) are there for the claim. `lease`'s wait applies only
+    /// when `batch` is empty: with completions to report, it answers as
+    /// soon as they are on disk, with the jobs that were ready then.
+    ///
+    /// ```
+    /// use relay::{Completion, LeaseRequest, NewJob, Relay};
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// for n in 0..4 {
+    ///     relay.submit(NewJob::new("q", "k", format!("{n}").into_bytes()))?;
+    /// }
+    /// let mut jobs = relay.lease(LeaseRequest::new(["q"]).max(2))?;
+    /// while !jobs.is_empty() {
+    ///     let done = jobs.iter().map(|j| Completion::ack(j.id, j.token, None)).collect();
+    ///     let worked = relay.complete_and_lease(done, LeaseRequest::new(["q"]).max(2))?;
+    ///     assert!(worked.completions.iter().all(Result::is_ok));
+    ///     jobs = worked.jobs;
+    /// }
+    /// assert_eq!(relay.stats()?.queues["q"].succeeded, 4);
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The outer error is for the whole call, as for
+    /// [`Relay::complete_batch`]; also [`Error::InvalidInput`] for a bad
+    /// `lease` (nothing was sent). Each completion's own error is in
+    /// [`Worked::completions`]. A claim that fails beside completions
+    /// (a job it chose does not decode) leases nothing and leaves the
+    /// completions applied; the next lease reports its error.
+    pub fn complete_and_lease(&self, batch: Vec<Completion>, lease: LeaseRequest) -> Result<Worked> {
+        let req = lease.validate(&self.engine.options.limits)?;
+        if batch.is_empty() {
+            let jobs = self.lease_valid(req)?;
+            return Ok(Worked {
+                completions: Vec::new(),
+                jobs,
+            });
+        }
+        self.engine.run(self.engine.complete_and_lease_op(batch, req))
+    }
+
+    /// Extends many leases in one operation (a worker's heartbeat), each
+    /// `(id, token, lease_for)` to `lease_for` from now. The inner list
+    /// holds one result per lease, in order: its new expiry, or the error
+    /// [`Relay::extend`] would have returned for it.
+    ///
+    /// # Errors
+    ///
+    /// The outer error is for the whole call, as for
+    /// [`Relay::complete_batch`].
+    pub fn extend_batch(&self, leases: Vec<(JobId, LeaseToken, Duration)>) -> Result<Vec<Result<Timestamp>>> {
+        self.engine.run(self.engine.extend_batch_op(leases))
     }
 
     /// Records one [`Completion`] (an ack, nack or snooze built as a value,

@@ -463,6 +463,8 @@ pub enum CompletionOutcome {
         /// How long until the job may be leased again.
         delay: Duration,
     },
+    /// Like `release`: READY again now, the attempt not counted.
+    Release,
 }
 
 impl Completion {
@@ -499,6 +501,15 @@ impl Completion {
         }
     }
 
+    /// Given back untried, READY again now: as [`crate::Relay::release`].
+    pub fn release(id: JobId, token: LeaseToken) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Release,
+        }
+    }
+
     /// Failed for good, DEAD now: as [`crate::Relay::nack_permanent`].
     pub fn nack_permanent(id: JobId, token: LeaseToken, error: impl Into<String>) -> Self {
         Self {
@@ -511,6 +522,18 @@ impl Completion {
             },
         }
     }
+}
+
+/// What [`crate::Relay::complete_and_lease`] did: each completion's
+/// result, in the order given, and the jobs it leased.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Worked {
+    /// One result per completion: the job's new status, or the error that
+    /// completion alone met (its job unchanged).
+    pub completions: Vec<crate::Result<JobStatus>>,
+    /// The jobs leased, with their tokens.
+    pub jobs: Vec<LeasedJob>,
 }
 
 pub(crate) struct LeaseBatch {

@@ -85,20 +85,57 @@ pub fn job(j: &Job) -> Value {
 /// "lease_for_ms", "timeout_ms", "traceparent", "payload" (or
 /// "payload_base64")}`.
 pub fn leased(l: &LeasedJob) -> Value {
-    let mut obj = Map::new();
-    obj.insert("id".into(), json!(l.id));
-    obj.insert("token".into(), json!(l.token));
-    obj.insert("queue".into(), json!(l.queue));
-    obj.insert("kind".into(), json!(l.kind));
-    obj.insert("priority".into(), json!(l.priority.get()));
-    obj.insert("attempt".into(), json!(l.attempt));
-    obj.insert("max_attempts".into(), json!(l.max_attempts));
-    obj.insert("lease_expires_at".into(), json!(time(l.expires_at)));
-    obj.insert("lease_for_ms".into(), json!(ms(l.lease_for)));
-    obj.insert("timeout_ms".into(), json!(l.timeout.map(ms)));
-    obj.insert("traceparent".into(), json!(l.traceparent));
-    put_bytes(&mut obj, "payload", Some(&l.payload));
-    Value::Object(obj)
+    serde_json::to_value(Leased(l)).unwrap_or_default()
+}
+
+/// [`leased`] as a value to serialize straight into an answer, without
+/// building a [`Value`]: the payload goes out as the JSON text stored,
+/// byte for byte (keys in their order, numbers as written).
+#[derive(Debug, Clone, Copy)]
+pub struct Leased<'a>(pub &'a LeasedJob);
+
+impl serde::Serialize for Leased<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let l = self.0;
+        let mut m = s.serialize_map(Some(12))?;
+        m.serialize_entry("id", &l.id)?;
+        m.serialize_entry("token", &l.token)?;
+        m.serialize_entry("queue", &l.queue)?;
+        m.serialize_entry("kind", &l.kind)?;
+        m.serialize_entry("priority", &l.priority.get())?;
+        m.serialize_entry("attempt", &l.attempt)?;
+        m.serialize_entry("max_attempts", &l.max_attempts)?;
+        m.serialize_entry("lease_expires_at", &time(l.expires_at))?;
+        m.serialize_entry("lease_for_ms", &ms(l.lease_for))?;
+        m.serialize_entry("timeout_ms", &l.timeout.map(ms))?;
+        m.serialize_entry("traceparent", &l.traceparent)?;
+        match raw_json(&l.payload) {
+            RawBytes::Empty => m.serialize_entry("payload", &())?,
+            RawBytes::Json(raw) => m.serialize_entry("payload", raw)?,
+            RawBytes::Other(b) => {
+                m.serialize_entry("payload_base64", &base64::engine::general_purpose::STANDARD.encode(b))?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Bytes as the JSON text they hold, checked but not parsed into a value.
+enum RawBytes<'a> {
+    Empty,
+    Json(&'a serde_json::value::RawValue),
+    Other(&'a [u8]),
+}
+
+fn raw_json(b: &[u8]) -> RawBytes<'_> {
+    if b.is_empty() {
+        return RawBytes::Empty;
+    }
+    match serde_json::from_slice::<&serde_json::value::RawValue>(b) {
+        Ok(raw) => RawBytes::Json(raw),
+        Err(_) => RawBytes::Other(b),
+    }
 }
 
 /// `{"queues": {"Q": {"READY": n, ..., "oldest_ready_age_ms": n | null,

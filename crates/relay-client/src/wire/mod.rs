@@ -15,9 +15,11 @@ use serde_json::Value;
 
 mod answer;
 mod request;
+mod work;
 
 pub use answer::*;
 pub use request::*;
+pub use work::*;
 
 /// A field that was given (as `Some`, null included), unlike one left out
 /// (`None`, with `#[serde(default)]`).

@@ -7,7 +7,7 @@ use crate::engine::writer::BatchCtx;
 use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
 use crate::request::{
-    check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, NewSchedule, ValidLease,
+    check_body, error_text, Completion, CompletionOutcome, LeaseBatch, NewJob, NewSchedule, ValidLease, Worked,
 };
 use relay_core::{Action, JobId, JobStatus, LeaseToken, Schedule, Timestamp};
 use std::time::Duration;
@@ -176,70 +176,91 @@ impl Engine {
         }))
     }
 
-    /// Acks and nacks of many jobs in one operation; each succeeds or fails
-    /// on its own.
-    pub(crate) fn complete_op(&self, batch: Vec<Completion>) -> Result<Pending<Vec<Result<JobStatus>>>> {
-        for c in &batch {
-            if let CompletionOutcome::Ack { result: Some(r) } = &c.outcome {
-                check_body(&self.options.limits, "result", r)?;
-            }
-        }
-        let batch: Vec<Completion> = batch
-            .into_iter()
-            .map(|mut c| {
-                if let CompletionOutcome::Nack { error, .. } = &mut c.outcome {
-                    *error = error_text(error);
-                }
-                c
-            })
-            .collect();
-        let ids: Vec<JobId> = batch.iter().map(|c| c.id).collect();
-        let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| {
-            let mut out = Vec::with_capacity(batch.len());
-            for c in &batch {
-                let m = plan.mark();
-                let r = match &c.outcome {
-                    CompletionOutcome::Ack { result } => {
-                        ops::act(plan, ctx, c.id, Action::Ack { token: c.token }, result.as_deref())
-                    }
-                    CompletionOutcome::Nack {
-                        error,
-                        retry_in,
-                        permanent,
-                    } => {
-                        let a = Action::Nack {
-                            token: c.token,
-                            error,
-                            retry_in: *retry_in,
-                            permanent: *permanent,
-                        };
-                        ops::act(plan, ctx, c.id, a, None)
-                    }
-                    CompletionOutcome::Snooze { delay } => {
-                        let a = Action::Snooze {
-                            token: c.token,
-                            delay: *delay,
-                        };
-                        ops::act(plan, ctx, c.id, a, None)
-                    }
-                };
-                match r {
-                    Err(e) if e.is_batch_fatal() => return Err(e),
-                    Err(e) => {
-                        plan.undo(m);
-                        out.push(Err(e));
-                    }
-                    Ok(s) => {
-                        plan.keep(m);
-                        out.push(Ok(s));
-                    }
-                }
-            }
-            Ok(out)
-        };
-        Ok(match ids.as_slice() {
+    /// Acks, nacks, snoozes and releases of many jobs in one operation;
+    /// each succeeds or fails on its own (a result over the size limit
+    /// included).
+    pub(crate) fn complete_op(&self, batch: Vec<Completion>) -> Pending<Vec<Result<JobStatus>>> {
+        let batch = self.checked_completions(batch);
+        let ids: Vec<JobId> = batch.iter().map(|(c, _)| c.id).collect();
+        let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| complete_each(plan, ctx, &batch);
+        match ids.as_slice() {
             [id] => Pending::held(*id, work),
             _ => Pending::new(Hint::Jobs(ids), work),
+        }
+    }
+
+    /// [`Self::complete_op`], then a claim (without waiting) in the same
+    /// operation: the completions first, so what they free (a queue's
+    /// `max_leased`) is there for the claim, and one commit carries both.
+    pub(crate) fn complete_and_lease_op(&self, batch: Vec<Completion>, req: ValidLease) -> Pending<Worked> {
+        let batch = self.checked_completions(batch);
+        let hint = Hint::CompleteAndClaim {
+            jobs: batch.iter().map(|(c, _)| c.id).collect(),
+            queues: req.queues.clone(),
+            max: req.max,
+        };
+        Pending::new(hint, move |plan, ctx| {
+            let completions = complete_each(plan, ctx, &batch)?;
+            let m = plan.mark();
+            let jobs = match ops::lease(plan, ctx, &req) {
+                Ok(leased) => {
+                    plan.keep(m);
+                    leased.jobs
+                }
+                Err(e) if e.is_batch_fatal() => return Err(e),
+                // The completions stand; the claim is made again by the
+                // caller's next lease, which then reports its error.
+                Err(e) => {
+                    plan.undo(m);
+                    tracing::debug!(error = %e, "a claim beside completions failed alone");
+                    Vec::new()
+                }
+            };
+            Ok(Worked { completions, jobs })
+        })
+    }
+
+    /// Each completion with the error that refuses it before the batch (a
+    /// result over the size limit), the error texts cut to size.
+    fn checked_completions(&self, batch: Vec<Completion>) -> Vec<(Completion, Option<crate::Error>)> {
+        batch
+            .into_iter()
+            .map(|mut c| {
+                let refused = match &mut c.outcome {
+                    CompletionOutcome::Ack { result: Some(r) } => check_body(&self.options.limits, "result", r)
+                        .err()
+                        .map(crate::Error::from),
+                    CompletionOutcome::Nack { error, .. } => {
+                        *error = error_text(error);
+                        None
+                    }
+                    _ => None,
+                };
+                (c, refused)
+            })
+            .collect()
+    }
+
+    /// Extends many leases in one operation, each to its own length from
+    /// now; each succeeds or fails on its own.
+    pub(crate) fn extend_batch_op(
+        &self,
+        leases: Vec<(JobId, LeaseToken, Duration)>,
+    ) -> Pending<Vec<Result<Timestamp>>> {
+        let limits = self.options.limits.clone();
+        let ids: Vec<JobId> = leases.iter().map(|l| l.0).collect();
+        Pending::new(Hint::Jobs(ids), move |plan, ctx| {
+            let mut out = Vec::with_capacity(leases.len());
+            for &(id, token, lease_for) in &leases {
+                if let Err(e) = limits.lease_for(lease_for) {
+                    out.push(Err(e.into()));
+                    continue;
+                }
+                let m = plan.mark();
+                let r = ops::act(plan, ctx, id, Action::Extend { token, lease_for }, None);
+                out.push(settle(plan, m, r)?.map(|s| s.lease.map_or(ctx.now, |l| l.expires_at)));
+            }
+            Ok(out)
         })
     }
 
@@ -268,4 +289,60 @@ pub(crate) enum AfterFailure {
     Retry(Option<Duration>),
     /// No retry: DEAD now.
     Dead,
+}
+
+/// Applies each completion on its own: one refused (its lease lost, its
+/// result too large...) is undone and answered with its error, the others
+/// stand. Only a batch-fatal error ends the operation.
+fn complete_each(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    batch: &[(Completion, Option<crate::Error>)],
+) -> Result<Vec<Result<JobStatus>>> {
+    let mut out = Vec::with_capacity(batch.len());
+    for (c, refused) in batch {
+        if let Some(e) = refused {
+            out.push(Err(e.clone()));
+            continue;
+        }
+        let token = c.token;
+        let (action, result) = match &c.outcome {
+            CompletionOutcome::Ack { result } => (Action::Ack { token }, result.as_deref()),
+            CompletionOutcome::Nack {
+                error,
+                retry_in,
+                permanent,
+            } => {
+                let a = Action::Nack {
+                    token,
+                    error,
+                    retry_in: *retry_in,
+                    permanent: *permanent,
+                };
+                (a, None)
+            }
+            CompletionOutcome::Snooze { delay } => (Action::Snooze { token, delay: *delay }, None),
+            CompletionOutcome::Release => (Action::Release { token }, None),
+        };
+        let m = plan.mark();
+        let r = ops::act(plan, ctx, c.id, action, result);
+        out.push(settle(plan, m, r)?);
+    }
+    Ok(out)
+}
+
+/// Keeps what an item planned since `m` if it succeeded, undoes it if it
+/// failed alone; a batch-fatal error is returned as the outer error.
+fn settle<T>(plan: &mut Plan<'_>, m: crate::engine::plan::Mark, r: Result<T>) -> Result<Result<T>> {
+    match r {
+        Err(e) if e.is_batch_fatal() => Err(e),
+        Err(e) => {
+            plan.undo(m);
+            Ok(Err(e))
+        }
+        Ok(v) => {
+            plan.keep(m);
+            Ok(Ok(v))
+        }
+    }
 }

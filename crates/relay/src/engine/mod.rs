@@ -65,6 +65,9 @@ fn call_span(hint: &Hint) -> tracing::Span {
         Hint::Submit { jobs, .. } => tracing::debug_span!("relay.submit", jobs = *jobs),
         Hint::Claim { queues, max } => tracing::debug_span!("relay.lease", queues = ?queues, max = *max),
         Hint::Jobs(ids) => tracing::debug_span!("relay.update", jobs = ?ids),
+        Hint::CompleteAndClaim { jobs, queues, max } => {
+            tracing::debug_span!("relay.work", jobs = ?jobs, queues = ?queues, max = *max)
+        }
         Hint::None => tracing::debug_span!("relay.call"),
     }
 }

@@ -47,6 +47,30 @@ pub(crate) enum Hint {
     Claim { queues: Vec<String>, max: u32 },
     /// It submits this many jobs, which depend on these.
     Submit { jobs: usize, parents: Vec<JobId> },
+    /// It acts on these jobs, then claims up to `max` jobs from these
+    /// queues (a worker's outcomes and its next lease).
+    CompleteAndClaim {
+        jobs: Vec<JobId>,
+        queues: Vec<String>,
+        max: u32,
+    },
+}
+
+impl Hint {
+    /// The jobs it acts on and the claim it makes, if any.
+    fn parts(&self) -> (&[JobId], Option<(&[String], u32)>) {
+        match self {
+            Hint::Jobs(j) => (j, None),
+            Hint::Claim { queues, max } => (&[], Some((queues, *max))),
+            Hint::CompleteAndClaim { jobs, queues, max } => (jobs, Some((queues, *max))),
+            Hint::None | Hint::Submit { .. } => (&[], None),
+        }
+    }
+
+    /// True for an operation that claims jobs.
+    pub(crate) fn claims(&self) -> bool {
+        self.parts().1.is_some()
+    }
 }
 
 /// One job as this batch sees it.
@@ -233,25 +257,20 @@ impl<'s> Plan<'s> {
         let mut may_finish = Vec::new();
         let mut queues: Vec<&str> = Vec::new();
         for h in hints {
-            match h {
-                Hint::None => {}
-                Hint::Jobs(j) => {
-                    ids.extend_from_slice(j);
-                    may_finish.extend_from_slice(j);
+            if let Hint::Submit { jobs, parents } = h {
+                self.submits += jobs;
+                ids.extend_from_slice(parents);
+                continue;
+            }
+            let (jobs, claim) = h.parts();
+            ids.extend_from_slice(jobs);
+            may_finish.extend_from_slice(jobs);
+            for q in claim.iter().flat_map(|(qs, _)| qs.iter()) {
+                let d = self.demand.entry(q.clone()).or_default();
+                if *d == 0 {
+                    queues.push(q);
                 }
-                Hint::Claim { queues: qs, max } => {
-                    for q in qs {
-                        let d = self.demand.entry(q.clone()).or_default();
-                        if *d == 0 {
-                            queues.push(q);
-                        }
-                        *d += *max as usize;
-                    }
-                }
-                Hint::Submit { jobs, parents } => {
-                    self.submits += jobs;
-                    ids.extend_from_slice(parents);
-                }
+                *d += claim.map_or(0, |(_, max)| max) as usize;
             }
         }
         ids.sort_unstable();

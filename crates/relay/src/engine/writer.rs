@@ -71,7 +71,7 @@ pub(crate) trait Operation: Send {
     fn finish(self: Box<Self>, batch: Result<()>);
     /// True for claims: the batch reclaims expired leases first.
     fn claims(&self) -> bool {
-        matches!(self.hint(), Hint::Claim { .. })
+        self.hint().claims()
     }
     /// The job whose lease's holder this operation comes from, where it
     /// reads nothing but that job's status and the jobs waiting for it

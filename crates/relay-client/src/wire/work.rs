@@ -1,0 +1,202 @@
+//! The worker protocol: `POST /v1/work` reports any number of outcomes and
+//! leases the next jobs in one call (one commit), `POST /v1/heartbeat`
+//! extends many leases at once. Each item is answered on its own.
+
+use super::{base64_pair, present, ErrorDetail, Lease, LeasedJob};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Most outcomes of one `POST /v1/work`, and leases of one `POST /v1/heartbeat`.
+pub const MAX_ITEMS: usize = 10_000;
+
+/// `POST /v1/work`: a worker's outcomes, and its next lease.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Work {
+    /// What became of leased jobs (at most [`MAX_ITEMS`]), applied in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<Outcome>,
+    /// The jobs to lease after them, in the same commit. Its `wait_ms` is
+    /// honoured only when there are no outcomes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+}
+
+/// What an [`Outcome`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeKind {
+    /// Succeeded (`result` or `result_base64`).
+    Ack,
+    /// Failed (`error`; `retry_in_ms`, `permanent`).
+    Nack,
+    /// Given back, the attempt not counted (`in_ms`: not before then).
+    Release,
+}
+
+/// One leased job's outcome. Fields that do not belong to its `outcome`
+/// are refused.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outcome {
+    /// The job.
+    pub id: i64,
+    /// Its lease's token.
+    pub token: i64,
+    /// What became of it.
+    pub outcome: OutcomeKind,
+    /// An ack's result as a JSON value, kept as its JSON text.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<RawValue>>,
+    /// An ack's result as bytes, base64.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub result_base64: Option<Option<String>>,
+    /// A nack's error (kept as the job's last error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A nack: retry after this long instead of the back-off policy's delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_in_ms: Option<u64>,
+    /// A nack: no retry can fix it, DEAD now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub permanent: bool,
+    /// A release: READY again only after this long (a snooze).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_ms: Option<u64>,
+}
+
+impl Outcome {
+    fn new(id: i64, token: i64, outcome: OutcomeKind) -> Self {
+        Self {
+            id,
+            token,
+            outcome,
+            result: None,
+            result_base64: None,
+            error: None,
+            retry_in_ms: None,
+            permanent: false,
+            in_ms: None,
+        }
+    }
+
+    /// Succeeded, with `result`'s bytes (none when `None` or empty).
+    pub fn ack(id: i64, token: i64, result: Option<&[u8]>) -> Self {
+        Self {
+            result_base64: result.and_then(base64_pair),
+            ..Self::new(id, token, OutcomeKind::Ack)
+        }
+    }
+
+    /// Failed: retried after `retry_in_ms` (or the back-off) unless its
+    /// attempts are spent.
+    pub fn nack(id: i64, token: i64, error: impl Into<String>, retry_in_ms: Option<u64>) -> Self {
+        Self {
+            error: Some(error.into()),
+            retry_in_ms,
+            ..Self::new(id, token, OutcomeKind::Nack)
+        }
+    }
+
+    /// Failed for good: DEAD now.
+    pub fn nack_permanent(id: i64, token: i64, error: impl Into<String>) -> Self {
+        Self {
+            permanent: true,
+            ..Self::nack(id, token, error, None)
+        }
+    }
+
+    /// Given back untried; READY again after `in_ms` when given.
+    pub fn release(id: i64, token: i64, in_ms: Option<u64>) -> Self {
+        Self {
+            in_ms,
+            ..Self::new(id, token, OutcomeKind::Release)
+        }
+    }
+}
+
+/// `POST /v1/work`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Worked {
+    /// One answer per outcome, in the order given.
+    pub outcomes: Vec<ItemAnswer>,
+    /// The jobs leased (none without a `lease`, or when none was ready).
+    pub jobs: Vec<LeasedJob>,
+}
+
+/// `POST /v1/heartbeat`: extend many leases at once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    /// The leases (1-[`MAX_ITEMS`]).
+    pub leases: Vec<HeldLease>,
+    /// Each lease's new length from now, where it gives none (30 s when
+    /// left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_for_ms: Option<u64>,
+}
+
+/// A lease a worker holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldLease {
+    /// The job.
+    pub id: i64,
+    /// Its lease's token.
+    pub token: i64,
+    /// Its new length from now (the call's `lease_for_ms` when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_for_ms: Option<u64>,
+}
+
+/// `POST /v1/heartbeat`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Beaten {
+    /// One answer per lease, in the order given.
+    pub leases: Vec<ItemAnswer>,
+}
+
+/// What became of one item of a batch call: what it changed, or its own
+/// error (`lease_lost`, `invalid_state`, `not_found`, `invalid_input`),
+/// which leaves its job unchanged and fails no other item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemAnswer {
+    /// The job.
+    pub id: i64,
+    /// Its state after the call (an outcome).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// When it is due again (a nack that retries, a delayed release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
+    /// The lease's new expiry (a heartbeat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    /// Why this item was not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+impl ItemAnswer {
+    /// Job `id`, nothing said of it yet.
+    pub fn new(id: i64) -> Self {
+        Self {
+            id,
+            state: None,
+            ready_at: None,
+            lease_expires_at: None,
+            error: None,
+        }
+    }
+
+    /// Job `id`'s item, refused with `code` and `message`.
+    pub fn refused(id: i64, code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            error: Some(ErrorDetail {
+                code: code.into(),
+                message: message.into(),
+            }),
+            ..Self::new(id)
+        }
+    }
+}
