@@ -29,6 +29,7 @@ pub mod search;
 pub mod throughput;
 pub mod unique;
 pub mod visitors;
+pub mod work;
 
 use relay::{ManualClock, Options, Relay, RetryPolicy, Timestamp};
 use std::sync::Arc;
@@ -165,6 +166,9 @@ macro_rules! conformance {
             lifecycle::lease_wait_times_out_empty,
             lifecycle::async_api_round_trip,
             lifecycle::complete_batch_settles_each_job_alone,
+            work::complete_and_lease_answers_each_outcome_and_leases_in_one_commit,
+            work::complete_and_lease_releases_and_waits_only_without_outcomes,
+            work::extend_batch_answers_each_lease,
             lifecycle::finished_jobs_are_pruned_after_retention,
             fencing::expired_lease_is_lost_and_next_holder_acks,
             fencing::cancelled_lease_is_lost,

@@ -247,7 +247,16 @@ pub(crate) fn act(
     // for it are told.
     let ended = !cur.state.is_finished() && (next.delete || status.state.is_finished());
     let deleted = next.delete;
+    // A lease that counted against its queue's max_leased ends: a claim
+    // later in this batch may take its slot.
+    let unleased = cur.state == JobState::Leased
+        && cur.lease.as_ref().is_some_and(|l| l.expires_at > ctx.now)
+        && (deleted || status.state != JobState::Leased);
+    let counted = if unleased { plan.counted_queue_of(id)? } else { None };
     persist(plan, id, next, result)?;
+    if let Some(queue) = counted {
+        plan.count_unlease(&queue);
+    }
     if let Some(key) = retaken {
         plan.retake_key(key, id);
     }

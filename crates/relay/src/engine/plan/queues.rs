@@ -153,6 +153,33 @@ impl Plan<'_> {
         u64::try_from(n).unwrap_or(u64::MAX)
     }
 
+    /// The queue of job `id`, which is about to give up an unexpired
+    /// lease, where this batch counts that queue's leases (a `max_leased`
+    /// read for a claim); `None` otherwise, without a read.
+    pub(crate) fn counted_queue_of(&mut self, id: relay_core::JobId) -> Result<Option<String>> {
+        if !self.queues.values().any(|e| e.leased.is_some()) {
+            return Ok(None);
+        }
+        let Some(job) = self.job(id)? else { return Ok(None) };
+        Ok(self
+            .queues
+            .get(&job.queue)
+            .is_some_and(|e| e.leased.is_some())
+            .then_some(job.queue))
+    }
+
+    /// One of `name`'s leases ended in this batch (an ack, nack, release,
+    /// cancel...): a claim later in the batch may take its slot.
+    pub(crate) fn count_unlease(&mut self, name: &str) {
+        let Some(e) = self.queues.get_mut(name) else { return };
+        if self.logging {
+            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
+        }
+        if let Some(n) = e.leased.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+    }
+
     /// A claim took one of `name`'s jobs: it counts against the queue's
     /// limits.
     pub(crate) fn count_lease(&mut self, name: &str) -> Result<()> {
