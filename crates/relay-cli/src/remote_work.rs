@@ -3,10 +3,13 @@
 //! (payload on stdin, `RELAY_*` variables, events on fd 3, timeouts, exit
 //! status), the same output; leases by long-poll.
 //!
-//! - `--concurrency` threads each lease one job at a time (a long-poll that
-//!   a submit on the server answers at once) and run its command.
-//! - While a command runs, a heartbeat extends its lease every third of the
-//!   lease's length; a lease found lost stops the command.
+//! - `--concurrency` threads each hold one job at a time. A thread reports
+//!   its job's outcome and leases its next job in one call (`POST
+//!   /v1/work`: one round trip, one commit on the server); with nothing to
+//!   report it long-polls, answered at once by a submit on the server.
+//! - One heartbeat thread extends every running job's lease in one call
+//!   (`POST /v1/heartbeat`) every third of the shortest lease; a lease
+//!   found lost stops its command.
 //! - A server that does not answer is retried with back-off (up to 30 s),
 //!   said once per outage on stderr; the runner carries on when it is back.
 //!   An outcome that cannot be reported is retried for a lease's length,
@@ -65,6 +68,13 @@ impl Running for RemoteJob {
     }
 }
 
+/// A running job's lease, as the heartbeat and the drain see it.
+struct Held {
+    token: LeaseToken,
+    lease_for: Duration,
+    lost: Arc<AtomicBool>,
+}
+
 /// What the runner shares between its threads.
 struct Shared {
     remote: Arc<Remote>,
@@ -72,8 +82,9 @@ struct Shared {
     cfg: ExecConfig,
     json: bool,
     stop: AtomicBool,
-    /// Jobs running now: their token and lost flag (the drain releases them).
-    running: Mutex<HashMap<JobId, (LeaseToken, Arc<AtomicBool>)>>,
+    /// Jobs running now: their lease and lost flag (the heartbeat extends
+    /// them, the drain releases them).
+    running: Mutex<HashMap<JobId, Held>>,
     idle: Condvar,
     outage: AtomicBool,
     succeeded: AtomicU64,
@@ -103,6 +114,10 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         released: AtomicU64::new(0),
     });
     watch_signals(Arc::clone(&shared))?;
+    {
+        let s = Arc::clone(&shared);
+        std::thread::spawn(move || heartbeat(&s));
+    }
     let threads: Vec<_> = (0..shared.args.concurrency.max(1))
         .map(|_| {
             let s = Arc::clone(&shared);
@@ -177,11 +192,19 @@ fn drain(shared: &Shared) {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .0;
     }
-    let held: Vec<(JobId, (LeaseToken, Arc<AtomicBool>))> = running.drain().collect();
+    let held: Vec<(JobId, Held)> = running.drain().collect();
     drop(running);
-    for (id, (token, lost)) in held {
-        lost.store(true, Relaxed); // stops the command
-        release(shared, id, token);
+    for (_, h) in &held {
+        h.lost.store(true, Relaxed); // stops the command
+    }
+    let outcomes = held
+        .iter()
+        .map(|(id, h)| wire::Outcome::release(id.0, h.token.0, None))
+        .collect();
+    let work = wire::Work { outcomes, lease: None };
+    if let Ok(done) = shared.remote.client.work(&work) {
+        let given_back = done.outcomes.iter().filter(|o| o.error.is_none()).count();
+        shared.released.fetch_add(given_back as u64, Relaxed);
     }
 }
 
@@ -196,8 +219,9 @@ fn release(shared: &Shared, id: JobId, token: LeaseToken) {
     }
 }
 
-/// One thread: lease a job, run it, report it, until stopped. A fatal
-/// answer (a refused token, a bad queue name) ends the runner.
+/// One thread: lease a job, run it, then report its outcome and lease the
+/// next in one call, until stopped. A fatal answer (a refused token, a bad
+/// queue name) ends the runner.
 fn lease_loop(shared: &Shared) -> Result<(), CliError> {
     let a = &shared.args;
     let worker = a
@@ -211,20 +235,31 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
         lease_for_ms: Some(millis(a.lease_for)),
         wait_ms: Some(millis(POLL)),
     };
+    let mut report: Option<Report> = None;
     let mut backoff = Duration::from_millis(250);
-    while !shared.stop.load(Relaxed) {
-        let answer = shared.remote.client.lease(&req).map_err(|e| shared.remote.error(e));
-        let jobs = match answer {
-            Ok(jobs) => {
+    loop {
+        let stopping = shared.stop.load(Relaxed);
+        if stopping && report.is_none() {
+            return Ok(());
+        }
+        let work = wire::Work {
+            outcomes: report.iter().map(|r| r.outcome.clone()).collect(),
+            lease: (!stopping).then(|| req.clone()),
+        };
+        let done = match shared.remote.client.work(&work).map_err(|e| shared.remote.error(e)) {
+            Ok(done) => {
                 if shared.outage.swap(false, Relaxed) {
                     eprintln!("relay work: the server answers again");
                 }
                 backoff = Duration::from_millis(250);
-                jobs
+                done
             }
             Err(e) if transient(&e) => {
                 if !shared.outage.swap(true, Relaxed) {
                     eprintln!("relay work: {e}; retrying with back-off until it answers");
+                }
+                if let Some(r) = report.take_if(|r| Instant::now() >= r.give_up) {
+                    r.abandoned(shared, &e);
                 }
                 sleep_unless_stopped(shared, backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -235,14 +270,16 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
                 return Err(e);
             }
         };
-        for j in jobs {
+        if let (Some(r), Some(answer)) = (report.take(), done.outcomes.first()) {
+            r.answered(shared, answer);
+        }
+        for j in done.jobs {
             match leased(&j) {
-                Some(job) => run_one(shared, job),
+                Some(job) => report = run_one(shared, job),
                 None => eprintln!("relay work: the server sent a job this runner cannot read: {j:?}"),
             }
         }
     }
-    Ok(())
 }
 
 /// A server that does not answer, or answers that it cannot right now.
@@ -282,9 +319,11 @@ fn leased(j: &wire::LeasedJob) -> Option<LeasedJob> {
     })
 }
 
-fn run_one(shared: &Shared, job: LeasedJob) {
+/// Runs the job's command; returns its outcome to report, or `None` when
+/// it is no longer this runner's (its lease lost, or released by the drain).
+fn run_one(shared: &Shared, job: LeasedJob) -> Option<Report> {
     let lost = Arc::new(AtomicBool::new(false));
-    let (id, token, kind, attempt) = (job.id, job.token, job.kind.clone(), job.attempt);
+    let (id, token) = (job.id, job.token);
     {
         let mut running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Leased as the runner began to stop (the drain may be over): given
@@ -292,9 +331,14 @@ fn run_one(shared: &Shared, job: LeasedJob) {
         if shared.stop.load(Relaxed) {
             drop(running);
             release(shared, id, token);
-            return;
+            return None;
         }
-        running.insert(id, (token, Arc::clone(&lost)));
+        let held = Held {
+            token,
+            lease_for: job.lease_for,
+            lost: Arc::clone(&lost),
+        };
+        running.insert(id, held);
     }
     let ctx = RemoteJob {
         job,
@@ -302,15 +346,7 @@ fn run_one(shared: &Shared, job: LeasedJob) {
         remote: Arc::clone(&shared.remote),
     };
     let started = Instant::now();
-    // Dropping `done` ends the heartbeat at once.
-    let (done, ended) = std::sync::mpsc::channel::<()>();
-    let beat = {
-        let ctx = ctx.clone();
-        std::thread::spawn(move || heartbeat(&ctx, &ended))
-    };
     let result = exec::run(&ctx, &shared.cfg);
-    drop(done);
-    let _ = beat.join();
     // Still ours unless the drain released it.
     let ours = shared
         .running
@@ -319,19 +355,21 @@ fn run_one(shared: &Shared, job: LeasedJob) {
         .remove(&id)
         .is_some();
     shared.idle.notify_all();
-    let outcome = if !ours {
-        Outcome::Released
-    } else if lost.load(Relaxed) {
-        Outcome::Lost
-    } else {
-        report(shared, &ctx, result)
-    };
+    if !ours || lost.load(Relaxed) {
+        let outcome = if ours { Outcome::Lost } else { Outcome::Released };
+        print_finished(shared, &ctx.job, outcome, started.elapsed());
+        return None;
+    }
+    Some(Report::new(&ctx.job, result, started.elapsed()))
+}
+
+fn print_finished(shared: &Shared, job: &LeasedJob, outcome: Outcome, took: Duration) {
     let f = Finished {
-        id,
-        kind,
-        attempt,
+        id: job.id,
+        kind: job.kind.clone(),
+        attempt: job.attempt,
         outcome,
-        took: started.elapsed(),
+        took,
     };
     if shared.json {
         println!("{}", crate::work::finished_json(&f));
@@ -340,103 +378,146 @@ fn run_one(shared: &Shared, job: LeasedJob) {
     }
 }
 
-/// Extends the lease every third of its length until the command ends; a
-/// lease found gone marks the job lost (its command is stopped).
-fn heartbeat(ctx: &RemoteJob, ended: &std::sync::mpsc::Receiver<()>) {
-    let every = ctx.job.lease_for / 3;
-    let extend = wire::Extend {
-        token: ctx.job.token.0,
-        lease_for_ms: Some(millis(ctx.job.lease_for)),
-    };
-    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = ended.recv_timeout(every) {
-        match ctx.remote.client.extend(ctx.job.id.0, &extend) {
-            Err(e) if matches!(e.code(), Some("lease_lost" | "invalid_state")) => {
-                ctx.lost.store(true, Relaxed);
-                return;
+/// Extends every running job's lease in one call, every third of the
+/// shortest of them; a lease found gone marks its job lost (its command
+/// is stopped).
+fn heartbeat(shared: &Shared) {
+    let mut next = Instant::now() + shared.args.lease_for / 3;
+    loop {
+        std::thread::sleep(
+            next.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(200)),
+        );
+        if shared.stop.load(Relaxed) && shared.running.lock().map_or(true, |r| r.is_empty()) {
+            return;
+        }
+        if Instant::now() < next {
+            continue;
+        }
+        let held: Vec<(JobId, LeaseToken, Duration, Arc<AtomicBool>)> = {
+            let running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            running
+                .iter()
+                .map(|(id, h)| (*id, h.token, h.lease_for, Arc::clone(&h.lost)))
+                .collect()
+        };
+        let shortest = held.iter().map(|h| h.2).min().unwrap_or(shared.args.lease_for);
+        next = Instant::now() + shortest / 3;
+        if held.is_empty() {
+            continue;
+        }
+        let beat = wire::Heartbeat {
+            leases: held
+                .iter()
+                .map(|(id, token, lease_for, _)| wire::HeldLease {
+                    id: id.0,
+                    token: token.0,
+                    lease_for_ms: Some(millis(*lease_for)),
+                })
+                .collect(),
+            lease_for_ms: None,
+        };
+        // The server away: tried again at the next beat.
+        let Ok(answers) = shared.remote.client.heartbeat(&beat) else {
+            continue;
+        };
+        for (h, a) in held.iter().zip(answers) {
+            if a.error.as_ref().is_some_and(|e| gone(&e.code)) {
+                h.3.store(true, Relaxed);
             }
-            _ => {} // extended, or the server is away: try at the next beat
         }
     }
 }
 
-/// Reports the command's outcome; retries a server that does not answer
-/// for up to a lease's length.
-fn report(shared: &Shared, ctx: &RemoteJob, result: JobResult) -> Outcome {
-    let job = &ctx.job;
-    let (call, outcome) = match result {
-        Ok(r) => (
-            Report::Ack(wire::Ack::new(job.token.0, r.as_deref())),
-            Outcome::Succeeded,
-        ),
-        Err(e) => match e.snooze {
-            Some(d) => (
-                Report::Release(wire::Release {
-                    token: job.token.0,
-                    in_ms: Some(millis(d)),
-                }),
-                Outcome::Snoozed { delay: d },
-            ),
-            None => {
-                let nack = wire::Nack {
-                    token: job.token.0,
-                    error: e.message.clone(),
-                    retry_in_ms: e.retry_in.map(millis),
-                    permanent: e.permanent,
-                };
-                let dead = e.permanent || job.attempt >= job.max_attempts;
-                let outcome = if dead {
-                    Outcome::Dead { error: e.message }
-                } else {
-                    Outcome::Failed { error: e.message }
-                };
-                (Report::Nack(nack), outcome)
-            }
-        },
-    };
-    let give_up = Instant::now() + job.lease_for;
-    let mut backoff = Duration::from_millis(250);
-    loop {
-        let sent = match &call {
-            Report::Ack(a) => shared.remote.client.ack(job.id.0, a),
-            Report::Nack(n) => shared.remote.client.nack(job.id.0, n),
-            Report::Release(r) => shared.remote.client.release(job.id.0, r),
+/// An item's error code saying the job is no longer this runner's.
+fn gone(code: &str) -> bool {
+    matches!(code, "lease_lost" | "invalid_state" | "not_found")
+}
+
+/// A finished command's outcome on its way to the server.
+struct Report {
+    job: LeasedJob,
+    outcome: wire::Outcome,
+    /// What is printed once the server took it.
+    done: Outcome,
+    took: Duration,
+    /// Past this the lease has expired anyway: the outcome is dropped.
+    give_up: Instant,
+}
+
+impl Report {
+    fn new(job: &LeasedJob, result: JobResult, took: Duration) -> Self {
+        let (id, token) = (job.id.0, job.token.0);
+        let (outcome, done) = match result {
+            Ok(r) => (wire::Outcome::ack(id, token, r.as_deref()), Outcome::Succeeded),
+            Err(e) => match e.snooze {
+                Some(d) => (
+                    wire::Outcome::release(id, token, Some(millis(d))),
+                    Outcome::Snoozed { delay: d },
+                ),
+                None => {
+                    let dead = e.permanent || job.attempt >= job.max_attempts;
+                    let outcome = if e.permanent {
+                        wire::Outcome::nack_permanent(id, token, e.message.clone())
+                    } else {
+                        wire::Outcome::nack(id, token, e.message.clone(), e.retry_in.map(millis))
+                    };
+                    let done = if dead {
+                        Outcome::Dead { error: e.message }
+                    } else {
+                        Outcome::Failed { error: e.message }
+                    };
+                    (outcome, done)
+                }
+            },
         };
-        match sent.map_err(|e| shared.remote.error(e)) {
-            Ok(_) => {
-                let counter = match &outcome {
-                    Outcome::Succeeded => &shared.succeeded,
-                    Outcome::Dead { .. } => &shared.dead,
-                    Outcome::Failed { .. } => &shared.failed,
-                    _ => return outcome,
-                };
-                counter.fetch_add(1, Relaxed);
-                return outcome;
-            }
-            Err(CliError::Remote { code, .. }) if code == "lease_lost" || code == "invalid_state" => {
-                return Outcome::Lost;
-            }
-            Err(e) if transient(&e) && Instant::now() < give_up => {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-            Err(e) => {
-                eprintln!(
-                    "relay work: job {}: its outcome could not be reported ({e}); it runs again when its lease expires",
-                    job.id
-                );
-                return Outcome::Lost;
-            }
+        Self {
+            job: job.clone(),
+            outcome,
+            done,
+            took,
+            give_up: Instant::now() + job.lease_for,
         }
+    }
+
+    /// The server answered the outcome: counted and printed.
+    fn answered(self, shared: &Shared, answer: &wire::ItemAnswer) {
+        let outcome = match &answer.error {
+            None => {
+                let counter = match &self.done {
+                    Outcome::Succeeded => Some(&shared.succeeded),
+                    Outcome::Dead { .. } => Some(&shared.dead),
+                    Outcome::Failed { .. } => Some(&shared.failed),
+                    _ => None,
+                };
+                if let Some(c) = counter {
+                    c.fetch_add(1, Relaxed);
+                }
+                self.done
+            }
+            Some(e) if gone(&e.code) => Outcome::Lost,
+            Some(e) => {
+                eprintln!(
+                    "relay work: job {}: its outcome was refused ({}: {}); it runs again when its lease expires",
+                    self.job.id, e.code, e.message
+                );
+                Outcome::Lost
+            }
+        };
+        print_finished(shared, &self.job, outcome, self.took);
+    }
+
+    /// The server could not be reached for a lease's length: the outcome is
+    /// dropped, the job runs again once its lease expires.
+    fn abandoned(self, shared: &Shared, e: &CliError) {
+        eprintln!(
+            "relay work: job {}: its outcome could not be reported ({e}); it runs again when its lease expires",
+            self.job.id
+        );
+        print_finished(shared, &self.job, Outcome::Lost, self.took);
     }
 }
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// An outcome on its way to the server.
-enum Report {
-    Ack(wire::Ack),
-    Nack(wire::Nack),
-    Release(wire::Release),
 }
