@@ -10,7 +10,14 @@
 //! the exit status is non-zero.
 //!
 //! relay-load [--url URL --pid PID | --spawn] [--token T] [--connections 1,16,64,256]
-//!            [--seconds 5] [--warmup 1] [--json]
+//!            [--seconds 5] [--warmup 1] [--json] [--worker [--batch N]]
+//!
+//! `--worker` drives the worker protocol instead: every connection is a
+//! worker that reports the outcomes of the jobs it holds (acks) and leases
+//! its next `--batch` jobs (default 1) in one `POST /v1/work` call, while a
+//! producer thread keeps the queue stocked with batches of 1,000 jobs. It
+//! reports jobs acked per second, the call's latency, and the server's CPU
+//! time per job acked (both modes).
 //!
 //! `--spawn` starts `relay serve` itself (the `relay` binary next to this
 //! one) on a new database in a temporary directory, and stops it after.
@@ -20,7 +27,7 @@ mod spawn;
 
 use serde_json::{json, Value};
 use std::process::{Child, Command, ExitCode};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -32,6 +39,8 @@ struct Config {
     seconds: f64,
     warmup: f64,
     json: bool,
+    /// `--worker`: jobs leased per call; `None` for the per-job calls.
+    worker_batch: Option<u32>,
 }
 
 fn parse_args() -> Result<(Config, bool), String> {
@@ -74,6 +83,15 @@ fn parse_args() -> Result<(Config, bool), String> {
         seconds: num("--seconds", 5.0)?,
         warmup: num("--warmup", 1.0)?,
         json: args.iter().any(|a| a == "--json"),
+        worker_batch: if args.iter().any(|a| a == "--worker") {
+            let b = num("--batch", 1.0)?;
+            if !(1.0..=1000.0).contains(&b) {
+                return Err(format!("--batch takes 1-1000, got {b}"));
+            }
+            Some(b as u32)
+        } else {
+            None
+        },
     };
     Ok((config, spawn))
 }
@@ -83,6 +101,9 @@ struct Samples {
     submit: Vec<Duration>,
     lease: Vec<Duration>,
     ack: Vec<Duration>,
+    /// `--worker`: each `POST /v1/work` call, and the outcomes it acked.
+    work: Vec<Duration>,
+    acked: u64,
     errors: u64,
     first_error: Option<String>,
 }
@@ -117,10 +138,7 @@ fn proc_usage(pid: u32) -> Option<(f64, u64)> {
 }
 
 fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<Samples>) {
-    let mut client = relay_client::Client::new(&cfg.url).timeout(Duration::from_secs(30));
-    if let Some(t) = &cfg.token {
-        client = client.with_token(t.clone());
-    }
+    let client = client(cfg);
     let mut local = Samples::default();
     let payload = serde_json::value::to_raw_value(&"x".repeat(100)).ok();
     let record = |which: usize, start: Instant, r: Result<(), String>, local: &mut Samples| {
@@ -175,6 +193,117 @@ fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<
         o.submit.append(&mut local.submit);
         o.lease.append(&mut local.lease);
         o.ack.append(&mut local.ack);
+        o.work.append(&mut local.work);
+        o.acked += local.acked;
+        o.errors += local.errors;
+        if o.first_error.is_none() {
+            o.first_error = local.first_error;
+        }
+    }
+}
+
+fn client(cfg: &Config) -> relay_client::Client {
+    let client = relay_client::Client::new(&cfg.url).timeout(Duration::from_secs(30));
+    match &cfg.token {
+        Some(t) => client.with_token(t.clone()),
+        None => client,
+    }
+}
+
+/// Jobs submitted and acked by every connection of a `--worker` step: the
+/// producer keeps the difference (the queue's depth) stocked.
+#[derive(Default)]
+struct Stock {
+    submitted: AtomicU64,
+    acked: AtomicU64,
+}
+
+/// Keeps at least 20,000 jobs ready, submitting 1,000 per call.
+fn produce(cfg: &Config, stop: &AtomicBool, stock: &Stock, out: &Mutex<Samples>) {
+    let client = client(cfg);
+    let job = relay_client::wire::NewJob {
+        queue: "load".into(),
+        kind: "k".into(),
+        ..Default::default()
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let submitted = stock.submitted.load(Ordering::Relaxed);
+        if submitted.saturating_sub(stock.acked.load(Ordering::Relaxed)) >= 20_000 {
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        match client.submit_batch(vec![job.clone(); 1000]) {
+            Ok(ids) => {
+                stock.submitted.fetch_add(ids.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                if let Ok(mut o) = out.lock() {
+                    o.errors += 1;
+                    o.first_error.get_or_insert(format!("POST /v1/jobs/batch: {e}"));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// A worker: acks what it holds and leases its next `batch` jobs in one
+/// call, in a loop.
+fn work_connection(
+    cfg: &Config,
+    batch: u32,
+    warm_until: Instant,
+    stop: &AtomicBool,
+    stock: &Stock,
+    out: &Mutex<Samples>,
+) {
+    use relay_client::wire;
+    let client = client(cfg);
+    let mut local = Samples::default();
+    let lease = wire::Lease {
+        queues: vec!["load".into()],
+        worker: Some("load".into()),
+        max: Some(batch),
+        wait_ms: Some(1000),
+        ..Default::default()
+    };
+    let mut held: Vec<wire::Outcome> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let work = wire::Work {
+            outcomes: std::mem::take(&mut held),
+            lease: Some(lease.clone()),
+        };
+        let t = Instant::now();
+        match client.work(&work) {
+            Ok(done) => {
+                let acked = done.outcomes.iter().filter(|o| o.error.is_none()).count() as u64;
+                stock.acked.fetch_add(acked, Ordering::Relaxed);
+                if t >= warm_until {
+                    local.work.push(t.elapsed());
+                    local.acked += acked;
+                }
+                if let Some(e) = done.outcomes.iter().find_map(|o| o.error.as_ref()) {
+                    local.errors += 1;
+                    local
+                        .first_error
+                        .get_or_insert(format!("an ack was refused: {}: {}", e.code, e.message));
+                }
+                held = done
+                    .jobs
+                    .iter()
+                    .map(|j| wire::Outcome::ack(j.id, j.token, None))
+                    .collect();
+            }
+            Err(e) => {
+                local.errors += 1;
+                local.first_error.get_or_insert(format!("POST /v1/work: {e}"));
+                held = work.outcomes; // sent again: a repeated ack is answered Ok
+            }
+        }
+    }
+    if let Ok(mut o) = out.lock() {
+        o.work.append(&mut local.work);
+        o.acked += local.acked;
         o.errors += local.errors;
         if o.first_error.is_none() {
             o.first_error = local.first_error;
@@ -188,9 +317,21 @@ fn step(cfg: &Config, conns: usize) -> Result<Value, String> {
     let warm_until = Instant::now() + Duration::from_secs_f64(cfg.warmup);
     let mut cpu = (0.0, 0.0);
     let mut peak_rss = 0u64;
+    let stock = Stock::default();
     std::thread::scope(|s| {
-        for _ in 0..conns {
-            s.spawn(|| connection(cfg, warm_until, &stop, &samples));
+        match cfg.worker_batch {
+            None => {
+                for _ in 0..conns {
+                    s.spawn(|| connection(cfg, warm_until, &stop, &samples));
+                }
+            }
+            Some(batch) => {
+                s.spawn(|| produce(cfg, &stop, &stock, &samples));
+                let (stop, stock, samples) = (&stop, &stock, &samples);
+                for _ in 0..conns {
+                    s.spawn(move || work_connection(cfg, batch, warm_until, stop, stock, samples));
+                }
+            }
         }
         std::thread::sleep(warm_until.saturating_duration_since(Instant::now()));
         let start = cfg.pid.and_then(proc_usage);
@@ -210,7 +351,7 @@ fn step(cfg: &Config, conns: usize) -> Result<Value, String> {
     let mut s = samples
         .into_inner()
         .map_err(|_| "a connection thread panicked".to_owned())?;
-    let ok = s.submit.len() + s.lease.len() + s.ack.len();
+    let ok = s.submit.len() + s.lease.len() + s.ack.len() + s.work.len();
     if ok == 0 {
         return Err(format!(
             "no call succeeded with {conns} connection(s); first error: {}",
@@ -219,7 +360,15 @@ fn step(cfg: &Config, conns: usize) -> Result<Value, String> {
     }
     let secs = cfg.seconds;
     let op = |v: &mut Vec<Duration>| json!({"per_sec": v.len() as f64 / secs, "p50_us": pct(v, 50.0), "p95_us": pct(v, 95.0), "p99_us": pct(v, 99.0)});
+    // Jobs finished in the window: acks of either protocol.
+    let jobs = s.acked + s.ack.len() as u64;
+    let cpu_us_per_job = cfg.pid.filter(|_| jobs > 0).map(|_| cpu.0 * 1e6 / jobs as f64);
     Ok(json!({
+        "mode": if cfg.worker_batch.is_some() { "worker" } else { "per-job" },
+        "batch": cfg.worker_batch,
+        "jobs_acked_per_sec": jobs as f64 / secs,
+        "work": op(&mut s.work),
+        "server_cpu_us_per_job": cpu_us_per_job,
         "connections": conns,
         "seconds": secs,
         "submit": op(&mut s.submit),
@@ -236,6 +385,55 @@ fn spawn_server() -> Result<(Child, String, u32, tempfile::TempDir), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (child, url, pid) = spawn::spawn_server(&dir.path().join("load.db"))?;
     Ok((child, url, pid, dir))
+}
+
+/// The table's head for either mode.
+fn header(worker: bool) -> &'static str {
+    if worker {
+        "| connections | jobs per call | jobs acked/s | call p50/p95/p99 µs | server CPU | server CPU per job | server RSS |\n|---:|---:|---:|---:|---:|---:|---:|"
+    } else {
+        "| connections | submit/s | submit p50/p95/p99 µs | lease/s | lease p50/p95/p99 µs | ack/s | ack p50/p95/p99 µs | server CPU | server CPU per job | server RSS |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    }
+}
+
+/// One step's row of the table.
+fn row(conns: usize, v: &Value) -> String {
+    let o = |k: &str| {
+        format!(
+            "{:.0} | {:.0} / {:.0} / {:.0}",
+            v[k]["per_sec"].as_f64().unwrap_or(0.0),
+            v[k]["p50_us"].as_f64().unwrap_or(0.0),
+            v[k]["p95_us"].as_f64().unwrap_or(0.0),
+            v[k]["p99_us"].as_f64().unwrap_or(0.0)
+        )
+    };
+    let cpu = v["server_cpu_percent"]
+        .as_f64()
+        .map_or("-".into(), |c| format!("{c:.0}%"));
+    let per_job = v["server_cpu_us_per_job"]
+        .as_f64()
+        .map_or("-".into(), |c| format!("{c:.0} µs"));
+    let rss = v["server_peak_rss_bytes"]
+        .as_u64()
+        .map_or("-".into(), |r| format!("{:.1} MiB", r as f64 / 1048576.0));
+    if v["mode"] == "worker" {
+        let w = &v["work"];
+        format!(
+            "| {conns} | {} | {:.0} | {:.0} / {:.0} / {:.0} | {cpu} | {per_job} | {rss} |",
+            v["batch"],
+            v["jobs_acked_per_sec"].as_f64().unwrap_or(0.0),
+            w["p50_us"].as_f64().unwrap_or(0.0),
+            w["p95_us"].as_f64().unwrap_or(0.0),
+            w["p99_us"].as_f64().unwrap_or(0.0)
+        )
+    } else {
+        format!(
+            "| {conns} | {} | {} | {} | {cpu} | {per_job} | {rss} |",
+            o("submit"),
+            o("lease"),
+            o("ack")
+        )
+    }
 }
 
 fn main() -> ExitCode {
@@ -262,8 +460,7 @@ fn main() -> ExitCode {
     }
     let mut code = ExitCode::SUCCESS;
     if !cfg.json {
-        println!("| connections | submit/s | submit p50/p95/p99 µs | lease/s | lease p50/p95/p99 µs | ack/s | ack p50/p95/p99 µs | server CPU | server RSS |");
-        println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        println!("{}", header(cfg.worker_batch.is_some()));
     }
     for conns in cfg.connections.clone() {
         eprintln!(
@@ -272,29 +469,7 @@ fn main() -> ExitCode {
         );
         match step(&cfg, conns) {
             Ok(v) if cfg.json => println!("{v}"),
-            Ok(v) => {
-                let o = |k: &str| {
-                    format!(
-                        "{:.0} | {:.0} / {:.0} / {:.0}",
-                        v[k]["per_sec"].as_f64().unwrap_or(0.0),
-                        v[k]["p50_us"].as_f64().unwrap_or(0.0),
-                        v[k]["p95_us"].as_f64().unwrap_or(0.0),
-                        v[k]["p99_us"].as_f64().unwrap_or(0.0)
-                    )
-                };
-                let cpu = v["server_cpu_percent"]
-                    .as_f64()
-                    .map_or("-".into(), |c| format!("{c:.0}%"));
-                let rss = v["server_peak_rss_bytes"]
-                    .as_u64()
-                    .map_or("-".into(), |r| format!("{:.1} MiB", r as f64 / 1048576.0));
-                println!(
-                    "| {conns} | {} | {} | {} | {cpu} | {rss} |",
-                    o("submit"),
-                    o("lease"),
-                    o("ack")
-                );
-            }
+            Ok(v) => println!("{}", row(conns, &v)),
             Err(e) => {
                 eprintln!("relay-load: {e}");
                 code = ExitCode::FAILURE;
