@@ -544,9 +544,9 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
     let (id, token) = (JobId(o.id), LeaseToken(o.token));
     let stray = |field: &str| {
         ApiError::bad_request(format!(
-            "outcome of job {}: {field} does not go with outcome {:?}",
+            "outcome of job {}: {field} does not go with outcome \"{}\"",
             o.id,
-            format!("{:?}", o.outcome).to_lowercase()
+            o.outcome.name()
         ))
     };
     let has_result = o.result.is_some() || o.result_base64.is_some();

@@ -910,6 +910,8 @@ fn the_openapi_document_describes_every_route() {
         ("/v1/jobs/{id}/retry", &["post"]),
         ("/v1/jobs/{id}/events", &["get", "post"]),
         ("/v1/lease", &["post"]),
+        ("/v1/work", &["post"]),
+        ("/v1/heartbeat", &["post"]),
         ("/v1/stats", &["get"]),
         ("/v1/queues", &["get"]),
         ("/v1/queues/{queue}/pause", &["post"]),
@@ -928,8 +930,7 @@ fn the_openapi_document_describes_every_route() {
     }
     assert_eq!(doc["security"], json!([{"bearer": []}]));
     assert_eq!(
-        doc["paths"]["/v1/lease"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
-            ["wait_ms"]["maximum"],
+        doc["components"]["schemas"]["Lease"]["properties"]["wait_ms"]["maximum"],
         60000
     );
 }

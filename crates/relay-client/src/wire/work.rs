@@ -34,6 +34,17 @@ pub enum OutcomeKind {
     Release,
 }
 
+impl OutcomeKind {
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ack => "ack",
+            Self::Nack => "nack",
+            Self::Release => "release",
+        }
+    }
+}
+
 /// One leased job's outcome. Fields that do not belong to its `outcome`
 /// are refused.
 #[derive(Debug, Clone, Serialize, Deserialize)]
