@@ -575,10 +575,8 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                     o.id
                 )));
             };
+            // As POST /v1/jobs/{id}/nack: permanent wins over a delay.
             Ok(if o.permanent {
-                if o.retry_in_ms.is_some() {
-                    return Err(stray("retry_in_ms with permanent"));
-                }
                 Completion::nack_permanent(id, token, error)
             } else {
                 Completion::nack(id, token, error, ms("retry_in_ms", o.retry_in_ms)?)
@@ -611,16 +609,21 @@ async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>) -> ApiResu
             wire::MAX_ITEMS
         )));
     }
-    let default = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
+    // A length out of range breaks the document's schema: the call is
+    // refused whole, as any malformed body.
+    let length = |field: &str, v: Option<u64>| match v {
+        Some(n) if !(1..=86_400_000).contains(&n) => Err(ApiError::bad_request(format!(
+            "{field} must be 1-86400000 (24 h), got {n}"
+        ))),
+        v => Ok(v.map(Duration::from_millis)),
+    };
+    let default = length("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let leases = b
         .leases
         .iter()
         .map(|l| {
-            Ok((
-                JobId(l.id),
-                LeaseToken(l.token),
-                ms("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default),
-            ))
+            let lease_for = length("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default);
+            Ok((JobId(l.id), LeaseToken(l.token), lease_for))
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     let done = s.relay.extend_batch(leases).await?;

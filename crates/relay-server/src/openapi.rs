@@ -164,9 +164,9 @@ fn work_body() -> Value {
                             "result_base64": {"type": "string", "format": "byte", "nullable": true}})),
                         outcome("nack", json!({"error": {"type": "string"},
                             "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
-                            "permanent": {"type": "boolean"}})),
+                            "permanent": {"type": "boolean", "description": "DEAD now (retry_in_ms is then ignored)."}})),
                         outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))]}},
-                    "lease": r("Lease")}})
+                    "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
 
 /// `POST /v1/heartbeat`'s body.
