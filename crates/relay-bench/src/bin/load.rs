@@ -19,6 +19,10 @@
 //! reports jobs acked per second, the call's latency, and the server's CPU
 //! time per job acked (both modes).
 //!
+//! `--worker --drain` is a plain worker for `scripts/worker-bench`: its
+//! connections work (no producer, no steps) until it is killed, after
+//! printing `READY`; the first of `--connections` counts.
+//!
 //! `--spawn` starts `relay serve` itself (the `relay` binary next to this
 //! one) on a new database in a temporary directory, and stops it after.
 
@@ -41,6 +45,8 @@ struct Config {
     json: bool,
     /// `--worker`: jobs leased per call; `None` for the per-job calls.
     worker_batch: Option<u32>,
+    /// `--drain`: work until killed.
+    drain: bool,
 }
 
 fn parse_args() -> Result<(Config, bool), String> {
@@ -92,6 +98,7 @@ fn parse_args() -> Result<(Config, bool), String> {
         } else {
             None
         },
+        drain: args.iter().any(|a| a == "--drain"),
     };
     Ok((config, spawn))
 }
@@ -387,6 +394,19 @@ fn spawn_server() -> Result<(Child, String, u32, tempfile::TempDir), String> {
     Ok((child, url, pid, dir))
 }
 
+/// Works as `--connections` workers until killed (`scripts/worker-bench`).
+fn drain(cfg: &Config, batch: u32) -> ExitCode {
+    let (stop, stock, samples) = (AtomicBool::new(false), Stock::default(), Mutex::new(Samples::default()));
+    let conns = cfg.connections.first().copied().unwrap_or(1);
+    std::thread::scope(|s| {
+        for _ in 0..conns {
+            s.spawn(|| work_connection(cfg, batch, Instant::now(), &stop, &stock, &samples));
+        }
+        println!("READY");
+    });
+    ExitCode::SUCCESS
+}
+
 /// The table's head for either mode.
 fn header(worker: bool) -> &'static str {
     if worker {
@@ -457,6 +477,9 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if let (true, Some(batch)) = (cfg.drain, cfg.worker_batch) {
+        return drain(&cfg, batch);
     }
     let mut code = ExitCode::SUCCESS;
     if !cfg.json {
