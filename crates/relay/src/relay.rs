@@ -506,7 +506,7 @@ impl Relay {
     /// soon as they are on disk, with the jobs that were ready then.
     ///
     /// ```
-    /// use relay::{Completion, LeaseRequest, NewJob, Relay};
+    /// use relay::{Completion, JobState, LeaseRequest, NewJob, Relay};
     ///
     /// let relay = Relay::in_memory()?;
     /// for n in 0..4 {
@@ -519,7 +519,7 @@ impl Relay {
     ///     assert!(worked.completions.iter().all(Result::is_ok));
     ///     jobs = worked.jobs;
     /// }
-    /// assert_eq!(relay.stats()?.queues["q"].succeeded, 4);
+    /// assert_eq!(relay.stats()?.queues["q"].counts[&JobState::Succeeded], 4);
     /// # Ok::<(), relay::Error>(())
     /// ```
     ///
