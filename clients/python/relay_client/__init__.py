@@ -16,7 +16,17 @@ Talks to ``relay serve`` over its HTTP API (standard library only)::
     worker.run()  # until SIGTERM or SIGINT
 """
 
-from .client import Client, Job, LeasedJob, NewJob
+from .client import (
+    Client,
+    Job,
+    LeasedJob,
+    LeaseExtension,
+    LeaseRequest,
+    NewJob,
+    Outcome,
+    OutcomeAnswer,
+    WorkAnswer,
+)
 from .errors import (
     Busy,
     Conflict,
@@ -46,11 +56,15 @@ __all__ = [
     "InvalidRequest",
     "InvalidState",
     "Job",
+    "LeaseExtension",
     "LeaseLost",
+    "LeaseRequest",
     "LeasedJob",
     "MaybeApplied",
     "NewJob",
     "NotFound",
+    "Outcome",
+    "OutcomeAnswer",
     "PayloadTooLarge",
     "Permanent",
     "RelayError",
@@ -61,4 +75,5 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "Worker",
+    "WorkAnswer",
 ]

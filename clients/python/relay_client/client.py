@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import base64
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
 
-from .errors import RelayError, Unavailable, error_for
+from ._http import Connections, TransportError
+from .errors import InvalidState, LeaseLost, NotFound, RelayError, Unavailable, error_for
 
 JSONValue = Any
 """Any value ``json.dumps`` takes."""
@@ -43,6 +42,11 @@ def _get_payload(obj: Dict[str, Any], name: str) -> Payload:
     return obj.get(name)
 
 
+# The answers that mean "this worker no longer holds the job" (another
+# worker may, or it finished, was cancelled or deleted): drop its outcome.
+_NOT_OURS = (LeaseLost, InvalidState, NotFound)
+
+
 @dataclass
 class LeasedJob:
     """A job this worker holds under ``token`` until ``lease_expires_at``."""
@@ -64,19 +68,22 @@ class LeasedJob:
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeasedJob":
+        # Positional and without the f-string lookups of _get_payload: a
+        # worker decodes thousands of these a second.
+        b64 = v.get("payload_base64")
         return cls(
-            id=v["id"],
-            token=v["token"],
-            queue=v["queue"],
-            kind=v["kind"],
-            priority=v["priority"],
-            attempt=v["attempt"],
-            max_attempts=v["max_attempts"],
-            lease_expires_at=v["lease_expires_at"],
-            lease_for_ms=v.get("lease_for_ms", 30_000),
-            timeout_ms=v.get("timeout_ms"),
-            payload=_get_payload(v, "payload"),
-            traceparent=v.get("traceparent"),
+            v["id"],
+            v["token"],
+            v["queue"],
+            v["kind"],
+            v["priority"],
+            v["attempt"],
+            v["max_attempts"],
+            v["lease_expires_at"],
+            v.get("lease_for_ms", 30_000),
+            v.get("timeout_ms"),
+            v.get("payload") if b64 is None else base64.b64decode(b64),
+            v.get("traceparent"),
         )
 
 
@@ -163,8 +170,159 @@ class NewJob:
         return b
 
 
+OutcomeKind = Literal["ack", "nack", "release"]
+
+
+class Outcome:
+    """One job's outcome for :meth:`Client.work`; make it with :meth:`ack`,
+    :meth:`nack` or :meth:`release` (the same fields as those calls).
+
+    It is encoded when it is made, so a result that ``json.dumps`` refuses
+    raises ``TypeError`` or ``ValueError`` there, in the caller's thread,
+    and not in the middle of a batch of other jobs' outcomes.
+    """
+
+    __slots__ = ("id", "token", "outcome", "json")
+
+    def __init__(self, id: int, token: int, outcome: OutcomeKind, fields: Optional[Dict[str, Any]] = None):
+        self.id = id
+        self.token = token
+        self.outcome = outcome
+        #: The item as the request carries it (JSON text).
+        self.json = json.dumps({"id": id, "token": token, "outcome": outcome, **(fields or {})})
+
+    @classmethod
+    def ack(cls, id: int, token: int, result: Payload = None) -> "Outcome":
+        """Success, with ``result`` (a JSON value, or bytes) as the job's result."""
+        fields: Dict[str, Any] = {}
+        _put_payload(fields, "result", result)
+        return cls(id, token, "ack", fields)
+
+    @classmethod
+    def nack(
+        cls, id: int, token: int, error: str, *, retry_in: Optional[float] = None, permanent: bool = False
+    ) -> "Outcome":
+        """Failure: READY again after ``retry_in`` seconds (or the back-off),
+        DEAD when attempts are spent or ``permanent``."""
+        fields: Dict[str, Any] = {"error": error}
+        if retry_in is not None:
+            fields["retry_in_ms"] = _ms(retry_in)
+        if permanent:
+            fields["permanent"] = True
+        return cls(id, token, "nack", fields)
+
+    @classmethod
+    def release(cls, id: int, token: int, *, in_: Optional[float] = None) -> "Outcome":
+        """The job back untried (no attempt counted); with ``in_``, READY
+        again only after that many seconds (a snooze)."""
+        return cls(id, token, "release", None if in_ is None else {"in_ms": _ms(in_)})
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.json})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Outcome) and other.json == self.json
+
+    def __hash__(self) -> int:
+        return hash(self.json)
+
+
+@dataclass
+class LeaseRequest:
+    """What :meth:`Client.work` leases along with its outcomes (the
+    arguments of :meth:`Client.lease`). ``wait`` is honoured only by a call
+    without outcomes: a report is never held back by a long-poll."""
+
+    queues: Sequence[str]
+    max: int = 1
+    lease_for: float = 30.0
+    wait: float = 0.0
+    worker: Optional[str] = None
+
+    def body(self) -> Dict[str, Any]:
+        b: Dict[str, Any] = {
+            "queues": list(self.queues),
+            "max": self.max,
+            "lease_for_ms": _ms(self.lease_for),
+            "wait_ms": _ms(self.wait),
+        }
+        if self.worker is not None:
+            b["worker"] = self.worker
+        return b
+
+
+@dataclass
+class OutcomeAnswer:
+    """How the server took one outcome of :meth:`Client.work`: applied
+    (``state``, and ``ready_at`` when the job is due again), or not, with
+    ``error`` the exception its code names (returned, not raised)."""
+
+    id: int
+    state: Optional[str] = None
+    ready_at: Optional[str] = None
+    error: Optional[RelayError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def lost(self) -> bool:
+        """The job is not this worker's any more (lease lost, finished,
+        cancelled or deleted): the outcome was not applied."""
+        return isinstance(self.error, _NOT_OURS)
+
+    @classmethod
+    def from_json(cls, v: Dict[str, Any]) -> "OutcomeAnswer":
+        err = v.get("error")
+        if err is not None:
+            return cls(v["id"], error=error_for(None, err["code"], err["message"]))
+        return cls(v["id"], v.get("state"), v.get("ready_at"))
+
+
+@dataclass
+class WorkAnswer:
+    """The answer of :meth:`Client.work`: one :class:`OutcomeAnswer` per
+    outcome, in the order given, and the jobs leased."""
+
+    outcomes: List[OutcomeAnswer]
+    jobs: List[LeasedJob]
+
+
+@dataclass
+class LeaseExtension:
+    """How the server took one lease of :meth:`Client.heartbeat`: extended
+    to ``lease_expires_at``, or not, with ``error`` (returned, not raised)."""
+
+    id: int
+    lease_expires_at: Optional[str] = None
+    error: Optional[RelayError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def lost(self) -> bool:
+        """This worker no longer holds the job: drop its outcome."""
+        return isinstance(self.error, _NOT_OURS)
+
+    @classmethod
+    def from_json(cls, v: Dict[str, Any]) -> "LeaseExtension":
+        err = v.get("error")
+        if err is not None:
+            return cls(v["id"], error=error_for(None, err["code"], err["message"]))
+        return cls(v["id"], v.get("lease_expires_at"))
+
+
+HeldLease = Union[LeasedJob, Tuple[int, int], Tuple[int, int, float]]
+"""A lease to extend: a leased job, ``(id, token)``, or ``(id, token,
+lease_for)`` with a length of its own in seconds."""
+
+
 class Client:
-    """Relay's HTTP API. Thread-safe: every call is its own request.
+    """Relay's HTTP API. Thread-safe: each thread keeps its own keep-alive
+    connection (made at its first call, made again after an error).
 
     >>> client = Client("http://127.0.0.1:7433", token="secret")  # doctest: +SKIP
     >>> job_id = client.submit("emails", "send", {"to": "ada@example.com"})  # doctest: +SKIP
@@ -178,35 +336,48 @@ class Client:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._connections = Connections(self.url)
+
+    def close(self) -> None:
+        """Closes the calling thread's connection (the next call makes one)."""
+        self._connections.close()
 
     # -- plumbing --------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None, timeout: Optional[float] = None) -> Any:
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Optional[Dict[str, Any]] = None,
+        timeout: Optional[float] = None,
+        *,
+        data: Optional[bytes] = None,
+    ) -> Any:
+        if data is None and body is not None:
+            data = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json"} if data is not None else {}
         if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                err = json.loads(raw)["error"]
-                raise error_for(e.code, err["code"], err["message"]) from None
-            except (ValueError, KeyError, TypeError):
-                raise RelayError(
-                    f"{method} {path}: HTTP {e.code} without a Relay error body: {raw[:200]!r}",
-                    status=e.code,
-                ) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-            reason = getattr(e, "reason", e)
+            status, raw = self._connections.request(method, path, data, headers, timeout or self.timeout)
+        except TransportError as e:
             raise Unavailable(
-                f"cannot reach Relay at {self.url} ({reason}); is `relay serve` running there?"
+                f"cannot reach Relay at {self.url} ({str(e) or type(e).__name__}); is `relay serve` running there?"
             ) from None
-        return json.loads(raw) if raw else None
+        if status >= 400:
+            raise self._error(method, path, status, raw)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            raise RelayError(f"{method} {path}: HTTP {status}: the answer is not JSON: {raw[:200]!r}", status=status) from None
+
+    @staticmethod
+    def _error(method: str, path: str, status: int, raw: bytes) -> RelayError:
+        try:
+            err = json.loads(raw)["error"]
+            return error_for(status, err["code"], err["message"])
+        except (ValueError, KeyError, TypeError):
+            return RelayError(f"{method} {path}: HTTP {status} without a Relay error body: {raw[:200]!r}", status=status)
 
     # -- submitting ------------------------------------------------------
 
@@ -291,7 +462,7 @@ class Client:
         body: Dict[str, Any] = {"token": token, "error": error, "permanent": permanent}
         if retry_in is not None:
             body["retry_in_ms"] = _ms(retry_in)
-        return self._call("POST", f"/v1/jobs/{id}/nack", body)
+        return dict(self._call("POST", f"/v1/jobs/{id}/nack", body))
 
     def extend(self, id: int, token: int, lease_for: float = 30.0) -> str:
         """Extends the lease to ``lease_for`` from now; returns the new expiry."""
@@ -305,6 +476,46 @@ class Client:
         if in_ is not None:
             body["in_ms"] = _ms(in_)
         self._call("POST", f"/v1/jobs/{id}/release", body)
+
+    def work(self, outcomes: Iterable[Outcome] = (), lease: Optional[LeaseRequest] = None) -> WorkAnswer:
+        """Reports ``outcomes`` (at most 10,000) and leases the next jobs
+        with ``lease``, in one call and one commit.
+
+        Each outcome is answered on its own (:class:`OutcomeAnswer`, in the
+        order given): one that was not applied carries its error instead
+        of raising it. Only a failure of the whole call raises. Sending the
+        same call again is safe: a repeated ack is answered with its state,
+        a repeated nack or release with ``lease_lost``, nothing is applied
+        twice. ``lease.wait`` long-polls only when ``outcomes`` is empty.
+        """
+        items = [o.json for o in outcomes]
+        parts = ['{"outcomes":[', ",".join(items), "]"]
+        wait = 0.0
+        if lease is not None:
+            parts += [',"lease":', json.dumps(lease.body())]
+            wait = 0.0 if items else lease.wait
+        parts.append("}")
+        v = self._call("POST", "/v1/work", timeout=self.timeout + wait, data="".join(parts).encode("utf-8"))
+        answers = [OutcomeAnswer.from_json(a) for a in v["outcomes"]]
+        if len(answers) != len(items):
+            raise RelayError(f"POST /v1/work: {len(answers)} outcomes answered for {len(items)} sent", status=200)
+        return WorkAnswer(answers, [LeasedJob.from_json(j) for j in v["jobs"]])
+
+    def heartbeat(self, leases: Iterable[HeldLease], lease_for: float = 30.0) -> List[LeaseExtension]:
+        """Extends 1-10,000 leases in one call, each to its own length (a
+        ``(id, token, lease_for)``) or ``lease_for`` from now. Each is
+        answered on its own, in the order given (:class:`LeaseExtension`);
+        one answered ``lost`` is not this worker's any more."""
+        items: List[Dict[str, Any]] = []
+        for lease in leases:
+            if isinstance(lease, LeasedJob):
+                items.append({"id": lease.id, "token": lease.token})
+            elif len(lease) == 3:
+                items.append({"id": lease[0], "token": lease[1], "lease_for_ms": _ms(lease[2])})
+            else:
+                items.append({"id": lease[0], "token": lease[1]})
+        v = self._call("POST", "/v1/heartbeat", {"leases": items, "lease_for_ms": _ms(lease_for)})
+        return [LeaseExtension.from_json(x) for x in v["leases"]]
 
     # -- operating -------------------------------------------------------
 

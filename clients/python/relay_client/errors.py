@@ -140,7 +140,8 @@ _BY_CODE["closed"] = Unavailable
 _BY_CODE["storage"] = Unavailable
 
 
-def error_for(status: int, code: str, message: str) -> RelayError:
-    """The exception for an error answer."""
+def error_for(status: Optional[int], code: str, message: str) -> RelayError:
+    """The exception for an error answer (``status`` None: one item's error
+    inside a batch answer, which has no status of its own)."""
     cls = _BY_CODE.get(code, RelayError)
     return cls(message, status=status, code=code)

@@ -1,36 +1,61 @@
-"""A worker: runs handlers by job kind on a thread pool, over Relay's HTTP API.
+"""A worker: runs handlers by job kind on a pool of threads, over Relay's HTTP API.
 
-- One thread leases (a long-poll) as many jobs as there are idle handler
-  threads; each job runs on its own thread.
-- While a handler runs, a heartbeat extends its lease every third of the
-  lease's length; a lease found lost stops the heartbeat and the handler's
-  outcome is dropped (another worker may hold the job).
-- A handler that returns acks the job (its return value is the result); one
-  that raises nacks it with the exception and its traceback as the error
-  (:class:`Retry` sets the delay, :class:`Permanent` makes it DEAD at once,
-  :class:`Snooze` puts it back for later without spending an attempt).
+- ``concurrency`` handler threads, started once, take leased jobs from a
+  queue. A handler that returns acks the job (its return value is the
+  result); one that raises nacks it with the exception and its traceback
+  as the error (:class:`Retry` sets the delay, :class:`Permanent` makes it
+  DEAD at once, :class:`Snooze` puts it back for later without spending an
+  attempt).
+- One loop (the thread that calls :meth:`Worker.run`) does all the
+  bookkeeping and the talking. Outcomes that finish close together (within
+  a few milliseconds, or at once when no other handler runs) go to the
+  server in one ``POST /v1/work``, which also leases jobs for the free
+  slots: one call and one commit for a whole batch. A job's outcome counts
+  in :attr:`Worker.stats` once the server has answered it.
+- With nothing to report and slots free, a poller thread long-polls on a
+  connection of its own, so an outcome is never held back behind it.
+- One heartbeat extends every lease held in one ``POST /v1/heartbeat``, at a
+  third of the shortest lease. A lease answered lost drops that job's
+  outcome when its handler ends (another worker may hold the job).
 - SIGTERM or SIGINT (or :meth:`Worker.stop`) stops leasing, lets running
-  handlers finish for ``grace`` seconds and releases the jobs still running
-  after that, so another worker takes them at once.
-- A server that cannot be reached is retried with back-off (up to 30 s),
-  said once per outage on stderr; the worker does not crash.
+  handlers finish for ``grace`` seconds, reports their outcomes and
+  releases the jobs still running after that, so another worker takes them
+  at once.
+- A server that cannot be reached (or fails a whole call) is retried with
+  back-off (up to 30 s), said once per outage on stderr; outcomes are kept
+  and sent again (a repeated ack is answered Ok). The worker does not crash.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from .client import Client, LeasedJob
-from .errors import InvalidState, LeaseLost, RelayError, Unavailable
+from .client import Client, LeasedJob, LeaseExtension, LeaseRequest, Outcome, OutcomeAnswer, WorkAnswer
+from .errors import InvalidInput, InvalidRequest, PayloadTooLarge
 
 Handler = Callable[[LeasedJob], Any]
+
+# How long a finished job's outcome waits for others finishing close behind
+# it, so that they share a call and a commit. Not waited when no other
+# handler is running.
+COALESCE = 0.002
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+LEASE_MAX = 1000  # the most jobs one lease request may ask for
+# Reports in flight at once, each from its own thread and connection, so
+# that outcomes finishing while one report is on the server go out without
+# waiting for its answer (the server may commit both in one fsync).
+SENDERS = 2
+MIN_SHARE = 16
 
 
 class Retry(Exception):
@@ -61,6 +86,14 @@ class Stats:
     snoozed: int = 0
     released: int = 0
     lost: int = 0
+
+
+# A job whose handler ended, with what to report and the stat it counts in.
+Done = Tuple[LeasedJob, Outcome, str]
+# What the loop's inbox carries: ("done", job, outcome, stat) from a handler
+# thread, ("answered", call, answer or the exception) from a sender or the
+# poller, ("stop",) from stop().
+Message = Tuple[Any, ...]
 
 
 class Worker:
@@ -97,11 +130,12 @@ class Worker:
         self.handle_signals = handle_signals
         self.stats = Stats()
         self._handlers: Dict[str, Handler] = {}
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._idle = threading.Semaphore(concurrency)
-        self._running: Dict[int, LeasedJob] = {}
-        self._threads: List[threading.Thread] = []
+        # SimpleQueue: put() may be called from a signal handler (stop()).
+        self._inbox: "queue.SimpleQueue[Message]" = queue.SimpleQueue()
+        self._jobs: "queue.SimpleQueue[Optional[LeasedJob]]" = queue.SimpleQueue()
+        self._polls: "queue.SimpleQueue[Optional[_Call]]" = queue.SimpleQueue()
+        self._calls: "queue.SimpleQueue[Optional[_Call]]" = queue.SimpleQueue()
+        self._stopping = False
 
     def handler(self, kind: str) -> Callable[[Handler], Handler]:
         """Registers the decorated function for jobs of ``kind``."""
@@ -113,133 +147,428 @@ class Worker:
         return register
 
     def stop(self) -> None:
-        """Stops leasing; :meth:`run` returns once running jobs are settled."""
-        self._stopping.set()
+        """Stops leasing; :meth:`run` returns once running jobs are settled.
+        Safe from any thread and from a signal handler."""
+        self._stopping = True
+        self._inbox.put(("stop",))
 
     def run(self) -> Stats:
         """Leases and runs jobs until stopped; returns what happened."""
-        if self.handle_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: self.stop())
-        backoff = 0.5
-        outage = False
-        while not self._stopping.is_set():
-            if not self._idle.acquire(timeout=0.2):
-                continue
-            free = 1
-            while free < self.concurrency and self._idle.acquire(blocking=False):
-                free += 1
-            try:
-                jobs = self.client.lease(
-                    self.queues, max=free, lease_for=self.lease_for, wait=self.poll_wait, worker=self.name
-                )
-                if outage:
-                    print(f"relay worker: {self.client.url} answers again", file=sys.stderr)
-                outage, backoff = False, 0.5
-            except (Unavailable, RelayError) as e:
-                for _ in range(free):
-                    self._idle.release()
-                if not outage:
-                    print(f"relay worker: cannot lease ({e}); retrying with back-off", file=sys.stderr)
-                outage = True
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
-                continue
-            for _ in range(free - len(jobs)):
-                self._idle.release()
-            for job in jobs:
-                t = threading.Thread(target=self._run_one, args=(job,), daemon=True)
-                with self._lock:
-                    self._running[job.id] = job
-                    self._threads.append(t)
-                t.start()
-        self._drain()
+        previous = self._install_signals()
+        threads = [threading.Thread(target=self._serve, args=(self._polls,), name="relay-poller", daemon=True)]
+        threads += [
+            threading.Thread(target=self._serve, args=(self._calls,), name=f"relay-sender-{i}", daemon=True)
+            for i in range(SENDERS)
+        ]
+        threads += [
+            threading.Thread(target=self._handler_loop, name=f"relay-handler-{i}", daemon=True)
+            for i in range(self.concurrency)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            _Loop(self).run()
+        finally:
+            # Idle threads end; one still in a handler after the grace ends
+            # when the handler returns (its job was released).
+            for calls, n in ((self._polls, 1), (self._calls, SENDERS)):
+                for _ in range(n):
+                    calls.put(None)
+            for _ in range(self.concurrency):
+                self._jobs.put(None)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return self.stats
 
-    def _drain(self) -> None:
-        deadline = time.monotonic() + self.grace
-        with self._lock:
-            threads = list(self._threads)
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            left = list(self._running.values())
-            self._running.clear()
-        for job in left:
-            try:
-                self.client.release(job.id, job.token)
-                self._count("released")
-            except RelayError:
-                pass
+    def _install_signals(self) -> Dict[int, Any]:
+        if not (self.handle_signals and threading.current_thread() is threading.main_thread()):
+            return {}
+        previous: Dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: self.stop())
+        return previous
 
-    def _count(self, what: str) -> None:
-        with self._lock:
-            setattr(self.stats, what, getattr(self.stats, what) + 1)
+    # -- the threads besides the loop --------------------------------------
 
-    def _owned(self, job: LeasedJob) -> bool:
-        """Takes the job out of the running set; False when the drain
-        already released it (its outcome is then dropped)."""
-        with self._lock:
-            return self._running.pop(job.id, None) is not None
-
-    def _run_one(self, job: LeasedJob) -> None:
-        lost = threading.Event()
-        done = threading.Event()
-        beat = threading.Thread(target=self._heartbeat, args=(job, done, lost), daemon=True)
-        beat.start()
-        try:
-            handler = self._handlers.get(job.kind)
-            if handler is None:
-                outcome = ("dead", f"no handler for kind {job.kind!r} on this worker (queues: {', '.join(self.queues)})")
-            else:
-                try:
-                    outcome = ("ack", handler(job))
-                except Snooze as s:
-                    outcome = ("snooze", s.delay)
-                except Retry as r:
-                    outcome = ("retry", (f"{r}\n{traceback.format_exc()}", r.delay))
-                except Permanent as p:
-                    outcome = ("dead", f"{p}\n{traceback.format_exc()}")
-                except Exception as e:  # noqa: BLE001 - any failure of the handler nacks the job
-                    outcome = ("retry", (f"{type(e).__name__}: {e}\n{traceback.format_exc()}", None))
-            done.set()
-            beat.join()
-            if lost.is_set() or not self._owned(job):
-                self._count("lost")
+    def _handler_loop(self) -> None:
+        take, tell, run = self._jobs.get, self._inbox.put, self._outcome_of
+        while True:
+            job = take()
+            if job is None:
                 return
-            self._settle(job, outcome)
-        finally:
-            done.set()
-            self._idle.release()
+            outcome, stat = run(job)
+            tell(("done", job, outcome, stat))
 
-    def _settle(self, job: LeasedJob, outcome: Any) -> None:
-        what, value = outcome
-        try:
-            if what == "ack":
-                self.client.ack(job.id, job.token, value)
-                self._count("succeeded")
-            elif what == "snooze":
-                self.client.release(job.id, job.token, in_=value)
-                self._count("snoozed")
-            elif what == "dead":
-                self.client.nack(job.id, job.token, value, permanent=True)
-                self._count("failed")
-            else:
-                error, delay = value
-                self.client.nack(job.id, job.token, error, retry_in=delay)
-                self._count("failed")
-        except (LeaseLost, InvalidState):
-            self._count("lost")
-        except RelayError as e:
-            print(f"relay worker: job {job.id}: could not report its outcome ({e}); its lease will expire", file=sys.stderr)
-
-    def _heartbeat(self, job: LeasedJob, done: threading.Event, lost: threading.Event) -> None:
-        lease = job.lease_for_ms / 1000.0
-        while not done.wait(lease / 3):
-            try:
-                self.client.extend(job.id, job.token, lease)
-            except (LeaseLost, InvalidState):
-                lost.set()
+    def _serve(self, calls: "queue.SimpleQueue[Optional[_Call]]") -> None:
+        """Makes the calls the loop asks for, on this thread's connection,
+        and hands the answers (or the exceptions) back to the loop."""
+        while True:
+            call = calls.get()
+            if call is None:
                 return
-            except RelayError:
-                continue  # the server is away: try again at the next beat
+            answer: Any
+            try:
+                answer = call.send(self.client)
+            except Exception as e:  # noqa: BLE001 - the loop decides what a failed call means
+                answer = e
+            self._inbox.put(("answered", call, answer))
+
+    def _outcome_of(self, job: LeasedJob) -> Tuple[Outcome, str]:
+        """Runs the job's handler; returns what to report and the stat it counts in."""
+        id, token = job.id, job.token
+        handler = self._handlers.get(job.kind)
+        if handler is None:
+            error = f"no handler for kind {job.kind!r} on this worker (queues: {', '.join(self.queues)})"
+            return Outcome.nack(id, token, error, permanent=True), "failed"
+        try:
+            result = handler(job)
+        except Snooze as s:
+            return Outcome.release(id, token, in_=s.delay), "snoozed"
+        except Retry as r:
+            return Outcome.nack(id, token, f"{r}\n{traceback.format_exc()}", retry_in=r.delay), "failed"
+        except Permanent as p:
+            return Outcome.nack(id, token, f"{p}\n{traceback.format_exc()}", permanent=True), "failed"
+        except BaseException as e:  # noqa: BLE001 - a handler thread never dies: its slot would be lost
+            return Outcome.nack(id, token, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"), "failed"
+        try:
+            return Outcome.ack(id, token, result), "succeeded"
+        except (TypeError, ValueError) as e:
+            error = f"the handler's result cannot be sent ({type(e).__name__}: {e}); return a JSON value or bytes"
+            return Outcome.nack(id, token, error), "failed"
+
+
+class _Call:
+    """A call the loop hands to a sender thread (or the poller)."""
+
+    __slots__ = ("kind", "batch", "lease", "jobs", "sent_at")
+
+    def __init__(
+        self,
+        kind: str,
+        batch: Optional[List[Done]] = None,
+        lease: Optional[LeaseRequest] = None,
+        jobs: Optional[List[LeasedJob]] = None,
+    ):
+        self.kind = kind  # "report", "alone" (one outcome, no lease), "poll" or "beat"
+        self.batch = batch or []
+        self.lease = lease
+        self.jobs = jobs or []
+        self.sent_at = time.monotonic()
+
+    @property
+    def slots(self) -> int:
+        return self.lease.max if self.lease is not None else 0
+
+    def send(self, client: Client) -> Any:
+        if self.kind == "beat":
+            return client.heartbeat([(j.id, j.token, j.lease_for_ms / 1000.0) for j in self.jobs])
+        return client.work([o for _, o, _ in self.batch], self.lease)
+
+
+_REFUSED = (InvalidRequest, InvalidInput, PayloadTooLarge)  # a call the server would refuse again
+
+
+class _Loop:
+    """The worker's state, read and written by the loop's thread only (no
+    locks): what is held, what is to be reported, calls in flight, the
+    outage, the heartbeat. The other threads talk to it through its inbox."""
+
+    def __init__(self, worker: Worker):
+        self.w = worker
+        self.client = worker.client
+        self.stats = worker.stats
+        #: Jobs leased and not yet answered for, by id.
+        self.held: Dict[int, LeasedJob] = {}
+        #: Ids in held whose lease the server answered lost.
+        self.lost: Set[int] = set()
+        #: Outcomes to report, oldest first, and when the oldest arrived.
+        self.pending: List[Done] = []
+        self.pending_since = 0.0
+        self.busy = 0  # jobs given to handler threads, outcome not back yet
+        # The outcomes that go without waiting for more: a sender's share of
+        # the slots, but not so few that the calls cost more than the
+        # overlap saves.
+        self.share = max(-(-worker.concurrency // SENDERS), min(worker.concurrency, MIN_SHARE))
+        self.in_flight = 0  # reports sent, not answered yet
+        self.reserved = 0  # the slots those reports lease for
+        self.polling = 0  # the slots the poll in flight leases for (0: none in flight)
+        self.beating = False
+        self.next_beat = math.inf
+        self.deadline: Optional[float] = None  # the grace's end, once stopping
+        self.outage = False
+        self.recovered_at = 0.0  # when the server last answered again after an outage
+        self.retry_at = 0.0
+        self.backoff = BACKOFF_FIRST
+
+    def run(self) -> None:
+        while True:
+            self.receive(self.wake_at() - time.monotonic())
+            now = time.monotonic()
+            if self.w._stopping and self.deadline is None:
+                self.deadline = now + self.w.grace
+            if now >= self.next_beat:
+                self.beat(now)
+            if now >= self.retry_at:
+                if self.can_report() and self.coalesced(now):
+                    self.report()
+                elif self.can_poll():
+                    self.poll()
+            if self.deadline is not None and (self.settled() or time.monotonic() >= self.deadline):
+                break
+        self.finish()
+
+    # -- waiting -----------------------------------------------------------
+
+    def wake_at(self) -> float:
+        """When the loop has something to do unless a message comes first."""
+        t = self.next_beat
+        if self.deadline is not None:
+            t = min(t, self.deadline)
+        if self.can_report():
+            t = min(t, max(self.retry_at, self.pending_since + COALESCE))
+        elif self.can_poll():
+            t = min(t, self.retry_at)
+        return t
+
+    def receive(self, timeout: float) -> None:
+        """Handles the messages that came, waiting up to ``timeout`` for one."""
+        inbox = self.w._inbox
+        try:
+            if timeout == math.inf:
+                message = inbox.get()
+            elif timeout > 0:
+                message = inbox.get(timeout=timeout)
+            else:
+                message = inbox.get_nowait()
+            while True:
+                self.handle(message)
+                if len(self.pending) >= self.share and self.in_flight < SENDERS:
+                    return  # a share to send: the rest of the inbox can wait for the next batch
+                message = inbox.get_nowait()
+        except queue.Empty:
+            pass
+
+    def handle(self, message: Message) -> None:
+        if message[0] == "done":
+            self.finished(message[1], message[2], message[3])
+        elif message[0] == "answered":
+            call, answer = message[1], message[2]
+            if call.kind == "beat":
+                self.beaten(call, answer)
+            elif call.kind == "poll":
+                self.polled(call, answer)
+            else:
+                self.reported(call, answer)
+
+    def can_report(self) -> bool:
+        return bool(self.pending) and self.in_flight < SENDERS
+
+    def coalesced(self, now: float) -> bool:
+        """Whether the pending outcomes go now: nothing else is about to
+        finish, they are a sender's share of the slots (so that the slots
+        split into batches that take turns on the server), or the oldest
+        has waited long enough."""
+        return (
+            self.busy == 0
+            or len(self.pending) >= self.share
+            or self.deadline is not None
+            or now >= self.pending_since + COALESCE
+        )
+
+    def free(self) -> int:
+        return self.w.concurrency - self.busy - self.reserved - self.polling
+
+    def can_poll(self) -> bool:
+        return self.deadline is None and not self.polling and not self.pending and self.free() > 0
+
+    def settled(self) -> bool:
+        return self.busy == 0 and not self.pending and not self.polling and not self.in_flight
+
+    def lease(self, slots: int, wait: float) -> LeaseRequest:
+        return LeaseRequest(self.w.queues, min(slots, LEASE_MAX), self.w.lease_for, wait, self.w.name)
+
+    # -- jobs coming and going ---------------------------------------------
+
+    def start(self, jobs: List[LeasedJob]) -> None:
+        """Hands leased jobs to the handler threads (or gives them back
+        untried when stopping)."""
+        if not jobs:
+            return
+        if self.deadline is not None:
+            for job in jobs:
+                self.held[job.id] = job
+                self.add_pending(job, Outcome.release(job.id, job.token), "released")
+            return
+        give = self.w._jobs.put
+        for job in jobs:
+            # The same id again: its earlier lease was lost (it expired),
+            # that handler's outcome will be dropped.
+            self.lost.discard(job.id)
+            self.held[job.id] = job
+            give(job)
+        self.busy += len(jobs)
+        shortest = min(job.lease_for_ms for job in jobs) / 3000.0
+        self.next_beat = min(self.next_beat, time.monotonic() + shortest)
+
+    def finished(self, job: LeasedJob, outcome: Outcome, stat: str) -> None:
+        self.busy -= 1
+        if self.held.get(job.id) is not job:
+            self.stats.lost += 1  # leased to us again since: this lease was lost
+        elif job.id in self.lost:
+            del self.held[job.id]
+            self.lost.discard(job.id)
+            self.stats.lost += 1
+        else:
+            self.add_pending(job, outcome, stat)
+
+    def add_pending(self, job: LeasedJob, outcome: Outcome, stat: str) -> None:
+        if not self.pending:
+            self.pending_since = time.monotonic()
+        self.pending.append((job, outcome, stat))
+
+    # -- calls -------------------------------------------------------------
+
+    def report(self) -> None:
+        """Sends the pending outcomes, leasing jobs for the free slots in the
+        same call (none once stopping)."""
+        batch, self.pending = self.pending, []
+        slots = self.free() if self.deadline is None else 0
+        lease = self.lease(slots, 0.0) if slots > 0 else None
+        self.in_flight += 1
+        self.reserved += lease.max if lease else 0
+        self.w._calls.put(_Call("report", batch, lease))
+
+    def reported(self, call: _Call, answer: Union[WorkAnswer, Exception]) -> None:
+        self.in_flight -= 1
+        self.reserved -= call.slots
+        if isinstance(answer, _REFUSED):
+            self.refused(call, answer)
+        elif isinstance(answer, Exception):
+            # Kept and sent again after the back-off.
+            self.pending = call.batch + self.pending
+            self.pending_since = 0.0
+            self.failed(f"report {len(call.batch)} outcomes", answer, call)
+        else:
+            self.answered()
+            self.settle(call.batch, answer.outcomes)
+            self.start(answer.jobs)
+
+    def refused(self, call: _Call, error: Exception) -> None:
+        """A call refused as a whole would be refused again. Each outcome
+        goes alone, without a lease: the one refused alone (a result over
+        the server's limit) is dropped and said on stderr."""
+        if call.kind == "alone":
+            self.forget(call.batch[0][0], f"could not report its outcome ({error}); its lease will expire")
+            return
+        for done in call.batch:
+            self.in_flight += 1
+            self.w._calls.put(_Call("alone", [done]))
+
+    def settle(self, batch: List[Done], answers: List[OutcomeAnswer]) -> None:
+        """Counts what the server answered for each outcome."""
+        stats = self.stats
+        for (job, _, stat), answer in zip(batch, answers):
+            if answer.error is None:
+                setattr(stats, stat, getattr(stats, stat) + 1)
+                self.drop(job)
+            elif answer.lost:
+                stats.lost += 1
+                self.drop(job)
+            else:
+                self.forget(job, f"could not report its outcome ({answer.error}); its lease will expire")
+
+    def drop(self, job: LeasedJob) -> None:
+        if self.held.get(job.id) is job:
+            del self.held[job.id]
+            self.lost.discard(job.id)
+
+    def forget(self, job: LeasedJob, why: str) -> None:
+        print(f"relay worker: job {job.id}: {why}", file=sys.stderr)
+        self.drop(job)
+
+    def poll(self) -> None:
+        """Asks the poller to long-poll for the free slots."""
+        lease = self.lease(self.free(), self.w.poll_wait)
+        self.polling = lease.max
+        self.w._polls.put(_Call("poll", lease=lease))
+
+    def polled(self, call: _Call, answer: Union[WorkAnswer, Exception]) -> None:
+        self.polling = 0
+        if isinstance(answer, Exception):
+            self.failed("lease", answer, call)
+            return
+        self.answered()
+        self.start(answer.jobs)
+
+    def beat(self, now: float) -> None:
+        """Extends every lease held, in one call."""
+        jobs = list(self.held.values())
+        if not jobs:
+            self.next_beat = math.inf
+            return
+        self.next_beat = now + min(job.lease_for_ms for job in jobs) / 3000.0
+        if not self.beating:  # else the last one is still in flight: the server is slow
+            self.beating = True
+            self.w._calls.put(_Call("beat", jobs=jobs))
+
+    def beaten(self, call: _Call, answer: Union[List[LeaseExtension], Exception]) -> None:
+        """Marks the leases answered lost; a failed beat waits for the next."""
+        self.beating = False
+        if isinstance(answer, Exception):
+            return
+        for job, extension in zip(call.jobs, answer):
+            if extension.lost and self.held.get(job.id) is job:
+                self.lost.add(job.id)
+
+    # -- outages -----------------------------------------------------------
+
+    def failed(self, what: str, error: Exception, call: _Call) -> None:
+        if call.sent_at < self.recovered_at:
+            return  # sent before the server answered again: the outage that was, not a new one
+        if not self.outage:
+            self.outage = True
+            print(f"relay worker: cannot {what} ({error}); retrying with back-off", file=sys.stderr)
+        self.retry_at = time.monotonic() + self.backoff
+        self.backoff = min(self.backoff * 2, BACKOFF_MAX)
+
+    def answered(self) -> None:
+        if self.outage:
+            self.outage = False
+            self.recovered_at = time.monotonic()
+            print(f"relay worker: {self.client.url} answers again", file=sys.stderr)
+        self.backoff = BACKOFF_FIRST
+        self.retry_at = 0.0
+
+    # -- stopping ----------------------------------------------------------
+
+    def finish(self) -> None:
+        """After the grace: releases the jobs still running and reports
+        everything pending, in one last call."""
+        while self.polling or self.in_flight or self.beating:
+            self.receive(math.inf)  # what calls in flight bring is given back too
+        self.take_unstarted()
+        reported = {job.id for job, _, _ in self.pending}
+        for job in list(self.held.values()):
+            if job.id not in reported:
+                self.pending.append((job, Outcome.release(job.id, job.token), "released"))
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        try:
+            answer = self.client.work([o for _, o, _ in batch])
+        except Exception as e:  # noqa: BLE001
+            print(
+                f"relay worker: could not report {len(batch)} outcomes at stop ({e}); their leases will expire",
+                file=sys.stderr,
+            )
+            return
+        self.settle(batch, answer.outcomes)
+
+    def take_unstarted(self) -> None:
+        """Takes back the jobs no handler thread has started: they are
+        released with the running ones, no thread may start them after."""
+        while True:
+            try:
+                self.w._jobs.get_nowait()
+            except queue.Empty:
+                return

@@ -3,6 +3,8 @@ they were given, and every error as the exception named after its code."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from relay_client import (
@@ -11,14 +13,16 @@ from relay_client import (
     InvalidInput,
     InvalidState,
     LeaseLost,
+    LeaseRequest,
     NewJob,
     NotFound,
+    Outcome,
     PayloadTooLarge,
     RelayError,
     Unauthorized,
     Unavailable,
 )
-from conftest import free_port
+from conftest import Server, free_port
 
 
 def test_submit_lease_ack_and_payloads_round_trip(client: Client):
@@ -112,3 +116,100 @@ def test_tags(client: Client):
     tagged = client.submit("tags", "k", tags=["vip", "eu"])
     assert client.get(tagged).tags == ["vip", "eu"]
     assert client.get(client.submit("tags", "k")).tags == []
+
+
+def test_work_answers_a_mixed_batch_item_by_item_and_repeats_safely(client: Client):
+    a, stale, doomed, later, raw = client.submit_batch([NewJob("w", "k", {"i": i}, max_attempts=3) for i in range(5)])
+    next1, next2 = client.submit_batch([NewJob("w", "k", b"\x00next") for _ in range(2)])
+    held = {j.id: j for j in client.work([], LeaseRequest(["w"], max=5, lease_for=60)).jobs}
+    assert set(held) == {a, stale, doomed, later, raw}
+    outcomes = [
+        Outcome.ack(a, held[a].token, {"sent": True}),
+        Outcome.ack(stale, held[stale].token + 1),  # a stale token: refused alone
+        Outcome.nack(doomed, held[doomed].token, "cannot ever work", permanent=True),
+        Outcome.release(later, held[later].token, in_=600),
+        Outcome.ack(raw, held[raw].token, b"\xff\x00"),
+    ]
+    answer = client.work(outcomes, LeaseRequest(["w"], max=5, worker="py-test"))
+    got = {x.id: x for x in answer.outcomes}
+    assert [x.id for x in answer.outcomes] == [a, stale, doomed, later, raw], "answered in the order given"
+    assert (got[a].state, got[a].ok) == ("SUCCEEDED", True)
+    assert isinstance(got[stale].error, LeaseLost) and got[stale].lost and got[stale].state is None
+    assert got[doomed].state == "DEAD"
+    assert got[later].state == "READY" and got[later].ready_at, "a snooze says when it is due"
+    assert got[raw].state == "SUCCEEDED"
+    assert sorted(j.id for j in answer.jobs) == [next1, next2], "the same call leased the ready jobs"
+    assert [j.payload for j in answer.jobs] == [b"\x00next", b"\x00next"], "bytes came back as bytes"
+
+    # The same call again (as after a lost answer): the acks are answered
+    # Ok, the rest refused, nothing applied twice; no lease this time.
+    again = client.work(outcomes)
+    assert [x.state for x in again.outcomes if x.ok] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [x.id for x in again.outcomes if x.ok] == [a, raw]
+    assert all(x.lost for x in again.outcomes if not x.ok), [x.error for x in again.outcomes]
+    assert again.jobs == []
+    assert (client.get(a).state, client.get(a).result) == ("SUCCEEDED", {"sent": True})
+    assert client.get(raw).result == b"\xff\x00"
+    assert (client.get(stale).state, client.get(stale).attempts) == ("LEASED", 1)
+    assert (client.get(doomed).state, client.get(doomed).last_error) == ("DEAD", "cannot ever work")
+    assert (client.get(later).state, client.get(later).attempts) == ("READY", 0)
+    kinds = {id: [e["kind"] for e in client.events(id)] for id in (a, doomed, later, raw)}
+    assert kinds[a].count("succeeded") == 1 and kinds[raw].count("succeeded") == 1, kinds
+    assert kinds[later] == ["submitted", "leased", "snoozed"], kinds
+    assert kinds[doomed] == ["submitted", "leased", "failed"], kinds
+
+
+def test_work_refuses_a_bad_call_as_a_whole(client: Client):
+    id = client.submit("w", "k")
+    job = client.lease(["w"])[0]
+    with pytest.raises(InvalidInput):
+        client.work([Outcome.ack(id, job.token)], LeaseRequest(["bad queue name!"]))
+    assert client.get(id).state == "LEASED", "nothing of a refused call is applied"
+    with pytest.raises(TypeError):
+        Outcome.ack(id, job.token, {1, 2})  # not JSON: refused where it is made
+
+
+def test_heartbeat_extends_many_leases_and_answers_each(client: Client):
+    ids = client.submit_batch([NewJob("h", "k") for _ in range(4)])
+    jobs = {j.id: j for j in client.lease(["h"], max=4, lease_for=5)}
+    done, gone = ids[2], ids[3]
+    client.ack(done, jobs[done].token)
+    client.cancel(ids[1])
+    client.cancel(gone)
+    client.delete(gone)
+    answers = client.heartbeat(
+        [(ids[0], jobs[ids[0]].token, 120), (ids[1], jobs[ids[1]].token), jobs[done], (gone, jobs[gone].token)],
+        lease_for=60,
+    )
+    assert [x.id for x in answers] == ids
+    assert answers[0].ok and str(answers[0].lease_expires_at).endswith("Z")
+    assert [type(x.error) for x in answers[1:]] == [InvalidState, InvalidState, NotFound]
+    assert all(x.lost for x in answers[1:])
+    stale = client.heartbeat([(ids[0], jobs[ids[0]].token + 1)])
+    assert isinstance(stale[0].error, LeaseLost) and stale[0].lost
+
+
+def test_calls_share_a_keep_alive_connection_that_survives_a_restart(tmp_path):
+    port = free_port()
+    server = Server(tmp_path / "r.db", port)
+    client = Client(server.url, token=server.token)
+    try:
+        client.submit("q", "k")
+        sock = client._connections.conn.sock
+        for _ in range(20):
+            client.stats()
+        assert client._connections.conn.sock is sock, "one connection for every call of this thread"
+        other = []
+        t = threading.Thread(target=lambda: other.append((client.stats(), client._connections.conn.sock)))
+        t.start()
+        t.join()
+        assert other[0][1] is not sock, "each thread has its own"
+        server.stop()
+        server = Server(tmp_path / "r.db", port)
+        # The idle connection died with the old server: sent again on a new one.
+        assert client.stats()["q"]["READY"] == 1
+        assert client._connections.conn.sock is not sock
+    finally:
+        server.stop()
+    with pytest.raises(Unavailable):
+        client.stats()  # nothing listens: a new connection fails, no retry hides it

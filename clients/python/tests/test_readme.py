@@ -1,5 +1,5 @@
 """The README's Python worker runs as written: it submits a job, runs it, and
-stops cleanly on SIGTERM."""
+stops cleanly on SIGTERM. The client README's batch calls run as written."""
 
 from __future__ import annotations
 
@@ -40,3 +40,18 @@ def test_the_readme_worker_runs_as_written(server, client, tmp_path):
     assert proc.returncode == 0
     job = client.jobs(queue="emails")[0]
     assert job.result == {"sent": True}
+
+
+def test_the_client_readmes_batch_calls_run_as_written(server, client, tmp_path):
+    text = (REPO / "clients" / "python" / "README.md").read_text()
+    section = text.split("## Many jobs in one call", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "clients/python/README.md has no snippet under 'Many jobs in one call'"
+    snippet = match.group(1).replace("http://127.0.0.1:7433", server.url).replace('"secret"', repr(server.token))
+    ids = [client.submit("emails", "send", {"to": f"{n}@example.com"}) for n in range(12)]
+    script = tmp_path / "batch.py"
+    script.write_text(snippet)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[:10] == [f"{id} SUCCEEDED" for id in ids[:10]]
+    assert [client.get(id).state for id in ids] == ["SUCCEEDED"] * 10 + ["LEASED"] * 2
