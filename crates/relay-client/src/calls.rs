@@ -45,11 +45,14 @@ impl<T: DeserializeOwned> Call<T> {
         }
     }
 
+    /// A call without a body of its own. A POST still sends `{}` as JSON:
+    /// a server without tokens refuses a change sent as anything else (a
+    /// web page's form could send that).
     fn bare(method: &'static str, path: String) -> Self {
         Self {
             method,
             path,
-            body: None,
+            body: (method == "POST").then(|| b"{}".to_vec()),
             read: read::<T>,
         }
     }

@@ -3,7 +3,7 @@
 use crate::error::ApiError;
 use crate::AppState;
 use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::sync::Arc;
@@ -16,6 +16,9 @@ pub(crate) async fn require_token(
 ) -> Result<Response, ApiError> {
     let tokens = &state.config.tokens;
     if tokens.is_empty() {
+        if !state.config.insecure {
+            browser_guard(&req)?;
+        }
         // Answered as any request (auth is off), but a client that sends a
         // token probably expects it checked: say so, once.
         if req.headers().contains_key(header::AUTHORIZATION)
@@ -39,6 +42,45 @@ pub(crate) async fn require_token(
     } else {
         Err(unauthorized("the token is not valid"))
     }
+}
+
+/// What keeps a web page the operator visits away from an API without
+/// tokens (loopback only): a page that reaches it under another host name
+/// (DNS rebinding) reads nothing, and one that posts to it (a plain HTML
+/// form, `fetch` without CORS) changes nothing. A change must be sent as
+/// `application/json`, which a browser sends cross-site only after a CORS
+/// preflight that this server never grants, and not be marked cross-site
+/// by `Origin` or `Sec-Fetch-Site`.
+fn browser_guard(req: &Request) -> Result<(), ApiError> {
+    let h = req.headers();
+    if !crate::site::loopback_host(h) {
+        return Err(forbidden(
+            "this server has no token, so it answers only to a loopback name (http://127.0.0.1:<port> or http://localhost:<port>); start it with a token to reach it under another name",
+        ));
+    }
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(());
+    }
+    if crate::site::cross_site(h) {
+        return Err(forbidden(
+            "this request came from another site (Origin / Sec-Fetch-Site), so it was refused",
+        ));
+    }
+    let json = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json && *req.method() != Method::DELETE {
+        return Err(forbidden(
+            "send changes with `Content-Type: application/json` (an empty body is fine): a server without tokens refuses others, which any web page could send",
+        ));
+    }
+    Ok(())
+}
+
+fn forbidden(message: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
 }
 
 /// The token of an `Authorization: Bearer <token>` header.

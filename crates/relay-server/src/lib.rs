@@ -24,6 +24,7 @@ mod dashboard;
 mod error;
 mod metrics;
 mod openapi;
+mod site;
 
 pub use error::ApiError;
 

@@ -215,7 +215,7 @@ pub(crate) struct LoginForm {
 
 /// Checks a token and starts a session signed with it.
 pub(crate) async fn login(State(s): S, headers: HeaderMap, Form(f): Form<LoginForm>) -> Response {
-    if super::cross_site(&headers) {
+    if crate::site::cross_site(&headers) {
         return forbidden("This request came from another site, so it was refused.");
     }
     let next = local_path(f.next.as_deref());

@@ -77,26 +77,6 @@ impl Visitor {
     }
 }
 
-/// A request another site made the browser send: its `Origin` is not this
-/// server's, or the browser says it is cross-site.
-fn cross_site(headers: &HeaderMap) -> bool {
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
-        if site != "same-origin" && site != "none" {
-            return true;
-        }
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let origin = origin.to_str().unwrap_or("null");
-        let same = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .is_some_and(|o| !host.is_empty() && o == host);
-        return !same;
-    }
-    false
-}
-
 fn bearer_ok(state: &AppState, headers: &HeaderMap) -> bool {
     crate::auth::bearer(headers).is_some_and(|g| state.dash.login(g).is_some())
 }
@@ -104,29 +84,14 @@ fn bearer_ok(state: &AppState, headers: &HeaderMap) -> bool {
 /// Lets a request in with a valid session or bearer token; otherwise a page
 /// goes to the login form (or, without tokens, gets a new session) and a
 /// POST is refused. Refuses cross-site POSTs whatever they carry.
-/// Whether a request names this server by a loopback name (`localhost`,
-/// `127.x.x.x`, `[::1]`). Without tokens the server listens on loopback
-/// only; a page reached under any other name came through DNS rebinding
-/// (another site's name pointed at 127.0.0.1), and is refused.
-fn loopback_host(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
-    };
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
 async fn require_session(State(state): S, mut req: Request, next: Next) -> Response {
-    if !state.dash.login_required && !state.config.insecure && !loopback_host(req.headers()) {
+    if !state.dash.login_required && !state.config.insecure && !crate::site::loopback_host(req.headers()) {
         return forbidden(
             "This server has no token, so its dashboard answers only to a loopback name: open it at http://127.0.0.1:<port>/ or http://localhost:<port>/ (or start the server with a token).",
         );
     }
     let reading = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !reading && cross_site(req.headers()) {
+    if !reading && crate::site::cross_site(req.headers()) {
         return forbidden("This request came from another site, so it was refused. Use the dashboard's own buttons.");
     }
     let session = session::cookie(req.headers()).and_then(|c| state.dash.verify(c));
