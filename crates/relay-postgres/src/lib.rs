@@ -127,18 +127,20 @@ impl Backend for PgBackend {
             .name("relay-pg-listen".into())
             .spawn(move || {
                 while !stopping.load(Ordering::Relaxed) {
-                    let mut any = false;
                     let mut notes = client.notifications();
-                    let mut it = notes.timeout_iter(Duration::from_millis(500));
-                    loop {
-                        match it.next() {
-                            Ok(Some(_)) => any = true,
-                            Ok(None) => break,
-                            Err(_) => return, // connection lost: waiters fall back to polling
+                    // Wakes on the first notification: a timeout iterator
+                    // restarts its timer at each one, so waiting for it to
+                    // run dry woke nobody while they kept coming.
+                    let first = notes.timeout_iter(Duration::from_millis(500)).next();
+                    match first {
+                        Ok(Some(_)) => {
+                            // Those already here say the same: read without waiting.
+                            let mut pending = notes.iter();
+                            while let Ok(Some(_)) = pending.next() {}
+                            wake();
                         }
-                    }
-                    if any {
-                        wake();
+                        Ok(None) => {}
+                        Err(_) => return, // connection lost: waiters fall back to polling
                     }
                 }
             })

@@ -36,6 +36,51 @@ fn a_submit_in_one_relay_wakes_a_lessee_of_another_at_once() {
     );
 }
 
+/// Regression (issue 24, item 7): the LISTEN thread woke waiting lessees
+/// only once notifications had stopped coming for 500 ms, so a job
+/// committed through `relay_submit` was leased a poll later, never at its
+/// commit. With the poll an hour away, each lease must follow its commit
+/// closely.
+#[test]
+fn a_notification_wakes_a_lessee_at_the_commit() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db
+        .open(Options {
+            poll_interval: Duration::from_secs(3600),
+            ..Options::default()
+        })
+        .unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut waits = Vec::new();
+    for _ in 0..5 {
+        let before = relay.metrics().operations;
+        let (committed, leased) = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let got = relay
+                    .lease(LeaseRequest::new(["woken"]).wait(Duration::from_secs(60)))
+                    .unwrap();
+                (got, Instant::now())
+            });
+            while relay.metrics().operations == before {
+                std::thread::yield_now(); // until the waiter's claim found nothing
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            c.batch_execute("SELECT relay_submit('woken', 'k')").unwrap();
+            let committed = Instant::now();
+            let (got, at) = waiter.join().unwrap();
+            assert_eq!(got.len(), 1);
+            (committed, at)
+        });
+        waits.push(leased.saturating_duration_since(committed));
+    }
+    waits.sort();
+    assert!(
+        waits[2] < Duration::from_millis(250),
+        "a lessee is woken at the commit, not 500 ms of quiet later: {waits:?}"
+    );
+}
+
 /// A blocking caller that finds the writer idle commits its own operation
 /// (no hop to the writer thread and back), but not from inside an async
 /// runtime: the writer's connection runs on a runtime of its own, which
