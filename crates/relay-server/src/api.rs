@@ -269,7 +269,16 @@ async fn list(State(s): S, q: Result<Query<wire::ListQuery>, axum::extract::reje
     let next = (jobs.len() == filter.limit as usize)
         .then(|| jobs.last().map(|j| j.id))
         .flatten();
-    ok(json!({"jobs": jobs.iter().map(view::job).collect::<Vec<_>>(), "next": next}))
+    // Serialized as is: through a `Value`, payloads would lose their order.
+    #[derive(serde::Serialize)]
+    struct Page<'a> {
+        jobs: Vec<view::JobView<'a>>,
+        next: Option<relay::JobId>,
+    }
+    ok(Page {
+        jobs: jobs.iter().map(view::JobView).collect(),
+        next,
+    })
 }
 
 /// Retries, cancels or deletes every job a filter matches, a chunk per
@@ -324,7 +333,7 @@ async fn dead(State(s): S, q: Result<Query<DeadQuery>, axum::extract::rejection:
 }
 
 async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
-    ok(view::job(&s.relay.get(id(&raw)?).await?))
+    ok(view::JobView(&s.relay.get(id(&raw)?).await?))
 }
 
 async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {

@@ -279,3 +279,30 @@ fn a_heartbeat_answers_each_lease_on_its_own() {
     let (st, v) = s.post("/v1/heartbeat", json!({"leases": []}));
     assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
 }
+
+/// Regression (issue 24, item 5): every HTTP view re-parsed payloads into
+/// `serde_json::Value`, so keys came back sorted, duplicates collapsed and
+/// numbers rounded (`12345678901234567890123` as `1.2345678901234568e+22`,
+/// `1E2` as `100.0`, `1e999` as base64). A worker checking a signature over
+/// its payload failed. The job, the list and the lease answer now carry the
+/// text stored.
+#[test]
+fn payloads_come_back_as_the_text_stored_in_every_view() {
+    let s = serve();
+    let payload = r#"{"b":1,"a":12345678901234567890123,"c":1E2,"d":-0.0,"e":1e999,"f":{"x":1,"x":2}}"#;
+    let agent: ureq::Agent = ureq::Agent::config_builder().build().into();
+    let body = format!(r#"{{"queue":"q","kind":"k","payload":{payload}}}"#);
+    let mut res = agent
+        .post(&format!("{}/v1/jobs", s.base))
+        .content_type("application/json")
+        .send(&body)
+        .unwrap();
+    let id: Value = serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap();
+    let id = id["id"].as_i64().unwrap();
+    let (_, one, _) = s.raw("GET", &format!("/v1/jobs/{id}"), None);
+    assert!(one.contains(payload), "GET /v1/jobs/{id}: {one}");
+    let (_, page, _) = s.raw("GET", "/v1/jobs?queue=q", None);
+    assert!(page.contains(payload), "GET /v1/jobs: {page}");
+    let (_, leased, _) = s.raw("POST", "/v1/lease", Some(json!({"queues": ["q"]})));
+    assert!(leased.contains(payload), "POST /v1/lease: {leased}");
+}

@@ -52,32 +52,59 @@ fn ms(d: std::time::Duration) -> u64 {
 /// "payload" (or "payload_base64"), "result" (or "result_base64")}`, with
 /// `null` for what the job lacks.
 pub fn job(j: &Job) -> Value {
-    let s = &j.status;
-    let lease = s.lease.as_ref();
-    let mut obj = Map::new();
-    obj.insert("id".into(), json!(j.id));
-    obj.insert("queue".into(), json!(j.queue));
-    obj.insert("kind".into(), json!(j.kind));
-    obj.insert("state".into(), json!(s.state.as_str()));
-    obj.insert("priority".into(), json!(j.priority.get()));
-    obj.insert("attempts".into(), json!(s.attempts));
-    obj.insert("max_attempts".into(), json!(s.max_attempts));
-    obj.insert("ready_at".into(), json!(time(s.ready_at)));
-    obj.insert("created_at".into(), json!(time(j.created_at)));
-    obj.insert("finished_at".into(), json!(s.finished_at.map(time)));
-    obj.insert("unique_key".into(), json!(j.unique_key));
-    obj.insert("lease_token".into(), json!(s.last_token));
-    obj.insert("lease_expires_at".into(), json!(lease.map(|l| time(l.expires_at))));
-    obj.insert("leased_by".into(), json!(lease.map(|l| l.worker.as_str())));
-    obj.insert("last_error".into(), json!(s.last_error));
-    obj.insert("lease_for_ms".into(), json!(j.lease_for.map(ms)));
-    obj.insert("timeout_ms".into(), json!(j.timeout.map(ms)));
-    obj.insert("traceparent".into(), json!(j.traceparent));
-    obj.insert("tags".into(), json!(j.tags));
-    obj.insert("waiting_on".into(), json!(s.waiting_on));
-    put_bytes(&mut obj, "payload", Some(&j.payload));
-    put_bytes(&mut obj, "result", j.result.as_deref());
-    Value::Object(obj)
+    serde_json::to_value(JobView(j)).unwrap_or_default()
+}
+
+/// [`job`] as a value to serialize straight into an answer: the payload
+/// and result go out as the JSON text stored, byte for byte (keys in their
+/// order, numbers as written), where [`job`]'s `Value` would reorder them.
+#[derive(Debug, Clone, Copy)]
+pub struct JobView<'a>(pub &'a Job);
+
+impl serde::Serialize for JobView<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let j = self.0;
+        let s = &j.status;
+        let lease = s.lease.as_ref();
+        let mut m = ser.serialize_map(Some(22))?;
+        m.serialize_entry("id", &j.id)?;
+        m.serialize_entry("queue", &j.queue)?;
+        m.serialize_entry("kind", &j.kind)?;
+        m.serialize_entry("state", s.state.as_str())?;
+        m.serialize_entry("priority", &j.priority.get())?;
+        m.serialize_entry("attempts", &s.attempts)?;
+        m.serialize_entry("max_attempts", &s.max_attempts)?;
+        m.serialize_entry("ready_at", &time(s.ready_at))?;
+        m.serialize_entry("created_at", &time(j.created_at))?;
+        m.serialize_entry("finished_at", &s.finished_at.map(time))?;
+        m.serialize_entry("unique_key", &j.unique_key)?;
+        m.serialize_entry("lease_token", &s.last_token)?;
+        m.serialize_entry("lease_expires_at", &lease.map(|l| time(l.expires_at)))?;
+        m.serialize_entry("leased_by", &lease.map(|l| l.worker.as_str()))?;
+        m.serialize_entry("last_error", &s.last_error)?;
+        m.serialize_entry("lease_for_ms", &j.lease_for.map(ms))?;
+        m.serialize_entry("timeout_ms", &j.timeout.map(ms))?;
+        m.serialize_entry("traceparent", &j.traceparent)?;
+        m.serialize_entry("tags", &j.tags)?;
+        m.serialize_entry("waiting_on", &s.waiting_on)?;
+        raw_entry(&mut m, "payload", Some(&j.payload))?;
+        raw_entry(&mut m, "result", j.result.as_deref())?;
+        m.end()
+    }
+}
+
+/// Puts `bytes` under `name` as the JSON text they hold (`null` for none or
+/// empty), or under `name_base64` when they are not JSON.
+fn raw_entry<M: serde::ser::SerializeMap>(m: &mut M, name: &str, bytes: Option<&[u8]>) -> Result<(), M::Error> {
+    match raw_json(bytes.unwrap_or_default()) {
+        RawBytes::Empty => m.serialize_entry(name, &()),
+        RawBytes::Json(raw) => m.serialize_entry(name, raw),
+        RawBytes::Other(b) => m.serialize_entry(
+            &format!("{name}_base64"),
+            &base64::engine::general_purpose::STANDARD.encode(b),
+        ),
+    }
 }
 
 /// A leased job, as a worker receives it: `{"id", "token", "queue", "kind",
@@ -110,13 +137,7 @@ impl serde::Serialize for Leased<'_> {
         m.serialize_entry("lease_for_ms", &ms(l.lease_for))?;
         m.serialize_entry("timeout_ms", &l.timeout.map(ms))?;
         m.serialize_entry("traceparent", &l.traceparent)?;
-        match raw_json(&l.payload) {
-            RawBytes::Empty => m.serialize_entry("payload", &())?,
-            RawBytes::Json(raw) => m.serialize_entry("payload", raw)?,
-            RawBytes::Other(b) => {
-                m.serialize_entry("payload_base64", &base64::engine::general_purpose::STANDARD.encode(b))?;
-            }
-        }
+        raw_entry(&mut m, "payload", Some(&l.payload))?;
         m.end()
     }
 }
