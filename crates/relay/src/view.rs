@@ -52,8 +52,13 @@ fn ms(d: std::time::Duration) -> u64 {
 /// "payload" (or "payload_base64"), "result" (or "result_base64")}`, with
 /// `null` for what the job lacks.
 pub fn job(j: &Job) -> Value {
-    serde_json::to_value(JobView(j)).unwrap_or_default()
+    serde_json::to_value(Parsed(JobView(j))).unwrap_or_default()
 }
+
+/// A view whose payload and result are parsed into values (for a
+/// [`Value`], which cannot hold JSON text as it is): what is not a
+/// [`Value`] (`1e999`, nesting past serde_json's limit) goes as base64.
+struct Parsed<V>(V);
 
 /// [`job`] as a value to serialize straight into an answer: the payload
 /// and result go out as the JSON text stored, byte for byte (keys in their
@@ -63,6 +68,18 @@ pub struct JobView<'a>(pub &'a Job);
 
 impl serde::Serialize for JobView<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        self.write(ser, true)
+    }
+}
+
+impl serde::Serialize for Parsed<JobView<'_>> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        self.0.write(ser, false)
+    }
+}
+
+impl JobView<'_> {
+    fn write<S: serde::Serializer>(&self, ser: S, raw: bool) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let j = self.0;
         let s = &j.status;
@@ -88,23 +105,36 @@ impl serde::Serialize for JobView<'_> {
         m.serialize_entry("traceparent", &j.traceparent)?;
         m.serialize_entry("tags", &j.tags)?;
         m.serialize_entry("waiting_on", &s.waiting_on)?;
-        raw_entry(&mut m, "payload", Some(&j.payload))?;
-        raw_entry(&mut m, "result", j.result.as_deref())?;
+        bytes_entry(&mut m, "payload", Some(&j.payload), raw)?;
+        bytes_entry(&mut m, "result", j.result.as_deref(), raw)?;
         m.end()
     }
 }
 
-/// Puts `bytes` under `name` as the JSON text they hold (`null` for none or
-/// empty), or under `name_base64` when they are not JSON.
-fn raw_entry<M: serde::ser::SerializeMap>(m: &mut M, name: &str, bytes: Option<&[u8]>) -> Result<(), M::Error> {
-    match raw_json(bytes.unwrap_or_default()) {
-        RawBytes::Empty => m.serialize_entry(name, &()),
-        RawBytes::Json(raw) => m.serialize_entry(name, raw),
-        RawBytes::Other(b) => m.serialize_entry(
-            &format!("{name}_base64"),
-            &base64::engine::general_purpose::STANDARD.encode(b),
-        ),
+/// Puts `bytes` under `name` as the JSON they hold (`null` for none or
+/// empty): their text as it is when `raw`, else parsed into a value; under
+/// `name_base64` when they are not JSON (or, parsed, not a value).
+fn bytes_entry<M: serde::ser::SerializeMap>(
+    m: &mut M,
+    name: &str,
+    bytes: Option<&[u8]>,
+    raw: bool,
+) -> Result<(), M::Error> {
+    let b = bytes.unwrap_or_default();
+    if b.is_empty() {
+        return m.serialize_entry(name, &());
     }
+    if raw {
+        if let Ok(text) = serde_json::from_slice::<&serde_json::value::RawValue>(b) {
+            return m.serialize_entry(name, text);
+        }
+    } else if let Ok(v) = serde_json::from_slice::<Value>(b) {
+        return m.serialize_entry(name, &v);
+    }
+    m.serialize_entry(
+        &format!("{name}_base64"),
+        &base64::engine::general_purpose::STANDARD.encode(b),
+    )
 }
 
 /// A leased job, as a worker receives it: `{"id", "token", "queue", "kind",
@@ -112,7 +142,7 @@ fn raw_entry<M: serde::ser::SerializeMap>(m: &mut M, name: &str, bytes: Option<&
 /// "lease_for_ms", "timeout_ms", "traceparent", "payload" (or
 /// "payload_base64")}`.
 pub fn leased(l: &LeasedJob) -> Value {
-    serde_json::to_value(Leased(l)).unwrap_or_default()
+    serde_json::to_value(Parsed(Leased(l))).unwrap_or_default()
 }
 
 /// [`leased`] as a value to serialize straight into an answer, without
@@ -122,7 +152,19 @@ pub fn leased(l: &LeasedJob) -> Value {
 pub struct Leased<'a>(pub &'a LeasedJob);
 
 impl serde::Serialize for Leased<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        self.write(ser, true)
+    }
+}
+
+impl serde::Serialize for Parsed<Leased<'_>> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        self.0.write(ser, false)
+    }
+}
+
+impl Leased<'_> {
+    fn write<S: serde::Serializer>(&self, s: S, raw: bool) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;
         let l = self.0;
         let mut m = s.serialize_map(Some(12))?;
@@ -137,25 +179,8 @@ impl serde::Serialize for Leased<'_> {
         m.serialize_entry("lease_for_ms", &ms(l.lease_for))?;
         m.serialize_entry("timeout_ms", &l.timeout.map(ms))?;
         m.serialize_entry("traceparent", &l.traceparent)?;
-        raw_entry(&mut m, "payload", Some(&l.payload))?;
+        bytes_entry(&mut m, "payload", Some(&l.payload), raw)?;
         m.end()
-    }
-}
-
-/// Bytes as the JSON text they hold, checked but not parsed into a value.
-enum RawBytes<'a> {
-    Empty,
-    Json(&'a serde_json::value::RawValue),
-    Other(&'a [u8]),
-}
-
-fn raw_json(b: &[u8]) -> RawBytes<'_> {
-    if b.is_empty() {
-        return RawBytes::Empty;
-    }
-    match serde_json::from_slice::<&serde_json::value::RawValue>(b) {
-        Ok(raw) => RawBytes::Json(raw),
-        Err(_) => RawBytes::Other(b),
     }
 }
 
@@ -272,5 +297,25 @@ mod tests {
         assert_eq!((v.get("payload"), &v["payload_base64"]), (None, &json!("aGVsbG8=")));
         j.payload = Vec::new();
         assert_eq!(job(&j)["payload"], Value::Null);
+    }
+
+    /// A payload a `Value` cannot hold (`1e999`) is base64 in the `Value`
+    /// views and its own text in the serialized ones; never a lost view.
+    #[test]
+    fn every_view_shows_every_payload() {
+        use crate::{LeaseRequest, NewJob, Relay};
+        let relay = Relay::in_memory().unwrap();
+        let odd = br#"{"b":1,"e":1e999}"#;
+        let id = relay.submit(NewJob::new("q", "k", odd.to_vec())).unwrap();
+        let job = relay.get(id).unwrap();
+        let v = super::job(&job);
+        assert_eq!(v["id"], json!(id.0), "{v}");
+        assert!(v["payload_base64"].is_string(), "{v}");
+        let text = serde_json::to_string(&super::JobView(&job)).unwrap();
+        assert!(text.contains(r#""payload":{"b":1,"e":1e999}"#), "{text}");
+        let leased = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        assert!(super::leased(&leased)["payload_base64"].is_string());
+        let text = serde_json::to_string(&super::Leased(&leased)).unwrap();
+        assert!(text.contains(r#""payload":{"b":1,"e":1e999}"#), "{text}");
     }
 }
