@@ -113,7 +113,7 @@ impl JobView<'_> {
 
 /// Puts `bytes` under `name` as the JSON they hold (`null` for none or
 /// empty): their text as it is when `raw`, else parsed into a value; under
-/// `name_base64` when they are not JSON (or, parsed, not a value).
+/// `name_base64` when they are not JSON a `Value` can hold.
 fn bytes_entry<M: serde::ser::SerializeMap>(
     m: &mut M,
     name: &str,
@@ -124,12 +124,14 @@ fn bytes_entry<M: serde::ser::SerializeMap>(
     if b.is_empty() {
         return m.serialize_entry(name, &());
     }
-    if raw {
-        if let Ok(text) = serde_json::from_slice::<&serde_json::value::RawValue>(b) {
-            return m.serialize_entry(name, text);
-        }
-    } else if let Ok(v) = serde_json::from_slice::<Value>(b) {
-        return m.serialize_entry(name, &v);
+    if let Ok(v) = serde_json::from_slice::<Value>(b) {
+        // As stored when `raw`; JSON a `Value` cannot hold (`1e999`,
+        // nesting past serde_json's limit) goes as base64 either way, so
+        // that no client reading answers into values fails on one job.
+        return match serde_json::from_slice::<&serde_json::value::RawValue>(b) {
+            Ok(text) if raw => m.serialize_entry(name, text),
+            _ => m.serialize_entry(name, &v),
+        };
     }
     m.serialize_entry(
         &format!("{name}_base64"),
@@ -299,23 +301,40 @@ mod tests {
         assert_eq!(job(&j)["payload"], Value::Null);
     }
 
-    /// A payload a `Value` cannot hold (`1e999`) is base64 in the `Value`
-    /// views and its own text in the serialized ones; never a lost view.
+    /// The serialized views carry the text stored; a payload a `Value`
+    /// cannot hold (`1e999`) is base64 in every view, never a lost view
+    /// nor an answer a client reading values cannot read.
     #[test]
     fn every_view_shows_every_payload() {
         use crate::{LeaseRequest, NewJob, Relay};
         let relay = Relay::in_memory().unwrap();
+        let kept = br#"{"b":1,"a":12345678901234567890123,"b":1E2}"#;
         let odd = br#"{"b":1,"e":1e999}"#;
-        let id = relay.submit(NewJob::new("q", "k", odd.to_vec())).unwrap();
-        let job = relay.get(id).unwrap();
-        let v = super::job(&job);
-        assert_eq!(v["id"], json!(id.0), "{v}");
-        assert!(v["payload_base64"].is_string(), "{v}");
-        let text = serde_json::to_string(&super::JobView(&job)).unwrap();
-        assert!(text.contains(r#""payload":{"b":1,"e":1e999}"#), "{text}");
-        let leased = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
-        assert!(super::leased(&leased)["payload_base64"].is_string());
-        let text = serde_json::to_string(&super::Leased(&leased)).unwrap();
-        assert!(text.contains(r#""payload":{"b":1,"e":1e999}"#), "{text}");
+        for payload in [&kept[..], &odd[..]] {
+            relay.submit(NewJob::new("q", "k", payload.to_vec())).unwrap();
+        }
+        let jobs = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
+        for (l, raw) in jobs.iter().zip([true, false]) {
+            let job = relay.get(l.id).unwrap();
+            let (view, leased) = (super::job(&job), super::leased(l));
+            assert_eq!(view["id"], json!(l.id.0), "{view}");
+            let (one, lease) = (text(&super::JobView(&job)), text(&super::Leased(l)));
+            if raw {
+                let stored = std::str::from_utf8(kept).unwrap();
+                assert!(one.contains(stored) && lease.contains(stored), "{one} / {lease}");
+                assert!(view["payload"].is_object() && leased["payload"].is_object());
+            } else {
+                assert!(view["payload_base64"].is_string() && leased["payload_base64"].is_string());
+                assert!(
+                    one.contains("payload_base64") && lease.contains("payload_base64"),
+                    "{one}"
+                );
+                serde_json::from_str::<Value>(&lease).expect("an answer a Value can read");
+            }
+        }
+    }
+
+    fn text(v: &impl serde::Serialize) -> String {
+        serde_json::to_string(v).unwrap()
     }
 }
