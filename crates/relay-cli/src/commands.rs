@@ -256,10 +256,19 @@ fn payload_arg(p: Option<&str>) -> Result<Vec<u8>, CliError> {
     Ok(match p {
         None => Vec::new(),
         Some("-") => {
+            // Read no further than the limit: `< /dev/zero` must not fill
+            // memory before the size is refused.
+            let limits = relay::Limits::default();
+            let cap = u64::try_from(limits.max_payload_bytes).unwrap_or(u64::MAX).saturating_add(1);
             let mut buf = Vec::new();
             std::io::stdin()
+                .take(cap)
                 .read_to_end(&mut buf)
                 .map_err(|e| CliError::Io(format!("cannot read the payload from stdin: {e}")))?;
+            if buf.len() > limits.max_payload_bytes {
+                let why = format!("stdin holds more than the limit of {} bytes", limits.max_payload_bytes);
+                return Err(CliError::Relay(Error::InvalidInput(relay::InvalidInput::new("payload", why))));
+            }
             buf
         }
         Some(p) => p.as_bytes().to_vec(),

@@ -852,3 +852,32 @@ fn search_by_filter_and_act_on_every_match() {
         "commas",
     );
 }
+
+/// Regression (issue 24, item 12): `relay submit -` read all of stdin
+/// before checking the payload limit (`< /dev/zero` reached ~1 GB in 6 s).
+/// It stops reading one byte past the limit and says so.
+#[test]
+fn an_endless_stdin_payload_is_refused_at_the_limit() {
+    let db = db();
+    let mut child = Command::new(RELAY)
+        .arg("--db")
+        .arg(&db.path)
+        .args(["submit", "--queue", "q", "--kind", "k", "-"])
+        .stdin(Stdio::from(std::fs::File::open("/dev/zero").unwrap()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still reading stdin after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    fails(&out, 2, "more than the limit of 1048576 bytes");
+    ok(&relay(&db.path, &["stats"]));
+    assert_eq!(ok(&relay(&db.path, &["jobs", "--json"])), "", "nothing was submitted");
+}
