@@ -259,7 +259,9 @@ fn payload_arg(p: Option<&str>) -> Result<Vec<u8>, CliError> {
             // Read no further than the limit: `< /dev/zero` must not fill
             // memory before the size is refused.
             let limits = relay::Limits::default();
-            let cap = u64::try_from(limits.max_payload_bytes).unwrap_or(u64::MAX).saturating_add(1);
+            let cap = u64::try_from(limits.max_payload_bytes)
+                .unwrap_or(u64::MAX)
+                .saturating_add(1);
             let mut buf = Vec::new();
             std::io::stdin()
                 .take(cap)
@@ -267,7 +269,9 @@ fn payload_arg(p: Option<&str>) -> Result<Vec<u8>, CliError> {
                 .map_err(|e| CliError::Io(format!("cannot read the payload from stdin: {e}")))?;
             if buf.len() > limits.max_payload_bytes {
                 let why = format!("stdin holds more than the limit of {} bytes", limits.max_payload_bytes);
-                return Err(CliError::Relay(Error::InvalidInput(relay::InvalidInput::new("payload", why))));
+                return Err(CliError::Relay(Error::InvalidInput(relay::InvalidInput::new(
+                    "payload", why,
+                ))));
             }
             buf
         }

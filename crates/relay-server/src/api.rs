@@ -85,11 +85,20 @@ async fn deadline(State(state): S, req: Request, next: Next) -> Response {
     if req.method() == axum::http::Method::POST && req.uri().path().ends_with("/jobs/bulk") {
         return next.run(req).await;
     }
+    let reading = matches!(*req.method(), axum::http::Method::GET | axum::http::Method::HEAD);
     match tokio::time::timeout(state.config.request_timeout, next.run(req)).await {
         Ok(res) => res,
-        Err(_) => {
+        Err(_) if reading => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long").into_response()
         }
+        // A change cut off here may already be with the writer, which
+        // commits it all the same: never answered as not applied.
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "maybe_applied",
+            "the request took too long: its change may or may not have been applied; read it back before retrying (a submit with a unique_key is safe to retry)",
+        )
+        .into_response(),
     }
 }
 
