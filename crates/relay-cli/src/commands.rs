@@ -66,11 +66,15 @@ impl CliError {
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let out = Out::new(cli.json);
     match cli.command {
+        Command::Demo(_) if cli.server.is_some() => return Err(CliError::Usage(
+            "relay demo runs on a database file of its own (--db PATH, or a temporary one); it does not use --server"
+                .into(),
+        )),
         Command::Demo(args) => return crate::demo::run(cli.db, &args, &out),
         Command::Work(a) => {
             return match (&cli.server, cli.db) {
                 (Some(_), Some(_)) => Err(CliError::Usage("give --db or --server, not both".into())),
-                (Some(url), None) => crate::remote_work::run(Remote::new(url, cli.bearer.clone()), a, &out),
+                (Some(url), None) => crate::remote_work::run(Remote::new(url, cli.bearer.clone())?, a, &out),
                 (None, db) => crate::work::run(open(db)?, a, &out),
             }
         }
@@ -79,7 +83,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
     let target = match (&cli.server, &cli.db) {
         (Some(_), Some(_)) => return Err(CliError::Usage("give --db or --server, not both".into())),
-        (Some(url), None) => Target::Remote(Remote::new(url, cli.bearer.clone())),
+        (Some(url), None) => Target::Remote(Remote::new(url, cli.bearer.clone())?),
         (None, db) => {
             if !writes(&cli.command) {
                 must_exist(db.as_deref())?;

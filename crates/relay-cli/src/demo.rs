@@ -31,7 +31,7 @@ pub fn run(db: Option<PathBuf>, args: &DemoArgs, out: &Out) -> Result<(), CliErr
     // Without --db the demo works on a temporary file and removes it after.
     let temporary = db.is_none();
     let path = db.unwrap_or_else(|| std::env::temp_dir().join(format!("relay-demo-{}.db", std::process::id())));
-    let result = run_on(&path, args, out);
+    let result = run_on(&path, args, !temporary, out);
     if temporary {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -46,7 +46,7 @@ pub fn run(db: Option<PathBuf>, args: &DemoArgs, out: &Out) -> Result<(), CliErr
     result
 }
 
-fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliError> {
+fn run_on(path: &std::path::Path, args: &DemoArgs, kept: bool, out: &Out) -> Result<(), CliError> {
     let path = path.to_path_buf();
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
         return Err(CliError::Usage(format!(
@@ -108,7 +108,7 @@ fn run_on(path: &std::path::Path, args: &DemoArgs, out: &Out) -> Result<(), CliE
     report(
         &relay,
         out,
-        &path,
+        (&path, kept),
         args,
         total,
         submit_time,
@@ -291,10 +291,11 @@ fn progress(tally: &Tally, total: u64) {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// `(path, kept)`: the database, and whether it stays after the demo.
 fn report(
     relay: &Relay,
     out: &Out,
-    path: &std::path::Path,
+    (path, kept): (&std::path::Path, bool),
     args: &DemoArgs,
     total: u64,
     submit_time: Duration,
@@ -392,10 +393,13 @@ fn report(
     for (i, r) in rounds.iter().enumerate() {
         out.line(&format!("  round {}: {}", i + 1, round_text(r)));
     }
-    out.line(&format!(
-        "\nlook around: relay --db {} stats | jobs --state DEAD | show {poison} | schedule list",
-        path.display()
-    ));
+    // Only for a file that stays: a temporary one is removed next.
+    if kept {
+        out.line(&format!(
+            "\nlook around: relay --db {} stats | jobs --state DEAD | show {poison} | schedule list",
+            path.display()
+        ));
+    }
     Ok(())
 }
 

@@ -441,13 +441,25 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn new(base: &str, token: Option<String>) -> Self {
+    /// A client of the server at `base`, which must be an http(s) URL.
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Usage`] for an address without its scheme.
+    pub fn new(base: &str, token: Option<String>) -> Result<Self, CliError> {
+        let scheme = base.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("http" | "https")) {
+            return Err(CliError::Usage(format!(
+                "--server {base:?} is not an http(s) URL: give its scheme, e.g. --server http://{}",
+                base.split_once("://").map_or(base, |(_, rest)| rest)
+            )));
+        }
         let token_given = token.is_some();
         let mut client = relay_client::Client::new(base);
         if let Some(t) = token {
             client = client.with_token(t);
         }
-        Self { client, token_given }
+        Ok(Self { client, token_given })
     }
 
     /// A call's answer as the JSON every command prints (the views a

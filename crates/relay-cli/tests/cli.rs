@@ -881,3 +881,31 @@ fn an_endless_stdin_payload_is_refused_at_the_limit() {
     ok(&relay(&db.path, &["stats"]));
     assert_eq!(ok(&relay(&db.path, &["jobs", "--json"])), "", "nothing was submitted");
 }
+
+/// Regression (issue 24, item 14): rough edges a new user hit. A server
+/// address without its scheme said "http: invalid format"; `--server`
+/// was silently ignored by `relay demo`; the demo suggested looking around
+/// a temporary file it had just removed.
+#[test]
+fn rough_edges_say_what_to_do() {
+    let run = |args: &[&str]| Command::new(RELAY).args(args).env_remove("RELAY_DB").output().unwrap();
+    fails(
+        &run(&["--server", "localhost:7433", "stats"]),
+        2,
+        "--server http://localhost:7433",
+    );
+    fails(&run(&["--server", "ftp://h:1", "stats"]), 2, "not an http(s) URL");
+    fails(
+        &run(&["--server", "http://127.0.0.1:9", "demo"]),
+        2,
+        "does not use --server",
+    );
+    let out = run(&["demo", "--jobs", "50", "--workers", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(text.contains("removed the temporary database"), "{text}");
+    assert!(!text.contains("look around"), "no tour of a removed file: {text}");
+    let kept = db();
+    let out = relay(&kept.path, &["demo", "--jobs", "50", "--workers", "2"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("look around: relay --db"));
+}
