@@ -419,6 +419,10 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(allow_negative_numbers = true, long, default_value_t = 2 << 20)]
     pub max_body: usize,
+    /// After SIGTERM or SIGINT, close connections still open this long
+    /// later (a client sending its body slowly) and exit.
+    #[arg(long, value_parser = duration, default_value = "20s")]
+    pub shutdown_grace: Duration,
 }
 
 #[derive(Debug, Args)]

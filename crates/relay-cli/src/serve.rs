@@ -19,6 +19,7 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
     config.max_wait = a.max_wait;
     config.request_timeout = a.max_wait + std::time::Duration::from_secs(30);
     config.max_body_bytes = a.max_body;
+    config.shutdown_grace = a.shutdown_grace;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

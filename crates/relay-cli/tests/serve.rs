@@ -52,6 +52,50 @@ fn a_sigterm_as_soon_as_it_serves_stops_it_gracefully() {
     }
 }
 
+/// Regression (issue 24, item 10): a SIGTERM did not stop a server whose
+/// client was sending a body slowly (still running 40 s later). Shutdown
+/// closes what is still open after `--shutdown-grace`, and still exits 0.
+#[test]
+fn a_slow_client_cannot_hold_a_shutdown_past_its_grace() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(RELAY)
+        .arg("--db")
+        .arg(dir.path().join("s.db"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "1s"])
+        .env_remove("RELAY_TOKEN")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut err, url) = common::server_url(&mut child);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    slow.write_all(head.as_bytes()).unwrap();
+    let dribble = std::thread::spawn(move || {
+        // A byte a second for longer than the test lasts.
+        for _ in 0..120 {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if slow.write_all(b" ").is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    let (status, rest) = sigterm(&mut child, &mut err);
+    assert!(status.success(), "{status:?}: {rest}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(15),
+        "it waited for the slow client: {:?}",
+        t.elapsed()
+    );
+    assert!(rest.contains("relay: stopped"), "{rest}");
+    drop(dribble);
+}
+
 #[test]
 fn refuses_an_open_listener_without_a_token() {
     let dir = tempfile::tempdir().unwrap();

@@ -29,7 +29,7 @@ mod site;
 pub use error::ApiError;
 
 use relay::Relay;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +51,10 @@ pub struct ServerConfig {
     pub max_waiting: usize,
     /// A request still unanswered after this long is cut off (slow clients).
     pub request_timeout: Duration,
+    /// After a shutdown begins, connections still open this long later (a
+    /// client sending its body slowly, say) are closed and the server
+    /// returns.
+    pub shutdown_grace: Duration,
 }
 
 impl ServerConfig {
@@ -63,6 +67,7 @@ impl ServerConfig {
             max_wait: Duration::from_secs(60),
             max_waiting: 1024,
             request_timeout: Duration::from_secs(90),
+            shutdown_grace: Duration::from_secs(20),
         }
     }
 
@@ -153,7 +158,9 @@ impl Server {
 
     /// Serves until `shutdown` completes; then stops accepting, answers
     /// waiting long-polls with no jobs, finishes requests in flight, and
-    /// returns.
+    /// returns; connections still open [`ServerConfig::shutdown_grace`]
+    /// later are closed (a change the writer already holds is committed
+    /// all the same when the `Relay` is dropped).
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServerError> {
         let app = api::router(Arc::clone(&self.state));
         let stop = self.stop;
@@ -161,7 +168,21 @@ impl Server {
             shutdown.await;
             let _ = stop.send(true);
         };
-        axum::serve(self.listener, app).with_graceful_shutdown(signal).await?;
+        let serving = axum::serve(self.listener, app)
+            .with_graceful_shutdown(signal)
+            .into_future();
+        let mut stopping = self.state.stopping.clone();
+        let grace = self.state.config.shutdown_grace;
+        let deadline = async move {
+            let _ = stopping.wait_for(|s| *s).await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::select! {
+            done = serving => done?,
+            () = deadline => tracing::warn!(
+                "connections still open {grace:?} after the shutdown began were closed (--shutdown-grace)"
+            ),
+        }
         Ok(())
     }
 }
