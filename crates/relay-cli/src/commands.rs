@@ -215,14 +215,33 @@ fn writes(command: &Command) -> bool {
 }
 
 /// A command that only reads does not create a database: a path that
-/// does not exist is a typo (or the wrong directory), said so.
+/// does not exist (or a PostgreSQL database without Relay's tables) is a
+/// typo, or the wrong place, said so.
 fn must_exist(db: Option<&std::path::Path>) -> Result<(), CliError> {
-    match db {
-        Some(p) if !relay::is_postgres_url(&p.to_string_lossy()) && !p.exists() => Err(CliError::Io(format!(
+    let Some(p) = db else { return Ok(()) };
+    let target = p.to_string_lossy();
+    match Relay::store_exists(&target) {
+        Ok(true) => Ok(()),
+        Ok(false) if relay::is_postgres_url(&target) => Err(CliError::Io(format!(
+            "the database at {} holds no Relay tables: check --db (or RELAY_DB); a command that writes (submit) installs them",
+            redact(&target)
+        ))),
+        Ok(false) => Err(CliError::Io(format!(
             "there is no database at {}: check --db (or RELAY_DB); a command that writes (submit) creates it",
             p.display()
         ))),
-        _ => Ok(()),
+        Err(e) => Err(CliError::Relay(e)),
+    }
+}
+
+/// A URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.split_once("://"), url.rfind('@')) {
+        (Some((scheme, rest)), Some(_)) => match rest.rsplit_once('@') {
+            Some((who, host)) => format!("{scheme}://{}@{host}", who.split(':').next().unwrap_or(who)),
+            None => url.to_owned(),
+        },
+        _ => url.to_owned(),
     }
 }
 

@@ -394,6 +394,17 @@ fn a_postgres_url_works_wherever_a_path_does() {
             .output()
             .unwrap()
     };
+    // Regression (issue 24, item 13): a read installed Relay's tables and
+    // functions into whatever database the URL named. It refuses instead,
+    // and the database stays as it was.
+    fails(&run(&["stats"]), 1, "holds no Relay tables");
+    fails(&run(&["jobs"]), 1, "a command that writes (submit) installs them");
+    let mut pg = relay::postgres::Client::connect(&url, relay::postgres::NoTls).unwrap();
+    let tables: i64 = pg
+        .query_one("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'relay%'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "a read created nothing");
     let id = ok(&run(&["submit", "--queue", "q", "--kind", "k", "on postgres"]));
     assert_eq!(id.trim(), "1");
     // A PostgreSQL that does not answer, and a database that does not exist:

@@ -151,6 +151,16 @@ impl Session for Client {
     }
 }
 
+/// Whether the database at `url` holds Relay's schema (its `relay_schema`
+/// table), without creating anything.
+pub fn has_schema(url: &str) -> Result<bool, StoreError> {
+    let mut client = connect(url)?;
+    let row = client
+        .query_one("SELECT to_regclass('relay_schema') IS NOT NULL", &[])
+        .map_err(map_err)?;
+    crate::decode::col(&row, 0, "to_regclass", None)
+}
+
 pub(crate) fn check_version(client: &mut Client) -> Result<(), StoreError> {
     relay_store::decode::schema_version(stored_version(client)?.unwrap_or(0), SCHEMA_VERSION).map(drop)
 }

@@ -27,7 +27,7 @@ mod store;
 mod within;
 mod write;
 
-pub use connect::SCHEMA_VERSION;
+pub use connect::{has_schema, SCHEMA_VERSION};
 use postgres::fallible_iterator::FallibleIterator;
 use reader::{Conn, PgReader};
 use relay_store::{Backend, StoreError, StoreReader, WatchGuard, WriterStore};

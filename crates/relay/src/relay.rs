@@ -147,6 +147,29 @@ impl Relay {
         }
     }
 
+    /// Whether `target` (as [`Relay::connect`] takes it) already holds a
+    /// Relay store: a file that exists, or a PostgreSQL database with
+    /// Relay's schema. Nothing is created: a command that only reads asks
+    /// first, so that a typo in a path or URL never makes a store.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Open`] when the PostgreSQL server cannot be reached (or this
+    /// build has no PostgreSQL store).
+    pub fn store_exists(target: &str) -> Result<bool> {
+        if !crate::is_postgres_url(target) {
+            return Ok(Path::new(target).exists());
+        }
+        #[cfg(feature = "postgres")]
+        {
+            relay_postgres::has_schema(target).map_err(Error::open)
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            Self::connect(target, Options::default()).map(|_| false)
+        }
+    }
+
     /// A private database in memory: fast, not durable. For tests.
     ///
     /// # Errors
