@@ -21,7 +21,8 @@
 //!
 //! `--worker --drain` is a plain worker for `scripts/worker-bench`: its
 //! connections work (no producer, no steps) until it is killed, after
-//! printing `READY`; the first of `--connections` counts.
+//! printing `READY`; the first of `--connections` counts. `--queue Q`
+//! works on Q instead of `load`.
 //!
 //! `--spawn` starts `relay serve` itself (the `relay` binary next to this
 //! one) on a new database in a temporary directory, and stops it after.
@@ -47,6 +48,8 @@ struct Config {
     worker_batch: Option<u32>,
     /// `--drain`: work until killed.
     drain: bool,
+    /// The queue submitted to and leased from (`--queue`, default `load`).
+    queue: String,
 }
 
 fn parse_args() -> Result<(Config, bool), String> {
@@ -99,6 +102,7 @@ fn parse_args() -> Result<(Config, bool), String> {
             None
         },
         drain: args.iter().any(|a| a == "--drain"),
+        queue: get("--queue").unwrap_or_else(|| "load".into()),
     };
     Ok((config, spawn))
 }
@@ -161,13 +165,13 @@ fn connection(cfg: &Config, warm_until: Instant, stop: &AtomicBool, out: &Mutex<
         }
     };
     let job = relay_client::wire::NewJob {
-        queue: "load".into(),
+        queue: cfg.queue.clone(),
         kind: "k".into(),
         payload,
         ..Default::default()
     };
     let lease = relay_client::wire::Lease {
-        queues: vec!["load".into()],
+        queues: vec![cfg.queue.clone()],
         worker: Some("load".into()),
         ..Default::default()
     };
@@ -229,7 +233,7 @@ struct Stock {
 fn produce(cfg: &Config, stop: &AtomicBool, stock: &Stock, out: &Mutex<Samples>) {
     let client = client(cfg);
     let job = relay_client::wire::NewJob {
-        queue: "load".into(),
+        queue: cfg.queue.clone(),
         kind: "k".into(),
         ..Default::default()
     };
@@ -268,7 +272,7 @@ fn work_connection(
     let client = client(cfg);
     let mut local = Samples::default();
     let lease = wire::Lease {
-        queues: vec!["load".into()],
+        queues: vec![cfg.queue.clone()],
         worker: Some("load".into()),
         max: Some(batch),
         wait_ms: Some(1000),
