@@ -1,12 +1,14 @@
 /**
- * A client of Relay's HTTP API (`relay serve`), on Node 18+'s `fetch`.
+ * A client of Relay's HTTP API (`relay serve`), on Node's `http` module
+ * with persistent keep-alive connections.
  *
  * Payloads and results are bytes on the server, JSON by convention. A JSON
  * value given here comes back as that value; a `Uint8Array` travels as
  * base64 and comes back as a `Uint8Array`; `undefined`/`null` is none.
  */
 
-import { RelayError, Unavailable, errorFor } from "./errors.js";
+import { RelayError, errorFor } from "./errors.js";
+import { Transport } from "./transport.js";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type Payload = Json | Uint8Array | undefined;
@@ -73,6 +75,50 @@ export interface LeaseOptions {
   worker?: string;
 }
 
+/** A lease request: the queues to lease from and how (see `lease`). */
+export interface LeaseRequest extends LeaseOptions {
+  queues: string[];
+}
+
+/**
+ * The outcome of a job held under `token`, for `work`: `ack` (succeeded,
+ * with an optional result), `nack` (failed: READY again after `retryInMs`
+ * or the back-off, DEAD when spent or `permanent`) or `release` (back to
+ * READY untried; after `inMs`, a snooze).
+ */
+export type Outcome =
+  | { id: number; token: number; outcome: "ack"; result?: Payload }
+  | { id: number; token: number; outcome: "nack"; error: string; retryInMs?: number; permanent?: boolean }
+  | { id: number; token: number; outcome: "release"; inMs?: number };
+
+/**
+ * The answer for one outcome: its job's new `state` (and `readyAt` when it
+ * is due again), or the `error` that kept it from being applied (the class
+ * the per-job call would throw: `LeaseLost`, `InvalidState`, `NotFound`,
+ * `InvalidInput`), returned, not thrown.
+ */
+export type OutcomeAnswer =
+  | { id: number; state: string; readyAt: string | null; error?: undefined }
+  | { id: number; error: RelayError; state?: undefined; readyAt?: undefined };
+
+/** What `work` answers: one item per outcome, in order, and the jobs leased. */
+export interface WorkAnswer {
+  outcomes: OutcomeAnswer[];
+  jobs: LeasedJob[];
+}
+
+/** A lease to extend, for `heartbeat`; `leaseForMs` overrides the call's. */
+export interface HeldLease {
+  id: number;
+  token: number;
+  leaseForMs?: number;
+}
+
+/** The answer for one lease: its new expiry, or why it is not ours (returned). */
+export type HeartbeatAnswer =
+  | { id: number; leaseExpiresAt: string; error?: undefined }
+  | { id: number; error: RelayError; leaseExpiresAt?: undefined };
+
 type Obj = Record<string, any>;
 
 function putPayload(body: Obj, name: string, value: Payload): void {
@@ -108,6 +154,50 @@ function jobBody(j: NewJob): Obj {
   ];
   for (const [k, v] of optional) if (v !== undefined) body[k] = v;
   return body;
+}
+
+function leaseBody(queues: string[], options: LeaseOptions): Obj {
+  const body: Obj = {
+    queues,
+    max: options.max ?? 1,
+    lease_for_ms: options.leaseForMs ?? 30_000,
+    wait_ms: options.waitMs ?? 0,
+  };
+  if (options.worker !== undefined) body.worker = options.worker;
+  return body;
+}
+
+function outcomeBody(o: Outcome): Obj {
+  const body: Obj = { id: o.id, token: o.token, outcome: o.outcome };
+  switch (o.outcome) {
+    case "ack":
+      putPayload(body, "result", o.result);
+      break;
+    case "nack":
+      body.error = o.error;
+      if (o.retryInMs !== undefined) body.retry_in_ms = o.retryInMs;
+      if (o.permanent !== undefined) body.permanent = o.permanent;
+      break;
+    case "release":
+      if (o.inMs !== undefined) body.in_ms = o.inMs;
+      break;
+  }
+  return body;
+}
+
+/** An item's error as the class its code names; no HTTP status of its own. */
+function itemError(e: Obj): RelayError {
+  return errorFor(undefined, String(e.code), String(e.message));
+}
+
+function outcomeAnswer(v: Obj): OutcomeAnswer {
+  if (v.error) return { id: v.id, error: itemError(v.error) };
+  return { id: v.id, state: v.state, readyAt: v.ready_at ?? null };
+}
+
+function heartbeatAnswer(v: Obj): HeartbeatAnswer {
+  if (v.error) return { id: v.id, error: itemError(v.error) };
+  return { id: v.id, leaseExpiresAt: v.lease_expires_at };
 }
 
 function leased(v: Obj): LeasedJob {
@@ -160,39 +250,32 @@ export class Client {
   readonly url: string;
   readonly token?: string;
   readonly timeoutMs: number;
+  private readonly transport: Transport;
 
   constructor(url: string, options: { token?: string; timeoutMs?: number } = {}) {
     this.url = url.replace(/\/+$/, "");
     this.token = options.token;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.transport = new Transport(this.url, this.token);
+  }
+
+  /** Closes the idle keep-alive connections (they never keep Node running). */
+  close(): void {
+    this.transport.close();
   }
 
   private async call(method: string, path: string, body?: Obj, timeoutMs?: number): Promise<any> {
-    const headers: Record<string, string> = {};
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    let res: Response;
-    try {
-      res = await fetch(this.url + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs ?? this.timeoutMs),
-      });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-      throw new Unavailable(`cannot reach Relay at ${this.url} (${cause}); is \`relay serve\` running there?`, "unreachable");
-    }
-    const text = await res.text();
-    if (res.ok) return text ? JSON.parse(text) : null;
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs);
+    if (res.status >= 200 && res.status < 300) return res.text ? JSON.parse(res.text) : null;
     let err: Obj | undefined;
     try {
-      err = JSON.parse(text).error;
+      err = JSON.parse(res.text).error;
     } catch {
       err = undefined;
     }
     if (err && typeof err.code === "string") throw errorFor(res.status, err.code, String(err.message));
-    throw new RelayError(`${method} ${path}: HTTP ${res.status} without a Relay error body: ${text.slice(0, 200)}`, "error", res.status);
+    throw new RelayError(`${method} ${path}: HTTP ${res.status} without a Relay error body: ${res.text.slice(0, 200)}`, "error", res.status);
   }
 
   /** Submits one job; returns its id. Durable when it resolves. */
@@ -207,16 +290,36 @@ export class Client {
 
   /** Leases up to `max` jobs, waiting up to `waitMs` for one (a long-poll). */
   async lease(queues: string[], options: LeaseOptions = {}): Promise<LeasedJob[]> {
-    const waitMs = options.waitMs ?? 0;
-    const body: Obj = {
-      queues,
-      max: options.max ?? 1,
-      lease_for_ms: options.leaseForMs ?? 30_000,
-      wait_ms: waitMs,
-    };
-    if (options.worker !== undefined) body.worker = options.worker;
-    const v = await this.call("POST", "/v1/lease", body, this.timeoutMs + waitMs);
+    const v = await this.call("POST", "/v1/lease", leaseBody(queues, options), this.timeoutMs + (options.waitMs ?? 0));
     return (v.jobs as Obj[]).map(leased);
+  }
+
+  /**
+   * Reports many jobs' outcomes and leases the next jobs, in one call and
+   * one commit (the outcomes first, so the slots they free can be leased).
+   * Each outcome is answered on its own (an error in its answer item, not
+   * thrown); the call throws only when nothing was applied (or, for
+   * `MaybeApplied`, may have been). `lease.waitMs` is a long-poll only
+   * when `outcomes` is empty. Repeating a call is safe: an ack repeated
+   * with its token is answered with its state again.
+   */
+  async work(outcomes: Outcome[], lease?: LeaseRequest): Promise<WorkAnswer> {
+    const body: Obj = { outcomes: outcomes.map(outcomeBody) };
+    if (lease) body.lease = leaseBody(lease.queues, lease);
+    const v = await this.call("POST", "/v1/work", body, this.timeoutMs + (lease?.waitMs ?? 0));
+    return { outcomes: (v.outcomes as Obj[]).map(outcomeAnswer), jobs: (v.jobs as Obj[]).map(leased) };
+  }
+
+  /**
+   * Extends many leases at once, each to its own `leaseForMs` (else this
+   * call's) from now. One answer per lease, in order; an error there
+   * (`LeaseLost`, `InvalidState`, `NotFound`) means the job is no longer
+   * this worker's.
+   */
+  async heartbeat(leases: HeldLease[], leaseForMs = 30_000): Promise<HeartbeatAnswer[]> {
+    const items = leases.map((l) => (l.leaseForMs === undefined ? { id: l.id, token: l.token } : { id: l.id, token: l.token, lease_for_ms: l.leaseForMs }));
+    const v = await this.call("POST", "/v1/heartbeat", { leases: items, lease_for_ms: leaseForMs });
+    return (v.leases as Obj[]).map(heartbeatAnswer);
   }
 
   /** Reports success (repeating it with the same token is answered Ok). */

@@ -66,8 +66,8 @@ const byCode: Record<string, new (message: string, code?: string, status?: numbe
   corrupt: Corrupt,
 };
 
-/** The error for an error answer. */
-export function errorFor(status: number, code: string, message: string): RelayError {
+/** The error for an error answer (`status` undefined: one item of a batch call's answer). */
+export function errorFor(status: number | undefined, code: string, message: string): RelayError {
   const Cls = byCode[code] ?? RelayError;
   return new Cls(message, code, status);
 }

@@ -1,6 +1,6 @@
 /**
  * TypeScript client and worker for Relay, the durable job queue, over its
- * HTTP API (`relay serve`). Node 18+ (`fetch`), no runtime dependencies.
+ * HTTP API (`relay serve`). Node 18+, no runtime dependencies.
  *
  * ```ts
  * import { Client, Worker } from "relay-client";
@@ -15,7 +15,7 @@
  */
 
 export { Client } from "./client.js";
-export type { Job, Json, LeaseOptions, LeasedJob, NewJob, Payload } from "./client.js";
+export type { HeartbeatAnswer, HeldLease, Job, Json, LeaseOptions, LeaseRequest, LeasedJob, NewJob, Outcome, OutcomeAnswer, Payload, WorkAnswer } from "./client.js";
 export * from "./errors.js";
 export { Permanent, Retry, Snooze, Worker } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -2,7 +2,7 @@
 // they were given, and every error as the class named after its code.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, DependencyNotFound, InvalidInput, InvalidState, LeaseLost, NotFound, PayloadTooLarge, RelayError, Unauthorized, Unavailable } from "../dist/index.js";
+import { Client, DependencyNotFound, InvalidInput, InvalidRequest, InvalidState, LeaseLost, NotFound, PayloadTooLarge, RelayError, Unauthorized, Unavailable } from "../dist/index.js";
 import { freePort, startServer } from "./server.mjs";
 
 let server, client;
@@ -70,4 +70,75 @@ test("tags", async () => {
   const tagged = await client.submit({ queue: "tags", kind: "k", tags: ["vip", "eu"] });
   assert.deepEqual((await client.get(tagged)).tags, ["vip", "eu"]);
   assert.deepEqual((await client.get(await client.submit({ queue: "tags", kind: "k" }))).tags, []);
+});
+
+test("work: a mixed batch answered item by item, with a lease; repeating it applies nothing twice", async () => {
+  const [a, stale, doomed, later, bytes, next] = await client.submitBatch([0, 1, 2, 3, 4, 5].map((i) => ({ queue: "mix", kind: "k", payload: { i } })));
+  const held = new Map((await client.lease(["mix"], { max: 5 })).map((j) => [j.id, j]));
+  const tok = (id) => held.get(id).token;
+  const outcomes = [
+    { id: a, token: tok(a), outcome: "ack", result: { sent: true } },
+    { id: stale, token: tok(stale) + 1, outcome: "ack" },
+    { id: doomed, token: tok(doomed), outcome: "nack", error: "never works", permanent: true },
+    { id: later, token: tok(later), outcome: "release", inMs: 600_000 },
+    { id: bytes, token: tok(bytes), outcome: "ack", result: new Uint8Array([0, 255]) },
+  ];
+  const first = await client.work(outcomes, { queues: ["mix"], max: 5, leaseForMs: 60_000 });
+  assert.deepEqual(first.outcomes.map((o) => [o.id, o.state ?? o.error.code]), [
+    [a, "SUCCEEDED"],
+    [stale, "lease_lost"],
+    [doomed, "DEAD"],
+    [later, "READY"],
+    [bytes, "SUCCEEDED"],
+  ]);
+  assert.ok(first.outcomes[1].error instanceof LeaseLost, "an item's error is the class of its code, returned");
+  assert.ok(Date.parse(first.outcomes[3].readyAt) > Date.now() + 500_000, `due in ten minutes: ${first.outcomes[3].readyAt}`);
+  // The claim ran after the outcomes: only `next` is ready (`later` is snoozed).
+  assert.deepEqual(first.jobs.map((j) => [j.id, j.payload]), [[next, { i: 5 }]]);
+  assert.equal(first.jobs[0].leaseForMs, 60_000);
+
+  // The same call again (an answer lost, say): the acks are answered OK,
+  // the rest refused, nothing applied twice, nothing leased again.
+  const again = await client.work(outcomes, { queues: ["mix"], max: 5 });
+  assert.deepEqual(again.outcomes.map((o) => [o.id, o.state ?? o.error.code]), [
+    [a, "SUCCEEDED"],
+    [stale, "lease_lost"],
+    [doomed, "invalid_state"],
+    [later, "lease_lost"],
+    [bytes, "SUCCEEDED"],
+  ]);
+  assert.ok(again.outcomes[2].error instanceof InvalidState);
+  assert.deepEqual(again.jobs, []);
+  const kinds = async (id) => (await client.events(id)).map((e) => e.kind);
+  assert.deepEqual(await kinds(a), ["submitted", "leased", "succeeded"]);
+  assert.deepEqual(await kinds(doomed), ["submitted", "leased", "failed"]);
+  assert.deepEqual(await kinds(later), ["submitted", "leased", "snoozed"]);
+  assert.deepEqual((await client.get(a)).result, { sent: true });
+  assert.deepEqual((await client.get(bytes)).result, new Uint8Array([0, 255]));
+  assert.deepEqual([(await client.get(stale)).state, (await client.get(doomed)).state], ["LEASED", "DEAD"]);
+
+  // Only a malformed call fails whole, applying nothing.
+  await assert.rejects(client.work([{ id: next, token: first.jobs[0].token, outcome: "ack" }], { queues: ["bad queue!"] }), InvalidInput);
+  await assert.rejects(client.work([{ id: next, token: first.jobs[0].token, outcome: "release", inMs: -1 }]), InvalidRequest);
+  assert.equal((await client.get(next)).state, "LEASED");
+});
+
+test("heartbeat: many leases extended in one call, each answered", async () => {
+  const [held, done, gone] = await client.submitBatch([0, 1, 2].map(() => ({ queue: "hb", kind: "k" })));
+  const jobs = new Map((await client.lease(["hb"], { max: 3, leaseForMs: 5_000 })).map((j) => [j.id, j]));
+  await client.ack(done, jobs.get(done).token);
+  await client.cancel(gone);
+  await client.delete(gone);
+  const leases = [...jobs.values()].map((j) => ({ id: j.id, token: j.token }));
+  leases.push({ id: held, token: jobs.get(held).token + 1 });
+  const answers = await client.heartbeat(leases, 120_000);
+  assert.deepEqual(answers.map((a) => [a.id, a.leaseExpiresAt ? "extended" : a.error.constructor.name]), [
+    [held, "extended"],
+    [done, "InvalidState"],
+    [gone, "NotFound"],
+    [held, "LeaseLost"],
+  ]);
+  assert.ok(Date.parse(answers[0].leaseExpiresAt) > Date.now() + 100_000, "extended by the call's lease_for_ms");
+  const [own] = await client.heartbeat([{ id: held, token: jobs.get(held).token, leaseForMs: 1_000 }], 120_000);
+  assert.ok(Date.parse(own.leaseExpiresAt) < Date.now() + 5_000, "a lease's own lease_for_ms wins");
 });

@@ -1,5 +1,6 @@
 // A real `relay serve` for the tests: a free loopback port, a token, a
-// database in a temporary directory; stopped with SIGTERM after.
+// database in a temporary directory; stopped with SIGTERM after. `kill()`
+// is a kill -9; `restart()` starts it again on the same database and port.
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
@@ -22,20 +23,21 @@ export function freePort() {
   });
 }
 
-export async function startServer(port) {
-  port ??= await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "relay-ts-"));
-  const proc = spawn(RELAY, ["--db", join(dir, "relay.db"), "serve", "--listen", `127.0.0.1:${port}`, "--max-wait", "5s"], {
+function spawnRelay(db, port) {
+  const proc = spawn(RELAY, ["--db", db, "serve", "--listen", `127.0.0.1:${port}`, "--max-wait", "5s"], {
     env: { ...process.env, RELAY_TOKEN: TOKEN },
     stdio: ["ignore", "ignore", "pipe"],
   });
   proc.stderr.resume();
-  const url = `http://127.0.0.1:${port}`;
+  return proc;
+}
+
+async function waitUp(url, proc) {
   const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       const r = await fetch(url + "/healthz");
-      if (r.ok) break;
+      if (r.ok) return;
     } catch {
       // not up yet
     }
@@ -43,16 +45,34 @@ export async function startServer(port) {
     if (Date.now() > deadline) throw new Error("relay serve did not answer within 30 s");
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+function ended(proc, signal) {
+  return new Promise((ok) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return ok();
+    proc.once("exit", ok);
+    proc.kill(signal);
+  });
+}
+
+export async function startServer(port) {
+  port ??= await freePort();
+  const db = join(mkdtempSync(join(tmpdir(), "relay-ts-")), "relay.db");
+  const url = `http://127.0.0.1:${port}`;
+  let proc = spawnRelay(db, port);
+  await waitUp(url, proc);
   return {
     url,
     port,
     token: TOKEN,
-    stop: () =>
-      new Promise((ok) => {
-        if (proc.exitCode !== null) return ok();
-        proc.once("exit", ok);
-        proc.kill("SIGTERM");
-      }),
+    stop: () => ended(proc, "SIGTERM"),
+    /** kill -9: no shutdown, connections cut, whatever is not committed lost. */
+    kill: () => ended(proc, "SIGKILL"),
+    /** Starts it again on the same database and port; resolves once it answers. */
+    restart: async () => {
+      proc = spawnRelay(db, port);
+      await waitUp(url, proc);
+    },
   };
 }
 

@@ -1,0 +1,113 @@
+// Keep-alive connections: reused between calls; a call that fails on a
+// reused connection before any answer byte (the server closed it while idle)
+// is sent once more on a fresh one; any other failure is `Unavailable`.
+// A raw TCP server plays Relay here, to drop connections exactly when told;
+// the last test restarts a real `relay serve` under a client.
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { test } from "node:test";
+import { Client, Unavailable } from "../dist/index.js";
+import { startServer } from "./server.mjs";
+
+const ANSWER = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\n\r\n{"events":[]}';
+
+/**
+ * A server that calls `decide(connection, request)` for each request (both
+ * numbered from 1) and then answers it ("answer"), cuts the connection
+ * without a byte ("drop"), sends half an answer and cuts it ("half"), or
+ * never answers ("silent").
+ */
+async function fakeRelay(decide) {
+  const seen = [];
+  let connections = 0;
+  const server = createServer((socket) => {
+    const connection = ++connections;
+    let buffered = "";
+    socket.on("error", () => {});
+    socket.on("data", (chunk) => {
+      buffered += chunk;
+      // Every request here is a GET: it ends at its blank line.
+      while (buffered.includes("\r\n\r\n")) {
+        buffered = buffered.slice(buffered.indexOf("\r\n\r\n") + 4);
+        seen.push(connection);
+        const what = decide(connection, seen.length);
+        if (what === "answer") socket.write(ANSWER);
+        else if (what === "half") socket.end(ANSWER.slice(0, 20));
+        else if (what === "drop") socket.resetAndDestroy();
+      }
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return { url, seen, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+test("calls share one kept-alive connection", async () => {
+  const fake = await fakeRelay(() => "answer");
+  const client = new Client(fake.url);
+  for (let i = 0; i < 5; i++) await client.events(1);
+  assert.deepEqual(fake.seen, [1, 1, 1, 1, 1]);
+  client.close();
+  await fake.close();
+});
+
+test("a reused connection cut before any answer byte: sent once more on a fresh one", async () => {
+  // The second request, the first on a reused connection, is dropped.
+  const fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+  const client = new Client(fake.url);
+  await client.events(1);
+  assert.deepEqual(await client.events(1), []);
+  assert.deepEqual(fake.seen, [1, 1, 2], "the retry went on a new connection");
+  client.close();
+  await fake.close();
+});
+
+test("other failures are Unavailable, not sent again", async () => {
+  // A fresh connection cut: the server got the request, no retry.
+  let fake = await fakeRelay(() => "drop");
+  let client = new Client(fake.url);
+  await assert.rejects(client.events(1), (e) => e instanceof Unavailable && /cannot reach Relay/.test(e.message));
+  assert.deepEqual(fake.seen, [1]);
+  client.close();
+  await fake.close();
+
+  // A reused connection cut after part of the answer: not a stale connection.
+  fake = await fakeRelay((_, request) => (request === 2 ? "half" : "answer"));
+  client = new Client(fake.url);
+  await client.events(1);
+  await assert.rejects(client.events(1), Unavailable);
+  assert.deepEqual(fake.seen, [1, 1]);
+  client.close();
+  await fake.close();
+
+  // Retried once only: the fresh connection is cut too.
+  fake = await fakeRelay((_, request) => (request === 1 ? "answer" : "drop"));
+  client = new Client(fake.url);
+  await client.events(1);
+  await assert.rejects(client.events(1), Unavailable);
+  assert.deepEqual(fake.seen, [1, 1, 2]);
+  client.close();
+  await fake.close();
+
+  // No answer in time.
+  fake = await fakeRelay(() => "silent");
+  client = new Client(fake.url, { timeoutMs: 300 });
+  await assert.rejects(client.events(1), (e) => e instanceof Unavailable && /no answer within 300 ms/.test(e.message));
+  client.close();
+  await fake.close();
+});
+
+test("a client outlives a server killed and restarted under it", async () => {
+  const server = await startServer();
+  try {
+    const client = new Client(server.url, { token: server.token, timeoutMs: 5000 });
+    const id = await client.submit({ queue: "restart", kind: "k" });
+    await server.kill();
+    await assert.rejects(client.get(id), Unavailable);
+    await server.restart();
+    assert.equal((await client.get(id)).state, "READY");
+    client.close();
+  } finally {
+    await server.stop();
+  }
+});
