@@ -91,6 +91,11 @@ struct Shared {
     failed: AtomicU64,
     dead: AtomicU64,
     released: AtomicU64,
+    /// Set once a signal's drain has released what was still running, so
+    /// that the runner reports and exits only after it.
+    drained: (Mutex<bool>, Condvar),
+    /// A signal stopped the runner (its drain is then awaited).
+    signalled: AtomicBool,
 }
 
 pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
@@ -112,6 +117,8 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         failed: AtomicU64::new(0),
         dead: AtomicU64::new(0),
         released: AtomicU64::new(0),
+        drained: (Mutex::new(false), Condvar::new()),
+        signalled: AtomicBool::new(false),
     });
     watch_signals(Arc::clone(&shared))?;
     {
@@ -129,6 +136,13 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
     for t in threads {
         if let Ok(Err(e)) = t.join() {
             fatal.get_or_insert(e);
+        }
+    }
+    if shared.signalled.load(Relaxed) {
+        let (done, told) = &shared.drained;
+        let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        while !*done {
+            done = told.wait(done).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
     if !shared.json {
@@ -170,8 +184,12 @@ fn watch_signals(shared: Arc<Shared>) -> Result<(), CliError> {
                 _ = int.recv() => {}
             }
         });
+        shared.signalled.store(true, Relaxed);
         shared.stop.store(true, Relaxed);
         drain(&shared);
+        let (done, told) = &shared.drained;
+        *done.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        told.notify_all();
     });
     Ok(())
 }
@@ -261,7 +279,12 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
                 if let Some(r) = report.take_if(|r| Instant::now() >= r.give_up) {
                     r.abandoned(shared, &e);
                 }
-                sleep_unless_stopped(shared, backoff);
+                if report.is_some() {
+                    // An outcome to report, stopping or not: a pause, never a spin.
+                    std::thread::sleep(backoff);
+                } else {
+                    sleep_unless_stopped(shared, backoff);
+                }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
@@ -276,7 +299,10 @@ fn lease_loop(shared: &Shared) -> Result<(), CliError> {
         for j in done.jobs {
             match leased(&j) {
                 Some(job) => report = run_one(shared, job),
-                None => eprintln!("relay work: the server sent a job this runner cannot read: {j:?}"),
+                None => {
+                    eprintln!("relay work: the server sent a job this runner cannot read, given back: {j:?}");
+                    release(shared, JobId(j.id), LeaseToken(j.token));
+                }
             }
         }
     }

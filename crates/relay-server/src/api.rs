@@ -521,8 +521,15 @@ async fn work(State(s): S, ApiJson(b): ApiJson<wire::Work>) -> ApiResult {
             let (req, wait) = lease_request(&s, lease)?;
             let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
             let mut stopping = s.stopping.clone();
-            if *stopping.borrow() && batch.is_empty() {
-                (Vec::new(), Vec::new())
+            if *stopping.borrow() {
+                // Shutting down: the outcomes are recorded, nothing leased
+                // to a worker whose server is going away.
+                let done = if batch.is_empty() {
+                    Vec::new()
+                } else {
+                    s.relay.complete_batch(batch).await?
+                };
+                (done, Vec::new())
             } else {
                 let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
                 (done.completions, done.jobs)
@@ -629,11 +636,12 @@ async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>) -> ApiResu
     }
     // A length out of range breaks the document's schema: the call is
     // refused whole, as any malformed body.
-    let length = |field: &str, v: Option<u64>| match v {
-        Some(n) if !(1..=86_400_000).contains(&n) => Err(ApiError::bad_request(format!(
-            "{field} must be 1-86400000 (24 h), got {n}"
-        ))),
-        v => Ok(v.map(Duration::from_millis)),
+    let length = |field: &str, v: Option<u64>| {
+        let d = v.map(Duration::from_millis);
+        match d.map(|d| relay::Limits::default().lease_for(d)) {
+            Some(Err(e)) => Err(ApiError::bad_request(format!("{field}: {}", e.reason))),
+            _ => Ok(d),
+        }
     };
     let default = length("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let leases = b

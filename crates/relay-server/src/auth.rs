@@ -16,9 +16,7 @@ pub(crate) async fn require_token(
 ) -> Result<Response, ApiError> {
     let tokens = &state.config.tokens;
     if tokens.is_empty() {
-        if !state.config.insecure {
-            browser_guard(&req)?;
-        }
+        browser_guard(&req, state.config.insecure)?;
         // Answered as any request (auth is off), but a client that sends a
         // token probably expects it checked: say so, once.
         if req.headers().contains_key(header::AUTHORIZATION)
@@ -51,9 +49,11 @@ pub(crate) async fn require_token(
 /// `application/json`, which a browser sends cross-site only after a CORS
 /// preflight that this server never grants, and not be marked cross-site
 /// by `Origin` or `Sec-Fetch-Site`.
-fn browser_guard(req: &Request) -> Result<(), ApiError> {
+/// With `--insecure` (tokenless beyond loopback) only the host check is
+/// off.
+fn browser_guard(req: &Request, insecure: bool) -> Result<(), ApiError> {
     let h = req.headers();
-    if !crate::site::loopback_host(h) {
+    if !insecure && !crate::site::loopback_host(h) {
         return Err(forbidden(
             "this server has no token, so it answers only to a loopback name (http://127.0.0.1:<port> or http://localhost:<port>); start it with a token to reach it under another name",
         ));

@@ -52,8 +52,8 @@ pub struct ServerConfig {
     /// A request still unanswered after this long is cut off (slow clients).
     pub request_timeout: Duration,
     /// After a shutdown begins, connections still open this long later (a
-    /// client sending its body slowly, say) are closed and the server
-    /// returns.
+    /// client sending its body slowly, say) are no longer waited for:
+    /// [`Server::run`] returns.
     pub shutdown_grace: Duration,
 }
 
@@ -159,8 +159,11 @@ impl Server {
     /// Serves until `shutdown` completes; then stops accepting, answers
     /// waiting long-polls with no jobs, finishes requests in flight, and
     /// returns; connections still open [`ServerConfig::shutdown_grace`]
-    /// later are closed (a change the writer already holds is committed
-    /// all the same when the `Relay` is dropped).
+    /// later are no longer waited for (a change the writer already holds
+    /// is committed all the same when the `Relay` is dropped). Their tasks
+    /// end with the runtime: `relay serve` exits, which closes them; a
+    /// program that embeds the server keeps them until its runtime shuts
+    /// down.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServerError> {
         let app = api::router(Arc::clone(&self.state));
         let stop = self.stop;

@@ -20,10 +20,15 @@ struct Served {
 }
 
 fn serve(tokens: &[&str]) -> Served {
+    serve_with(tokens, false)
+}
+
+fn serve_with(tokens: &[&str], insecure: bool) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let relay = Relay::open_with(dir.path().join("t.db"), Options::default()).unwrap();
     let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
     config.tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
+    config.insecure = insecure;
     let server = common::ServerThread::start(relay.clone(), config);
     Served {
         addr: server.addr,
@@ -133,4 +138,18 @@ fn with_a_token_the_token_is_what_protects_it() {
         "{}",
     );
     assert_eq!(st, 400, "a body that is not JSON: {body}");
+}
+
+/// `--insecure` (tokenless beyond loopback) lifts only the host check: a
+/// page on the network still cannot post a form to it.
+#[test]
+fn insecure_lifts_the_host_check_only() {
+    let s = serve_with(&[], true);
+    let id = s.relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let lan = format!("relay.lan:{}", s.addr.port());
+    let (st, body) = s.send("GET", "/v1/stats", &lan, &[], "");
+    assert_eq!(st, 200, "{body}");
+    let (st, body) = s.send("POST", &format!("/v1/jobs/{}/cancel", id.0), &lan, &[FORM], "x=1");
+    assert_eq!(st, 403, "{body}");
+    assert_eq!(s.relay.get(id).unwrap().state(), relay::JobState::Ready);
 }

@@ -442,6 +442,7 @@ pub struct Completion {
 
 /// What [`Completion`] reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CompletionOutcome {
     /// Like `ack`.
     Ack {

@@ -402,9 +402,12 @@ fn spawn_server() -> Result<(Child, String, u32, tempfile::TempDir), String> {
 fn drain(cfg: &Config, batch: u32) -> ExitCode {
     let (stop, stock, samples) = (AtomicBool::new(false), Stock::default(), Mutex::new(Samples::default()));
     let conns = cfg.connections.first().copied().unwrap_or(1);
+    let (stop, stock, samples) = (&stop, &stock, &samples);
     std::thread::scope(|s| {
         for _ in 0..conns {
-            s.spawn(|| work_connection(cfg, batch, Instant::now(), &stop, &stock, &samples));
+            // Warm "forever": a worker that runs until killed keeps no samples.
+            let never = Instant::now() + Duration::from_secs(10 * 365 * 86_400);
+            s.spawn(move || work_connection(cfg, batch, never, stop, stock, samples));
         }
         println!("READY");
     });
@@ -482,8 +485,13 @@ fn main() -> ExitCode {
             }
         }
     }
-    if let (true, Some(batch)) = (cfg.drain, cfg.worker_batch) {
-        return drain(&cfg, batch);
+    match (cfg.drain, cfg.worker_batch) {
+        (true, Some(batch)) => return drain(&cfg, batch),
+        (true, None) => {
+            eprintln!("relay-load: --drain goes with --worker");
+            return ExitCode::from(2);
+        }
+        _ => {}
     }
     let mut code = ExitCode::SUCCESS;
     if !cfg.json {
