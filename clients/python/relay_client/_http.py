@@ -11,12 +11,20 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+import time
 import urllib.parse
 from typing import Dict, Optional, Tuple, Type
 
 # How a keep-alive connection the server closed while it sat idle fails:
-# before any byte of an answer came back. Sent again on a fresh connection.
+# before any byte of an answer came back. A request that is safe to repeat
+# is sent again on a fresh connection (the server may also have dropped the
+# connection after taking the request in: it may have been applied).
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+# A connection idle for longer is not reused (a fresh one is opened): the
+# server may be about to close it, and a request that is not safe to repeat
+# could not be sent again.
+IDLE_MAX = 5.0
 
 TransportError = (OSError, http.client.HTTPException)
 """What :meth:`Connections.request` raises when no answer came back."""
@@ -26,6 +34,7 @@ class Connections(threading.local):
     """One keep-alive connection per thread to the server at ``url``."""
 
     conn: Optional[http.client.HTTPConnection] = None  # this thread's, once made
+    idle_since = 0.0  # when its last answer was read (time.monotonic())
 
     def __init__(self, url: str):
         parts = urllib.parse.urlsplit(url)
@@ -39,11 +48,19 @@ class Connections(threading.local):
         self._prefix = parts.path.rstrip("/")
 
     def request(
-        self, method: str, path: str, body: Optional[bytes], headers: Dict[str, str], timeout: float
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        headers: Dict[str, str],
+        timeout: float,
+        *,
+        repeatable: bool = False,
     ) -> Tuple[int, bytes]:
         """Sends one request; returns the answer's status and body.
 
-        A request that fails on a reused connection before any byte of the
+        A ``repeatable`` request (one the server may apply twice without
+        harm) that fails on a reused connection before any byte of the
         answer came back is sent once more on a new connection (the server
         had closed the idle one). Any other failure raises (an ``OSError``
         or ``http.client.HTTPException``) and drops the connection.
@@ -58,14 +75,16 @@ class Connections(threading.local):
                 resp = conn.getresponse()
             except _STALE:
                 self.close()
-                if reused and attempt == 1:
+                if reused and repeatable and attempt == 1:
                     continue
                 raise
             except BaseException:
                 self.close()
                 raise
             try:
-                return resp.status, resp.read()
+                answer = resp.status, resp.read()
+                self.idle_since = time.monotonic()
+                return answer
             except BaseException:
                 self.close()
                 raise
@@ -79,6 +98,9 @@ class Connections(threading.local):
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn = self.conn
+        if conn is not None and conn.sock is not None and time.monotonic() - self.idle_since > IDLE_MAX:
+            self.close()  # idle too long: the server may be closing it
+            conn = None
         if conn is None:
             conn = self.conn = self._cls(self._host, self._port, timeout=timeout)
         elif conn.timeout != timeout:

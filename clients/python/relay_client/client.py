@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
@@ -40,6 +41,23 @@ def _get_payload(obj: Dict[str, Any], name: str) -> Payload:
     if f"{name}_base64" in obj:
         return base64.b64decode(obj[f"{name}_base64"])
     return obj.get(name)
+
+
+# POST calls that may be sent twice: applying one again changes nothing (an
+# ack, nack, release ... repeated with its token; a work call, see work()).
+_REPEATABLE_POST = re.compile(r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry))")
+
+
+def _repeatable(method: str, path: str, body: Optional[Dict[str, Any]]) -> bool:
+    """Whether a request may be sent again when it failed on a reused
+    connection before any answer came: the server may have applied it."""
+    if method in ("GET", "DELETE"):
+        return True
+    if method != "POST":
+        return False
+    if path == "/v1/jobs":  # a submit: a repeat finds the job its unique key holds
+        return body is not None and body.get("unique_key") is not None
+    return _REPEATABLE_POST.fullmatch(path) is not None
 
 
 # The answers that mean "this worker no longer holds the job" (another
@@ -178,8 +196,9 @@ class Outcome:
     :meth:`nack` or :meth:`release` (the same fields as those calls).
 
     It is encoded when it is made, so a result that ``json.dumps`` refuses
-    raises ``TypeError`` or ``ValueError`` there, in the caller's thread,
-    and not in the middle of a batch of other jobs' outcomes.
+    (not JSON, NaN or an infinity, nested too deep) raises ``TypeError``,
+    ``ValueError`` or ``RecursionError`` there, in the caller's thread, and
+    not in the middle of a batch of other jobs' outcomes.
     """
 
     __slots__ = ("id", "token", "outcome", "json")
@@ -189,7 +208,9 @@ class Outcome:
         self.token = token
         self.outcome = outcome
         #: The item as the request carries it (JSON text).
-        self.json = json.dumps({"id": id, "token": token, "outcome": outcome, **(fields or {})})
+        # allow_nan=False: NaN and Infinity are not JSON, the server would
+        # refuse the whole call that carries them.
+        self.json = json.dumps({"id": id, "token": token, "outcome": outcome, **(fields or {})}, allow_nan=False)
 
     @classmethod
     def ack(cls, id: int, token: int, result: Payload = None) -> "Outcome":
@@ -354,12 +375,16 @@ class Client:
         data: Optional[bytes] = None,
     ) -> Any:
         if data is None and body is not None:
-            data = json.dumps(body).encode("utf-8")
+            # A NaN or an infinity (not JSON) raises ValueError here rather
+            # than the server refusing the call.
+            data = json.dumps(body, allow_nan=False).encode("utf-8")
         headers = {"Content-Type": "application/json"} if data is not None else {}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            status, raw = self._connections.request(method, path, data, headers, timeout or self.timeout)
+            status, raw = self._connections.request(
+                method, path, data, headers, timeout or self.timeout, repeatable=_repeatable(method, path, body)
+            )
         except TransportError as e:
             raise Unavailable(
                 f"cannot reach Relay at {self.url} ({str(e) or type(e).__name__}); is `relay serve` running there?"

@@ -51,6 +51,12 @@ class Unauthorized(RelayError):
     code = "unauthorized"
 
 
+class Forbidden(RelayError):
+    """The token is known but may not make this call (HTTP 403)."""
+
+    code = "forbidden"
+
+
 class NotFound(RelayError):
     """No such job (or schedule)."""
 
@@ -100,6 +106,12 @@ class Busy(RelayError):
     code = "busy"
 
 
+class Timeout(RelayError):
+    """The server gave up on the call in time (e.g. a statement timeout); retry."""
+
+    code = "timeout"
+
+
 class Unavailable(RelayError):
     """The server could not be reached, or is shutting down or failing; retry."""
 
@@ -124,6 +136,7 @@ _BY_CODE: Dict[str, Type[RelayError]] = {
         InvalidRequest,
         InvalidInput,
         Unauthorized,
+        Forbidden,
         NotFound,
         DependencyNotFound,
         LeaseLost,
@@ -131,6 +144,7 @@ _BY_CODE: Dict[str, Type[RelayError]] = {
         Conflict,
         PayloadTooLarge,
         TooManyWaiting,
+        Timeout,
         Busy,
         MaybeApplied,
         Corrupt,

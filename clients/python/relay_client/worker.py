@@ -24,13 +24,21 @@
 - A server that cannot be reached (or fails a whole call) is retried with
   back-off (up to 30 s), said once per outage on stderr; outcomes are kept
   and sent again (a repeated ack is answered Ok). The worker does not crash.
+- An outcome the server refuses for good (a result over its size limit) is
+  replaced by a nack carrying the refusal, so the job's attempt counts and
+  its error says why.
+- A token the server refuses (401 or 403) stops the worker: :meth:`Worker.run`
+  says so on stderr and raises :class:`~relay_client.errors.Unauthorized`
+  or :class:`~relay_client.errors.Forbidden` (retrying would never succeed).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -40,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .client import Client, LeasedJob, LeaseExtension, LeaseRequest, Outcome, OutcomeAnswer, WorkAnswer
-from .errors import InvalidInput, InvalidRequest, PayloadTooLarge
+from .errors import Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized
 
 Handler = Callable[[LeasedJob], Any]
 
@@ -56,6 +64,32 @@ LEASE_MAX = 1000  # the most jobs one lease request may ask for
 # waiting for its answer (the server may commit both in one fsync).
 SENDERS = 2
 MIN_SHARE = 16
+# The longest error text of a nack the worker makes for an outcome the
+# server refused (so that the nack itself is not refused for its size).
+REFUSAL_MAX = 8 * 1024
+
+
+def _delay(delay: Any) -> float:
+    """``delay`` checked: a number of seconds, finite and not negative."""
+    if isinstance(delay, bool) or not isinstance(delay, numbers.Real):
+        raise TypeError(f"a delay is a number of seconds, not {type(delay).__name__}")
+    if not math.isfinite(delay) or delay < 0:
+        raise ValueError(f"a delay is a finite number of seconds, at least 0, not {delay}")
+    return delay  # type: ignore[return-value]
+
+
+def _cut(text: str, limit: int = REFUSAL_MAX) -> str:
+    """``text`` cut to at most ``limit`` bytes of UTF-8."""
+    raw = text.encode("utf-8", "replace")
+    return text if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore")
+
+
+def _describe(e: BaseException) -> str:
+    """``Type: message`` of an exception whose ``__str__`` may itself raise."""
+    try:
+        return f"{type(e).__name__}: {e}"
+    except Exception:  # noqa: BLE001
+        return f"{type(e).__name__} (its message cannot be shown)"
 
 
 class Retry(Exception):
@@ -63,7 +97,7 @@ class Retry(Exception):
 
     def __init__(self, message: str, delay: float):
         super().__init__(message)
-        self.delay = delay
+        self.delay = _delay(delay)
 
 
 class Permanent(Exception):
@@ -76,7 +110,7 @@ class Snooze(Exception):
 
     def __init__(self, delay: float):
         super().__init__(f"snoozed for {delay} s")
-        self.delay = delay
+        self.delay = _delay(delay)
 
 
 @dataclass
@@ -153,7 +187,12 @@ class Worker:
         self._inbox.put(("stop",))
 
     def run(self) -> Stats:
-        """Leases and runs jobs until stopped; returns what happened."""
+        """Leases and runs jobs until stopped; returns what happened.
+
+        Raises :class:`~relay_client.errors.Unauthorized` or
+        :class:`~relay_client.errors.Forbidden` when the server refuses the
+        token (said on stderr too): the worker stops at once, its jobs'
+        leases expire (they cannot be reported without a valid token)."""
         previous = self._install_signals()
         threads = [threading.Thread(target=self._serve, args=(self._polls,), name="relay-poller", daemon=True)]
         threads += [
@@ -166,8 +205,9 @@ class Worker:
         ]
         for t in threads:
             t.start()
+        loop = _Loop(self)
         try:
-            _Loop(self).run()
+            loop.run()
         finally:
             # Idle threads end; one still in a handler after the grace ends
             # when the handler returns (its job was released).
@@ -178,6 +218,8 @@ class Worker:
                 self._jobs.put(None)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        if loop.fatal is not None:
+            raise loop.fatal
         return self.stats
 
     def _install_signals(self) -> Dict[int, Any]:
@@ -196,8 +238,22 @@ class Worker:
             job = take()
             if job is None:
                 return
-            outcome, stat = run(job)
+            try:
+                outcome, stat = run(job)
+            except BaseException as e:  # noqa: BLE001 - this thread never dies: its slot would be lost
+                # Even SystemExit or KeyboardInterrupt: raised in a handler
+                # thread they would only end this thread (they do not stop
+                # the process); the job is failed and the thread goes on.
+                outcome, stat = self._failure(job, e), "failed"
             tell(("done", job, outcome, stat))
+
+    @staticmethod
+    def _failure(job: LeasedJob, e: BaseException) -> Outcome:
+        """A nack for a job whose outcome could not be made."""
+        try:
+            return Outcome.nack(job.id, job.token, _cut(f"{_describe(e)}\n{traceback.format_exc()}", 64 * 1024))
+        except BaseException:  # noqa: BLE001
+            return Outcome.nack(job.id, job.token, f"the job's outcome could not be made ({type(e).__name__})")
 
     def _serve(self, calls: "queue.SimpleQueue[Optional[_Call]]") -> None:
         """Makes the calls the loop asks for, on this thread's connection,
@@ -229,10 +285,10 @@ class Worker:
         except Permanent as p:
             return Outcome.nack(id, token, f"{p}\n{traceback.format_exc()}", permanent=True), "failed"
         except BaseException as e:  # noqa: BLE001 - a handler thread never dies: its slot would be lost
-            return Outcome.nack(id, token, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"), "failed"
+            return Outcome.nack(id, token, f"{_describe(e)}\n{traceback.format_exc()}"), "failed"
         try:
             return Outcome.ack(id, token, result), "succeeded"
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:
             error = f"the handler's result cannot be sent ({type(e).__name__}: {e}); return a JSON value or bytes"
             return Outcome.nack(id, token, error), "failed"
 
@@ -266,6 +322,7 @@ class _Call:
 
 
 _REFUSED = (InvalidRequest, InvalidInput, PayloadTooLarge)  # a call the server would refuse again
+_FATAL = (Unauthorized, Forbidden)  # the token is refused: retrying cannot succeed
 
 
 class _Loop:
@@ -299,10 +356,18 @@ class _Loop:
         self.recovered_at = 0.0  # when the server last answered again after an outage
         self.retry_at = 0.0
         self.backoff = BACKOFF_FIRST
+        #: The outcomes made for outcomes the server refused: one refused
+        #: in turn is dropped (no third try).
+        self.refusals: Set[int] = set()
+        #: The error that stopped the worker (a refused token), raised by run().
+        self.fatal: Optional[RelayError] = None
+        self.wait_lowered = False
 
     def run(self) -> None:
         while True:
             self.receive(self.wake_at() - time.monotonic())
+            if self.fatal is not None:
+                break
             now = time.monotonic()
             if self.w._stopping and self.deadline is None:
                 self.deadline = now + self.w.grace
@@ -353,6 +418,8 @@ class _Loop:
             self.finished(message[1], message[2], message[3])
         elif message[0] == "answered":
             call, answer = message[1], message[2]
+            if isinstance(answer, _FATAL):
+                self.stop_for(answer)
             if call.kind == "beat":
                 self.beaten(call, answer)
             elif call.kind == "poll":
@@ -441,6 +508,8 @@ class _Loop:
     def reported(self, call: _Call, answer: Union[WorkAnswer, Exception]) -> None:
         self.in_flight -= 1
         self.reserved -= call.slots
+        if self.fatal is not None:
+            return  # nothing can be reported any more
         if isinstance(answer, _REFUSED):
             self.refused(call, answer)
         elif isinstance(answer, Exception):
@@ -456,18 +525,39 @@ class _Loop:
     def refused(self, call: _Call, error: Exception) -> None:
         """A call refused as a whole would be refused again. Each outcome
         goes alone, without a lease: the one refused alone (a result over
-        the server's limit) is dropped and said on stderr."""
+        the server's body limit) is replaced by a nack saying so."""
         if call.kind == "alone":
-            self.forget(call.batch[0][0], f"could not report its outcome ({error}); its lease will expire")
+            self.refused_for_good(call.batch[0], error)
             return
         for done in call.batch:
             self.in_flight += 1
             self.w._calls.put(_Call("alone", [done]))
 
+    def refused_for_good(self, done: Done, error: Exception) -> None:
+        """The server refused this outcome and would refuse it again: the
+        job is nacked with the refusal as its error (its attempt counts, its
+        error says why), once; a nack refused in turn is dropped."""
+        job, outcome, _ = done
+        if outcome in self.refusals:
+            self.refusals.discard(outcome)
+            self.forget(job, f"could not report its outcome ({error}); its lease will expire")
+            return
+        self.refusals.discard(outcome)
+        why = _cut(f"the server refused this job's outcome ({outcome.outcome}): {error}")
+        nack = Outcome.nack(job.id, job.token, why)
+        print(f"relay worker: job {job.id}: {why}; nacked", file=sys.stderr)
+        self.refusals.add(nack)
+        self.add_pending(job, nack, "failed")
+
     def settle(self, batch: List[Done], answers: List[OutcomeAnswer]) -> None:
         """Counts what the server answered for each outcome."""
         stats = self.stats
-        for (job, _, stat), answer in zip(batch, answers):
+        for done, answer in zip(batch, answers):
+            job, outcome, stat = done
+            if isinstance(answer.error, _REFUSED) and not answer.lost:
+                self.refused_for_good(done, answer.error)
+                continue
+            self.refusals.discard(outcome)
             if answer.error is None:
                 setattr(stats, stat, getattr(stats, stat) + 1)
                 self.drop(job)
@@ -494,11 +584,32 @@ class _Loop:
 
     def polled(self, call: _Call, answer: Union[WorkAnswer, Exception]) -> None:
         self.polling = 0
+        if self.fatal is not None:
+            return
+        if isinstance(answer, _REFUSED) and self.lower_wait(answer):
+            return  # polled again at once with the lower wait
         if isinstance(answer, Exception):
             self.failed("lease", answer, call)
             return
         self.answered()
         self.start(answer.jobs)
+
+    def lower_wait(self, error: RelayError) -> bool:
+        """A long-poll refused for its ``wait_ms`` (the server's
+        ``--max-wait`` is lower than ``poll_wait``): waits what the server
+        allows (or 1 s) from now on. Once; False if not that."""
+        if self.wait_lowered or "wait_ms" not in error.message:
+            return False
+        self.wait_lowered = True
+        most = re.search(r"at most (\d+)", error.message)
+        wait = int(most.group(1)) / 1000.0 if most else 1.0
+        wait = min(wait, self.w.poll_wait) if wait > 0 else 1.0
+        print(
+            f"relay worker: the server refused a long-poll of {self.w.poll_wait} s ({error}); polling {wait} s instead",
+            file=sys.stderr,
+        )
+        self.w.poll_wait = wait
+        return True
 
     def beat(self, now: float) -> None:
         """Extends every lease held, in one call."""
@@ -531,6 +642,16 @@ class _Loop:
         self.retry_at = time.monotonic() + self.backoff
         self.backoff = min(self.backoff * 2, BACKOFF_MAX)
 
+    def stop_for(self, error: RelayError) -> None:
+        """The token is refused: stops at once (no grace, nothing reported;
+        run() raises ``error``)."""
+        if self.fatal is not None:
+            return
+        self.fatal = error
+        print(f"relay worker: the server refuses this worker's token ({error}); stopping", file=sys.stderr)
+        self.w._stopping = True
+        self.deadline = time.monotonic()
+
     def answered(self) -> None:
         if self.outage:
             self.outage = False
@@ -547,22 +668,46 @@ class _Loop:
         while self.polling or self.in_flight or self.beating:
             self.receive(math.inf)  # what calls in flight bring is given back too
         self.take_unstarted()
+        if self.fatal is not None:
+            return  # the token is refused: nothing can be reported
+        # Outcomes that came in since the loop's last look (right at the
+        # grace's end) are reported, not their jobs released.
+        self.drain()
         reported = {job.id for job, _, _ in self.pending}
         for job in list(self.held.values()):
             if job.id not in reported:
                 self.pending.append((job, Outcome.release(job.id, job.token), "released"))
-        if not self.pending:
-            return
-        batch, self.pending = self.pending, []
-        try:
-            answer = self.client.work([o for _, o, _ in batch])
-        except Exception as e:  # noqa: BLE001
-            print(
-                f"relay worker: could not report {len(batch)} outcomes at stop ({e}); their leases will expire",
-                file=sys.stderr,
-            )
-            return
-        self.settle(batch, answer.outcomes)
+        batches = [self.pending] if self.pending else []
+        self.pending = []
+        while batches:
+            batch = batches.pop(0)
+            try:
+                answer = self.client.work([o for _, o, _ in batch])
+            except _REFUSED as e:
+                if len(batch) > 1:
+                    batches += [[done] for done in batch]  # each alone, as in refused()
+                else:
+                    self.refused_for_good(batch[0], e)
+            except Exception as e:  # noqa: BLE001
+                print(
+                    f"relay worker: could not report {len(batch)} outcomes at stop ({e}); their leases will expire",
+                    file=sys.stderr,
+                )
+            else:
+                self.settle(batch, answer.outcomes)
+            if self.pending:  # nacks for refused outcomes
+                batches.append(self.pending)
+                self.pending = []
+
+    def drain(self) -> None:
+        """Handles every message in the inbox, without waiting."""
+        inbox = self.w._inbox
+        while True:
+            try:
+                message = inbox.get_nowait()
+            except queue.Empty:
+                return
+            self.handle(message)
 
     def take_unstarted(self) -> None:
         """Takes back the jobs no handler thread has started: they are
