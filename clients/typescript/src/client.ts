@@ -121,6 +121,31 @@ export type HeartbeatAnswer =
 
 type Obj = Record<string, any>;
 
+/**
+ * A `work` answer that does not match the call (not one answer per
+ * outcome): thrown, with the `jobs` it leased (to run or release: they are
+ * held until their leases expire otherwise).
+ */
+export class BadAnswer extends RelayError {
+  constructor(message: string, readonly jobs: LeasedJob[]) {
+    super(message, "bad_answer");
+  }
+}
+
+/**
+ * Whether a request may be sent again when a reused connection failed
+ * before any answer byte (the server may have processed it): reads,
+ * deletes, the calls keyed by a lease token or made idempotent by the
+ * server, and a submit with a unique key.
+ */
+function safeToRepeat(method: string, path: string, body?: Obj): boolean {
+  if (method === "GET" || method === "DELETE") return true;
+  if (method !== "POST") return false;
+  if (path === "/v1/work" || path === "/v1/heartbeat") return true;
+  if (/^\/v1\/jobs\/\d+\/(ack|nack|release|extend|cancel|retry)$/.test(path)) return true;
+  return path === "/v1/jobs" && typeof body?.unique_key === "string";
+}
+
 function putPayload(body: Obj, name: string, value: Payload): void {
   if (value === undefined || value === null) return;
   if (value instanceof Uint8Array) {
@@ -266,7 +291,7 @@ export class Client {
 
   private async call(method: string, path: string, body?: Obj, timeoutMs?: number): Promise<any> {
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs);
+    const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs, safeToRepeat(method, path, body));
     if (res.status >= 200 && res.status < 300) return res.text ? JSON.parse(res.text) : null;
     let err: Obj | undefined;
     try {
@@ -307,7 +332,14 @@ export class Client {
     const body: Obj = { outcomes: outcomes.map(outcomeBody) };
     if (lease) body.lease = leaseBody(lease.queues, lease);
     const v = await this.call("POST", "/v1/work", body, this.timeoutMs + (lease?.waitMs ?? 0));
-    return { outcomes: (v.outcomes as Obj[]).map(outcomeAnswer), jobs: (v.jobs as Obj[]).map(leased) };
+    // The jobs first: a worker that gets them can release them even when
+    // the rest of the answer is wrong.
+    const jobs = Array.isArray(v?.jobs) ? (v.jobs as Obj[]).map(leased) : [];
+    const answers = Array.isArray(v?.outcomes) ? (v.outcomes as Obj[]) : undefined;
+    if (answers === undefined || answers.length !== outcomes.length) {
+      throw new BadAnswer(`POST /v1/work: ${answers?.length ?? "no"} outcome answer(s) for ${outcomes.length} outcome(s)`, jobs);
+    }
+    return { outcomes: answers.map(outcomeAnswer), jobs };
   }
 
   /**
@@ -319,7 +351,11 @@ export class Client {
   async heartbeat(leases: HeldLease[], leaseForMs = 30_000): Promise<HeartbeatAnswer[]> {
     const items = leases.map((l) => (l.leaseForMs === undefined ? { id: l.id, token: l.token } : { id: l.id, token: l.token, lease_for_ms: l.leaseForMs }));
     const v = await this.call("POST", "/v1/heartbeat", { leases: items, lease_for_ms: leaseForMs });
-    return (v.leases as Obj[]).map(heartbeatAnswer);
+    const answers = Array.isArray(v?.leases) ? (v.leases as Obj[]) : undefined;
+    if (answers === undefined || answers.length !== leases.length) {
+      throw new RelayError(`POST /v1/heartbeat: ${answers?.length ?? "no"} answer(s) for ${leases.length} lease(s)`, "bad_answer");
+    }
+    return answers.map(heartbeatAnswer);
   }
 
   /** Reports success (repeating it with the same token is answered Ok). */

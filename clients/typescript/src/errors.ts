@@ -25,6 +25,10 @@ export class InvalidRequest extends RelayError {}
 export class InvalidInput extends RelayError {}
 /** No token, or a token the server does not know. */
 export class Unauthorized extends RelayError {}
+/** The token is known but may not make this call. */
+export class Forbidden extends RelayError {}
+/** The server gave up on the request in time (retry). */
+export class Timeout extends RelayError {}
 /** No such job (or schedule). */
 export class NotFound extends RelayError {}
 /** A job named in `dependsOn` does not exist; nothing was submitted. */
@@ -52,6 +56,8 @@ const byCode: Record<string, new (message: string, code?: string, status?: numbe
   invalid_request: InvalidRequest,
   invalid_input: InvalidInput,
   unauthorized: Unauthorized,
+  forbidden: Forbidden,
+  timeout: Timeout,
   not_found: NotFound,
   dependency_not_found: DependencyNotFound,
   lease_lost: LeaseLost,

@@ -14,7 +14,7 @@
  * ```
  */
 
-export { Client } from "./client.js";
+export { BadAnswer, Client } from "./client.js";
 export type { HeartbeatAnswer, HeldLease, Job, Json, LeaseOptions, LeaseRequest, LeasedJob, NewJob, Outcome, OutcomeAnswer, Payload, WorkAnswer } from "./client.js";
 export * from "./errors.js";
 export { Permanent, Retry, Snooze, Worker } from "./worker.js";

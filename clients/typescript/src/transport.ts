@@ -25,6 +25,9 @@ export interface Answer {
  */
 const STALE_CONNECTION = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
 
+/** Idle keep-alive connections are closed after this long (not reused). */
+const IDLE_CLOSE_MS = 5_000;
+
 export class Transport {
   private readonly module: typeof http | typeof https;
   private readonly agent: http.Agent;
@@ -46,7 +49,11 @@ export class Transport {
     this.module = u.protocol === "https:" ? https : http;
     // LIFO: the most recently used connection is reused first, so spare
     // ones go idle and are closed instead of being kept warm in turn.
-    this.agent = new this.module.Agent({ keepAlive: true, scheduling: "lifo" });
+    // `timeout`: a connection idle this long is closed by the agent (only
+    // free ones; a request's own wait is `timeoutMs`), before the server
+    // would close it under a reuse, which fails a request not safe to send
+    // again.
+    this.agent = new this.module.Agent({ keepAlive: true, scheduling: "lifo", timeout: IDLE_CLOSE_MS });
     this.host = u.hostname.replace(/^\[|\]$/g, "");
     this.port = Number(u.port) || (u.protocol === "https:" ? 443 : 80);
     this.prefix = u.pathname.replace(/\/+$/, "");
@@ -55,13 +62,17 @@ export class Transport {
   /**
    * Sends one request; resolves with any answer the server gave, rejects
    * with `Unavailable` when none came (refused, reset, timed out).
+   * `repeatable`: the request is safe to send twice, so one that failed on
+   * a reused connection before any answer byte is sent again on a fresh
+   * one (the server may have processed it: not done for the others).
    */
-  async request(method: string, path: string, body: string | undefined, timeoutMs: number): Promise<Answer> {
+  async request(method: string, path: string, body: string | undefined, timeoutMs: number, repeatable = false): Promise<Answer> {
     if (this.unusable) throw unavailable(this.url, new Error(this.unusable));
     try {
       return await this.attempt(method, path, body, timeoutMs, false);
     } catch (e) {
       if (!(e instanceof StaleConnection)) throw unavailable(this.url, e);
+      if (!repeatable) throw unavailable(this.url, e.cause);
       // The server closed an idle connection as we reused it; once more on
       // a fresh one (a second failure there is a real one).
       try {

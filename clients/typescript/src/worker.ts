@@ -6,8 +6,9 @@
  *   `POST /v1/work`, which also leases jobs for the free slots. A long-poll
  *   waits for jobs only when there is nothing to report, and a report never
  *   waits behind it (it goes out on another connection).
- * - One heartbeat timer extends every running job's lease in one
- *   `POST /v1/heartbeat`, at a third of the shortest running lease; a
+ * - One heartbeat timer extends every running job's lease (and those of
+ *   outcomes not reported yet) in one `POST /v1/heartbeat`, at a third of
+ *   the shortest lease; a
  *   lease found lost drops that handler's outcome (`stats.lost`).
  * - A handler that resolves acks the job (its value is the result); one
  *   that throws nacks it with the error's stack (`Retry` sets the delay,
@@ -18,11 +19,15 @@
  *   `graceMs`, reports their outcomes, then releases the jobs still running.
  * - A server that cannot be reached (or fails a whole call) is retried with
  *   back-off (up to 30 s), said once per outage on stderr; outcomes are kept
- *   and sent again (an ack repeated with its token is answered OK).
+ *   and sent again (an ack repeated with its token is answered OK). A call
+ *   refused whole (400) is sent again one outcome per call; an outcome
+ *   refused on its own becomes a permanent nack saying why. A 401/403 makes
+ *   `run()` reject with it.
  */
 
 import { Client, LeasedJob, LeaseRequest, Outcome, OutcomeAnswer, Payload } from "./client.js";
-import { PayloadTooLarge, RelayError } from "./errors.js";
+import { BadAnswer } from "./client.js";
+import { Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized } from "./errors.js";
 
 export type Handler = (job: LeasedJob) => Promise<Payload | void> | Payload | void;
 
@@ -30,6 +35,7 @@ export type Handler = (job: LeasedJob) => Promise<Payload | void> | Payload | vo
 export class Retry extends Error {
   constructor(message: string, readonly delayMs: number) {
     super(message);
+    checkDelay(delayMs);
   }
 }
 
@@ -40,6 +46,7 @@ export class Permanent extends Error {}
 export class Snooze extends Error {
   constructor(readonly delayMs: number) {
     super(`snoozed for ${delayMs} ms`);
+    checkDelay(delayMs);
   }
 }
 
@@ -73,12 +80,28 @@ interface Running {
 interface Report {
   outcome: Outcome;
   tally: "succeeded" | "failed" | "snoozed" | "released";
+  /** The job's lease length, for the heartbeat while the outcome waits to be reported. */
+  leaseForMs: number;
+  /** Sent in a call of its own, without a lease: its batch was refused whole. */
+  alone?: boolean;
+  /** The nack saying why the server refused this job's outcome: not replaced again. */
+  refusal?: boolean;
 }
 
 /** Item errors that mean the job is no longer this worker's. */
 const NOT_OURS = new Set(["lease_lost", "invalid_state", "not_found"]);
 /** The server takes at most this many outcomes in one call. */
 const MAX_OUTCOMES = 10_000;
+/** The server leases at most this many jobs in one call. */
+const LEASE_MAX = 1000;
+/** The longest delay the server takes: u64::MAX nanoseconds, in whole ms. */
+const MAX_DELAY_MS = 18_446_744_073_709;
+/** The longest lease the server grants (a day). */
+const MAX_LEASE_MS = 24 * 3600 * 1000;
+/** The server keeps at most this much of a nack's error text (bytes). */
+const MAX_ERROR_BYTES = 8 * 1024;
+/** The long-poll used once the server refused `pollMs` as over its `--max-wait`. */
+const FALLBACK_POLL_MS = 1_000;
 const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
@@ -88,7 +111,13 @@ export class Worker {
   private readonly concurrency: number;
   private readonly leaseForMs: number;
   private readonly graceMs: number;
-  private readonly pollMs: number;
+  private pollMs: number;
+  /** `pollMs` was lowered once already (the server refused it). */
+  private pollLowered = false;
+  /** A 401/403: `run()` rejects with it. */
+  private fatal?: RelayError;
+  /** Outcomes in a `work` call in flight (their leases still beaten). */
+  private readonly inFlight = new Set<Report>();
   private readonly name: string;
   private readonly handleSignals: boolean;
 
@@ -120,9 +149,9 @@ export class Worker {
 
   constructor(readonly client: Client, readonly queues: string[], options: WorkerOptions = {}) {
     this.concurrency = options.concurrency ?? 8;
-    this.leaseForMs = options.leaseForMs ?? 30_000;
+    this.leaseForMs = Math.max(1, clampMs(options.leaseForMs ?? 30_000, MAX_LEASE_MS));
     this.graceMs = options.graceMs ?? 10_000;
-    this.pollMs = options.pollMs ?? 5_000;
+    this.pollMs = clampMs(options.pollMs ?? 5_000, MAX_DELAY_MS);
     this.name = options.name ?? `node-${process.pid}`;
     this.handleSignals = options.handleSignals ?? true;
     if (this.concurrency < 1) throw new RangeError("concurrency must be at least 1");
@@ -142,7 +171,12 @@ export class Worker {
     this.schedule();
   }
 
-  /** Leases and runs jobs until stopped; resolves with what happened. */
+  /**
+   * Leases and runs jobs until stopped; resolves with what happened.
+   * Rejects with `Unauthorized` or `Forbidden` when the server refuses the
+   * worker's token (401/403): retrying cannot help. The jobs it held are
+   * left to their leases' expiry; handlers still running are not awaited.
+   */
   async run(): Promise<WorkerStats> {
     const onSignal = () => this.stop();
     if (this.handleSignals) {
@@ -161,6 +195,7 @@ export class Worker {
         process.off("SIGINT", onSignal);
       }
     }
+    if (this.fatal) throw this.fatal;
     return this.stats;
   }
 
@@ -176,7 +211,14 @@ export class Worker {
     if (this.retryTimer) {
       // Backing off; a stopped worker with nothing left need not wait.
     } else if (this.pending.length > 0) {
-      if (this.reporting === 0) this.send(this.pending.splice(0, this.batchLimit));
+      if (this.reporting === 0) {
+        if (this.pending[0].alone) this.send(this.pending.splice(0, 1), false);
+        else {
+          let n = 0;
+          while (n < this.pending.length && n < this.batchLimit && !this.pending[n].alone) n++;
+          this.send(this.pending.splice(0, n));
+        }
+      }
     } else if (this.reporting === 0 && !this.polling && this.free() > 0) {
       this.send([]);
     }
@@ -198,16 +240,18 @@ export class Worker {
   }
 
   /** One `work` call: `reports` (may be none: then a long-poll) and a lease for the free slots. */
-  private send(reports: Report[]): void {
-    const max = this.free();
+  private send(reports: Report[], withLease = true): void {
+    const max = withLease ? Math.min(this.free(), LEASE_MAX) : 0;
     const lease: LeaseRequest | undefined =
       max > 0 ? { queues: this.queues, max, leaseForMs: this.leaseForMs, waitMs: reports.length ? 0 : this.pollMs, worker: this.name } : undefined;
     const poll = reports.length === 0;
     if (poll) this.polling = true;
     else this.reporting++;
     this.reserved += max;
+    for (const r of reports) this.inFlight.add(r);
     const settle = () => {
       this.reserved -= max;
+      for (const r of reports) this.inFlight.delete(r);
       if (poll) this.polling = false;
       else this.reporting--;
     };
@@ -219,13 +263,16 @@ export class Worker {
       .then(
         (answer) => {
           settle();
+          // The jobs first: each is run (or released), whatever follows.
+          for (const job of answer.jobs) this.start(job);
           this.recovered();
           this.tally(reports, answer.outcomes);
-          for (const job of answer.jobs) this.start(job);
         },
         (err) => {
           settle();
-          this.failed(reports, err);
+          // Jobs leased by an answer that is wrong otherwise: run them.
+          if (err instanceof BadAnswer) for (const job of err.jobs) this.start(job);
+          this.failed(reports, err, lease);
         },
       )
       .catch((bug) => process.stderr.write(`relay worker: internal error: ${(bug as Error)?.stack ?? bug}\n`))
@@ -236,10 +283,27 @@ export class Worker {
   private tally(reports: Report[], answers: OutcomeAnswer[]): void {
     for (let i = 0; i < reports.length; i++) {
       const answer = answers[i];
+      if (answer === undefined) continue; // checked by `Client.work`
       if (answer.error === undefined) this.stats[reports[i].tally]++;
       else if (NOT_OURS.has(answer.error.code)) this.stats.lost++;
-      else process.stderr.write(`relay worker: job ${answer.id}: could not report its outcome (${answer.error.message}); its lease will expire\n`);
+      else this.refused(reports[i], answer.error.message);
     }
+  }
+
+  /**
+   * The server refused this outcome for good (a result over the size
+   * limit...): the job fails for good saying why, instead of running again
+   * once its lease expires; a refused refusal is dropped.
+   */
+  private refused(report: Report, why: string): void {
+    const { id, token } = report.outcome;
+    if (report.refusal || this.graceOver) {
+      process.stderr.write(`relay worker: job ${id}: could not report its outcome (${why}); its lease will expire\n`);
+      return;
+    }
+    const error = cutError(`relay worker: the server refused this job's ${report.outcome.outcome}: ${why}`);
+    process.stderr.write(`relay worker: job ${id}: the server refused its outcome (${why}); failing it for good\n`);
+    this.pending.unshift({ outcome: { id, token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs: report.leaseForMs, alone: true, refusal: true });
   }
 
   /**
@@ -247,10 +311,25 @@ export class Worker {
    * its outcomes are kept and sent again after a back-off, which is safe
    * (an ack repeated with its token is answered OK).
    */
-  private failed(reports: Report[], err: unknown): void {
+  private failed(reports: Report[], err: unknown, lease: LeaseRequest | undefined): void {
     const message = (err as Error)?.message ?? String(err);
     const fixed = err instanceof RelayError ? reports : reports.map(sendable);
-    if (fixed.some((r, i) => r !== reports[i])) {
+    const refused = err instanceof InvalidRequest || err instanceof InvalidInput;
+    if (err instanceof Unauthorized || err instanceof Forbidden) {
+      this.giveUp(err, reports);
+    } else if (refused && reports.length === 0 && !this.pollLowered && lease && lease.waitMs && lease.waitMs > FALLBACK_POLL_MS && /wait_ms/.test(message)) {
+      // A server whose --max-wait is below pollMs: a shorter long-poll, once.
+      this.pollLowered = true;
+      this.pollMs = FALLBACK_POLL_MS;
+      process.stderr.write(`relay worker: the server refused a ${lease.waitMs} ms long-poll (${message}); polling every ${FALLBACK_POLL_MS} ms instead\n`);
+    } else if (refused && (reports.length > 1 || (reports.length === 1 && (lease || !reports[0].alone)))) {
+      // Refused whole: one outcome (or the lease) is bad. Each again on its
+      // own, without a lease, so only the bad one is refused.
+      this.pending.unshift(...reports.map((r) => ({ ...r, alone: true })));
+    } else if (refused && reports.length === 1) {
+      // Refused alone: that outcome can never be applied.
+      this.refused(reports[0], message);
+    } else if (fixed.some((r, i) => r !== reports[i])) {
       // Not sent: a result could not be written as JSON. Checked here, not
       // for every job, and made a nack so it cannot fail its batch again.
       this.pending.unshift(...fixed);
@@ -258,6 +337,9 @@ export class Worker {
       // Results too large together: at once, in smaller calls.
       this.batchLimit = Math.max(1, reports.length >> 1);
       this.pending.unshift(...reports);
+    } else if (err instanceof PayloadTooLarge && reports.length === 1 && !this.graceOver) {
+      // One result too large on its own: the job fails for good, saying so.
+      this.refused(reports[0], message);
     } else if (this.graceOver || err instanceof PayloadTooLarge) {
       // Stopping and out of time, or one result too large on its own.
       if (reports.length) process.stderr.write(`relay worker: could not report ${reports.length} outcome(s) (${message}); their leases will expire\n`);
@@ -265,6 +347,20 @@ export class Worker {
       this.pending.unshift(...reports);
       this.backOff(message);
     }
+  }
+
+  /** A 401/403: nothing can be sent; `run()` rejects with `err` now. */
+  private giveUp(err: RelayError, reports: Report[]): void {
+    if (this.fatal) return;
+    this.fatal = err;
+    const unsent = reports.length + this.pending.length;
+    process.stderr.write(`relay worker: the server refuses this worker (${err.message}); stopping${unsent ? `, ${unsent} outcome(s) not reported` : ""}\n`);
+    this.stopping = true;
+    for (const entry of this.running) entry.abandoned = true;
+    this.running.clear();
+    this.pending = [];
+    this.graceOver = true;
+    this.finishIfIdle();
   }
 
   private backOff(message: string): void {
@@ -291,7 +387,7 @@ export class Worker {
   private start(job: LeasedJob): void {
     if (this.stopping) {
       // Leased by a call sent before the stop: back untried, at once.
-      this.pending.push({ outcome: { id: job.id, token: job.token, outcome: "release" }, tally: "released" });
+      if (!this.fatal) this.pending.push({ outcome: { id: job.id, token: job.token, outcome: "release" }, tally: "released", leaseForMs: job.leaseForMs });
       return;
     }
     const entry: Running = { job, lost: false, abandoned: false };
@@ -300,7 +396,7 @@ export class Worker {
     const handler = this.handlers.get(job.kind);
     if (!handler) {
       const error = `no handler for kind '${job.kind}' on this worker (queues: ${this.queues.join(", ")})`;
-      this.finish(entry, { outcome: { id: job.id, token: job.token, outcome: "nack", error, permanent: true }, tally: "failed" });
+      this.finish(entry, { outcome: { id: job.id, token: job.token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs: job.leaseForMs });
       return;
     }
     let result: ReturnType<Handler>;
@@ -338,24 +434,32 @@ export class Worker {
     this.beatTimer = setTimeout(() => this.beat(), at - Date.now());
   }
 
-  /** Extends every running job's lease in one call; marks the ones lost. */
+  /**
+   * Extends in one call the lease of every running job and of every job
+   * whose outcome is not reported yet (a report backing off must not find
+   * its lease expired); marks the running ones lost.
+   */
   private beat(): void {
     this.beatTimer = undefined;
+    if (this.fatal) return;
     const held = [...this.running].filter((r) => !r.lost);
-    if (held.length === 0) return; // the next job to start arms it again
-    this.armBeat(Math.min(...held.map((r) => r.job.leaseForMs)));
+    const unreported = [...this.pending, ...this.inFlight];
+    const leases = [
+      ...held.map((r) => ({ id: r.job.id, token: r.job.token, leaseForMs: r.job.leaseForMs })),
+      ...unreported.map((r) => ({ id: r.outcome.id, token: r.outcome.token, leaseForMs: r.leaseForMs })),
+    ];
+    if (leases.length === 0) return; // the next job to start arms it again
+    this.armBeat(Math.min(...leases.map((l) => l.leaseForMs)));
     if (this.beating) return;
     this.beating = true;
     this.client
-      .heartbeat(
-        held.map((r) => ({ id: r.job.id, token: r.job.token, leaseForMs: r.job.leaseForMs })),
-        this.leaseForMs,
-      )
+      .heartbeat(leases.slice(0, MAX_OUTCOMES), this.leaseForMs)
       .then(
-        (answers) => answers.forEach((a, i) => a.error && NOT_OURS.has(a.error.code) && (held[i].lost = true)),
+        (answers) => answers.forEach((a, i) => i < held.length && a.error && NOT_OURS.has(a.error.code) && (held[i].lost = true)),
         // Unreachable: the `work` calls say so; the next beat tries again.
         () => undefined,
       )
+      .catch((bug) => process.stderr.write(`relay worker: internal error: ${(bug as Error)?.stack ?? bug}\n`))
       .finally(() => (this.beating = false));
   }
 
@@ -367,7 +471,7 @@ export class Worker {
     this.graceOver = true;
     for (const entry of this.running) {
       entry.abandoned = true;
-      this.pending.push({ outcome: { id: entry.job.id, token: entry.job.token, outcome: "release" }, tally: "released" });
+      this.pending.push({ outcome: { id: entry.job.id, token: entry.job.token, outcome: "release" }, tally: "released", leaseForMs: entry.job.leaseForMs });
     }
     this.running.clear();
     // One last try now, not after the back-off.
@@ -377,7 +481,8 @@ export class Worker {
   }
 
   private finishIfIdle(): void {
-    if (this.running.size || this.pending.length || this.reporting || this.polling || !this.finished) return;
+    if (!this.finished) return;
+    if (!this.fatal && (this.running.size || this.pending.length || this.reporting || this.polling)) return;
     clearTimeout(this.graceTimer);
     clearTimeout(this.beatTimer);
     clearTimeout(this.retryTimer);
@@ -393,7 +498,7 @@ function isThenable(v: unknown): v is PromiseLike<Payload | void> {
 }
 
 function success(job: LeasedJob, value: Payload | void): Report {
-  return { outcome: { id: job.id, token: job.token, outcome: "ack", result: value ?? undefined }, tally: "succeeded" };
+  return { outcome: { id: job.id, token: job.token, outcome: "ack", result: value ?? undefined }, tally: "succeeded", leaseForMs: job.leaseForMs };
 }
 
 /** An ack whose result cannot be written as JSON (a BigInt, a cycle) as a permanent nack saying so. */
@@ -405,23 +510,43 @@ function sendable(report: Report): Report {
     return report;
   } catch (e) {
     const error = `the handler's result cannot be sent as JSON: ${(e as Error).message}`;
-    return { outcome: { id: outcome.id, token: outcome.token, outcome: "nack", error, permanent: true }, tally: "failed" };
+    return { outcome: { id: outcome.id, token: outcome.token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs: report.leaseForMs };
   }
 }
 
 function failure(job: LeasedJob, e: unknown): Report {
-  const { id, token } = job;
-  if (e instanceof Snooze) return { outcome: { id, token, outcome: "release", inMs: wholeMs(e.delayMs) }, tally: "snoozed" };
-  const error = e instanceof Error ? (e.stack ?? String(e)) : String(e);
-  if (e instanceof Permanent) return { outcome: { id, token, outcome: "nack", error, permanent: true }, tally: "failed" };
-  if (e instanceof Retry) return { outcome: { id, token, outcome: "nack", error, retryInMs: wholeMs(e.delayMs) }, tally: "failed" };
-  return { outcome: { id, token, outcome: "nack", error }, tally: "failed" };
+  const { id, token, leaseForMs } = job;
+  if (e instanceof Snooze) return { outcome: { id, token, outcome: "release", inMs: wholeMs(e.delayMs) }, tally: "snoozed", leaseForMs };
+  const error = cutError(e instanceof Error ? (e.stack ?? String(e)) : String(e));
+  if (e instanceof Permanent) return { outcome: { id, token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs };
+  if (e instanceof Retry) return { outcome: { id, token, outcome: "nack", error, retryInMs: wholeMs(e.delayMs) }, tally: "failed", leaseForMs };
+  return { outcome: { id, token, outcome: "nack", error }, tally: "failed", leaseForMs };
+}
+
+function checkDelay(ms: number | undefined): void {
+  if (ms === undefined) return; // the server's back-off (Retry) or none
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) throw new RangeError(`a delay must be a finite number of milliseconds, at least 0 (got ${ms})`);
+}
+
+/** `ms` whole, at least 0, at most `max` (a value NaN is 0). */
+function clampMs(ms: number, max: number): number {
+  if (Number.isNaN(ms)) return 0;
+  return Math.min(max, Math.max(0, Math.round(ms)));
 }
 
 /**
- * A delay the server takes (whole, not negative): one it refuses would fail
- * the whole batch it travels in, every time it is sent again.
+ * A delay the server takes (whole, not negative, at most its maximum): one
+ * it refuses would fail the whole batch it travels in.
  */
 function wholeMs(ms: number): number | undefined {
-  return Number.isFinite(ms) ? Math.max(0, Math.round(ms)) : undefined;
+  return Number.isNaN(ms) ? undefined : clampMs(ms, MAX_DELAY_MS);
+}
+
+/** An error text cut to the server's limit, on a character boundary. */
+function cutError(text: string): string {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= MAX_ERROR_BYTES) return text;
+  let end = MAX_ERROR_BYTES;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
 }

@@ -23,8 +23,8 @@ export function freePort() {
   });
 }
 
-function spawnRelay(db, port) {
-  const proc = spawn(RELAY, ["--db", db, "serve", "--listen", `127.0.0.1:${port}`, "--max-wait", "5s"], {
+function spawnRelay(db, port, maxWait = "5s") {
+  const proc = spawn(RELAY, ["--db", db, "serve", "--listen", `127.0.0.1:${port}`, "--max-wait", maxWait], {
     env: { ...process.env, RELAY_TOKEN: TOKEN },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -55,11 +55,11 @@ function ended(proc, signal) {
   });
 }
 
-export async function startServer(port) {
+export async function startServer(port, { maxWait } = {}) {
   port ??= await freePort();
   const db = join(mkdtempSync(join(tmpdir(), "relay-ts-")), "relay.db");
   const url = `http://127.0.0.1:${port}`;
-  let proc = spawnRelay(db, port);
+  let proc = spawnRelay(db, port, maxWait);
   await waitUp(url, proc);
   return {
     url,
@@ -70,7 +70,7 @@ export async function startServer(port) {
     kill: () => ended(proc, "SIGKILL"),
     /** Starts it again on the same database and port; resolves once it answers. */
     restart: async () => {
-      proc = spawnRelay(db, port);
+      proc = spawnRelay(db, port, maxWait);
       await waitUp(url, proc);
     },
   };

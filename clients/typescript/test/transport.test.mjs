@@ -111,3 +111,35 @@ test("a client outlives a server killed and restarted under it", async () => {
     await server.stop();
   }
 });
+
+test("only requests safe to repeat are sent again after a stale connection", async () => {
+  // A submit without a unique key may have been processed: Unavailable.
+  let fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+  let client = new Client(fake.url);
+  await client.events(1);
+  await assert.rejects(client.submit({ queue: "q", kind: "k" }), Unavailable);
+  assert.deepEqual(fake.seen, [1, 1], "not sent again");
+  client.close();
+  await fake.close();
+
+  // With a unique key (or an ack, a work call...) it is safe: sent again.
+  fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+  client = new Client(fake.url);
+  await client.events(1);
+  await client.submit({ queue: "q", kind: "k", uniqueKey: "once" });
+  assert.deepEqual(fake.seen, [1, 1, 2]);
+  client.close();
+  await fake.close();
+});
+
+test("a connection idle for over 5 s is not reused", async () => {
+  const fake = await fakeRelay(() => "answer");
+  const client = new Client(fake.url);
+  await client.events(1);
+  await client.events(1);
+  await new Promise((r) => setTimeout(r, 5500));
+  await client.events(1);
+  assert.deepEqual(fake.seen, [1, 1, 2]);
+  client.close();
+  await fake.close();
+});
