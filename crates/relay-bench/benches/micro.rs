@@ -120,6 +120,14 @@ mod encode {
         b.bench(|| relay::view::job(black_box(&j)).to_string());
     }
 
+    /// The same job as the server answers it: serialized straight from the
+    /// job, the payload's text as stored (no `Value` built).
+    #[divan::bench]
+    fn job_view_text_100b(b: divan::Bencher) {
+        let j = job(format!("{{\"to\":\"{}\"}}", "a".repeat(90)).into_bytes());
+        b.bench(|| serde_json::to_string(&relay::view::JobView(black_box(&j))));
+    }
+
     /// A 1 KiB binary payload (base64 in JSON).
     #[divan::bench]
     fn job_view_json_1k_binary(b: divan::Bencher) {

@@ -128,10 +128,12 @@ fn bytes_entry<M: serde::ser::SerializeMap>(
         // As stored when `raw`; JSON a `Value` cannot hold (`1e999`,
         // nesting past serde_json's limit) goes as base64 either way, so
         // that no client reading answers into values fails on one job.
-        return match serde_json::from_slice::<&serde_json::value::RawValue>(b) {
-            Ok(text) if raw => m.serialize_entry(name, text),
-            _ => m.serialize_entry(name, &v),
-        };
+        if raw {
+            if let Ok(text) = serde_json::from_slice::<&serde_json::value::RawValue>(b) {
+                return m.serialize_entry(name, text);
+            }
+        }
+        return m.serialize_entry(name, &v);
     }
     m.serialize_entry(
         &format!("{name}_base64"),
