@@ -25,6 +25,7 @@ mod error;
 mod metrics;
 mod openapi;
 mod site;
+mod work;
 
 pub use error::ApiError;
 

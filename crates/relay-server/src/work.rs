@@ -1,0 +1,175 @@
+//! The worker protocol's routes: `POST /v1/work` (a worker's outcomes and
+//! its next lease in one call and one commit, each outcome answered on its
+//! own) and `POST /v1/heartbeat` (many leases extended at once).
+
+use crate::api::{lease_request, leased, ms, ok, result_bytes, wait_permit, ApiResult, S};
+use crate::error::{ApiError, ApiJson};
+use axum::extract::State;
+use relay::{view, Completion, JobId, JobState, LeaseToken};
+use relay_client::wire;
+use std::time::Duration;
+
+/// A worker's outcomes, then its next lease, in one commit; each outcome
+/// answered on its own. Long-polls only when there is nothing to report.
+pub(crate) async fn work(State(s): S, ApiJson(b): ApiJson<wire::Work>) -> ApiResult {
+    if b.outcomes.len() > wire::MAX_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "outcomes must hold at most {} items",
+            wire::MAX_ITEMS
+        )));
+    }
+    let ids: Vec<i64> = b.outcomes.iter().map(|o| o.id).collect();
+    let batch = b.outcomes.into_iter().map(completion).collect::<Result<Vec<_>, _>>()?;
+    let (completions, jobs) = match b.lease {
+        None if batch.is_empty() => (Vec::new(), Vec::new()),
+        None => (s.relay.complete_batch(batch).await?, Vec::new()),
+        Some(lease) => {
+            let (req, wait) = lease_request(&s, lease)?;
+            let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
+            let mut stopping = s.stopping.clone();
+            if *stopping.borrow() {
+                // Shutting down: the outcomes are recorded, nothing leased
+                // to a worker whose server is going away.
+                let done = if batch.is_empty() {
+                    Vec::new()
+                } else {
+                    s.relay.complete_batch(batch).await?
+                };
+                (done, Vec::new())
+            } else {
+                let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
+                (done.completions, done.jobs)
+            }
+        }
+    };
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        outcomes: Vec<wire::ItemAnswer>,
+        jobs: Vec<view::Leased<'a>>,
+    }
+    let outcomes = ids
+        .into_iter()
+        .zip(completions)
+        .map(|(id, r)| match r {
+            Ok(status) => {
+                let mut a = wire::ItemAnswer::new(id);
+                a.state = Some(status.state.as_str().to_owned());
+                if status.state == JobState::Ready {
+                    a.ready_at = Some(view::time(status.ready_at));
+                }
+                a
+            }
+            Err(e) => refused(id, e),
+        })
+        .collect();
+    ok(Answer {
+        outcomes,
+        jobs: leased(&jobs),
+    })
+}
+
+/// One outcome of `POST /v1/work` as the library's completion; a field that
+/// does not belong to its kind is refused.
+fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
+    use wire::OutcomeKind as K;
+    let (id, token) = (JobId(o.id), LeaseToken(o.token));
+    let stray = |field: &str| {
+        ApiError::bad_request(format!(
+            "outcome of job {}: {field} does not go with outcome \"{}\"",
+            o.id,
+            o.outcome.name()
+        ))
+    };
+    let has_result = o.result.is_some() || o.result_base64.is_some();
+    match o.outcome {
+        K::Ack => {
+            if let Some(f) = [
+                (o.error.is_some(), "error"),
+                (o.retry_in_ms.is_some(), "retry_in_ms"),
+                (o.permanent, "permanent"),
+                (o.in_ms.is_some(), "in_ms"),
+            ]
+            .iter()
+            .find_map(|(given, f)| given.then_some(*f))
+            {
+                return Err(stray(f));
+            }
+            Ok(Completion::ack(id, token, result_bytes(o.result, o.result_base64)?))
+        }
+        K::Nack => {
+            if has_result || o.in_ms.is_some() {
+                return Err(stray(if has_result { "result" } else { "in_ms" }));
+            }
+            let Some(error) = o.error else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a nack needs its error",
+                    o.id
+                )));
+            };
+            // As POST /v1/jobs/{id}/nack: permanent wins over a delay.
+            Ok(if o.permanent {
+                Completion::nack_permanent(id, token, error)
+            } else {
+                Completion::nack(id, token, error, ms("retry_in_ms", o.retry_in_ms)?)
+            })
+        }
+        K::Release => {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent {
+                return Err(stray("a field other than in_ms"));
+            }
+            Ok(match ms("in_ms", o.in_ms)? {
+                Some(delay) => Completion::snooze(id, token, delay),
+                None => Completion::release(id, token),
+            })
+        }
+    }
+}
+
+/// An item refused on its own, with the code and message the per-job
+/// endpoints answer for the same error.
+fn refused(id: i64, e: relay::Error) -> wire::ItemAnswer {
+    let e = ApiError::from(e);
+    wire::ItemAnswer::refused(id, e.code, e.message)
+}
+
+/// Extends many leases at once; each answered on its own.
+pub(crate) async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>) -> ApiResult {
+    if b.leases.is_empty() || b.leases.len() > wire::MAX_ITEMS {
+        return Err(ApiError::bad_request(format!(
+            "leases must hold 1-{} items",
+            wire::MAX_ITEMS
+        )));
+    }
+    // A length out of range breaks the document's schema: the call is
+    // refused whole, as any malformed body.
+    let length = |field: &str, v: Option<u64>| {
+        let d = v.map(Duration::from_millis);
+        match d.map(|d| relay::Limits::default().lease_for(d)) {
+            Some(Err(e)) => Err(ApiError::bad_request(format!("{field}: {}", e.reason))),
+            _ => Ok(d),
+        }
+    };
+    let default = length("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
+    let leases = b
+        .leases
+        .iter()
+        .map(|l| {
+            let lease_for = length("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default);
+            Ok((JobId(l.id), LeaseToken(l.token), lease_for))
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let done = s.relay.extend_batch(leases).await?;
+    let leases = b
+        .leases
+        .iter()
+        .zip(done)
+        .map(|(l, r)| match r {
+            Ok(until) => wire::ItemAnswer {
+                lease_expires_at: Some(view::time(until)),
+                ..wire::ItemAnswer::new(l.id)
+            },
+            Err(e) => refused(l.id, e),
+        })
+        .collect();
+    ok(wire::Beaten { leases })
+}
