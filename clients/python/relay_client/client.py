@@ -272,8 +272,24 @@ class LeaseRequest:
         return b
 
 
+class _ItemAnswered:
+    """What one item of a batch call says: applied (``ok``), or refused with
+    ``error``; ``lost`` when the job is not this worker's any more (lease
+    lost, finished, cancelled or deleted): drop its outcome."""
+
+    error: Optional[RelayError]
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def lost(self) -> bool:
+        return isinstance(self.error, _NOT_OURS)
+
+
 @dataclass
-class OutcomeAnswer:
+class OutcomeAnswer(_ItemAnswered):
     """How the server took one outcome of :meth:`Client.work`: applied
     (``state``, and ``ready_at`` when the job is due again), or not, with
     ``error`` the exception its code names (returned, not raised)."""
@@ -282,16 +298,6 @@ class OutcomeAnswer:
     state: Optional[str] = None
     ready_at: Optional[str] = None
     error: Optional[RelayError] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def lost(self) -> bool:
-        """The job is not this worker's any more (lease lost, finished,
-        cancelled or deleted): the outcome was not applied."""
-        return isinstance(self.error, _NOT_OURS)
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "OutcomeAnswer":
@@ -311,7 +317,7 @@ class WorkAnswer:
 
 
 @dataclass
-class LeaseExtension:
+class LeaseExtension(_ItemAnswered):
     """How the server took one lease of :meth:`Client.heartbeat`: extended
     to ``lease_expires_at``, or not, with ``error`` (returned, not raised)."""
 
@@ -319,14 +325,6 @@ class LeaseExtension:
     lease_expires_at: Optional[str] = None
     error: Optional[RelayError] = None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def lost(self) -> bool:
-        """This worker no longer holds the job: drop its outcome."""
-        return isinstance(self.error, _NOT_OURS)
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeaseExtension":
