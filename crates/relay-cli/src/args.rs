@@ -423,6 +423,14 @@ pub struct ServeArgs {
     /// later (a client sending its body slowly) and exit.
     #[arg(long, value_parser = duration, default_value = "20s")]
     pub shutdown_grace: Duration,
+    /// Connections open at once; at the limit new ones wait until one
+    /// closes (the open-file limit is raised to its hard limit at start).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Close a connection that has not sent a whole request head this long
+    /// after it opened or after its last answer (slow or idle peers).
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub header_timeout: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,11 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
     config.request_timeout = a.max_wait + std::time::Duration::from_secs(30);
     config.max_body_bytes = a.max_body;
     config.shutdown_grace = a.shutdown_grace;
+    config.max_connections = a.max_connections as usize;
+    config.header_timeout = a.header_timeout;
+    if let Err(e) = relay_server::raise_open_file_limit() {
+        eprintln!("relay: cannot raise the open-file limit ({e}); connections are limited by it");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

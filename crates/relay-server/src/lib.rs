@@ -2,9 +2,11 @@
 //! producers in any language reach the same engine (and share its group
 //! commit).
 //!
-//! - [`Server::bind`] then [`Server::run`]: axum on tokio, with bearer-token
-//!   auth ([`ServerConfig::tokens`], compared in constant time), a body size
-//!   limit, a cap on waiting long-polls and a request timeout.
+//! - [`Server::bind`] then [`Server::run`]: axum routes on hyper and tokio,
+//!   with bearer-token auth ([`ServerConfig::tokens`], compared in constant
+//!   time), a body size limit, a cap on waiting long-polls, a request
+//!   timeout, and (`conns`) a header deadline, a connection limit and a
+//!   bounded buffer per connection.
 //! - `api`: the routes under `/v1`, plus `/healthz` and `/metrics`.
 //! - `error`: JSON errors (`{"error": {"code", "message"}}`) with statuses a
 //!   client can act on: 400, 401, 404, 409, 413, 429, 503.
@@ -20,6 +22,7 @@
 
 mod api;
 mod auth;
+mod conns;
 mod dashboard;
 mod error;
 mod metrics;
@@ -27,10 +30,11 @@ mod openapi;
 mod site;
 mod work;
 
+pub use conns::raise_open_file_limit;
 pub use error::ApiError;
 
 use relay::Relay;
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +56,13 @@ pub struct ServerConfig {
     pub max_waiting: usize,
     /// A request still unanswered after this long is cut off (slow clients).
     pub request_timeout: Duration,
+    /// A connection that has not sent a whole request head this long after
+    /// it opened or after its last answer is closed (slow or idle peers).
+    pub header_timeout: Duration,
+    /// Connections open at once; at the limit the server stops accepting
+    /// (and logs it) until one closes. Lowered to what the process's
+    /// open-file limit allows.
+    pub max_connections: usize,
     /// After a shutdown begins, connections still open this long later (a
     /// client sending its body slowly, say) are no longer waited for:
     /// [`Server::run`] returns.
@@ -68,6 +79,8 @@ impl ServerConfig {
             max_wait: Duration::from_secs(60),
             max_waiting: 1024,
             request_timeout: Duration::from_secs(90),
+            header_timeout: Duration::from_secs(30),
+            max_connections: 10_000,
             shutdown_grace: Duration::from_secs(20),
         }
     }
@@ -78,6 +91,11 @@ impl ServerConfig {
                 "refusing to listen on {} without a token: set --token-file or RELAY_TOKEN, or pass --insecure",
                 self.listen
             )));
+        }
+        if self.max_connections == 0 || self.header_timeout.is_zero() {
+            return Err(ServerError::Config(
+                "the connection limit and the header deadline must be above zero".into(),
+            ));
         }
         if self.tokens.iter().any(|t| t.trim().is_empty()) {
             return Err(ServerError::Config("a token is empty".into()));
@@ -168,25 +186,17 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServerError> {
         let app = api::router(Arc::clone(&self.state));
         let stop = self.stop;
-        let signal = async move {
+        tokio::spawn(async move {
             shutdown.await;
             let _ = stop.send(true);
+        });
+        let config = &self.state.config;
+        let limits = conns::Limits {
+            max_connections: conns::connection_limit(config.max_connections),
+            header_timeout: config.header_timeout,
+            shutdown_grace: config.shutdown_grace,
         };
-        let serving = axum::serve(self.listener, app)
-            .with_graceful_shutdown(signal)
-            .into_future();
-        let mut stopping = self.state.stopping.clone();
-        let grace = self.state.config.shutdown_grace;
-        let deadline = async move {
-            let _ = stopping.wait_for(|s| *s).await;
-            tokio::time::sleep(grace).await;
-        };
-        tokio::select! {
-            done = serving => done?,
-            () = deadline => tracing::warn!(
-                "connections still open {grace:?} after the shutdown began were closed (--shutdown-grace)"
-            ),
-        }
+        conns::serve(self.listener, app, limits, self.state.stopping.clone()).await;
         Ok(())
     }
 }
