@@ -120,6 +120,10 @@ pub struct SubmitArgs {
     /// While a job with this key is unfinished, submitting it again returns that job.
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// Makes the submit safe to repeat: for 24 h, submitting with this key
+    /// again returns the first submit's job and creates nothing.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
     /// Each lease of this job lasts this long, whatever the worker asks (e.g. 10m).
     #[arg(long, value_parser = duration)]
     pub lease_for: Option<Duration>,
@@ -431,6 +435,10 @@ pub struct ServeArgs {
     /// after it opened or after its last answer (slow or idle peers).
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub header_timeout: Duration,
+    /// The dashboard's session cookies carry `Secure`, so browsers send
+    /// them over HTTPS only: for a server behind a TLS proxy.
+    #[arg(long)]
+    pub secure_cookies: bool,
 }
 
 #[derive(Debug, Args)]

@@ -96,7 +96,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 
 fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
     match command {
-        Command::Submit(a) => out.submitted(&t.submit(submit_args(a)?)?),
+        Command::Submit(a) => {
+            let keyed = a.idempotency_key.is_some();
+            out.submitted(&t.submit(submit_args(a)?)?, keyed)
+        }
         Command::Lease(a) => {
             let lease = Lease {
                 queues: a.queue,
@@ -335,6 +338,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         delay: a.delay,
         run_at: a.run_at,
         unique_key: a.unique_key,
+        idempotency_key: a.idempotency_key,
         lease_for: a.lease_for,
         timeout: a.timeout,
         on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
@@ -356,6 +360,7 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         run_at: None,
         max_attempts: a.max_attempts,
         unique_key: None,
+        idempotency_key: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),

@@ -83,17 +83,20 @@ impl Out {
     }
 
     /// The id on stdout (scripts read it); a note on stderr when the id is
-    /// of an unfinished job that already held the unique key.
-    pub fn submitted(&self, v: &Value) {
+    /// of an unfinished job that already held the unique key, or of the
+    /// first submit of the idempotency key (`keyed`).
+    pub fn submitted(&self, v: &Value, keyed: bool) {
         if self.json {
             self.value(v);
         } else {
             self.line(&s(&v["id"]));
             if v["existing"] == true {
-                eprintln!(
-                    "relay: job {} (unfinished) already holds this unique key: nothing new was submitted",
-                    s(&v["id"])
-                );
+                let what = if keyed {
+                    "was submitted with this idempotency key (or holds its unique key)"
+                } else {
+                    "(unfinished) already holds this unique key"
+                };
+                eprintln!("relay: job {} {what}: nothing new was submitted", s(&v["id"]));
             }
         }
     }

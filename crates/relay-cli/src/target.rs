@@ -23,6 +23,7 @@ pub struct Submit {
     pub run_at: Option<relay::Timestamp>,
     pub max_attempts: Option<u32>,
     pub unique_key: Option<String>,
+    pub idempotency_key: Option<String>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     pub depends_on: Vec<i64>,
@@ -45,6 +46,9 @@ impl Submit {
         }
         if let Some(k) = self.unique_key {
             job = job.unique_key(k);
+        }
+        if let Some(k) = self.idempotency_key {
+            job = job.idempotency_key(k);
         }
         if let Some(d) = self.lease_for {
             job = job.lease_for(d);
@@ -76,6 +80,7 @@ impl Submit {
         job.run_at = self.run_at.map(relay::Timestamp::to_rfc3339);
         job.max_attempts = self.max_attempts;
         job.unique_key = self.unique_key;
+        job.idempotency_key = self.idempotency_key;
         job.lease_for_ms = self.lease_for.map(millis);
         job.timeout_ms = self.timeout.map(millis);
         job.traceparent = self.traceparent;

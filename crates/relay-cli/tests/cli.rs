@@ -266,6 +266,26 @@ fn errors_are_one_line_with_a_status_per_kind() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--wait"));
 }
 
+/// A submit repeated with `--idempotency-key` gives the first job, even
+/// once it has finished (issue 24, item 4).
+#[test]
+fn an_idempotency_key_makes_a_submit_safe_to_repeat() {
+    let db = db();
+    let args = ["submit", "-q", "q", "-k", "k", "--idempotency-key", "order-7"];
+    let first = ok(&relay(&db.path, &args));
+    ok(&relay(&db.path, &["cancel", first.trim()]));
+    let again = relay(&db.path, &args);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stdout), first);
+    let note = String::from_utf8_lossy(&again.stderr);
+    assert!(note.contains("was submitted with this idempotency key"), "{note}");
+    let other = ok(&relay(
+        &db.path,
+        &["submit", "-q", "q", "-k", "k", "--idempotency-key", "order-8"],
+    ));
+    assert_ne!(other, first);
+}
+
 #[test]
 fn unique_key_cancel_retry_delete_jobs() {
     let db = db();

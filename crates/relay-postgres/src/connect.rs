@@ -6,7 +6,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_tags.sql"),
     include_str!("../migrations/0008_dashboard.sql"),
     include_str!("../migrations/0009_counts_without_join.sql"),
+    include_str!("../migrations/0010_marks.sql"),
 ];
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;

@@ -187,6 +187,19 @@ impl StoreReader for PgReader {
         relay_store::decode::queue_stats(counts, oldest, now)
     }
 
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/mark_get.sql"))?;
+        let row = self
+            .conn
+            .client
+            .query_opt(&st, &[&key, &now.as_millis()])
+            .map_err(map_err)?;
+        match row {
+            Some(row) => decode::col(&row, 0, "value", None),
+            None => Ok(None),
+        }
+    }
+
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/schedules_all.sql"))?;
         let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;

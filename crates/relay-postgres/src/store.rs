@@ -141,6 +141,14 @@ impl Store for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let batch = limit(relay_store::PRUNE_BATCH);
+        let row = self.query_one(include_str!("../sql/mark_prune.sql"), &[&before.as_millis(), &batch])?;
+        let n: i64 = decode::col(&row, 0, "pruned", None)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.pipe.begin_now()?; // a write: never in a flight with BEGIN
         let (scan, batch) = (limit(relay_store::PRUNE_SCAN), limit(relay_store::PRUNE_BATCH));
@@ -438,6 +446,13 @@ impl Store for PgStore {
             &[&now.as_millis(), &limit(relay_store::REAP_BATCH)],
         )?;
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()
+    }
+
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        match self.query_opt(include_str!("../sql/mark_get.sql"), &[&key, &now.as_millis()])? {
+            Some(row) => decode::col(&row, 0, "value", None),
+            None => Ok(None),
+        }
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {

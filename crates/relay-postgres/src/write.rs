@@ -376,6 +376,7 @@ impl<'a> EventCols<'a> {
 /// deletes or dependency edges.
 fn jobs_and_events_only(c: &Changes<'_>) -> bool {
     c.queues.is_empty()
+        && c.marks.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.settled.is_empty()
@@ -407,6 +408,8 @@ pub(crate) struct Writes<'a> {
     deps: DepCols,
     settled_st: Statement,
     settled: Vec<i64>,
+    marks_st: Statement,
+    marks: MarkCols<'a>,
     deletes: Vec<i64>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
@@ -418,6 +421,32 @@ pub(crate) struct Writes<'a> {
     /// `sql/apply_update_one.sql`, for a batch of one transition and its
     /// one event.
     one: Option<Statement>,
+}
+
+/// The columns of a batch's marks (`sql/apply_marks.sql`), the batch's
+/// time and their count.
+pub(crate) struct MarkCols<'a> {
+    key: Vec<&'a str>,
+    value: Vec<&'a str>,
+    expires_at: Vec<i64>,
+    at: i64,
+    count: i64,
+}
+
+impl<'a> MarkCols<'a> {
+    fn new(c: &Changes<'a>) -> Self {
+        Self {
+            key: c.marks.iter().map(|m| m.key).collect(),
+            value: c.marks.iter().map(|m| m.value).collect(),
+            expires_at: c.marks.iter().map(|m| m.expires_at.as_millis()).collect(),
+            at: c.at.as_millis(),
+            count: i64::try_from(c.marks.len()).unwrap_or(i64::MAX),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        vec![&self.key, &self.value, &self.expires_at, &self.at, &self.count]
+    }
 }
 
 /// The columns of a batch's new dependency edges (`sql/apply_deps.sql`).
@@ -456,6 +485,8 @@ impl<'a> Writes<'a> {
             deps: DepCols::new(&c.dependents),
             settled_st: pipe.stmt(include_str!("../sql/apply_settled.sql"))?,
             settled: c.settled.iter().map(|id| id.0).collect(),
+            marks_st: pipe.stmt(include_str!("../sql/apply_marks.sql"))?,
+            marks: MarkCols::new(c),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             plain: UpdateCols::new(plain),
             taking: UpdateCols::new(taking),
@@ -487,6 +518,9 @@ impl<'a> Writes<'a> {
         }
         let mut reqs = Vec::with_capacity(8);
         let [queues, deletes, plain, taking, inserts, deps, events] = &self.counts;
+        if self.marks.count > 0 {
+            reqs.push(Req::Write(&self.marks_st, self.marks.params()));
+        }
         if *queues > 0 {
             let mut p = self.queues.params();
             p.push(queues);

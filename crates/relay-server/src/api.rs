@@ -167,6 +167,9 @@ fn new_job(b: wire::NewJob, header: Option<&str>) -> Result<NewJob, ApiError> {
     if let Some(k) = b.unique_key {
         job = job.unique_key(k);
     }
+    if let Some(k) = b.idempotency_key {
+        job = job.idempotency_key(k);
+    }
     if let Some(d) = ms("lease_for_ms", b.lease_for_ms)? {
         job = job.lease_for(d);
     }
@@ -191,10 +194,48 @@ fn new_job(b: wire::NewJob, header: Option<&str>) -> Result<NewJob, ApiError> {
     Ok(job)
 }
 
+/// The `Idempotency-Key` header, if any: readable text, the same as the
+/// body's field when both are given.
+fn header_idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let v = v
+        .to_str()
+        .map_err(|_| ApiError::bad_request("the Idempotency-Key header must be visible ASCII text"))?;
+    Ok(Some(v.trim().to_owned()))
+}
+
+/// The body's idempotency key, else the header's (`index`: a batch's job,
+/// whose key is the header's with `/index` after it); both given must agree.
+fn with_idempotency_key(
+    mut b: wire::NewJob,
+    header: Option<&str>,
+    index: Option<usize>,
+) -> Result<wire::NewJob, ApiError> {
+    let Some(h) = header else { return Ok(b) };
+    let from_header = match index {
+        Some(i) => format!("{h}/{i}"),
+        None => h.to_owned(),
+    };
+    match &b.idempotency_key {
+        Some(k) if index.is_none() && *k != from_header => {
+            return Err(ApiError::bad_request(
+                "the Idempotency-Key header and the body's idempotency_key differ: give one, or the same",
+            ))
+        }
+        Some(_) => {}
+        None => b.idempotency_key = Some(from_header),
+    }
+    Ok(b)
+}
+
 /// 201 with the new job's id; 200 with `"existing": true` when an
-/// unfinished job already holds the unique key (nothing was written).
+/// unfinished job already holds the unique key, or an earlier submit
+/// carried the idempotency key (nothing was written).
 async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJob>) -> ApiResult {
     let header = header_traceparent(&headers);
+    let body = with_idempotency_key(body, header_idempotency_key(&headers)?.as_deref(), None)?;
     let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
     Ok(if done.existing {
         (
@@ -222,10 +263,12 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
         return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
     }
     let header = header_traceparent(&headers);
+    let key = header_idempotency_key(&headers)?;
     let jobs = body
         .jobs
         .into_iter()
-        .map(|j| new_job(j, header.as_deref()))
+        .enumerate()
+        .map(|(i, j)| new_job(with_idempotency_key(j, key.as_deref(), Some(i))?, header.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let ids = s.relay.submit_batch(jobs).await?;
     let ids = ids.into_iter().map(|id| id.0).collect();

@@ -67,6 +67,9 @@ pub struct ServerConfig {
     /// client sending its body slowly, say) are no longer waited for:
     /// [`Server::run`] returns.
     pub shutdown_grace: Duration,
+    /// The dashboard's session cookies carry `Secure` (browsers send them
+    /// over HTTPS only): for a server behind a TLS proxy.
+    pub secure_cookies: bool,
 }
 
 impl ServerConfig {
@@ -81,6 +84,7 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(90),
             header_timeout: Duration::from_secs(30),
             max_connections: 10_000,
+            secure_cookies: false,
             shutdown_grace: Duration::from_secs(20),
         }
     }
@@ -158,7 +162,8 @@ impl Server {
                 source,
             })?;
         let (stop, stopping) = watch::channel(false);
-        let dash = dashboard::Keys::new(&config.tokens).map_err(ServerError::Config)?;
+        let mut dash = dashboard::Keys::new(&config.tokens).map_err(ServerError::Config)?;
+        dash.secure = config.secure_cookies;
         let state = Arc::new(AppState {
             dash,
             relay: relay.to_async(),

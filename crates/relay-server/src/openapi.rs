@@ -23,6 +23,16 @@ fn traceparent_header() -> Value {
         "description": "The W3C trace context of the caller: stored with each job that gives none in its body (an invalid value is passed over, as the W3C recommendation asks)."})
 }
 
+fn idempotency_header(batch: bool) -> Value {
+    let what = if batch {
+        "Makes the batch safe to repeat: each job without an idempotency_key of its own takes this key with `/` and its index after it (`K/0`, `K/1`, ...); a repeat within 24 h answers the first batch's ids and creates nothing."
+    } else {
+        "Makes the submit safe to repeat: a submit with this key again within 24 h answers 200 with the first submit's job (`existing`) and creates nothing, whatever state that job is in. The same as the body's idempotency_key (giving both, they must agree)."
+    };
+    json!({"name": "Idempotency-Key", "in": "header", "required": false,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 250}, "description": what})
+}
+
 fn body(schema: Value) -> Value {
     json!({"required": true, "content": {"application/json": {"schema": schema}}})
 }
@@ -210,7 +220,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {
-                "post": {"operationId": "submit", "requestBody": body(r("NewJob")), "parameters": [traceparent_header()],
+                "post": {"operationId": "submit", "requestBody": body(r("NewJob")), "parameters": [traceparent_header(), idempotency_header(false)],
                     "responses": with_existing(responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"]))},
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
@@ -243,7 +253,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     "type": "object", "required": ["queue", "kind", "error", "count", "newest", "last_at"], "properties": {
                         "queue": {"type": "string"}, "kind": {"type": "string"}, "error": {"type": "string"}, "count": {"type": "integer"},
                         "newest": {"type": "integer"}, "last_at": {"type": "string", "format": "date-time"}}}}}}), &["400"])}},
-            "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header()],
+            "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header(), idempotency_header(true)],
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
                     "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
                 "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "404", "413"])}},
@@ -382,7 +392,7 @@ fn schemas(max_wait: u64) -> Value {
                 "paused": {"type": "boolean"},
                 "max_leased": {"type": "integer", "nullable": true},
                 "rate_limit": r("RateLimit")}},
-        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, lease_for_ms, timeout_ms, depends_on, traceparent or tags.", json!({})),
+        "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, idempotency_key, lease_for_ms, timeout_ms, depends_on, traceparent or tags.", json!({})),
         "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
             "properties": {
                 "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
@@ -397,6 +407,8 @@ fn schemas(max_wait: u64) -> Value {
             "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
             "run_at": {"type": "string", "format": "date-time", "nullable": true},
             "unique_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true},
+            "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 256, "nullable": true,
+                "description": "Makes the submit safe to repeat: a submit with this key again within 24 h answers the first submit's job (`existing`) and creates nothing. See the Idempotency-Key header."},
             "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
             "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
             "depends_on": {"type": "array", "nullable": true, "maxItems": 10_000,

@@ -483,3 +483,99 @@ fn the_overview_shows_counts_and_the_hours_throughput() {
     assert!(a.status == 200 && a.body.contains("DOMParser"));
     assert_eq!(d.get("/assets/nope.js", &[]).status, 404);
 }
+
+/// A dashboard server with `tokens` on the database file `db`.
+fn dash_on(db: &std::path::Path, tokens: &[&str], secure: bool) -> (common::ServerThread, String) {
+    let relay = Relay::open(db).unwrap();
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.tokens = tokens.iter().map(|t| (*t).to_owned()).collect();
+    config.secure_cookies = secure;
+    let server = common::ServerThread::start(relay, config);
+    let base = format!("http://{}", server.addr);
+    (server, base)
+}
+
+fn get_at(base: &str, path: &str, cookie: &str) -> Answer {
+    answer(
+        agent()
+            .get(&format!("{base}{path}"))
+            .header("Cookie", cookie)
+            .call()
+            .unwrap(),
+    )
+}
+
+fn login_at(base: &str, token: &str) -> Answer {
+    answer(
+        agent()
+            .post(&format!("{base}/login"))
+            .content_type("application/x-www-form-urlencoded")
+            .send(form(&[("token", token), ("next", "/")]))
+            .unwrap(),
+    )
+}
+
+/// Regression (issue 24, item 3): after logout the same cookie still opened
+/// the overview and changed state. Logging out ends the session on the
+/// server side: on every server of the store, and after a restart.
+#[test]
+fn a_logged_out_session_is_over_on_every_server_of_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    let (_a, a) = dash_on(&db, &["team-token"], false);
+    let (_b, b) = dash_on(&db, &["team-token"], false);
+    let login = login_at(&a, "team-token");
+    assert!(
+        !login.cookies[0].contains("Secure"),
+        "no Secure unless asked: {:?}",
+        login.cookies
+    );
+    let cookie = cookie_of(&login);
+    let kept = cookie_of(&login_at(&a, "team-token"));
+    for base in [&a, &b] {
+        assert_eq!(get_at(base, "/", &cookie).status, 200, "the session opens {base}");
+    }
+    let page = get_at(&a, "/", &cookie);
+    let csrf = csrf_of(&page.body);
+    let out = answer(
+        agent()
+            .post(&format!("{a}/logout"))
+            .content_type("application/x-www-form-urlencoded")
+            .header("Cookie", &cookie)
+            .send(form(&[("csrf", &csrf)]))
+            .unwrap(),
+    );
+    assert_eq!(out.location.as_deref(), Some("/login"));
+    // The cookie, replayed, opens nothing and changes nothing, here or on
+    // the other server.
+    for base in [&a, &b] {
+        let again = get_at(base, "/", &cookie);
+        assert_eq!(
+            (again.status, again.location.as_deref()),
+            (303, Some("/login?next=%2F")),
+            "{base}: {}",
+            again.body
+        );
+        let pause = answer(
+            agent()
+                .post(&format!("{base}/queues/emails/pause"))
+                .content_type("application/x-www-form-urlencoded")
+                .header("Cookie", &cookie)
+                .send(form(&[("csrf", &csrf)]))
+                .unwrap(),
+        );
+        assert_eq!(pause.status, 403, "{base}: {}", pause.body);
+    }
+    let relay = Relay::open(&db).unwrap();
+    assert!(relay.stats().unwrap().queues.get("emails").is_none_or(|q| !q.paused));
+    // Another session of the same token goes on.
+    assert_eq!(get_at(&b, "/", &kept).status, 200);
+    // After a restart, still over.
+    drop((_a, _b));
+    let (_c, c) = dash_on(&db, &["team-token"], true);
+    assert_eq!(get_at(&c, "/", &cookie).status, 303);
+    assert_eq!(get_at(&c, "/", &kept).status, 200);
+    // Behind TLS: the cookie is Secure (set and cleared).
+    let login = login_at(&c, "team-token");
+    assert!(login.cookies[0].contains("; Secure"), "{:?}", login.cookies);
+}

@@ -60,3 +60,78 @@ fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
         res.body_mut().read_to_string().unwrap()
     );
 }
+
+/// Regression (issue 24, item 4): a client that retried a submit answered
+/// "timeout" (now `maybe_applied`) made a second job. With an idempotency
+/// key (the header, or the body's field), the retry answers the first
+/// submit's job and nothing new is made.
+#[test]
+fn a_submit_retried_with_its_idempotency_key_makes_one_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = Relay::open_with(dir.path().join("t.db"), Options::default()).unwrap();
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
+    config.max_wait = Duration::from_millis(100);
+    config.request_timeout = Duration::from_millis(400);
+    let server = common::ServerThread::start(relay.clone(), config);
+    let base = format!("http://{}", server.addr);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let submit = |key: &str, body: Value| {
+        let mut res = agent
+            .post(&format!("{base}/v1/jobs"))
+            .header("Idempotency-Key", key)
+            .send_json(body)
+            .unwrap();
+        let status = res.status().as_u16();
+        let body: Value = serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap();
+        (status, body)
+    };
+    let hold = relay.hold_writer().expect("a writer");
+    let (status, body) = submit("order-1", json!({"queue": "q", "kind": "k", "payload": 1}));
+    drop(hold);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("maybe_applied")),
+        "{body}"
+    );
+    // The retry: whether or not the first was committed yet, one job.
+    let (status, again) = submit("order-1", json!({"queue": "q", "kind": "k", "payload": 2}));
+    assert!(status == 200 || status == 201, "{status} {again}");
+    let id = again["id"].as_i64().unwrap();
+    let (status, third) = submit("order-1", json!({"queue": "q", "kind": "k", "payload": 3}));
+    assert_eq!(
+        (status, third["id"].as_i64(), third["existing"].as_bool()),
+        (200, Some(id), Some(true))
+    );
+    let stats = relay.stats().unwrap();
+    assert_eq!(stats.queues["q"].counts[&relay::JobState::Ready], 1, "{stats:?}");
+    assert_eq!(relay.get(relay::JobId(id)).unwrap().payload, b"1");
+    // The body's field says the same; the two must agree when both given.
+    let (status, by_field) = submit(
+        "order-1",
+        json!({"queue": "q", "kind": "k", "idempotency_key": "order-1"}),
+    );
+    assert_eq!((status, by_field["id"].as_i64()), (200, Some(id)));
+    let (status, differ) = submit(
+        "order-1",
+        json!({"queue": "q", "kind": "k", "idempotency_key": "order-2"}),
+    );
+    assert_eq!(
+        (status, differ["error"]["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{differ}"
+    );
+    // A batch: each job keyed by its index; a repeat answers the same ids.
+    let batch = |key: &str| {
+        let mut res = agent
+            .post(&format!("{base}/v1/jobs/batch"))
+            .header("Idempotency-Key", key)
+            .send_json(json!({"jobs": [{"queue": "b", "kind": "k"}, {"queue": "b", "kind": "k"}]}))
+            .unwrap();
+        let body: Value = serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap();
+        body["ids"].clone()
+    };
+    let first = batch("import-9");
+    assert_eq!(first.as_array().map(Vec::len), Some(2), "{first}");
+    assert_eq!(batch("import-9"), first);
+    assert_eq!(relay.stats().unwrap().queues["b"].counts[&relay::JobState::Ready], 2);
+}

@@ -142,6 +142,17 @@ impl StoreReader for SqliteReader {
         relay_store::decode::queue_stats(counts, oldest, now)
     }
 
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .prepare_cached(&crate::sql::MARK_GET)
+            .and_then(|mut st| {
+                st.query_row(rusqlite::params![key, now.as_millis()], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(map_err)
+    }
+
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULES_ALL).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;

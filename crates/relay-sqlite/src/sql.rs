@@ -57,6 +57,9 @@ statements! {
     JOB_READY_HEADS = "job_ready_heads.sql";
     JOB_SET_STATUS = "job_set_status.sql";
     JOB_SET_STATUS_QUEUE = "job_set_status_queue.sql";
+    MARK_GET = "mark_get.sql";
+    MARK_PRUNE = "mark_prune.sql";
+    MARK_PUT = "mark_put.sql";
     QUEUE_COUNTS = "queue_counts.sql";
     QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
     QUEUE_PUT = "queue_put.sql";

@@ -233,6 +233,11 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(self.exec(&crate::sql::THROUGHPUT_PRUNE, [before.as_millis()])? as u64)
     }
 
+    fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        let batch = i64::try_from(relay_store::PRUNE_BATCH).unwrap_or(i64::MAX);
+        Ok(self.exec(&crate::sql::MARK_PRUNE, params![before.as_millis(), batch])? as u64)
+    }
+
     fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
         self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
@@ -441,6 +446,13 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         )
     }
 
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .prepare_cached(&crate::sql::MARK_GET)
+            .and_then(|mut st| st.query_row(params![key, now.as_millis()], |r| r.get(0)).optional())
+            .map_err(map_err)
+    }
+
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         let next: i64 = self
             .conn()
@@ -499,6 +511,9 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     /// One prepared statement per row: in-process, a statement costs no
     /// round trip, and these are cached.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
+        for m in &c.marks {
+            self.exec(&crate::sql::MARK_PUT, params![m.key, m.value, m.expires_at.as_millis()])?;
+        }
         for w in &c.schedules {
             match w.schedule {
                 Some(s) => self.put_schedule(s)?,

@@ -135,6 +135,19 @@ pub struct ScheduleWrite<'a> {
     pub schedule: Option<&'a Schedule>,
 }
 
+/// A mark a batch writes: a value kept under a key until `expires_at`
+/// (the job an idempotency key named, a dashboard session that ended).
+/// Written whole, inserted or replacing an expired mark of the key; where
+/// other processes write, a key another batch marked meanwhile fails the
+/// write with [`StoreError::Busy`] (the batch is planned again and then
+/// reads it).
+#[derive(Debug, Clone, Copy)]
+pub struct MarkWrite<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
+    pub expires_at: Timestamp,
+}
+
 /// Everything a batch writes, planned before anything is written (see the
 /// engine's `plan` module), for [`Store::apply`] to write in a few
 /// statements. Applied in this order: queue settings, schedules, deletes
@@ -159,6 +172,7 @@ pub struct Changes<'a> {
     /// not count twice).
     pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
+    pub marks: Vec<MarkWrite<'a>>,
     /// When the batch was planned: its minute is the one its tallies and
     /// inserts count in.
     pub at: Timestamp,
@@ -174,6 +188,7 @@ impl Changes<'_> {
             && self.dependents.is_empty()
             && self.settled.is_empty()
             && self.events.is_empty()
+            && self.marks.is_empty()
     }
 }
 
@@ -438,6 +453,9 @@ pub trait Store {
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     /// The number of job `id`'s last event (0 when it has none).
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError>;
+    /// The value of mark `key` if it has not expired at `now` (see
+    /// [`MarkWrite`]).
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
 
     /// Writes a batch's changes (see [`Changes`] for the order). Any error
     /// fails the batch: the engine rolls the transaction back.
@@ -483,6 +501,9 @@ pub trait Store {
     /// Deletes throughput history of minutes before `before`; returns how
     /// many rows. Housekeeping, beside [`Store::job_prune`].
     fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+    /// Deletes up to [`PRUNE_BATCH`] marks that expired at or before
+    /// `before`; returns how many. Housekeeping, beside [`Store::job_prune`].
+    fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     /// Tells other processes, when this transaction commits, that jobs
     /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.
     fn notify_ready(&mut self) -> Result<(), StoreError> {
@@ -529,6 +550,8 @@ pub trait StoreReader: Send {
     fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError>;
     /// Every schedule, by name.
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
+    /// As [`Store::mark_get`].
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
 }
 
 /// Opens a store's connections.

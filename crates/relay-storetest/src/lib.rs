@@ -20,6 +20,7 @@ pub mod flow;
 pub mod group_commit;
 pub mod input;
 pub mod lifecycle;
+pub mod marks;
 pub mod model;
 pub mod periodic;
 pub mod pg;
@@ -190,6 +191,10 @@ macro_rules! conformance {
             model::matches_the_model,
             unique::retry_into_a_held_key_is_a_conflict_that_fails_alone,
             unique::concurrent_submits_of_one_key_get_one_job,
+            marks::an_idempotency_key_returns_the_first_job_for_its_keep,
+            marks::a_bad_idempotency_key_is_refused_and_changes_nothing,
+            marks::concurrent_submits_of_one_idempotency_key_get_one_job,
+            marks::marks_are_written_once_and_expire,
             batches::a_submit_its_cancel_and_a_claim_in_one_batch,
             batches::a_submit_and_its_claim_in_one_batch,
             batches::a_lease_and_its_ack_in_one_batch,

@@ -342,6 +342,29 @@ impl AsyncRelay {
         self.engine.run_async(self.engine.pause_schedule_op(name, false)).await
     }
 
+    /// [`Relay::put_mark`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::put_mark`].
+    pub async fn put_mark(&self, key: &str, value: &str, keep: std::time::Duration) -> Result<bool> {
+        self.engine.run_async(self.engine.put_mark_op(key, value, keep)?).await
+    }
+
+    /// [`Relay::mark`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::mark`].
+    pub async fn mark(&self, key: &str) -> Result<Option<String>> {
+        let key = key.to_owned();
+        self.read(move |e| {
+            let now = e.options.clock.now();
+            e.readers.with(|r| r.mark_get(&key, now))
+        })
+        .await
+    }
+
     /// [`Relay::schedules`], on a blocking thread.
     ///
     /// # Errors

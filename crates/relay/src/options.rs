@@ -28,6 +28,11 @@ pub struct Options {
     /// events, this long after they finished; `None` keeps them forever.
     /// Keeps the jobs table (and its indexes) small.
     pub retention: Option<Duration>,
+    /// How long an idempotency key is kept after its submit
+    /// ([`NewJob::idempotency_key`](crate::NewJob::idempotency_key)): a
+    /// submit that carries it again within this time returns the first
+    /// submit's job and creates nothing.
+    pub idempotency_keep: Duration,
     /// Longest a waiting `lease` sleeps before looking again. Submits in the
     /// same process wake it at once; this bounds how late it sees jobs
     /// submitted by other processes on the same file.
@@ -71,6 +76,7 @@ impl Default for Options {
             queue_capacity: 8192,
             reap_interval: Duration::from_secs(1),
             retention: Some(Duration::from_secs(7 * 24 * 3600)),
+            idempotency_keep: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(250),
             watch_interval: Duration::from_millis(10),
             busy_timeout: Duration::from_secs(10),

@@ -751,6 +751,34 @@ impl Relay {
         self.engine.run(self.engine.pause_schedule_op(name, false))
     }
 
+    /// Keeps `value` under `key` for `keep`, in the store (so every
+    /// process on it sees it, and it survives restarts), unless a mark of
+    /// `key` that has not expired is there: a mark is written once.
+    /// Returns whether this call wrote it. Expired marks are pruned. The
+    /// server keeps the dashboard sessions that logged out in them; keys
+    /// that start with `idempotency:` are the idempotency keys' own
+    /// ([`NewJob::idempotency_key`](crate::NewJob::idempotency_key)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] (field `key`) for a key that is empty or
+    /// over 256 characters; and those of every write (see [`Relay`]).
+    pub fn put_mark(&self, key: &str, value: &str, keep: std::time::Duration) -> Result<bool> {
+        self.engine.run(self.engine.put_mark_op(key, value, keep)?)
+    }
+
+    /// The value kept under `key` ([`Relay::put_mark`]), unless there is
+    /// none or it has expired.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    /// [`Relay`]).
+    pub fn mark(&self, key: &str) -> Result<Option<String>> {
+        let now = self.engine.options.clock.now();
+        self.engine.readers.with(|r| r.mark_get(key, now))
+    }
+
     /// Every schedule, by name, with its next and latest tick.
     ///
     /// # Errors

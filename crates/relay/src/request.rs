@@ -27,6 +27,7 @@ pub struct NewJob {
     when: When,
     max_attempts: Option<u32>,
     unique_key: Option<String>,
+    idempotency_key: Option<String>,
     lease_for: Option<Duration>,
     timeout: Option<Duration>,
     depends_on: Vec<JobId>,
@@ -56,6 +57,7 @@ impl NewJob {
             when: When::Now,
             max_attempts: None,
             unique_key: None,
+            idempotency_key: None,
             lease_for: None,
             timeout: None,
             depends_on: Vec::new(),
@@ -136,6 +138,20 @@ impl NewJob {
         self
     }
 
+    /// Makes the submit safe to repeat: a submit carrying the same key
+    /// within [`Options::idempotency_keep`](crate::Options::idempotency_keep)
+    /// (24 h by default) of the first returns the first submit's job
+    /// (`existing`) and creates nothing, whatever state that job is in and
+    /// whatever the repeat carries. For a caller that retries after an
+    /// answer it did not get (a timeout, a dropped connection, `maybe
+    /// applied`). Unlike [`NewJob::unique_key`], the key outlives the job's
+    /// run. 1-256 characters.
+    #[must_use]
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
     /// Each lease of this job lasts `d` (more than 0, at most 24 h),
     /// whatever the lease request says: for a job that needs longer (or
     /// shorter) than the rest of its queue. The worker runtime's
@@ -202,6 +218,11 @@ impl NewJob {
         if let Some(k) = &self.unique_key {
             limits.unique_key(k)?;
         }
+        if let Some(k) = &self.idempotency_key {
+            limits
+                .unique_key(k)
+                .map_err(|e| InvalidInput::new("idempotency_key", e.reason))?;
+        }
         if let Some(t) = &self.traceparent {
             limits.traceparent(t)?;
         }
@@ -222,6 +243,7 @@ impl NewJob {
             ready_at,
             max_attempts,
             unique_key: self.unique_key,
+            idempotency_key: self.idempotency_key,
             lease_for: self.lease_for,
             timeout: self.timeout,
             traceparent: self.traceparent.or_else(crate::trace::current),
@@ -239,6 +261,7 @@ pub(crate) struct ValidJob {
     pub ready_at: Timestamp,
     pub max_attempts: u32,
     pub unique_key: Option<String>,
+    pub idempotency_key: Option<String>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     /// Sorted, each once.
@@ -249,13 +272,15 @@ pub(crate) struct ValidJob {
 }
 
 /// What a submit did: the job's id, and whether it was an unfinished job
-/// already holding the submit's unique key (nothing new was written).
+/// already holding the submit's unique key, or the job of an earlier submit
+/// with its idempotency key (nothing new was written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Submitted {
     /// The job's id: the new job's, or the one found.
     pub id: JobId,
-    /// True when an unfinished job already held the submit's unique key:
-    /// `id` is that job's, and nothing was written.
+    /// True when an unfinished job already held the submit's unique key,
+    /// or an earlier submit carried its idempotency key: `id` is that
+    /// job's, and nothing was written.
     pub existing: bool,
 }
 
@@ -634,6 +659,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "unique_key",
                 "a schedule's job takes no unique key (each tick enqueues exactly one job)",
+            ));
+        }
+        if self.job.idempotency_key.is_some() {
+            return Err(InvalidInput::new(
+                "idempotency_key",
+                "a schedule's job takes no idempotency key (each tick enqueues exactly one job)",
             ));
         }
         if self.job.lease_for.is_some() || self.job.timeout.is_some() {

@@ -222,6 +222,12 @@ impl Store for GatedStore {
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         self.inner.event_last_seq(id)
     }
+    fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        self.inner.mark_get(key, now)
+    }
+    fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.inner.mark_prune(before)
+    }
     fn apply(&mut self, changes: &Changes<'_>) -> Result<(), StoreError> {
         self.inner.apply(changes)
     }

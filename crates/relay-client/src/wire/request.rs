@@ -35,6 +35,12 @@ pub struct NewJob {
     /// While a job with this key is unfinished, a submit of it answers that job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique_key: Option<String>,
+    /// Makes the submit safe to repeat: for 24 h (the Relay's
+    /// `Options::idempotency_keep`), a submit with this key again answers
+    /// the first one's job (`existing`) and creates nothing. The
+    /// `Idempotency-Key` header says the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
     /// Each lease of the job lasts this long, whatever the lease asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_for_ms: Option<u64>,

@@ -224,7 +224,7 @@ pub(crate) async fn login(State(s): S, headers: HeaderMap, Form(f): Form<LoginFo
     }
     match s.dash.login(f.token.trim()) {
         Some(key) => {
-            let cookie = s.dash.issue(key).set_cookie();
+            let cookie = s.dash.issue(key).set_cookie(&s.dash);
             ([(header::SET_COOKIE, cookie)], Redirect::to(&next)).into_response()
         }
         None => {
@@ -243,8 +243,18 @@ pub(crate) async fn logout(State(s): S, Extension(v): Extension<Visitor>, Form(f
     if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
+    // Ended here and on every server on the store, whoever still holds
+    // the cookie: not only forgotten by this browser.
+    if let Visitor::Session(session) = &v {
+        if let Err(e) = s.relay.put_mark(&session.ended_mark(), "", session.left()).await {
+            return page_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("The session could not be ended ({e}); it is still valid. Try again."),
+            );
+        }
+    }
     (
-        [(header::SET_COOKIE, session::clear_cookie())],
+        [(header::SET_COOKIE, session::clear_cookie(&s.dash))],
         Redirect::to(if s.dash.login_required { "/login" } else { "/" }),
     )
         .into_response()

@@ -94,7 +94,20 @@ async fn require_session(State(state): S, mut req: Request, next: Next) -> Respo
     if !reading && crate::site::cross_site(req.headers()) {
         return forbidden("This request came from another site, so it was refused. Use the dashboard's own buttons.");
     }
-    let session = session::cookie(req.headers()).and_then(|c| state.dash.verify(c));
+    let mut session = session::cookie(req.headers()).and_then(|c| state.dash.verify(c));
+    if let Some(s) = &session {
+        match state.relay.mark(&s.ended_mark()).await {
+            Ok(None) => {}
+            // Logged out (here or on another server on the store).
+            Ok(Some(_)) => session = None,
+            Err(e) => {
+                return page_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("Sessions cannot be checked now ({e}). Try again in a moment."),
+                )
+            }
+        }
+    }
     let (visitor, new_cookie) = match session {
         Some(s) => (Visitor::Session(s), None),
         None if bearer_ok(&state, req.headers()) => (Visitor::Bearer, None),
@@ -107,7 +120,7 @@ async fn require_session(State(state): S, mut req: Request, next: Next) -> Respo
         }
         None => {
             let s = state.dash.issue(0);
-            let cookie = s.set_cookie();
+            let cookie = s.set_cookie(&state.dash);
             (Visitor::Session(s), Some(cookie))
         }
     };

@@ -8,6 +8,10 @@
 //! A server without tokens (loopback only) signs with a random key of its
 //! own, made at start; its sessions end with the process.
 //!
+//! Logging out ends a session on the server side too: its nonce is kept as
+//! a mark in the store (`session-ended:<nonce>`, until the session would
+//! have expired), which every server on the store reads, across restarts.
+//!
 //! A page's forms carry a CSRF token, the HMAC of the session cookie under
 //! the same key: a cross-site page can neither read the cookie (HttpOnly)
 //! nor the token, and a `SameSite=Strict` cookie is not sent with its
@@ -32,6 +36,9 @@ pub(crate) struct Keys {
     keys: Vec<Vec<u8>>,
     /// The server has tokens: a browser logs in with one.
     pub login_required: bool,
+    /// Cookies carry `Secure`: browsers send them over HTTPS only (a
+    /// server behind a TLS proxy).
+    pub secure: bool,
 }
 
 /// A valid session: its cookie value and the key that signed it.
@@ -53,11 +60,13 @@ impl Keys {
             return Ok(Self {
                 keys: vec![key],
                 login_required: false,
+                secure: false,
             });
         }
         Ok(Self {
             keys: tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
             login_required: true,
+            secure: false,
         })
     }
 
@@ -138,18 +147,34 @@ impl Keys {
 
 impl Session {
     /// The `Set-Cookie` value that stores this session in the browser.
-    pub fn set_cookie(&self) -> String {
+    pub fn set_cookie(&self, keys: &Keys) -> String {
         format!(
-            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
             self.value,
-            LIFETIME.as_secs()
+            LIFETIME.as_secs(),
+            if keys.secure { "; Secure" } else { "" }
         )
+    }
+
+    /// The mark that says this session was logged out.
+    pub fn ended_mark(&self) -> String {
+        let nonce = self.value.split('.').nth(1).unwrap_or_default();
+        format!("session-ended:{nonce}")
+    }
+
+    /// How long the session has left (what its ended mark must outlast).
+    pub fn left(&self) -> Duration {
+        let expires: u64 = self.value.split('.').next().and_then(|e| e.parse().ok()).unwrap_or(0);
+        Duration::from_secs(expires.saturating_sub(now_secs()) + 60)
     }
 }
 
 /// The `Set-Cookie` value that ends a session.
-pub(crate) fn clear_cookie() -> String {
-    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+pub(crate) fn clear_cookie(keys: &Keys) -> String {
+    format!(
+        "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        if keys.secure { "; Secure" } else { "" }
+    )
 }
 
 /// The session cookie's value among a request's cookies.

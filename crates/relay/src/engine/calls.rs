@@ -123,6 +123,18 @@ impl Engine {
         })
     }
 
+    /// Writes mark `key` for `keep`, unless a live one is there.
+    pub(crate) fn put_mark_op(&self, key: &str, value: &str, keep: std::time::Duration) -> Result<Pending<bool>> {
+        self.options
+            .limits
+            .unique_key(key)
+            .map_err(|e| relay_core::InvalidInput::new("key", e.reason))?;
+        let (key, value) = (key.to_owned(), value.to_owned());
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::put_mark(plan, &key, &value, ctx.now.plus(keep))
+        }))
+    }
+
     /// Pause (`true`) or resume (`false`) a queue.
     pub(crate) fn pause_op(&self, queue: &str, paused: bool) -> Result<Pending<()>> {
         self.options.limits.queue(queue)?;

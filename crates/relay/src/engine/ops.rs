@@ -16,9 +16,39 @@ use relay_store::{Dependent, Store};
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<Submitted>> {
     let mut ids = Vec::with_capacity(jobs.len());
     for j in jobs {
-        ids.push(insert(plan, ctx, j, None)?);
+        let Some(key) = j.idempotency_key.as_deref() else {
+            ids.push(insert(plan, ctx, j, None)?);
+            continue;
+        };
+        let mark = idempotency_mark(key);
+        if let Some(id) = plan.mark_value(&mark)?.and_then(|v| v.parse::<i64>().ok()) {
+            ids.push(Submitted {
+                id: JobId(id),
+                existing: true,
+            });
+            continue;
+        }
+        let s = insert(plan, ctx, j, None)?;
+        let keep = ctx.now.plus(ctx.options.idempotency_keep);
+        plan.set_mark(&mark, s.id.0.to_string(), keep)?;
+        ids.push(s);
     }
     Ok(ids)
+}
+
+/// The mark that remembers which job an idempotency key's submit made.
+pub(crate) fn idempotency_mark(key: &str) -> String {
+    format!("idempotency:{key}")
+}
+
+/// Writes mark `key` (kept until `until`), unless a live mark of the key
+/// is there: marks are written once.
+pub(crate) fn put_mark(plan: &mut Plan<'_>, key: &str, value: &str, until: Timestamp) -> Result<bool> {
+    if plan.mark_value(key)?.is_some() {
+        return Ok(false);
+    }
+    plan.set_mark(key, value.to_owned(), until)?;
+    Ok(true)
 }
 
 /// One new job (or, for a unique key an unfinished job holds, that job),
@@ -322,6 +352,11 @@ pub(crate) fn prune_history(store: &mut dyn Store, now: Timestamp) -> Result<u64
     Ok(store.throughput_prune(Timestamp::from_millis(now.as_millis().saturating_sub(keep)))?)
 }
 
+/// Deletes expired marks (up to 1000 a call).
+pub(crate) fn prune_marks(store: &mut dyn Store, now: Timestamp) -> Result<u64> {
+    Ok(store.mark_prune(now)?)
+}
+
 pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Duration) -> Result<u64> {
     let before = Timestamp::from_millis(now.as_millis().saturating_sub(relay_core::time::duration_millis(age)));
     Ok(store.job_prune(before)?)
@@ -404,6 +439,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         ready_at: ctx.now,
         max_attempts: s.max_attempts,
         unique_key: None,
+        idempotency_key: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),

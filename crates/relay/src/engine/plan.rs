@@ -22,10 +22,12 @@ use std::borrow::Cow;
 
 mod claim;
 mod deps;
+mod marks;
 mod queues;
 mod schedules;
 use claim::Pool;
 use deps::{Deps, DepsMark};
+use marks::MarkEntry;
 pub(crate) use queues::Gate;
 use queues::QueueEntry;
 use schedules::ScheduleEntry;
@@ -154,6 +156,8 @@ enum Undo {
     Schedule(String, ScheduleEntry),
     /// A schedule this batch had not read before this operation wrote it.
     ScheduleUnread(String),
+    /// A mark before this operation wrote it.
+    Mark(String, MarkEntry),
 }
 
 /// The parts of an [`Entry`] a write changes.
@@ -195,6 +199,8 @@ pub(crate) struct Plan<'s> {
     queues: HashMap<String, QueueEntry>,
     /// Schedules the batch read or changed.
     schedules: HashMap<String, ScheduleEntry>,
+    /// Marks the batch read or wrote.
+    marks: HashMap<String, MarkEntry>,
     /// Dependency edges read, added and spent.
     deps: Deps,
     /// Jobs that became claimable in this batch (inserted, or made READY).
@@ -230,6 +236,7 @@ impl<'s> Plan<'s> {
             pools: Vec::new(),
             queues: HashMap::default(),
             schedules: HashMap::default(),
+            marks: HashMap::default(),
             deps: Deps::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
@@ -391,6 +398,7 @@ impl<'s> Plan<'s> {
                 Some(Undo::ScheduleUnread(name)) => {
                     self.schedules.remove(&name);
                 }
+                Some(Undo::Mark(key, entry)) => self.restore_mark(key, entry),
                 Some(Undo::Taken(k, Some(id))) => {
                     self.taken.insert(k, id);
                 }
@@ -757,6 +765,7 @@ impl<'s> Plan<'s> {
         let mut ch = Changes {
             queues: queues::writes(&self.queues, self.now),
             schedules: schedules::writes(&self.schedules),
+            marks: marks::writes(&self.marks),
             at: self.now,
             ..Changes::default()
         };

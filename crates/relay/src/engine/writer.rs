@@ -671,6 +671,7 @@ fn housekeep(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
         }
     };
     tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
+    tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
     if let Some(age) = ctx.options.retention {
         tolerate(ops::prune(store, ctx.now, age), "finished jobs")?;
     }
