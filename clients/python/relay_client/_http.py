@@ -21,6 +21,13 @@ from typing import Dict, Optional, Tuple, Type
 # connection after taking the request in: it may have been applied).
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
+# How writing a request fails when the server stopped reading it: it
+# answered (e.g. 413 for a body over its limit, after reading the first
+# part) and closed the connection with the rest unread, so the kernel reset
+# it. The answer is usually already in this end's receive buffer: it is read
+# before the write's failure is taken for a lost connection.
+_WRITE_REFUSED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
 # A connection idle for longer is not reused (a fresh one is opened): the
 # server may be about to close it, and a request that is not safe to repeat
 # could not be sent again.
@@ -64,15 +71,39 @@ class Connections(threading.local):
         answer came back is sent once more on a new connection (the server
         had closed the idle one). Any other failure raises (an ``OSError``
         or ``http.client.HTTPException``) and drops the connection.
+
+        When sending fails with a broken pipe or a reset, the answer is read
+        all the same: a server that refuses a request before reading all of
+        it (a body over its limit: 413) answers and closes, which breaks the
+        rest of the write. That answer is returned (and the request is not
+        sent again: it was refused, not lost); only when none can be read
+        does the write's own error count, under the rules above.
         """
         for attempt in (1, 2):
             conn = self._connection(timeout)
             reused = conn.sock is not None
+            write_error: Optional[OSError] = None
             try:
                 if not reused:
                     self._connect(conn)
-                conn.request(method, self._prefix + path, body=body, headers=headers)
-                resp = conn.getresponse()
+                try:
+                    conn.request(method, self._prefix + path, body=body, headers=headers)
+                except _WRITE_REFUSED as e:
+                    # http.client marks the request sent before writing it,
+                    # so getresponse() may still be called: it reads what the
+                    # server answered before closing, which stays in the
+                    # receive buffer even after a reset (Linux hands out the
+                    # data received before the RST first). No answer there:
+                    # it raises RemoteDisconnected or ConnectionResetError,
+                    # and the write's error is the one reported (a resend is
+                    # then decided as for any failure before an answer).
+                    write_error = e
+                try:
+                    resp = conn.getresponse()
+                except (http.client.RemoteDisconnected, OSError):
+                    if write_error is not None:
+                        raise write_error from None  # no answer came
+                    raise
             except _STALE:
                 self.close()
                 if reused and repeatable and attempt == 1:
@@ -83,7 +114,14 @@ class Connections(threading.local):
                 raise
             try:
                 answer = resp.status, resp.read()
-                self.idle_since = time.monotonic()
+                if write_error is not None or resp.status == 413:
+                    # Part of the request was never sent, or the server
+                    # refused the body without reading all of it (413): it
+                    # closes the connection (without saying so), which
+                    # cannot carry another request.
+                    self.close()
+                else:
+                    self.idle_since = time.monotonic()
                 return answer
             except BaseException:
                 self.close()

@@ -28,6 +28,20 @@ const STALE_CONNECTION = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
 /** Idle keep-alive connections are closed after this long (not reused). */
 const IDLE_CLOSE_MS = 5_000;
 
+/**
+ * How writing a request fails when the server stopped reading it: it
+ * answered (413 for a body over its limit, after reading the first part)
+ * and closed with the rest unread, so the kernel reset the connection.
+ */
+const WRITE_REFUSED = new Set(["EPIPE", "ECONNRESET", "ECONNABORTED"]);
+
+/** On a socket: the write error `guardWrites` held back (the first one). */
+const refusedWrite = Symbol("relay.refusedWrite");
+/** On a socket: `guardWrites` has wrapped its writes. */
+const guarded = Symbol("relay.guardedWrites");
+
+type GuardedSocket = Socket & { [refusedWrite]?: Error; [guarded]?: true };
+
 export class Transport {
   private readonly module: typeof http | typeof https;
   private readonly agent: http.Agent;
@@ -104,6 +118,9 @@ export class Transport {
         if (err === undefined) resolve(answer!);
         else reject(err);
       };
+      // The answer, once its head came: from then on its own events settle
+      // the call (below), not the request's errors.
+      let response: http.IncomingMessage | undefined;
       const req = this.module.request(
         {
           host: this.host,
@@ -116,26 +133,112 @@ export class Transport {
           agent: fresh ? false : this.agent,
         },
         (res) => {
+          response = res;
+          // An answer before the whole request was written (a 413 after
+          // the first part of a large body): the server may close the
+          // connection or be left reading the rest.
+          const early = !req.writableFinished;
           res.setEncoding("utf8");
           let text = "";
           res.on("data", (chunk: string) => (text += chunk));
-          res.on("end", () => settle(undefined, { status: res.statusCode ?? 0, text }));
+          res.on("end", () => {
+            const socket = req.socket as GuardedSocket | null;
+            // Not reused after an early answer, a refused write, or a 413
+            // (the server refused the body without reading all of it and
+            // closes the connection, without saying so): destroyed before
+            // the agent frees it (on the next tick), so not put back in
+            // the pool, where the next call would find it dead.
+            if (socket && (early || socket[refusedWrite] || res.statusCode === 413)) socket.destroy();
+            settle(undefined, { status: res.statusCode ?? 0, text });
+          });
           res.on("error", (e) => settle(e));
           res.on("aborted", () => settle(new Error("the connection closed mid-answer")));
+          res.on("close", () => {
+            if (!res.complete) settle(new Error("the connection closed mid-answer"));
+          });
         },
       );
       // Bytes read on this connection before the request: none more when it
       // fails means the server answered nothing to this request.
       let readBefore = -1;
-      req.on("socket", (s: Socket) => (readBefore = s.bytesRead));
-      req.on("error", (e: NodeJS.ErrnoException) => {
-        const silent = req.socket !== null && req.socket.bytesRead === readBefore;
-        if (!fresh && req.reusedSocket && silent && isStale(e)) settle(new StaleConnection(e));
-        else settle(e);
+      req.on("socket", (s: Socket) => {
+        readBefore = s.bytesRead;
+        guardWrites(s);
       });
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      req.on("error", (e: NodeJS.ErrnoException) => {
+        // An answer has begun: a reset after it (the server closing the
+        // connection it refused the rest of the request on) does not lose
+        // it; the answer's 'end' or 'close' settles the call.
+        if (response !== undefined) return;
+        // No answer: a write the server refused is the better reason (the
+        // read side then only saw the connection end).
+        const socket = req.socket as GuardedSocket | null;
+        const err = socket?.[refusedWrite] ?? e;
+        const silent = socket !== null && socket.bytesRead === readBefore;
+        if (!fresh && req.reusedSocket && silent && isStale(e)) settle(new StaleConnection(err));
+        else settle(err);
+      });
+      const timer = setTimeout(() => {
+        const e = new Error(`no answer within ${timeoutMs} ms`);
+        settle(e);
+        req.destroy(e);
+      }, timeoutMs);
       req.end(body);
     });
+  }
+}
+
+/**
+ * Makes a failed write (EPIPE, ECONNRESET) leave the socket open to read
+ * the answer the server sent before it closed.
+ *
+ * A server that refuses a request before reading all of it (a body over
+ * its limit: 413 after the first ~2 MiB) answers and closes the connection;
+ * the kernel resets it, and the client's next write fails while the answer
+ * already waits in its receive buffer. Node destroys a socket on a write
+ * error, which throws that buffer away: depending on whether the event loop
+ * read it before writing again, the call saw the 413 or only `EPIPE`
+ * (`Unavailable`, which says to retry). Waiting for a 'response' after the
+ * error cannot help, the socket is gone by then; neither can writing the
+ * body in chunks, each write can still come before the read. So the write
+ * error is held back here instead: the write completes without sending
+ * (and so do the writes after it), the socket keeps reading, and the call
+ * ends with what the server answered, or with the end of the connection
+ * when it answered nothing (then the request's 'error' handler reports the
+ * held-back error). A socket with a refused write is destroyed after its
+ * answer, never reused (see `attempt`).
+ *
+ * `_write` and `_writev` are the Writable hooks `net.Socket` implements;
+ * they are wrapped once per socket (an agent reuses them). The socket also
+ * gets an 'error' listener of its own, once: Node's http client drops its
+ * listener when it frees a kept-alive socket and the agent adds one a tick
+ * later, so an error in between (the reset that follows an early answer)
+ * would otherwise be an uncaught exception. Every error still destroys the
+ * socket and reaches the request's listeners while one is attached.
+ */
+function guardWrites(socket: Socket): void {
+  const s = socket as GuardedSocket;
+  if (s[guarded]) return;
+  s[guarded] = true;
+  s.on("error", () => {});
+  const hold = (err: Error | null | undefined): Error | null | undefined => {
+    if (err && WRITE_REFUSED.has((err as NodeJS.ErrnoException).code ?? "")) {
+      s[refusedWrite] ??= err;
+      return null;
+    }
+    return err;
+  };
+  const write = s._write;
+  s._write = function (chunk, encoding, cb) {
+    if (s[refusedWrite]) return cb(); // the connection is gone: nothing more is sent
+    write.call(this, chunk, encoding, (err) => cb(hold(err)));
+  };
+  const writev = s._writev;
+  if (writev) {
+    s._writev = function (chunks, cb) {
+      if (s[refusedWrite]) return cb();
+      writev.call(this, chunks, (err) => cb(hold(err)));
+    };
   }
 }
 
