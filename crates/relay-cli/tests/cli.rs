@@ -940,3 +940,37 @@ fn rough_edges_say_what_to_do() {
     let out = relay(&kept.path, &["demo", "--jobs", "50", "--workers", "2"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("look around: relay --db"));
 }
+
+/// Regression (issue 24, item 14): a read-only file or directory gave raw
+/// SQLite errors ("attempt to write a readonly database") that named
+/// neither cause nor fix. Run as another user than the file's owner (root
+/// writes anything).
+#[test]
+fn a_read_only_database_says_why_and_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.db");
+    ok(&relay(&path, &["submit", "-q", "q", "-k", "k"]));
+    // A copy of the binary anyone may run, beside the file.
+    let bin = dir.path().join("relay");
+    std::fs::copy(RELAY, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.arg("--db")
+        .arg(&path)
+        .args(["submit", "-q", "q", "-k", "k"])
+        .env_remove("RELAY_DB");
+    // SAFETY: getuid has no preconditions and cannot fail.
+    if unsafe { libc::getuid() } == 0 {
+        cmd.uid(65534).gid(65534); // nobody
+    }
+    let out = cmd.output().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("read-only to this process"), "{err}");
+    assert!(err.contains("write access to the file and its directory"), "{err}");
+}

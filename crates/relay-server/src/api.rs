@@ -55,7 +55,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(protected)
         .merge(crate::dashboard::router(Arc::clone(&state)))
-        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/healthz", get(healthz))
         .route("/openapi.json", get(openapi))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
@@ -602,6 +602,26 @@ async fn schedules(State(s): S) -> ApiResult {
 }
 
 /// Adds the schedule, or replaces the one of this name.
+/// 200 `{"status": "ok"}` while the store takes writes; 503 `{"status":
+/// "failing", "error", "since", "stopped"}` after a batch failed as a whole
+/// (a full disk, a read-only file), until a later one commits, and for good
+/// after a failed fsync (`stopped`: restart the server once the disk is
+/// fixed).
+async fn healthz(State(s): S) -> Response {
+    let h = s.relay.health();
+    match h.failure {
+        None if h.ok => Json(json!({"status": "ok"})).into_response(),
+        failure => {
+            let (error, since) = failure.map_or((None, None), |f| (Some(f.error), Some(f.at.to_rfc3339())));
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"status": "failing", "stopped": h.stopped, "error": error, "since": since})),
+            )
+                .into_response()
+        }
+    }
+}
+
 async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     // `cron`, `tz` and `every_ms` are given or left out, never null (one
     // of cron and every_ms names the kind of schedule).

@@ -215,8 +215,12 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                  "description": "A durable job queue. Every state change is committed to disk before the response."},
         "security": if config.tokens.is_empty() { json!([]) } else { json!([{"bearer": []}]) },
         "paths": {
-            "/healthz": {"get": {"operationId": "health", "security": [], "responses": {"200": {"description": "up",
-                "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}}}}}}},
+            "/healthz": {"get": {"operationId": "health", "security": [], "responses": {"200": {"description": "up: the store takes writes",
+                "content": {"application/json": {"schema": {"type": "object", "required": ["status"], "properties": {"status": {"type": "string", "enum": ["ok"]}}}}}},
+                "503": {"description": "failing: the last batch failed as a whole (a full disk, a read-only file) and none has committed since; `stopped` after a failed fsync (restart once the disk is fixed)",
+                "content": {"application/json": {"schema": {"type": "object", "required": ["status", "stopped", "error", "since"], "properties": {
+                    "status": {"type": "string", "enum": ["failing"]}, "stopped": {"type": "boolean"},
+                    "error": {"type": "string", "nullable": true}, "since": {"type": "string", "format": "date-time", "nullable": true}}}}}}}}},
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {

@@ -233,6 +233,21 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
         },
         Some(ErrorCode::NotADatabase) => StoreError::NotADatabase { reason: e.to_string() },
         Some(ErrorCode::DatabaseCorrupt) => StoreError::corrupt(None, format!("the database file is damaged: {e}")),
+        Some(ErrorCode::ReadOnly) => io_err(
+            format!(
+                "the database is read-only to this process ({e}): Relay writes the file and, beside it, \
+                 its -wal and -shm files; give this user write access to the file and its directory \
+                 (see ls -l), or remount the filesystem read-write"
+            ),
+            e,
+        ),
+        Some(ErrorCode::CannotOpen) => io_err(
+            format!(
+                "cannot open the database file ({e}): check that its directory exists and that this \
+                 user may read and write there (Relay also creates the -wal and -shm files beside it)"
+            ),
+            e,
+        ),
         _ => io_err(e.to_string(), e),
     }
 }

@@ -541,4 +541,9 @@ impl AsyncRelay {
     pub fn metrics(&self) -> Metrics {
         self.engine.deliver.counters.snapshot()
     }
+
+    /// [`Relay::health`].
+    pub fn health(&self) -> crate::Health {
+        self.engine.health()
+    }
 }

@@ -57,7 +57,7 @@ mod within;
 pub mod worker;
 
 pub use async_relay::AsyncRelay;
-pub use engine::metrics::Metrics;
+pub use engine::metrics::{Health, Metrics, WriteFailure};
 #[doc(hidden)]
 pub use engine::WriterHold;
 pub use error::{Error, Result};

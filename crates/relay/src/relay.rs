@@ -1037,6 +1037,15 @@ impl Relay {
     pub fn metrics(&self) -> Metrics {
         self.engine.deliver.counters.snapshot()
     }
+
+    /// Whether this Relay can write, as its last batches found: not ok
+    /// after a batch failed as a whole (a full disk, a read-only file, a
+    /// store that does not answer) until a later batch commits, and never
+    /// again after an fsync failed (`stopped`). What a health check
+    /// (`/healthz`) answers; it writes nothing itself.
+    pub fn health(&self) -> crate::Health {
+        self.engine.health()
+    }
 }
 
 /// Where a Relay's store is and what an answered change survives (for

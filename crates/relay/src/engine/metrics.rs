@@ -1,9 +1,14 @@
 //! Counters the writer keeps, read without locks.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use relay_core::Timestamp;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    /// The last batch failed as a whole (`failure` says how).
+    failing: AtomicBool,
+    failure: Mutex<Option<WriteFailure>>,
     commits: AtomicU64,
     operations: AtomicU64,
     failed_commits: AtomicU64,
@@ -34,8 +39,54 @@ pub struct Metrics {
     pub caller_batches: u64,
 }
 
+/// A batch that failed as a whole: nothing of it was written (or, for a
+/// failed commit, its fate is unknown).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WriteFailure {
+    /// The error, as its callers were told.
+    pub error: String,
+    /// When the batch failed.
+    pub at: Timestamp,
+}
+
+/// Whether this Relay can write: see [`Relay::health`](crate::Relay::health).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Health {
+    /// The last batch that wrote something committed (or none failed yet),
+    /// and no fsync has failed.
+    pub ok: bool,
+    /// An fsync or a commit failed in a way that stops this Relay for good:
+    /// it refuses every write until it is reopened (see ARCHITECTURE.md,
+    /// "After an I/O error").
+    pub stopped: bool,
+    /// Why the last write failed, while no write has succeeded since.
+    pub failure: Option<WriteFailure>,
+}
+
 impl Counters {
+    /// A batch failed as a whole: health reports it until a batch commits.
+    pub(crate) fn write_failed(&self, error: String, at: Timestamp) {
+        let mut f = self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *f = Some(WriteFailure { error, at });
+        self.failing.store(true, Relaxed);
+    }
+
+    pub(crate) fn failure(&self) -> Option<WriteFailure> {
+        if !self.failing.load(Relaxed) {
+            return None;
+        }
+        self.failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     pub(crate) fn committed(&self, ops: usize) {
+        if self.failing.load(Relaxed) {
+            let mut f = self.failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *f = None;
+            self.failing.store(false, Relaxed);
+        }
         let ops = ops as u64;
         self.commits.fetch_add(1, Relaxed);
         self.operations.fetch_add(ops, Relaxed);

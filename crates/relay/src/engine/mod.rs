@@ -185,6 +185,22 @@ impl Engine {
         })
     }
 
+    /// Whether the writer can write (see `Relay::health`).
+    pub(crate) fn health(&self) -> metrics::Health {
+        let stopped = self.deliver.durability.failure();
+        let failure = self.deliver.counters.failure().or_else(|| {
+            stopped.as_ref().map(|e| metrics::WriteFailure {
+                error: durable::stopped(e).to_string(),
+                at: self.options.clock.now(),
+            })
+        });
+        metrics::Health {
+            ok: stopped.is_none() && failure.is_none(),
+            stopped: stopped.is_some(),
+            failure,
+        }
+    }
+
     /// Holds the writer until the returned guard is dropped: operations
     /// sent meanwhile wait, in order, and are then applied as one batch.
     pub(crate) fn hold_writer(&self) -> Option<WriterHold> {

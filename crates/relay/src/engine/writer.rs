@@ -544,6 +544,13 @@ impl Writer {
                 }
             }
         };
+        match &outcome {
+            Ok(()) | Err(Error::Busy) => {}
+            Err(e) => self
+                .deliver
+                .counters
+                .write_failed(e.to_string(), self.options.clock.now()),
+        }
         // Waiting lessees are woken when the batch is answered, after its
         // fsync: never for a job whose submit is not yet durable.
         let done = Answered {
