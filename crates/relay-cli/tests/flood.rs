@@ -85,7 +85,8 @@ fn rss_mib(pid: u32) -> f64 {
 
 /// 2,000 connections (by default) that open, send part of a request head
 /// and then one more byte a second: the server keeps answering an
-/// authenticated caller within 1 s and its memory stays under 100 MiB.
+/// authenticated caller within 1 s and its memory stays under 100 MiB
+/// (for more connections, under 16 KiB each).
 #[test]
 fn a_flood_of_dribbling_connections_leaves_room_for_an_authenticated_caller() {
     let connections = env_or("RELAY_FLOOD_CONNECTIONS", 2_000) as usize;
@@ -140,7 +141,14 @@ fn a_flood_of_dribbling_connections_leaves_room_for_an_authenticated_caller() {
         slowest < Duration::from_secs(1),
         "an authenticated request took {slowest:?}"
     );
-    assert!(peak_rss < 100.0, "the server held {peak_rss:.1} MiB");
+    // Under 100 MiB for the 2,000 of CI; past that, a bounded cost per
+    // held connection (measured ~15 KiB: its task, hyper's state and an
+    // 8 KiB read buffer) over the idle server.
+    let bound = 100f64.max(idle_rss + 16.0 * connections as f64 / 1024.0);
+    assert!(
+        peak_rss < bound,
+        "the server held {peak_rss:.1} MiB (bound {bound:.0} MiB)"
+    );
 }
 
 /// A connection that does not finish its request head within

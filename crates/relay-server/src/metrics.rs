@@ -69,6 +69,12 @@ impl Metrics {
                 "Separate fsyncs of split commits (SQLite), each covering one or more commits.",
                 relay.syncs,
             ),
+            (
+                "relay_schedule_ticks_skipped_total",
+                "counter",
+                "Ticks of schedules passed over (the process was down or the scheduler behind); each late job's submitted event says how many it covered.",
+                relay.skipped_ticks,
+            ),
         ];
         for (name, kind, help, value) in writer {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");

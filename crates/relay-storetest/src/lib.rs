@@ -219,6 +219,8 @@ macro_rules! conformance {
             periodic::schedules_are_paused_resumed_replaced_and_removed,
             periodic::bad_schedules_are_refused_and_change_nothing,
             periodic::two_relays_on_the_store_enqueue_a_tick_once,
+            periodic::five_hundred_schedules_each_tick_and_late_ticks_are_counted,
+            periodic::a_running_scheduler_keeps_up_with_five_hundred_schedules,
             batches::a_pause_or_resume_and_a_claim_in_one_batch,
             batches::a_dependent_submitted_and_its_parent_acked_in_one_batch,
             deps::a_chain_runs_one_link_at_a_time,

@@ -15,6 +15,7 @@ pub(crate) struct Counters {
     largest_batch: AtomicU64,
     syncs: AtomicU64,
     caller_batches: AtomicU64,
+    skipped_ticks: AtomicU64,
 }
 
 /// A snapshot of the writer's counters since this Relay was opened.
@@ -37,6 +38,10 @@ pub struct Metrics {
     /// thread: see `Store::caller_may_commit`. Counted whether or not they
     /// wrote anything.
     pub caller_batches: u64,
+    /// Ticks of schedules that were passed over: due while the process was
+    /// down or the scheduler behind, and fired as one late job (each job's
+    /// "submitted" event says how many it covered, `skipped_ticks`).
+    pub skipped_ticks: u64,
 }
 
 /// A batch that failed as a whole: nothing of it was written (or, for a
@@ -101,6 +106,12 @@ impl Counters {
         self.caller_batches.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn ticks_skipped(&self, n: u64) {
+        if n > 0 {
+            self.skipped_ticks.fetch_add(n, Relaxed);
+        }
+    }
+
     pub(crate) fn commit_failed(&self) {
         self.failed_commits.fetch_add(1, Relaxed);
     }
@@ -113,6 +124,7 @@ impl Counters {
             largest_batch: self.largest_batch.load(Relaxed),
             syncs: self.syncs.load(Relaxed),
             caller_batches: self.caller_batches.load(Relaxed),
+            skipped_ticks: self.skipped_ticks.load(Relaxed),
         }
     }
 }

@@ -53,12 +53,12 @@ pub(crate) fn put_mark(plan: &mut Plan<'_>, key: &str, value: &str, until: Times
 
 /// One new job (or, for a unique key an unfinished job holds, that job),
 /// with its "submitted" event; `tick` names the schedule and tick that
-/// enqueued it.
+/// enqueued it, and how many of its ticks before this one were skipped.
 fn insert(
     plan: &mut Plan<'_>,
     ctx: &mut BatchCtx<'_>,
     j: &ValidJob,
-    tick: Option<(&str, Timestamp)>,
+    tick: Option<(&str, Timestamp, u64)>,
 ) -> Result<Submitted> {
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
@@ -68,9 +68,12 @@ fn insert(
     let deps = dependencies(plan, j)?;
     let status = JobStatus::new_waiting(j.ready_at, j.max_attempts, deps.waiting_on());
     let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
-    if let Some((name, at)) = tick {
+    if let Some((name, at, skipped)) = tick {
         data["schedule"] = serde_json::json!(name);
         data["tick"] = serde_json::json!(at.to_rfc3339());
+        if skipped > 0 {
+            data["skipped_ticks"] = serde_json::json!(skipped);
+        }
     }
     if !j.depends_on.is_empty() {
         data["depends_on"] = serde_json::json!(j.depends_on);
@@ -393,13 +396,22 @@ pub(crate) fn set_limits(
     Ok(())
 }
 
-/// Most schedules one batch fires.
-const TICKS_PER_BATCH: usize = 64;
+/// Most schedules one batch fires. When a batch fires this many, the
+/// writer's next batch ticks again at once (see `writer.rs`), so a running
+/// scheduler fires every due schedule within its tick; the cost of a tick
+/// is one job insert and one schedule update.
+pub(crate) const TICKS_PER_BATCH: usize = 1024;
+
+/// Most skipped ticks counted one at a time (cron); more are reported as
+/// this many.
+const SKIPPED_COUNT_MAX: u64 = 10_000;
 
 /// Enqueues one job for each due schedule and moves it to its next tick
-/// (ticks missed while nothing ran give one job, not one each). Each
-/// schedule is complete in itself: one that fails is logged and left for
-/// the next pass.
+/// after now. Ticks that came and went before this one fired (the process
+/// was down, or the scheduler fell behind) give no job each: they are
+/// counted as skipped, in the job's "submitted" event (`skipped_ticks`),
+/// in `Metrics::skipped_ticks` and in a log line. Each schedule is complete
+/// in itself: one that fails is logged and left for the next pass.
 pub(crate) fn fire_schedules(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
     let mut fired = 0;
     for due in plan.due_schedules(TICKS_PER_BATCH)? {
@@ -447,7 +459,17 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         traceparent: None,
         tags: Vec::new(),
     };
-    insert(plan, ctx, &job, Some((&s.name, s.next_at)))?;
+    let skipped = skipped_ticks(&s, ctx.now)?;
+    insert(plan, ctx, &job, Some((&s.name, s.next_at, skipped)))?;
+    if skipped > 0 {
+        tracing::warn!(
+            schedule = %s.name,
+            skipped,
+            tick = %s.next_at.to_rfc3339(),
+            "a schedule fired late: ticks between its due tick and now were skipped (the process was down or the scheduler fell behind)"
+        );
+        ctx.skipped_ticks += skipped;
+    }
     s.last_at = Some(s.next_at);
     match s.recurrence.next_after(ctx.now, s.created_at)? {
         Some(next) => s.next_at = next,
@@ -458,6 +480,28 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
     }
     let name = s.name.clone();
     plan.set_schedule(&name, Some(s))
+}
+
+/// How many ticks of `s` after its due one (`next_at`) are at or before
+/// `now`: the ones this firing passes over.
+fn skipped_ticks(s: &Schedule, now: Timestamp) -> Result<u64> {
+    if let relay_core::Recurrence::Every(d) = &s.recurrence {
+        let every = relay_core::time::duration_millis(*d).max(1);
+        let late = now.as_millis().saturating_sub(s.next_at.as_millis()).max(0);
+        return Ok(u64::try_from(late / every).unwrap_or(0));
+    }
+    let mut at = s.next_at;
+    let mut n = 0;
+    while n < SKIPPED_COUNT_MAX {
+        match s.recurrence.next_after(at, s.created_at)? {
+            Some(next) if next <= now => {
+                n += 1;
+                at = next;
+            }
+            _ => break,
+        }
+    }
+    Ok(n)
 }
 
 /// Adds schedule `new`, or replaces the one of its name (which keeps its

@@ -44,6 +44,10 @@ pub(crate) struct BatchCtx<'a> {
     pub tick_due: bool,
     /// Corrupt rows the reaper has already reported (once per process).
     pub corrupt_reported: &'a mut std::collections::HashSet<relay_core::JobId>,
+    /// Ticks of schedules this batch passed over (see `ops::fire_schedules`).
+    pub skipped_ticks: u64,
+    /// This batch fired as many schedules as one batch may: more may be due.
+    pub ticks_left: bool,
 }
 
 impl BatchCtx<'_> {
@@ -225,7 +229,7 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
 const BUSY_RETRIES: u32 = 3;
 
 /// How often the scheduler looks for due schedules.
-const TICK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+const TICK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How often finished jobs past their retention are pruned.
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
@@ -328,6 +332,9 @@ pub(crate) struct Housekeeping {
     last_reap: AtomicI64,
     last_prune: AtomicI64,
     last_tick: AtomicI64,
+    /// The last tick fired as many schedules as a batch may: the writer
+    /// runs the next batch (and tick) at once instead of waiting.
+    ticks_left: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Housekeeping {
@@ -337,6 +344,7 @@ impl Default for Housekeeping {
             last_reap: AtomicI64::new(i64::MIN),
             last_prune: AtomicI64::new(i64::MIN),
             last_tick: AtomicI64::new(i64::MIN),
+            ticks_left: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -349,8 +357,20 @@ pub(crate) fn run(
     d: &Deliver,
     reap_interval: std::time::Duration,
 ) {
+    let (housekeeping, scheduler) = {
+        let w = writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (Arc::clone(&w.housekeeping), w.options.scheduler)
+    };
     loop {
-        let first = match rx.recv_timeout(reap_interval) {
+        let wait = if housekeeping.ticks_left.load(Ordering::Relaxed) {
+            std::time::Duration::ZERO
+        } else if scheduler {
+            // Due schedules fire within a quarter second, even when idle.
+            reap_interval.min(TICK_EVERY)
+        } else {
+            reap_interval
+        };
+        let first = match rx.recv_timeout(wait) {
             Ok(op) => Some(op),
             Err(flume::RecvTimeoutError::Timeout) => None,
             Err(flume::RecvTimeoutError::Disconnected) => break,
@@ -499,6 +519,8 @@ impl Writer {
                     prune_due,
                     tick_due,
                     corrupt_reported: &mut self.corrupt_reported,
+                    skipped_ticks: 0,
+                    ticks_left: false,
                 };
                 // Where nothing runs between the write and the commit (no
                 // split commit to number, no final commit failures to watch
@@ -506,7 +528,11 @@ impl Writer {
                 // trip fewer per batch).
                 let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
                 let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
-                match plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused, held.as_deref()) {
+                let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused, held.as_deref());
+                if planned.is_ok() {
+                    ticked(&self.deliver.counters, &self.housekeeping, &ctx, tick_due);
+                }
+                match planned {
                     Ok(Planned::Committed(reaped)) => {
                         let made_ready = ctx.made_ready;
                         self.committed(batch.len(), reaped);
@@ -620,6 +646,8 @@ pub(crate) fn within(
         prune_due: false,
         tick_due: false,
         corrupt_reported: &mut reported,
+        skipped_ticks: 0,
+        ticks_left: false,
     };
     let outcome = match plan_and_apply(store, &mut batch, &mut ctx, false, false, None) {
         Ok(_) => store.commit().map_err(Error::from),
@@ -631,6 +659,20 @@ pub(crate) fn within(
     let [op] = batch;
     op.finish(outcome.clone());
     outcome
+}
+
+/// After a batch planned: counts the ticks of schedules it skipped; when it
+/// ran the tick (`tick_due`) and fired as many schedules as a batch may,
+/// has the next batch tick again at once.
+fn ticked(counters: &super::metrics::Counters, h: &Housekeeping, ctx: &BatchCtx<'_>, tick_due: bool) {
+    counters.ticks_skipped(ctx.skipped_ticks);
+    if !tick_due {
+        return;
+    }
+    h.ticks_left.store(ctx.ticks_left, Ordering::Relaxed);
+    if ctx.ticks_left {
+        h.last_tick.store(i64::MIN, Ordering::Relaxed);
+    }
 }
 
 /// Answers every operation of a batch that was not written: the Relay
@@ -713,6 +755,7 @@ fn plan_and_apply(
         // commit is then counted and (split commit) numbered for its fsync.
         match ops::fire_schedules(&mut plan, ctx) {
             Ok(n) if n > 0 => {
+                ctx.ticks_left = n >= ops::TICKS_PER_BATCH;
                 tracing::debug!(count = n, "enqueued the jobs of due schedules");
                 reaped += n;
             }

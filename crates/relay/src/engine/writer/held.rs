@@ -90,6 +90,8 @@ impl Writer {
             prune_due: false,
             tick_due: false,
             corrupt_reported: &mut self.corrupt_reported,
+            skipped_ticks: 0,
+            ticks_left: false,
         };
         let store = self.store.as_mut();
         store.seal_reads(true);
