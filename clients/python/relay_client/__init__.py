@@ -25,6 +25,7 @@ from .client import (
     NewJob,
     Outcome,
     OutcomeAnswer,
+    Submitted,
     WorkAnswer,
 )
 from .errors import (
@@ -74,6 +75,7 @@ __all__ = [
     "Retry",
     "Snooze",
     "Stats",
+    "Submitted",
     "Timeout",
     "TooManyWaiting",
     "Unauthorized",

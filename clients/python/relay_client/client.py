@@ -48,15 +48,26 @@ def _get_payload(obj: Dict[str, Any], name: str) -> Payload:
 _REPEATABLE_POST = re.compile(r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry))")
 
 
-def _repeatable(method: str, path: str, body: Optional[Dict[str, Any]]) -> bool:
+def _repeatable(
+    method: str, path: str, body: Optional[Dict[str, Any]], headers: Optional[Dict[str, str]] = None
+) -> bool:
     """Whether a request may be sent again when it failed on a reused
     connection before any answer came: the server may have applied it."""
     if method in ("GET", "DELETE"):
         return True
     if method != "POST":
         return False
-    if path == "/v1/jobs":  # a submit: a repeat finds the job its unique key holds
-        return body is not None and body.get("unique_key") is not None
+    if path == "/v1/jobs":
+        # A submit: a repeat finds the job its idempotency key made, or the
+        # one its unique key holds.
+        return body is not None and (body.get("idempotency_key") is not None or body.get("unique_key") is not None)
+    if path == "/v1/jobs/batch":
+        # A batch: a repeat answers the same ids when every job is keyed,
+        # by the Idempotency-Key header (key/index) or a key of its own.
+        if headers is not None and "Idempotency-Key" in headers:
+            return True
+        jobs = (body or {}).get("jobs") or []
+        return bool(jobs) and all(j.get("idempotency_key") is not None for j in jobs)
     return _REPEATABLE_POST.fullmatch(path) is not None
 
 
@@ -166,6 +177,9 @@ class NewJob:
     traceparent: Optional[str] = None
     #: Short labels to find the job by (at most 8).
     tags: Optional[Sequence[str]] = None
+    #: Makes submitting it safe to repeat: for 24 h a submit with this key
+    #: (1-256 characters) answers the first one's job and creates nothing.
+    idempotency_key: Optional[str] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -176,6 +190,7 @@ class NewJob:
             ("run_at", self.run_at),
             ("max_attempts", self.max_attempts),
             ("unique_key", self.unique_key),
+            ("idempotency_key", self.idempotency_key),
             ("lease_for_ms", _ms(self.lease_for)),
             ("timeout_ms", _ms(self.timeout)),
             ("depends_on", list(self.depends_on) if self.depends_on else None),
@@ -186,6 +201,20 @@ class NewJob:
             if value is not None:
                 b[key] = value
         return b
+
+
+class Submitted(int):
+    """What :meth:`Client.submit` returns: the job's id (an ``int``, printed
+    and compared as one), with ``existing`` True when the submit made no
+    job: an earlier submit with its ``idempotency_key`` had, or an
+    unfinished job holds its ``unique_key``."""
+
+    existing: bool
+
+    def __new__(cls, id: int, existing: bool = False) -> "Submitted":
+        self = super().__new__(cls, id)
+        self.existing = existing
+        return self
 
 
 OutcomeKind = Literal["ack", "nack", "release"]
@@ -371,17 +400,21 @@ class Client:
         timeout: Optional[float] = None,
         *,
         data: Optional[bytes] = None,
+        headers: Optional[Dict[str, str]] = None,
     ) -> Any:
         if data is None and body is not None:
             # A NaN or an infinity (not JSON) raises ValueError here rather
             # than the server refusing the call.
             data = json.dumps(body, allow_nan=False).encode("utf-8")
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        repeatable = _repeatable(method, path, body, headers)
+        headers = dict(headers or {})
+        if data is not None:
+            headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
             status, raw = self._connections.request(
-                method, path, data, headers, timeout or self.timeout, repeatable=_repeatable(method, path, body)
+                method, path, data, headers, timeout or self.timeout, repeatable=repeatable
             )
         except TransportError as e:
             raise Unavailable(
@@ -421,9 +454,17 @@ class Client:
         on_dependency_failure: Optional[str] = None,
         traceparent: Optional[str] = None,
         tags: Optional[Sequence[str]] = None,
-    ) -> int:
+        idempotency_key: Optional[str] = None,
+    ) -> Submitted:
         """Submits one job; returns its id (for a ``unique_key`` an
-        unfinished job holds, that job's id). Durable when it returns."""
+        unfinished job holds, that job's id). Durable when it returns.
+
+        With ``idempotency_key`` (1-256 characters) the submit is safe to
+        repeat (after ``Unavailable`` or ``MaybeApplied``, say): for 24 h a
+        submit with the same key creates nothing and returns the first
+        one's job, whatever its state. The id returned is a
+        :class:`Submitted` (an ``int``): its ``existing`` is True when the
+        submit made no job (a key seen before)."""
         job = NewJob(
             queue,
             kind,
@@ -439,13 +480,21 @@ class Client:
             on_dependency_failure=on_dependency_failure,
             traceparent=traceparent,
             tags=tags,
+            idempotency_key=idempotency_key,
         )
-        return int(self._call("POST", "/v1/jobs", job.body())["id"])
+        v = self._call("POST", "/v1/jobs", job.body())
+        return Submitted(v["id"], bool(v.get("existing", False)))
 
-    def submit_batch(self, jobs: Iterable[NewJob]) -> List[int]:
-        """Submits 1-10,000 jobs in one call, all or none; returns their ids."""
+    def submit_batch(self, jobs: Iterable[NewJob], *, idempotency_key: Optional[str] = None) -> List[int]:
+        """Submits 1-10,000 jobs in one call, all or none; returns their ids.
+
+        With ``idempotency_key`` (sent as the ``Idempotency-Key`` header)
+        the batch is safe to repeat: each job without a key of its own
+        (``NewJob.idempotency_key``) gets ``key/0``, ``key/1``, ... by its
+        index, and the same batch again within 24 h answers the same ids."""
         body = {"jobs": [j.body() for j in jobs]}
-        return [int(i) for i in self._call("POST", "/v1/jobs/batch", body)["ids"]]
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
+        return [int(i) for i in self._call("POST", "/v1/jobs/batch", body, headers=headers)["ids"]]
 
     # -- working ---------------------------------------------------------
 

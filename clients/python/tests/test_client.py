@@ -213,3 +213,38 @@ def test_calls_share_a_keep_alive_connection_that_survives_a_restart(tmp_path):
         server.stop()
     with pytest.raises(Unavailable):
         client.stats()  # nothing listens: a new connection fails, no retry hides it
+
+
+def test_an_idempotency_key_makes_one_job_even_after_it_finished(client: Client):
+    first = client.submit("idem", "charge", {"order": 1}, idempotency_key="order-1")
+    assert first.existing is False
+    again = client.submit("idem", "charge", {"order": 1}, idempotency_key="order-1")
+    assert (again, again.existing) == (first, True), "the first submit's job, nothing made"
+    [job] = client.lease(["idem"])
+    assert job.id == first
+    client.ack(job.id, job.token)
+    assert client.get(first).state == "SUCCEEDED"
+    # Unlike a unique key, the idempotency key still holds once the job finished.
+    later = client.submit("idem", "charge", {"order": 1}, idempotency_key="order-1")
+    assert (later, later.existing) == (first, True)
+    other = client.submit("idem", "charge", {"order": 2}, idempotency_key="order-2")
+    assert other != first and other.existing is False
+    assert sorted(j.id for j in client.jobs(queue="idem")) == sorted([first, other]), "two jobs made, no more"
+    plain = client.submit("idem", "charge")
+    assert plain.existing is False and isinstance(plain, int) and f"{plain}" == str(int(plain))
+
+
+def test_a_batch_with_an_idempotency_key_answers_the_same_ids_again(client: Client):
+    jobs = [NewJob("idem-batch", "k", {"i": i}) for i in range(3)]
+    ids = client.submit_batch(jobs, idempotency_key="batch-1")
+    assert client.submit_batch(jobs, idempotency_key="batch-1") == ids
+    assert len(client.jobs(queue="idem-batch")) == 3, "the repeat made nothing"
+    # The header's key K gives the jobs K/0, K/1, ... by index.
+    again = client.submit("idem-batch", "k", idempotency_key="batch-1/1")
+    assert (again, again.existing) == (ids[1], True)
+    # A job may carry its own key, which wins over the header's.
+    mine = client.submit("idem-batch", "k", idempotency_key="mine")
+    other = client.submit_batch([NewJob("idem-batch", "k"), NewJob("idem-batch", "k", idempotency_key="mine")], idempotency_key="batch-2")
+    assert other[1] == mine and other[0] not in ids
+    assert client.submit_batch([NewJob("idem-batch", "k"), NewJob("idem-batch", "k", idempotency_key="mine")], idempotency_key="batch-2") == other
+    assert len(client.jobs(queue="idem-batch")) == 5

@@ -19,6 +19,7 @@ from relay_client import (
     Forbidden,
     LeasedJob,
     LeaseRequest,
+    NewJob,
     Outcome,
     OutcomeAnswer,
     Retry,
@@ -207,11 +208,12 @@ class Flaky(BaseHTTPRequestHandler):
     def serve(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.seen.append((self.command, self.path, self.client_address[1]))  # type: ignore[attr-defined]
+        self.server.keys.append(self.headers.get("Idempotency-Key"))  # type: ignore[attr-defined]
         self.count = getattr(self, "count", 0) + 1
         if self.count == 2:
             self.close_connection = True
             return
-        body = b'{"id": 1}' if self.path == "/v1/jobs" else b'{"queues": {}}'
+        body = {"/v1/jobs": b'{"id": 1}', "/v1/jobs/batch": b'{"ids": [1, 2]}'}.get(self.path, b'{"queues": {}}')
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -223,6 +225,7 @@ class Flaky(BaseHTTPRequestHandler):
 def flaky():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
     server.seen = []  # type: ignore[attr-defined]
+    server.keys = []  # type: ignore[attr-defined]  # each request's Idempotency-Key header
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server
     server.shutdown()
@@ -246,6 +249,40 @@ def test_a_submit_with_a_unique_key_is_sent_again(flaky):
     client.stats()
     assert client.submit("q", "k", unique_key="once") == 1
     assert len(submits(flaky)) == 2
+
+
+def test_a_submit_with_an_idempotency_key_is_sent_again(flaky):
+    client = Client(f"http://127.0.0.1:{flaky.server_port}", token="t")
+    client.stats()
+    assert client.submit("q", "k", {"n": 1}, idempotency_key="order-1") == 1
+    first, second = submits(flaky)
+    assert first[2] != second[2], "sent again, on a fresh connection"
+    # Without a key (nor a unique key) it is still not sent again.
+    client.stats()
+    with pytest.raises(Unavailable):
+        client.submit("q", "k", {"n": 2})
+    assert len(submits(flaky)) == 3
+
+
+def test_a_batch_is_sent_again_only_when_keyed(flaky):
+    client = Client(f"http://127.0.0.1:{flaky.server_port}", token="t")
+    batches = lambda: [s for s in flaky.seen if s[:2] == ("POST", "/v1/jobs/batch")]  # noqa: E731
+    client.stats()
+    with pytest.raises(Unavailable):
+        client.submit_batch([NewJob("q", "k"), NewJob("q", "k")])
+    assert len(batches()) == 1, "no key: not sent again"
+    client.stats()
+    assert client.submit_batch([NewJob("q", "k"), NewJob("q", "k")], idempotency_key="b-1") == [1, 2]
+    assert len(batches()) == 3, "the header's key: sent again"
+    assert flaky.keys[-2:] == ["b-1", "b-1"], "with its Idempotency-Key header both times"
+    client.stats()
+    own = [NewJob("q", "k", idempotency_key="j-1"), NewJob("q", "k", idempotency_key="j-2")]
+    assert client.submit_batch(own) == [1, 2]
+    assert len(batches()) == 5, "every job with a key of its own: sent again"
+    client.stats()
+    with pytest.raises(Unavailable):
+        client.submit_batch([NewJob("q", "k", idempotency_key="j-3"), NewJob("q", "k")])
+    assert len(batches()) == 6, "one job without a key: not sent again"
 
 
 def test_a_connection_idle_too_long_is_not_reused(flaky, monkeypatch):

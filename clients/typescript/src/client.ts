@@ -31,6 +31,32 @@ export interface NewJob {
   traceparent?: string;
   /** Short labels to find the job by (at most 8). */
   tags?: string[];
+  /**
+   * Makes the submit safe to repeat: for 24 h a submit with this key (1-256
+   * characters) answers the first one's job and creates nothing, whatever
+   * state that job is in.
+   */
+  idempotencyKey?: string;
+}
+
+/** What `submitJob` answers: the job's id, and whether it existed already. */
+export interface Submitted {
+  id: number;
+  /**
+   * True when the submit made no job: an earlier submit with its
+   * `idempotencyKey` had, or an unfinished job holds its `uniqueKey`.
+   */
+  existing: boolean;
+}
+
+/** Options of `submitBatch`. */
+export interface BatchOptions {
+  /**
+   * Sent as the `Idempotency-Key` header: each job without a key of its own
+   * gets `key/0`, `key/1`, ... (by its index), so the same batch again
+   * within 24 h answers the same ids and creates nothing.
+   */
+  idempotencyKey?: string;
 }
 
 /** A job this worker holds under `token`. */
@@ -136,14 +162,21 @@ export class BadAnswer extends RelayError {
  * Whether a request may be sent again when a reused connection failed
  * before any answer byte (the server may have processed it): reads,
  * deletes, the calls keyed by a lease token or made idempotent by the
- * server, and a submit with a unique key.
+ * server, a submit with an idempotency key or a unique key, and a batch
+ * whose every job is keyed (by the `Idempotency-Key` header or its own).
  */
-function safeToRepeat(method: string, path: string, body?: Obj): boolean {
+function safeToRepeat(method: string, path: string, body?: Obj, headers: Record<string, string> = {}): boolean {
   if (method === "GET" || method === "DELETE") return true;
   if (method !== "POST") return false;
   if (path === "/v1/work" || path === "/v1/heartbeat") return true;
   if (/^\/v1\/jobs\/\d+\/(ack|nack|release|extend|cancel|retry)$/.test(path)) return true;
-  return path === "/v1/jobs" && typeof body?.unique_key === "string";
+  if (path === "/v1/jobs") return typeof body?.idempotency_key === "string" || typeof body?.unique_key === "string";
+  if (path === "/v1/jobs/batch") {
+    if (typeof headers["idempotency-key"] === "string") return true;
+    const jobs: Obj[] = Array.isArray(body?.jobs) ? body.jobs : [];
+    return jobs.length > 0 && jobs.every((j) => typeof j.idempotency_key === "string");
+  }
+  return false;
 }
 
 function putPayload(body: Obj, name: string, value: Payload): void {
@@ -170,6 +203,7 @@ function jobBody(j: NewJob): Obj {
     ["run_at", j.runAt],
     ["max_attempts", j.maxAttempts],
     ["unique_key", j.uniqueKey],
+    ["idempotency_key", j.idempotencyKey],
     ["lease_for_ms", j.leaseForMs],
     ["timeout_ms", j.timeoutMs],
     ["depends_on", j.dependsOn?.length ? j.dependsOn : undefined],
@@ -289,9 +323,9 @@ export class Client {
     this.transport.close();
   }
 
-  private async call(method: string, path: string, body?: Obj, timeoutMs?: number): Promise<any> {
+  private async call(method: string, path: string, body?: Obj, timeoutMs?: number, headers: Record<string, string> = {}): Promise<any> {
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs, safeToRepeat(method, path, body));
+    const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs, safeToRepeat(method, path, body, headers), headers);
     if (res.status >= 200 && res.status < 300) return res.text ? JSON.parse(res.text) : null;
     let err: Obj | undefined;
     try {
@@ -303,14 +337,31 @@ export class Client {
     throw new RelayError(`${method} ${path}: HTTP ${res.status} without a Relay error body: ${res.text.slice(0, 200)}`, "error", res.status);
   }
 
-  /** Submits one job; returns its id. Durable when it resolves. */
+  /**
+   * Submits one job; returns its id (for an `idempotencyKey` seen in the
+   * last 24 h, or a `uniqueKey` an unfinished job holds, that job's id).
+   * Durable when it resolves. `submitJob` also says whether it existed.
+   */
   async submit(job: NewJob): Promise<number> {
-    return (await this.call("POST", "/v1/jobs", jobBody(job))).id;
+    return (await this.submitJob(job)).id;
   }
 
-  /** Submits 1-10,000 jobs in one call, all or none; returns their ids. */
-  async submitBatch(jobs: NewJob[]): Promise<number[]> {
-    return (await this.call("POST", "/v1/jobs/batch", { jobs: jobs.map(jobBody) })).ids;
+  /**
+   * Submits one job, as `submit`; resolves with its id and `existing`: true
+   * when no job was made (its `idempotencyKey` or `uniqueKey` found one).
+   */
+  async submitJob(job: NewJob): Promise<Submitted> {
+    const v = await this.call("POST", "/v1/jobs", jobBody(job));
+    return { id: v.id, existing: v.existing === true };
+  }
+
+  /**
+   * Submits 1-10,000 jobs in one call, all or none; returns their ids. With
+   * `idempotencyKey` the batch is safe to repeat (see `BatchOptions`).
+   */
+  async submitBatch(jobs: NewJob[], options: BatchOptions = {}): Promise<number[]> {
+    const headers: Record<string, string> = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey };
+    return (await this.call("POST", "/v1/jobs/batch", { jobs: jobs.map(jobBody) }, undefined, headers)).ids;
   }
 
   /** Leases up to `max` jobs, waiting up to `waitMs` for one (a long-poll). */

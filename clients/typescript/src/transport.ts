@@ -79,18 +79,26 @@ export class Transport {
    * `repeatable`: the request is safe to send twice, so one that failed on
    * a reused connection before any answer byte is sent again on a fresh
    * one (the server may have processed it: not done for the others).
+   * `headers`: sent with the request besides the content and token ones.
    */
-  async request(method: string, path: string, body: string | undefined, timeoutMs: number, repeatable = false): Promise<Answer> {
+  async request(
+    method: string,
+    path: string,
+    body: string | undefined,
+    timeoutMs: number,
+    repeatable = false,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
     if (this.unusable) throw unavailable(this.url, new Error(this.unusable));
     try {
-      return await this.attempt(method, path, body, timeoutMs, false);
+      return await this.attempt(method, path, body, timeoutMs, false, headers);
     } catch (e) {
       if (!(e instanceof StaleConnection)) throw unavailable(this.url, e);
       if (!repeatable) throw unavailable(this.url, e.cause);
       // The server closed an idle connection as we reused it; once more on
       // a fresh one (a second failure there is a real one).
       try {
-        return await this.attempt(method, path, body, timeoutMs, true);
+        return await this.attempt(method, path, body, timeoutMs, true, headers);
       } catch (e2) {
         throw unavailable(this.url, e2 instanceof StaleConnection ? e2.cause : e2);
       }
@@ -102,8 +110,15 @@ export class Transport {
     this.agent.destroy();
   }
 
-  private attempt(method: string, path: string, body: string | undefined, timeoutMs: number, fresh: boolean): Promise<Answer> {
-    const headers: Record<string, string | number> = {};
+  private attempt(
+    method: string,
+    path: string,
+    body: string | undefined,
+    timeoutMs: number,
+    fresh: boolean,
+    extraHeaders: Record<string, string>,
+  ): Promise<Answer> {
+    const headers: Record<string, string | number> = { ...extraHeaders };
     if (body !== undefined) {
       headers["content-type"] = "application/json";
       headers["content-length"] = Buffer.byteLength(body);

@@ -142,3 +142,36 @@ test("heartbeat: many leases extended in one call, each answered", async () => {
   const [own] = await client.heartbeat([{ id: held, token: jobs.get(held).token, leaseForMs: 1_000 }], 120_000);
   assert.ok(Date.parse(own.leaseExpiresAt) < Date.now() + 5_000, "a lease's own lease_for_ms wins");
 });
+
+test("an idempotency key makes one job, even after that job finished", async () => {
+  const first = await client.submitJob({ queue: "idem", kind: "charge", payload: { order: 1 }, idempotencyKey: "order-1" });
+  assert.equal(first.existing, false);
+  assert.deepEqual(await client.submitJob({ queue: "idem", kind: "charge", payload: { order: 1 }, idempotencyKey: "order-1" }), { id: first.id, existing: true });
+  assert.equal(await client.submit({ queue: "idem", kind: "charge", idempotencyKey: "order-1" }), first.id);
+  const [job] = await client.lease(["idem"]);
+  assert.equal(job.id, first.id);
+  await client.ack(job.id, job.token);
+  assert.equal((await client.get(first.id)).state, "SUCCEEDED");
+  // Unlike a unique key, the idempotency key still holds once the job finished.
+  assert.deepEqual(await client.submitJob({ queue: "idem", kind: "charge", payload: { order: 1 }, idempotencyKey: "order-1" }), { id: first.id, existing: true });
+  const other = await client.submitJob({ queue: "idem", kind: "charge", payload: { order: 2 }, idempotencyKey: "order-2" });
+  assert.ok(other.id !== first.id && other.existing === false);
+  const made = (await client.jobs({ queue: "idem" })).map((j) => j.id).sort((a, b) => a - b);
+  assert.deepEqual(made, [first.id, other.id], "two jobs made, no more");
+});
+
+test("a batch with an idempotency key answers the same ids again", async () => {
+  const jobs = [0, 1, 2].map((i) => ({ queue: "idem-batch", kind: "k", payload: { i } }));
+  const ids = await client.submitBatch(jobs, { idempotencyKey: "batch-1" });
+  assert.deepEqual(await client.submitBatch(jobs, { idempotencyKey: "batch-1" }), ids);
+  assert.equal((await client.jobs({ queue: "idem-batch" })).length, 3, "the repeat made nothing");
+  // The header's key K gives the jobs K/0, K/1, ... by index.
+  assert.deepEqual(await client.submitJob({ queue: "idem-batch", kind: "k", idempotencyKey: "batch-1/1" }), { id: ids[1], existing: true });
+  // A job may carry its own key, which wins over the header's.
+  const mine = await client.submit({ queue: "idem-batch", kind: "k", idempotencyKey: "mine" });
+  const mixed = [{ queue: "idem-batch", kind: "k" }, { queue: "idem-batch", kind: "k", idempotencyKey: "mine" }];
+  const other = await client.submitBatch(mixed, { idempotencyKey: "batch-2" });
+  assert.ok(other[1] === mine && !ids.includes(other[0]));
+  assert.deepEqual(await client.submitBatch(mixed, { idempotencyKey: "batch-2" }), other);
+  assert.equal((await client.jobs({ queue: "idem-batch" })).length, 5);
+});

@@ -11,6 +11,12 @@ import { startServer } from "./server.mjs";
 
 const ANSWER = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\n\r\n{"events":[]}';
 
+/** The answer to a request for `path`: a submit's and a batch's, else ANSWER. */
+function answerFor(path) {
+  const body = { "/v1/jobs": '{"id":1}', "/v1/jobs/batch": '{"ids":[1,2]}' }[path];
+  return body === undefined ? ANSWER : `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+}
+
 /**
  * A server that calls `decide(connection, request)` for each request (both
  * numbered from 1) and then answers it ("answer"), cuts the connection
@@ -19,6 +25,8 @@ const ANSWER = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-len
  */
 async function fakeRelay(decide) {
   const seen = [];
+  // Each request's path and Idempotency-Key header (null when none).
+  const requests = [];
   let connections = 0;
   const server = createServer((socket) => {
     const connection = ++connections;
@@ -26,12 +34,16 @@ async function fakeRelay(decide) {
     socket.on("error", () => {});
     socket.on("data", (chunk) => {
       buffered += chunk;
-      // Every request here is a GET: it ends at its blank line.
+      // A request's head ends at its blank line (a POST's small body is
+      // left before the next head, which the match below skips).
       while (buffered.includes("\r\n\r\n")) {
+        const head = buffered.slice(0, buffered.indexOf("\r\n\r\n"));
         buffered = buffered.slice(buffered.indexOf("\r\n\r\n") + 4);
+        const path = head.match(/(?:GET|POST|DELETE) (\S+) HTTP\/1\.1/)?.[1];
+        requests.push({ path, key: head.match(/^idempotency-key: (.*)$/im)?.[1] ?? null });
         seen.push(connection);
         const what = decide(connection, seen.length);
-        if (what === "answer") socket.write(ANSWER);
+        if (what === "answer") socket.write(answerFor(path));
         else if (what === "half") socket.end(ANSWER.slice(0, 20));
         else if (what === "drop") socket.resetAndDestroy();
       }
@@ -39,7 +51,7 @@ async function fakeRelay(decide) {
   });
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   const url = `http://127.0.0.1:${server.address().port}`;
-  return { url, seen, close: () => new Promise((ok) => server.close(ok)) };
+  return { url, seen, requests, close: () => new Promise((ok) => server.close(ok)) };
 }
 
 test("calls share one kept-alive connection", async () => {
@@ -130,6 +142,58 @@ test("only requests safe to repeat are sent again after a stale connection", asy
   assert.deepEqual(fake.seen, [1, 1, 2]);
   client.close();
   await fake.close();
+});
+
+test("a submit with an idempotency key is sent again after a stale connection; one without is not", async () => {
+  let fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+  let client = new Client(fake.url);
+  try {
+    await client.events(1);
+    assert.deepEqual(await client.submitJob({ queue: "q", kind: "k", idempotencyKey: "order-1" }), { id: 1, existing: false });
+    assert.deepEqual(fake.seen, [1, 1, 2], "sent again, on a fresh connection");
+  } finally {
+    client.close();
+    await fake.close();
+  }
+
+  // The same without a key (nor a unique key): Unavailable, sent once.
+  fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+  client = new Client(fake.url);
+  try {
+    await client.events(1);
+    await assert.rejects(client.submit({ queue: "q", kind: "k" }), Unavailable);
+    assert.deepEqual(fake.seen, [1, 1], "not sent again");
+  } finally {
+    client.close();
+    await fake.close();
+  }
+});
+
+test("a batch is sent again after a stale connection only when every job is keyed", async () => {
+  const jobs = [{ queue: "q", kind: "k" }, { queue: "q", kind: "k" }];
+  const cases = [
+    // [batch, options, sent again]
+    [jobs, {}, false],
+    [jobs, { idempotencyKey: "b-1" }, true],
+    [jobs.map((j, i) => ({ ...j, idempotencyKey: `own-${i}` })), {}, true],
+    [[{ ...jobs[0], idempotencyKey: "own" }, jobs[1]], {}, false],
+  ];
+  for (const [batch, options, again] of cases) {
+    const fake = await fakeRelay((_, request) => (request === 2 ? "drop" : "answer"));
+    const client = new Client(fake.url);
+    try {
+      await client.events(1);
+      if (again) assert.deepEqual(await client.submitBatch(batch, options), [1, 2]);
+      else await assert.rejects(client.submitBatch(batch, options), Unavailable);
+      assert.deepEqual(fake.seen, again ? [1, 1, 2] : [1, 1], JSON.stringify([batch, options]));
+      // Each send carries the key in its Idempotency-Key header.
+      const key = options.idempotencyKey ?? null;
+      assert.deepEqual(fake.requests.slice(1).map((r) => [r.path, r.key]), fake.seen.slice(1).map(() => ["/v1/jobs/batch", key]));
+    } finally {
+      client.close();
+      await fake.close();
+    }
+  }
 });
 
 test("a connection idle for over 5 s is not reused", async () => {
