@@ -202,32 +202,27 @@ fn header_idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<Stri
     };
     let v = v
         .to_str()
-        .map_err(|_| ApiError::bad_request("the Idempotency-Key header must be visible ASCII text"))?;
-    Ok(Some(v.trim().to_owned()))
+        .map_err(|_| ApiError::bad_request("the Idempotency-Key header must be visible ASCII text"))?
+        .trim();
+    if v.is_empty() || v.len() > 250 {
+        return Err(ApiError::bad_request(format!(
+            "the Idempotency-Key header must be 1-250 characters, got {}",
+            v.len()
+        )));
+    }
+    Ok(Some(v.to_owned()))
 }
 
 /// The body's idempotency key, else the header's (`index`: a batch's job,
-/// whose key is the header's with `/index` after it); both given must agree.
-fn with_idempotency_key(
-    mut b: wire::NewJob,
-    header: Option<&str>,
-    index: Option<usize>,
-) -> Result<wire::NewJob, ApiError> {
-    let Some(h) = header else { return Ok(b) };
-    let from_header = match index {
-        Some(i) => format!("{h}/{i}"),
-        None => h.to_owned(),
-    };
-    match &b.idempotency_key {
-        Some(k) if index.is_none() && *k != from_header => {
-            return Err(ApiError::bad_request(
-                "the Idempotency-Key header and the body's idempotency_key differ: give one, or the same",
-            ))
-        }
-        Some(_) => {}
-        None => b.idempotency_key = Some(from_header),
+/// whose key is the header's with `/index` after it).
+fn with_idempotency_key(mut b: wire::NewJob, header: Option<&str>, index: Option<usize>) -> wire::NewJob {
+    if let (Some(h), None) = (header, &b.idempotency_key) {
+        b.idempotency_key = Some(match index {
+            Some(i) => format!("{h}/{i}"),
+            None => h.to_owned(),
+        });
     }
-    Ok(b)
+    b
 }
 
 /// 201 with the new job's id; 200 with `"existing": true` when an
@@ -235,7 +230,7 @@ fn with_idempotency_key(
 /// carried the idempotency key (nothing was written).
 async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJob>) -> ApiResult {
     let header = header_traceparent(&headers);
-    let body = with_idempotency_key(body, header_idempotency_key(&headers)?.as_deref(), None)?;
+    let body = with_idempotency_key(body, header_idempotency_key(&headers)?.as_deref(), None);
     let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
     Ok(if done.existing {
         (
@@ -268,7 +263,7 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
         .jobs
         .into_iter()
         .enumerate()
-        .map(|(i, j)| new_job(with_idempotency_key(j, key.as_deref(), Some(i))?, header.as_deref()))
+        .map(|(i, j)| new_job(with_idempotency_key(j, key.as_deref(), Some(i)), header.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let ids = s.relay.submit_batch(jobs).await?;
     let ids = ids.into_iter().map(|id| id.0).collect();

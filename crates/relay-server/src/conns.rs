@@ -121,7 +121,7 @@ pub(crate) async fn serve(
         .is_err()
     {
         tracing::warn!(
-            "connections still open {:?} after the shutdown began were closed (--shutdown-grace)",
+            "connections still open {:?} after the shutdown began are no longer waited for (--shutdown-grace); they end with the process",
             limits.shutdown_grace
         );
     }

@@ -27,7 +27,7 @@ fn idempotency_header(batch: bool) -> Value {
     let what = if batch {
         "Makes the batch safe to repeat: each job without an idempotency_key of its own takes this key with `/` and its index after it (`K/0`, `K/1`, ...); a repeat within 24 h answers the first batch's ids and creates nothing."
     } else {
-        "Makes the submit safe to repeat: a submit with this key again within 24 h answers 200 with the first submit's job (`existing`) and creates nothing, whatever state that job is in. The same as the body's idempotency_key (giving both, they must agree)."
+        "Makes the submit safe to repeat: a submit with this key again within 24 h answers 200 with the first submit's job (`existing`) and creates nothing, whatever state that job is in. The same as the body's idempotency_key (given both, the body's counts). If the first submit's job was deleted since, 404."
     };
     json!({"name": "Idempotency-Key", "in": "header", "required": false,
         "schema": {"type": "string", "minLength": 1, "maxLength": 250}, "description": what})

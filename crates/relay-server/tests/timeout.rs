@@ -105,20 +105,30 @@ fn a_submit_retried_with_its_idempotency_key_makes_one_job() {
     let stats = relay.stats().unwrap();
     assert_eq!(stats.queues["q"].counts[&relay::JobState::Ready], 1, "{stats:?}");
     assert_eq!(relay.get(relay::JobId(id)).unwrap().payload, b"1");
-    // The body's field says the same; the two must agree when both given.
+    // The body's field says the same; given both, the body's counts.
     let (status, by_field) = submit(
         "order-1",
         json!({"queue": "q", "kind": "k", "idempotency_key": "order-1"}),
     );
     assert_eq!((status, by_field["id"].as_i64()), (200, Some(id)));
-    let (status, differ) = submit(
+    let (status, body_wins) = submit(
         "order-1",
         json!({"queue": "q", "kind": "k", "idempotency_key": "order-2"}),
     );
+    assert_eq!(status, 201, "{body_wins}");
+    // A header that is empty or too long is refused.
+    for bad in ["", &"k".repeat(251)] {
+        let (status, refused) = submit(bad, json!({"queue": "q", "kind": "k"}));
+        assert_eq!(status, 400, "{refused}");
+    }
+    // The job a key made, deleted since: 404, and no new job.
+    let gone = body_wins["id"].as_i64().unwrap();
+    relay.delete(relay::JobId(gone)).unwrap();
+    let (status, answer) = submit("x", json!({"queue": "q", "kind": "k", "idempotency_key": "order-2"}));
     assert_eq!(
-        (status, differ["error"]["code"].as_str()),
-        (400, Some("invalid_request")),
-        "{differ}"
+        (status, answer["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{answer}"
     );
     // A batch: each job keyed by its index; a repeat answers the same ids.
     let batch = |key: &str| {

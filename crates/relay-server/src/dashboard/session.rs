@@ -8,8 +8,8 @@
 //! A server without tokens (loopback only) signs with a random key of its
 //! own, made at start; its sessions end with the process.
 //!
-//! Logging out ends a session on the server side too: its nonce is kept as
-//! a mark in the store (`session-ended:<nonce>`, until the session would
+//! Logging out ends a session on the server side too: its MAC is kept as
+//! a mark in the store (`session-ended:<mac>`, until the session would
 //! have expired), which every server on the store reads, across restarts.
 //!
 //! A page's forms carry a CSRF token, the HMAC of the session cookie under
@@ -156,10 +156,11 @@ impl Session {
         )
     }
 
-    /// The mark that says this session was logged out.
+    /// The mark that says this session was logged out: keyed by the
+    /// cookie's MAC, unique to the session even without a random nonce.
     pub fn ended_mark(&self) -> String {
-        let nonce = self.value.split('.').nth(1).unwrap_or_default();
-        format!("session-ended:{nonce}")
+        let mac = self.value.rsplit('.').next().unwrap_or_default();
+        format!("session-ended:{mac}")
     }
 
     /// How long the session has left (what its ended mark must outlast).

@@ -129,6 +129,11 @@ impl Engine {
             .limits
             .unique_key(key)
             .map_err(|e| relay_core::InvalidInput::new("key", e.reason))?;
+        if key.starts_with("idempotency:") {
+            return Err(
+                relay_core::InvalidInput::new("key", "keys under idempotency: are the idempotency keys' own").into(),
+            );
+        }
         let (key, value) = (key.to_owned(), value.to_owned());
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             ops::put_mark(plan, &key, &value, ctx.now.plus(keep))

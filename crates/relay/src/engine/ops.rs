@@ -21,11 +21,17 @@ pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJ
             continue;
         };
         let mark = idempotency_mark(key);
-        if let Some(id) = plan.mark_value(&mark)?.and_then(|v| v.parse::<i64>().ok()) {
-            ids.push(Submitted {
-                id: JobId(id),
-                existing: true,
-            });
+        if let Some(v) = plan.mark_value(&mark)? {
+            let id = v.parse::<i64>().map(JobId).map_err(|_| Error::Corrupt {
+                job: None,
+                reason: format!("the mark of idempotency key {key:?} holds {v:?}, not a job id"),
+            })?;
+            // The job the key made was deleted (or pruned) since: nothing
+            // to answer with, and a new job would break the key's promise.
+            if plan.status(id)?.is_none() {
+                return Err(Error::NotFound { id });
+            }
+            ids.push(Submitted { id, existing: true });
             continue;
         }
         let s = insert(plan, ctx, j, None)?;
@@ -402,9 +408,9 @@ pub(crate) fn set_limits(
 /// is one job insert and one schedule update.
 pub(crate) const TICKS_PER_BATCH: usize = 1024;
 
-/// Most skipped ticks counted one at a time (cron); more are reported as
-/// this many.
-const SKIPPED_COUNT_MAX: u64 = 10_000;
+/// Most skipped ticks of a cron schedule counted (one at a time, inside
+/// the batch); more are reported as this many.
+const SKIPPED_COUNT_MAX: u64 = 100;
 
 /// Enqueues one job for each due schedule and moves it to its next tick
 /// after now. Ticks that came and went before this one fired (the process

@@ -362,7 +362,8 @@ pub(crate) fn run(
         (Arc::clone(&w.housekeeping), w.options.scheduler)
     };
     loop {
-        let wait = if housekeeping.ticks_left.load(Ordering::Relaxed) {
+        // Taken once: only a tick that fires a full pass again sets it.
+        let wait = if housekeeping.ticks_left.swap(false, Ordering::Relaxed) {
             std::time::Duration::ZERO
         } else if scheduler {
             // Due schedules fire within a quarter second, even when idle.
@@ -572,10 +573,13 @@ impl Writer {
         };
         match &outcome {
             Ok(()) | Err(Error::Busy) => {}
-            Err(e) => self
+            // A caller's write failed (an idle pass's failure, say a
+            // connection to restart, is no caller's answer).
+            Err(e) if !batch.is_empty() => self
                 .deliver
                 .counters
                 .write_failed(e.to_string(), self.options.clock.now()),
+            Err(_) => {}
         }
         // Waiting lessees are woken when the batch is answered, after its
         // fsync: never for a job whose submit is not yet durable.
@@ -669,8 +673,8 @@ fn ticked(counters: &super::metrics::Counters, h: &Housekeeping, ctx: &BatchCtx<
     if !tick_due {
         return;
     }
-    h.ticks_left.store(ctx.ticks_left, Ordering::Relaxed);
     if ctx.ticks_left {
+        h.ticks_left.store(true, Ordering::Relaxed);
         h.last_tick.store(i64::MIN, Ordering::Relaxed);
     }
 }
