@@ -10,8 +10,9 @@ use std::time::Duration;
 
 mod common;
 
-#[test]
-fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
+/// A server with a 400 ms request deadline (lease waits up to 100 ms) on a
+/// new file: the directory, the Relay, the server and its URL.
+fn short_deadline_server() -> (tempfile::TempDir, Relay, common::ServerThread, String) {
     let dir = tempfile::tempdir().unwrap();
     let relay = Relay::open_with(dir.path().join("t.db"), Options::default()).unwrap();
     let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
@@ -19,6 +20,12 @@ fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
     config.request_timeout = Duration::from_millis(400);
     let server = common::ServerThread::start(relay.clone(), config);
     let base = format!("http://{}", server.addr);
+    (dir, relay, server, base)
+}
+
+#[test]
+fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
+    let (_dir, relay, _server, base) = short_deadline_server();
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     // The writer held past the deadline, as by a disk that stalls.
     let hold = relay.hold_writer().expect("a writer");
@@ -67,13 +74,7 @@ fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
 /// submit's job and nothing new is made.
 #[test]
 fn a_submit_retried_with_its_idempotency_key_makes_one_job() {
-    let dir = tempfile::tempdir().unwrap();
-    let relay = Relay::open_with(dir.path().join("t.db"), Options::default()).unwrap();
-    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
-    config.max_wait = Duration::from_millis(100);
-    config.request_timeout = Duration::from_millis(400);
-    let server = common::ServerThread::start(relay.clone(), config);
-    let base = format!("http://{}", server.addr);
+    let (_dir, relay, _server, base) = short_deadline_server();
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let submit = |key: &str, body: Value| {
         let mut res = agent
