@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import re
 import urllib.parse
 from dataclasses import dataclass, field
@@ -424,6 +425,14 @@ class Client:
             raise self._error(method, path, status, raw)
         try:
             return json.loads(raw) if raw else None
+        except RecursionError:
+            # The server sends payloads as stored; Python's json module
+            # cannot read JSON nested deeper than about 1,000 levels.
+            raise RelayError(
+                f"{method} {path}: the answer holds JSON nested deeper than Python's json module reads "
+                f"(sys.getrecursionlimit() = {sys.getrecursionlimit()}); read that job with another client or the CLI",
+                status=status,
+            ) from None
         except ValueError:
             raise RelayError(f"{method} {path}: HTTP {status}: the answer is not JSON: {raw[:200]!r}", status=status) from None
 

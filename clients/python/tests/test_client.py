@@ -248,3 +248,19 @@ def test_a_batch_with_an_idempotency_key_answers_the_same_ids_again(client: Clie
     assert other[1] == mine and other[0] not in ids
     assert client.submit_batch([NewJob("idem-batch", "k"), NewJob("idem-batch", "k", idempotency_key="mine")], idempotency_key="batch-2") == other
     assert len(client.jobs(queue="idem-batch")) == 5
+
+
+def test_payloads_keep_their_key_order_and_numbers_and_deep_nesting_is_a_typed_error(client: Client):
+    # Issue 24, item 5: the server re-parsed payloads, so keys came back
+    # sorted and big integers rounded; it now sends the text stored.
+    text = b'{"b":1,"a":12345678901234567890123,"c":[1,2]}'
+    id = client.submit("q", "k", text)  # bytes: stored exactly as given
+    got = client.get(id).payload
+    assert list(got) == ["b", "a", "c"] and got["a"] == 12345678901234567890123
+    assert client.lease(["q"])[0].payload == got
+    # JSON nested past what Python's json module reads: a RelayError that
+    # says so, not a RecursionError out of the client.
+    deep = b"[" * 5000 + b"]" * 5000
+    deep_id = client.submit("deep", "k", deep)
+    with pytest.raises(RelayError, match="nested deeper"):
+        client.get(deep_id)

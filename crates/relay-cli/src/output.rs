@@ -34,12 +34,80 @@ fn s(v: &Value) -> String {
     }
 }
 
-/// A payload's (or result's) bytes as one line of text: a JSON value as
-/// its compact JSON text; bytes that are not JSON as themselves when they
-/// are printable text, else `base64:...`; nothing for none.
+/// An answer that carries payloads (a job, a leased job, a schedule), as
+/// printed: `text` is its JSON exactly as answered (`--json` prints it, so
+/// a payload's keys, duplicates and numbers stay as stored); `value` is
+/// the same parsed for the text views, with each `payload` and `result`
+/// kept as its JSON text (a string), since a `Value` would reorder it or
+/// could not hold it (`1e999`, deep nesting).
+pub struct Doc {
+    text: String,
+    value: Value,
+}
+
+impl Doc {
+    /// An answer serialized to its JSON text.
+    ///
+    /// # Errors
+    ///
+    /// The serializer's message (not expected for the API's types).
+    pub fn of<T: serde::Serialize>(answer: &T) -> Result<Self, String> {
+        let text = serde_json::to_string(answer).map_err(|e| format!("an answer that does not serialize: {e}"))?;
+        let value = with_bytes_as_text(&text).map_err(|e| format!("an answer that does not parse: {e}"))?;
+        Ok(Self { text, value })
+    }
+
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+}
+
+/// `text` (a JSON object) parsed, `payload` and `result` (in it and in its
+/// `job`) as their JSON text.
+fn with_bytes_as_text(text: &str) -> serde_json::Result<Value> {
+    use serde_json::value::RawValue;
+    let fields: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(text)?;
+    let mut m = serde_json::Map::new();
+    for (k, raw) in fields {
+        let v = match k.as_str() {
+            "payload" | "result" if raw.get() != "null" => Value::String(raw.get().to_owned()),
+            "job" if raw.get() != "null" => with_bytes_as_text(raw.get())?,
+            _ => serde_json::from_str(raw.get())?,
+        };
+        m.insert(k, v);
+    }
+    Ok(Value::Object(m))
+}
+
+/// `text` (valid JSON) without whitespace outside its strings: one line,
+/// every token as it was.
+fn compact_json(text: &str) -> String {
+    let (mut in_string, mut escaped) = (false, false);
+    text.chars()
+        .filter(|&c| {
+            if in_string {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => in_string = false,
+                    _ => {}
+                }
+                return true;
+            }
+            in_string = c == '"';
+            !c.is_ascii_whitespace()
+        })
+        .collect()
+}
+
+/// A payload's (or result's) bytes as one line of text: a JSON text as it
+/// is (a [`Doc`] keeps it as a string) without the space between tokens, bytes that are not JSON as
+/// themselves when they are printable text, else `base64:...`; nothing for
+/// none.
 fn bytes_text(v: &Value, name: &str) -> String {
     use base64::Engine as _;
     match (&v[name], &v[format!("{name}_base64").as_str()]) {
+        (Value::String(text), _) => compact_json(text),
         (Value::Null, Value::String(b)) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default();
             match String::from_utf8(bytes) {
@@ -101,10 +169,11 @@ impl Out {
         }
     }
 
-    pub fn leased(&self, l: &Value) {
+    pub fn leased(&self, doc: &Doc) {
         if self.json {
-            return self.value(l);
+            return self.line(&doc.text);
         }
+        let l = doc.value();
         let payload = bytes_text(l, "payload");
         self.line(&format!(
             "{}\t{}\t{}\t{}\t{payload}",
@@ -150,10 +219,11 @@ impl Out {
         self.line(&text);
     }
 
-    pub fn job(&self, j: &Value) {
+    pub fn job(&self, doc: &Doc) {
         if self.json {
-            return self.value(j);
+            return self.line(&doc.text);
         }
+        let j = doc.value();
         let Some(obj) = j.as_object() else { return };
         for key in JOB_KEYS
             .iter()
@@ -178,9 +248,9 @@ impl Out {
         }
     }
 
-    pub fn jobs(&self, jobs: &[Value]) {
+    pub fn jobs(&self, jobs: &[Doc]) {
         if self.json {
-            return jobs.iter().for_each(|j| self.value(j));
+            return jobs.iter().for_each(|j| self.line(&j.text));
         }
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
@@ -200,7 +270,7 @@ impl Out {
             "CREATED",
         ]
         .map(str::to_owned)));
-        for j in jobs {
+        for j in jobs.iter().map(Doc::value) {
             let attempts = format!("{}/{}", s(&j["attempts"]), s(&j["max_attempts"]));
             let state = s(&j["state"]);
             self.line(&row([
@@ -241,10 +311,11 @@ impl Out {
     }
 
     /// One schedule, as added, paused, resumed or removed.
-    pub fn schedule(&self, v: &Value) {
+    pub fn schedule(&self, doc: &Doc) {
         if self.json {
-            return self.value(v);
+            return self.line(&doc.text);
         }
+        let v = doc.value();
         let name = s(&v["name"]);
         let text = if v["deleted"] == true {
             format!("schedule {name} removed")
@@ -257,15 +328,15 @@ impl Out {
     }
 
     /// Every schedule, one line each.
-    pub fn schedules(&self, all: &[Value]) {
+    pub fn schedules(&self, all: &[Doc]) {
         if self.json {
-            return all.iter().for_each(|v| self.value(v));
+            return all.iter().for_each(|v| self.line(&v.text));
         }
         let row = |c: [String; 5]| format!("{:<24} {:<32} {:<26} {:<26} {}", c[0], c[1], c[2], c[3], c[4]);
         self.line(&row(
             ["NAME", "WHEN", "NEXT TICK", "LAST TICK", "JOB"].map(str::to_owned)
         ));
-        for v in all {
+        for v in all.iter().map(Doc::value) {
             let next = if v["paused"] == true {
                 "(paused)".to_owned()
             } else {

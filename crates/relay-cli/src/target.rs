@@ -3,6 +3,7 @@
 //! the same output either way.
 
 use crate::commands::CliError;
+use crate::output::Doc;
 use relay::{view, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
 use relay_client::wire;
 use serde_json::Value;
@@ -150,7 +151,7 @@ impl Target {
     }
 
     /// Adds (or replaces) a schedule whose ticks enqueue `job`.
-    pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<Value, CliError> {
+    pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<Doc, CliError> {
         match self {
             Target::Local(r) => {
                 let new = match when {
@@ -169,7 +170,7 @@ impl Target {
                         n
                     }
                 };
-                Ok(view::schedule(&r.add_schedule(new)?))
+                doc(&view::ScheduleView(&r.add_schedule(new)?))
             }
             Target::Remote(r) => {
                 let (cron, every_ms, tz) = match when {
@@ -182,41 +183,41 @@ impl Target {
                     every_ms,
                     job: job.wire(),
                 };
-                r.answer(r.client.put_schedule(name, &new))
+                r.doc(r.client.put_schedule(name, &new))
             }
         }
     }
 
-    pub fn schedules(&self) -> Result<Vec<Value>, CliError> {
+    pub fn schedules(&self) -> Result<Vec<Doc>, CliError> {
         match self {
-            Target::Local(r) => Ok(r.schedules()?.iter().map(view::schedule).collect()),
-            Target::Remote(r) => r.answers(r.client.schedules()),
+            Target::Local(r) => r.schedules()?.iter().map(|s| doc(&view::ScheduleView(s))).collect(),
+            Target::Remote(r) => r.docs(r.client.schedules()),
         }
     }
 
     /// Removes, pauses or resumes a schedule.
-    pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Value, CliError> {
+    pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Doc, CliError> {
         match self {
             Target::Local(r) => match what {
                 ScheduleAdmin::Remove => {
                     r.remove_schedule(name)?;
-                    view_of(&wire::ScheduleRemoved {
+                    doc(&wire::ScheduleRemoved {
                         name: name.to_owned(),
                         deleted: true,
                     })
                 }
-                ScheduleAdmin::Pause => Ok(view::schedule(&r.pause_schedule(name)?)),
-                ScheduleAdmin::Resume => Ok(view::schedule(&r.resume_schedule(name)?)),
+                ScheduleAdmin::Pause => doc(&view::ScheduleView(&r.pause_schedule(name)?)),
+                ScheduleAdmin::Resume => doc(&view::ScheduleView(&r.resume_schedule(name)?)),
             },
             Target::Remote(r) => match what {
-                ScheduleAdmin::Remove => r.answer(r.client.remove_schedule(name)),
-                ScheduleAdmin::Pause => r.answer(r.client.pause_schedule(name)),
-                ScheduleAdmin::Resume => r.answer(r.client.resume_schedule(name)),
+                ScheduleAdmin::Remove => r.doc(r.client.remove_schedule(name)),
+                ScheduleAdmin::Pause => r.doc(r.client.pause_schedule(name)),
+                ScheduleAdmin::Resume => r.doc(r.client.resume_schedule(name)),
             },
         }
     }
 
-    pub fn lease(&self, l: Lease) -> Result<Vec<Value>, CliError> {
+    pub fn lease(&self, l: Lease) -> Result<Vec<Doc>, CliError> {
         match self {
             Target::Local(r) => {
                 let mut req = LeaseRequest::new(l.queues)
@@ -226,9 +227,9 @@ impl Target {
                 if let Some(w) = l.worker {
                     req = req.worker(w);
                 }
-                Ok(r.lease(req)?.iter().map(view::leased).collect())
+                r.lease(req)?.iter().map(|l| doc(&view::Leased(l))).collect()
             }
-            Target::Remote(r) => r.answers(r.client.lease(&wire::Lease {
+            Target::Remote(r) => r.docs(r.client.lease(&wire::Lease {
                 queues: l.queues,
                 worker: l.worker,
                 max: Some(l.max),
@@ -324,10 +325,10 @@ impl Target {
         }
     }
 
-    pub fn show(&self, id: JobId) -> Result<Value, CliError> {
+    pub fn show(&self, id: JobId) -> Result<Doc, CliError> {
         match self {
-            Target::Local(r) => Ok(view::job(&r.get(id)?)),
-            Target::Remote(r) => r.answer(r.client.get(id.0)),
+            Target::Local(r) => doc(&view::JobView(&r.get(id)?)),
+            Target::Remote(r) => r.doc(r.client.get(id.0)),
         }
     }
 
@@ -387,12 +388,12 @@ impl Target {
     }
 
     /// Jobs matching `filter`, newest first.
-    pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Value>, CliError> {
+    pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Doc>, CliError> {
         match self {
-            Target::Local(r) => Ok(r.list(&filter)?.iter().map(view::job).collect()),
+            Target::Local(r) => r.list(&filter)?.iter().map(|j| doc(&view::JobView(j))).collect(),
             Target::Remote(r) => {
                 let query = wire::ListQuery::new(wire_filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
-                r.answers(r.client.list(&query).map(|page| page.jobs))
+                r.docs(r.client.list(&query).map(|page| page.jobs))
             }
         }
     }
@@ -424,6 +425,11 @@ impl Target {
 /// answers with the server's types, so both print the same.
 fn view_of<T: serde::Serialize>(answer: &T) -> Result<Value, CliError> {
     serde_json::to_value(answer).map_err(|e| CliError::Io(format!("an answer that does not serialize: {e}")))
+}
+
+/// An answer carrying payloads as printed, exactly as serialized.
+fn doc<T: serde::Serialize>(answer: &T) -> Result<Doc, CliError> {
+    Doc::of(answer).map_err(CliError::Io)
 }
 
 /// A filter's conditions as the API takes them.
@@ -472,6 +478,16 @@ impl Remote {
     pub fn answer<T: serde::Serialize>(&self, r: Result<T, relay_client::Error>) -> Result<Value, CliError> {
         let done = r.map_err(|e| self.error(e))?;
         serde_json::to_value(done).map_err(|e| CliError::Io(format!("the server's answer: {e}")))
+    }
+
+    /// An answer carrying payloads, as printed (payloads as answered).
+    pub fn doc<T: serde::Serialize>(&self, r: Result<T, relay_client::Error>) -> Result<Doc, CliError> {
+        doc(&r.map_err(|e| self.error(e))?)
+    }
+
+    /// A list of answers carrying payloads, each as printed.
+    pub fn docs<T: serde::Serialize>(&self, r: Result<Vec<T>, relay_client::Error>) -> Result<Vec<Doc>, CliError> {
+        r.map_err(|e| self.error(e))?.iter().map(doc).collect()
     }
 
     /// A list answer, each item as its JSON view.

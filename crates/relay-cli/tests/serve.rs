@@ -696,3 +696,67 @@ fn search_and_bulk_actions_over_a_server_match_a_file() {
         assert_eq!(ids(&["--state", "READY"]), [3, 1], "remote={remote}");
     }
 }
+
+/// Regression (issue 24, item 5): the CLI printed every payload through a
+/// `serde_json::Value`, so `--json` (and the text views) sorted its keys,
+/// collapsed duplicates, rounded big numbers, and on a server answer with
+/// `1e999` failed outright. Now `show`, `jobs`, `lease` and `schedule`
+/// print the text stored, on a file and through a server alike.
+#[test]
+fn the_cli_prints_payloads_as_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, url) = spawn_server(&dir.path().join("remote.db"));
+    let _server = common::KillOnDrop(child);
+    let local = dir.path().join("local.db");
+    let payload = r#"{"b":1,"a":12345678901234567890123,"c":1E2,"f":{"x":1,"x":2}}"#;
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for remote in [false, true] {
+        let run = |args: &[&str]| {
+            let mut c = Command::new(RELAY);
+            if remote {
+                c.args(["--server", &url]);
+            } else {
+                c.arg("--db").arg(&local);
+            }
+            let out = c
+                .args(args)
+                .env_remove("RELAY_DB")
+                .env_remove("RELAY_SERVER")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            assert!(
+                out.status.success(),
+                "remote={remote} {args:?}: {stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            stdout
+        };
+        let id = run(&["submit", "--queue", "q", "--kind", "k", payload]);
+        let big = run(&["submit", "--queue", "q", "--kind", "k", "1e999"]);
+        run(&["submit", "--queue", "q", "--kind", "k", &deep]);
+        let has = |out: &str, text: &str, what: &str| {
+            assert!(out.contains(text), "remote={remote} {what} lacks {text}: {out}");
+        };
+        let field = format!(r#""payload":{payload}"#);
+        has(&run(&["--json", "show", id.trim()]), &field, "show --json");
+        has(
+            &run(&["show", id.trim()]),
+            &format!("payload          {payload}"),
+            "show",
+        );
+        has(&run(&["show", big.trim()]), "payload          1e999", "show");
+        let jobs = run(&["--json", "jobs", "--queue", "q"]);
+        for text in [field.as_str(), r#""payload":1e999"#, &format!(r#""payload":{deep}"#)] {
+            has(&jobs, text, "jobs --json");
+        }
+        let leased = run(&["--json", "lease", "--queue", "q", "--max", "3"]);
+        has(&leased, &field, "lease --json");
+        has(&leased, r#""payload":1e999"#, "lease --json");
+        let added = run(&[
+            "--json", "schedule", "add", "hourly", "--every", "1h", "--queue", "q", "--kind", "k", payload,
+        ]);
+        has(&added, &field, "schedule add --json");
+        has(&run(&["--json", "schedule", "list"]), &field, "schedule list --json");
+    }
+}

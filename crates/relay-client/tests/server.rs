@@ -96,6 +96,70 @@ fn lease(queue: &str, max: u32) -> wire::Lease {
     }
 }
 
+/// Regression (issue 24, item 5): the client read payloads into
+/// `serde_json::Value`, so keys came back sorted, duplicates collapsed,
+/// `12345678901234567890123` rounded, and `1e999` or nesting past 128 made
+/// the whole answer unreadable. Now the text stored comes back as it is, in
+/// the job, the list, the lease answer and a schedule's job.
+#[test]
+fn payloads_come_back_as_the_text_stored() {
+    let server = Server::start(&[]);
+    let c = Client::new(&server.url());
+    let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+    let texts = [
+        r#"{"b":1,"a":12345678901234567890123,"c":1E2,"d":-0.0,"f":{"x":1,"x":2}}"#.to_owned(),
+        "1e999".to_owned(),
+        deep,
+    ];
+    let ids: Vec<i64> = texts
+        .iter()
+        .map(|t| c.submit(&wire::NewJob::new("q", "k", t.as_bytes())).unwrap().id)
+        .collect();
+    for (id, t) in ids.iter().zip(&texts) {
+        assert_eq!(
+            c.get(*id).unwrap().payload().unwrap(),
+            Bytes::Json(t.clone()),
+            "job {id}"
+        );
+    }
+    let page = c
+        .list(&wire::ListQuery {
+            queue: Some("q".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.jobs.len(), 3);
+    for j in &page.jobs {
+        let i = ids.iter().position(|id| *id == j.id).unwrap();
+        assert_eq!(
+            j.payload().unwrap(),
+            Bytes::Json(texts[i].clone()),
+            "listed job {}",
+            j.id
+        );
+    }
+    let leased = c.lease(&lease("q", 3)).unwrap();
+    let got: Vec<Bytes> = leased.iter().map(|l| l.payload().unwrap()).collect();
+    assert_eq!(got, texts.iter().map(|t| Bytes::Json(t.clone())).collect::<Vec<_>>());
+    // The submitted text itself, and 1e999 sent as JSON (not bytes).
+    let mut as_json = wire::NewJob::new("q", "k", &[]);
+    as_json.payload = Some(serde_json::from_str(&texts[0]).unwrap());
+    let id = c.submit(&as_json).unwrap().id;
+    assert_eq!(c.get(id).unwrap().payload().unwrap(), Bytes::Json(texts[0].clone()));
+    let mut job = wire::NewJob::new("q", "k", &[]);
+    job.payload = Some(serde_json::from_str(&texts[0]).unwrap());
+    let schedule = wire::NewSchedule {
+        cron: None,
+        tz: None,
+        every_ms: Some(3_600_000),
+        job,
+    };
+    let added = c.put_schedule("hourly", &schedule).unwrap();
+    assert_eq!(added.job.payload().unwrap(), Bytes::Json(texts[0].clone()));
+    let all = c.schedules().unwrap();
+    assert_eq!(all[0].job.payload().unwrap(), Bytes::Json(texts[0].clone()));
+}
+
 #[test]
 fn every_call_round_trips_and_answers_keep_every_field() {
     let server = Server::start(&[]);
@@ -123,7 +187,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
 
     // Payloads come back in the form they were given.
     let got = c.get(json_job.id).unwrap();
-    assert_eq!(got.payload().unwrap(), Bytes::Json(json!({"b": 1, "a": [1, 2.5, "x"]})));
+    assert_eq!(got.payload().unwrap(), Bytes::Json(r#"{"a":[1,2.5,"x"],"b":1}"#.into()));
     same(&got, &server.raw(&format!("/v1/jobs/{}", json_job.id)));
     let blob = c.get(bytes_id).unwrap();
     assert_eq!(blob.payload().unwrap(), Bytes::Raw(vec![0xff, 0x00, b'x']));
@@ -140,7 +204,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
     assert_eq!(first.id, json_job.id, "oldest first");
     assert_eq!(
         first.payload().unwrap(),
-        Bytes::Json(json!({"b": 1, "a": [1, 2.5, "x"]}))
+        Bytes::Json(r#"{"a":[1,2.5,"x"],"b":1}"#.into())
     );
     let extended = c
         .extend(
@@ -161,7 +225,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
     );
     assert_eq!(
         c.get(first.id).unwrap().result().unwrap(),
-        Bytes::Json(json!({"sent": true}))
+        Bytes::Json(r#"{"sent":true}"#.into())
     );
 
     // Nack (retries later), release with a snooze, cancel, retry, delete.
@@ -406,7 +470,7 @@ async fn the_async_client_sends_the_same_calls() {
         [id],
         "the waiting lease got the new job"
     );
-    assert_eq!(jobs[0].payload().unwrap(), Bytes::Json(json!({"n": 1})));
+    assert_eq!(jobs[0].payload().unwrap(), Bytes::Json(r#"{"n":1}"#.into()));
     let done = c.ack(id, &wire::Ack::new(jobs[0].token, Some(b"ok"))).await.unwrap();
     assert_eq!(done.state.as_deref(), Some("SUCCEEDED"));
     let job = c.get(id).await.unwrap();

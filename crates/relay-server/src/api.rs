@@ -593,7 +593,13 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
 
 async fn schedules(State(s): S) -> ApiResult {
     let all = s.relay.schedules().await?;
-    ok(json!({"schedules": all.iter().map(view::schedule).collect::<Vec<_>>()}))
+    #[derive(serde::Serialize)]
+    struct All<'a> {
+        schedules: Vec<view::ScheduleView<'a>>,
+    }
+    ok(All {
+        schedules: all.iter().map(view::ScheduleView).collect(),
+    })
 }
 
 /// Adds the schedule, or replaces the one of this name.
@@ -617,19 +623,25 @@ async fn healthz(State(s): S) -> Response {
     }
 }
 
-async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+async fn put_schedule(
+    State(s): S,
+    Path(name): Path<String>,
+    ApiJson(raw): ApiJson<Box<serde_json::value::RawValue>>,
+) -> ApiResult {
     // `cron`, `tz` and `every_ms` are given or left out, never null (one
-    // of cron and every_ms names the kind of schedule).
-    let Some(fields) = raw.as_object() else {
+    // of cron and every_ms names the kind of schedule). The body is read
+    // as text, so the job's payload is kept as written.
+    let Ok(fields) = serde_json::from_str::<std::collections::BTreeMap<&str, &serde_json::value::RawValue>>(raw.get())
+    else {
         return Err(ApiError::bad_request("the body must be a JSON object"));
     };
     if let Some(k) = ["cron", "tz", "every_ms"]
         .iter()
-        .find(|k| fields.get(**k).is_some_and(Value::is_null))
+        .find(|k| fields.get(**k).is_some_and(|v| v.get() == "null"))
     {
         return Err(ApiError::bad_request(format!("{k} is null: leave it out instead")));
     }
-    let b: wire::NewSchedule = serde_json::from_value(raw)
+    let b: wire::NewSchedule = serde_json::from_str(raw.get())
         .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?;
     let job = new_job(b.job, None)?;
     let new = match (b.cron, b.every_ms) {
@@ -650,7 +662,7 @@ async fn put_schedule(State(s): S, Path(name): Path<String>, ApiJson(raw): ApiJs
         }
         _ => return Err(ApiError::bad_request("give cron or every_ms, one of the two")),
     };
-    ok(view::schedule(&s.relay.add_schedule(new).await?))
+    ok(view::ScheduleView(&s.relay.add_schedule(new).await?))
 }
 
 async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
@@ -659,11 +671,11 @@ async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
 }
 
 async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
-    ok(view::schedule(&s.relay.pause_schedule(&name).await?))
+    ok(view::ScheduleView(&s.relay.pause_schedule(&name).await?))
 }
 
 async fn resume_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
-    ok(view::schedule(&s.relay.resume_schedule(&name).await?))
+    ok(view::ScheduleView(&s.relay.resume_schedule(&name).await?))
 }
 
 async fn metrics(State(s): S) -> Response {

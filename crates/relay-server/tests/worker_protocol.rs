@@ -284,9 +284,9 @@ fn a_heartbeat_answers_each_lease_on_its_own() {
 /// `serde_json::Value`, so keys came back sorted, duplicates collapsed and
 /// numbers rounded (`12345678901234567890123` as `1.2345678901234568e+22`,
 /// `1E2` as `100.0`). A worker checking a signature over its payload
-/// failed. The job, the list and the lease answer now carry the text
-/// stored (JSON no `serde_json::Value` can hold, `1e999`, stays base64, so
-/// that Rust clients reading answers into values can read every answer).
+/// failed; `1e999` and nesting past 128 came back as `payload_base64`. The
+/// job, the list and the lease answer now carry the text stored, whatever
+/// JSON it is.
 #[test]
 fn payloads_come_back_as_the_text_stored_in_every_view() {
     let s = serve();
@@ -306,4 +306,16 @@ fn payloads_come_back_as_the_text_stored_in_every_view() {
     assert!(page.contains(payload), "GET /v1/jobs: {page}");
     let (_, leased, _) = s.raw("POST", "/v1/lease", Some(json!({"queues": ["q"]})));
     assert!(leased.contains(payload), "POST /v1/lease: {leased}");
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    for text in ["1e999", &deep] {
+        let body = format!(r#"{{"queue":"r","kind":"k","payload":{text}}}"#);
+        let mut res = agent
+            .post(&format!("{}/v1/jobs", s.base))
+            .content_type("application/json")
+            .send(&body)
+            .unwrap();
+        let id: Value = serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap();
+        let (_, one, _) = s.raw("GET", &format!("/v1/jobs/{}", id["id"]), None);
+        assert!(one.contains(&format!(r#""payload":{text}"#)), "GET: {one}");
+    }
 }

@@ -1,6 +1,6 @@
 //! The answers the server sends.
 
-use super::{present, Bytes, Rate};
+use super::{present, Bytes, JsonText, Rate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -68,13 +68,13 @@ pub struct Job {
     pub waiting_on: u32,
     /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
+    pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_base64: Option<String>,
     /// Its result as JSON (`Some(Null)`: none); absent when it is bytes.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
+    pub result: Option<JsonText>,
     /// Its result as base64, when it is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_base64: Option<String>,
@@ -136,7 +136,7 @@ pub struct LeasedJob {
     pub traceparent: Option<String>,
     /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
+    pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_base64: Option<String>,
@@ -339,7 +339,7 @@ pub struct ScheduledJob {
     pub kind: String,
     /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
+    pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_base64: Option<String>,
@@ -347,6 +347,17 @@ pub struct ScheduledJob {
     pub priority: u8,
     /// Attempts before it is DEAD.
     pub max_attempts: u32,
+}
+
+impl ScheduledJob {
+    /// The payload's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `payload_base64` is not base64.
+    pub fn payload(&self) -> Result<Bytes, String> {
+        Bytes::from_pair(self.payload.as_ref(), self.payload_base64.as_deref())
+    }
 }
 
 /// A schedule.

@@ -238,14 +238,72 @@ pub(crate) async fn overview(
 
 // ---------------------------------------------------------------- one job
 
+/// A JSON text laid out two spaces an indent, its tokens unchanged: keys
+/// in their order, duplicates kept, numbers as written (what a
+/// `serde_json::Value` would sort, collapse and round). `text` is valid
+/// JSON.
+fn indent_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    };
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            ' ' | '\n' | '\r' | '\t' => {}
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                // An empty object or array stays on its line.
+                while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    out.extend(chars.next());
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// Bytes as pretty JSON when they are JSON, else their size and a hex dump.
 fn bytes_view(b: &[u8]) -> Markup {
     const SHOWN: usize = 64 * 1024;
     if b.is_empty() {
         return html! { p.empty { "(empty)" } };
     }
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(b) {
-        let pretty = serde_json::to_string_pretty(&v).unwrap_or_default();
+    if let Ok(raw) = serde_json::from_slice::<&serde_json::value::RawValue>(b) {
+        let pretty = indent_json(raw.get());
         let cut = pretty.len() > SHOWN;
         let shown = if cut {
             &pretty[..pretty.floor_char_boundary_compat(SHOWN)]
@@ -524,5 +582,23 @@ pub(crate) fn local_path(p: Option<&str>) -> String {
             p.to_owned()
         }
         _ => "/".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The dashboard showed payloads through a `serde_json::Value`: keys
+    /// sorted, duplicates collapsed, numbers rounded (issue 24, item 5).
+    #[test]
+    fn indenting_keeps_every_token() {
+        let text = r#"{"b":1,"a":12345678901234567890123,"c":1E2,"s":"x, \"y\":[z]","e":[],"o":{ },"f":{"x":1,"x":2}}"#;
+        let pretty = super::indent_json(text);
+        assert_eq!(
+            pretty,
+            "{\n  \"b\": 1,\n  \"a\": 12345678901234567890123,\n  \"c\": 1E2,\n  \"s\": \"x, \\\"y\\\":[z]\",\n  \"e\": [],\n  \"o\": {},\n  \"f\": {\n    \"x\": 1,\n    \"x\": 2\n  }\n}"
+        );
+        let squeezed: String = pretty.lines().map(str::trim).collect::<String>().replace(": ", ":");
+        assert_eq!(squeezed, text.replace("{ }", "{}"));
+        assert_eq!(super::indent_json("1e999"), "1e999");
     }
 }
