@@ -622,8 +622,26 @@ class Client:
         return int(self._call("POST", f"/v1/jobs/{id}/events", body)["seq"])
 
     def stats(self) -> Dict[str, Any]:
-        """Counts of every queue's jobs by state, and its settings."""
-        return dict(self._call("GET", "/v1/stats")["queues"])
+        """Counts of every queue's jobs by state, and its settings, read a
+        page of queues at a time (see `stats_page`)."""
+        queues: Dict[str, Any] = {}
+        after: Optional[str] = None
+        while True:
+            page = self.stats_page(after=after)
+            queues.update(page["queues"])
+            after = page.get("next")
+            if after is None:
+                return queues
+
+    def stats_page(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, Any]:
+        """One page of queues' stats, in name order after `after`: up to
+        `limit` (1-1000, the server's 1000 when left out). The answer holds
+        `queues`, `next` (the `after` of the next page, or None after the
+        last) and, on the first page only, `totals` over every queue."""
+        q = {k: v for k, v in {"after": after, "limit": limit}.items() if v is not None}
+        path = "/v1/stats" + ("?" + urllib.parse.urlencode(q) if q else "")
+        v = self._call("GET", path)
+        return {"queues": dict(v["queues"]), "next": v.get("next"), "totals": v.get("totals")}
 
     def jobs(self, *, queue: Optional[str] = None, state: Optional[str] = None, limit: int = 100) -> List[Job]:
         """The newest jobs, filtered by queue and state."""

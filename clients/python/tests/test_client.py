@@ -264,3 +264,20 @@ def test_payloads_keep_their_key_order_and_numbers_and_deep_nesting_is_a_typed_e
     deep_id = client.submit("deep", "k", deep)
     with pytest.raises(RelayError, match="nested deeper"):
         client.get(deep_id)
+
+
+def test_stats_follows_every_page_of_queues(client: Client):
+    # The server answers 1,000 queues a page: stats() reads them all.
+    client.submit_batch([NewJob(f"q{i:04}", "k", {}) for i in range(1003)])
+    client.submit_batch([NewJob("q0007", "k", {})])
+    stats = client.stats()
+    assert len(stats) == 1003
+    assert stats["q1002"]["READY"] == 1 and stats["q0007"]["READY"] == 2
+    first = client.stats_page(limit=2)
+    assert list(first["queues"]) == ["q0000", "q0001"] and first["next"] == "q0001"
+    assert first["totals"]["queues"] == 1003 and first["totals"]["jobs"]["READY"] == 1004
+    last = client.stats_page(after="q1000")
+    assert list(last["queues"]) == ["q1001", "q1002"]
+    assert last["next"] is None and last["totals"] is None
+    with pytest.raises(RelayError, match="limit"):
+        client.stats_page(limit=1001)

@@ -134,6 +134,16 @@ export interface WorkAnswer {
 }
 
 /** A lease to extend, for `heartbeat`; `leaseForMs` overrides the call's. */
+/** A page of queues' stats: see `Client.statsPage`. */
+export interface StatsPage {
+  /** Each queue's counts by state and its settings, by name. */
+  queues: Record<string, Obj>;
+  /** The `after` of the next page; null after the last. */
+  next: string | null;
+  /** Over every queue (`jobs` by state, `queues`, `paused`); first page only. */
+  totals: { jobs: Record<string, number>; queues: number; paused: number } | null;
+}
+
 export interface HeldLease {
   id: number;
   token: number;
@@ -461,9 +471,34 @@ export class Client {
     return (await this.call("POST", `/v1/jobs/${id}/events`, { kind, data })).seq;
   }
 
-  /** Counts of every queue's jobs by state, and its settings. */
+  /**
+   * Counts of every queue's jobs by state, and its settings, read a page of
+   * queues at a time (see `statsPage`).
+   */
   async stats(): Promise<Record<string, Obj>> {
-    return (await this.call("GET", "/v1/stats")).queues;
+    const queues: Record<string, Obj> = {};
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.statsPage({ after });
+      Object.assign(queues, page.queues);
+      if (page.next == null) return queues;
+      after = page.next;
+    }
+  }
+
+  /**
+   * One page of queues' stats, in name order after `after`: up to `limit`
+   * (1-1000, the server's 1000 when left out). `next` is the `after` of the
+   * next page (null after the last); `totals` over every queue come with the
+   * first page only.
+   */
+  async statsPage(page: { after?: string; limit?: number } = {}): Promise<StatsPage> {
+    const q = new URLSearchParams();
+    if (page.after !== undefined) q.set("after", page.after);
+    if (page.limit !== undefined) q.set("limit", String(page.limit));
+    const query = q.toString();
+    const v = await this.call("GET", query ? `/v1/stats?${query}` : "/v1/stats");
+    return { queues: v.queues, next: v.next ?? null, totals: v.totals ?? null };
   }
 
   /** The newest jobs, filtered by queue and state. */

@@ -15,7 +15,7 @@
  */
 
 export { BadAnswer, Client } from "./client.js";
-export type { BatchOptions, HeartbeatAnswer, HeldLease, Job, Json, LeaseOptions, LeaseRequest, LeasedJob, NewJob, Outcome, OutcomeAnswer, Payload, Submitted, WorkAnswer } from "./client.js";
+export type { BatchOptions, HeartbeatAnswer, HeldLease, Job, Json, LeaseOptions, LeaseRequest, LeasedJob, NewJob, Outcome, OutcomeAnswer, Payload, StatsPage, Submitted, WorkAnswer } from "./client.js";
 export * from "./errors.js";
 export { Permanent, Retry, Snooze, Worker } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

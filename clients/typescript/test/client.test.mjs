@@ -175,3 +175,30 @@ test("a batch with an idempotency key answers the same ids again", async () => {
   assert.deepEqual(await client.submitBatch(mixed, { idempotencyKey: "batch-2" }), other);
   assert.equal((await client.jobs({ queue: "idem-batch" })).length, 5);
 });
+
+test("stats follows every page of queues; statsPage reads one", async () => {
+  // A server of its own: the server answers 1,000 queues a page.
+  const own = await startServer();
+  try {
+    const c = new Client(own.url, { token: own.token });
+    const name = (i) => `q${String(i).padStart(4, "0")}`;
+    await c.submitBatch(Array.from({ length: 1003 }, (_, i) => ({ queue: name(i), kind: "k", payload: {} })));
+    await c.submit({ queue: "q0007", kind: "k", payload: {} });
+    const stats = await c.stats();
+    assert.equal(Object.keys(stats).length, 1003);
+    assert.equal(stats.q1002.READY, 1);
+    assert.equal(stats.q0007.READY, 2);
+    const first = await c.statsPage({ limit: 2 });
+    assert.deepEqual(Object.keys(first.queues), ["q0000", "q0001"]);
+    assert.equal(first.next, "q0001");
+    assert.equal(first.totals.queues, 1003);
+    assert.equal(first.totals.jobs.READY, 1004);
+    const last = await c.statsPage({ after: "q1000" });
+    assert.deepEqual(Object.keys(last.queues), ["q1001", "q1002"]);
+    assert.equal(last.next, null);
+    assert.equal(last.totals, null);
+    await assert.rejects(c.statsPage({ limit: 1001 }), (e) => e instanceof InvalidRequest && /limit/.test(e.message));
+  } finally {
+    own.stop();
+  }
+});

@@ -439,6 +439,10 @@ pub struct ServeArgs {
     /// them over HTTPS only: for a server behind a TLS proxy.
     #[arg(long)]
     pub secure_cookies: bool,
+    /// /metrics labels this many queues, those with the most READY jobs;
+    /// the rest are summed under queue="(other)".
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub metrics_queues: u32,
 }
 
 #[derive(Debug, Args)]

@@ -122,7 +122,20 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, "delete", out)?,
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
         Command::Events(a) => out.events(&t.events(JobId(a.id))?),
-        Command::Stats => out.stats(&t.stats()?),
+        Command::Stats => {
+            // A page at a time: memory stays bounded however many queues.
+            let mut after = None;
+            let mut header = true;
+            loop {
+                let page = t.stats_page(after.take())?;
+                out.stats(&page, header);
+                header = false;
+                match page["next"].as_str() {
+                    Some(next) => after = Some(next.to_owned()),
+                    None => break,
+                }
+            }
+        }
         Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
         Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
         Command::Schedule(c) => schedule(t, c, out)?,

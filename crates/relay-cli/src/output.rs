@@ -361,7 +361,9 @@ impl Out {
         ));
     }
 
-    pub fn stats(&self, v: &Value) {
+    /// A page of stats: one JSON line per page, or its rows under one
+    /// header (`header` on the first page).
+    pub fn stats(&self, v: &Value, header: bool) {
         if self.json {
             return self.value(v);
         }
@@ -371,17 +373,19 @@ impl Out {
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             )
         };
-        self.line(&row([
-            "QUEUE",
-            "WAITING",
-            "READY",
-            "LEASED",
-            "SUCCEEDED",
-            "DEAD",
-            "CANCELLED",
-            "OLDEST READY",
-        ]
-        .map(str::to_owned)));
+        if header {
+            self.line(&row([
+                "QUEUE",
+                "WAITING",
+                "READY",
+                "LEASED",
+                "SUCCEEDED",
+                "DEAD",
+                "CANCELLED",
+                "OLDEST READY",
+            ]
+            .map(str::to_owned)));
+        }
         let Some(queues) = v["queues"].as_object() else { return };
         for (q, st) in queues {
             let n = |k: &str| st[k].as_u64().unwrap_or(0).to_string();

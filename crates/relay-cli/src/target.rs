@@ -380,10 +380,21 @@ impl Target {
         }
     }
 
-    pub fn stats(&self) -> Result<Value, CliError> {
+    /// A page of queues' stats (`{"queues", "next", "totals"}`, totals on
+    /// the first page), as `GET /v1/stats` answers it.
+    pub fn stats_page(&self, after: Option<String>) -> Result<Value, CliError> {
         match self {
-            Target::Local(r) => Ok(view::stats(&r.stats()?)),
-            Target::Remote(r) => r.answer(r.client.stats()),
+            Target::Local(r) => {
+                let first = after.is_none();
+                let page = r.stats_page(after.as_deref(), 1000)?;
+                let mut v = view::stats(&relay::Stats { queues: page.queues });
+                v["next"] = serde_json::json!(page.next);
+                if first {
+                    v["totals"] = view::totals(&r.queue_totals()?);
+                }
+                Ok(v)
+            }
+            Target::Remote(r) => r.answer(r.client.stats_page(&wire::QueuePage { after, limit: None })),
         }
     }
 

@@ -3,8 +3,8 @@
 use crate::calls::{self, Call};
 use crate::wire::{
     Ack, AppendEvent, Appended, Bulk, BulkDone, Changed, DeadGroup, Event, Extend, Heartbeat, ItemAnswer, Job, JobPage,
-    Lease, LeasedJob, Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePaused, Release, Schedule,
-    ScheduleRemoved, Stats, Submitted, Work, Worked,
+    Lease, LeasedJob, Limits, ListQuery, Nack, NewJob, NewSchedule, QueueLimits, QueuePage, QueuePaused, Release,
+    Schedule, ScheduleRemoved, Stats, Submitted, Work, Worked,
 };
 use crate::Error;
 use std::time::Duration;
@@ -285,13 +285,33 @@ impl Client {
         self.run(calls::dead_groups(limit))
     }
 
-    /// Jobs per queue and state, with each queue's settings.
+    /// Jobs per queue and state, with each queue's settings: every queue,
+    /// a page (of 1,000) per call.
     ///
     /// # Errors
     ///
     /// The server's errors.
     pub fn stats(&self) -> Result<Stats, Error> {
-        self.run(calls::stats())
+        let mut page = QueuePage::default();
+        let mut all = self.run(calls::stats(&page))?;
+        while let Some(next) = all.next.take() {
+            page.after = Some(next);
+            let more = self.run(calls::stats(&page))?;
+            all.queues.extend(more.queues);
+            all.next = more.next;
+        }
+        Ok(all)
+    }
+
+    /// One page of [`Self::stats`]: at most `page.limit` queues named after
+    /// `page.after`, and the next page's `after`; the first page (no
+    /// `after`) carries the totals over every queue.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Api`] with `invalid_request` for a limit out of 1-1000.
+    pub fn stats_page(&self, page: &QueuePage) -> Result<Stats, Error> {
+        self.run(calls::stats(page))
     }
 
     /// Pauses a queue: none of its jobs is leased until it is resumed.

@@ -4,7 +4,7 @@
 use crate::wire::{
     Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, Event, Events, Extend,
     Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Nack, NewJob, NewJobs,
-    NewSchedule, QueueLimits, QueuePaused, Release, Schedule, ScheduleRemoved, Schedules, Stats, Submitted,
+    NewSchedule, QueueLimits, QueuePage, QueuePaused, Release, Schedule, ScheduleRemoved, Schedules, Stats, Submitted,
     SubmittedBatch, Work, Worked,
 };
 use crate::Error;
@@ -179,8 +179,19 @@ pub(crate) fn dead_groups(limit: u32) -> Call<Vec<DeadGroup>> {
     })
 }
 
-pub(crate) fn stats() -> Call<Stats> {
-    Call::get("/v1/stats".into())
+pub(crate) fn stats(page: &QueuePage) -> Call<Stats> {
+    let mut q = Vec::new();
+    if let Some(a) = &page.after {
+        q.push(format!("after={}", encode(a)));
+    }
+    if let Some(n) = page.limit {
+        q.push(format!("limit={n}"));
+    }
+    if q.is_empty() {
+        Call::get("/v1/stats".into())
+    } else {
+        Call::get(format!("/v1/stats?{}", q.join("&")))
+    }
 }
 
 pub(crate) fn pause(queue: &str) -> Call<QueuePaused> {

@@ -49,6 +49,18 @@ impl QueueStats {
     }
 }
 
+/// Every queue at once: jobs per state, the queues [`QueueStats`] are kept
+/// for (with jobs, paused or limited) and how many of them are paused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueTotals {
+    /// Jobs per state over every queue; every state is present.
+    pub counts: BTreeMap<JobState, u64>,
+    /// Queues with jobs, paused or limited.
+    pub queues: u64,
+    /// Paused queues.
+    pub paused: u64,
+}
+
 /// Which jobs a search (or a bulk action) takes: every condition that is
 /// set must hold. Newest first, a page of `limit` at a time; the next page
 /// starts `before` the last id of this one.

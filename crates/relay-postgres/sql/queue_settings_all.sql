@@ -1,3 +1,3 @@
--- Every queue's settings, for stats.
+-- The settings of the queues named from $1 to $2, for stats.
 SELECT name, paused, max_leased, rate_limit, rate_per_ms, window_start, window_count
-FROM relay_queues ORDER BY name
+FROM relay_queues WHERE name COLLATE "C" BETWEEN $1 AND $2 ORDER BY name COLLATE "C"

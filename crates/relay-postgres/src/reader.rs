@@ -5,7 +5,7 @@ use crate::connect::map_err;
 use crate::decode;
 use postgres::{Client, Statement};
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
-use relay_store::{DeadGroup, Event, JobFilter, QueueStats, StoreError, StoreReader, Throughput};
+use relay_store::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, StoreError, StoreReader, Throughput};
 use std::collections::{BTreeMap, HashMap};
 
 /// A connection with its prepared statements (prepared once, by SQL text).
@@ -121,21 +121,23 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/throughput_since.sql"))?;
         let since = relay_store::minute_of(since).as_millis();
         let rows = self.conn.client.query(&st, &[&since]).map_err(map_err)?;
-        let n = |r: &postgres::Row, i: usize| -> Result<u64, StoreError> {
-            Ok(u64::try_from(r.try_get::<_, i64>(i).map_err(map_err)?).unwrap_or(0))
-        };
-        rows.iter()
-            .map(|r| {
-                Ok(Throughput {
-                    minute: Timestamp::from_millis(r.try_get(0).map_err(map_err)?),
-                    queue: r.try_get(1).map_err(map_err)?,
-                    submitted: n(r, 2)?,
-                    succeeded: n(r, 3)?,
-                    failed: n(r, 4)?,
-                    dead: n(r, 5)?,
-                })
-            })
-            .collect()
+        rows.iter().map(throughput_row).collect()
+    }
+
+    fn throughput_of(&mut self, since: Timestamp, queue: Option<&str>) -> Result<Vec<Throughput>, StoreError> {
+        let since = relay_store::minute_of(since).as_millis();
+        let rows = match queue {
+            Some(q) => {
+                let st = self.conn.stmt(include_str!("../sql/throughput_queue.sql"))?;
+                self.conn.client.query(&st, &[&since, &q])
+            }
+            None => {
+                let st = self.conn.stmt(include_str!("../sql/throughput_total.sql"))?;
+                self.conn.client.query(&st, &[&since])
+            }
+        }
+        .map_err(map_err)?;
+        rows.iter().map(throughput_row).collect()
     }
 
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
@@ -159,12 +161,17 @@ impl StoreReader for PgReader {
             .collect()
     }
 
-    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
+    fn queue_stats(
+        &mut self,
+        now: Timestamp,
+        first: &str,
+        last: &str,
+    ) -> Result<BTreeMap<String, QueueStats>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
         let counts = self
             .conn
             .client
-            .query(&st, &[])
+            .query(&st, &[&first, &last])
             .map_err(map_err)?
             .iter()
             .map(|r| {
@@ -179,7 +186,7 @@ impl StoreReader for PgReader {
         let oldest = self
             .conn
             .client
-            .query(&st, &[])
+            .query(&st, &[&first, &last])
             .map_err(map_err)?
             .iter()
             .map(|r| Ok((decode::col(r, 0, "queue", None)?, decode::col(r, 1, "ready_at", None)?)))
@@ -206,9 +213,60 @@ impl StoreReader for PgReader {
         rows.iter().map(decode::schedule).collect()
     }
 
-    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+    fn queue_settings_all(&mut self, first: &str, last: &str) -> Result<Vec<(String, QueueSettings)>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_settings_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let rows = self.conn.client.query(&st, &[&first, &last]).map_err(map_err)?;
         rows.iter().map(decode::queue_settings).collect()
     }
+
+    fn queue_names(&mut self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/queue_names.sql"))?;
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&after, &i64::from(limit)])
+            .map_err(map_err)?;
+        rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
+    }
+
+    fn queue_busiest(&mut self, limit: u32) -> Result<Vec<String>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/queue_busiest.sql"))?;
+        let rows = self.conn.client.query(&st, &[&i64::from(limit)]).map_err(map_err)?;
+        rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
+    }
+
+    fn queue_totals(&mut self) -> Result<QueueTotals, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/queue_totals.sql"))?;
+        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let mut counts = Vec::new();
+        let mut totals = QueueTotals::default();
+        for r in &rows {
+            match decode::col::<Option<String>>(r, 0, "state", None)? {
+                Some(state) => counts.push((state, decode::col(r, 1, "count", None)?)),
+                None => {
+                    let n = |i, name| decode::col::<i64>(r, i, name, None).map(|v| u64::try_from(v).unwrap_or(0));
+                    totals.queues = n(2, "queues")?;
+                    totals.paused = n(3, "paused")?;
+                }
+            }
+        }
+        totals.counts = relay_store::decode::state_totals(counts)?;
+        Ok(totals)
+    }
+}
+
+/// A row of `throughput_*.sql`: minute, queue, submitted, succeeded,
+/// failed, dead.
+fn throughput_row(r: &postgres::Row) -> Result<Throughput, StoreError> {
+    let n = |i: usize| -> Result<u64, StoreError> {
+        Ok(u64::try_from(r.try_get::<_, i64>(i).map_err(map_err)?).unwrap_or(0))
+    };
+    Ok(Throughput {
+        minute: Timestamp::from_millis(r.try_get(0).map_err(map_err)?),
+        queue: r.try_get(1).map_err(map_err)?,
+        submitted: n(2)?,
+        succeeded: n(3)?,
+        failed: n(4)?,
+        dead: n(5)?,
+    })
 }

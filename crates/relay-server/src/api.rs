@@ -541,13 +541,41 @@ async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
     ok(LeasedJobs { jobs: leased(&jobs) })
 }
 
-async fn stats(State(s): S) -> ApiResult {
-    ok(view::stats(&s.relay.stats().await?))
+/// A page of queues from its query: after a name, 1-1000 (1000 when left
+/// out), so that no answer grows with the number of queues.
+fn queue_page(
+    q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>,
+) -> Result<(Option<String>, u32), ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
+    match q.limit {
+        None => Ok((q.after, 1000)),
+        Some(n @ 1..=1000) => Ok((q.after, n)),
+        Some(n) => Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
+    }
 }
 
-async fn queues(State(s): S) -> ApiResult {
-    let stats = s.relay.stats().await?;
-    ok(json!({"queues": stats.queues.keys().collect::<Vec<_>>()}))
+/// A page of queues' stats; the first page (no `after`) with the totals
+/// over every queue.
+async fn stats(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+    let (after, limit) = queue_page(q)?;
+    let first = after.is_none();
+    let page = s.relay.stats_page(after, limit).await?;
+    let mut v = view::stats(&relay::Stats { queues: page.queues });
+    v["next"] = json!(page.next);
+    if first {
+        v["totals"] = view::totals(&s.relay.queue_totals().await?);
+    }
+    ok(v)
+}
+
+/// A page of queue names.
+async fn queues(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+    let (after, limit) = queue_page(q)?;
+    let page = s.relay.stats_page(after, limit).await?;
+    ok(wire::QueueNames {
+        queues: page.queues.into_keys().collect(),
+        next: page.next,
+    })
 }
 
 async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
@@ -679,8 +707,18 @@ async fn resume_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
 }
 
 async fn metrics(State(s): S) -> Response {
-    let stats = s.relay.stats().await.ok();
-    let text = s.metrics.render(&s.relay.metrics(), stats.as_ref());
+    // The busiest queues by name, the rest summed: bounded however many
+    // queues there are.
+    let queues = async {
+        let top = s.relay.busiest_queues(s.config.metrics_queues).await?;
+        let totals = s.relay.queue_totals().await?;
+        Ok::<_, relay::Error>((top, totals))
+    }
+    .await
+    .ok();
+    let text = s
+        .metrics
+        .render(&s.relay.metrics(), queues.as_ref().map(|(t, all)| (t, all)));
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

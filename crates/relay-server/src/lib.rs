@@ -70,6 +70,10 @@ pub struct ServerConfig {
     /// The dashboard's session cookies carry `Secure` (browsers send them
     /// over HTTPS only): for a server behind a TLS proxy.
     pub secure_cookies: bool,
+    /// `/metrics` labels this many queues, those with the most READY jobs
+    /// (the rest under `queue="(other)"`), so that its size and the
+    /// series a scraper keeps do not grow with the number of queues.
+    pub metrics_queues: u32,
 }
 
 impl ServerConfig {
@@ -86,6 +90,7 @@ impl ServerConfig {
             max_connections: 10_000,
             secure_cookies: false,
             shutdown_grace: Duration::from_secs(20),
+            metrics_queues: 100,
         }
     }
 

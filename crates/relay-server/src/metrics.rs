@@ -36,7 +36,11 @@ impl Metrics {
         r.sum += secs;
     }
 
-    pub(crate) fn render(&self, relay: &relay::Metrics, stats: Option<&relay::Stats>) -> String {
+    pub(crate) fn render(
+        &self,
+        relay: &relay::Metrics,
+        queues: Option<(&relay::Stats, &relay::QueueTotals)>,
+    ) -> String {
         let mut out = String::new();
         let writer = [
             (
@@ -79,23 +83,42 @@ impl Metrics {
         for (name, kind, help, value) in writer {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
         }
-        if let Some(stats) = stats {
+        if let Some((top, totals)) = queues {
             let _ = writeln!(
                 out,
-                "# HELP relay_jobs Jobs by queue and state.\n# TYPE relay_jobs gauge"
+                "# HELP relay_jobs Jobs by queue and state: the queues with the most READY jobs (--metrics-queues), the rest summed under queue=\"(other)\".\n# TYPE relay_jobs gauge"
             );
-            for (queue, q) in &stats.queues {
+            let mut other = totals.counts.clone();
+            for (queue, q) in &top.queues {
                 for (state, n) in &q.counts {
                     let _ = writeln!(out, "relay_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}");
+                    if let Some(rest) = other.get_mut(state) {
+                        *rest = rest.saturating_sub(*n);
+                    }
+                }
+            }
+            if totals.queues > top.queues.len() as u64 {
+                for (state, n) in &other {
+                    let _ = writeln!(out, "relay_jobs{{queue=\"(other)\",state=\"{state}\"}} {n}");
                 }
             }
             let _ = writeln!(
                 out,
-                "# HELP relay_queue_paused 1 while the queue is paused.\n# TYPE relay_queue_paused gauge"
+                "# HELP relay_queue_paused 1 while the queue is paused (the queues relay_jobs labels).\n# TYPE relay_queue_paused gauge"
             );
-            for (queue, q) in &stats.queues {
+            for (queue, q) in &top.queues {
                 let _ = writeln!(out, "relay_queue_paused{{queue=\"{queue}\"}} {}", u8::from(q.paused));
             }
+            let _ = writeln!(
+                out,
+                "# HELP relay_queues Queues with jobs, paused or limited.\n# TYPE relay_queues gauge\nrelay_queues {}",
+                totals.queues
+            );
+            let _ = writeln!(
+                out,
+                "# HELP relay_queues_paused Paused queues.\n# TYPE relay_queues_paused gauge\nrelay_queues_paused {}",
+                totals.paused
+            );
         }
         let Ok(routes) = self.routes.lock() else { return out };
         let _ = writeln!(

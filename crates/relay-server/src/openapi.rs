@@ -209,6 +209,23 @@ fn worker_paths() -> Value {
 pub(crate) fn document(config: &ServerConfig) -> Value {
     let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
     let e = ["400", "404", "409", "413"];
+    let stats_answer = responses(
+        "200",
+        json!({"type": "object", "required": ["queues", "next"], "properties": {
+            "queues": {"type": "object", "additionalProperties": r("QueueStats")},
+            "next": {"type": "string", "nullable": true},
+            "totals": {"type": "object", "required": ["jobs", "queues", "paused"], "properties": {
+                "jobs": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "queues": {"type": "integer"}, "paused": {"type": "integer"}}}}}),
+        &["400"],
+    );
+    let queues_answer = responses(
+        "200",
+        json!({"type": "object", "required": ["queues", "next"], "properties": {
+            "queues": {"type": "array", "items": {"type": "string"}},
+            "next": {"type": "string", "nullable": true}}}),
+        &["400"],
+    );
     let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "Relay", "version": env!("CARGO_PKG_VERSION"),
@@ -297,8 +314,10 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "description": "Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken at once by a submit).",
                 "requestBody": body(r("Lease")),
                 "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
-            "/v1/stats": {"get": {"operationId": "stats", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
-                "queues": {"type": "object", "additionalProperties": r("QueueStats")}}}), &[])}},
+            "/v1/stats": {"get": {"operationId": "stats",
+                "description": "A page of queues' stats, by name in byte order (1,000 at most), so that no answer grows with the number of queues: follow `next` as `after`. The first page (no `after`) carries `totals` over every queue.",
+                "parameters": queue_page_params(),
+                "responses": stats_answer}},
             "/v1/queues/{queue}/pause": {"post": {"operationId": "pauseQueue",
                 "description": "Pauses the queue: from the next claim on, in every process on the store, none of its jobs is leased; submits and completions go on. Stored; pausing a paused queue changes nothing.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
@@ -324,8 +343,10 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
                 "description": "Resumes a paused queue and wakes lessees waiting for it.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
-            "/v1/queues": {"get": {"operationId": "queues", "responses": responses("200", json!({"type": "object", "required": ["queues"], "properties": {
-                "queues": {"type": "array", "items": {"type": "string"}}}}), &[])}},
+            "/v1/queues": {"get": {"operationId": "queues",
+                "description": "A page of queue names (with jobs, paused or limited), in byte order, 1,000 at most: follow `next` as `after`.",
+                "parameters": queue_page_params(),
+                "responses": queues_answer}},
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -454,4 +475,12 @@ fn schemas(max_wait: u64) -> Value {
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })
+}
+
+/// `after` and `limit`: a page of queues.
+fn queue_page_params() -> Value {
+    json!([
+        {"name": "after", "in": "query", "schema": {"type": "string"}},
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
+    ])
 }

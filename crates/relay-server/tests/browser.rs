@@ -297,11 +297,25 @@ async fn the_dashboard_in_chromium() {
         .await
         .unwrap();
     click(&c, "form.search button").await;
+    // The search's own page (the unfiltered one had a table.jobs too),
+    // read again when a live update replaced its rows meanwhile.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !c.current_url().await.unwrap().as_str().contains("tag=vip") {
+        assert!(std::time::Instant::now() < deadline, "the search never loaded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     wait_for(&c, "table.jobs").await;
-    let rows = c.find_all(Locator::Css("table.jobs tbody tr")).await.unwrap();
     let mut found = Vec::new();
-    for r in rows {
-        found.push(r.attr("data-job").await.unwrap().unwrap().parse::<i64>().unwrap());
+    'read: for _ in 0..10 {
+        found.clear();
+        for r in c.find_all(Locator::Css("table.jobs tbody tr")).await.unwrap() {
+            match r.attr("data-job").await {
+                Ok(id) => found.push(id.unwrap().parse::<i64>().unwrap()),
+                Err(e) if stale(&e) => continue 'read,
+                Err(e) => panic!("data-job: {e}"),
+            }
+        }
+        break;
     }
     let mut want: Vec<i64> = tagged.iter().map(|id| id.0).collect();
     want.sort_unstable_by(|a, b| b.cmp(a));

@@ -4,7 +4,7 @@ use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use crate::writer::job_get;
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
-use relay_store::{DeadGroup, Event, JobFilter, QueueStats, StoreError, StoreReader, Throughput};
+use relay_store::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, StoreError, StoreReader, Throughput};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
@@ -90,16 +90,26 @@ impl StoreReader for SqliteReader {
         let mut rows = st.query([relay_store::minute_of(since).as_millis()]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
-            let c = Cols::new(row, None);
-            let n = |i, name| c.int(i, name).map(|v| u64::try_from(v).unwrap_or(0));
-            out.push(Throughput {
-                minute: Timestamp::from_millis(c.int(0, "minute")?),
-                queue: c.text(1, "queue")?,
-                submitted: n(2, "submitted")?,
-                succeeded: n(3, "succeeded")?,
-                failed: n(4, "failed")?,
-                dead: n(5, "dead")?,
-            });
+            out.push(throughput_row(&Cols::new(row, None))?);
+        }
+        Ok(out)
+    }
+
+    fn throughput_of(&mut self, since: Timestamp, queue: Option<&str>) -> Result<Vec<Throughput>, StoreError> {
+        let since = relay_store::minute_of(since).as_millis();
+        let sql = match queue {
+            Some(_) => &crate::sql::THROUGHPUT_QUEUE,
+            None => &crate::sql::THROUGHPUT_TOTAL,
+        };
+        let mut st = self.conn.prepare_cached(sql).map_err(map_err)?;
+        let mut rows = match queue {
+            Some(q) => st.query(rusqlite::params![since, q]),
+            None => st.query(rusqlite::params![since]),
+        }
+        .map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(throughput_row(&Cols::new(row, None))?);
         }
         Ok(out)
     }
@@ -121,10 +131,15 @@ impl StoreReader for SqliteReader {
         Ok(out)
     }
 
-    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError> {
+    fn queue_stats(
+        &mut self,
+        now: Timestamp,
+        first: &str,
+        last: &str,
+    ) -> Result<BTreeMap<String, QueueStats>, StoreError> {
         let mut counts = Vec::new();
         let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_COUNTS).map_err(map_err)?;
-        let mut rows = st.query([]).map_err(map_err)?;
+        let mut rows = st.query([first, last]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
             counts.push((c.text(0, "queue")?, c.text(1, "state")?, c.int(2, "count")?));
@@ -134,7 +149,7 @@ impl StoreReader for SqliteReader {
             .conn
             .prepare_cached(&crate::sql::QUEUE_OLDEST_READY)
             .map_err(map_err)?;
-        let mut rows = st.query([]).map_err(map_err)?;
+        let mut rows = st.query([first, last]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = Cols::new(row, None);
             oldest.push((c.text(0, "queue")?, c.opt_int(1, "ready_at")?));
@@ -163,16 +178,69 @@ impl StoreReader for SqliteReader {
         Ok(out)
     }
 
-    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError> {
+    fn queue_settings_all(&mut self, first: &str, last: &str) -> Result<Vec<(String, QueueSettings)>, StoreError> {
         let mut st = self
             .conn
             .prepare_cached(&crate::sql::QUEUE_SETTINGS_ALL)
             .map_err(map_err)?;
-        let mut rows = st.query([]).map_err(map_err)?;
+        let mut rows = st.query([first, last]).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
             out.push(decode::queue_settings(row)?);
         }
         Ok(out)
     }
+
+    fn queue_names(&mut self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_NAMES).map_err(map_err)?;
+        let mut rows = st.query(rusqlite::params![after, limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(Cols::new(row, None).text(0, "queue")?);
+        }
+        Ok(out)
+    }
+
+    fn queue_busiest(&mut self, limit: u32) -> Result<Vec<String>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_BUSIEST).map_err(map_err)?;
+        let mut rows = st.query([limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(Cols::new(row, None).text(0, "queue")?);
+        }
+        Ok(out)
+    }
+
+    fn queue_totals(&mut self) -> Result<QueueTotals, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_TOTALS).map_err(map_err)?;
+        let mut rows = st.query([]).map_err(map_err)?;
+        let mut counts = Vec::new();
+        let mut totals = QueueTotals::default();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let c = Cols::new(row, None);
+            match c.opt_text(0, "state")? {
+                Some(state) => counts.push((state, c.int(1, "count")?)),
+                None => {
+                    totals.queues = u64::try_from(c.int(2, "queues")?).unwrap_or(0);
+                    totals.paused = u64::try_from(c.int(3, "paused")?).unwrap_or(0);
+                }
+            }
+        }
+        totals.counts = relay_store::decode::state_totals(counts)?;
+        Ok(totals)
+    }
+}
+
+/// A row of `throughput_*.sql`: minute, queue, submitted, succeeded,
+/// failed, dead.
+fn throughput_row(c: &Cols<'_, '_>) -> Result<Throughput, StoreError> {
+    let n = |i, name| c.int(i, name).map(|v| u64::try_from(v).unwrap_or(0));
+    Ok(Throughput {
+        minute: Timestamp::from_millis(c.int(0, "minute")?),
+        queue: c.text(1, "queue")?,
+        submitted: n(2, "submitted")?,
+        succeeded: n(3, "succeeded")?,
+        failed: n(4, "failed")?,
+        dead: n(5, "dead")?,
+    })
 }

@@ -60,11 +60,14 @@ statements! {
     MARK_GET = "mark_get.sql";
     MARK_PRUNE = "mark_prune.sql";
     MARK_PUT = "mark_put.sql";
+    QUEUE_BUSIEST = "queue_busiest.sql";
     QUEUE_COUNTS = "queue_counts.sql";
+    QUEUE_NAMES = "queue_names.sql";
     QUEUE_OLDEST_READY = "queue_oldest_ready.sql";
     QUEUE_PUT = "queue_put.sql";
     QUEUE_SETTINGS = "queue_settings.sql";
     QUEUE_SETTINGS_ALL = "queue_settings_all.sql";
+    QUEUE_TOTALS = "queue_totals.sql";
     SCHEDULE_DELETE = "schedule_delete.sql";
     SCHEDULE_GET = "schedule_get.sql";
     SCHEDULE_PUT = "schedule_put.sql";
@@ -72,7 +75,9 @@ statements! {
     SCHEDULES_DUE = "schedules_due.sql";
     THROUGHPUT_ADD = "throughput_add.sql";
     THROUGHPUT_PRUNE = "throughput_prune.sql";
+    THROUGHPUT_QUEUE = "throughput_queue.sql";
     THROUGHPUT_SINCE = "throughput_since.sql";
+    THROUGHPUT_TOTAL = "throughput_total.sql";
 }
 
 /// Page sizes of the claim's reads, each its own statement (a bound LIMIT

@@ -83,6 +83,21 @@ pub fn queue_stats(
     Ok(out)
 }
 
+/// Jobs per state over every queue from (state, jobs) rows: every state
+/// present, a negative sum read as 0.
+///
+/// # Errors
+///
+/// `Corrupt` for a state that is not one of Relay's.
+pub fn state_totals(rows: impl IntoIterator<Item = (String, i64)>) -> Result<BTreeMap<JobState, u64>, StoreError> {
+    let mut out: BTreeMap<JobState, u64> = JobState::ALL.iter().map(|s| (*s, 0)).collect();
+    for (raw, n) in rows {
+        let state = JobState::parse(&raw).ok_or_else(|| StoreError::corrupt(None, format!("unknown state {raw:?}")))?;
+        out.insert(state, u64::try_from(n).unwrap_or(0));
+    }
+    Ok(out)
+}
+
 /// A job's status columns as stored, before any invariant is checked.
 #[derive(Debug, Clone)]
 pub struct RawStatus {

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub mod decode;
-pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
 pub use relay_core::StoreError;
 
 /// A job first written by this batch: its final state in the batch, under
@@ -531,6 +531,10 @@ pub trait Syncer: Send + Sync {
     fn sync(&self) -> Result<(), StoreError>;
 }
 
+/// The name range of every queue, for [`StoreReader::queue_stats`]: queue
+/// names are made of `[A-Za-z0-9_.-]`, all below `\x7f`.
+pub const ALL_QUEUES: (&str, &str) = ("", "\x7f");
+
 /// A read connection, used beside the writer.
 pub trait StoreReader: Send {
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError>;
@@ -543,11 +547,30 @@ pub trait StoreReader: Send {
     fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError>;
     /// Per queue and minute, from the minute of `since` on, oldest first.
     fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError>;
+    /// As [`StoreReader::throughput`], of one queue (`Some`) or summed over
+    /// every queue (`None`: rows with an empty queue name), a row a minute.
+    fn throughput_of(&mut self, since: Timestamp, queue: Option<&str>) -> Result<Vec<Throughput>, StoreError>;
     /// Events with `seq > after`, in order, at most `limit`.
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
-    fn queue_stats(&mut self, now: Timestamp) -> Result<BTreeMap<String, QueueStats>, StoreError>;
-    /// Every queue's stored settings (queues with none are left out).
-    fn queue_settings_all(&mut self) -> Result<Vec<(String, QueueSettings)>, StoreError>;
+    /// Counts of the queues with jobs named from `first` to `last` (byte
+    /// order, both included; [`ALL_QUEUES`] for every queue).
+    fn queue_stats(
+        &mut self,
+        now: Timestamp,
+        first: &str,
+        last: &str,
+    ) -> Result<BTreeMap<String, QueueStats>, StoreError>;
+    /// The stored settings of the queues named from `first` to `last`
+    /// (queues with none are left out).
+    fn queue_settings_all(&mut self, first: &str, last: &str) -> Result<Vec<(String, QueueSettings)>, StoreError>;
+    /// The names stats are kept for (queues with jobs, paused or limited),
+    /// in byte order, after `after` (`""`: from the first), at most `limit`.
+    fn queue_names(&mut self, after: &str, limit: u32) -> Result<Vec<String>, StoreError>;
+    /// The queues with the most READY jobs, most first (then by name), at
+    /// most `limit`; queues with none are left out.
+    fn queue_busiest(&mut self, limit: u32) -> Result<Vec<String>, StoreError>;
+    /// Every queue at once.
+    fn queue_totals(&mut self) -> Result<QueueTotals, StoreError>;
     /// Every schedule, by name.
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
     /// As [`Store::mark_get`].

@@ -2,7 +2,7 @@
 //! delete, release, stats, waiting, reopening, and the async API.
 
 use crate::{clocked, open_clocked, NewDb};
-use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Priority};
+use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Priority, Timestamp};
 use std::time::{Duration, Instant};
 
 fn kinds(relay: &relay::Relay, id: JobId) -> Vec<String> {
@@ -486,5 +486,99 @@ pub fn finished_jobs_are_pruned_after_retention(new_db: &NewDb) {
         relay.prune(Duration::ZERO).unwrap(),
         1,
         "an explicit prune takes the recent one"
+    );
+}
+
+/// Stats a page at a time (issue 24, item 9: one answer held every queue,
+/// 18 MB with 100,000 of them): pages in byte order with a cursor, paused
+/// and limited queues without jobs among them, every queue once; totals
+/// over every queue; the busiest queues by READY jobs, padded by name;
+/// the throughput of one queue and of all summed.
+pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    // q00..q24, with 1..=25 READY jobs (q24 the busiest), one DEAD job in
+    // q03, "Z" (before "q" in byte order) paused with no job, "qx" limited.
+    let mut jobs = Vec::new();
+    for i in 0..25 {
+        for _ in 0..=i {
+            jobs.push(NewJob::new(format!("q{i:02}"), "k", Vec::new()));
+        }
+    }
+    relay.submit_batch(jobs).unwrap();
+    let dead = relay.submit(NewJob::new("d", "k", Vec::new()).max_attempts(1)).unwrap();
+    let l = relay.lease(LeaseRequest::new(["d"])).unwrap().remove(0);
+    relay.nack(l.id, l.token, "boom", None).unwrap();
+    assert_eq!(relay.get(dead).unwrap().state(), JobState::Dead);
+    relay.pause("Z").unwrap();
+    relay
+        .set_queue_limits(
+            "qx",
+            relay::QueueLimits {
+                max_leased: Some(2),
+                rate: None,
+            },
+        )
+        .unwrap();
+    let all = relay.stats().unwrap();
+    assert_eq!(all.queues.len(), 28, "{:?}", all.queues.keys());
+
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = relay.stats_page(after.as_deref(), 6).unwrap();
+        assert!(page.queues.len() <= 6);
+        for (name, st) in &page.queues {
+            assert_eq!(Some(st), all.queues.get(name), "{name} as in stats()");
+        }
+        seen.extend(page.queues.keys().cloned());
+        match page.next {
+            Some(n) => {
+                assert_eq!(page.queues.len(), 6);
+                assert_eq!(page.queues.keys().last(), Some(&n));
+                after = Some(n);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        all.queues.keys().cloned().collect::<Vec<_>>(),
+        "every queue once, in order"
+    );
+    assert_eq!(seen[0], "Z");
+    assert!(relay.stats_page(None, 0).is_err(), "a page of none");
+    let past = relay.stats_page(Some("zzz"), 10).unwrap();
+    assert_eq!((past.queues.len(), past.next), (0, None));
+
+    let t = relay.queue_totals().unwrap();
+    assert_eq!(t.counts[&JobState::Ready], (1..=25).sum::<u64>());
+    assert_eq!(t.counts[&JobState::Dead], 1);
+    assert_eq!(t.counts[&JobState::Leased], 0);
+    assert_eq!((t.queues, t.paused), (28, 1));
+
+    let top = relay.busiest_queues(3).unwrap();
+    assert_eq!(top.queues.keys().collect::<Vec<_>>(), ["q22", "q23", "q24"]);
+    assert_eq!(top.queues["q24"], all.queues["q24"]);
+    // Fewer queues with READY jobs than asked: the rest by name.
+    let padded = relay.busiest_queues(27).unwrap();
+    assert_eq!(padded.queues.len(), 27);
+    assert!(padded.queues.contains_key("Z") && padded.queues.contains_key("d"));
+    assert!(!padded.queues.contains_key("qx"), "the last by name is left out");
+    assert_eq!(relay.busiest_queues(100).unwrap(), all);
+
+    let since = Timestamp::from_millis(0);
+    let q24 = relay.throughput_of(since, Some("q24")).unwrap();
+    assert_eq!(q24.iter().map(|r| r.submitted).sum::<u64>(), 25);
+    assert!(q24.iter().all(|r| r.queue == "q24"));
+    let every = relay.throughput_of(since, None).unwrap();
+    assert_eq!(
+        every.iter().map(|r| r.submitted).sum::<u64>(),
+        (1..=25).sum::<u64>() + 1
+    );
+    assert_eq!(every.iter().map(|r| r.dead).sum::<u64>(), 1);
+    let per_minute: Vec<_> = every.iter().map(|r| r.minute).collect();
+    assert!(
+        per_minute.windows(2).all(|w| w[0] < w[1]),
+        "a row a minute, oldest first"
     );
 }

@@ -514,6 +514,33 @@ impl AsyncRelay {
         self.read(Engine::stats).await
     }
 
+    /// [`Relay::stats_page`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::stats_page`].
+    pub async fn stats_page(&self, after: Option<String>, limit: u32) -> Result<crate::StatsPage> {
+        self.read(move |e| e.stats_page(after.as_deref(), limit)).await
+    }
+
+    /// [`Relay::queue_totals`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::queue_totals`].
+    pub async fn queue_totals(&self) -> Result<crate::QueueTotals> {
+        self.read(|e| e.readers.with(|r| r.queue_totals())).await
+    }
+
+    /// [`Relay::busiest_queues`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::busiest_queues`].
+    pub async fn busiest_queues(&self, limit: u32) -> Result<Stats> {
+        self.read(move |e| e.busiest_queues(limit)).await
+    }
+
     /// [`Relay::throughput`], on a blocking thread.
     ///
     /// # Errors
@@ -521,6 +548,16 @@ impl AsyncRelay {
     /// As [`Relay::throughput`].
     pub async fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
         self.read(move |e| e.readers.with(|r| r.throughput(since))).await
+    }
+
+    /// [`Relay::throughput_of`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::throughput`].
+    pub async fn throughput_of(&self, since: Timestamp, queue: Option<String>) -> Result<Vec<Throughput>> {
+        self.read(move |e| e.readers.with(|r| r.throughput_of(since, queue.as_deref())))
+            .await
     }
 
     /// As [`Relay::store_info`].

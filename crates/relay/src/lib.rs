@@ -62,7 +62,7 @@ pub use engine::metrics::{Health, Metrics, WriteFailure};
 pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
-pub use relay::{Relay, Stats, StoreInfo};
+pub use relay::{Relay, Stats, StatsPage, StoreInfo};
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
     MAX_WAIT,
@@ -70,7 +70,7 @@ pub use request::{
 pub use search::BULK_CHUNK;
 
 pub use relay_core::periodic::time_zones;
-pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
 pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,

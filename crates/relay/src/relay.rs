@@ -12,7 +12,7 @@ use crate::request::{
     Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked,
 };
 use crate::AsyncRelay;
-use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, Throughput};
+use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::Backend;
@@ -26,6 +26,15 @@ use std::time::{Duration, Instant};
 pub struct Stats {
     /// Every queue that has jobs, is paused or has limits, by name.
     pub queues: BTreeMap<String, QueueStats>,
+}
+
+/// A page of per-queue counts, as returned by [`Relay::stats_page`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StatsPage {
+    /// The page's queues (with jobs, paused or limited), by name.
+    pub queues: BTreeMap<String, QueueStats>,
+    /// The next page's `after`: the page's last queue, when more follow.
+    pub next: Option<String>,
 }
 
 /// A durable job queue. Every method that changes state returns only after
@@ -1003,6 +1012,38 @@ impl Relay {
         self.engine.stats()
     }
 
+    /// [`Relay::stats`] a page at a time, bounded however many queues
+    /// there are: the queues named after `after` (byte order; `None` from
+    /// the first), at most `limit`, and the next page's `after`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a `limit` of 0; else as [`Relay::stats`].
+    pub fn stats_page(&self, after: Option<&str>, limit: u32) -> Result<StatsPage> {
+        self.engine.stats_page(after, limit)
+    }
+
+    /// Counts over every queue at once: jobs per state, queues, paused
+    /// queues (a handful of numbers, however many queues there are).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::stats`].
+    pub fn queue_totals(&self) -> Result<QueueTotals> {
+        self.engine.readers.with(|r| r.queue_totals())
+    }
+
+    /// The stats of the `limit` queues with the most READY jobs; when
+    /// fewer have any, then of the first others by name (so with `limit`
+    /// queues or fewer, every queue). What `/metrics` labels.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::stats`].
+    pub fn busiest_queues(&self, limit: u32) -> Result<Stats> {
+        self.engine.busiest_queues(limit)
+    }
+
     /// Jobs submitted, succeeded, failed (attempts) and dead per queue and
     /// minute, from the minute of `since` on, oldest first: the history
     /// the dashboard charts. Kept by the store with each batch (so it
@@ -1015,6 +1056,17 @@ impl Relay {
     /// [`Relay`]).
     pub fn throughput(&self, since: Timestamp) -> Result<Vec<Throughput>> {
         self.engine.readers.with(|r| r.throughput(since))
+    }
+
+    /// [`Relay::throughput`] of one queue (`Some`), or of every queue
+    /// summed (`None`: a row a minute, its queue empty), however many
+    /// queues there are.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::throughput`].
+    pub fn throughput_of(&self, since: Timestamp, queue: Option<&str>) -> Result<Vec<Throughput>> {
+        self.engine.readers.with(|r| r.throughput_of(since, queue))
     }
 
     /// Where the store is and what an answered change survives.
@@ -1094,19 +1146,77 @@ impl Engine {
 
     pub(crate) fn stats(&self) -> Result<Stats> {
         let now = self.options.clock.now();
-        let (mut queues, settings) = self
-            .readers
-            .with(|r| Ok((r.queue_stats(now)?, r.queue_settings_all()?)))?;
-        for (name, s) in settings {
-            // A configured queue shows even with no jobs.
-            if s.paused || s.limits.is_set() {
-                let q = queues.entry(name).or_insert_with(QueueStats::empty);
-                q.paused = s.paused;
-                q.limits = s.limits;
-            }
-        }
+        let (first, last) = relay_store::ALL_QUEUES;
+        let queues = self.readers.with(|r| stats_between(r, now, first, last))?;
         Ok(Stats { queues })
     }
+
+    pub(crate) fn stats_page(&self, after: Option<&str>, limit: u32) -> Result<StatsPage> {
+        if limit == 0 {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "limit",
+                "a page of queues holds at least 1",
+            )));
+        }
+        let now = self.options.clock.now();
+        let after = after.unwrap_or("");
+        self.readers.with(|r| {
+            let mut names = r.queue_names(after, limit.saturating_add(1))?;
+            let more = names.len() > limit as usize;
+            names.truncate(limit as usize);
+            let next = if more { names.last().cloned() } else { None };
+            let (Some(first), Some(last)) = (names.first(), names.last()) else {
+                return Ok(StatsPage::default());
+            };
+            let mut queues = stats_between(r, now, first, last)?;
+            // A queue that came since the names were read waits for a
+            // later read: the page holds `limit` at most.
+            queues.retain(|q, _| names.binary_search(q).is_ok());
+            Ok(StatsPage { queues, next })
+        })
+    }
+
+    pub(crate) fn busiest_queues(&self, limit: u32) -> Result<Stats> {
+        let now = self.options.clock.now();
+        self.readers.with(|r| {
+            let mut names = r.queue_busiest(limit)?;
+            if names.len() < limit as usize {
+                for q in r.queue_names("", limit)? {
+                    if names.len() == limit as usize {
+                        break;
+                    }
+                    if !names.contains(&q) {
+                        names.push(q);
+                    }
+                }
+            }
+            let mut queues = BTreeMap::new();
+            for q in &names {
+                queues.extend(stats_between(r, now, q, q)?);
+            }
+            Ok(Stats { queues })
+        })
+    }
+}
+
+/// The stats of the queues named from `first` to `last`: their counts,
+/// and their settings when paused or limited (a configured queue shows
+/// even with no jobs).
+fn stats_between(
+    r: &mut dyn relay_store::StoreReader,
+    now: Timestamp,
+    first: &str,
+    last: &str,
+) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
+    let mut queues = r.queue_stats(now, first, last)?;
+    for (name, s) in r.queue_settings_all(first, last)? {
+        if s.paused || s.limits.is_set() {
+            let q = queues.entry(name).or_insert_with(QueueStats::empty);
+            q.paused = s.paused;
+            q.limits = s.limits;
+        }
+    }
+    Ok(queues)
 }
 
 pub(crate) fn first<T>(items: Vec<T>) -> Result<T> {

@@ -189,6 +189,17 @@ pub fn stats(s: &crate::Stats) -> Value {
     json!({ "queues": queues })
 }
 
+/// `{"jobs": {"READY": n, ...}, "queues": n, "paused": n}`: every queue
+/// at once.
+pub fn totals(t: &crate::QueueTotals) -> Value {
+    let jobs: Map<String, Value> = t
+        .counts
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), json!(v)))
+        .collect();
+    json!({"jobs": jobs, "queues": t.queues, "paused": t.paused})
+}
+
 /// `{"max_leased": n | null, "rate_limit": {"limit": n, "per_ms": n} | null}`.
 pub fn limits(l: &relay_core::QueueLimits) -> Map<String, Value> {
     let mut m = Map::new();

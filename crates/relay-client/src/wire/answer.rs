@@ -270,11 +270,38 @@ pub struct QueueStats {
     pub rate_limit: Option<Rate>,
 }
 
-/// `GET /v1/stats`.
+/// `GET /v1/stats`: a page of queues, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
-    /// Every queue that has jobs or settings.
+    /// The page's queues (with jobs, paused or limited).
     pub queues: BTreeMap<String, QueueStats>,
+    /// The next page's `after`; none on the last page.
+    #[serde(default)]
+    pub next: Option<String>,
+    /// Every queue at once, on the first page (no `after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<Totals>,
+}
+
+/// Counts over every queue at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Jobs per state (every state, zero included).
+    pub jobs: BTreeMap<String, u64>,
+    /// Queues with jobs, paused or limited.
+    pub queues: u64,
+    /// Paused queues.
+    pub paused: u64,
+}
+
+/// `GET /v1/queues`: a page of queue names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueNames {
+    /// The page's queues (with jobs, paused or limited), in byte order.
+    pub queues: Vec<String>,
+    /// The next page's `after`; none on the last page.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// A queue after `pause` or `resume`.

@@ -364,3 +364,16 @@ pub struct NewSchedule {
     /// The job each tick enqueues (no delay, run_at or unique_key).
     pub job: NewJob,
 }
+
+/// `GET /v1/stats` and `GET /v1/queues`'s query: a page of queues, in byte
+/// order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePage {
+    /// Queues named after this one (the previous page's `next`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// At most this many (1-1000; 1000 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}

@@ -146,8 +146,7 @@ pub(crate) async fn jobs(
     let history = match opt(&f.queue) {
         Some(queue) => {
             let since = hour_start();
-            let rows = s.relay.throughput(since).await?;
-            let rows: Vec<relay::Throughput> = rows.into_iter().filter(|r| r.queue == queue).collect();
+            let rows = s.relay.throughput_of(since, Some(queue.to_owned())).await?;
             Some(super::chart::chart(&rows, since))
         }
         None => None,

@@ -158,23 +158,30 @@ pub(super) fn notice(d: &Done) -> Markup {
 pub(crate) struct OverviewQuery {
     #[serde(flatten)]
     done: Done,
+    /// The queue table's page: queues named after this one.
+    after: Option<String>,
 }
+
+/// Queues in the overview's table, a page at a time: the page's size stays
+/// the same however many queues there are.
+const QUEUES_PER_PAGE: u32 = 100;
 
 pub(crate) async fn overview(
     State(s): S,
     Extension(v): Extension<Visitor>,
     Query(q): Query<OverviewQuery>,
 ) -> PageResult {
-    let stats = s.relay.stats().await?;
+    let after = q.after.filter(|a| !a.is_empty());
+    let stats = s.relay.stats_page(after.clone(), QUEUES_PER_PAGE).await?;
+    let all = s.relay.queue_totals().await?;
     let since = hour_start();
-    let minutes = s.relay.throughput(since).await?;
+    let minutes = s.relay.throughput_of(since, None).await?;
     let store = s.relay.store_info();
-    let mut totals = std::collections::BTreeMap::new();
-    for q in stats.queues.values() {
-        for (st, n) in &q.counts {
-            *totals.entry(*st).or_insert(0u64) += n;
-        }
-    }
+    let totals = &all.counts;
+    let here = match &after {
+        Some(a) => format!("/?after={}", encode(a)),
+        None => "/".to_owned(),
+    };
     let body = html! {
         h1 { "Overview" }
         (notice(&q.done))
@@ -194,8 +201,17 @@ pub(crate) async fn overview(
             }
             section {
                 h2 { "Queues" }
+                @if all.queues > u64::from(QUEUES_PER_PAGE) {
+                    p.count { (all.queues) " queues, " (all.paused) " paused; "
+                        @if let Some(a) = &after { "after " code { (a) } ", " }
+                        (stats.queues.len()) " shown, by name." }
+                }
                 @if stats.queues.is_empty() {
-                    p.empty { "No queues yet: submit a job and it appears here." }
+                    @if after.is_some() {
+                        p.empty { "No queues past this one." }
+                    } @else {
+                        p.empty { "No queues yet: submit a job and it appears here." }
+                    }
                 } @else {
                     table.queues {
                         thead { tr {
@@ -220,14 +236,19 @@ pub(crate) async fn overview(
                                     td {
                                         @let path = format!("/queues/{}/", encode(name));
                                         @if qs.paused {
-                                            (action_form(&v, &s, &format!("{path}resume"), "Resume", "", "/"))
+                                            (action_form(&v, &s, &format!("{path}resume"), "Resume", "", &here))
                                         } @else {
-                                            (action_form(&v, &s, &format!("{path}pause"), "Pause", "", "/"))
+                                            (action_form(&v, &s, &format!("{path}pause"), "Pause", "", &here))
                                         }
                                     }
                                 }
                             }
                         }
+                    }
+                }
+                @if let Some(n) = &stats.next {
+                    p.pager {
+                        a rel="next" href={ "/?after=" (encode(n)) } { "Next queues →" }
                     }
                 }
             }
@@ -431,12 +452,14 @@ pub(crate) async fn job(
 
 pub(crate) async fn dead(State(s): S, Extension(v): Extension<Visitor>, Query(q): Query<OverviewQuery>) -> PageResult {
     let groups = s.relay.dead_groups(200).await?;
-    let stats = s.relay.stats().await?;
-    let dead: u64 = stats
-        .queues
-        .values()
-        .filter_map(|q| q.counts.get(&JobState::Dead))
-        .sum();
+    let dead: u64 = s
+        .relay
+        .queue_totals()
+        .await?
+        .counts
+        .get(&JobState::Dead)
+        .copied()
+        .unwrap_or(0);
     // Groups are made of the newest DEAD jobs only: past that, a group's
     // count is a floor, and its button says so.
     let windowed = dead > u64::from(relay::DEAD_GROUP_WINDOW);
