@@ -133,7 +133,6 @@ export interface WorkAnswer {
   jobs: LeasedJob[];
 }
 
-/** A lease to extend, for `heartbeat`; `leaseForMs` overrides the call's. */
 /** A page of queues' stats: see `Client.statsPage`. */
 export interface StatsPage {
   /** Each queue's counts by state and its settings, by name. */
@@ -144,6 +143,7 @@ export interface StatsPage {
   totals: { jobs: Record<string, number>; queues: number; paused: number } | null;
 }
 
+/** A lease to extend, for `heartbeat`; `leaseForMs` overrides the call's. */
 export interface HeldLease {
   id: number;
   token: number;

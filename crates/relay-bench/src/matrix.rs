@@ -3,8 +3,7 @@
 //! on the same server (created before the row, dropped after it).
 
 use crate::args::Args;
-use crate::report;
-use crate::run::Report;
+use crate::report::{self, Report};
 use std::path::PathBuf;
 use std::process::Command;
 

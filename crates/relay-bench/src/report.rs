@@ -1,7 +1,30 @@
-//! The table: one markdown row per run, ready to paste into BENCHMARKS.md.
+//! What one run measured ([`Report`]), and the table: one markdown row per
+//! run, ready to paste into BENCHMARKS.md.
 
 use crate::floor::Floor;
-use crate::run::Report;
+use crate::stats::Phase;
+
+/// Everything one run measured.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Report {
+    pub workers: u32,
+    pub concurrency: u32,
+    pub threads: u32,
+    pub jobs: u64,
+    pub verified: bool,
+    pub submit: Phase,
+    pub lease_ack: Phase,
+    pub peak_rss_bytes: u64,
+    pub floor: Option<Floor>,
+    pub depth: u64,
+    pub payload_bytes: usize,
+    /// PostgreSQL with `--baseline`: the textbook queue, same run.
+    #[serde(default)]
+    pub baseline: Option<crate::textbook::Baseline>,
+    /// `--processes` with several counts: each count's lease+ack phase.
+    #[serde(default)]
+    pub by_processes: Vec<(u32, Phase)>,
+}
 
 pub fn header() -> String {
     [
@@ -63,7 +86,7 @@ pub fn baseline_line(r: &Report, b: &crate::textbook::Baseline) {
 }
 
 /// `--processes 1,2,4`: each count's lease+ack, as a multiple of the first.
-pub fn processes_lines(rows: &[(u32, crate::stats::Phase)]) {
+pub fn processes_lines(rows: &[(u32, Phase)]) {
     let Some((_, first)) = rows.first() else { return };
     for (p, phase) in rows {
         println!(

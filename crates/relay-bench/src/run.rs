@@ -1,8 +1,8 @@
 //! One benchmark run on one new database.
 
 use crate::args::Args;
-use crate::floor::{self, Floor};
-use crate::report;
+use crate::floor;
+use crate::report::{self, Report};
 use crate::stats::{peak_rss_bytes, Phase};
 use relay::{JobState, LeaseRequest, NewJob, Relay};
 use std::io::IsTerminal;
@@ -22,28 +22,6 @@ fn lease_request(args: &Args, worker: String) -> LeaseRequest {
     } else {
         req
     }
-}
-
-/// Everything one run measured.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Report {
-    pub workers: u32,
-    pub concurrency: u32,
-    pub threads: u32,
-    pub jobs: u64,
-    pub verified: bool,
-    pub submit: Phase,
-    pub lease_ack: Phase,
-    pub peak_rss_bytes: u64,
-    pub floor: Option<Floor>,
-    pub depth: u64,
-    pub payload_bytes: usize,
-    /// PostgreSQL with `--baseline`: the textbook queue, same run.
-    #[serde(default)]
-    pub baseline: Option<crate::textbook::Baseline>,
-    /// `--processes` with several counts: each count's lease+ack phase.
-    #[serde(default)]
-    pub by_processes: Vec<(u32, Phase)>,
 }
 
 pub fn single(args: &Args) -> Result<(), String> {

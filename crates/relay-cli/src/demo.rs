@@ -5,7 +5,7 @@
 //! happened.
 
 use crate::args::DemoArgs;
-use crate::commands::CliError;
+use crate::error::CliError;
 use crate::output::Out;
 use relay::{JobFilter, JobId, JobState, LeaseRequest, LeasedJob, NewJob, NewSchedule, Options, Relay, RetryPolicy};
 use std::io::{IsTerminal, Write};

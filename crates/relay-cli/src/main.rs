@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod demo;
+mod error;
 mod exec;
 mod output;
 mod remote_work;

@@ -19,7 +19,7 @@
 //!   once.
 
 use crate::args::WorkArgs;
-use crate::commands::CliError;
+use crate::error::CliError;
 use crate::exec::{self, ExecConfig, Running};
 use crate::output::Out;
 use crate::target::Remote;

@@ -1,7 +1,7 @@
 //! `relay serve`: the HTTP server on a database file, until SIGINT/SIGTERM.
 
 use crate::args::ServeArgs;
-use crate::commands::CliError;
+use crate::error::CliError;
 use relay::Relay;
 use relay_server::{Server, ServerConfig};
 

@@ -2,7 +2,7 @@
 //! (HTTP). Both answer with the same JSON views, so every subcommand prints
 //! the same output either way.
 
-use crate::commands::CliError;
+use crate::error::CliError;
 use crate::output::Doc;
 use relay::{view, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
 use relay_client::wire;

@@ -3,7 +3,7 @@
 //! stderr otherwise (and a summary at exit), JSON lines with `--json`.
 
 use crate::args::WorkArgs;
-use crate::commands::CliError;
+use crate::error::CliError;
 use crate::exec::{self, ExecConfig};
 use crate::output::Out;
 use relay::worker::{Finished, Outcome, Worker, WorkerStats};

@@ -141,6 +141,12 @@ fn a_hundred_thousand_queues_cost_each_request_a_page() {
     assert!(small.get("totals").is_none(), "totals on the first page only");
     let (st, body) = http.get("/v1/stats?limit=1001");
     assert_eq!(st, 400, "{body}");
+    // `after` names a queue: a NUL is a 400, not the store's 503.
+    let (st, body) = http.get("/v1/stats?after=%00&limit=1");
+    assert_eq!(st, 400, "{body}");
+    assert!(body.contains("after"), "{body}");
+    let (empty, _) = http.json("/v1/stats?after=&limit=1");
+    assert_eq!(empty["totals"]["queues"], n as u64, "after= is the first page");
     let (names, _) = http.json("/v1/queues?limit=3&after=queue-000776");
     assert_eq!(
         names["queues"],

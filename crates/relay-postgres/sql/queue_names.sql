@@ -1,11 +1,19 @@
 -- The queues stats are kept for (with jobs, paused or limited), in byte
--- order, after $1, at most $2: a page of the queue list.
+-- order, after $1, at most $2: a page of the queue list. Each side reads
+-- no more than a page along its byte-order index (migration 0011), so a
+-- page costs the same however many queues there are.
 SELECT name FROM (
-    SELECT queue AS name FROM relay_job_counts
-    WHERE queue COLLATE "C" > $1
-    GROUP BY queue, state HAVING SUM(n) <> 0
-    UNION
-    SELECT name FROM relay_queues
+    SELECT name FROM (
+        SELECT queue COLLATE "C" AS name FROM relay_job_counts
+        WHERE queue COLLATE "C" > $1
+        GROUP BY queue COLLATE "C", state HAVING SUM(n) <> 0
+    ) AS counted
+    GROUP BY name ORDER BY name LIMIT $2
+) AS with_jobs
+UNION
+SELECT name FROM (
+    SELECT name COLLATE "C" AS name FROM relay_queues
     WHERE (paused OR max_leased IS NOT NULL OR rate_limit IS NOT NULL) AND name COLLATE "C" > $1
-) AS q
-ORDER BY name COLLATE "C" LIMIT $2
+    ORDER BY 1 LIMIT $2
+) AS with_settings
+ORDER BY 1 LIMIT $2

@@ -1,13 +1,13 @@
 //! The routes: `/v1/...` for every library call, `/healthz`, `/metrics`.
 
 use crate::error::{ApiError, ApiJson};
+use crate::parse::{id, ms, state_arg, time_arg};
 use crate::AppState;
 use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
+use axum::Json;
 use base64::Engine as _;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
 use relay_client::wire;
@@ -19,53 +19,8 @@ use std::time::{Duration, Instant};
 pub(crate) type S = State<Arc<AppState>>;
 pub(crate) type ApiResult = Result<Response, ApiError>;
 
-pub(crate) fn router(state: Arc<AppState>) -> Router {
-    let v1 = Router::new()
-        .route("/jobs", post(submit).get(list))
-        .route("/jobs/batch", post(submit_batch))
-        .route("/jobs/bulk", post(bulk))
-        .route("/dead", get(dead))
-        .route("/jobs/{id}", get(show).delete(delete))
-        .route("/jobs/{id}/ack", post(ack))
-        .route("/jobs/{id}/nack", post(nack))
-        .route("/jobs/{id}/extend", post(extend))
-        .route("/jobs/{id}/release", post(release))
-        .route("/jobs/{id}/cancel", post(cancel))
-        .route("/jobs/{id}/retry", post(retry))
-        .route("/jobs/{id}/events", get(events).post(append_event))
-        .route("/lease", post(lease))
-        .route("/work", post(crate::work::work))
-        .route("/heartbeat", post(crate::work::heartbeat))
-        .route("/stats", get(stats))
-        .route("/queues", get(queues))
-        .route("/queues/{queue}/pause", post(pause))
-        .route("/queues/{queue}/resume", post(resume))
-        .route("/queues/{queue}/limits", put(set_limits))
-        .route("/schedules", get(schedules))
-        .route("/schedules/{name}", put(put_schedule).delete(remove_schedule))
-        .route("/schedules/{name}/pause", post(pause_schedule))
-        .route("/schedules/{name}/resume", post(resume_schedule));
-    let protected = Router::new()
-        .nest("/v1", v1)
-        .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(
-            Arc::clone(&state),
-            crate::auth::require_token,
-        ));
-    Router::new()
-        .merge(protected)
-        .merge(crate::dashboard::router(Arc::clone(&state)))
-        .route("/healthz", get(healthz))
-        .route("/openapi.json", get(openapi))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
-        .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), deadline))
-        .with_state(state)
-}
-
 /// Records every request in the metrics, by route template and status.
-async fn observe(State(state): S, req: Request, next: Next) -> Response {
+pub(crate) async fn observe(State(state): S, req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -81,7 +36,7 @@ async fn observe(State(state): S, req: Request, next: Next) -> Response {
 /// bulk action is exempt: it does bounded work per transaction and may run
 /// for minutes on a million jobs; cut off, it would go on anyway while its
 /// caller saw a 503 and tried again.
-async fn deadline(State(state): S, req: Request, next: Next) -> Response {
+pub(crate) async fn deadline(State(state): S, req: Request, next: Next) -> Response {
     if req.method() == axum::http::Method::POST && req.uri().path().ends_with("/jobs/bulk") {
         return next.run(req).await;
     }
@@ -102,26 +57,9 @@ async fn deadline(State(state): S, req: Request, next: Next) -> Response {
     }
 }
 
-pub(crate) fn id(raw: &str) -> Result<JobId, ApiError> {
-    raw.parse::<i64>()
-        .map(JobId)
-        .map_err(|_| ApiError::bad_request(format!("{raw:?} is not a job id (a positive integer)")))
-}
-
 /// 200 with an answer: a view (`Value`) or one of `relay_client::wire`'s.
 pub(crate) fn ok<T: serde::Serialize>(v: T) -> ApiResult {
     Ok(Json(v).into_response())
-}
-
-/// A duration in milliseconds from a request, at most `MAX_MS`.
-pub(crate) fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiError> {
-    match v {
-        Some(n) if n > crate::openapi::MAX_MS => Err(ApiError::bad_request(format!(
-            "{field} must be at most {}",
-            crate::openapi::MAX_MS
-        ))),
-        v => Ok(v.map(Duration::from_millis)),
-    }
 }
 
 /// The request's `traceparent` header, when it holds a valid W3C trace
@@ -228,7 +166,11 @@ fn with_idempotency_key(mut b: wire::NewJob, header: Option<&str>, index: Option
 /// 201 with the new job's id; 200 with `"existing": true` when an
 /// unfinished job already holds the unique key, or an earlier submit
 /// carried the idempotency key (nothing was written).
-async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJob>) -> ApiResult {
+pub(crate) async fn submit(
+    State(s): S,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<wire::NewJob>,
+) -> ApiResult {
     let header = header_traceparent(&headers);
     let body = with_idempotency_key(body, header_idempotency_key(&headers)?.as_deref(), None);
     let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
@@ -253,7 +195,11 @@ async fn submit(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJ
     })
 }
 
-async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body): ApiJson<wire::NewJobs>) -> ApiResult {
+pub(crate) async fn submit_batch(
+    State(s): S,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<wire::NewJobs>,
+) -> ApiResult {
     if body.jobs.is_empty() || body.jobs.len() > 10_000 {
         return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
     }
@@ -268,24 +214,6 @@ async fn submit_batch(State(s): S, headers: axum::http::HeaderMap, ApiJson(body)
     let ids = s.relay.submit_batch(jobs).await?;
     let ids = ids.into_iter().map(|id| id.0).collect();
     Ok((StatusCode::CREATED, Json(wire::SubmittedBatch { ids })).into_response())
-}
-
-/// A state named in a query or body, in any case.
-pub(crate) fn state_arg(st: &str) -> Result<JobState, ApiError> {
-    JobState::parse(&st.to_uppercase()).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "unknown state {st:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
-        ))
-    })
-}
-
-/// An RFC 3339 time of a query or body.
-pub(crate) fn time_arg(field: &str, t: &str) -> Result<Timestamp, ApiError> {
-    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| ApiError::bad_request(format!("{field} {t:?} is not an RFC 3339 time: {e}")))?;
-    Ok(Timestamp::from_millis(
-        i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX),
-    ))
 }
 
 /// A list query as the library's `JobFilter`.
@@ -309,7 +237,10 @@ fn job_filter(q: wire::ListQuery) -> Result<JobFilter, ApiError> {
 
 /// Jobs matching the query's filter, newest first; `next` is the cursor of
 /// the next page (`before`), absent on the last one.
-async fn list(State(s): S, q: Result<Query<wire::ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+pub(crate) async fn list(
+    State(s): S,
+    q: Result<Query<wire::ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
     let filter = job_filter(q)?;
     let jobs = s.relay.list(&filter).await?;
@@ -330,7 +261,7 @@ async fn list(State(s): S, q: Result<Query<wire::ListQuery>, axum::extract::reje
 
 /// Retries, cancels or deletes every job a filter matches, a chunk per
 /// transaction; answers how many it changed.
-async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+pub(crate) async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     // A filter field given as null is refused, not read as absent: a
     // filter that turned out empty would act on every job.
     if let Some(k) = raw
@@ -368,22 +299,25 @@ async fn bulk(State(s): S, ApiJson(raw): ApiJson<Value>) -> ApiResult {
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DeadQuery {
+pub(crate) struct DeadQuery {
     limit: Option<u32>,
 }
 
 /// DEAD jobs grouped by queue, kind and the first line of their error.
-async fn dead(State(s): S, q: Result<Query<DeadQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+pub(crate) async fn dead(
+    State(s): S,
+    q: Result<Query<DeadQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
     let groups = s.relay.dead_groups(q.limit.unwrap_or(100)).await?;
     ok(json!({"groups": groups.iter().map(view::dead_group).collect::<Vec<_>>()}))
 }
 
-async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
+pub(crate) async fn show(State(s): S, Path(raw): Path<String>) -> ApiResult {
     ok(view::JobView(&s.relay.get(id(&raw)?).await?))
 }
 
-async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
+pub(crate) async fn delete(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.delete(id).await?;
     ok(wire::Changed::deleted(id.0))
@@ -423,7 +357,7 @@ fn base64_bytes(field: &str, b: &str) -> Result<Vec<u8>, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("{field} is not base64: {e}")))
 }
 
-async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Nack>) -> ApiResult {
+pub(crate) async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Nack>) -> ApiResult {
     let id = id(&raw)?;
     let token = LeaseToken(b.token);
     let c = if b.permanent {
@@ -439,14 +373,14 @@ async fn nack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Na
     ok(done)
 }
 
-async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Extend>) -> ApiResult {
+pub(crate) async fn extend(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Extend>) -> ApiResult {
     let id = id(&raw)?;
     let lease_for = ms("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
     let until = s.relay.extend(id, LeaseToken(b.token), lease_for).await?;
     ok(wire::Changed::lease_until(id.0, view::time(until)))
 }
 
-async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Release>) -> ApiResult {
+pub(crate) async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Release>) -> ApiResult {
     let id = id(&raw)?;
     let token = LeaseToken(b.token);
     match ms("in_ms", b.in_ms)? {
@@ -461,24 +395,28 @@ async fn release(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire:
     }
 }
 
-async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {
+pub(crate) async fn cancel(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.cancel(id).await?;
     ok(wire::Changed::in_state(id.0, "CANCELLED"))
 }
 
-async fn retry(State(s): S, Path(raw): Path<String>) -> ApiResult {
+pub(crate) async fn retry(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let id = id(&raw)?;
     s.relay.retry(id).await?;
     ok(wire::Changed::in_state(id.0, "READY"))
 }
 
-async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
+pub(crate) async fn events(State(s): S, Path(raw): Path<String>) -> ApiResult {
     let events = s.relay.events(id(&raw)?).await?;
     ok(json!({"events": events.iter().map(view::event).collect::<Vec<_>>()}))
 }
 
-async fn append_event(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::AppendEvent>) -> ApiResult {
+pub(crate) async fn append_event(
+    State(s): S,
+    Path(raw): Path<String>,
+    ApiJson(b): ApiJson<wire::AppendEvent>,
+) -> ApiResult {
     let id = id(&raw)?;
     let seq = s.relay.append_event(id, &b.kind, &b.data).await?;
     Ok((StatusCode::CREATED, Json(wire::Appended { job_id: id.0, seq })).into_response())
@@ -530,7 +468,7 @@ pub(crate) fn leased(jobs: &[relay::LeasedJob]) -> Vec<view::Leased<'_>> {
 
 /// Long-poll: waits up to `wait_ms` for a job, woken at once by a submit;
 /// answered with no jobs when the server shuts down.
-async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
+pub(crate) async fn lease(State(s): S, ApiJson(b): ApiJson<wire::Lease>) -> ApiResult {
     let (req, wait) = lease_request(&s, b)?;
     let _permit = wait_permit(&s, wait)?;
     let mut stopping = s.stopping.clone();
@@ -547,16 +485,21 @@ fn queue_page(
     q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>,
 ) -> Result<(Option<String>, u32), ApiError> {
     let Query(q) = q.map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?;
+    // `after=` (empty) is the first page, as no `after` at all.
+    let after = q.after.filter(|a| !a.is_empty());
     match q.limit {
-        None => Ok((q.after, 1000)),
-        Some(n @ 1..=1000) => Ok((q.after, n)),
+        None => Ok((after, 1000)),
+        Some(n @ 1..=1000) => Ok((after, n)),
         Some(n) => Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
     }
 }
 
 /// A page of queues' stats; the first page (no `after`) with the totals
 /// over every queue.
-async fn stats(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+pub(crate) async fn stats(
+    State(s): S,
+    q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
     let (after, limit) = queue_page(q)?;
     let first = after.is_none();
     let page = s.relay.stats_page(after, limit).await?;
@@ -569,7 +512,10 @@ async fn stats(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::rej
 }
 
 /// A page of queue names.
-async fn queues(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>) -> ApiResult {
+pub(crate) async fn queues(
+    State(s): S,
+    q: Result<Query<wire::QueuePage>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
     let (after, limit) = queue_page(q)?;
     let page = s.relay.stats_page(after, limit).await?;
     ok(wire::QueueNames {
@@ -578,18 +524,18 @@ async fn queues(State(s): S, q: Result<Query<wire::QueuePage>, axum::extract::re
     })
 }
 
-async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
+pub(crate) async fn pause(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.pause(&queue).await?;
     ok(wire::QueuePaused { queue, paused: true })
 }
 
-async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
+pub(crate) async fn resume(State(s): S, Path(queue): Path<String>) -> ApiResult {
     s.relay.resume(&queue).await?;
     ok(wire::QueuePaused { queue, paused: false })
 }
 
 /// Replaces the queue's limits: a field left out (or null) lifts that limit.
-async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
+pub(crate) async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJson<Value>) -> ApiResult {
     // Every field is optional: serde would also read a struct from an
     // array (`[null, null]`), so only an object is taken.
     if !raw.is_object() {
@@ -619,7 +565,7 @@ async fn set_limits(State(s): S, Path(queue): Path<String>, ApiJson(raw): ApiJso
     })
 }
 
-async fn schedules(State(s): S) -> ApiResult {
+pub(crate) async fn schedules(State(s): S) -> ApiResult {
     let all = s.relay.schedules().await?;
     #[derive(serde::Serialize)]
     struct All<'a> {
@@ -636,7 +582,7 @@ async fn schedules(State(s): S) -> ApiResult {
 /// (a full disk, a read-only file), until a later one commits, and for good
 /// after a failed fsync (`stopped`: restart the server once the disk is
 /// fixed).
-async fn healthz(State(s): S) -> Response {
+pub(crate) async fn healthz(State(s): S) -> Response {
     let h = s.relay.health();
     match h.failure {
         None if h.ok => Json(json!({"status": "ok"})).into_response(),
@@ -651,7 +597,7 @@ async fn healthz(State(s): S) -> Response {
     }
 }
 
-async fn put_schedule(
+pub(crate) async fn put_schedule(
     State(s): S,
     Path(name): Path<String>,
     ApiJson(raw): ApiJson<Box<serde_json::value::RawValue>>,
@@ -693,20 +639,20 @@ async fn put_schedule(
     ok(view::ScheduleView(&s.relay.add_schedule(new).await?))
 }
 
-async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+pub(crate) async fn remove_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
     s.relay.remove_schedule(&name).await?;
     ok(wire::ScheduleRemoved { name, deleted: true })
 }
 
-async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+pub(crate) async fn pause_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
     ok(view::ScheduleView(&s.relay.pause_schedule(&name).await?))
 }
 
-async fn resume_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
+pub(crate) async fn resume_schedule(State(s): S, Path(name): Path<String>) -> ApiResult {
     ok(view::ScheduleView(&s.relay.resume_schedule(&name).await?))
 }
 
-async fn metrics(State(s): S) -> Response {
+pub(crate) async fn metrics(State(s): S) -> Response {
     // The busiest queues by name, the rest summed: bounded however many
     // queues there are.
     let queues = async {
@@ -722,11 +668,11 @@ async fn metrics(State(s): S) -> Response {
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
-async fn openapi(State(s): S) -> Response {
+pub(crate) async fn openapi(State(s): S) -> Response {
     Json(crate::openapi::document(&s.config)).into_response()
 }
 
-async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack>) -> ApiResult {
+pub(crate) async fn ack(State(s): S, Path(raw): Path<String>, ApiJson(b): ApiJson<wire::Ack>) -> ApiResult {
     let id = id(&raw)?;
     let result = result_bytes(b.result, b.result_base64)?;
     s.relay.ack(id, LeaseToken(b.token), result).await?;

@@ -27,12 +27,17 @@ mod dashboard;
 mod error;
 mod metrics;
 mod openapi;
+mod parse;
 mod site;
 mod work;
 
 pub use conns::raise_open_file_limit;
 pub use error::ApiError;
 
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::routing::{get, post, put};
+use axum::Router;
 use relay::Relay;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -194,7 +199,7 @@ impl Server {
     /// program that embeds the server keeps them until its runtime shuts
     /// down.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServerError> {
-        let app = api::router(Arc::clone(&self.state));
+        let app = router(Arc::clone(&self.state));
         let stop = self.stop;
         tokio::spawn(async move {
             shutdown.await;
@@ -218,3 +223,47 @@ const _: () = {
     sent::<Server>();
     sent::<ServerConfig>();
 };
+
+/// Every route: `/v1` and `/metrics` behind the tokens, the dashboard,
+/// `/healthz` and `/openapi.json`.
+fn router(state: Arc<AppState>) -> Router {
+    let v1 = Router::new()
+        .route("/jobs", post(api::submit).get(api::list))
+        .route("/jobs/batch", post(api::submit_batch))
+        .route("/jobs/bulk", post(api::bulk))
+        .route("/dead", get(api::dead))
+        .route("/jobs/{id}", get(api::show).delete(api::delete))
+        .route("/jobs/{id}/ack", post(api::ack))
+        .route("/jobs/{id}/nack", post(api::nack))
+        .route("/jobs/{id}/extend", post(api::extend))
+        .route("/jobs/{id}/release", post(api::release))
+        .route("/jobs/{id}/cancel", post(api::cancel))
+        .route("/jobs/{id}/retry", post(api::retry))
+        .route("/jobs/{id}/events", get(api::events).post(api::append_event))
+        .route("/lease", post(api::lease))
+        .route("/work", post(work::work))
+        .route("/heartbeat", post(work::heartbeat))
+        .route("/stats", get(api::stats))
+        .route("/queues", get(api::queues))
+        .route("/queues/{queue}/pause", post(api::pause))
+        .route("/queues/{queue}/resume", post(api::resume))
+        .route("/queues/{queue}/limits", put(api::set_limits))
+        .route("/schedules", get(api::schedules))
+        .route("/schedules/{name}", put(api::put_schedule).delete(api::remove_schedule))
+        .route("/schedules/{name}/pause", post(api::pause_schedule))
+        .route("/schedules/{name}/resume", post(api::resume_schedule));
+    let protected = Router::new()
+        .nest("/v1", v1)
+        .route("/metrics", get(api::metrics))
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::require_token));
+    Router::new()
+        .merge(protected)
+        .merge(dashboard::router(Arc::clone(&state)))
+        .route("/healthz", get(api::healthz))
+        .route("/openapi.json", get(api::openapi))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), api::observe))
+        .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), api::deadline))
+        .with_state(state)
+}

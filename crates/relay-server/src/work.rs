@@ -2,8 +2,9 @@
 //! its next lease in one call and one commit, each outcome answered on its
 //! own) and `POST /v1/heartbeat` (many leases extended at once).
 
-use crate::api::{lease_request, leased, ms, ok, result_bytes, wait_permit, ApiResult, S};
+use crate::api::{lease_request, leased, ok, result_bytes, wait_permit, ApiResult, S};
 use crate::error::{ApiError, ApiJson};
+use crate::parse::ms;
 use axum::extract::State;
 use relay::{view, Completion, JobId, JobState, LeaseToken};
 use relay_client::wire;

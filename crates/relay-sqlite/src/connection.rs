@@ -80,8 +80,8 @@ pub(crate) fn open(target: &Target, settings: &Settings, writer: bool) -> Result
     // holds on it, including the SHARED lock SQLite keeps for as long as a
     // connection is open in WAL mode. Without it, the next program to close
     // the file (a backup, the sqlite3 CLI) believes it is the last user,
-    // checkpoints and unlinks the live WAL. See ARCHITECTURE.md, "Other
-    // programs on the file".
+    // checkpoints and unlinks the live WAL. See ARCHITECTURE.md, "The
+    // contract".
     let conn = match target {
         Target::File(path) => {
             crate::quarantine::check(path)?;

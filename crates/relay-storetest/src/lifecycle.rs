@@ -549,6 +549,15 @@ pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
     assert!(relay.stats_page(None, 0).is_err(), "a page of none");
     let past = relay.stats_page(Some("zzz"), 10).unwrap();
     assert_eq!((past.queues.len(), past.next), (0, None));
+    // `after` is a queue's name: anything else (a NUL, which PostgreSQL
+    // refuses as text, or an empty name) is the caller's error, not the
+    // store's.
+    for bad in ["a\0b", "", "x y"] {
+        assert!(
+            matches!(relay.stats_page(Some(bad), 10), Err(Error::InvalidInput(ref e)) if e.field == "after"),
+            "{bad:?}"
+        );
+    }
 
     let t = relay.queue_totals().unwrap();
     assert_eq!(t.counts[&JobState::Ready], (1..=25).sum::<u64>());

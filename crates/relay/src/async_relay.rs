@@ -460,7 +460,7 @@ impl AsyncRelay {
     ///
     /// As [`Relay::list`].
     pub async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        crate::search::check_filter(filter)?;
+        crate::engine::search::check_filter(filter)?;
         let filter = filter.clone();
         self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
     }
@@ -472,7 +472,8 @@ impl AsyncRelay {
     /// As [`Relay::retry_matching`].
     pub async fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Retry)).await
+        self.read(move |e| e.bulk(&filter, crate::engine::search::Bulk::Retry))
+            .await
     }
 
     /// [`Relay::cancel_matching`], on a blocking thread.
@@ -482,7 +483,8 @@ impl AsyncRelay {
     /// As [`Relay::cancel_matching`].
     pub async fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Cancel)).await
+        self.read(move |e| e.bulk(&filter, crate::engine::search::Bulk::Cancel))
+            .await
     }
 
     /// [`Relay::delete_matching`], on a blocking thread.
@@ -492,7 +494,8 @@ impl AsyncRelay {
     /// As [`Relay::delete_matching`].
     pub async fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
         let filter = filter.clone();
-        self.read(move |e| e.bulk(&filter, crate::search::Bulk::Delete)).await
+        self.read(move |e| e.bulk(&filter, crate::engine::search::Bulk::Delete))
+            .await
     }
 
     /// [`Relay::dead_groups`], on a blocking thread.
@@ -501,7 +504,7 @@ impl AsyncRelay {
     ///
     /// As [`Relay::dead_groups`].
     pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
-        crate::search::check_limit(limit)?;
+        crate::engine::search::check_limit(limit)?;
         self.read(move |e| e.readers.with(|r| r.job_dead_groups(limit))).await
     }
 

@@ -49,7 +49,6 @@ mod error;
 mod options;
 mod relay;
 mod request;
-mod search;
 mod trace;
 pub mod view;
 mod within;
@@ -58,6 +57,7 @@ pub mod worker;
 
 pub use async_relay::AsyncRelay;
 pub use engine::metrics::{Health, Metrics, WriteFailure};
+pub use engine::search::BULK_CHUNK;
 #[doc(hidden)]
 pub use engine::WriterHold;
 pub use error::{Error, Result};
@@ -67,7 +67,6 @@ pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
     MAX_WAIT,
 };
-pub use search::BULK_CHUNK;
 
 pub use relay_core::periodic::time_zones;
 pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};

@@ -936,7 +936,7 @@ impl Relay {
     /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
     ///   [`Relay`]).
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        crate::search::check_filter(filter)?;
+        crate::engine::search::check_filter(filter)?;
         self.engine.readers.with(|r| r.job_list(filter))
     }
 
@@ -957,7 +957,7 @@ impl Relay {
     /// untouched. A job that cannot be changed (its state, a taken unique
     /// key, a corrupt row) is passed over, not an error.
     pub fn retry_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, crate::search::Bulk::Retry)
+        self.engine.bulk(filter, crate::engine::search::Bulk::Retry)
     }
 
     /// [`Relay::retry_matching`] for cancel: every READY, WAITING or LEASED
@@ -968,7 +968,7 @@ impl Relay {
     ///
     /// As [`Relay::retry_matching`].
     pub fn cancel_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, crate::search::Bulk::Cancel)
+        self.engine.bulk(filter, crate::engine::search::Bulk::Cancel)
     }
 
     /// [`Relay::retry_matching`] for delete: every job `filter` matches that
@@ -978,7 +978,7 @@ impl Relay {
     ///
     /// As [`Relay::retry_matching`].
     pub fn delete_matching(&self, filter: &JobFilter) -> Result<u64> {
-        self.engine.bulk(filter, crate::search::Bulk::Delete)
+        self.engine.bulk(filter, crate::engine::search::Bulk::Delete)
     }
 
     /// DEAD jobs grouped by queue, kind and the first line of their error,
@@ -997,7 +997,7 @@ impl Relay {
     /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
     ///   [`Relay`]).
     pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>> {
-        crate::search::check_limit(limit)?;
+        crate::engine::search::check_limit(limit)?;
         self.engine.readers.with(|r| r.job_dead_groups(limit))
     }
 
@@ -1157,6 +1157,14 @@ impl Engine {
                 "limit",
                 "a page of queues holds at least 1",
             )));
+        }
+        if let Some(a) = after {
+            // A queue's name (never stored otherwise): a page after it is
+            // well defined, and nothing else reaches the store's query.
+            self.options
+                .limits
+                .queue(a)
+                .map_err(|e| Error::InvalidInput(relay_core::InvalidInput::new("after", e.reason)))?;
         }
         let now = self.options.clock.now();
         let after = after.unwrap_or("");

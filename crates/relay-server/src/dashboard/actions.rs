@@ -2,7 +2,7 @@
 //! engine, and goes back to the page it came from with what it did
 //! (`?done=retry&count=3`).
 
-use super::jobs::FilterForm;
+use super::filter::FilterForm;
 use super::pages::local_path;
 use super::{forbidden, page_error, session, Visitor, S};
 use crate::AppState;
@@ -157,7 +157,7 @@ pub(crate) async fn job(
     if let Some(r) = csrf_refusal(&s, &v, Some(&f.csrf)) {
         return r;
     }
-    let id = match crate::api::id(&raw) {
+    let id = match crate::parse::id(&raw) {
         Ok(id) => id,
         Err(e) => return page_error(e.status, &e.message),
     };

@@ -14,6 +14,7 @@
 
 mod actions;
 mod chart;
+mod filter;
 mod jobs;
 mod pages;
 mod session;
@@ -28,7 +29,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use maud::Markup;
+use relay::Timestamp;
 use session::Session;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 type S = State<Arc<AppState>>;
@@ -116,7 +119,7 @@ async fn require_session(State(state): S, mut req: Request, next: Next) -> Respo
         }
         None if state.dash.login_required => {
             let next = req.uri().path_and_query().map_or("/", |p| p.as_str());
-            return Redirect::to(&format!("/login?next={}", pages::encode(next))).into_response();
+            return Redirect::to(&format!("/login?next={}", encode(next))).into_response();
         }
         None => {
             let s = state.dash.issue(0);
@@ -179,7 +182,7 @@ impl IntoResponse for PageError {
 pub(crate) type PageResult = Result<Markup, PageError>;
 
 async fn queue_page(Path(queue): Path<String>) -> Response {
-    Redirect::to(&format!("/jobs?queue={}", pages::encode(&queue))).into_response()
+    Redirect::to(&format!("/jobs?queue={}", encode(&queue))).into_response()
 }
 
 const CSS: &str = include_str!("../../assets/dashboard.css");
@@ -201,4 +204,22 @@ async fn asset(Path(file): Path<String>) -> Response {
         body,
     )
         .into_response()
+}
+
+/// Percent-encodes a query value or path segment.
+pub(crate) fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The time now, by the system clock.
+fn now() -> Timestamp {
+    relay::Clock::now(&relay::SystemClock)
 }

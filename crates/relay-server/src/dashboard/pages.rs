@@ -1,6 +1,7 @@
 //! The dashboard's pages, rendered with maud (every value escaped).
 
-use super::jobs::FilterForm;
+use super::filter::FilterForm;
+use super::{encode, now};
 use super::{PageResult, Visitor, S};
 use crate::AppState;
 use axum::extract::{Path, Query, State};
@@ -11,23 +12,6 @@ use relay::{JobState, Timestamp};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::time::Duration;
-
-/// Percent-encodes a query value or path segment.
-pub(crate) fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
-
-pub(super) fn now() -> Timestamp {
-    relay::Clock::now(&relay::SystemClock)
-}
 
 /// The start of the chart's first minute: the hour up to this minute.
 pub(super) fn hour_start() -> Timestamp {
@@ -370,7 +354,7 @@ pub(crate) async fn job(
     Path(raw): Path<String>,
     Query(q): Query<OverviewQuery>,
 ) -> PageResult {
-    let id = crate::api::id(&raw)?;
+    let id = crate::parse::id(&raw)?;
     let job = s.relay.get(id).await?;
     let events = s.relay.events(id).await?;
     let parents: Vec<i64> = events

@@ -1,9 +1,9 @@
 //! Each API call as a [`Pending`] operation, built once and run by both the
 //! blocking [`crate::Relay`] and the async [`crate::AsyncRelay`].
 
+use crate::engine::batch::BatchCtx;
 use crate::engine::ops;
 use crate::engine::plan::Plan;
-use crate::engine::writer::BatchCtx;
 use crate::engine::{Engine, Hint, Pending};
 use crate::error::Result;
 use crate::request::{
@@ -100,15 +100,15 @@ impl Engine {
     /// Retry, cancel or delete each of `ids`, each on its own: one that
     /// its state does not allow (or that is gone) is passed over. Returns
     /// how many it changed.
-    pub(crate) fn bulk_op(&self, ids: Vec<JobId>, what: crate::search::Bulk) -> Pending<u64> {
+    pub(crate) fn bulk_op(&self, ids: Vec<JobId>, what: super::search::Bulk) -> Pending<u64> {
         Pending::new(Hint::Jobs(ids.clone()), move |plan, ctx| {
             let mut done = 0;
             for &id in &ids {
                 let m = plan.mark();
                 let r = match what {
-                    crate::search::Bulk::Retry => ops::act(plan, ctx, id, Action::Retry, None).map(drop),
-                    crate::search::Bulk::Cancel => ops::act(plan, ctx, id, Action::Cancel, None).map(drop),
-                    crate::search::Bulk::Delete => ops::delete(plan, ctx, id),
+                    super::search::Bulk::Retry => ops::act(plan, ctx, id, Action::Retry, None).map(drop),
+                    super::search::Bulk::Cancel => ops::act(plan, ctx, id, Action::Cancel, None).map(drop),
+                    super::search::Bulk::Delete => ops::delete(plan, ctx, id),
                 };
                 match r {
                     Ok(()) => {

@@ -2,18 +2,22 @@
 //! pool, wake-ups for waiting lessees, and the typed calls that connect the
 //! API to the writer. Written once for every store.
 
+pub(crate) mod batch;
 pub(crate) mod calls;
 pub(crate) mod durable;
 pub(crate) mod executor;
+pub(crate) mod housekeeping;
 pub(crate) mod metrics;
 pub(crate) mod ops;
 pub(crate) mod plan;
 pub(crate) mod readers;
+pub(crate) mod search;
 pub(crate) mod signal;
 pub(crate) mod writer;
 
 use crate::error::{Error, Result};
 use crate::options::Options;
+use batch::BatchCtx;
 use durable::Durability;
 use metrics::Counters;
 pub(crate) use plan::{Hint, Plan};
@@ -24,7 +28,7 @@ use signal::ReadySignal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
-use writer::{BatchCtx, Call, Deliver, Operation, Writer};
+use writer::{Call, Deliver, Operation, Writer};
 
 /// An operation ready to send, with the channel its answer comes back on.
 pub(crate) struct Pending<T> {
@@ -135,6 +139,7 @@ impl Engine {
             (replies, None)
         };
         let writer = Writer {
+            path: writer::CommitPath::of(store.as_ref(), deliver.syncer.as_ref()),
             store,
             deliver: deliver.clone(),
             rx,

@@ -3,8 +3,8 @@
 //! `relay_core::transition` what happens, and records the answer in the
 //! plan (the store writes the whole batch afterwards).
 
+use crate::engine::batch::BatchCtx;
 use crate::engine::plan::{Gate, Plan};
-use crate::engine::writer::BatchCtx;
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, Submitted, ValidJob, ValidLease, ValidSchedule};
 use relay_core::{

@@ -15,52 +15,20 @@
 //! The channel into the thread is bounded (`queue_capacity`): when it is
 //! full, callers block in `send` — that is the back-pressure point.
 
+use super::batch::{BatchCtx, Duties};
 use super::durable::{self, Durability};
+use super::housekeeping::{self, Housekeeping};
 use super::metrics::Counters;
 use super::plan::{Hint, Plan};
 use super::signal::ReadySignal;
-use crate::engine::ops;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use relay_core::{JobId, RetryPolicy, Timestamp, TransitionCtx};
+use relay_core::{JobId, Timestamp};
 use relay_store::{CommitFailed, Store, StoreError, Syncer, WriterStore};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 mod held;
 pub(crate) use held::HeldStatuses;
-
-/// What an operation sees of its batch.
-pub(crate) struct BatchCtx<'a> {
-    /// One instant for the whole batch.
-    pub now: Timestamp,
-    pub options: &'a Options,
-    rng: &'a mut fastrand::Rng,
-    /// Set by an operation that made a job ready to lease now.
-    pub made_ready: bool,
-    /// This batch also prunes finished jobs past their retention.
-    pub prune_due: bool,
-    /// This batch also enqueues the jobs of due schedules.
-    pub tick_due: bool,
-    /// Corrupt rows the reaper has already reported (once per process).
-    pub corrupt_reported: &'a mut std::collections::HashSet<relay_core::JobId>,
-    /// Ticks of schedules this batch passed over (see `ops::fire_schedules`).
-    pub skipped_ticks: u64,
-    /// This batch fired as many schedules as one batch may: more may be due.
-    pub ticks_left: bool,
-}
-
-impl BatchCtx<'_> {
-    pub(crate) fn transition_ctx(&mut self) -> TransitionCtx<'_> {
-        let jitter = self.rng.f64();
-        let retry: &RetryPolicy = &self.options.retry;
-        TransitionCtx {
-            now: self.now,
-            retry,
-            jitter,
-        }
-    }
-}
 
 /// One caller's operation, waiting for its batch.
 pub(crate) trait Operation: Send {
@@ -228,12 +196,6 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
 /// another process (see [`Store::busy_is_transient`]).
 const BUSY_RETRIES: u32 = 3;
 
-/// How often the scheduler looks for due schedules.
-const TICK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// How often finished jobs past their retention are pruned.
-const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Batches this small (with nobody else waiting) are synced and answered by
 /// the thread that committed them, not handed on.
 const REPLY_INLINE_MAX: usize = 2;
@@ -325,26 +287,40 @@ pub(crate) struct Writer {
     pub housekeeping: Arc<Housekeeping>,
     /// The statuses of the jobs this Relay leased, shared by its writers.
     pub held: Arc<HeldStatuses>,
+    /// How its batches reach the disk, chosen at open.
+    pub path: CommitPath,
 }
 
-/// When a Relay's writers last reaped and pruned (milliseconds).
-pub(crate) struct Housekeeping {
-    last_reap: AtomicI64,
-    last_prune: AtomicI64,
-    last_tick: AtomicI64,
-    /// The last tick fired as many schedules as a batch may: the writer
-    /// runs the next batch (and tick) at once instead of waiting.
-    ticks_left: std::sync::atomic::AtomicBool,
+/// How a writer's batches reach the disk: chosen once, from what its store
+/// does (`CommitPath::of`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CommitPath {
+    /// The COMMIT makes the batch durable by itself, and nothing runs
+    /// between the write and it (no commit to number for a sync, no final
+    /// commit failure to watch for): the store sends both at once
+    /// (PostgreSQL: one round trip fewer per batch).
+    Fused,
+    /// The write, then the COMMIT, whose fsync runs apart on the sync
+    /// thread: the batch is numbered before COMMIT, and nobody is answered
+    /// before the fsync that covers it (SQLite, see [`Store::syncer`]).
+    Split,
+    /// The write, then a COMMIT that makes it durable, watched for a
+    /// failure that leaves the file behind what this process saw
+    /// ([`Store::failed_commit_is_final`]); also an operation run inside
+    /// its caller's transaction, which the caller commits.
+    Plain,
 }
 
-impl Default for Housekeeping {
-    /// Never: the first batch after opening reaps.
-    fn default() -> Self {
-        Self {
-            last_reap: AtomicI64::new(i64::MIN),
-            last_prune: AtomicI64::new(i64::MIN),
-            last_tick: AtomicI64::new(i64::MIN),
-            ticks_left: std::sync::atomic::AtomicBool::new(false),
+impl CommitPath {
+    /// The path of a writer on `store`, with `syncer` when its commits are
+    /// split.
+    pub(crate) fn of(store: &WriterStore, syncer: Option<&Arc<dyn Syncer>>) -> Self {
+        if syncer.is_some() {
+            Self::Split
+        } else if store.failed_commit_is_final() {
+            Self::Plain
+        } else {
+            Self::Fused
         }
     }
 }
@@ -363,11 +339,11 @@ pub(crate) fn run(
     };
     loop {
         // Taken once: only a tick that fires a full pass again sets it.
-        let wait = if housekeeping.ticks_left.swap(false, Ordering::Relaxed) {
+        let wait = if housekeeping.take_ticks_left() {
             std::time::Duration::ZERO
         } else if scheduler {
             // Due schedules fire within a quarter second, even when idle.
-            reap_interval.min(TICK_EVERY)
+            reap_interval.min(housekeeping::TICK_EVERY)
         } else {
             reap_interval
         };
@@ -395,6 +371,7 @@ impl Writer {
     /// the same next stages and housekeeping times (see `Backend::writers`).
     pub(crate) fn sibling(&self, store: Box<WriterStore>) -> Self {
         Self {
+            path: CommitPath::of(store.as_ref(), self.deliver.syncer.as_ref()),
             store,
             deliver: self.deliver.clone(),
             rx: self.rx.clone(),
@@ -428,29 +405,14 @@ impl Writer {
         inline
     }
 
-    /// The batch's instant, and whether it reaps and prunes. Read once the
-    /// write lock is held: `BEGIN` may wait up to the busy timeout for
-    /// another process, and a lease must not be judged by a clock read
-    /// before that wait (an ack 10 s past its expiry would be accepted).
-    fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, bool, bool, bool) {
+    /// The batch's instant, and its duties. Read once the write lock is
+    /// held: `BEGIN` may wait up to the busy timeout for another process,
+    /// and a lease must not be judged by a clock read before that wait (an
+    /// ack 10 s past its expiry would be accepted).
+    fn instant(&mut self, batch: &[Box<dyn Operation>]) -> (Timestamp, Duties) {
         let now = self.options.clock.now();
-        let h = &self.housekeeping;
-        let due = |last: &AtomicI64, every: std::time::Duration| {
-            now >= Timestamp::from_millis(last.load(Ordering::Relaxed)).plus(every)
-        };
-        let reap = batch.iter().any(|op| op.claims()) || due(&h.last_reap, self.options.reap_interval);
-        if reap {
-            h.last_reap.store(now.as_millis(), Ordering::Relaxed);
-        }
-        let prune = reap && due(&h.last_prune, PRUNE_EVERY);
-        if prune {
-            h.last_prune.store(now.as_millis(), Ordering::Relaxed);
-        }
-        let tick = self.options.scheduler && due(&h.last_tick, TICK_EVERY);
-        if tick {
-            h.last_tick.store(now.as_millis(), Ordering::Relaxed);
-        }
-        (now, reap, prune, tick)
+        let claims = batch.iter().any(|op| op.claims());
+        (now, self.housekeeping.duties(now, claims, &self.options))
     }
 
     /// Commits the open transaction; counts it when it carried anything.
@@ -506,32 +468,17 @@ impl Writer {
                     let _ = self.store.rollback();
                     break (Err(e.into()), false);
                 }
-                // A redo keeps the first reap/prune decision, but its clock is
+                // A redo keeps the first batch's duties, but its clock is
                 // read again: this BEGIN may have waited too.
-                let (now, reap, prune_due, tick_due) = match instant {
-                    Some((_, reap, prune, tick)) => (self.options.clock.now(), reap, prune, tick),
+                let (now, duties) = match instant {
+                    Some((_, duties)) => (self.options.clock.now(), duties),
                     None => *instant.insert(self.instant(batch)),
                 };
-                let mut ctx = BatchCtx {
-                    now,
-                    options: &self.options,
-                    rng: &mut self.rng,
-                    made_ready: false,
-                    prune_due,
-                    tick_due,
-                    corrupt_reported: &mut self.corrupt_reported,
-                    skipped_ticks: 0,
-                    ticks_left: false,
-                };
-                // Where nothing runs between the write and the commit (no
-                // split commit to number, no final commit failures to watch
-                // for), the store may send both at once (PostgreSQL: one round
-                // trip fewer per batch).
-                let fused = self.deliver.syncer.is_none() && !self.store.failed_commit_is_final();
+                let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
                 let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
-                let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, reap, fused, held.as_deref());
+                let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
                 if planned.is_ok() {
-                    ticked(&self.deliver.counters, &self.housekeeping, &ctx, tick_due);
+                    self.housekeeping.ticked(&self.deliver.counters, &ctx);
                 }
                 match planned {
                     Ok(Planned::Committed(reaped)) => {
@@ -549,7 +496,7 @@ impl Writer {
                             refuse(batch, &e, &self.deliver.ready);
                             return None;
                         }
-                        if self.deliver.syncer.is_some() && (!batch.is_empty() || reaped > 0) {
+                        if self.path == CommitPath::Split && (!batch.is_empty() || reaped > 0) {
                             // Numbered before COMMIT: any reader that sees this
                             // batch then waits for its fsync (see durable.rs).
                             unsynced = Some(self.deliver.durability.begin_commit());
@@ -642,18 +589,8 @@ pub(crate) fn within(
     let mut rng = fastrand::Rng::new();
     let mut reported = std::collections::HashSet::new();
     let mut batch = [op];
-    let mut ctx = BatchCtx {
-        now: options.clock.now(),
-        options,
-        rng: &mut rng,
-        made_ready: false,
-        prune_due: false,
-        tick_due: false,
-        corrupt_reported: &mut reported,
-        skipped_ticks: 0,
-        ticks_left: false,
-    };
-    let outcome = match plan_and_apply(store, &mut batch, &mut ctx, false, false, None) {
+    let mut ctx = BatchCtx::new(options.clock.now(), Duties::NONE, options, &mut rng, &mut reported);
+    let outcome = match plan_and_apply(store, &mut batch, &mut ctx, CommitPath::Plain, None) {
         Ok(_) => store.commit().map_err(Error::from),
         Err(e) => Err(e),
     };
@@ -665,20 +602,6 @@ pub(crate) fn within(
     outcome
 }
 
-/// After a batch planned: counts the ticks of schedules it skipped; when it
-/// ran the tick (`tick_due`) and fired as many schedules as a batch may,
-/// has the next batch tick again at once.
-fn ticked(counters: &super::metrics::Counters, h: &Housekeeping, ctx: &BatchCtx<'_>, tick_due: bool) {
-    counters.ticks_skipped(ctx.skipped_ticks);
-    if !tick_due {
-        return;
-    }
-    if ctx.ticks_left {
-        h.ticks_left.store(true, Ordering::Relaxed);
-        h.last_tick.store(i64::MIN, Ordering::Relaxed);
-    }
-}
-
 /// Answers every operation of a batch that was not written: the Relay
 /// stopped after a failed sync.
 fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, ready: &ReadySignal) {
@@ -686,14 +609,6 @@ fn refuse(batch: &mut Vec<Box<dyn Operation>>, e: &Arc<StoreError>, ready: &Read
     answer(batch, &stopped, false, ready);
 }
 
-/// Plans every operation of the batch inside the open transaction, then
-/// writes the plan. Returns how many expired leases were reclaimed.
-///
-/// Operations are isolated without savepoints: an operation that fails
-/// while planning has written nothing, and its decisions are undone in the
-/// plan ([`Plan::undo`]), so it fails alone. Only the write at the end can
-/// fail the batch. (A savepoint per operation cost ~10% of the writer's
-/// time on SQLite: it copies every page an operation touches.)
 /// How far [`plan_and_apply`] took a batch.
 enum Planned {
     /// Written; the transaction is open. Holds how many rows housekeeping
@@ -705,69 +620,27 @@ enum Planned {
     CommitFailed(StoreError),
 }
 
-/// Deletes what is past keeping: the throughput history's old minutes
-/// (always) and finished jobs past their retention (when one is set). A
-/// failure is tried again at the next tick, unless it leaves the batch
-/// unusable.
-fn housekeep(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
-    let tolerate = |r: Result<u64>, what: &str| match r {
-        Ok(n) => {
-            if n > 0 {
-                tracing::debug!(count = n, "pruned {what}");
-            }
-            Ok(())
-        }
-        Err(e) if e.is_batch_fatal() => Err(e),
-        Err(e) => {
-            tracing::warn!(error = %e, "pruning {what} failed; will try again");
-            Ok(())
-        }
-    };
-    tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
-    tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
-    if let Some(age) = ctx.options.retention {
-        tolerate(ops::prune(store, ctx.now, age), "finished jobs")?;
-    }
-    Ok(())
-}
-
+/// Plans every operation of the batch inside the open transaction, then
+/// writes the plan. Returns how far it took the batch, with how many rows housekeeping wrote.
+///
+/// Operations are isolated without savepoints: an operation that fails
+/// while planning has written nothing, and its decisions are undone in the
+/// plan ([`Plan::undo`]), so it fails alone. Only the write at the end can
+/// fail the batch. (A savepoint per operation cost ~10% of the writer's
+/// time on SQLite: it copies every page an operation touches.)
 fn plan_and_apply(
     store: &mut dyn Store,
     batch: &mut [Box<dyn Operation>],
     ctx: &mut BatchCtx<'_>,
-    reap: bool,
-    fused: bool,
+    path: CommitPath,
     held: Option<&HeldStatuses>,
 ) -> Result<Planned> {
-    if reap && ctx.prune_due {
-        housekeep(store, ctx)?;
+    if ctx.duties.prune {
+        housekeeping::prune(store, ctx)?;
     }
     let mut plan = Plan::new(store, ctx.now);
-    plan.prefetch(batch.iter().map(|op| op.hint()), reap)?;
-    let mut reaped = 0;
-    if reap {
-        // Each reclaim is complete in itself, so a partial reap is kept.
-        match ops::reap(&mut plan, ctx) {
-            Ok(n) => reaped = n,
-            Err(e) if e.is_batch_fatal() => return Err(e),
-            Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
-        }
-    }
-    if ctx.tick_due {
-        // Each schedule's tick is complete in itself, as each reclaim. Its
-        // jobs count with the reclaims as housekeeping that wrote: the
-        // commit is then counted and (split commit) numbered for its fsync.
-        match ops::fire_schedules(&mut plan, ctx) {
-            Ok(n) if n > 0 => {
-                ctx.ticks_left = n >= ops::TICKS_PER_BATCH;
-                tracing::debug!(count = n, "enqueued the jobs of due schedules");
-                reaped += n;
-            }
-            Ok(_) => {}
-            Err(e) if e.is_batch_fatal() => return Err(e),
-            Err(e) => tracing::warn!(error = %e, "running the schedules stopped early; will try again"),
-        }
-    }
+    plan.prefetch(batch.iter().map(|op| op.hint()), ctx.duties.reap)?;
+    let reaped = housekeeping::reap_and_tick(&mut plan, ctx)?;
     for op in batch.iter_mut() {
         let m = plan.mark();
         match op.plan(&mut plan, ctx) {
@@ -785,7 +658,7 @@ fn plan_and_apply(
     // its commit, so another writer's claim may have skipped them): waiting
     // lessees of this process look again once it commits.
     ctx.made_ready |= left;
-    if fused {
+    if path == CommitPath::Fused {
         return match store.apply_commit(&changes) {
             Ok(()) => {
                 if let Some(held) = held {

@@ -3,7 +3,7 @@
 //! (ARCHITECTURE.md, "Stores"): the statuses kept, and the writer's path
 //! that plans from them.
 
-use super::{BatchCtx, Operation, Writer};
+use super::{BatchCtx, CommitPath, Duties, Operation, Writer};
 use crate::engine::plan::Plan;
 use crate::error::Result;
 use relay_core::{JobId, JobState, JobStatus, Timestamp};
@@ -65,9 +65,9 @@ impl Writer {
     pub(super) fn unread(
         &mut self,
         batch: &mut [Box<dyn Operation>],
-        instant: &mut Option<(Timestamp, bool, bool, bool)>,
+        instant: &mut Option<(Timestamp, Duties)>,
     ) -> Option<(Result<()>, bool)> {
-        if !self.store.applies_unread() || self.deliver.syncer.is_some() || self.store.failed_commit_is_final() {
+        if !self.store.applies_unread() || self.path != CommitPath::Fused {
             return None;
         }
         let [op] = batch else {
@@ -75,24 +75,14 @@ impl Writer {
         };
         let id = op.held()?;
         let expected = self.held.get(id)?;
-        let (now, reap, prune_due, tick_due) = match *instant {
+        let (now, duties) = match *instant {
             Some(i) => i,
             None => *instant.insert(self.instant(std::slice::from_ref(op))),
         };
-        if reap || prune_due || tick_due {
+        if duties != Duties::NONE {
             return None; // housekeeping reads: this batch reads too
         }
-        let mut ctx = BatchCtx {
-            now,
-            options: &self.options,
-            rng: &mut self.rng,
-            made_ready: false,
-            prune_due: false,
-            tick_due: false,
-            corrupt_reported: &mut self.corrupt_reported,
-            skipped_ticks: 0,
-            ticks_left: false,
-        };
+        let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
         let store = self.store.as_mut();
         store.seal_reads(true);
         let mut plan = Plan::new(store, now);

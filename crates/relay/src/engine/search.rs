@@ -3,7 +3,7 @@
 //! (`Relay::list`, `retry_matching` and the rest in relay.rs are the API;
 //! ARCHITECTURE.md, "Search, tags and bulk actions").
 
-use crate::engine::Engine;
+use super::Engine;
 use crate::error::{Error, Result};
 use relay_core::read::JobFilter;
 

@@ -1,0 +1,59 @@
+//! The failure of one command, and the exit status it maps to.
+
+use relay::Error;
+use std::fmt;
+
+/// A failure of one command, with the exit status it maps to.
+#[derive(Debug)]
+pub enum CliError {
+    Relay(Error),
+    Usage(String),
+    /// A file or a connection failed (for a server: it did not answer).
+    Io(String),
+    /// A server answered with something this build does not understand
+    /// (another version, a proxy): the call may have been applied.
+    Answer(String),
+    /// A server's error answer.
+    Remote {
+        status: u16,
+        code: String,
+        message: String,
+    },
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        Self::Relay(e)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Relay(e) => write!(f, "{e}"),
+            Self::Usage(m) | Self::Io(m) | Self::Answer(m) => f.write_str(m),
+            Self::Remote { status, message, .. } => write!(f, "{message} (server answered {status})"),
+        }
+    }
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Relay(Error::InvalidInput(_)) => 2,
+            Self::Relay(Error::NotFound { .. } | Error::ScheduleNotFound { .. } | Error::DependencyNotFound { .. }) => {
+                3
+            }
+            Self::Relay(Error::LeaseLost { .. }) => 4,
+            Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
+            Self::Remote { code, .. } => match code.as_str() {
+                "invalid_input" | "invalid_request" => 2,
+                "not_found" | "dependency_not_found" => 3,
+                "lease_lost" => 4,
+                "invalid_state" | "conflict" => 5,
+                _ => 1,
+            },
+            _ => 1,
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! What an operation sees of its batch ([`BatchCtx`]), and the duties a
+//! batch carries besides its callers' operations ([`Duties`]).
+
+use crate::options::Options;
+use relay_core::{JobId, RetryPolicy, Timestamp, TransitionCtx};
+use std::collections::HashSet;
+
+/// The housekeeping a batch does before its callers' operations, decided
+/// once per batch (`Housekeeping::duties`) and kept when the batch is
+/// planned again after a conflict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Duties {
+    /// Reclaims expired leases (every claim does, and an idle writer at
+    /// `reap_interval`).
+    pub reap: bool,
+    /// Deletes what is past keeping (finished jobs past their retention,
+    /// old throughput minutes, expired marks); only with `reap`.
+    pub prune: bool,
+    /// Enqueues the jobs of due schedules.
+    pub tick: bool,
+}
+
+impl Duties {
+    /// None: an operation run inside its caller's transaction.
+    pub const NONE: Self = Self {
+        reap: false,
+        prune: false,
+        tick: false,
+    };
+}
+
+/// What an operation sees of its batch.
+pub(crate) struct BatchCtx<'a> {
+    /// One instant for the whole batch.
+    pub now: Timestamp,
+    pub options: &'a Options,
+    rng: &'a mut fastrand::Rng,
+    /// What this batch does besides its operations.
+    pub duties: Duties,
+    /// Set by an operation that made a job ready to lease now.
+    pub made_ready: bool,
+    /// Corrupt rows the reaper has already reported (once per process).
+    pub corrupt_reported: &'a mut HashSet<JobId>,
+    /// Ticks of schedules this batch passed over (see `ops::fire_schedules`).
+    pub skipped_ticks: u64,
+    /// This batch fired as many schedules as one batch may: more may be due.
+    pub ticks_left: bool,
+}
+
+impl<'a> BatchCtx<'a> {
+    pub(crate) fn new(
+        now: Timestamp,
+        duties: Duties,
+        options: &'a Options,
+        rng: &'a mut fastrand::Rng,
+        corrupt_reported: &'a mut HashSet<JobId>,
+    ) -> Self {
+        Self {
+            now,
+            options,
+            rng,
+            duties,
+            made_ready: false,
+            corrupt_reported,
+            skipped_ticks: 0,
+            ticks_left: false,
+        }
+    }
+
+    pub(crate) fn transition_ctx(&mut self) -> TransitionCtx<'_> {
+        let jitter = self.rng.f64();
+        let retry: &RetryPolicy = &self.options.retry;
+        TransitionCtx {
+            now: self.now,
+            retry,
+            jitter,
+        }
+    }
+}

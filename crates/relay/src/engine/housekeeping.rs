@@ -1,0 +1,141 @@
+//! The writers' housekeeping: when a batch reclaims expired leases, prunes
+//! and fires due schedules ([`Housekeeping::duties`]), and doing it inside
+//! the batch's transaction before its callers' operations.
+
+use super::batch::{BatchCtx, Duties};
+use super::metrics::Counters;
+use super::ops;
+use super::plan::Plan;
+use crate::error::Result;
+use crate::options::Options;
+use relay_core::Timestamp;
+use relay_store::Store;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+/// How often the scheduler looks for due schedules.
+pub(crate) const TICK_EVERY: Duration = Duration::from_millis(250);
+
+/// How often finished jobs past their retention are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(10);
+
+/// When a Relay's writers last reaped, pruned and ticked (milliseconds),
+/// shared by every writer of the Relay (so "the first batch after opening
+/// reaps" holds once, whichever writer takes it).
+pub(crate) struct Housekeeping {
+    last_reap: AtomicI64,
+    last_prune: AtomicI64,
+    last_tick: AtomicI64,
+    /// The last tick fired as many schedules as a batch may: the writer
+    /// runs the next batch (and tick) at once instead of waiting.
+    ticks_left: AtomicBool,
+}
+
+impl Default for Housekeeping {
+    /// Never: the first batch after opening reaps.
+    fn default() -> Self {
+        Self {
+            last_reap: AtomicI64::new(i64::MIN),
+            last_prune: AtomicI64::new(i64::MIN),
+            last_tick: AtomicI64::new(i64::MIN),
+            ticks_left: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Housekeeping {
+    /// What a batch at `now` does besides its operations, recorded as done:
+    /// it reaps when it claims (`claims`) or when the reap is due.
+    pub(crate) fn duties(&self, now: Timestamp, claims: bool, options: &Options) -> Duties {
+        let due =
+            |last: &AtomicI64, every: Duration| now >= Timestamp::from_millis(last.load(Ordering::Relaxed)).plus(every);
+        let reap = claims || due(&self.last_reap, options.reap_interval);
+        if reap {
+            self.last_reap.store(now.as_millis(), Ordering::Relaxed);
+        }
+        let prune = reap && due(&self.last_prune, PRUNE_EVERY);
+        if prune {
+            self.last_prune.store(now.as_millis(), Ordering::Relaxed);
+        }
+        let tick = options.scheduler && due(&self.last_tick, TICK_EVERY);
+        if tick {
+            self.last_tick.store(now.as_millis(), Ordering::Relaxed);
+        }
+        Duties { reap, prune, tick }
+    }
+
+    /// Taken once: whether the last tick left schedules due, so that the
+    /// writer runs the next batch at once instead of waiting.
+    pub(crate) fn take_ticks_left(&self) -> bool {
+        self.ticks_left.swap(false, Ordering::Relaxed)
+    }
+
+    /// After a batch planned: counts the ticks of schedules it skipped; when
+    /// it ran the tick and fired as many schedules as a batch may, has the
+    /// next batch tick again at once.
+    pub(crate) fn ticked(&self, counters: &Counters, ctx: &BatchCtx<'_>) {
+        counters.ticks_skipped(ctx.skipped_ticks);
+        if ctx.duties.tick && ctx.ticks_left {
+            self.ticks_left.store(true, Ordering::Relaxed);
+            self.last_tick.store(i64::MIN, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Deletes what is past keeping: the throughput history's old minutes
+/// and expired marks (always) and finished jobs past their retention (when
+/// one is set). A failure is tried again at the next prune, unless it
+/// leaves the batch unusable.
+pub(crate) fn prune(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
+    let tolerate = |r: Result<u64>, what: &str| match r {
+        Ok(n) => {
+            if n > 0 {
+                tracing::debug!(count = n, "pruned {what}");
+            }
+            Ok(())
+        }
+        Err(e) if e.is_batch_fatal() => Err(e),
+        Err(e) => {
+            tracing::warn!(error = %e, "pruning {what} failed; will try again");
+            Ok(())
+        }
+    };
+    tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
+    tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
+    if let Some(age) = ctx.options.retention {
+        tolerate(ops::prune(store, ctx.now, age), "finished jobs")?;
+    }
+    Ok(())
+}
+
+/// Reclaims expired leases (`duties.reap`) and enqueues the jobs of due
+/// schedules (`duties.tick`) in `plan`; returns how many rows that wrote.
+/// Each reclaim and each schedule's tick is complete in itself, so a pass
+/// that stops early keeps what it did (tried again at the next one), unless
+/// the error leaves the batch unusable.
+pub(crate) fn reap_and_tick(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+    let mut wrote = 0;
+    if ctx.duties.reap {
+        match ops::reap(plan, ctx) {
+            Ok(n) => wrote = n,
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
+        }
+    }
+    if ctx.duties.tick {
+        // The jobs of ticks count with the reclaims as housekeeping that
+        // wrote: the commit is then counted and (split commit) numbered
+        // for its fsync.
+        match ops::fire_schedules(plan, ctx) {
+            Ok(n) if n > 0 => {
+                ctx.ticks_left = n >= ops::TICKS_PER_BATCH;
+                tracing::debug!(count = n, "enqueued the jobs of due schedules");
+                wrote += n;
+            }
+            Ok(_) => {}
+            Err(e) if e.is_batch_fatal() => return Err(e),
+            Err(e) => tracing::warn!(error = %e, "running the schedules stopped early; will try again"),
+        }
+    }
+    Ok(wrote)
+}
