@@ -62,8 +62,11 @@ mod core {
             worker: "worker-1",
             lease_for: Duration::from_secs(30),
         };
-        let leased = transition(JobId(7), &JobStatus::new_ready(NOW, 20), lease, &ctx).map(|n| n.status);
-        let Ok(leased) = leased else { return };
+        let ready = JobStatus::new_ready(NOW, 20);
+        let Ok(next) = transition(JobId(7), &ready, lease, &ctx) else {
+            return;
+        };
+        let leased = next.status_after(&ready).clone();
         b.bench(|| transition(JobId(7), black_box(&leased), Action::Ack { token: LeaseToken(1) }, &ctx));
     }
 
@@ -79,9 +82,11 @@ mod core {
             worker: "worker-1",
             lease_for: Duration::from_secs(30),
         };
-        let Ok(leased) = transition(JobId(7), &JobStatus::new_ready(NOW, 20), lease, &ctx).map(|n| n.status) else {
+        let ready = JobStatus::new_ready(NOW, 20);
+        let Ok(next) = transition(JobId(7), &ready, lease, &ctx) else {
             return;
         };
+        let leased = next.status_after(&ready).clone();
         let nack = Action::Nack {
             token: LeaseToken(1),
             error: "connection refused",

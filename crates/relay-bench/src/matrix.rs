@@ -181,7 +181,7 @@ fn cleanup(db: &std::path::Path) {
 }
 
 fn relay_postgres_url(u: &str) -> bool {
-    u.starts_with("postgres://") || u.starts_with("postgresql://")
+    relay::StoreUrl::parse(u).is_postgres()
 }
 
 #[cfg(test)]

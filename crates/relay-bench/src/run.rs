@@ -73,7 +73,7 @@ fn check_empty(relay: &Relay, target: &str) -> Result<(), String> {
 pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     args.check()?;
     let target = path.to_string_lossy().into_owned();
-    let postgres = relay::is_postgres_url(&target);
+    let postgres = relay::StoreUrl::parse(&target).is_postgres();
     if !postgres {
         check_new(path)?;
     }

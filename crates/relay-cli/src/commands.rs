@@ -4,7 +4,7 @@ use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, ScheduleCommand,
 use crate::error::CliError;
 use crate::output::Out;
 use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
-use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseToken, Relay, Timestamp};
+use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseToken, Relay, StoreUrl, Timestamp};
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -183,14 +183,16 @@ fn must_exist(db: Option<&std::path::Path>) -> Result<(), CliError> {
     let target = p.to_string_lossy();
     match Relay::store_exists(&target) {
         Ok(true) => Ok(()),
-        Ok(false) if relay::is_postgres_url(&target) => Err(CliError::Io(format!(
-            "the database at {} holds no Relay tables: check --db (or RELAY_DB); a command that writes (submit) installs them",
-            redact(&target)
-        ))),
-        Ok(false) => Err(CliError::Io(format!(
-            "there is no database at {}: check --db (or RELAY_DB); a command that writes (submit) creates it",
-            p.display()
-        ))),
+        Ok(false) => match StoreUrl::parse(&target) {
+            StoreUrl::Postgres(url) => Err(CliError::Io(format!(
+                "the database at {} holds no Relay tables: check --db (or RELAY_DB); a command that writes (submit) installs them",
+                redact(url)
+            ))),
+            StoreUrl::File(_) => Err(CliError::Io(format!(
+                "there is no database at {}: check --db (or RELAY_DB); a command that writes (submit) creates it",
+                p.display()
+            ))),
+        },
         Err(e) => Err(CliError::Relay(e)),
     }
 }
@@ -211,7 +213,7 @@ fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
         CliError::Usage("no database given: pass --db PATH (or --server URL), or set RELAY_DB".into())
     })?;
     let target = path.to_string_lossy();
-    if !relay::is_postgres_url(&target) {
+    if let StoreUrl::File(_) = StoreUrl::parse(&target) {
         if path.is_dir() {
             return Err(CliError::Io(format!(
                 "{} is a directory: give the path of a database file in it, e.g. {}",

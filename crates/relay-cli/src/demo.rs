@@ -75,10 +75,9 @@ fn run_on(path: &std::path::Path, args: &DemoArgs, kept: bool, out: &Out) -> Res
         )));
     }
     if !out.is_json() {
-        let store = if relay::is_postgres_url(&path.to_string_lossy()) {
-            "PostgreSQL"
-        } else {
-            "SQLite, WAL, every answer after its fsync"
+        let store = match relay::StoreUrl::parse(&path.to_string_lossy()) {
+            relay::StoreUrl::Postgres(_) => "PostgreSQL",
+            relay::StoreUrl::File(_) => "SQLite, WAL, every answer after its fsync",
         };
         out.line(&format!("Relay demo: {} ({store})\n", path.display()));
     }

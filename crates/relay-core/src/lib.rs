@@ -26,10 +26,11 @@
 //! let now = Timestamp::from_millis(1_000);
 //! let ready = JobStatus::new_ready(now, 3);
 //! let ctx = TransitionCtx { now, retry: &RetryPolicy::default(), jitter: 0.0 };
-//! let leased = transition(1.into(), &ready, Action::Lease { worker: "w1", lease_for: Duration::from_secs(30) }, &ctx)
+//! let next = transition(1.into(), &ready, Action::Lease { worker: "w1", lease_for: Duration::from_secs(30) }, &ctx)
 //!     .unwrap();
-//! assert_eq!(leased.status.state, JobState::Leased);
-//! assert_eq!(leased.status.attempts, 1);
+//! let leased = next.status_after(&ready);
+//! assert_eq!(leased.state, JobState::Leased);
+//! assert_eq!(leased.attempts, 1);
 //! ```
 
 #![warn(missing_docs)]
@@ -52,5 +53,5 @@ pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};
 pub use store_error::StoreError;
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
-pub use transition::{transition, Action, EventRecord, Next, TransitionCtx, TransitionError};
+pub use transition::{transition, Action, EventKind, EventRecord, Next, TransitionCtx, TransitionError};
 pub use validate::{InvalidInput, Limits};

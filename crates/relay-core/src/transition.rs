@@ -127,12 +127,63 @@ pub struct TransitionCtx<'a> {
     pub jitter: f64,
 }
 
+/// What happened to a job, as the engine writes it in the job's event
+/// log. (A user's own events, `Relay::append_event`, may be called
+/// anything else.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The job was created.
+    Submitted,
+    /// A worker took it: an attempt began.
+    Leased,
+    /// Its holder acknowledged it.
+    Succeeded,
+    /// An attempt failed (a nack); the job is READY again or DEAD.
+    Failed,
+    /// Its holder gave it back without an attempt counted.
+    Released,
+    /// Its holder put it off until later.
+    Snoozed,
+    /// A lease expired: a failed attempt, as `Failed`.
+    Expired,
+    /// It was cancelled, or it will never run (a job it depends on ended).
+    Cancelled,
+    /// A DEAD or CANCELLED job was made READY again.
+    Retried,
+    /// The last job it waited for ended: it is READY.
+    Unblocked,
+}
+
+impl EventKind {
+    /// The kind as the event log spells it, in lowercase.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Submitted => "submitted",
+            Self::Leased => "leased",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Released => "released",
+            Self::Snoozed => "snoozed",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+            Self::Retried => "retried",
+            Self::Unblocked => "unblocked",
+        }
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One row for the job's event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
-    /// What happened, in lowercase: `leased`, `succeeded`, `failed`,
-    /// `released`, `snoozed`, `expired`, `cancelled`, `retried` or `unblocked`.
-    pub kind: &'static str,
+    /// What happened.
+    pub kind: EventKind,
     /// A JSON object, as text (what the store writes).
     pub data: String,
 }
@@ -157,17 +208,31 @@ struct AckedData {
 
 /// What the store must persist.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Next {
-    /// The job's status after the action (the current one, unchanged, when
-    /// `delete` or `unchanged` is set).
-    pub status: JobStatus,
-    /// The event-log row to append, if the action is worth one.
-    pub event: Option<EventRecord>,
+pub enum Next {
+    /// The job's new status, and the event-log row to append if the action
+    /// is worth one.
+    Update {
+        /// The job's status after the action.
+        status: JobStatus,
+        /// The event-log row to append, if any.
+        event: Option<EventRecord>,
+    },
     /// The job is to be removed (with its events).
-    pub delete: bool,
+    Delete,
     /// Nothing to write: the action had already been applied (an ack
     /// repeated with the token it succeeded with).
-    pub unchanged: bool,
+    Unchanged,
+}
+
+impl Next {
+    /// The job's status after the action: `cur`, the status it was decided
+    /// from, when the job is deleted or unchanged.
+    pub fn status_after<'a>(&'a self, cur: &'a JobStatus) -> &'a JobStatus {
+        match self {
+            Self::Update { status, .. } => status,
+            Self::Delete | Self::Unchanged => cur,
+        }
+    }
 }
 
 /// Why a transition was refused. Nothing changes when one is returned.
@@ -247,7 +312,7 @@ pub fn transition(
                 token: token.0,
                 worker,
             };
-            Ok(update(s, "leased", data))
+            Ok(update(s, EventKind::Leased, data))
         }
         Action::Ack { token } => {
             if cur.state == JobState::Succeeded && cur.last_token == token {
@@ -255,12 +320,7 @@ pub fn transition(
                 // and tried again): it succeeded; nothing more to do. Only
                 // the lease that acked holds its token, and a later lease
                 // would have raised it.
-                return Ok(Next {
-                    status: cur.clone(),
-                    event: None,
-                    delete: false,
-                    unchanged: true,
-                });
+                return Ok(Next::Unchanged);
             }
             holder(id, cur, token, now, action.name())?;
             let mut s = finish(cur, JobState::Succeeded, now);
@@ -269,7 +329,7 @@ pub fn transition(
                 attempt: cur.attempts,
                 token: token.0,
             };
-            Ok(update(s, "succeeded", data))
+            Ok(update(s, EventKind::Succeeded, data))
         }
         Action::Nack {
             token,
@@ -280,7 +340,7 @@ pub fn transition(
             holder(id, cur, token, now, action.name())?;
             Ok(fail(
                 cur,
-                "failed",
+                EventKind::Failed,
                 error,
                 retry_in,
                 permanent,
@@ -296,12 +356,7 @@ pub fn transition(
                 expires_at: now.plus(lease_for),
                 worker: lease.worker.clone(),
             });
-            Ok(Next {
-                status: s,
-                event: None,
-                delete: false,
-                unchanged: false,
-            })
+            Ok(Next::Update { status: s, event: None })
         }
         Action::Release { token } => {
             holder(id, cur, token, now, action.name())?;
@@ -310,7 +365,7 @@ pub fn transition(
             s.attempts = cur.attempts.saturating_sub(1);
             s.ready_at = now;
             s.lease = None;
-            Ok(update(s, "released", json!({"token": token.0})))
+            Ok(update(s, EventKind::Released, json!({"token": token.0})))
         }
         Action::Snooze { token, delay } => {
             holder(id, cur, token, now, action.name())?;
@@ -320,14 +375,14 @@ pub fn transition(
             s.ready_at = now.plus(delay);
             s.lease = None;
             let data = json!({"token": token.0, "ready_at": s.ready_at.to_rfc3339()});
-            Ok(update(s, "snoozed", data))
+            Ok(update(s, EventKind::Snoozed, data))
         }
         Action::Expire => match &cur.lease {
             Some(l) if cur.state == JobState::Leased && now >= l.expires_at => {
                 let data = json!({"token": l.token.0, "worker": l.worker});
                 Ok(fail(
                     cur,
-                    "expired",
+                    EventKind::Expired,
                     "lease expired",
                     Some(Duration::ZERO),
                     false,
@@ -343,7 +398,7 @@ pub fn transition(
             }
             let mut s = finish(cur, JobState::Cancelled, now);
             s.waiting_on = 0;
-            Ok(update(s, "cancelled", json!({"from": cur.state.as_str()})))
+            Ok(update(s, EventKind::Cancelled, json!({"from": cur.state.as_str()})))
         }
         Action::Retry => {
             if !matches!(cur.state, JobState::Dead | JobState::Cancelled) {
@@ -354,7 +409,7 @@ pub fn transition(
             s.attempts = 0;
             s.ready_at = now;
             s.finished_at = None;
-            Ok(update(s, "retried", json!({"from": cur.state.as_str()})))
+            Ok(update(s, EventKind::Retried, json!({"from": cur.state.as_str()})))
         }
         Action::Unblock { parent } => {
             if cur.state != JobState::Waiting {
@@ -363,17 +418,12 @@ pub fn transition(
             let mut s = cur.clone();
             s.waiting_on = cur.waiting_on.saturating_sub(1);
             if s.waiting_on > 0 {
-                return Ok(Next {
-                    status: s,
-                    event: None,
-                    delete: false,
-                    unchanged: false,
-                });
+                return Ok(Next::Update { status: s, event: None });
             }
             s.state = JobState::Ready;
             s.ready_at = cur.ready_at.max(now);
             let data = json!({"last": parent.0, "ready_at": s.ready_at.to_rfc3339()});
-            Ok(update(s, "unblocked", data))
+            Ok(update(s, EventKind::Unblocked, data))
         }
         Action::Abandon { parent, state } => {
             if cur.state != JobState::Waiting {
@@ -387,31 +437,24 @@ pub fn transition(
                 "dependency": parent.0,
                 "reason": format!("job {parent} it depends on ended {ended}"),
             });
-            Ok(update(s, "cancelled", data))
+            Ok(update(s, EventKind::Cancelled, data))
         }
         Action::Delete => {
             if cur.state == JobState::Leased {
                 return Err(invalid());
             }
-            Ok(Next {
-                status: cur.clone(),
-                event: None,
-                delete: true,
-                unchanged: false,
-            })
+            Ok(Next::Delete)
         }
     }
 }
 
-fn update(status: JobStatus, kind: &'static str, data: impl serde::Serialize) -> Next {
+fn update(status: JobStatus, kind: EventKind, data: impl serde::Serialize) -> Next {
     // Serializing these maps and structs (string keys, numbers, strings)
     // cannot fail; an empty object would still be valid event data.
     let data = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_owned());
-    Next {
+    Next::Update {
         status,
         event: Some(EventRecord { kind, data }),
-        delete: false,
-        unchanged: false,
     }
 }
 
@@ -450,7 +493,7 @@ fn finish(cur: &JobStatus, state: JobState, now: Timestamp) -> JobStatus {
 /// A failed attempt: back to READY after a delay, or DEAD.
 fn fail(
     cur: &JobStatus,
-    kind: &'static str,
+    kind: EventKind,
     error: &str,
     retry_in: Option<Duration>,
     permanent: bool,

@@ -20,6 +20,11 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0010_marks.sql"),
     include_str!("../migrations/0011_queue_order.sql"),
 ];
+/// The schema's functions (`relay_submit`), each in its current definition
+/// and only there: run after the migrations whenever `migrate()` applies
+/// any, so a new database and an upgraded one end with the same ones. A
+/// change to it needs a new migration to reach a database already current.
+const FUNCTIONS: &str = include_str!("../migrations/functions.sql");
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;
 
@@ -101,6 +106,9 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
         let v = i64::try_from(i + 1).unwrap_or(i64::MAX);
         tx.execute("UPDATE relay_schema SET version = $1", &[&v])
             .map_err(map_err)?;
+    }
+    if from < MIGRATIONS.len() {
+        tx.batch_execute(FUNCTIONS).map_err(map_err)?;
     }
     tx.commit().map_err(map_err)
 }

@@ -20,10 +20,9 @@ enum Peek {
 
 impl Peek {
     fn open(db: &str) -> Self {
-        if db.starts_with("postgres") {
-            Peek::Pg(postgres::Client::connect(db, postgres::NoTls).unwrap())
-        } else {
-            Peek::Sqlite(rusqlite::Connection::open(db).unwrap())
+        match relay::StoreUrl::parse(db) {
+            relay::StoreUrl::Postgres(url) => Peek::Pg(postgres::Client::connect(url, postgres::NoTls).unwrap()),
+            relay::StoreUrl::File(path) => Peek::Sqlite(rusqlite::Connection::open(path).unwrap()),
         }
     }
 

@@ -9,7 +9,7 @@
 //! commits of the other process (SQLite: the writer's `data_version`
 //! watch; PostgreSQL: the NOTIFY of `relay_submit`).
 
-use relay::{JobFilter, LeaseRequest, NewJob, Options, Relay};
+use relay::{JobFilter, LeaseRequest, NewJob, Options, Relay, StoreUrl};
 use relay_storetest::pg::PgServer;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Lines};
@@ -44,20 +44,23 @@ fn order_of(payload: &[u8]) -> u64 {
 }
 
 fn orders(db: &str) -> BTreeSet<u64> {
-    if relay::is_postgres_url(db) {
-        let mut c = postgres::Client::connect(db, postgres::NoTls).unwrap();
-        c.query("SELECT id FROM orders", &[])
-            .unwrap()
-            .iter()
-            .map(|r| u64::try_from(r.get::<_, i64>(0)).unwrap())
-            .collect()
-    } else {
-        let c = rusqlite::Connection::open(db).unwrap();
-        let mut st = c.prepare("SELECT id FROM orders").unwrap();
-        st.query_map([], |r| r.get::<_, i64>(0))
-            .unwrap()
-            .map(|r| u64::try_from(r.unwrap()).unwrap())
-            .collect()
+    match StoreUrl::parse(db) {
+        StoreUrl::Postgres(url) => {
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            c.query("SELECT id FROM orders", &[])
+                .unwrap()
+                .iter()
+                .map(|r| u64::try_from(r.get::<_, i64>(0)).unwrap())
+                .collect()
+        }
+        StoreUrl::File(path) => {
+            let c = rusqlite::Connection::open(path).unwrap();
+            let mut st = c.prepare("SELECT id FROM orders").unwrap();
+            st.query_map([], |r| r.get::<_, i64>(0))
+                .unwrap()
+                .map(|r| u64::try_from(r.unwrap()).unwrap())
+                .collect()
+        }
     }
 }
 

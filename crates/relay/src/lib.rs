@@ -14,6 +14,8 @@
 //! - [`Relay`] / [`AsyncRelay`]: the API, blocking and async.
 //! - [`NewJob`], [`LeaseRequest`], [`LeasedJob`]: what goes in and out.
 //! - [`Options`]: limits, aging, retries, batching.
+//! - [`StoreUrl`]: whether a target names an SQLite file or a PostgreSQL
+//!   database.
 //! - [`Error`]: one variant per thing a caller can act on.
 //! - The engine (private): one writer thread per process applies every
 //!   waiting operation in one transaction and commits once (group commit);
@@ -49,6 +51,7 @@ mod error;
 mod options;
 mod relay;
 mod request;
+mod store_url;
 mod trace;
 pub mod view;
 mod within;
@@ -67,6 +70,7 @@ pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
     MAX_WAIT,
 };
+pub use store_url::StoreUrl;
 
 pub use relay_core::periodic::time_zones;
 pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
@@ -82,13 +86,6 @@ pub use relay_postgres::{postgres, tokio_postgres};
 /// The SQLite driver Relay is built with: open the connection you pass to
 /// [`Relay::submit_in`] with this one, so both use one SQLite library.
 pub use rusqlite;
-
-/// True for database targets that name a PostgreSQL server rather than a
-/// file (`postgres://` or `postgresql://`), whether or not this build can
-/// open them (the `postgres` feature).
-pub fn is_postgres_url(target: &str) -> bool {
-    target.starts_with("postgres://") || target.starts_with("postgresql://")
-}
 
 /// The README's Rust examples, compiled and run by `cargo test --doc` so
 /// that they work as pasted.

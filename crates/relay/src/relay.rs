@@ -11,6 +11,7 @@ use crate::options::Options;
 use crate::request::{
     Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked,
 };
+use crate::store_url::StoreUrl;
 use crate::AsyncRelay;
 use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
@@ -129,7 +130,7 @@ impl Relay {
     }
 
     /// Opens `target`: a `postgres://` (or `postgresql://`) URL, or the path
-    /// of an SQLite file.
+    /// of an SQLite file ([`StoreUrl::parse`] tells them apart).
     ///
     /// # Errors
     ///
@@ -137,22 +138,17 @@ impl Relay {
     /// this build lacks the `postgres` feature, or when the server cannot be
     /// reached or used (see the variant).
     pub fn connect(target: &str, options: Options) -> Result<Self> {
-        if !crate::is_postgres_url(target) {
-            return Self::open_with(target, options);
-        }
-        #[cfg(feature = "postgres")]
-        {
-            Self::on_backend(Arc::new(relay_postgres::PgBackend::new(target)), options)
-        }
-        #[cfg(not(feature = "postgres"))]
-        {
-            let _ = options;
-            Err(Error::Open(Arc::new(relay_store::StoreError::Io {
+        match StoreUrl::parse(target) {
+            StoreUrl::File(path) => Self::open_with(path, options),
+            #[cfg(feature = "postgres")]
+            StoreUrl::Postgres(url) => Self::on_backend(Arc::new(relay_postgres::PgBackend::new(url)), options),
+            #[cfg(not(feature = "postgres"))]
+            StoreUrl::Postgres(_) => Err(Error::Open(Arc::new(relay_store::StoreError::Io {
                 message:
                     "this build of relay has no PostgreSQL store: enable the `postgres` feature of the relay crate"
                         .into(),
                 source: "feature `postgres` off".into(),
-            })))
+            }))),
         }
     }
 
@@ -166,16 +162,12 @@ impl Relay {
     /// [`Error::Open`] when the PostgreSQL server cannot be reached (or this
     /// build has no PostgreSQL store).
     pub fn store_exists(target: &str) -> Result<bool> {
-        if !crate::is_postgres_url(target) {
-            return Ok(Path::new(target).exists());
-        }
-        #[cfg(feature = "postgres")]
-        {
-            relay_postgres::has_schema(target).map_err(Error::open)
-        }
-        #[cfg(not(feature = "postgres"))]
-        {
-            Self::connect(target, Options::default()).map(|_| false)
+        match StoreUrl::parse(target) {
+            StoreUrl::File(path) => Ok(path.exists()),
+            #[cfg(feature = "postgres")]
+            StoreUrl::Postgres(url) => relay_postgres::has_schema(url).map_err(Error::open),
+            #[cfg(not(feature = "postgres"))]
+            StoreUrl::Postgres(_) => Self::connect(target, Options::default()).map(|_| false),
         }
     }
 

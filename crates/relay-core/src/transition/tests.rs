@@ -1,6 +1,36 @@
 use super::*;
 use crate::job::Lease;
 
+/// The parts of a `Next` these tests look at, cloned; a status or event
+/// of a `Next` that has none fails the test.
+trait Parts {
+    fn status(&self) -> JobStatus;
+    fn event(&self) -> Option<EventRecord>;
+    fn unchanged(&self) -> bool;
+    fn deleted(&self) -> bool;
+}
+
+impl Parts for Next {
+    fn status(&self) -> JobStatus {
+        match self {
+            Next::Update { status, .. } => status.clone(),
+            other => panic!("no new status: {other:?}"),
+        }
+    }
+    fn event(&self) -> Option<EventRecord> {
+        match self {
+            Next::Update { event, .. } => event.clone(),
+            Next::Delete | Next::Unchanged => None,
+        }
+    }
+    fn unchanged(&self) -> bool {
+        matches!(self, Next::Unchanged)
+    }
+    fn deleted(&self) -> bool {
+        matches!(self, Next::Delete)
+    }
+}
+
 const T0: Timestamp = Timestamp::from_millis(1_000_000);
 
 fn policy() -> RetryPolicy {
@@ -104,7 +134,12 @@ fn every_state_action_pair() {
             };
             match (expect, got) {
                 (Some(want), Ok(next)) => {
-                    assert_eq!(next.status.state, want, "{state} + {}", action.name())
+                    assert_eq!(
+                        next.status_after(&status(state)).state,
+                        want,
+                        "{state} + {}",
+                        action.name()
+                    )
                 }
                 (None, Err(e)) => {
                     let lease_action = matches!(action.name(), "ack" | "nack" | "extend" | "release" | "snooze");
@@ -138,12 +173,12 @@ fn every_state_action_pair() {
 fn lease_counts_attempt_and_raises_token() {
     let p = policy();
     let n = transition(JobId(1), &status(JobState::Ready), actions()[0], &ctx(&p, T0)).unwrap();
-    assert_eq!(n.status.attempts, 1);
-    assert_eq!(n.status.last_token, LeaseToken(8));
-    let lease = n.status.lease.unwrap();
+    assert_eq!(n.status().attempts, 1);
+    assert_eq!(n.status().last_token, LeaseToken(8));
+    let lease = n.status().lease.unwrap();
     assert_eq!(lease.token, LeaseToken(8));
     assert_eq!(lease.expires_at, T0.plus(Duration::from_secs(30)));
-    assert_eq!(n.event.unwrap().kind, "leased");
+    assert_eq!(n.event().unwrap().kind.as_str(), "leased");
 }
 
 #[test]
@@ -187,18 +222,18 @@ fn nack_backs_off_then_dies_with_error() {
         permanent: false,
     };
     let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
-    assert_eq!(n.status.state, JobState::Ready);
-    assert_eq!(n.status.ready_at, T0.plus(Duration::from_secs(1)));
-    assert_eq!(n.status.last_error.as_deref(), Some("disk on fire"));
-    assert!(n.status.lease.is_none());
-    let ev: serde_json::Value = serde_json::from_str(&n.event.unwrap().data).unwrap();
+    assert_eq!(n.status().state, JobState::Ready);
+    assert_eq!(n.status().ready_at, T0.plus(Duration::from_secs(1)));
+    assert_eq!(n.status().last_error.as_deref(), Some("disk on fire"));
+    assert!(n.status().lease.is_none());
+    let ev: serde_json::Value = serde_json::from_str(&n.event().unwrap().data).unwrap();
     assert_eq!(ev["error"], "disk on fire");
 
     s.attempts = 3;
     let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
-    assert_eq!(n.status.state, JobState::Dead);
-    assert_eq!(n.status.finished_at, Some(T0));
-    let ev: serde_json::Value = serde_json::from_str(&n.event.unwrap().data).unwrap();
+    assert_eq!(n.status().state, JobState::Dead);
+    assert_eq!(n.status().finished_at, Some(T0));
+    let ev: serde_json::Value = serde_json::from_str(&n.event().unwrap().data).unwrap();
     assert_eq!(ev["dead"], true);
 }
 
@@ -213,7 +248,7 @@ fn nack_explicit_retry_in_and_permanent() {
         permanent: false,
     };
     assert_eq!(
-        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status.ready_at,
+        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status().ready_at,
         T0.plus(Duration::from_secs(5))
     );
     let a = Action::Nack {
@@ -223,7 +258,7 @@ fn nack_explicit_retry_in_and_permanent() {
         permanent: true,
     };
     assert_eq!(
-        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status.state,
+        transition(JobId(1), &s, a, &ctx(&p, T0)).unwrap().status().state,
         JobState::Dead
     );
 }
@@ -238,9 +273,9 @@ fn release_gives_back_the_attempt() {
         &ctx(&p, T0),
     )
     .unwrap();
-    assert_eq!(n.status.attempts, 0);
-    assert_eq!(n.status.ready_at, T0);
-    assert_eq!(n.status.last_token, LeaseToken(7));
+    assert_eq!(n.status().attempts, 0);
+    assert_eq!(n.status().ready_at, T0);
+    assert_eq!(n.status().last_token, LeaseToken(7));
 }
 
 #[test]
@@ -256,13 +291,13 @@ fn snooze_gives_back_the_attempt_and_waits() {
         &ctx(&p, T0),
     )
     .unwrap();
-    assert_eq!(n.status.state, JobState::Ready);
-    assert_eq!(n.status.attempts, 0);
-    assert_eq!(n.status.ready_at, T0.plus(Duration::from_secs(600)));
-    assert_eq!(n.status.lease, None);
-    assert_eq!(n.status.last_token, LeaseToken(7));
-    let e = n.event.unwrap();
-    assert_eq!(e.kind, "snoozed");
+    assert_eq!(n.status().state, JobState::Ready);
+    assert_eq!(n.status().attempts, 0);
+    assert_eq!(n.status().ready_at, T0.plus(Duration::from_secs(600)));
+    assert_eq!(n.status().lease, None);
+    assert_eq!(n.status().last_token, LeaseToken(7));
+    let e = n.event().unwrap();
+    assert_eq!(e.kind.as_str(), "snoozed");
     assert!(e.data.contains("\"token\":7"), "{}", e.data);
     // Another lease's token cannot snooze it.
     let stale = Action::Snooze {
@@ -283,14 +318,14 @@ fn expire_only_after_expiry_and_counts_attempt() {
     let at = T0.plus(Duration::from_secs(30));
     let n = transition(JobId(1), &s, Action::Expire, &ctx(&p, at)).unwrap();
     assert_eq!(
-        (n.status.state, n.status.attempts, n.status.ready_at),
+        (n.status().state, n.status().attempts, n.status().ready_at),
         (JobState::Ready, 1, at)
     );
     s.attempts = 3;
     assert_eq!(
         transition(JobId(1), &s, Action::Expire, &ctx(&p, at))
             .unwrap()
-            .status
+            .status()
             .state,
         JobState::Dead
     );
@@ -305,12 +340,12 @@ fn extend_moves_expiry_keeps_token() {
         lease_for: Duration::from_secs(60),
     };
     let n = transition(JobId(1), &status(JobState::Leased), a, &ctx(&p, now)).unwrap();
-    let l = n.status.lease.unwrap();
+    let l = n.status().lease.unwrap();
     assert_eq!(
         (l.token, l.expires_at),
         (LeaseToken(7), now.plus(Duration::from_secs(60)))
     );
-    assert!(n.event.is_none());
+    assert!(n.event().is_none());
 }
 
 #[test]
@@ -319,7 +354,7 @@ fn retry_resets_attempts() {
     let mut s = status(JobState::Dead);
     s.attempts = 3;
     let n = transition(JobId(1), &s, Action::Retry, &ctx(&p, T0)).unwrap();
-    assert_eq!((n.status.attempts, n.status.finished_at), (0, None));
+    assert_eq!((n.status().attempts, n.status().finished_at), (0, None));
 }
 
 #[test]
@@ -331,8 +366,8 @@ fn lease_and_ack_events_are_json_objects_with_sorted_keys() {
         lease_for: Duration::from_secs(30),
     };
     let n = transition(JobId(1), &s, lease, &ctx(&p, T0)).unwrap();
-    let ev = n.event.unwrap();
-    assert_eq!(ev.kind, "leased");
+    let ev = n.event().unwrap();
+    assert_eq!(ev.kind.as_str(), "leased");
     let v: serde_json::Value = serde_json::from_str(&ev.data).unwrap();
     assert_eq!(v["worker"], "w\"1");
     assert_eq!(v["attempt"], 1);
@@ -340,8 +375,8 @@ fn lease_and_ack_events_are_json_objects_with_sorted_keys() {
     let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
     assert_eq!(keys, ["attempt", "expires_at", "token", "worker"]);
     let ack = Action::Ack { token: LeaseToken(1) };
-    let n = transition(JobId(1), &n.status, ack, &ctx(&p, T0)).unwrap();
-    assert_eq!(n.event.unwrap().data, r#"{"attempt":1,"token":1}"#);
+    let n = transition(JobId(1), &n.status(), ack, &ctx(&p, T0)).unwrap();
+    assert_eq!(n.event().unwrap().data, r#"{"attempt":1,"token":1}"#);
 }
 
 /// An ack repeated with the token it succeeded with is answered Ok and
@@ -351,19 +386,19 @@ fn a_repeated_ack_is_answered_and_changes_nothing() {
     let p = policy();
     let leased = status(JobState::Leased);
     let first = transition(JobId(1), &leased, Action::Ack { token: LeaseToken(7) }, &ctx(&p, T0)).unwrap();
-    assert!(!first.unchanged);
+    assert!(!first.unchanged());
     let again = transition(
         JobId(1),
-        &first.status,
+        &first.status(),
         Action::Ack { token: LeaseToken(7) },
         &ctx(&p, T0),
     )
     .unwrap();
-    assert!(again.unchanged && again.event.is_none() && !again.delete);
-    assert_eq!(again.status, first.status);
+    assert!(again.unchanged() && again.event().is_none() && !again.deleted());
+    assert_eq!(*again.status_after(&first.status()), first.status());
     let stale = transition(
         JobId(1),
-        &first.status,
+        &first.status(),
         Action::Ack { token: LeaseToken(6) },
         &ctx(&p, T0),
     );
@@ -383,7 +418,7 @@ fn a_repeated_ack_is_answered_and_changes_nothing() {
         retry_in: None,
         permanent: false,
     };
-    assert!(transition(JobId(1), &first.status, nack, &ctx(&p, T0)).is_err());
+    assert!(transition(JobId(1), &first.status(), nack, &ctx(&p, T0)).is_err());
 }
 
 #[test]
@@ -394,17 +429,17 @@ fn a_waiting_job_counts_down_to_ready_and_keeps_its_own_delay() {
     assert_eq!(s.state, JobState::Waiting);
     let unblock = Action::Unblock { parent: JobId(5) };
     let one = transition(JobId(9), &s, unblock, &ctx(&p, T0)).unwrap();
-    assert_eq!((one.status.state, one.status.waiting_on), (JobState::Waiting, 1));
-    assert!(one.event.is_none(), "no event until it is READY");
-    let two = transition(JobId(9), &one.status, unblock, &ctx(&p, T0)).unwrap();
-    assert_eq!((two.status.state, two.status.waiting_on), (JobState::Ready, 0));
-    assert_eq!(two.status.ready_at, later, "its own delay still holds");
-    assert_eq!(two.event.unwrap().kind, "unblocked");
+    assert_eq!((one.status().state, one.status().waiting_on), (JobState::Waiting, 1));
+    assert!(one.event().is_none(), "no event until it is READY");
+    let two = transition(JobId(9), &one.status(), unblock, &ctx(&p, T0)).unwrap();
+    assert_eq!((two.status().state, two.status().waiting_on), (JobState::Ready, 0));
+    assert_eq!(two.status().ready_at, later, "its own delay still holds");
+    assert_eq!(two.event().unwrap().kind.as_str(), "unblocked");
     // Readied after its delay passed: due now, not in the past.
     let late = T0.plus(Duration::from_secs(120));
     let s = JobStatus::new_waiting(T0, 3, 1);
     let r = transition(JobId(9), &s, unblock, &ctx(&p, late)).unwrap();
-    assert_eq!(r.status.ready_at, late);
+    assert_eq!(r.status().ready_at, late);
     // Nothing to wait for: READY at once.
     assert_eq!(JobStatus::new_waiting(T0, 3, 0).state, JobState::Ready);
 }
@@ -418,11 +453,11 @@ fn an_abandoned_job_is_cancelled_with_the_reason() {
         state: Some(JobState::Dead),
     };
     let next = transition(JobId(9), &s, action, &ctx(&p, T0)).unwrap();
-    assert_eq!(next.status.state, JobState::Cancelled);
-    assert_eq!(next.status.waiting_on, 0);
-    assert_eq!(next.status.finished_at, Some(T0));
-    let e = next.event.unwrap();
-    assert_eq!(e.kind, "cancelled");
+    assert_eq!(next.status().state, JobState::Cancelled);
+    assert_eq!(next.status().waiting_on, 0);
+    assert_eq!(next.status().finished_at, Some(T0));
+    let e = next.event().unwrap();
+    assert_eq!(e.kind.as_str(), "cancelled");
     let data: Value = serde_json::from_str(&e.data).unwrap();
     assert_eq!(data["dependency"], 5);
     assert_eq!(data["reason"], "job 5 it depends on ended DEAD");

@@ -450,8 +450,8 @@ fn enqueue(db: &str, hold_after: u64) -> Result<(), Box<dyn std::error::Error>> 
             }
         }
     };
-    if relay::is_postgres_url(db) {
-        let mut client = relay::postgres::Client::connect(db, relay::postgres::NoTls)?;
+    if let relay::StoreUrl::Postgres(url) = relay::StoreUrl::parse(db) {
+        let mut client = relay::postgres::Client::connect(url, relay::postgres::NoTls)?;
         client.batch_execute("CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY)")?;
         let last: i64 = client.query_one("SELECT coalesce(max(id), 0) FROM orders", &[])?.get(0);
         for n in u64::try_from(last)? + 1.. {

@@ -41,7 +41,7 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
     {
-        let (op, rx) = Call::boxed(Box::new(work), hint, false);
+        let (op, rx) = Call::boxed(Box::new(work), hint);
         Self { op, rx }
     }
 
@@ -55,7 +55,7 @@ impl<T: Send + 'static> Pending<T> {
     where
         F: FnMut(&mut Plan<'_>, &mut BatchCtx<'_>) -> Result<T> + Send + 'static,
     {
-        let (op, rx) = Call::boxed(Box::new(work), Hint::Jobs(vec![id]), true);
+        let (op, rx) = Call::of_holder(Box::new(work), id);
         Self { op, rx }
     }
 }

@@ -8,8 +8,8 @@ use crate::engine::plan::{Gate, Plan};
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, Submitted, ValidJob, ValidLease, ValidSchedule};
 use relay_core::{
-    choose, transition, Action, Candidate, DependencyFailure, Job, JobId, JobState, JobStatus, Next, Schedule,
-    Timestamp,
+    choose, transition, Action, Candidate, DependencyFailure, EventKind, Job, JobId, JobState, JobStatus, Next,
+    Schedule, Timestamp,
 };
 use relay_store::{Dependent, Store};
 
@@ -101,7 +101,7 @@ fn insert(
         tags: j.tags.clone(),
         status: status.clone(),
     })?;
-    plan.event(id, "submitted", data.to_string(), false)?;
+    plan.event(id, EventKind::Submitted, data.to_string())?;
     match deps {
         Deps::Waiting(parents) => {
             for parent in parents {
@@ -205,7 +205,7 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
                 Action::Abandon { parent, state: ended }
             };
             let next = transition(d.child, &cur, action, &ctx.transition_ctx())?;
-            let status = next.status.clone();
+            let status = next.status_after(&cur).clone();
             persist(plan, d.child, next, None)?;
             match status.state {
                 JobState::Ready => ctx.made_ready |= status.ready_at <= ctx.now,
@@ -236,7 +236,7 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
             lease_for,
         };
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
-        let status = next.status.clone();
+        let status = next.status_after(&job.status).clone();
         persist(plan, job.id, next, None)?;
         plan.count_lease(&job.queue)?;
         jobs.push(LeasedJob::new(job, status, lease_for));
@@ -271,7 +271,7 @@ pub(crate) fn act(
     let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
     let next = transition(id, &cur, action, &ctx.transition_ctx())?;
     let mut retaken = None;
-    if matches!(action, Action::Retry) && !next.unchanged {
+    if matches!(action, Action::Retry) && next != Next::Unchanged {
         // Checked before deciding: the unique index would refuse the write,
         // and that fails the whole batch.
         if let Some((key, holder)) = plan.retry_key(id)? {
@@ -281,11 +281,11 @@ pub(crate) fn act(
             retaken = Some(key);
         }
     }
-    let status = next.status.clone();
+    let status = next.status_after(&cur).clone();
+    let deleted = next == Next::Delete;
     // The job has just ended (or is gone before it did): those waiting
     // for it are told.
-    let ended = !cur.state.is_finished() && (next.delete || status.state.is_finished());
-    let deleted = next.delete;
+    let ended = !cur.state.is_finished() && (deleted || status.state.is_finished());
     // A lease that counted against its queue's max_leased ends: a claim
     // later in this batch may take its slot.
     let unleased = cur.state == JobState::Leased
@@ -599,21 +599,20 @@ pub(crate) fn set_schedule_paused(
 /// Appends a user event to an existing job.
 pub(crate) fn append_event(plan: &mut Plan<'_>, id: JobId, kind: &str, data: &str) -> Result<i64> {
     plan.status(id)?.ok_or(Error::NotFound { id })?;
-    plan.event(id, kind.to_owned(), data.to_owned(), true)?
-        .ok_or(Error::NotFound { id })
+    plan.user_event(id, kind.to_owned(), data.to_owned())
 }
 
 /// Records `next` in the batch's plan.
 fn persist(plan: &mut Plan<'_>, id: JobId, next: Next, result: Option<&[u8]>) -> Result<()> {
-    if next.unchanged {
-        return Ok(());
+    match next {
+        Next::Unchanged => Ok(()),
+        Next::Delete => plan.delete(id),
+        Next::Update { status, event } => {
+            plan.update(id, status, result)?;
+            if let Some(e) = event {
+                plan.event(id, e.kind, e.data)?;
+            }
+            Ok(())
+        }
     }
-    if next.delete {
-        return plan.delete(id);
-    }
-    plan.update(id, next.status, result)?;
-    if let Some(e) = next.event {
-        plan.event(id, e.kind, e.data, false)?;
-    }
-    Ok(())
 }

@@ -16,7 +16,7 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{Job, JobId, JobState, JobStatus, Timestamp};
+use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Timestamp};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
@@ -631,24 +631,57 @@ impl<'s> Plan<'s> {
         Ok(())
     }
 
-    /// Appends an event to job `id`; returns its number when `numbered`
-    /// (reading the job's last number first if this batch has not yet).
-    pub(crate) fn event(
-        &mut self,
-        id: JobId,
-        kind: impl Into<Cow<'static, str>>,
-        data: String,
-        numbered: bool,
-    ) -> Result<Option<i64>> {
+    /// Appends one of the engine's own events to job `id`. The end of an
+    /// attempt (`succeeded`, `failed`, `expired`) counts in the throughput
+    /// history.
+    pub(crate) fn event(&mut self, id: JobId, kind: EventKind, data: String) -> Result<()> {
+        self.append_event(id, Cow::Borrowed(kind.as_str()), data, |status| match kind {
+            EventKind::Succeeded => Tally {
+                succeeded: 1,
+                ..Tally::default()
+            },
+            EventKind::Failed | EventKind::Expired => Tally {
+                failed: 1,
+                dead: u32::from(status.state == JobState::Dead),
+                ..Tally::default()
+            },
+            _ => Tally::default(),
+        })
+        .map(drop)
+    }
+
+    /// Appends a user's event (any kind, counted nowhere) to job `id` and
+    /// returns its number, reading the job's last number first if this
+    /// batch has not yet.
+    pub(crate) fn user_event(&mut self, id: JobId, kind: String, data: String) -> Result<i64> {
         let Some(e) = self.entry(id)? else {
             return Err(Error::NotFound { id });
         };
-        let need_base = numbered && e.seq_base.is_none();
-        if need_base {
-            let base = self.store.event_last_seq(id)?;
-            if let Some(Slot::Row(e)) = self.jobs.get_mut(&id) {
-                e.seq_base = Some(base);
+        let base = match e.seq_base {
+            Some(base) => base,
+            None => {
+                let base = self.store.event_last_seq(id)?;
+                if let Some(Slot::Row(e)) = self.jobs.get_mut(&id) {
+                    e.seq_base = Some(base);
+                }
+                base
             }
+        };
+        let ord = self.append_event(id, Cow::Owned(kind), data, |_| Tally::default())?;
+        Ok(base + ord)
+    }
+
+    /// Appends an event to job `id`, tallied from the job's status; returns
+    /// its place among this batch's events of the job.
+    fn append_event(
+        &mut self,
+        id: JobId,
+        kind: Cow<'static, str>,
+        data: String,
+        tally: impl FnOnce(&JobStatus) -> Tally,
+    ) -> Result<i64> {
+        if self.entry(id)?.is_none() {
+            return Err(Error::NotFound { id });
         }
         self.save(id);
         let at = self.now;
@@ -657,21 +690,7 @@ impl<'s> Plan<'s> {
         };
         e.events += 1;
         let ord = e.events;
-        let seq = e.seq_base.map(|b| b + ord);
-        let kind: Cow<'static, str> = kind.into();
-        // The engine's events only: a user's event may be called anything.
-        let tally = match (kind.as_ref(), numbered) {
-            ("succeeded", false) => Tally {
-                succeeded: 1,
-                ..Tally::default()
-            },
-            ("failed" | "expired", false) => Tally {
-                failed: 1,
-                dead: u32::from(e.status.state == JobState::Dead),
-                ..Tally::default()
-            },
-            _ => Tally::default(),
-        };
+        let tally = tally(&e.status);
         self.events.push(PlannedEvent {
             job: id,
             ord,
@@ -680,7 +699,7 @@ impl<'s> Plan<'s> {
             data,
             tally,
         });
-        Ok(seq.filter(|_| numbered))
+        Ok(ord)
     }
 
     fn take_key(&mut self, key: String, id: JobId) {

@@ -65,11 +65,26 @@ pub(crate) struct Call<T> {
     reply: flume::Sender<Result<T>>,
     hint: Hint,
     /// See [`Operation::held`].
-    held: bool,
+    holder_of: Option<JobId>,
 }
 
 impl<T: Send + 'static> Call<T> {
-    pub(crate) fn boxed(work: Work<T>, hint: Hint, held: bool) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+    /// An operation that reads what `hint` says.
+    pub(crate) fn boxed(work: Work<T>, hint: Hint) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+        Self::with_holder(work, hint, None)
+    }
+
+    /// An operation of the holder of `id`'s lease (see
+    /// [`Operation::held`]).
+    pub(crate) fn of_holder(work: Work<T>, id: JobId) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
+        Self::with_holder(work, Hint::Jobs(vec![id]), Some(id))
+    }
+
+    fn with_holder(
+        work: Work<T>,
+        hint: Hint,
+        holder_of: Option<JobId>,
+    ) -> (Box<dyn Operation>, flume::Receiver<Result<T>>) {
         let (reply, rx) = flume::bounded(1);
         (
             Box::new(Call {
@@ -77,7 +92,7 @@ impl<T: Send + 'static> Call<T> {
                 out: None,
                 reply,
                 hint,
-                held,
+                holder_of,
             }),
             rx,
         )
@@ -90,13 +105,7 @@ impl<T: Send + 'static> Operation for Call<T> {
     }
 
     fn held(&self) -> Option<JobId> {
-        match &self.hint {
-            Hint::Jobs(ids) if self.held => match ids.as_slice() {
-                [id] => Some(*id),
-                _ => None,
-            },
-            _ => None,
-        }
+        self.holder_of
     }
 
     fn forget_plan(&mut self) {
@@ -135,6 +144,18 @@ pub(crate) struct Answered {
 }
 
 impl Answered {
+    /// A written batch's answer, before its operations are moved in
+    /// (`Writer::route`). Waiting lessees are woken when it is answered,
+    /// after its fsync: never for a job whose submit is not yet durable.
+    fn unsent(outcome: Result<()>, made_ready: bool, unsynced: Option<u64>) -> Self {
+        Self {
+            ops: Vec::new(),
+            outcome,
+            made_ready,
+            unsynced,
+        }
+    }
+
     /// A batch that was not made durable gets the sync's error instead of
     /// its own success.
     fn sync_failed(&mut self, e: &Error) {
@@ -448,99 +469,125 @@ impl Writer {
         Err(Error::MaybeApplied(e))
     }
 
+    /// Writes and commits one batch, then routes its answers.
     fn execute(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
         let _span = tracing::debug_span!("relay.commit", ops = batch.len()).entered();
+        let done = self.write(batch)?;
+        if let Err(e) = &done.outcome {
+            // A caller's write failed (an idle pass's failure, say a
+            // connection to restart, is no caller's answer; Busy is
+            // another process's turn, not a failure).
+            if !batch.is_empty() && !matches!(e, Error::Busy) {
+                self.deliver
+                    .counters
+                    .write_failed(e.to_string(), self.options.clock.now());
+            }
+        }
+        self.route(batch, done)
+    }
+
+    /// Writes `batch` and commits it: one holder's operation alone is
+    /// planned without a read where it can be (`unread`), anything else
+    /// from reads, again after a conflict with another process. `None`:
+    /// refused and answered, because a sync failed (writing on could make
+    /// later answers durable while an earlier commit is lost).
+    fn write(&mut self, batch: &mut Vec<Box<dyn Operation>>) -> Option<Answered> {
         if let Some(e) = self.deliver.durability.failure() {
-            // A sync failed: writing on could make later answers durable
-            // while an earlier commit is lost. Refuse everything.
             refuse(batch, &e, &self.deliver.ready);
             return None;
         }
-        let mut busy_retries = 0;
-        let mut unsynced = None;
         let mut instant = None;
-        let unread = self.unread(batch, &mut instant);
-        let (outcome, made_ready) = if let Some(done) = unread {
-            done
-        } else {
-            loop {
-                if let Err(e) = self.store.begin() {
-                    let _ = self.store.rollback();
-                    break (Err(e.into()), false);
+        if let Some((outcome, made_ready)) = self.unread(batch, &mut instant) {
+            return Some(Answered::unsent(outcome, made_ready, None));
+        }
+        let mut conflicts = 0;
+        loop {
+            match self.attempt(batch, &mut instant) {
+                Attempt::Done {
+                    outcome,
+                    made_ready,
+                    unsynced,
+                } => return Some(Answered::unsent(outcome, made_ready, unsynced)),
+                Attempt::Refused => return None,
+                Attempt::Conflict if conflicts < BUSY_RETRIES => {
+                    conflicts += 1;
+                    tracing::debug!("the batch met a conflict with another process; planning it again");
                 }
-                // A redo keeps the first batch's duties, but its clock is
-                // read again: this BEGIN may have waited too.
-                let (now, duties) = match instant {
-                    Some((_, duties)) => (self.options.clock.now(), duties),
-                    None => *instant.insert(self.instant(batch)),
-                };
-                let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
-                let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
-                let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
-                if planned.is_ok() {
-                    self.housekeeping.ticked(&self.deliver.counters, &ctx);
-                }
-                match planned {
-                    Ok(Planned::Committed(reaped)) => {
-                        let made_ready = ctx.made_ready;
-                        self.committed(batch.len(), reaped);
-                        break (Ok(()), made_ready);
-                    }
-                    Ok(Planned::CommitFailed(e)) => break (self.commit_failed(e), false),
-                    Ok(Planned::Applied(reaped)) => {
-                        let made_ready = ctx.made_ready;
-                        if let Some(e) = self.deliver.durability.failure() {
-                            // A sync failed while this batch was applied: it
-                            // must not reach the file.
-                            let _ = self.store.rollback();
-                            refuse(batch, &e, &self.deliver.ready);
-                            return None;
-                        }
-                        if self.path == CommitPath::Split && (!batch.is_empty() || reaped > 0) {
-                            // Numbered before COMMIT: any reader that sees this
-                            // batch then waits for its fsync (see durable.rs).
-                            unsynced = Some(self.deliver.durability.begin_commit());
-                        }
-                        break (self.commit(batch.len(), reaped), made_ready);
-                    }
-                    Err(Error::Busy) if self.store.busy_is_transient() && busy_retries < BUSY_RETRIES => {
-                        // Another process won a race this batch planned around
-                        // (a deadlock, or a unique key taken between the check
-                        // and the write): nothing was applied; plan again.
-                        let _ = self.store.rollback();
-                        busy_retries += 1;
-                        tracing::debug!("the batch met a conflict with another process; planning it again");
-                    }
-                    Err(e) => {
-                        let _ = self.store.rollback();
-                        break (Err(e), false);
-                    }
+                Attempt::Conflict => return Some(Answered::unsent(Err(Error::Busy), false, None)),
+            }
+        }
+    }
+
+    /// One try at a batch: BEGIN, plan and apply, COMMIT (numbered first
+    /// when its fsync comes apart).
+    fn attempt(&mut self, batch: &mut Vec<Box<dyn Operation>>, instant: &mut Option<(Timestamp, Duties)>) -> Attempt {
+        if let Err(e) = self.store.begin() {
+            let _ = self.store.rollback();
+            return Attempt::failed(e.into());
+        }
+        // A redo keeps the first try's duties, but its clock is read
+        // again: this BEGIN may have waited too.
+        let (now, duties) = match *instant {
+            Some((_, duties)) => (self.options.clock.now(), duties),
+            None => *instant.insert(self.instant(batch)),
+        };
+        let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
+        let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
+        let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
+        if planned.is_ok() {
+            self.housekeeping.ticked(&self.deliver.counters, &ctx);
+        }
+        let made_ready = ctx.made_ready;
+        match planned {
+            Ok(Planned::Committed(reaped)) => {
+                self.committed(batch.len(), reaped);
+                Attempt::Done {
+                    outcome: Ok(()),
+                    made_ready,
+                    unsynced: None,
                 }
             }
-        };
-        match &outcome {
-            Ok(()) | Err(Error::Busy) => {}
-            // A caller's write failed (an idle pass's failure, say a
-            // connection to restart, is no caller's answer).
-            Err(e) if !batch.is_empty() => self
-                .deliver
-                .counters
-                .write_failed(e.to_string(), self.options.clock.now()),
-            Err(_) => {}
+            Ok(Planned::CommitFailed(e)) => Attempt::failed_commit(self.commit_failed(e)),
+            Ok(Planned::Applied(reaped)) => {
+                if let Some(e) = self.deliver.durability.failure() {
+                    // A sync failed while this batch was applied: it must
+                    // not reach the file.
+                    let _ = self.store.rollback();
+                    refuse(batch, &e, &self.deliver.ready);
+                    return Attempt::Refused;
+                }
+                // Numbered before COMMIT: any reader that sees this batch
+                // then waits for its fsync (see durable.rs).
+                let unsynced = (self.path == CommitPath::Split && (!batch.is_empty() || reaped > 0))
+                    .then(|| self.deliver.durability.begin_commit());
+                Attempt::Done {
+                    outcome: self.commit(batch.len(), reaped),
+                    made_ready,
+                    unsynced,
+                }
+            }
+            Err(Error::Busy) if self.store.busy_is_transient() => {
+                // Another process won a race this batch planned around (a
+                // deadlock, or a unique key taken between the check and
+                // the write): nothing was applied.
+                let _ = self.store.rollback();
+                Attempt::Conflict
+            }
+            Err(e) => {
+                let _ = self.store.rollback();
+                Attempt::failed(e)
+            }
         }
-        // Waiting lessees are woken when the batch is answered, after its
-        // fsync: never for a job whose submit is not yet durable.
-        let done = Answered {
-            ops: Vec::new(),
-            outcome,
-            made_ready,
-            unsynced,
-        };
+    }
+
+    /// Hands a written batch's answers on: back to the caller of `process`
+    /// (few callers, nobody else waiting), or to the sync or reply thread.
+    fn route(&mut self, batch: &mut Vec<Box<dyn Operation>>, done: Answered) -> Option<Answered> {
         // While the sync thread is in an fsync, a small batch goes to it too
         // (its next fsync covers it) rather than wait here for its turn:
         // the writer thread must not stall on the disk.
         let inline_sync = self.rx.is_empty() && !self.deliver.sync_busy();
-        if batch.len() <= REPLY_INLINE_MAX && (unsynced.is_none() || inline_sync) {
+        if batch.len() <= REPLY_INLINE_MAX && (done.unsynced.is_none() || inline_sync) {
             // Few callers and nobody else waiting: syncing and answering
             // them in this thread (after it lets go of the writer) is
             // cheaper than two thread hops.
@@ -562,6 +609,42 @@ impl Writer {
             return Some(lost);
         }
         None
+    }
+}
+
+/// How one try at a batch ended.
+enum Attempt {
+    /// Committed, or failed: the callers' answer, whether a job became
+    /// ready to lease, and the commit's number while it awaits its fsync.
+    Done {
+        outcome: Result<()>,
+        made_ready: bool,
+        unsynced: Option<u64>,
+    },
+    /// Another process won a race the batch planned around: nothing was
+    /// applied; plan it again.
+    Conflict,
+    /// Refused and answered: a sync failed while it was applied.
+    Refused,
+}
+
+impl Attempt {
+    /// Nothing applied: the batch fails with `e`.
+    fn failed(e: Error) -> Self {
+        Self::Done {
+            outcome: Err(e),
+            made_ready: false,
+            unsynced: None,
+        }
+    }
+
+    /// A COMMIT whose fate is unknown (`commit_failed`'s answer).
+    fn failed_commit(outcome: Result<()>) -> Self {
+        Self::Done {
+            outcome,
+            made_ready: false,
+            unsynced: None,
+        }
     }
 }
 
