@@ -8,7 +8,7 @@ use crate::write::{only_new_jobs, InsertCols, Writes};
 mod unread;
 use postgres::{Row, Statement};
 use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Schedule, Timestamp};
-use relay_store::{Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError};
+use relay_store::{Behaviour, Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError};
 use std::sync::{Arc, Mutex};
 use tokio_postgres::types::ToSql;
 
@@ -192,12 +192,16 @@ impl Store for PgStore {
         self.pipe.finish("ROLLBACK")
     }
 
-    fn busy_is_transient(&self) -> bool {
-        true
-    }
-
-    fn locks_candidates(&self) -> bool {
-        true
+    /// Deadlocks and unique keys taken by another process are transient,
+    /// claims lock their candidates (`FOR UPDATE SKIP LOCKED`), and a
+    /// holder's batch may be written unread (`apply_unread`).
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            failed_commit_is_final: false,
+            busy_is_transient: true,
+            locks_candidates: true,
+            applies_unread: true,
+        }
     }
 
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError> {
@@ -458,10 +462,6 @@ impl Store for PgStore {
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         let row = self.query_one(include_str!("../sql/event_last_seq.sql"), &[&id.0])?;
         decode::col(&row, 0, "seq", Some(id))
-    }
-
-    fn applies_unread(&self) -> bool {
-        true
     }
 
     /// Any thread outside an async runtime: the writer's connection runs on

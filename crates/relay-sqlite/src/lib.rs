@@ -43,18 +43,40 @@ use std::sync::Arc;
 #[doc(hidden)]
 pub use sync::set_wal_sync_hook;
 
-/// The store on a caller's own connection to a Relay file, for one call
-/// inside the transaction the caller holds open on it (transactional
-/// enqueue, `Relay::submit_in`). Its `begin`/`commit`/`rollback` are a
-/// savepoint in that transaction: what it writes commits or rolls back
-/// with the caller's transaction, and an error undoes only its own part.
+/// Why a caller's connection cannot carry a transactional submit
+/// ([`within`]).
+#[derive(Debug, thiserror::Error)]
+pub enum WithinError {
+    /// The connection is not fit for it (no transaction open, another
+    /// file, a commit that would not be durable): the message says what to
+    /// change.
+    #[error("{0}")]
+    Refused(String),
+    /// Reading the connection, or its file's schema, failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The store on a caller's own connection to the Relay file at `ours`,
+/// for one call inside the transaction the caller holds open on it
+/// (transactional enqueue, `Relay::submit_in`). Its
+/// `begin`/`commit`/`rollback` are a savepoint in that transaction: what it
+/// writes commits or rolls back with the caller's transaction, and an
+/// error undoes only its own part.
 ///
 /// # Errors
 ///
-/// [`StoreError::SchemaTooNew`] or [`StoreError::NotADatabase`] when the
-/// connection's file is not at this build's schema version (open it with
-/// this Relay first, which migrates it).
-pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '_, StoreError> {
+/// - [`WithinError::Refused`]: the connection has no transaction open, is
+///   on another file (or in memory), or runs with `synchronous` below
+///   FULL (its commit would not be durable on power loss).
+/// - [`StoreError::SchemaTooNew`] or [`StoreError::NotADatabase`] when the
+///   connection's file is not at this build's schema version (open it with
+///   this Relay first, which migrates it).
+pub fn within<'c>(
+    conn: &'c rusqlite::Connection,
+    ours: &std::path::Path,
+) -> Result<impl relay_store::Store + 'c, WithinError> {
+    fit_for_submit(conn, ours)?;
     // Refuses another application's file and a newer schema, as opening does.
     let version = connection::check_version(conn)?;
     if version != SCHEMA_VERSION {
@@ -62,7 +84,8 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
             reason: format!(
                 "the connection's file is at schema version {version}, not {SCHEMA_VERSION}: open it with this Relay first"
             ),
-        });
+        }
+        .into());
     }
     Ok(writer::SqliteStore {
         conn,
@@ -74,6 +97,44 @@ pub fn within(conn: &rusqlite::Connection) -> Result<impl relay_store::Store + '
         inserted: Vec::new(),
         queues: writer::Queues::default(),
     })
+}
+
+/// Refuses a connection that cannot carry a transactional submit to the
+/// Relay file at `ours`, saying what to change.
+fn fit_for_submit(tx: &rusqlite::Connection, ours: &std::path::Path) -> Result<(), WithinError> {
+    if tx.is_autocommit() {
+        return Err(WithinError::Refused(
+            "the connection has no transaction open: begin one (Connection::transaction_with_behavior) and pass it"
+                .into(),
+        ));
+    }
+    let theirs = tx.path().filter(|p| !p.is_empty()).map(std::path::Path::new);
+    let same = match (theirs, std::fs::canonicalize(ours)) {
+        (Some(theirs), Ok(ours)) => std::fs::canonicalize(theirs).is_ok_and(|t| t == ours),
+        _ => false,
+    };
+    if !same {
+        return Err(WithinError::Refused(format!(
+            "the connection is on {}, this Relay on {}: open your connection on the Relay's file",
+            theirs.map_or_else(
+                || "an in-memory or temporary database".into(),
+                |p| p.display().to_string()
+            ),
+            ours.display()
+        )));
+    }
+    let sync: i64 = tx
+        .pragma_query_value(None, "synchronous", |r| r.get(0))
+        .map_err(|e| StoreError::Io {
+            message: format!("reading the connection's synchronous setting: {e}"),
+            source: Box::new(e),
+        })?;
+    if sync < 2 {
+        return Err(WithinError::Refused(format!(
+            "the connection runs with synchronous = {sync}: its commit would not be durable on power loss; run PRAGMA synchronous = FULL on it"
+        )));
+    }
+    Ok(())
 }
 
 /// Opens connections to one SQLite database.

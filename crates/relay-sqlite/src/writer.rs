@@ -4,7 +4,7 @@
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
-use relay_store::{Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
+use relay_store::{Behaviour, Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::borrow::Borrow;
 
@@ -292,8 +292,13 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         self.exec("ROLLBACK", []).map(drop)
     }
 
-    fn failed_commit_is_final(&self) -> bool {
-        self.on_disk
+    /// A file on disk: a failed commit is final (see
+    /// [`Behaviour::failed_commit_is_final`]).
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            failed_commit_is_final: self.on_disk,
+            ..Behaviour::default()
+        }
     }
 
     fn syncer(&self) -> Option<std::sync::Arc<dyn Syncer>> {

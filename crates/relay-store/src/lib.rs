@@ -261,6 +261,36 @@ pub const PRUNE_SCAN: usize = 5000;
 /// A store the engine's writer thread owns.
 pub type WriterStore = dyn Store + Send;
 
+/// What a store does that decides how the engine drives it
+/// ([`Store::behaviour`]), in one value instead of a question per call.
+/// Each field is `false` by default: a store that is durable on commit,
+/// locks nothing it reads, and waits out its own conflicts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Behaviour {
+    /// A failed commit (other than busy or disk full) may leave what this
+    /// process reads ahead of what is on disk: a local file, whose failed
+    /// writeback Linux reports once and then forgets. The engine then
+    /// stops writing and reading, as after a failed [`Syncer::sync`].
+    /// (`false`: the store recovers by itself; PostgreSQL handles its own
+    /// fsync failures.)
+    pub failed_commit_is_final: bool,
+    /// `Busy` means a transient conflict with another process that a new
+    /// attempt resolves at once (PostgreSQL's deadlocks, and a unique key
+    /// another process took between this batch's check and its write): the
+    /// engine then plans and applies the batch again. (`false`: `Busy`
+    /// already waited its busy timeout.)
+    pub busy_is_transient: bool,
+    /// Reading claim candidates locks them until the commit (PostgreSQL's
+    /// `FOR UPDATE SKIP LOCKED`), so that a claim elsewhere may pass over
+    /// candidates a batch read and did not take: the engine then wakes
+    /// waiting lessees when such a batch commits.
+    pub locks_candidates: bool,
+    /// The store can commit a batch planned from a status it did not read
+    /// in the batch ([`Store::apply_unread`]): the one this process wrote
+    /// when it leased the job, kept by the engine.
+    pub applies_unread: bool,
+}
+
 /// The writer's connection: used by one thread, inside transactions the
 /// engine opens and closes.
 ///
@@ -301,31 +331,10 @@ pub trait Store {
         false
     }
     fn rollback(&mut self) -> Result<(), StoreError>;
-    /// True where a failed commit (other than busy or disk full) may leave
-    /// what this process reads ahead of what is on disk: a local file,
-    /// whose failed writeback Linux reports once and then forgets. The
-    /// engine then stops writing and reading, as after a failed
-    /// [`Syncer::sync`]. `false` (the default): the store recovers by
-    /// itself (PostgreSQL handles its own fsync failures).
-    fn failed_commit_is_final(&self) -> bool {
-        false
-    }
-    /// True where `Busy` means a transient conflict with another process
-    /// that a new attempt resolves at once (PostgreSQL's deadlocks, and a
-    /// unique key another process took between this batch's check and its
-    /// write): the engine then plans and applies the batch again.
-    /// `false` (the default): `Busy` already waited its busy timeout.
-    fn busy_is_transient(&self) -> bool {
-        false
-    }
-
-    /// True where reading claim candidates locks them until the commit
-    /// (PostgreSQL's `FOR UPDATE SKIP LOCKED`), so that a claim elsewhere
-    /// may pass over candidates a batch read and did not take: the engine
-    /// then wakes waiting lessees when such a batch commits. `false` (the
-    /// default): reads lock nothing.
-    fn locks_candidates(&self) -> bool {
-        false
+    /// What this store does that decides how the engine drives it, asked
+    /// once, when a writer opens on it. All `false` by default.
+    fn behaviour(&self) -> Behaviour {
+        Behaviour::default()
     }
     /// `n` ids for new jobs, never used by a committed job. An id reserved
     /// by a batch that did not commit is never shown to anyone (its callers
@@ -470,13 +479,6 @@ pub trait Store {
         }
         self.commit().map_err(CommitFailed::MaybeApplied)
     }
-    /// True where the store can commit a batch planned from a status it did
-    /// not read in the batch ([`Store::apply_unread`]): the one this
-    /// process wrote when it leased the job, kept by the engine. `false`
-    /// (the default): every batch reads what it plans from.
-    fn applies_unread(&self) -> bool {
-        false
-    }
     /// While `sealed`, every read fails with [`StoreError::Busy`]: a batch
     /// planned for [`Store::apply_unread`] must not plan from anything the
     /// guard of that write does not check. A no-op by default.
@@ -594,7 +596,7 @@ pub trait Backend: Send + Sync {
     }
     /// A sync or commit failed in a way that leaves this process's view of
     /// the data possibly ahead of the disk (see
-    /// [`Store::failed_commit_is_final`]): refuse to open the store again
+    /// [`Behaviour::failed_commit_is_final`]): refuse to open the store again
     /// in this process. A no-op where a reopen is safe (the default).
     fn quarantine(&self) {}
     /// A flag shared by every handle of this process on the same store,

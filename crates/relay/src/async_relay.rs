@@ -2,9 +2,10 @@
 
 use crate::engine::calls::{AfterFailure, SimpleAction};
 use crate::engine::metrics::Metrics;
+use crate::engine::reads::{Stats, StoreInfo};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::relay::{first, single, Stats, StoreInfo};
+use crate::relay::{first, single};
 // The docs of each method point to its blocking twin.
 use crate::request::{Completion, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked};
 #[cfg(doc)]

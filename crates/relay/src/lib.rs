@@ -60,12 +60,13 @@ pub mod worker;
 
 pub use async_relay::AsyncRelay;
 pub use engine::metrics::{Health, Metrics, WriteFailure};
+pub use engine::reads::{Stats, StatsPage, StoreInfo};
 pub use engine::search::BULK_CHUNK;
 #[doc(hidden)]
 pub use engine::WriterHold;
 pub use error::{Error, Result};
 pub use options::Options;
-pub use relay::{Relay, Stats, StatsPage, StoreInfo};
+pub use relay::Relay;
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
     MAX_WAIT,

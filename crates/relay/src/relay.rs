@@ -5,38 +5,20 @@
 
 use crate::engine::calls::{AfterFailure, SimpleAction};
 use crate::engine::metrics::Metrics;
+use crate::engine::reads::{Stats, StatsPage, StoreInfo};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::options::Options;
-use crate::request::{
-    Completion, LeaseBatch, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked,
-};
+use crate::request::{Completion, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, ValidLease, Worked};
 use crate::store_url::StoreUrl;
 use crate::AsyncRelay;
-use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput};
+use relay_core::read::{DeadGroup, Event, JobFilter, QueueTotals, Throughput};
 use relay_core::{Job, JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use relay_sqlite::{Settings, SqliteBackend};
 use relay_store::Backend;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Per-queue counts, as returned by [`Relay::stats`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Stats {
-    /// Every queue that has jobs, is paused or has limits, by name.
-    pub queues: BTreeMap<String, QueueStats>,
-}
-
-/// A page of per-queue counts, as returned by [`Relay::stats_page`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct StatsPage {
-    /// The page's queues (with jobs, paused or limited), by name.
-    pub queues: BTreeMap<String, QueueStats>,
-    /// The next page's `after`: the page's last queue, when more follow.
-    pub next: Option<String>,
-}
 
 /// A durable job queue. Every method that changes state returns only after
 /// its change is committed to disk.
@@ -1090,133 +1072,6 @@ impl Relay {
     pub fn health(&self) -> crate::Health {
         self.engine.health()
     }
-}
-
-/// Where a Relay's store is and what an answered change survives (for
-/// the dashboard and logs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreInfo {
-    /// A file's path, or a URL without its password.
-    pub location: String,
-    /// One line: the durability settings in force.
-    pub durability: String,
-}
-
-impl Engine {
-    pub(crate) fn store_info(&self) -> StoreInfo {
-        StoreInfo {
-            location: self.backend.describe(),
-            durability: self.backend.durability(),
-        }
-    }
-
-    /// When a lease found nothing: until when to sleep before looking again
-    /// (`None`: return now).
-    pub(crate) fn wait_until(&self, batch: &LeaseBatch, deadline: Instant) -> Option<Instant> {
-        let now = Instant::now();
-        if !batch.jobs.is_empty() || now >= deadline {
-            return None;
-        }
-        let mut until = deadline.min(now + self.options.poll_interval);
-        if let Some(t) = batch.next_ready_at {
-            until = until.min(now + t.since(self.options.clock.now()));
-        }
-        Some(until)
-    }
-
-    pub(crate) fn get(&self, id: JobId) -> Result<Job> {
-        self.readers.with(|r| r.job_get(id))?.ok_or(Error::NotFound { id })
-    }
-
-    pub(crate) fn events(&self, id: JobId) -> Result<Vec<Event>> {
-        let events = self.readers.with(|r| r.job_events(id, 0, u32::MAX))?;
-        if events.is_empty() {
-            self.get(id)?; // NotFound for an unknown job, else a job with no events yet
-        }
-        Ok(events)
-    }
-
-    pub(crate) fn stats(&self) -> Result<Stats> {
-        let now = self.options.clock.now();
-        let (first, last) = relay_store::ALL_QUEUES;
-        let queues = self.readers.with(|r| stats_between(r, now, first, last))?;
-        Ok(Stats { queues })
-    }
-
-    pub(crate) fn stats_page(&self, after: Option<&str>, limit: u32) -> Result<StatsPage> {
-        if limit == 0 {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "limit",
-                "a page of queues holds at least 1",
-            )));
-        }
-        if let Some(a) = after {
-            // A queue's name (never stored otherwise): a page after it is
-            // well defined, and nothing else reaches the store's query.
-            self.options
-                .limits
-                .queue(a)
-                .map_err(|e| Error::InvalidInput(relay_core::InvalidInput::new("after", e.reason)))?;
-        }
-        let now = self.options.clock.now();
-        let after = after.unwrap_or("");
-        self.readers.with(|r| {
-            let mut names = r.queue_names(after, limit.saturating_add(1))?;
-            let more = names.len() > limit as usize;
-            names.truncate(limit as usize);
-            let next = if more { names.last().cloned() } else { None };
-            let (Some(first), Some(last)) = (names.first(), names.last()) else {
-                return Ok(StatsPage::default());
-            };
-            let mut queues = stats_between(r, now, first, last)?;
-            // A queue that came since the names were read waits for a
-            // later read: the page holds `limit` at most.
-            queues.retain(|q, _| names.binary_search(q).is_ok());
-            Ok(StatsPage { queues, next })
-        })
-    }
-
-    pub(crate) fn busiest_queues(&self, limit: u32) -> Result<Stats> {
-        let now = self.options.clock.now();
-        self.readers.with(|r| {
-            let mut names = r.queue_busiest(limit)?;
-            if names.len() < limit as usize {
-                for q in r.queue_names("", limit)? {
-                    if names.len() == limit as usize {
-                        break;
-                    }
-                    if !names.contains(&q) {
-                        names.push(q);
-                    }
-                }
-            }
-            let mut queues = BTreeMap::new();
-            for q in &names {
-                queues.extend(stats_between(r, now, q, q)?);
-            }
-            Ok(Stats { queues })
-        })
-    }
-}
-
-/// The stats of the queues named from `first` to `last`: their counts,
-/// and their settings when paused or limited (a configured queue shows
-/// even with no jobs).
-fn stats_between(
-    r: &mut dyn relay_store::StoreReader,
-    now: Timestamp,
-    first: &str,
-    last: &str,
-) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
-    let mut queues = r.queue_stats(now, first, last)?;
-    for (name, s) in r.queue_settings_all(first, last)? {
-        if s.paused || s.limits.is_set() {
-            let q = queues.entry(name).or_insert_with(QueueStats::empty);
-            q.paused = s.paused;
-            q.limits = s.limits;
-        }
-    }
-    Ok(queues)
 }
 
 pub(crate) fn first<T>(items: Vec<T>) -> Result<T> {

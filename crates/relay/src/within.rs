@@ -1,6 +1,7 @@
 //! Submitting inside a transaction the caller holds open (transactional
-//! enqueue): the checks a caller's connection must pass, and the job as
-//! PostgreSQL's `relay_submit(...)` takes it. `Relay::submit_in` and
+//! enqueue): on SQLite through the caller's connection (whose checks are
+//! `relay_sqlite::within`'s), on PostgreSQL as `relay_submit(...)` takes
+//! the job. `Relay::submit_in` and
 //! `submit_in_pg` (relay.rs) are the API; ARCHITECTURE.md, "Enqueue inside
 //! the caller's transaction", says how it works.
 
@@ -12,55 +13,23 @@ impl Engine {
     /// Submits `jobs` inside the transaction open on `tx`, a connection to
     /// this Relay's SQLite file (see `Relay::submit_in`).
     pub(crate) fn submit_in(&self, tx: &rusqlite::Connection, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
-        self.same_file(tx)?;
-        let pending = self.submit_op(jobs)?;
-        let mut store = relay_sqlite::within(tx).map_err(Error::from)?;
-        self.run_within(&mut store, pending)
-    }
-
-    /// Refuses a connection that cannot carry a transactional submit to
-    /// this Relay's file, saying what to change.
-    pub(crate) fn same_file(&self, tx: &rusqlite::Connection) -> Result<()> {
-        let bad = |reason: String| Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason));
         let Some(ours) = self.backend.file() else {
-            return Err(bad(format!(
-                "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
-                self.backend.describe()
-            )));
-        };
-        if tx.is_autocommit() {
-            return Err(bad(
-                "the connection has no transaction open: begin one (Connection::transaction_with_behavior) and pass it"
-                    .into(),
-            ));
-        }
-        let theirs = tx.path().filter(|p| !p.is_empty()).map(std::path::Path::new);
-        let same = match (theirs, std::fs::canonicalize(ours)) {
-            (Some(theirs), Ok(ours)) => std::fs::canonicalize(theirs).is_ok_and(|t| t == ours),
-            _ => false,
-        };
-        if !same {
-            return Err(bad(format!(
-                "the connection is on {}, this Relay on {}: open your connection on the Relay's file",
-                theirs.map_or_else(
-                    || "an in-memory or temporary database".into(),
-                    |p| p.display().to_string()
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "transaction",
+                format!(
+                    "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
+                    self.backend.describe()
                 ),
-                ours.display()
             )));
-        }
-        let sync: i64 = tx.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(|e| {
-            Error::from(relay_store::StoreError::Io {
-                message: format!("reading the connection's synchronous setting: {e}"),
-                source: Box::new(e),
-            })
+        };
+        let mut store = relay_sqlite::within(tx, ours).map_err(|e| match e {
+            relay_sqlite::WithinError::Refused(reason) => {
+                Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason))
+            }
+            relay_sqlite::WithinError::Store(e) => e.into(),
         })?;
-        if sync < 2 {
-            return Err(bad(format!(
-                "the connection runs with synchronous = {sync}: its commit would not be durable on power loss; run PRAGMA synchronous = FULL on it"
-            )));
-        }
-        Ok(())
+        let pending = self.submit_op(jobs)?;
+        self.run_within(&mut store, pending)
     }
 }
 

@@ -147,8 +147,11 @@ impl Store for GatedStore {
     fn rollback(&mut self) -> Result<(), StoreError> {
         self.inner.rollback()
     }
-    fn failed_commit_is_final(&self) -> bool {
-        self.inner.failed_commit_is_final()
+    fn behaviour(&self) -> relay_store::Behaviour {
+        relay_store::Behaviour {
+            applies_unread: false,
+            ..self.inner.behaviour()
+        }
     }
     fn syncer(&self) -> Option<Arc<dyn Syncer>> {
         Some(Arc::clone(&self.syncer))
@@ -194,12 +197,6 @@ impl Store for GatedStore {
     }
     fn schedule_get(&mut self, name: &str) -> Result<Option<Schedule>, StoreError> {
         self.inner.schedule_get(name)
-    }
-    fn busy_is_transient(&self) -> bool {
-        self.inner.busy_is_transient()
-    }
-    fn locks_candidates(&self) -> bool {
-        self.inner.locks_candidates()
     }
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         self.inner.job_ready(queue, now, limit)

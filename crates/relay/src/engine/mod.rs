@@ -11,6 +11,7 @@ pub(crate) mod metrics;
 pub(crate) mod ops;
 pub(crate) mod plan;
 pub(crate) mod readers;
+pub(crate) mod reads;
 pub(crate) mod search;
 pub(crate) mod signal;
 pub(crate) mod writer;
@@ -140,6 +141,7 @@ impl Engine {
         };
         let writer = Writer {
             path: writer::CommitPath::of(store.as_ref(), deliver.syncer.as_ref()),
+            behaviour: store.behaviour(),
             store,
             deliver: deliver.clone(),
             rx,

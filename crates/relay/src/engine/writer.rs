@@ -24,7 +24,7 @@ use super::signal::ReadySignal;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use relay_core::{JobId, Timestamp};
-use relay_store::{CommitFailed, Store, StoreError, Syncer, WriterStore};
+use relay_store::{Behaviour, CommitFailed, Store, StoreError, Syncer, WriterStore};
 use std::sync::Arc;
 
 mod held;
@@ -214,7 +214,7 @@ pub(crate) fn sync_loop(rx: flume::Receiver<Answered>, replies: flume::Sender<An
 }
 
 /// How often a batch is applied again after a transient conflict with
-/// another process (see [`Store::busy_is_transient`]).
+/// another process (see [`Behaviour::busy_is_transient`]).
 const BUSY_RETRIES: u32 = 3;
 
 /// Batches this small (with nobody else waiting) are synced and answered by
@@ -310,6 +310,8 @@ pub(crate) struct Writer {
     pub held: Arc<HeldStatuses>,
     /// How its batches reach the disk, chosen at open.
     pub path: CommitPath,
+    /// What its store does, asked at open.
+    pub behaviour: Behaviour,
 }
 
 /// How a writer's batches reach the disk: chosen once, from what its store
@@ -327,7 +329,7 @@ pub(crate) enum CommitPath {
     Split,
     /// The write, then a COMMIT that makes it durable, watched for a
     /// failure that leaves the file behind what this process saw
-    /// ([`Store::failed_commit_is_final`]); also an operation run inside
+    /// ([`Behaviour::failed_commit_is_final`]); also an operation run inside
     /// its caller's transaction, which the caller commits.
     Plain,
 }
@@ -338,7 +340,7 @@ impl CommitPath {
     pub(crate) fn of(store: &WriterStore, syncer: Option<&Arc<dyn Syncer>>) -> Self {
         if syncer.is_some() {
             Self::Split
-        } else if store.failed_commit_is_final() {
+        } else if store.behaviour().failed_commit_is_final {
             Self::Plain
         } else {
             Self::Fused
@@ -393,6 +395,7 @@ impl Writer {
     pub(crate) fn sibling(&self, store: Box<WriterStore>) -> Self {
         Self {
             path: CommitPath::of(store.as_ref(), self.deliver.syncer.as_ref()),
+            behaviour: store.behaviour(),
             store,
             deliver: self.deliver.clone(),
             rx: self.rx.clone(),
@@ -460,7 +463,7 @@ impl Writer {
         self.deliver.counters.commit_failed();
         tracing::error!(error = %e, "commit failed; its callers are told the change may be on disk");
         let e = Arc::new(e);
-        if self.store.failed_commit_is_final() && !matches!(*e, StoreError::Busy | StoreError::Full { .. }) {
+        if self.behaviour.failed_commit_is_final && !matches!(*e, StoreError::Busy | StoreError::Full { .. }) {
             // COMMIT wrote (and, unsplit, fsynced) the file: after an
             // I/O error there, what this process sees may be ahead
             // of the disk. Same rule as a failed sync.
@@ -532,7 +535,7 @@ impl Writer {
             None => *instant.insert(self.instant(batch)),
         };
         let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
-        let held = self.store.applies_unread().then(|| Arc::clone(&self.held));
+        let held = self.behaviour.applies_unread.then(|| Arc::clone(&self.held));
         let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
         if planned.is_ok() {
             self.housekeeping.ticked(&self.deliver.counters, &ctx);
@@ -566,7 +569,7 @@ impl Writer {
                     unsynced,
                 }
             }
-            Err(Error::Busy) if self.store.busy_is_transient() => {
+            Err(Error::Busy) if self.behaviour.busy_is_transient => {
                 // Another process won a race this batch planned around (a
                 // deadlock, or a unique key taken between the check and
                 // the write): nothing was applied.

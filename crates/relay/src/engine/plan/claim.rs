@@ -23,9 +23,9 @@ pub(super) struct Pool {
 
 impl Plan<'_> {
     /// The store locks the claim candidates it reads (see
-    /// `Store::locks_candidates`).
+    /// `Behaviour::locks_candidates`).
     pub(crate) fn locks_candidates(&self) -> bool {
-        self.store.locks_candidates()
+        self.store.behaviour().locks_candidates
     }
 
     /// Claim candidates read (and, on PostgreSQL, locked) by this batch that

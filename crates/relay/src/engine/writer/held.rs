@@ -67,7 +67,7 @@ impl Writer {
         batch: &mut [Box<dyn Operation>],
         instant: &mut Option<(Timestamp, Duties)>,
     ) -> Option<(Result<()>, bool)> {
-        if !self.store.applies_unread() || self.path != CommitPath::Fused {
+        if !self.behaviour.applies_unread || self.path != CommitPath::Fused {
             return None;
         }
         let [op] = batch else {
