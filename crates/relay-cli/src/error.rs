@@ -1,6 +1,7 @@
 //! The failure of one command, and the exit status it maps to.
 
 use relay::Error;
+use relay_client::wire::ErrorCode;
 use std::fmt;
 
 /// A failure of one command, with the exit status it maps to.
@@ -16,7 +17,7 @@ pub enum CliError {
     /// A server's error answer.
     Remote {
         status: u16,
-        code: String,
+        code: ErrorCode,
         message: String,
     },
 }
@@ -46,11 +47,11 @@ impl CliError {
             }
             Self::Relay(Error::LeaseLost { .. }) => 4,
             Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
-            Self::Remote { code, .. } => match code.as_str() {
-                "invalid_input" | "invalid_request" => 2,
-                "not_found" | "dependency_not_found" => 3,
-                "lease_lost" => 4,
-                "invalid_state" | "conflict" => 5,
+            Self::Remote { code, .. } => match code {
+                ErrorCode::InvalidInput | ErrorCode::InvalidRequest => 2,
+                ErrorCode::NotFound | ErrorCode::DependencyNotFound => 3,
+                ErrorCode::LeaseLost => 4,
+                ErrorCode::InvalidState | ErrorCode::Conflict => 5,
                 _ => 1,
             },
             _ => 1,

@@ -448,7 +448,7 @@ fn heartbeat(shared: &Shared) {
             continue;
         };
         for (h, a) in held.iter().zip(answers) {
-            if a.error.as_ref().is_some_and(|e| gone(&e.code)) {
+            if a.error.as_ref().is_some_and(|e| gone(e.code)) {
                 h.3.store(true, Relaxed);
             }
         }
@@ -456,8 +456,12 @@ fn heartbeat(shared: &Shared) {
 }
 
 /// An item's error code saying the job is no longer this runner's.
-fn gone(code: &str) -> bool {
-    matches!(code, "lease_lost" | "invalid_state" | "not_found")
+fn gone(code: relay_client::wire::ErrorCode) -> bool {
+    use relay_client::wire::ErrorCode;
+    matches!(
+        code,
+        ErrorCode::LeaseLost | ErrorCode::InvalidState | ErrorCode::NotFound
+    )
 }
 
 /// A finished command's outcome on its way to the server.
@@ -521,7 +525,7 @@ impl Report {
                 }
                 self.done
             }
-            Some(e) if gone(&e.code) => Outcome::Lost,
+            Some(e) if gone(e.code) => Outcome::Lost,
             Some(e) => {
                 eprintln!(
                     "relay work: job {}: its outcome was refused ({}: {}); it runs again when its lease expires",

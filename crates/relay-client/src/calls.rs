@@ -86,7 +86,7 @@ pub(crate) fn refused(status: u16, text: &str) -> Error {
         },
         Err(_) => Error::Api {
             status,
-            code: "http".into(),
+            code: crate::wire::ErrorCode::Http,
             message: match snippet(text) {
                 t if t.is_empty() => "an answer that is not Relay's (empty)".to_owned(),
                 t => format!("an answer that is not Relay's: {t}"),

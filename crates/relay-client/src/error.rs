@@ -1,19 +1,22 @@
 //! What a call can fail with.
 
+use crate::wire::ErrorCode;
+
 /// A failed call.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The server answered with an error. `code` is stable (`not_found`,
     /// `lease_lost`, `invalid_state`, `invalid_input`, `conflict`, `busy`,
-    /// `unauthorized`...; the server's OpenAPI document lists them), and
-    /// the call changed nothing unless `code` is `maybe_applied`.
+    /// `unauthorized`...; [`ErrorCode`] lists them), and the call changed
+    /// nothing unless `code` is `maybe_applied`. An answer that is not
+    /// Relay's has [`ErrorCode::Http`].
     #[error("{message} (server answered {status} {code})")]
     Api {
         /// The HTTP status.
         status: u16,
         /// The error's code.
-        code: String,
+        code: ErrorCode,
         /// What went wrong, and what to do.
         message: String,
     },
@@ -35,9 +38,9 @@ pub enum Error {
 
 impl Error {
     /// The server's error code, when the server answered with one.
-    pub fn code(&self) -> Option<&str> {
+    pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Self::Api { code, .. } => Some(code),
+            Self::Api { code, .. } => Some(*code),
             _ => None,
         }
     }

@@ -382,16 +382,20 @@ fn errors_are_typed_and_change_nothing() {
     let server = Server::start(&["s3cret"]);
     let anonymous = Client::new(&server.url());
     let e = anonymous.stats().unwrap_err();
-    assert_eq!((e.status(), e.code()), (Some(401), Some("unauthorized")), "{e}");
+    assert_eq!(
+        (e.status(), e.code()),
+        (Some(401), Some(wire::ErrorCode::Unauthorized)),
+        "{e}"
+    );
 
     let c = Client::new(&server.url()).with_token("s3cret");
-    assert_eq!(c.get(999).unwrap_err().code(), Some("not_found"));
+    assert_eq!(c.get(999).unwrap_err().code(), Some(wire::ErrorCode::NotFound));
     let bad = c.submit(&wire::NewJob::new("no spaces", "k", b"")).unwrap_err();
-    assert_eq!(bad.code(), Some("invalid_input"), "{bad}");
+    assert_eq!(bad.code(), Some(wire::ErrorCode::InvalidInput), "{bad}");
     let id = c.submit(&wire::NewJob::new("q", "k", b"")).unwrap().id;
     let job = c.lease(&lease("q", 1)).unwrap().remove(0);
     let stale = c.ack(id, &wire::Ack::new(job.token + 1, None)).unwrap_err();
-    assert_eq!(stale.code(), Some("lease_lost"), "{stale}");
+    assert_eq!(stale.code(), Some(wire::ErrorCode::LeaseLost), "{stale}");
     assert_eq!(c.get(id).unwrap().state, "LEASED", "the stale ack changed nothing");
     c.ack(id, &wire::Ack::new(job.token, None)).unwrap();
     let late = c
@@ -404,7 +408,7 @@ fn errors_are_typed_and_change_nothing() {
             },
         )
         .unwrap_err();
-    assert_eq!(late.code(), Some("invalid_state"), "{late}");
+    assert_eq!(late.code(), Some(wire::ErrorCode::InvalidState), "{late}");
 
     // Nobody listening: a transport error naming the server.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -476,9 +480,12 @@ async fn the_async_client_sends_the_same_calls() {
     let job = c.get(id).await.unwrap();
     assert_eq!(job.result().unwrap(), Bytes::Raw(b"ok".to_vec()));
     same(&job, &server.raw_with_token(&format!("/v1/jobs/{id}"), "s3cret"));
-    assert_eq!(c.get(id + 1).await.unwrap_err().code(), Some("not_found"));
+    assert_eq!(c.get(id + 1).await.unwrap_err().code(), Some(wire::ErrorCode::NotFound));
     let anonymous = AsyncClient::new(&server.url());
-    assert_eq!(anonymous.stats().await.unwrap_err().code(), Some("unauthorized"));
+    assert_eq!(
+        anonymous.stats().await.unwrap_err().code(),
+        Some(wire::ErrorCode::Unauthorized)
+    );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -11,6 +11,7 @@ use axum::Json;
 use base64::Engine as _;
 use relay::{view, Completion, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Timestamp};
 use relay_client::wire;
+use relay_client::wire::ErrorCode;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -44,13 +45,13 @@ pub(crate) async fn deadline(State(state): S, req: Request, next: Next) -> Respo
     match tokio::time::timeout(state.config.request_timeout, next.run(req)).await {
         Ok(res) => res,
         Err(_) if reading => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long").into_response()
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Timeout, "the request took too long").into_response()
         }
         // A change cut off here may already be with the writer, which
         // commits it all the same: never answered as not applied.
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "maybe_applied",
+            ErrorCode::MaybeApplied,
             "the request took too long: its change may or may not have been applied; read it back before retrying (a submit with a unique_key is safe to retry)",
         )
         .into_response(),
@@ -450,7 +451,7 @@ pub(crate) fn wait_permit(s: &AppState, wait: Duration) -> Result<Option<tokio::
     s.waiting.try_acquire().map(Some).map_err(|_| {
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
-            "too_many_waiting",
+            ErrorCode::TooManyWaiting,
             "too many lease requests are waiting; retry shortly or wait less",
         )
     })

@@ -6,6 +6,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use relay_client::wire::ErrorCode;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -80,7 +81,7 @@ fn browser_guard(req: &Request, insecure: bool) -> Result<(), ApiError> {
 }
 
 fn forbidden(message: &str) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    ApiError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
 }
 
 /// The token of an `Authorization: Bearer <token>` header.
@@ -93,5 +94,5 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 }
 
 fn unauthorized(message: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
 }

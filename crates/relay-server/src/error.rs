@@ -6,17 +6,18 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use relay_client::wire::ErrorCode;
 use serde::de::DeserializeOwned;
 
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             status,
             code,
@@ -25,13 +26,13 @@ impl ApiError {
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, message)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let body = serde_json::json!({"error": {"code": self.code.as_str(), "message": self.message}});
         (self.status, Json(body)).into_response()
     }
 }
@@ -40,44 +41,78 @@ impl From<relay::Error> for ApiError {
     fn from(e: relay::Error) -> Self {
         use relay::Error as E;
         let (status, code) = match &e {
-            E::NotFound { .. } | E::ScheduleNotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
-            E::DependencyNotFound { .. } => (StatusCode::NOT_FOUND, "dependency_not_found"),
-            E::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
-            E::InvalidState { .. } => (StatusCode::CONFLICT, "invalid_state"),
-            E::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
-            E::InvalidInput(_) => (StatusCode::BAD_REQUEST, "invalid_input"),
-            E::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
-            E::Closed => (StatusCode::SERVICE_UNAVAILABLE, "closed"),
-            E::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt"),
-            E::MaybeApplied(_) => (StatusCode::INTERNAL_SERVER_ERROR, "maybe_applied"),
-            _ => (StatusCode::SERVICE_UNAVAILABLE, "storage"),
+            E::NotFound { .. } | E::ScheduleNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            E::DependencyNotFound { .. } => (StatusCode::NOT_FOUND, ErrorCode::DependencyNotFound),
+            E::LeaseLost { .. } => (StatusCode::CONFLICT, ErrorCode::LeaseLost),
+            E::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
+            E::Conflict { .. } => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            E::InvalidInput(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidInput),
+            E::Busy => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),
+            E::Closed => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Closed),
+            E::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Corrupt),
+            E::MaybeApplied(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::MaybeApplied),
+            _ => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Storage),
         };
         Self::new(status, code, e.to_string())
     }
 }
 
 /// `Json<T>` whose rejections are our JSON errors (400, or 413 for a body
-/// over the limit) instead of axum's plain-text ones.
+/// over the limit) instead of axum's plain-text ones. The body must be a
+/// JSON object, as every request body of the API is: serde would read a
+/// struct from an array too (`[]` as every field left out).
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(ApiError::bad_request(
+                "send the body as JSON with `Content-Type: application/json`",
+            ));
+        }
+        let body = axum::body::Bytes::from_request(req, state).await.map_err(|r| {
+            if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                ApiError::bad_request(format!("the body could not be read: {}", r.body_text()))
+            }
+        })?;
+        if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::bad_request("the body must be a JSON object"));
+        }
+        match Json::<T>::from_bytes(&body) {
             Ok(Json(v)) => Ok(ApiJson(v)),
             Err(rejection) => Err(rejection_error(&rejection)),
         }
     }
 }
 
+/// `application/json`, or another JSON type (`application/problem+json`),
+/// as axum's `Json` takes.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(v) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = v.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::PayloadTooLarge,
+        "the request body is over the server's limit",
+    )
+}
+
 fn rejection_error(r: &JsonRejection) -> ApiError {
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            "the request body is over the server's limit",
-        );
+        return too_large();
     }
     let message = match r {
         JsonRejection::MissingJsonContentType(_) => {

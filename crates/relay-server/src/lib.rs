@@ -39,6 +39,7 @@ use axum::middleware;
 use axum::routing::{get, post, put};
 use axum::Router;
 use relay::Relay;
+use relay_client::wire::ErrorCode;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -261,7 +262,13 @@ fn router(state: Arc<AppState>) -> Router {
         .merge(dashboard::router(Arc::clone(&state)))
         .route("/healthz", get(api::healthz))
         .route("/openapi.json", get(api::openapi))
-        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no_route", "no such endpoint; see /openapi.json") })
+        .fallback(|| async {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NoRoute,
+                "no such endpoint; see /openapi.json",
+            )
+        })
         .layer(middleware::from_fn_with_state(Arc::clone(&state), api::observe))
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), api::deadline))

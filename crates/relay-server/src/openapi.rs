@@ -404,9 +404,15 @@ fn schemas(max_wait: u64) -> Value {
     let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
     let text_or_null = json!({"type": "string", "nullable": true});
     let payload = json!({"description": "The bytes' JSON value (null when empty); absent when they are not JSON (then *_base64)."});
+    // Every code a server sends, from the one list (relay_client::wire::ErrorCode).
+    let codes: Vec<&str> = relay_client::wire::ErrorCode::SERVER
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    let error = json!({"type": "object", "required": ["code", "message"],
+        "properties": {"code": {"type": "string", "enum": codes}, "message": {"type": "string"}}});
     json!({
-        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": error}},
         "State": {"type": "string", "enum": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
         "QueueStats": {"type": "object", "additionalProperties": false,
             "required": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
@@ -471,7 +477,7 @@ fn schemas(max_wait: u64) -> Value {
         "ItemAnswer": {"type": "object", "required": ["id"], "description": "One item of a batch call: what it changed, or its own `error` (the job unchanged).",
             "properties": {
                 "id": {"type": "integer"}, "state": r("State"), "ready_at": time, "lease_expires_at": time,
-                "error": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"}}}}},
+                "error": error}},
         "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
             "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })
@@ -480,7 +486,8 @@ fn schemas(max_wait: u64) -> Value {
 /// `after` and `limit`: a page of queues.
 fn queue_page_params() -> Value {
     json!([
-        {"name": "after", "in": "query", "schema": {"type": "string"}},
+        {"name": "after", "in": "query", "description": "The page starts after this queue (empty or left out: the first page).",
+            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{0,64}$"}},
         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
     ])
 }

@@ -387,6 +387,16 @@ fn every_error_status_is_reachable_and_json() {
     // 400: malformed JSON, wrong fields, bad values, bad ids.
     let (st, v) = s.raw_post("/v1/jobs", "application/json", "{not json");
     assert_eq!((st, code(&v)), (400, "invalid_request"), "{v}");
+    // A body that is not a JSON object: serde would read an array as a
+    // struct with every field left out (`[]` to /v1/work was answered 200).
+    for (path, body) in [
+        ("/v1/work", "[]"),
+        ("/v1/jobs", " [\"q\", \"k\"]"),
+        ("/v1/lease", "null"),
+    ] {
+        let (st, v) = s.raw_post(path, "application/json", body);
+        assert_eq!((st, code(&v)), (400, "invalid_request"), "{path} {body}: {v}");
+    }
     let (st, v) = s.raw_post("/v1/jobs", "text/plain", "{}");
     assert_eq!(
         (st, code(&v)),

@@ -438,7 +438,148 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorDetail {
     /// Stable: what to branch on.
-    pub code: String,
+    pub code: ErrorCode,
     /// For people: what went wrong and what to do.
     pub message: String,
+}
+
+/// What went wrong, as the server's error answers name it
+/// (`{"error": {"code": "lease_lost", ...}}`): stable, what to branch on.
+/// Only `maybe_applied` (and a timeout or a broken connection on the
+/// client's side) leaves a write's fate open; every other error changed
+/// nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The request does not fit the call (400): a body, query or path that
+    /// does not parse, a field out of range.
+    InvalidRequest,
+    /// A value breaks one of Relay's limits (400): a queue name, a payload
+    /// size, a priority.
+    InvalidInput,
+    /// No valid token (401).
+    Unauthorized,
+    /// Refused whatever the token (403): a cross-site or non-JSON change to
+    /// a server without tokens, a host name that is not loopback.
+    Forbidden,
+    /// No such job or schedule (404).
+    NotFound,
+    /// A job named in `depends_on` does not exist (404).
+    DependencyNotFound,
+    /// No such endpoint (404).
+    NoRoute,
+    /// The token is not the job's current lease (409): another worker may
+    /// hold it.
+    LeaseLost,
+    /// The job's state does not allow the call (409).
+    InvalidState,
+    /// Another unfinished job holds the unique key (409).
+    Conflict,
+    /// The body is over the server's limit (413).
+    PayloadTooLarge,
+    /// Too many lease requests are waiting (429): retry shortly.
+    TooManyWaiting,
+    /// The store is busy (503): nothing applied, retry.
+    Busy,
+    /// The server is shutting down (503): nothing applied.
+    Closed,
+    /// A read took longer than the request deadline (503).
+    Timeout,
+    /// The store failed (503): nothing applied.
+    Storage,
+    /// A stored row does not decode (500).
+    Corrupt,
+    /// The change may or may not be on disk (a failed commit or fsync, or a
+    /// change cut off by the request deadline): read it back, or retry a
+    /// submit that carries an idempotency key.
+    MaybeApplied,
+    /// The answer was not Relay's (a proxy's page, an empty body): only its
+    /// status says what happened. Never sent by a server; set by clients.
+    Http,
+    /// A code this build does not know (a newer server).
+    #[serde(other)]
+    Other,
+}
+
+impl ErrorCode {
+    /// The code as the server spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidInput => "invalid_input",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::DependencyNotFound => "dependency_not_found",
+            Self::NoRoute => "no_route",
+            Self::LeaseLost => "lease_lost",
+            Self::InvalidState => "invalid_state",
+            Self::Conflict => "conflict",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::TooManyWaiting => "too_many_waiting",
+            Self::Busy => "busy",
+            Self::Closed => "closed",
+            Self::Timeout => "timeout",
+            Self::Storage => "storage",
+            Self::Corrupt => "corrupt",
+            Self::MaybeApplied => "maybe_applied",
+            Self::Http => "http",
+            Self::Other => "other",
+        }
+    }
+
+    /// Every code a server sends, for documents and tests.
+    pub const SERVER: [ErrorCode; 18] = [
+        Self::InvalidRequest,
+        Self::InvalidInput,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::DependencyNotFound,
+        Self::NoRoute,
+        Self::LeaseLost,
+        Self::InvalidState,
+        Self::Conflict,
+        Self::PayloadTooLarge,
+        Self::TooManyWaiting,
+        Self::Busy,
+        Self::Closed,
+        Self::Timeout,
+        Self::Storage,
+        Self::Corrupt,
+        Self::MaybeApplied,
+    ];
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// Each code reads and writes as it spells itself, and an unknown one
+    /// (a newer server's) reads as `Other`.
+    #[test]
+    fn error_codes_spell_themselves() {
+        for code in ErrorCode::SERVER.into_iter().chain([ErrorCode::Http]) {
+            let text = serde_json::to_string(&code).unwrap();
+            assert_eq!(text, format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&text).unwrap(), code);
+        }
+        assert_eq!(
+            serde_json::from_str::<ErrorCode>("\"new_in_v9\"").unwrap(),
+            ErrorCode::Other
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! leases the next jobs in one call (one commit), `POST /v1/heartbeat`
 //! extends many leases at once. Each item is answered on its own.
 
-use super::{base64_pair, present, ErrorDetail, Lease, LeasedJob};
+use super::{base64_pair, present, ErrorCode, ErrorDetail, Lease, LeasedJob};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -201,10 +201,10 @@ impl ItemAnswer {
     }
 
     /// Job `id`'s item, refused with `code` and `message`.
-    pub fn refused(id: i64, code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn refused(id: i64, code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             error: Some(ErrorDetail {
-                code: code.into(),
+                code,
                 message: message.into(),
             }),
             ..Self::new(id)
