@@ -36,7 +36,6 @@ pub use error::ApiError;
 
 use axum::http::StatusCode;
 use axum::middleware;
-use axum::routing::{get, post, put};
 use axum::Router;
 use relay::Relay;
 use relay_client::wire::ErrorCode;
@@ -225,43 +224,75 @@ const _: () = {
     sent::<ServerConfig>();
 };
 
-/// Every route: `/v1` and `/metrics` behind the tokens, the dashboard,
-/// `/healthz` and `/openapi.json`.
+/// The API's routes, each once: the router is built from this table, and
+/// a test holds `/openapi.json` to it (every route documented, every
+/// documented operation routed).
+macro_rules! api_routes {
+    ($($access:ident $method:ident $path:literal => $handler:path;)*) => {
+        /// Every route under `/v1` and the two beside it (`/metrics`,
+        /// `/healthz`): method and path, as `/openapi.json` names them.
+        #[cfg_attr(not(test), allow(dead_code))]
+        pub(crate) const API_ROUTES: &[(&str, &str)] = &[$((stringify!($method), $path)),*];
+
+        /// The routes of [`API_ROUTES`] on their handlers: those marked
+        /// `token` behind the bearer tokens, `open` ones without.
+        fn api_router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+            #[allow(unused_mut)] // when one side has no route
+            let (mut protected, mut open) = (Router::new(), Router::new());
+            $(api_routes!(@add $access, protected, open, $method, $path, $handler);)*
+            protected
+                .route_layer(middleware::from_fn_with_state(Arc::clone(state), auth::require_token))
+                .merge(open)
+        }
+    };
+    (@add token, $p:ident, $o:ident, $method:ident, $path:literal, $handler:path) => {
+        $p = $p.route($path, axum::routing::$method($handler));
+    };
+    (@add open, $p:ident, $o:ident, $method:ident, $path:literal, $handler:path) => {
+        $o = $o.route($path, axum::routing::$method($handler));
+    };
+}
+
+api_routes! {
+    token post "/v1/jobs" => api::submit;
+    token get "/v1/jobs" => api::list;
+    token post "/v1/jobs/batch" => api::submit_batch;
+    token post "/v1/jobs/bulk" => api::bulk;
+    token get "/v1/dead" => api::dead;
+    token get "/v1/jobs/{id}" => api::show;
+    token delete "/v1/jobs/{id}" => api::delete;
+    token post "/v1/jobs/{id}/ack" => api::ack;
+    token post "/v1/jobs/{id}/nack" => api::nack;
+    token post "/v1/jobs/{id}/extend" => api::extend;
+    token post "/v1/jobs/{id}/release" => api::release;
+    token post "/v1/jobs/{id}/cancel" => api::cancel;
+    token post "/v1/jobs/{id}/retry" => api::retry;
+    token get "/v1/jobs/{id}/events" => api::events;
+    token post "/v1/jobs/{id}/events" => api::append_event;
+    token post "/v1/lease" => api::lease;
+    token post "/v1/work" => work::work;
+    token post "/v1/heartbeat" => work::heartbeat;
+    token get "/v1/stats" => api::stats;
+    token get "/v1/queues" => api::queues;
+    token post "/v1/queues/{queue}/pause" => api::pause;
+    token post "/v1/queues/{queue}/resume" => api::resume;
+    token put "/v1/queues/{queue}/limits" => api::set_limits;
+    token get "/v1/schedules" => api::schedules;
+    token put "/v1/schedules/{name}" => api::put_schedule;
+    token delete "/v1/schedules/{name}" => api::remove_schedule;
+    token post "/v1/schedules/{name}/pause" => api::pause_schedule;
+    token post "/v1/schedules/{name}/resume" => api::resume_schedule;
+    token get "/metrics" => api::metrics;
+    open get "/healthz" => api::healthz;
+}
+
+/// Every route: the API's (`/v1` and `/metrics` behind the tokens), the
+/// dashboard, `/healthz` and `/openapi.json`.
 fn router(state: Arc<AppState>) -> Router {
-    let v1 = Router::new()
-        .route("/jobs", post(api::submit).get(api::list))
-        .route("/jobs/batch", post(api::submit_batch))
-        .route("/jobs/bulk", post(api::bulk))
-        .route("/dead", get(api::dead))
-        .route("/jobs/{id}", get(api::show).delete(api::delete))
-        .route("/jobs/{id}/ack", post(api::ack))
-        .route("/jobs/{id}/nack", post(api::nack))
-        .route("/jobs/{id}/extend", post(api::extend))
-        .route("/jobs/{id}/release", post(api::release))
-        .route("/jobs/{id}/cancel", post(api::cancel))
-        .route("/jobs/{id}/retry", post(api::retry))
-        .route("/jobs/{id}/events", get(api::events).post(api::append_event))
-        .route("/lease", post(api::lease))
-        .route("/work", post(work::work))
-        .route("/heartbeat", post(work::heartbeat))
-        .route("/stats", get(api::stats))
-        .route("/queues", get(api::queues))
-        .route("/queues/{queue}/pause", post(api::pause))
-        .route("/queues/{queue}/resume", post(api::resume))
-        .route("/queues/{queue}/limits", put(api::set_limits))
-        .route("/schedules", get(api::schedules))
-        .route("/schedules/{name}", put(api::put_schedule).delete(api::remove_schedule))
-        .route("/schedules/{name}/pause", post(api::pause_schedule))
-        .route("/schedules/{name}/resume", post(api::resume_schedule));
-    let protected = Router::new()
-        .nest("/v1", v1)
-        .route("/metrics", get(api::metrics))
-        .route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::require_token));
     Router::new()
-        .merge(protected)
+        .merge(api_router(&state))
         .merge(dashboard::router(Arc::clone(&state)))
-        .route("/healthz", get(api::healthz))
-        .route("/openapi.json", get(api::openapi))
+        .route("/openapi.json", axum::routing::get(api::openapi))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -273,4 +304,39 @@ fn router(state: Arc<AppState>) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), api::deadline))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::API_ROUTES;
+    use std::collections::BTreeSet;
+
+    /// `/openapi.json` documents exactly the routes the server has: a
+    /// route without an operation, or an operation without a route, fails.
+    #[test]
+    fn every_route_is_documented_and_every_operation_routed() {
+        let config = crate::ServerConfig::new("127.0.0.1:0".parse().unwrap());
+        let doc = crate::openapi::document(&config);
+        let documented: BTreeSet<(String, String)> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, ops)| ops.as_object().unwrap().keys().map(move |m| (m.clone(), path.clone())))
+            .filter(|(m, _)| m != "parameters")
+            .collect();
+        let routed: BTreeSet<(String, String)> = API_ROUTES
+            .iter()
+            .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+            .collect();
+        let undocumented: Vec<_> = routed.difference(&documented).collect();
+        let unrouted: Vec<_> = documented.difference(&routed).collect();
+        assert!(
+            undocumented.is_empty(),
+            "routes without an operation in /openapi.json: {undocumented:?}"
+        );
+        assert!(
+            unrouted.is_empty(),
+            "operations in /openapi.json without a route: {unrouted:?}"
+        );
+    }
 }
