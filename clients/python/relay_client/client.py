@@ -13,8 +13,8 @@ import json
 import sys
 import re
 import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Iterable, Iterator, List, Literal, Optional, Sequence, Tuple, Union
 
 from ._http import Connections, TransportError
 from .errors import InvalidState, LeaseLost, NotFound, RelayError, Unavailable, error_for
@@ -46,7 +46,9 @@ def _get_payload(obj: Dict[str, Any], name: str) -> Payload:
 
 # POST calls that may be sent twice: applying one again changes nothing (an
 # ack, nack, release ... repeated with its token; a work call, see work()).
-_REPEATABLE_POST = re.compile(r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry))")
+_REPEATABLE_POST = re.compile(
+    r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry)|(queues|schedules)/[^/]+/(pause|resume))"
+)
 
 
 def _repeatable(
@@ -54,7 +56,7 @@ def _repeatable(
 ) -> bool:
     """Whether a request may be sent again when it failed on a reused
     connection before any answer came: the server may have applied it."""
-    if method in ("GET", "DELETE"):
+    if method in ("GET", "DELETE", "PUT"):
         return True
     if method != "POST":
         return False
@@ -154,6 +156,95 @@ class Job:
             tags=list(v.get("tags") or []),
             raw=v,
         )
+
+
+def _read(cls: Any, v: Dict[str, Any]) -> Any:
+    """An answer object as the dataclass ``cls``, field by field under the
+    server's own names (each field is spelled once, in the class): a
+    payload or result decoded (JSON value, or bytes from ``*_base64``), a
+    nested job template read as one, ``raw`` the whole object."""
+    args: Dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name == "raw":
+            args["raw"] = v
+        elif f.name in ("payload", "result"):
+            args[f.name] = _get_payload(v, f.name)
+        elif f.name == "job" and isinstance(v.get("job"), dict):
+            args["job"] = _read(JobTemplate, v["job"])
+        elif f.name in v:
+            args[f.name] = v[f.name]
+    return cls(**args)
+
+
+@dataclass
+class JobPage:
+    """A page of :meth:`Client.list_jobs`, newest first: ``next`` is the
+    ``before`` of the next page, None after the last."""
+
+    jobs: List[Job]
+    next: Optional[int]
+
+
+@dataclass
+class DeadGroup:
+    """DEAD jobs of one queue and kind that failed with the same first
+    line of error: how many, the newest's id and when it died."""
+
+    queue: str
+    kind: str
+    error: str
+    count: int
+    newest: int
+    last_at: str
+
+
+@dataclass
+class QueueLimits:
+    """A queue's limits: at most ``max_leased`` of its jobs LEASED at once,
+    at most ``rate_limit["limit"]`` leases per ``rate_limit["per_ms"]``
+    (None: no such limit)."""
+
+    queue: str
+    max_leased: Optional[int] = None
+    rate_limit: Optional[Dict[str, int]] = None
+
+
+@dataclass
+class JobTemplate:
+    """The job each tick of a schedule enqueues (for
+    :meth:`Client.put_schedule`, and in a :class:`Schedule`)."""
+
+    queue: str
+    kind: str
+    payload: Payload = None
+    priority: Optional[int] = None
+    max_attempts: Optional[int] = None
+
+    def body(self) -> Dict[str, Any]:
+        b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
+        _put_payload(b, "payload", self.payload)
+        if self.priority is not None:
+            b["priority"] = self.priority
+        if self.max_attempts is not None:
+            b["max_attempts"] = self.max_attempts
+        return b
+
+
+@dataclass
+class Schedule:
+    """A schedule of periodic jobs: ``cron`` (in ``tz``) or ``every_ms``,
+    the :class:`JobTemplate` each tick enqueues, and its times (RFC 3339)."""
+
+    name: str
+    job: JobTemplate
+    paused: bool
+    created_at: str
+    next_at: str
+    cron: Optional[str] = None
+    tz: Optional[str] = None
+    every_ms: Optional[int] = None
+    last_at: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -403,6 +494,22 @@ class Client:
         data: Optional[bytes] = None,
         headers: Optional[Dict[str, str]] = None,
     ) -> Any:
+        status, raw = self._send(method, path, body, timeout, data=data, headers=headers)
+        if status >= 400:
+            raise self._error(method, path, status, raw)
+        return self._json(method, path, status, raw)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Optional[Dict[str, Any]] = None,
+        timeout: Optional[float] = None,
+        *,
+        data: Optional[bytes] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> Tuple[int, bytes]:
+        """Sends a request; its status and body, whatever the status."""
         if data is None and body is not None:
             # A NaN or an infinity (not JSON) raises ValueError here rather
             # than the server refusing the call.
@@ -421,8 +528,10 @@ class Client:
             raise Unavailable(
                 f"cannot reach Relay at {self.url} ({str(e) or type(e).__name__}); is `relay serve` running there?"
             ) from None
-        if status >= 400:
-            raise self._error(method, path, status, raw)
+        return status, raw
+
+    @staticmethod
+    def _json(method: str, path: str, status: int, raw: bytes) -> Any:
         try:
             return json.loads(raw) if raw else None
         except RecursionError:
@@ -644,7 +753,204 @@ class Client:
         return {"queues": dict(v["queues"]), "next": v.get("next"), "totals": v.get("totals")}
 
     def jobs(self, *, queue: Optional[str] = None, state: Optional[str] = None, limit: int = 100) -> List[Job]:
-        """The newest jobs, filtered by queue and state."""
-        q = {k: v for k, v in {"queue": queue, "state": state, "limit": limit}.items() if v is not None}
-        v = self._call("GET", "/v1/jobs?" + urllib.parse.urlencode(q))
-        return [Job.from_json(j) for j in v["jobs"]]
+        """The newest jobs, filtered by queue and state (the first page of
+        :meth:`list_jobs`)."""
+        return self.list_jobs(queue=queue, state=state, limit=limit).jobs
+
+    def list_jobs(
+        self,
+        *,
+        queue: Optional[str] = None,
+        state: Optional[str] = None,
+        kind: Optional[str] = None,
+        tag: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+        error_contains: Optional[str] = None,
+        before: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> JobPage:
+        """A page of jobs, newest first, that match every filter given:
+        ``since``/``until`` bound the creation time (RFC 3339),
+        ``error_contains`` searches the last error. Pass the page's ``next``
+        as ``before`` for the next page (see :meth:`iter_jobs`)."""
+        q = {
+            "queue": queue,
+            "state": state,
+            "kind": kind,
+            "tag": tag,
+            "since": since,
+            "until": until,
+            "error_contains": error_contains,
+            "before": before,
+            "limit": limit,
+        }
+        v = self._call("GET", _query("/v1/jobs", q))
+        return JobPage([Job.from_json(j) for j in v["jobs"]], v.get("next"))
+
+    def iter_jobs(self, **filter: Any) -> Iterator[Job]:
+        """Every job that matches ``filter`` (:meth:`list_jobs`'s
+        arguments), newest first, read a page at a time."""
+        before = filter.pop("before", None)
+        while True:
+            page = self.list_jobs(before=before, **filter)
+            yield from page.jobs
+            if page.next is None:
+                return
+            before = page.next
+
+    def bulk(
+        self,
+        action: Literal["retry", "cancel", "delete"],
+        *,
+        queue: Optional[str] = None,
+        state: Optional[str] = None,
+        kind: Optional[str] = None,
+        tag: Optional[str] = None,
+        since: Optional[str] = None,
+        until: Optional[str] = None,
+        error_contains: Optional[str] = None,
+    ) -> int:
+        """Retries, cancels or deletes every job that matches the filter (at
+        least one filter; jobs whose state does not allow the action are
+        passed over); returns how many it changed. It is never cut off by
+        the client's timeout: it may run for minutes on a million jobs."""
+        filter = {
+            k: v
+            for k, v in {
+                "queue": queue,
+                "state": state,
+                "kind": kind,
+                "tag": tag,
+                "since": since,
+                "until": until,
+                "error_contains": error_contains,
+            }.items()
+            if v is not None
+        }
+        v = self._call("POST", "/v1/jobs/bulk", {"action": action, "filter": filter}, timeout=_NO_TIMEOUT)
+        return int(v["count"])
+
+    def dead_groups(self, *, limit: Optional[int] = None) -> List[DeadGroup]:
+        """The newest DEAD jobs grouped by queue, kind and the first line
+        of their error, the largest groups first."""
+        v = self._call("GET", _query("/v1/dead", {"limit": limit}))
+        return [_read(DeadGroup, g) for g in v["groups"]]
+
+    def queues(self) -> List[str]:
+        """Every queue's name (queues with jobs, paused or limited), in byte
+        order, read a page at a time (see :meth:`queues_page`)."""
+        names: List[str] = []
+        after: Optional[str] = None
+        while True:
+            page = self.queues_page(after=after)
+            names += page["queues"]
+            after = page["next"]
+            if after is None:
+                return names
+
+    def queues_page(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, Any]:
+        """One page of queue names after ``after``: ``queues`` and ``next``
+        (the ``after`` of the next page, None after the last)."""
+        v = self._call("GET", _query("/v1/queues", {"after": after, "limit": limit}))
+        return {"queues": list(v["queues"]), "next": v.get("next")}
+
+    def pause_queue(self, queue: str) -> bool:
+        """Pauses the queue: none of its jobs is leased (by any process on
+        the store) until :meth:`resume_queue`; submits and completions go
+        on. Returns True (paused)."""
+        return bool(self._call("POST", f"/v1/queues/{_segment(queue)}/pause", {})["paused"])
+
+    def resume_queue(self, queue: str) -> bool:
+        """Resumes a paused queue; returns False (not paused)."""
+        return bool(self._call("POST", f"/v1/queues/{_segment(queue)}/resume", {})["paused"])
+
+    def set_queue_limits(
+        self,
+        queue: str,
+        *,
+        max_leased: Optional[int] = None,
+        rate_limit: Optional[Tuple[int, float]] = None,
+    ) -> QueueLimits:
+        """Replaces the queue's limits: at most ``max_leased`` jobs LEASED
+        at once, at most ``rate_limit = (n, seconds)`` leases per that many
+        seconds; one left out (None) is lifted."""
+        body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None}
+        if rate_limit is not None:
+            body["rate_limit"] = {"limit": rate_limit[0], "per_ms": _ms(rate_limit[1])}
+        return _read(QueueLimits, self._call("PUT", f"/v1/queues/{_segment(queue)}/limits", body))
+
+    def schedules(self) -> List[Schedule]:
+        """Every schedule of periodic jobs, by name."""
+        return [_read(Schedule, v) for v in self._call("GET", "/v1/schedules")["schedules"]]
+
+    def put_schedule(
+        self,
+        name: str,
+        job: JobTemplate,
+        *,
+        cron: Optional[str] = None,
+        tz: Optional[str] = None,
+        every: Optional[float] = None,
+    ) -> Schedule:
+        """Adds the schedule ``name``, or replaces it (keeping its paused
+        state): each tick of ``cron`` (in the IANA zone ``tz``, UTC by
+        default) or of ``every`` seconds enqueues one ``job``, whichever
+        process runs the scheduler."""
+        body: Dict[str, Any] = {"job": job.body()}
+        if cron is not None:
+            body["cron"] = cron
+        if tz is not None:
+            body["tz"] = tz
+        if every is not None:
+            body["every_ms"] = _ms(every)
+        return _read(Schedule, self._call("PUT", f"/v1/schedules/{_segment(name)}", body))
+
+    def remove_schedule(self, name: str) -> bool:
+        """Removes the schedule; True when there was one (else NotFound)."""
+        return bool(self._call("DELETE", f"/v1/schedules/{_segment(name)}")["deleted"])
+
+    def pause_schedule(self, name: str) -> Schedule:
+        """Pauses the schedule: its ticks enqueue nothing until resumed."""
+        return _read(Schedule, self._call("POST", f"/v1/schedules/{_segment(name)}/pause", {}))
+
+    def resume_schedule(self, name: str) -> Schedule:
+        """Resumes the schedule from its next tick after now (ticks missed
+        while paused enqueue nothing)."""
+        return _read(Schedule, self._call("POST", f"/v1/schedules/{_segment(name)}/resume", {}))
+
+    def health(self) -> Dict[str, Any]:
+        """The server's health, without a token: ``{"status": "ok"}``, or
+        ``"failing"`` with ``stopped``, ``error`` and ``since`` when its
+        store takes no writes (then :meth:`health` returns, not raises)."""
+        status, raw = self._send("GET", "/healthz")
+        if status not in (200, 503):
+            raise self._error("GET", "/healthz", status, raw)
+        try:
+            return dict(self._json("GET", "/healthz", status, raw))
+        except RelayError:
+            if status == 503:
+                raise self._error("GET", "/healthz", status, raw) from None
+            raise
+
+    def metrics(self) -> str:
+        """The server's metrics, in Prometheus's text format."""
+        status, raw = self._send("GET", "/metrics")
+        if status >= 400:
+            raise self._error("GET", "/metrics", status, raw)
+        return raw.decode("utf-8", "replace")
+
+
+# A bulk action is never cut off by the server; the client waits as long.
+_NO_TIMEOUT = 24 * 3600.0
+
+
+def _query(path: str, q: Dict[str, Any]) -> str:
+    """``path`` with the parameters of ``q`` that are not None."""
+    given = {k: v for k, v in q.items() if v is not None}
+    return path + ("?" + urllib.parse.urlencode(given) if given else "")
+
+
+def _segment(name: str) -> str:
+    """A queue's or schedule's name as one path segment."""
+    return urllib.parse.quote(name, safe="")

@@ -1,0 +1,118 @@
+"""Every operation of /openapi.json has a method on the client, and the
+calls operators use (search, bulk actions, dead groups, queues, pause,
+limits, schedules, health, metrics) work against a real `relay serve`."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import pytest
+
+from relay_client import Client, InvalidInput, InvalidRequest, JobTemplate, NewJob, NotFound, Schedule
+
+# Operations whose method has another name than the operationId in
+# snake_case (`list` would hide Python's builtin in the class).
+RENAMED = {"list": "list_jobs"}
+
+
+def snake(operation_id: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", operation_id).lower()
+
+
+def test_every_operation_has_a_client_method(server):
+    with urllib.request.urlopen(server.url + "/openapi.json", timeout=10) as r:
+        doc = json.load(r)
+    operations = [
+        op["operationId"]
+        for ops in doc["paths"].values()
+        for method, op in ops.items()
+        if method in ("get", "put", "post", "delete", "patch")
+    ]
+    assert len(operations) >= 30, operations
+    missing = [
+        f"{op} (Client.{RENAMED.get(op, snake(op))})"
+        for op in operations
+        if not callable(getattr(Client, RENAMED.get(op, snake(op)), None))
+    ]
+    assert not missing, f"operations of /openapi.json without a client method: {missing}"
+
+
+def test_search_pages_through_every_filter(client: Client):
+    ids = client.submit_batch(
+        [NewJob("mail", "send", {"i": i}, tags=["vip"] if i % 2 else None) for i in range(5)]
+        + [NewJob("sms", "send", {"i": 9})]
+    )
+    page = client.list_jobs(queue="mail", limit=2)
+    assert [j.id for j in page.jobs] == [ids[4], ids[3]]
+    assert page.next is not None
+    assert [j.id for j in client.iter_jobs(queue="mail", limit=2)] == ids[4::-1]
+    assert [j.id for j in client.list_jobs(tag="vip").jobs] == [ids[3], ids[1]]
+    assert client.list_jobs(kind="nope").jobs == []
+    assert client.list_jobs(kind="send", limit=1000).next is None
+    with pytest.raises(InvalidRequest):
+        client.list_jobs(since="yesterday")
+
+
+def test_bulk_and_dead_groups(client: Client):
+    ids = client.submit_batch([NewJob("q", "k", i, max_attempts=1) for i in range(3)])
+    for j in client.lease(["q"], max=3):
+        client.nack(j.id, j.token, "smtp down\nat line 2")
+    [group] = client.dead_groups()
+    assert (group.queue, group.kind, group.error, group.count) == ("q", "k", "smtp down", 3)
+    assert group.newest == ids[-1] and group.last_at.endswith("Z")
+    assert client.bulk("retry", queue="q", state="DEAD") == 3
+    assert {client.get(i).state for i in ids} == {"READY"}
+    assert client.bulk("cancel", error_contains="smtp") == 3
+    assert client.bulk("delete", queue="q", state="CANCELLED") == 3
+    assert client.list_jobs(queue="q").jobs == []
+    client.submit("q", "k")
+    with pytest.raises(InvalidRequest):
+        client.bulk("delete")  # no filter: refused, nothing deleted
+    assert len(client.list_jobs(queue="q").jobs) == 1
+
+
+def test_queues_pause_and_limits(client: Client):
+    for q in ("a", "b", "c"):
+        client.submit(q, "k")
+    assert client.queues() == ["a", "b", "c"]
+    assert client.queues_page(limit=2) == {"queues": ["a", "b"], "next": "b"}
+    assert client.pause_queue("a") is True
+    assert client.lease(["a"]) == []
+    assert client.stats()["a"]["paused"] is True
+    assert client.resume_queue("a") is False
+    assert len(client.lease(["a"])) == 1
+    for _ in range(3):
+        client.submit("b", "k")
+    limits = client.set_queue_limits("b", max_leased=2, rate_limit=(100, 1.0))
+    assert (limits.queue, limits.max_leased, limits.rate_limit) == ("b", 2, {"limit": 100, "per_ms": 1000})
+    assert len(client.lease(["b"], max=10)) == 2
+    lifted = client.set_queue_limits("b")
+    assert (lifted.max_leased, lifted.rate_limit) == (None, None)
+    assert len(client.lease(["b"], max=10)) == 2
+
+
+def test_schedules_from_put_to_remove(client: Client):
+    made = client.put_schedule("nightly", JobTemplate("reports", "build", {"full": True}, priority=2), cron="0 3 * * *", tz="Europe/Paris")
+    assert isinstance(made, Schedule)
+    assert (made.name, made.cron, made.tz, made.every_ms, made.paused) == ("nightly", "0 3 * * *", "Europe/Paris", None, False)
+    assert (made.job.queue, made.job.kind, made.job.payload, made.job.priority) == ("reports", "build", {"full": True}, 2)
+    client.put_schedule("often", JobTemplate("q", "tick", b"\x00raw"), every=60)
+    assert [s.name for s in client.schedules()] == ["nightly", "often"]
+    assert client.schedules()[1].job.payload == b"\x00raw"
+    assert client.pause_schedule("often").paused is True
+    assert client.resume_schedule("often").paused is False
+    assert client.remove_schedule("often") is True
+    with pytest.raises(NotFound):
+        client.remove_schedule("often")
+    with pytest.raises(InvalidInput):
+        client.put_schedule("bad", JobTemplate("q", "k"), cron="not cron")
+    assert [s.name for s in client.schedules()] == ["nightly"]
+
+
+def test_health_and_metrics(client: Client):
+    assert client.health() == {"status": "ok"}
+    client.submit("q", "k")
+    text = client.metrics()
+    assert 'relay_jobs{queue="q",state="READY"} 1' in text
