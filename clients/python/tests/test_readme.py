@@ -11,6 +11,7 @@ import sys
 import time
 
 from conftest import REPO
+from relay_client import NewJob
 
 
 def readme_snippet() -> str:
@@ -55,3 +56,27 @@ def test_the_client_readmes_batch_calls_run_as_written(server, client, tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[:10] == [f"{id} SUCCEEDED" for id in ids[:10]]
     assert [client.get(id).state for id in ids] == ["SUCCEEDED"] * 10 + ["LEASED"] * 2
+
+
+def test_the_client_readmes_operating_calls_run_as_written(server, client, tmp_path):
+    text = (REPO / "clients" / "python" / "README.md").read_text()
+    section = text.split("## Operating queues", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "clients/python/README.md has no snippet under 'Operating queues'"
+    snippet = match.group(1).replace("http://127.0.0.1:7433", server.url).replace('"secret"', repr(server.token))
+    ids = client.submit_batch([NewJob("emails", "send", max_attempts=1) for _ in range(2)])
+    for job in client.lease(["emails"], max=2):
+        client.nack(job.id, job.token, "smtp down")
+    script = tmp_path / "operate.py"
+    script.write_text(snippet)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        f"{ids[1]} smtp down",
+        f"{ids[0]} smtp down",
+        "emails send 2 smtp down",
+        "2 retried",
+        "['digest'] ['emails'] ok",
+    ]
+    assert [client.get(id).state for id in ids] == ["READY", "READY"]
+    assert client.stats()["emails"]["max_leased"] == 10

@@ -155,7 +155,131 @@ export type HeartbeatAnswer =
   | { id: number; leaseExpiresAt: string; error?: undefined }
   | { id: number; error: RelayError; leaseExpiresAt?: undefined };
 
+/** Which jobs a search (`listJobs`) or a bulk action (`bulk`) takes: every filter given must match. */
+export interface JobFilter {
+  queue?: string;
+  state?: string;
+  kind?: string;
+  tag?: string;
+  /** Created at or after (RFC 3339). */
+  since?: string;
+  /** Created before (RFC 3339). */
+  until?: string;
+  /** The last error contains this text. */
+  errorContains?: string;
+}
+
+/** A page of `listJobs`, newest first: `next` is the next page's `before`, null after the last. */
+export interface JobPage {
+  jobs: Job[];
+  next: number | null;
+}
+
+/** DEAD jobs of one queue and kind that failed with the same first line of error. */
+export interface DeadGroup {
+  queue: string;
+  kind: string;
+  error: string;
+  count: number;
+  /** The newest one's id. */
+  newest: number;
+  lastAt: string;
+}
+
+/** A page of queue names: see `Client.queuesPage`. */
+export interface QueuesPage {
+  queues: string[];
+  /** The `after` of the next page; null after the last. */
+  next: string | null;
+}
+
+/** At most `limit` leases per `perMs` milliseconds. */
+export interface RateLimit {
+  limit: number;
+  perMs: number;
+}
+
+/** A queue's limits (null: no such limit). */
+export interface QueueLimits {
+  queue: string;
+  maxLeased: number | null;
+  rateLimit: RateLimit | null;
+}
+
+/** The job each tick of a schedule enqueues. */
+export interface JobTemplate {
+  queue: string;
+  kind: string;
+  payload?: Payload;
+  priority?: number;
+  maxAttempts?: number;
+}
+
+/** A schedule of periodic jobs: `cron` (in `tz`) or `everyMs`, and its times (RFC 3339). */
+export interface Schedule {
+  name: string;
+  cron: string | null;
+  tz: string | null;
+  everyMs: number | null;
+  job: JobTemplate;
+  paused: boolean;
+  createdAt: string;
+  nextAt: string;
+  lastAt: string | null;
+}
+
+/** When a schedule ticks: a cron expression (with an IANA time zone, UTC by default), or every `everyMs`. */
+export type When = { cron: string; tz?: string; everyMs?: undefined } | { everyMs: number; cron?: undefined; tz?: undefined };
+
+/** The server's health: `failing` while its store takes no writes (`stopped` after a failed fsync). */
+export interface Health {
+  status: "ok" | "failing";
+  stopped?: boolean;
+  error?: string | null;
+  since?: string | null;
+}
+
 type Obj = Record<string, any>;
+
+/**
+ * An answer object with its keys in camelCase, every field as the server
+ * named it (so each is spelled once, in its interface): a payload decoded
+ * (a JSON value, or bytes from `payload_base64`).
+ */
+function camel(v: any): any {
+  if (Array.isArray(v)) return v.map(camel);
+  if (v === null || typeof v !== "object") return v;
+  const out: Obj = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k === "payload_base64") continue;
+    out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = k === "payload" ? x : camel(x);
+  }
+  if ("payload" in v || "payload_base64" in v) out.payload = getPayload(v, "payload");
+  return out;
+}
+
+/** `path` with the parameters that are given, in snake_case. */
+function withQuery(path: string, params: Obj): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null) q.set(k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), String(v));
+  }
+  const query = q.toString();
+  return query ? `${path}?${query}` : path;
+}
+
+/** A filter's fields in snake_case, those given. */
+function filterBody(f: JobFilter): Obj {
+  const out: Obj = {};
+  for (const [k, v] of Object.entries(f)) if (v !== undefined && v !== null) out[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v;
+  return out;
+}
+
+/** A queue's or schedule's name as one path segment. */
+const seg = encodeURIComponent;
+
+/** A bulk action is never cut off by the server; the client waits as long. */
+const NO_TIMEOUT_MS = 24 * 3600_000;
 
 /**
  * A `work` answer that does not match the call (not one answer per
@@ -176,9 +300,10 @@ export class BadAnswer extends RelayError {
  * whose every job is keyed (by the `Idempotency-Key` header or its own).
  */
 function safeToRepeat(method: string, path: string, body?: Obj, headers: Record<string, string> = {}): boolean {
-  if (method === "GET" || method === "DELETE") return true;
+  if (method === "GET" || method === "DELETE" || method === "PUT") return true;
   if (method !== "POST") return false;
   if (path === "/v1/work" || path === "/v1/heartbeat") return true;
+  if (/^\/v1\/(queues|schedules)\/[^/]+\/(pause|resume)$/.test(path)) return true;
   if (/^\/v1\/jobs\/\d+\/(ack|nack|release|extend|cancel|retry)$/.test(path)) return true;
   if (path === "/v1/jobs") return typeof body?.idempotency_key === "string" || typeof body?.unique_key === "string";
   if (path === "/v1/jobs/batch") {
@@ -337,14 +462,19 @@ export class Client {
     const text = body === undefined ? undefined : JSON.stringify(body);
     const res = await this.transport.request(method, path, text, timeoutMs ?? this.timeoutMs, safeToRepeat(method, path, body, headers), headers);
     if (res.status >= 200 && res.status < 300) return res.text ? JSON.parse(res.text) : null;
+    throw this.refused(method, path, res);
+  }
+
+  /** An error answer as the class its code names (or a `RelayError` when it is not Relay's). */
+  private refused(method: string, path: string, res: { status: number; text: string }): RelayError {
     let err: Obj | undefined;
     try {
       err = JSON.parse(res.text).error;
     } catch {
       err = undefined;
     }
-    if (err && typeof err.code === "string") throw errorFor(res.status, err.code, String(err.message));
-    throw new RelayError(`${method} ${path}: HTTP ${res.status} without a Relay error body: ${res.text.slice(0, 200)}`, "error", res.status);
+    if (err && typeof err.code === "string") return errorFor(res.status, err.code, String(err.message));
+    return new RelayError(`${method} ${path}: HTTP ${res.status} without a Relay error body: ${res.text.slice(0, 200)}`, "error", res.status);
   }
 
   /**
@@ -501,12 +631,148 @@ export class Client {
     return { queues: v.queues, next: v.next ?? null, totals: v.totals ?? null };
   }
 
-  /** The newest jobs, filtered by queue and state. */
+  /** The newest jobs, filtered by queue and state (the first page of `listJobs`). */
   async jobs(filter: { queue?: string; state?: string; limit?: number } = {}): Promise<Job[]> {
-    const q = new URLSearchParams();
-    if (filter.queue) q.set("queue", filter.queue);
-    if (filter.state) q.set("state", filter.state);
-    q.set("limit", String(filter.limit ?? 100));
-    return ((await this.call("GET", `/v1/jobs?${q}`)).jobs as Obj[]).map(job);
+    return (await this.listJobs({ ...filter, limit: filter.limit ?? 100 })).jobs;
+  }
+
+  /**
+   * A page of jobs, newest first, that match every filter given. Pass the
+   * page's `next` as `before` for the next page (or use `iterJobs`).
+   */
+  async listJobs(filter: JobFilter & { before?: number; limit?: number } = {}): Promise<JobPage> {
+    const v = await this.call("GET", withQuery("/v1/jobs", filter));
+    return { jobs: (v.jobs as Obj[]).map(job), next: v.next ?? null };
+  }
+
+  /** Every job that matches `filter`, newest first, read a page at a time. */
+  async *iterJobs(filter: JobFilter & { before?: number; limit?: number } = {}): AsyncGenerator<Job> {
+    let before = filter.before;
+    for (;;) {
+      const page = await this.listJobs({ ...filter, before });
+      yield* page.jobs;
+      if (page.next === null) return;
+      before = page.next;
+    }
+  }
+
+  /**
+   * Retries, cancels or deletes every job that matches `filter` (at least
+   * one field; jobs whose state does not allow the action are passed over);
+   * resolves with how many it changed. Not cut off by the client's timeout:
+   * it may run for minutes on a million jobs.
+   */
+  async bulk(action: "retry" | "cancel" | "delete", filter: JobFilter): Promise<number> {
+    return (await this.call("POST", "/v1/jobs/bulk", { action, filter: filterBody(filter) }, NO_TIMEOUT_MS)).count;
+  }
+
+  /** The newest DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first. */
+  async deadGroups(options: { limit?: number } = {}): Promise<DeadGroup[]> {
+    return camel((await this.call("GET", withQuery("/v1/dead", options))).groups);
+  }
+
+  /** Every queue's name (with jobs, paused or limited), in byte order, read a page at a time. */
+  async queues(): Promise<string[]> {
+    const names: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.queuesPage({ after });
+      names.push(...page.queues);
+      if (page.next === null) return names;
+      after = page.next;
+    }
+  }
+
+  /** One page of queue names after `after` (up to `limit`, 1-1000). */
+  async queuesPage(page: { after?: string; limit?: number } = {}): Promise<QueuesPage> {
+    const v = await this.call("GET", withQuery("/v1/queues", page));
+    return { queues: v.queues, next: v.next ?? null };
+  }
+
+  /**
+   * Pauses the queue: none of its jobs is leased (by any process on the
+   * store) until `resumeQueue`; submits and completions go on. Resolves
+   * with true (paused).
+   */
+  async pauseQueue(queue: string): Promise<boolean> {
+    return (await this.call("POST", `/v1/queues/${seg(queue)}/pause`, {})).paused;
+  }
+
+  /** Resumes a paused queue; resolves with false (not paused). */
+  async resumeQueue(queue: string): Promise<boolean> {
+    return (await this.call("POST", `/v1/queues/${seg(queue)}/resume`, {})).paused;
+  }
+
+  /**
+   * Replaces the queue's limits: at most `maxLeased` of its jobs LEASED at
+   * once, at most `rateLimit.limit` leases per `rateLimit.perMs`; one left
+   * out is lifted.
+   */
+  async setQueueLimits(queue: string, limits: { maxLeased?: number; rateLimit?: RateLimit } = {}): Promise<QueueLimits> {
+    const body = {
+      max_leased: limits.maxLeased ?? null,
+      rate_limit: limits.rateLimit ? { limit: limits.rateLimit.limit, per_ms: limits.rateLimit.perMs } : null,
+    };
+    return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/limits`, body));
+  }
+
+  /** Every schedule of periodic jobs, by name. */
+  async schedules(): Promise<Schedule[]> {
+    return camel((await this.call("GET", "/v1/schedules")).schedules);
+  }
+
+  /**
+   * Adds the schedule `name`, or replaces it (keeping its paused state):
+   * each tick enqueues one `job`, whichever process runs the scheduler.
+   */
+  async putSchedule(name: string, when: When, job: JobTemplate): Promise<Schedule> {
+    const template: Obj = { queue: job.queue, kind: job.kind };
+    putPayload(template, "payload", job.payload);
+    if (job.priority !== undefined) template.priority = job.priority;
+    if (job.maxAttempts !== undefined) template.max_attempts = job.maxAttempts;
+    const body: Obj = { job: template };
+    if (when.cron !== undefined) body.cron = when.cron;
+    if (when.tz !== undefined) body.tz = when.tz;
+    if (when.everyMs !== undefined) body.every_ms = when.everyMs;
+    return camel(await this.call("PUT", `/v1/schedules/${seg(name)}`, body));
+  }
+
+  /** Removes the schedule; resolves with true (throws `NotFound` when there is none). */
+  async removeSchedule(name: string): Promise<boolean> {
+    return (await this.call("DELETE", `/v1/schedules/${seg(name)}`)).deleted;
+  }
+
+  /** Pauses the schedule: its ticks enqueue nothing until resumed. */
+  async pauseSchedule(name: string): Promise<Schedule> {
+    return camel(await this.call("POST", `/v1/schedules/${seg(name)}/pause`, {}));
+  }
+
+  /** Resumes the schedule from its next tick after now (ticks missed while paused enqueue nothing). */
+  async resumeSchedule(name: string): Promise<Schedule> {
+    return camel(await this.call("POST", `/v1/schedules/${seg(name)}/resume`, {}));
+  }
+
+  /**
+   * The server's health (no token needed): `ok`, or `failing` while its
+   * store takes no writes; a failing server resolves, it does not throw.
+   */
+  async health(): Promise<Health> {
+    const res = await this.transport.request("GET", "/healthz", undefined, this.timeoutMs, true, {});
+    if (res.status === 200 || res.status === 503) {
+      try {
+        const v = JSON.parse(res.text);
+        if (typeof v?.status === "string") return v;
+      } catch {
+        // not Relay's answer: below
+      }
+    }
+    throw this.refused("GET", "/healthz", res);
+  }
+
+  /** The server's metrics, in Prometheus's text format. */
+  async metrics(): Promise<string> {
+    const res = await this.transport.request("GET", "/metrics", undefined, this.timeoutMs, true, {});
+    if (res.status >= 200 && res.status < 300) return res.text;
+    throw this.refused("GET", "/metrics", res);
   }
 }

@@ -15,7 +15,33 @@
  */
 
 export { BadAnswer, Client } from "./client.js";
-export type { BatchOptions, HeartbeatAnswer, HeldLease, Job, Json, LeaseOptions, LeaseRequest, LeasedJob, NewJob, Outcome, OutcomeAnswer, Payload, StatsPage, Submitted, WorkAnswer } from "./client.js";
+export type {
+  BatchOptions,
+  DeadGroup,
+  Health,
+  HeartbeatAnswer,
+  HeldLease,
+  Job,
+  JobFilter,
+  JobPage,
+  JobTemplate,
+  Json,
+  LeaseOptions,
+  LeaseRequest,
+  LeasedJob,
+  NewJob,
+  Outcome,
+  OutcomeAnswer,
+  Payload,
+  QueueLimits,
+  QueuesPage,
+  RateLimit,
+  Schedule,
+  StatsPage,
+  Submitted,
+  When,
+  WorkAnswer,
+} from "./client.js";
 export * from "./errors.js";
 export { Permanent, Retry, Snooze, Worker } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -30,3 +30,32 @@ test("the README's producer works as written", async () => {
   assert.deepEqual([report.state, report.waitingOn], ["WAITING", 3]);
   assert.deepEqual((await client.get(1)).payload, { to: "ada@example.com" });
 });
+
+test("the client README's operating calls work as written", async () => {
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const snippet = readme.split("## Operating queues")[1]?.match(/```ts\n([\s\S]*?)```/)?.[1];
+  assert.ok(snippet, "clients/typescript/README.md has no snippet under 'Operating queues'");
+  const server = await startServer(); // a store of its own: the producer above used "emails"
+  try {
+    const client = new Client(server.url, { token: server.token });
+    const ids = await client.submitBatch([0, 1].map(() => ({ queue: "emails", kind: "send", maxAttempts: 1 })));
+    for (const job of await client.lease(["emails"], { max: 2 })) await client.nack(job.id, job.token, "smtp down");
+    const file = fileURLToPath(new URL("../readme-snippet.tmp.mjs", import.meta.url));
+    writeFileSync(file, snippet.replace("http://127.0.0.1:7433", server.url).replace('"secret"', JSON.stringify(server.token)));
+    const out = await new Promise((ok, fail) =>
+      execFile(process.execPath, [file], (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(stdout))),
+    );
+    assert.deepEqual(out.trimEnd().split("\n"), [
+      `${ids[1]} smtp down`,
+      `${ids[0]} smtp down`,
+      "emails send 2 smtp down",
+      "2 retried",
+      "[ 'digest' ] [ 'emails' ] ok",
+    ]);
+    for (const id of ids) assert.equal((await client.get(id)).state, "READY");
+    assert.equal((await client.stats()).emails.max_leased, 10);
+    client.close();
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,0 +1,113 @@
+// Every operation of /openapi.json has a method on the client, and the calls
+// operators use (search, bulk actions, dead groups, queues, pause, limits,
+// schedules, health, metrics) work against a real `relay serve`. Each test
+// uses queues of its own: they share one server.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Client, InvalidInput, InvalidRequest, NotFound } from "../dist/index.js";
+import { startServer } from "./server.mjs";
+
+// Operations whose method has another name than the operationId.
+const RENAMED = { list: "listJobs" };
+
+let server, client;
+before(async () => {
+  server = await startServer();
+  client = new Client(server.url, { token: server.token });
+});
+after(() => server.stop());
+
+test("every operation of /openapi.json has a client method", async () => {
+  const doc = await (await fetch(`${server.url}/openapi.json`)).json();
+  const operations = Object.values(doc.paths).flatMap((ops) =>
+    Object.entries(ops)
+      .filter(([method]) => ["get", "put", "post", "delete", "patch"].includes(method))
+      .map(([, op]) => op.operationId),
+  );
+  assert.ok(operations.length >= 30, String(operations));
+  const missing = operations
+    .map((op) => [op, RENAMED[op] ?? op])
+    .filter(([, name]) => typeof Client.prototype[name] !== "function")
+    .map(([op, name]) => `${op} (Client.${name})`);
+  assert.deepEqual(missing, [], `operations of /openapi.json without a client method: ${missing}`);
+});
+
+test("search pages through every filter", async () => {
+  const ids = await client.submitBatch([
+    ...[0, 1, 2, 3, 4].map((i) => ({ queue: "mail", kind: "send", payload: { i }, tags: i % 2 ? ["vip"] : undefined })),
+    { queue: "sms", kind: "send" },
+  ]);
+  const page = await client.listJobs({ queue: "mail", limit: 2 });
+  assert.deepEqual(page.jobs.map((j) => j.id), [ids[4], ids[3]]);
+  assert.notEqual(page.next, null);
+  const all = [];
+  for await (const j of client.iterJobs({ queue: "mail", limit: 2 })) all.push(j.id);
+  assert.deepEqual(all, ids.slice(0, 5).reverse());
+  assert.deepEqual((await client.listJobs({ tag: "vip" })).jobs.map((j) => j.id), [ids[3], ids[1]]);
+  assert.deepEqual((await client.listJobs({ kind: "nope" })).jobs, []);
+  assert.equal((await client.listJobs({ queue: "sms", limit: 1000 })).next, null);
+  await assert.rejects(client.listJobs({ since: "yesterday" }), InvalidRequest);
+});
+
+test("bulk actions and dead groups", async () => {
+  const ids = await client.submitBatch([0, 1, 2].map((i) => ({ queue: "bulkq", kind: "k", payload: i, maxAttempts: 1 })));
+  for (const j of await client.lease(["bulkq"], { max: 3 })) await client.nack(j.id, j.token, "smtp down\nat line 2");
+  const groups = (await client.deadGroups()).filter((g) => g.queue === "bulkq");
+  assert.equal(groups.length, 1);
+  const [g] = groups;
+  assert.deepEqual([g.kind, g.error, g.count, g.newest], ["k", "smtp down", 3, ids[2]]);
+  assert.match(g.lastAt, /Z$/);
+  assert.equal(await client.bulk("retry", { queue: "bulkq", state: "DEAD" }), 3);
+  for (const id of ids) assert.equal((await client.get(id)).state, "READY");
+  assert.equal(await client.bulk("cancel", { queue: "bulkq", errorContains: "smtp" }), 3);
+  assert.equal(await client.bulk("delete", { queue: "bulkq", state: "CANCELLED" }), 3);
+  assert.deepEqual((await client.listJobs({ queue: "bulkq" })).jobs, []);
+  await client.submit({ queue: "bulkq", kind: "k" });
+  await assert.rejects(client.bulk("delete", {}), InvalidRequest); // no filter: refused
+  assert.equal((await client.listJobs({ queue: "bulkq" })).jobs.length, 1);
+});
+
+test("queues, pause and limits", async () => {
+  for (const q of ["qa", "qb", "qc"]) await client.submit({ queue: q, kind: "k" });
+  const names = await client.queues();
+  assert.deepEqual(names.filter((n) => n.startsWith("q") && n.length === 2), ["qa", "qb", "qc"]);
+  const first = await client.queuesPage({ limit: 1 });
+  assert.equal(first.queues.length, 1);
+  assert.equal(first.next, first.queues[0]);
+  assert.equal(await client.pauseQueue("qa"), true);
+  assert.deepEqual(await client.lease(["qa"]), []);
+  assert.equal((await client.stats()).qa.paused, true);
+  assert.equal(await client.resumeQueue("qa"), false);
+  assert.equal((await client.lease(["qa"])).length, 1);
+  for (let i = 0; i < 3; i++) await client.submit({ queue: "qb", kind: "k" });
+  const limits = await client.setQueueLimits("qb", { maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 } });
+  assert.deepEqual(limits, { queue: "qb", maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 } });
+  assert.equal((await client.lease(["qb"], { max: 10 })).length, 2);
+  assert.deepEqual(await client.setQueueLimits("qb"), { queue: "qb", maxLeased: null, rateLimit: null });
+  assert.equal((await client.lease(["qb"], { max: 10 })).length, 2);
+});
+
+test("schedules from put to remove", async () => {
+  const made = await client.putSchedule("nightly", { cron: "0 3 * * *", tz: "Europe/Paris" }, { queue: "reports", kind: "build", payload: { full: true }, priority: 2 });
+  assert.deepEqual(
+    [made.name, made.cron, made.tz, made.everyMs, made.paused, made.lastAt],
+    ["nightly", "0 3 * * *", "Europe/Paris", null, false, null],
+  );
+  assert.deepEqual(made.job, { queue: "reports", kind: "build", payload: { full: true }, priority: 2, maxAttempts: made.job.maxAttempts });
+  await client.putSchedule("often", { everyMs: 60_000 }, { queue: "q", kind: "tick", payload: new Uint8Array([0, 255]) });
+  const listed = await client.schedules();
+  assert.deepEqual(listed.map((s) => s.name), ["nightly", "often"]);
+  assert.deepEqual(listed[1].job.payload, new Uint8Array([0, 255]));
+  assert.equal((await client.pauseSchedule("often")).paused, true);
+  assert.equal((await client.resumeSchedule("often")).paused, false);
+  assert.equal(await client.removeSchedule("often"), true);
+  await assert.rejects(client.removeSchedule("often"), NotFound);
+  await assert.rejects(client.putSchedule("bad", { cron: "not cron" }, { queue: "q", kind: "k" }), InvalidInput);
+  assert.deepEqual((await client.schedules()).map((s) => s.name), ["nightly"]);
+});
+
+test("health and metrics", async () => {
+  assert.deepEqual(await client.health(), { status: "ok" });
+  await client.submit({ queue: "metricsq", kind: "k" });
+  assert.match(await client.metrics(), /relay_jobs\{queue="metricsq",state="READY"\} 1/);
+});
