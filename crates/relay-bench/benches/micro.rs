@@ -118,26 +118,19 @@ mod encode {
         }
     }
 
-    /// A job as the CLI and server print it: 100-byte JSON payload.
-    #[divan::bench]
-    fn job_view_json_100b(b: divan::Bencher) {
-        let j = job(format!("{{\"to\":\"{}\"}}", "a".repeat(90)).into_bytes());
-        b.bench(|| relay::view::job(black_box(&j)).to_string());
-    }
-
-    /// The same job as the server answers it: serialized straight from the
-    /// job, the payload's text as stored (no `Value` built).
+    /// A job as the server answers it and the CLI prints it (the wire
+    /// type, then its text): 100-byte JSON payload.
     #[divan::bench]
     fn job_view_text_100b(b: divan::Bencher) {
         let j = job(format!("{{\"to\":\"{}\"}}", "a".repeat(90)).into_bytes());
-        b.bench(|| serde_json::to_string(&relay::view::JobView(black_box(&j))));
+        b.bench(|| serde_json::to_string(&relay::wire::job(black_box(&j))));
     }
 
     /// A 1 KiB binary payload (base64 in JSON).
     #[divan::bench]
-    fn job_view_json_1k_binary(b: divan::Bencher) {
+    fn job_view_text_1k_binary(b: divan::Bencher) {
         let j = job((0..1024u32).map(|i| (i % 251) as u8).collect());
-        b.bench(|| relay::view::job(black_box(&j)).to_string());
+        b.bench(|| serde_json::to_string(&relay::wire::job(black_box(&j))));
     }
 }
 

@@ -4,7 +4,8 @@ use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, ScheduleCommand,
 use crate::error::CliError;
 use crate::output::Out;
 use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
-use relay::{Clock, Error, JobFilter, JobId, JobState, LeaseToken, Relay, StoreUrl, Timestamp};
+use relay::{Clock, Error, JobFilter, JobId, LeaseToken, Relay, StoreUrl, Timestamp};
+use relay_client::wire;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -62,9 +63,9 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             JobId(a.lease.id),
             Admin::Release(LeaseToken(a.lease.token), a.snooze_for),
         )?),
-        Command::Cancel(a) => admin_or_bulk(t, a, Admin::Cancel, "cancel", out)?,
-        Command::Retry(a) => admin_or_bulk(t, a, Admin::Retry, "retry", out)?,
-        Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, "delete", out)?,
+        Command::Cancel(a) => admin_or_bulk(t, a, Admin::Cancel, wire::BulkAction::Cancel, out)?,
+        Command::Retry(a) => admin_or_bulk(t, a, Admin::Retry, wire::BulkAction::Retry, out)?,
+        Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, wire::BulkAction::Delete, out)?,
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
         Command::Events(a) => out.events(&t.events(JobId(a.id))?),
         Command::Stats => {
@@ -106,7 +107,8 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
 
 /// `relay cancel|retry|delete`: one job by id, or every job a filter
 /// matches (at least one filter flag; never both).
-fn admin_or_bulk(t: &Target, a: AdminArgs, what: Admin, name: &str, out: &Out) -> Result<(), CliError> {
+fn admin_or_bulk(t: &Target, a: AdminArgs, what: Admin, action: wire::BulkAction, out: &Out) -> Result<(), CliError> {
+    let name = action.as_str();
     match (a.id, a.filter.is_empty()) {
         (Some(id), true) => out.changed(&t.admin(JobId(id), what)?),
         (Some(_), false) => {
@@ -121,7 +123,7 @@ fn admin_or_bulk(t: &Target, a: AdminArgs, what: Admin, name: &str, out: &Out) -
         }
         (None, false) => {
             let filter = filter_args(a.filter)?;
-            out.bulk(&t.bulk(name, filter)?);
+            out.bulk(&t.bulk(action, filter)?);
         }
     }
     Ok(())
@@ -131,11 +133,9 @@ fn admin_or_bulk(t: &Target, a: AdminArgs, what: Admin, name: &str, out: &Out) -
 fn filter_args(a: FilterArgs) -> Result<JobFilter, CliError> {
     let state = match a.state.as_deref() {
         None => None,
-        Some(s) => Some(JobState::parse(&s.to_uppercase()).ok_or_else(|| {
-            CliError::Usage(format!(
-                "unknown state {s:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"
-            ))
-        })?),
+        Some(s) => Some(relay::wire::job_state(
+            s.parse::<wire::State>().map_err(CliError::Usage)?,
+        )),
     };
     let now = relay::SystemClock.now();
     let at = |w: crate::args::When| match w {
@@ -324,7 +324,7 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),
-        on_dependency_failure: relay::DependencyFailure::Cancel,
+        on_dependency_failure: wire::DependencyFailure::Cancel,
         traceparent: None,
         tags: Vec::new(),
     })

@@ -328,7 +328,7 @@ fn report(
             "succeeded": tally.succeeded.load(Relaxed), "retries": tally.retries.load(Relaxed), "dead": tally.dead.load(Relaxed),
             "commits": m.commits, "operations": m.operations, "largest_batch": m.largest_batch,
             "waits": per_priority,
-            "dead_job": {"id": poison, "events": events.iter().map(relay::view::event).collect::<Vec<_>>()},
+            "dead_job": {"id": poison, "events": events.iter().map(relay::wire::event).collect::<Vec<_>>()},
             "schedule": {"name": "demo-every-second", "every_ms": 1000, "ticks": ticks},
             "pipeline": rounds.iter().map(|r| r.iter().map(|(id, kind)| serde_json::json!({"id": id, "kind": kind})).collect::<Vec<_>>()).collect::<Vec<_>>(),
         }).to_string());
@@ -375,7 +375,7 @@ fn report(
         out.line(&format!(
             "  {:>2}  {}  {:<10} {}",
             e.seq,
-            relay::view::time(e.at),
+            relay::wire::time(e.at),
             e.kind,
             e.data
         ));

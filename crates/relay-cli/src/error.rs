@@ -28,6 +28,14 @@ impl From<Error> for CliError {
     }
 }
 
+/// A request that does not fit its call (a time or a duration out of
+/// range): refused before anything was sent or done, as a usage error.
+impl From<relay::wire::RequestError> for CliError {
+    fn from(e: relay::wire::RequestError) -> Self {
+        Self::Usage(e.0)
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -1,6 +1,7 @@
 //! Printing: short text for people, or one JSON object per line (`--json`).
-//! Everything printed is a JSON view (`relay::view`), whether it came from
-//! the library or from a server, so both print alike.
+//! Everything printed is one of the API's answers (`relay_client::wire`,
+//! built by `relay::wire` for a database file), whether it came from the
+//! library or from a server, so both print alike.
 
 use serde_json::Value;
 use std::io::{IsTerminal, Write};

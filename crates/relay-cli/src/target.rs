@@ -4,7 +4,7 @@
 
 use crate::error::CliError;
 use crate::output::Doc;
-use relay::{view, JobFilter, JobId, JobState, LeaseRequest, LeaseToken, NewJob, Relay};
+use relay::{wire as conv, JobFilter, JobId, LeaseRequest, LeaseToken, NewJob, Relay};
 use relay_client::wire;
 use serde_json::Value;
 use std::time::Duration;
@@ -28,47 +28,16 @@ pub struct Submit {
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     pub depends_on: Vec<i64>,
-    pub on_dependency_failure: relay::DependencyFailure,
+    pub on_dependency_failure: wire::DependencyFailure,
     pub traceparent: Option<String>,
     pub tags: Vec<String>,
 }
 
 impl Submit {
-    fn job(self) -> NewJob {
-        let mut job = NewJob::new(self.queue, self.kind, self.payload).priority(self.priority);
-        if let Some(d) = self.delay {
-            job = job.delay(d);
-        }
-        if let Some(t) = self.run_at {
-            job = job.run_at(t);
-        }
-        if let Some(n) = self.max_attempts {
-            job = job.max_attempts(n);
-        }
-        if let Some(k) = self.unique_key {
-            job = job.unique_key(k);
-        }
-        if let Some(k) = self.idempotency_key {
-            job = job.idempotency_key(k);
-        }
-        if let Some(d) = self.lease_for {
-            job = job.lease_for(d);
-        }
-        if let Some(d) = self.timeout {
-            job = job.timeout(d);
-        }
-        if !self.depends_on.is_empty() {
-            job = job
-                .depends_on(self.depends_on.into_iter().map(JobId))
-                .on_dependency_failure(self.on_dependency_failure);
-        }
-        if let Some(t) = self.traceparent {
-            job = job.traceparent(t);
-        }
-        if !self.tags.is_empty() {
-            job = job.tags(self.tags);
-        }
-        job
+    /// The job as the library's: the server's body, converted as the
+    /// server converts it.
+    fn job(self) -> Result<NewJob, CliError> {
+        Ok(NewJob::try_from(self.wire())?)
     }
 
     /// The job as the server's `NewJob` body. The payload goes as bytes:
@@ -90,7 +59,7 @@ impl Submit {
         }
         if !self.depends_on.is_empty() {
             job.depends_on = Some(self.depends_on);
-            job.on_dependency_failure = Some(self.on_dependency_failure.as_str().to_owned());
+            job.on_dependency_failure = Some(self.on_dependency_failure);
         }
         job
     }
@@ -140,7 +109,7 @@ impl Target {
     pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => {
-                let done = r.submit_outcome(s.job())?;
+                let done = r.submit_outcome(s.job()?)?;
                 view_of(&wire::Submitted {
                     id: done.id.0,
                     existing: done.existing,
@@ -152,45 +121,27 @@ impl Target {
 
     /// Adds (or replaces) a schedule whose ticks enqueue `job`.
     pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<Doc, CliError> {
+        let (cron, every_ms, tz) = match when {
+            When::Cron { expr, tz } => (Some(expr), None, tz),
+            When::Every(d, tz) => (None, Some(millis(d)), tz),
+        };
+        let new = wire::NewSchedule {
+            cron,
+            tz,
+            every_ms,
+            job: job.wire(),
+        };
         match self {
-            Target::Local(r) => {
-                let new = match when {
-                    When::Cron { expr, tz } => {
-                        let mut n = relay::NewSchedule::cron(name, expr, job.job());
-                        if let Some(tz) = tz {
-                            n = n.tz(tz);
-                        }
-                        n
-                    }
-                    When::Every(d, tz) => {
-                        let mut n = relay::NewSchedule::every(name, d, job.job());
-                        if let Some(tz) = tz {
-                            n = n.tz(tz); // refused: a time zone needs a cron expression
-                        }
-                        n
-                    }
-                };
-                doc(&view::ScheduleView(&r.add_schedule(new)?))
-            }
-            Target::Remote(r) => {
-                let (cron, every_ms, tz) = match when {
-                    When::Cron { expr, tz } => (Some(expr), None, tz),
-                    When::Every(d, tz) => (None, Some(millis(d)), tz),
-                };
-                let new = wire::NewSchedule {
-                    cron,
-                    tz,
-                    every_ms,
-                    job: job.wire(),
-                };
-                r.doc(r.client.put_schedule(name, &new))
-            }
+            Target::Local(r) => doc(&conv::schedule(
+                &r.add_schedule(conv::new_schedule(name.to_owned(), new)?)?,
+            )),
+            Target::Remote(r) => r.doc(r.client.put_schedule(name, &new)),
         }
     }
 
     pub fn schedules(&self) -> Result<Vec<Doc>, CliError> {
         match self {
-            Target::Local(r) => r.schedules()?.iter().map(|s| doc(&view::ScheduleView(s))).collect(),
+            Target::Local(r) => r.schedules()?.iter().map(|s| doc(&conv::schedule(s))).collect(),
             Target::Remote(r) => r.docs(r.client.schedules()),
         }
     }
@@ -206,8 +157,8 @@ impl Target {
                         deleted: true,
                     })
                 }
-                ScheduleAdmin::Pause => doc(&view::ScheduleView(&r.pause_schedule(name)?)),
-                ScheduleAdmin::Resume => doc(&view::ScheduleView(&r.resume_schedule(name)?)),
+                ScheduleAdmin::Pause => doc(&conv::schedule(&r.pause_schedule(name)?)),
+                ScheduleAdmin::Resume => doc(&conv::schedule(&r.resume_schedule(name)?)),
             },
             Target::Remote(r) => match what {
                 ScheduleAdmin::Remove => r.doc(r.client.remove_schedule(name)),
@@ -227,7 +178,7 @@ impl Target {
                 if let Some(w) = l.worker {
                     req = req.worker(w);
                 }
-                r.lease(req)?.iter().map(|l| doc(&view::Leased(l))).collect()
+                r.lease(req)?.iter().map(|l| doc(&conv::leased(l))).collect()
             }
             Target::Remote(r) => r.docs(r.client.lease(&wire::Lease {
                 queues: l.queues,
@@ -243,7 +194,7 @@ impl Target {
         match self {
             Target::Local(r) => {
                 r.ack(id, token, result.map(String::into_bytes))?;
-                view_of(&wire::Changed::in_state(id.0, "SUCCEEDED"))
+                view_of(&wire::Changed::in_state(id.0, wire::State::Succeeded))
             }
             // As bytes: the server keeps exactly what a local ack would.
             Target::Remote(r) => r.answer(
@@ -261,14 +212,7 @@ impl Target {
         retry_in: Option<Duration>,
     ) -> Result<Value, CliError> {
         match self {
-            Target::Local(r) => {
-                let s = r.nack(id, token, &error, retry_in)?;
-                let mut done = wire::Changed::in_state(id.0, s.state.as_str());
-                if s.state == JobState::Ready {
-                    done = done.ready_at(view::time(s.ready_at));
-                }
-                view_of(&done)
-            }
+            Target::Local(r) => view_of(&conv::changed(id, &r.nack(id, token, &error, retry_in)?)),
             Target::Remote(r) => r.answer(r.client.nack(
                 id.0,
                 &wire::Nack {
@@ -285,7 +229,7 @@ impl Target {
         match self {
             Target::Local(r) => {
                 let until = r.extend(id, token, lease_for)?;
-                view_of(&wire::Changed::lease_until(id.0, view::time(until)))
+                view_of(&wire::Changed::lease_until(id.0, conv::time(until)))
             }
             Target::Remote(r) => r.answer(r.client.extend(
                 id.0,
@@ -300,12 +244,16 @@ impl Target {
     pub fn admin(&self, id: JobId, what: Admin) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => match what {
-                Admin::Cancel => r.cancel(id).map(|()| wire::Changed::in_state(id.0, "CANCELLED")),
-                Admin::Retry => r.retry(id).map(|()| wire::Changed::in_state(id.0, "READY")),
-                Admin::Release(t, None) => r.release(id, t).map(|()| wire::Changed::in_state(id.0, "READY")),
+                Admin::Cancel => r
+                    .cancel(id)
+                    .map(|()| wire::Changed::in_state(id.0, wire::State::Cancelled)),
+                Admin::Retry => r.retry(id).map(|()| wire::Changed::in_state(id.0, wire::State::Ready)),
+                Admin::Release(t, None) => r
+                    .release(id, t)
+                    .map(|()| wire::Changed::in_state(id.0, wire::State::Ready)),
                 Admin::Release(t, Some(d)) => r
                     .snooze(id, t, d)
-                    .map(|at| wire::Changed::in_state(id.0, "READY").ready_at(view::time(at))),
+                    .map(|at| wire::Changed::in_state(id.0, wire::State::Ready).ready_at(conv::time(at))),
                 Admin::Delete => r.delete(id).map(|()| wire::Changed::deleted(id.0)),
             }
             .map_err(CliError::from)
@@ -327,14 +275,14 @@ impl Target {
 
     pub fn show(&self, id: JobId) -> Result<Doc, CliError> {
         match self {
-            Target::Local(r) => doc(&view::JobView(&r.get(id)?)),
+            Target::Local(r) => doc(&conv::job(&r.get(id)?)),
             Target::Remote(r) => r.doc(r.client.get(id.0)),
         }
     }
 
     pub fn events(&self, id: JobId) -> Result<Vec<Value>, CliError> {
         match self {
-            Target::Local(r) => Ok(r.events(id)?.iter().map(view::event).collect()),
+            Target::Local(r) => r.events(id)?.iter().map(|e| view_of(&conv::event(e))).collect(),
             Target::Remote(r) => r.answers(r.client.events(id.0)),
         }
     }
@@ -362,19 +310,12 @@ impl Target {
     pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<Value, CliError> {
         let wanted = wire::Limits {
             max_leased: limits.max_leased,
-            rate_limit: limits.rate.map(|rate| wire::Rate {
-                limit: rate.limit,
-                per_ms: millis(rate.per),
-            }),
+            rate_limit: limits.rate.map(conv::rate),
         };
         match self {
             Target::Local(r) => {
                 r.set_queue_limits(queue, limits)?;
-                view_of(&wire::QueueLimits {
-                    queue: queue.to_owned(),
-                    max_leased: wanted.max_leased,
-                    rate_limit: wanted.rate_limit,
-                })
+                view_of(&conv::queue_limits(queue.to_owned(), limits))
             }
             Target::Remote(r) => r.answer(r.client.set_limits(queue, &wanted)),
         }
@@ -387,12 +328,8 @@ impl Target {
             Target::Local(r) => {
                 let first = after.is_none();
                 let page = r.stats_page(after.as_deref(), 1000)?;
-                let mut v = view::stats(&relay::Stats { queues: page.queues });
-                v["next"] = serde_json::json!(page.next);
-                if first {
-                    v["totals"] = view::totals(&r.queue_totals()?);
-                }
-                Ok(v)
+                let totals = if first { Some(r.queue_totals()?) } else { None };
+                view_of(&conv::stats(&page, totals.as_ref()))
             }
             Target::Remote(r) => r.answer(r.client.stats_page(&wire::QueuePage { after, limit: None })),
         }
@@ -401,9 +338,9 @@ impl Target {
     /// Jobs matching `filter`, newest first.
     pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Doc>, CliError> {
         match self {
-            Target::Local(r) => r.list(&filter)?.iter().map(|j| doc(&view::JobView(j))).collect(),
+            Target::Local(r) => r.list(&filter)?.iter().map(|j| doc(&conv::job(j))).collect(),
             Target::Remote(r) => {
-                let query = wire::ListQuery::new(wire_filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
+                let query = wire::ListQuery::new(conv::filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
                 r.docs(r.client.list(&query).map(|page| page.jobs))
             }
         }
@@ -411,22 +348,19 @@ impl Target {
 
     /// Retries, cancels or deletes (`action`) every job `filter` matches;
     /// answers `{"action", "count"}`.
-    pub fn bulk(&self, action: &str, filter: JobFilter) -> Result<Value, CliError> {
+    pub fn bulk(&self, action: wire::BulkAction, filter: JobFilter) -> Result<Value, CliError> {
         match self {
             Target::Local(r) => {
                 let count = match action {
-                    "retry" => r.retry_matching(&filter)?,
-                    "cancel" => r.cancel_matching(&filter)?,
-                    _ => r.delete_matching(&filter)?,
+                    wire::BulkAction::Retry => r.retry_matching(&filter)?,
+                    wire::BulkAction::Cancel => r.cancel_matching(&filter)?,
+                    wire::BulkAction::Delete => r.delete_matching(&filter)?,
                 };
-                view_of(&wire::BulkDone {
-                    action: action.to_owned(),
-                    count,
-                })
+                view_of(&wire::BulkDone { action, count })
             }
             Target::Remote(r) => r.answer(r.client.bulk(&wire::Bulk {
-                action: action.to_owned(),
-                filter: wire_filter(&filter),
+                action,
+                filter: conv::filter(&filter),
             })),
         }
     }
@@ -441,19 +375,6 @@ fn view_of<T: serde::Serialize>(answer: &T) -> Result<Value, CliError> {
 /// An answer carrying payloads as printed, exactly as serialized.
 fn doc<T: serde::Serialize>(answer: &T) -> Result<Doc, CliError> {
     Doc::of(answer).map_err(CliError::Io)
-}
-
-/// A filter's conditions as the API takes them.
-fn wire_filter(f: &JobFilter) -> wire::Filter {
-    wire::Filter {
-        queue: f.queue.clone(),
-        state: f.state.map(|s| s.as_str().to_owned()),
-        kind: f.kind.clone(),
-        tag: f.tag.clone(),
-        since: f.since.map(relay::Timestamp::to_rfc3339),
-        until: f.until.map(relay::Timestamp::to_rfc3339),
-        error_contains: f.error_contains.clone(),
-    }
 }
 
 /// A Relay server, reached over HTTP (`relay_client`).

@@ -20,7 +20,7 @@
 //!     println!("job {} ({}): {:?}", job.id, job.kind, job.payload());
 //!     relay.ack(job.id, &wire::Ack::new(job.token, Some(b"sent")))?;
 //! }
-//! assert_eq!(relay.get(id)?.state, "SUCCEEDED");
+//! assert_eq!(relay.get(id)?.state, wire::State::Succeeded);
 //! # Ok(()) }
 //! ```
 

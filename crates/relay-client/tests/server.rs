@@ -217,10 +217,10 @@ fn every_call_round_trips_and_answers_keep_every_field() {
         .unwrap();
     assert!(extended.lease_expires_at.is_some());
     let ack = wire::Ack::new(first.token, Some(br#"{"sent":true}"#));
-    assert_eq!(c.ack(first.id, &ack).unwrap().state.as_deref(), Some("SUCCEEDED"));
+    assert_eq!(c.ack(first.id, &ack).unwrap().state, Some(wire::State::Succeeded));
     assert_eq!(
-        c.ack(first.id, &ack).unwrap().state.as_deref(),
-        Some("SUCCEEDED"),
+        c.ack(first.id, &ack).unwrap().state,
+        Some(wire::State::Succeeded),
         "a retried ack"
     );
     assert_eq!(
@@ -242,7 +242,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
             },
         )
         .unwrap();
-    assert_eq!(nacked.state.as_deref(), Some("READY"));
+    assert_eq!(nacked.state, Some(wire::State::Ready));
     assert!(nacked.ready_at.is_some());
     let snoozed = c
         .release(
@@ -254,8 +254,8 @@ fn every_call_round_trips_and_answers_keep_every_field() {
         )
         .unwrap();
     assert!(snoozed.ready_at.is_some());
-    assert_eq!(c.cancel(two[1].id).unwrap().state.as_deref(), Some("CANCELLED"));
-    assert_eq!(c.retry(two[1].id).unwrap().state.as_deref(), Some("READY"));
+    assert_eq!(c.cancel(two[1].id).unwrap().state, Some(wire::State::Cancelled));
+    assert_eq!(c.retry(two[1].id).unwrap().state, Some(wire::State::Ready));
     assert!(c.delete(two[1].id).unwrap().deleted);
 
     // Events: a worker's own, then the log as the server keeps it.
@@ -303,7 +303,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
     assert!(rest.jobs.iter().all(|j| Some(j.id) < first_page.next));
     let done = c
         .bulk(&wire::Bulk {
-            action: "cancel".into(),
+            action: wire::BulkAction::Cancel,
             filter: wire::Filter {
                 queue: Some("other".into()),
                 ..Default::default()
@@ -396,7 +396,11 @@ fn errors_are_typed_and_change_nothing() {
     let job = c.lease(&lease("q", 1)).unwrap().remove(0);
     let stale = c.ack(id, &wire::Ack::new(job.token + 1, None)).unwrap_err();
     assert_eq!(stale.code(), Some(wire::ErrorCode::LeaseLost), "{stale}");
-    assert_eq!(c.get(id).unwrap().state, "LEASED", "the stale ack changed nothing");
+    assert_eq!(
+        c.get(id).unwrap().state,
+        wire::State::Leased,
+        "the stale ack changed nothing"
+    );
     c.ack(id, &wire::Ack::new(job.token, None)).unwrap();
     let late = c
         .nack(
@@ -476,7 +480,7 @@ async fn the_async_client_sends_the_same_calls() {
     );
     assert_eq!(jobs[0].payload().unwrap(), Bytes::Json(r#"{"n":1}"#.into()));
     let done = c.ack(id, &wire::Ack::new(jobs[0].token, Some(b"ok"))).await.unwrap();
-    assert_eq!(done.state.as_deref(), Some("SUCCEEDED"));
+    assert_eq!(done.state, Some(wire::State::Succeeded));
     let job = c.get(id).await.unwrap();
     assert_eq!(job.result().unwrap(), Bytes::Raw(b"ok".to_vec()));
     same(&job, &server.raw_with_token(&format!("/v1/jobs/{id}"), "s3cret"));

@@ -37,6 +37,12 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<relay::wire::RequestError> for ApiError {
+    fn from(e: relay::wire::RequestError) -> Self {
+        Self::bad_request(e.0)
+    }
+}
+
 impl From<relay::Error> for ApiError {
     fn from(e: relay::Error) -> Self {
         use relay::Error as E;

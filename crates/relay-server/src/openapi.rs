@@ -5,8 +5,7 @@
 use crate::ServerConfig;
 use serde_json::{json, Value};
 
-/// Largest delay accepted in milliseconds (what fits a u64 comfortably: ~292 million years).
-pub(crate) const MAX_MS: u64 = u64::MAX / 1_000_000;
+use relay_client::wire::MAX_MS;
 
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -413,7 +412,7 @@ fn schemas(max_wait: u64) -> Value {
         "properties": {"code": {"type": "string", "enum": codes}, "message": {"type": "string"}}});
     json!({
         "Error": {"type": "object", "required": ["error"], "properties": {"error": error}},
-        "State": {"type": "string", "enum": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED"]},
+        "State": {"type": "string", "enum": relay_client::wire::State::ALL.map(|s| s.as_str())},
         "QueueStats": {"type": "object", "additionalProperties": false,
             "required": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
             "properties": {

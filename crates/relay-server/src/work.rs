@@ -2,11 +2,11 @@
 //! its next lease in one call and one commit, each outcome answered on its
 //! own) and `POST /v1/heartbeat` (many leases extended at once).
 
-use crate::api::{lease_request, leased, ok, result_bytes, wait_permit, ApiResult, S};
+use crate::api::{lease_request, leased, ok, wait_permit, ApiResult, S};
 use crate::error::{ApiError, ApiJson};
 use crate::parse::ms;
 use axum::extract::State;
-use relay::{view, Completion, JobId, JobState, LeaseToken};
+use relay::{wire as conv, Completion, JobId, JobState, LeaseToken};
 use relay_client::wire;
 use std::time::Duration;
 
@@ -43,27 +43,22 @@ pub(crate) async fn work(State(s): S, ApiJson(b): ApiJson<wire::Work>) -> ApiRes
             }
         }
     };
-    #[derive(serde::Serialize)]
-    struct Answer<'a> {
-        outcomes: Vec<wire::ItemAnswer>,
-        jobs: Vec<view::Leased<'a>>,
-    }
     let outcomes = ids
         .into_iter()
         .zip(completions)
         .map(|(id, r)| match r {
             Ok(status) => {
                 let mut a = wire::ItemAnswer::new(id);
-                a.state = Some(status.state.as_str().to_owned());
+                a.state = Some(conv::state(status.state));
                 if status.state == JobState::Ready {
-                    a.ready_at = Some(view::time(status.ready_at));
+                    a.ready_at = Some(conv::time(status.ready_at));
                 }
                 a
             }
             Err(e) => refused(id, e),
         })
         .collect();
-    ok(Answer {
+    ok(wire::Worked {
         outcomes,
         jobs: leased(&jobs),
     })
@@ -95,7 +90,11 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             {
                 return Err(stray(f));
             }
-            Ok(Completion::ack(id, token, result_bytes(o.result, o.result_base64)?))
+            Ok(Completion::ack(
+                id,
+                token,
+                conv::bytes_of("result", o.result, o.result_base64)?,
+            ))
         }
         K::Nack => {
             if has_result || o.in_ms.is_some() {
@@ -166,7 +165,7 @@ pub(crate) async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>)
         .zip(done)
         .map(|(l, r)| match r {
             Ok(until) => wire::ItemAnswer {
-                lease_expires_at: Some(view::time(until)),
+                lease_expires_at: Some(conv::time(until)),
                 ..wire::ItemAnswer::new(l.id)
             },
             Err(e) => refused(l.id, e),

@@ -53,7 +53,7 @@ mod relay;
 mod request;
 mod store_url;
 mod trace;
-pub mod view;
+pub mod wire;
 mod within;
 #[cfg(feature = "worker")]
 pub mod worker;

@@ -1,6 +1,6 @@
 //! The answers the server sends.
 
-use super::{present, Bytes, JsonText, Rate};
+use super::{present, BulkAction, Bytes, JsonText, Rate, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -32,8 +32,8 @@ pub struct Job {
     pub queue: String,
     /// Its kind.
     pub kind: String,
-    /// WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
-    pub state: String,
+    /// Its state.
+    pub state: State,
     /// 0-3.
     pub priority: u8,
     /// Attempts so far.
@@ -167,7 +167,7 @@ pub struct Changed {
     pub id: i64,
     /// Its state after the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<State>,
     /// When it is due again (a nack that retries, a snooze).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<String>,
@@ -192,9 +192,9 @@ impl Changed {
     }
 
     /// Job `id`, now in `state`.
-    pub fn in_state(id: i64, state: &str) -> Self {
+    pub fn in_state(id: i64, state: State) -> Self {
         Self {
-            state: Some(state.to_owned()),
+            state: Some(state),
             ..Self::new(id)
         }
     }
@@ -328,7 +328,7 @@ pub struct QueueLimits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BulkDone {
     /// The action taken.
-    pub action: String,
+    pub action: BulkAction,
     /// How many jobs it changed.
     pub count: u64,
 }

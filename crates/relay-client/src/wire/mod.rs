@@ -21,6 +21,10 @@ pub use answer::*;
 pub use request::*;
 pub use work::*;
 
+/// The longest duration a request may give, in milliseconds (what fits a
+/// `u64` of microseconds comfortably: about 292 million years).
+pub const MAX_MS: u64 = u64::MAX / 1_000_000;
+
 /// A field that was given (as `Some`, null included), unlike one left out
 /// (`None`, with `#[serde(default)]`).
 pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
@@ -35,6 +39,19 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: 
 pub struct JsonText(Box<serde_json::value::RawValue>);
 
 impl JsonText {
+    /// `null`.
+    pub fn null() -> Self {
+        Self(serde_json::value::RawValue::NULL.to_owned())
+    }
+
+    /// `bytes` as they are when they hold one JSON text (any JSON: numbers
+    /// past `f64`, keys repeated); `None` when they do not.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice::<Box<serde_json::value::RawValue>>(bytes)
+            .ok()
+            .map(Self)
+    }
+
     /// The text.
     pub fn get(&self) -> &str {
         self.0.get()
@@ -109,4 +126,145 @@ impl Bytes {
 pub(crate) fn base64_pair(bytes: &[u8]) -> Option<Option<String>> {
     use base64::Engine as _;
     (!bytes.is_empty()).then(|| Some(base64::engine::general_purpose::STANDARD.encode(bytes)))
+}
+
+/// A job's state, as the API spells it: in capitals when written, in any
+/// case when read (`?state=dead`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum State {
+    /// Waits for the jobs it depends on.
+    Waiting,
+    /// Due, or due at `ready_at`: a worker may lease it.
+    Ready,
+    /// A worker holds it.
+    Leased,
+    /// Acked.
+    Succeeded,
+    /// Failed for good: attempts spent, a permanent nack, a dependency failed.
+    Dead,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl State {
+    /// Every state, in the order of a job's life.
+    pub const ALL: [Self; 6] = [
+        Self::Waiting,
+        Self::Ready,
+        Self::Leased,
+        Self::Succeeded,
+        Self::Dead,
+        Self::Cancelled,
+    ];
+
+    /// Its name in capitals, as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Waiting => "WAITING",
+            Self::Ready => "READY",
+            Self::Leased => "LEASED",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Dead => "DEAD",
+            Self::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// Whether a job in it is done with for good (nothing leases it again
+    /// unless retried).
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Dead | Self::Cancelled)
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for State {
+    type Err = String;
+
+    /// A state's name, in any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown state {s:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"))
+    }
+}
+
+impl<'de> Deserialize<'de> for State {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a bulk action does to every job its filter matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BulkAction {
+    /// DEAD or CANCELLED jobs READY again, their attempts reset.
+    Retry,
+    /// Unfinished jobs CANCELLED.
+    Cancel,
+    /// Jobs deleted, with their events (a LEASED one is passed over).
+    Delete,
+}
+
+impl BulkAction {
+    /// Its name, as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::Cancel => "cancel",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+impl std::str::FromStr for BulkAction {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Self::Retry, Self::Cancel, Self::Delete]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| format!("unknown action {s:?}: use retry, cancel or delete"))
+    }
+}
+
+/// What happens to a job when one it depends on ends DEAD or CANCELLED.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DependencyFailure {
+    /// It is CANCELLED too (the default).
+    #[default]
+    Cancel,
+    /// It runs anyway.
+    Run,
+}
+
+impl DependencyFailure {
+    /// Its name, as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancel => "cancel",
+            Self::Run => "run",
+        }
+    }
+}
+
+impl std::str::FromStr for DependencyFailure {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cancel" => Ok(Self::Cancel),
+            "run" => Ok(Self::Run),
+            other => Err(format!("{other:?} is neither \"cancel\" nor \"run\"")),
+        }
+    }
 }

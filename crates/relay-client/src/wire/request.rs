@@ -1,6 +1,6 @@
 //! The bodies the server reads.
 
-use super::{base64_pair, present};
+use super::{base64_pair, present, BulkAction, DependencyFailure, State};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -50,10 +50,10 @@ pub struct NewJob {
     /// The job waits until these jobs have succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<i64>>,
-    /// `"cancel"` (the default) or `"run"`: what happens to the job when
-    /// one it depends on ends DEAD or CANCELLED.
+    /// What happens to the job when one it depends on ends DEAD or
+    /// CANCELLED (cancel it, the default, or run it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_dependency_failure: Option<String>,
+    pub on_dependency_failure: Option<DependencyFailure>,
     /// The W3C trace context the job continues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
@@ -203,9 +203,9 @@ pub struct Filter {
     /// Only this queue's jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
-    /// Only jobs in this state (any case).
+    /// Only jobs in this state (read in any case).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<State>,
     /// Only jobs of this kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
@@ -238,9 +238,9 @@ pub struct ListQuery {
     /// Only this queue's jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
-    /// Only jobs in this state (any case).
+    /// Only jobs in this state (read in any case).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<State>,
     /// Only jobs of this kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
@@ -284,7 +284,7 @@ impl ListQuery {
     pub fn filter(&self) -> Filter {
         Filter {
             queue: self.queue.clone(),
-            state: self.state.clone(),
+            state: self.state,
             kind: self.kind.clone(),
             tag: self.tag.clone(),
             since: self.since.clone(),
@@ -295,9 +295,10 @@ impl ListQuery {
 
     /// The query as `name=value` pairs (values not yet percent-encoded).
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let state = self.state.map(|s| s.as_str().to_owned());
         let texts = [
             ("queue", &self.queue),
-            ("state", &self.state),
+            ("state", &state),
             ("kind", &self.kind),
             ("tag", &self.tag),
             ("since", &self.since),
@@ -318,8 +319,8 @@ impl ListQuery {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bulk {
-    /// `"retry"`, `"cancel"` or `"delete"`.
-    pub action: String,
+    /// What to do to each job.
+    pub action: BulkAction,
     /// Which jobs (at least one condition).
     pub filter: Filter,
 }

@@ -176,7 +176,7 @@ pub struct ItemAnswer {
     pub id: i64,
     /// Its state after the call (an outcome).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<super::State>,
     /// When it is due again (a nack that retries, a delayed release).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<String>,
