@@ -90,6 +90,20 @@ impl AsyncClient {
         }
     }
 
+    /// [`crate::Client::send`], as a future: any call of the API's table.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::send`].
+    pub async fn send<C: crate::wire::Call>(
+        &self,
+        param: &C::Param,
+        query: &C::Query,
+        body: &C::Body,
+    ) -> Result<C::Answer, Error> {
+        self.run(calls::of::<C>(param, query, body)?).await
+    }
+
     /// [`crate::Client::submit`], as a future.
     ///
     /// # Errors
@@ -177,7 +191,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::cancel`].
     pub async fn cancel(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::cancel(id)).await
+        self.run(calls::cancel(id)?).await
     }
 
     /// [`crate::Client::retry`], as a future.
@@ -186,7 +200,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::retry`].
     pub async fn retry(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::retry(id)).await
+        self.run(calls::retry(id)?).await
     }
 
     /// [`crate::Client::delete`], as a future.
@@ -195,7 +209,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::delete`].
     pub async fn delete(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::delete(id)).await
+        self.run(calls::delete(id)?).await
     }
 
     /// [`crate::Client::get`], as a future.
@@ -204,7 +218,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::get`].
     pub async fn get(&self, id: i64) -> Result<Job, Error> {
-        self.run(calls::get(id)).await
+        self.run(calls::get(id)?).await
     }
 
     /// [`crate::Client::events`], as a future.
@@ -213,7 +227,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::events`].
     pub async fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
-        self.run(calls::events(id)).await
+        self.run(calls::events(id)?).await
     }
 
     /// [`crate::Client::append_event`], as a future.
@@ -231,7 +245,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::list`].
     pub async fn list(&self, query: &ListQuery) -> Result<JobPage, Error> {
-        self.run(calls::list(query)).await
+        self.run(calls::list(query)?).await
     }
 
     /// [`crate::Client::bulk`], as a future.
@@ -249,7 +263,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::dead_groups`].
     pub async fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>, Error> {
-        self.run(calls::dead_groups(limit)).await
+        self.run(calls::dead_groups(limit)?).await
     }
 
     /// [`crate::Client::stats`], as a future.
@@ -259,10 +273,10 @@ impl AsyncClient {
     /// As [`crate::Client::stats`].
     pub async fn stats(&self) -> Result<Stats, Error> {
         let mut page = QueuePage::default();
-        let mut all = self.run(calls::stats(&page)).await?;
+        let mut all = self.run(calls::stats(&page)?).await?;
         while let Some(next) = all.next.take() {
             page.after = Some(next);
-            let more = self.run(calls::stats(&page)).await?;
+            let more = self.run(calls::stats(&page)?).await?;
             all.queues.extend(more.queues);
             all.next = more.next;
         }
@@ -277,7 +291,7 @@ impl AsyncClient {
     ///
     /// [`Error::Api`] with `invalid_request` for a limit out of 1-1000.
     pub async fn stats_page(&self, page: &QueuePage) -> Result<Stats, Error> {
-        self.run(calls::stats(page)).await
+        self.run(calls::stats(page)?).await
     }
 
     /// [`crate::Client::pause`], as a future.
@@ -286,7 +300,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::pause`].
     pub async fn pause(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.run(calls::pause(queue)).await
+        self.run(calls::pause(queue)?).await
     }
 
     /// [`crate::Client::resume`], as a future.
@@ -295,7 +309,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::resume`].
     pub async fn resume(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.run(calls::resume(queue)).await
+        self.run(calls::resume(queue)?).await
     }
 
     /// [`crate::Client::set_limits`], as a future.
@@ -313,7 +327,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::schedules`].
     pub async fn schedules(&self) -> Result<Vec<Schedule>, Error> {
-        self.run(calls::schedules()).await
+        self.run(calls::schedules()?).await
     }
 
     /// [`crate::Client::put_schedule`], as a future.
@@ -331,7 +345,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::remove_schedule`].
     pub async fn remove_schedule(&self, name: &str) -> Result<ScheduleRemoved, Error> {
-        self.run(calls::remove_schedule(name)).await
+        self.run(calls::remove_schedule(name)?).await
     }
 
     /// [`crate::Client::pause_schedule`], as a future.
@@ -340,7 +354,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::pause_schedule`].
     pub async fn pause_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.run(calls::pause_schedule(name)).await
+        self.run(calls::pause_schedule(name)?).await
     }
 
     /// [`crate::Client::resume_schedule`], as a future.
@@ -349,7 +363,7 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::resume_schedule`].
     pub async fn resume_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.run(calls::resume_schedule(name)).await
+        self.run(calls::resume_schedule(name)?).await
     }
 }
 

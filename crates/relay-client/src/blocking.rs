@@ -105,6 +105,33 @@ impl Client {
         }
     }
 
+    /// Sends any call of the API's table ([`crate::wire::calls`]) with its
+    /// path parameter (`()`, a job's id, a queue's or schedule's name), its
+    /// query and its body ([`crate::wire::Nothing`] for none); answers its
+    /// answer type. The named methods below are this with their types.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), relay_client::Error> {
+    /// use relay_client::wire::{calls, Nothing};
+    /// let relay = relay_client::Client::new("http://127.0.0.1:7433");
+    /// let paused = relay.send::<calls::PauseQueue>(&"emails".to_owned(), &Nothing {}, &Nothing {})?;
+    /// assert!(paused.paused);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The server's error answers ([`Error::Api`]), [`Error::Transport`]
+    /// and [`Error::Decode`], as for the named methods.
+    pub fn send<C: crate::wire::Call>(
+        &self,
+        param: &C::Param,
+        query: &C::Query,
+        body: &C::Body,
+    ) -> Result<C::Answer, Error> {
+        self.run(calls::of::<C>(param, query, body)?)
+    }
+
     /// Submits a job (`POST /v1/jobs`).
     ///
     /// # Errors
@@ -209,7 +236,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found` or `invalid_state`; nothing changed.
     pub fn cancel(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::cancel(id))
+        self.run(calls::cancel(id)?)
     }
 
     /// Runs a DEAD or CANCELLED job again.
@@ -218,7 +245,7 @@ impl Client {
     ///
     /// As [`Client::cancel`], and `conflict` when its unique key was taken.
     pub fn retry(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::retry(id))
+        self.run(calls::retry(id)?)
     }
 
     /// Deletes a job that is not LEASED, with its events.
@@ -227,7 +254,7 @@ impl Client {
     ///
     /// As [`Client::cancel`].
     pub fn delete(&self, id: i64) -> Result<Changed, Error> {
-        self.run(calls::delete(id))
+        self.run(calls::delete(id)?)
     }
 
     /// One job.
@@ -236,7 +263,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn get(&self, id: i64) -> Result<Job, Error> {
-        self.run(calls::get(id))
+        self.run(calls::get(id)?)
     }
 
     /// A job's event log, oldest first.
@@ -245,7 +272,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
-        self.run(calls::events(id))
+        self.run(calls::events(id)?)
     }
 
     /// Appends a worker's own event to a job's log.
@@ -263,7 +290,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_request` (a bad state, time or limit).
     pub fn list(&self, query: &ListQuery) -> Result<JobPage, Error> {
-        self.run(calls::list(query))
+        self.run(calls::list(query)?)
     }
 
     /// Retries, cancels or deletes every job a filter matches.
@@ -282,7 +309,7 @@ impl Client {
     ///
     /// The server's errors.
     pub fn dead_groups(&self, limit: u32) -> Result<Vec<DeadGroup>, Error> {
-        self.run(calls::dead_groups(limit))
+        self.run(calls::dead_groups(limit)?)
     }
 
     /// Jobs per queue and state, with each queue's settings: every queue,
@@ -293,10 +320,10 @@ impl Client {
     /// The server's errors.
     pub fn stats(&self) -> Result<Stats, Error> {
         let mut page = QueuePage::default();
-        let mut all = self.run(calls::stats(&page))?;
+        let mut all = self.run(calls::stats(&page)?)?;
         while let Some(next) = all.next.take() {
             page.after = Some(next);
-            let more = self.run(calls::stats(&page))?;
+            let more = self.run(calls::stats(&page)?)?;
             all.queues.extend(more.queues);
             all.next = more.next;
         }
@@ -311,7 +338,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_request` for a limit out of 1-1000.
     pub fn stats_page(&self, page: &QueuePage) -> Result<Stats, Error> {
-        self.run(calls::stats(page))
+        self.run(calls::stats(page)?)
     }
 
     /// Pauses a queue: none of its jobs is leased until it is resumed.
@@ -320,7 +347,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `invalid_input` (a bad queue name).
     pub fn pause(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.run(calls::pause(queue))
+        self.run(calls::pause(queue)?)
     }
 
     /// Resumes a paused queue.
@@ -329,7 +356,7 @@ impl Client {
     ///
     /// As [`Client::pause`].
     pub fn resume(&self, queue: &str) -> Result<QueuePaused, Error> {
-        self.run(calls::resume(queue))
+        self.run(calls::resume(queue)?)
     }
 
     /// Replaces a queue's limits (a limit left out is lifted).
@@ -347,7 +374,7 @@ impl Client {
     ///
     /// The server's errors.
     pub fn schedules(&self) -> Result<Vec<Schedule>, Error> {
-        self.run(calls::schedules())
+        self.run(calls::schedules()?)
     }
 
     /// Adds a schedule, or replaces the one of this name.
@@ -365,7 +392,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn remove_schedule(&self, name: &str) -> Result<ScheduleRemoved, Error> {
-        self.run(calls::remove_schedule(name))
+        self.run(calls::remove_schedule(name)?)
     }
 
     /// Pauses a schedule: its ticks enqueue nothing.
@@ -374,7 +401,7 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn pause_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.run(calls::pause_schedule(name))
+        self.run(calls::pause_schedule(name)?)
     }
 
     /// Resumes a schedule from its next tick after now.
@@ -383,6 +410,6 @@ impl Client {
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn resume_schedule(&self, name: &str) -> Result<Schedule, Error> {
-        self.run(calls::resume_schedule(name))
+        self.run(calls::resume_schedule(name)?)
     }
 }

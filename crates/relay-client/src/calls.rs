@@ -2,14 +2,15 @@
 //! answer is read) for both clients to send.
 
 use crate::wire::{
-    Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, Event, Events, Extend,
-    Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Nack, NewJob, NewJobs,
-    NewSchedule, QueueLimits, QueuePage, QueuePaused, Release, Schedule, ScheduleRemoved, Schedules, Stats, Submitted,
-    SubmittedBatch, Work, Worked,
+    self, calls, Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, DeadQuery, Event,
+    Events, Extend, Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Method, Nack,
+    NewJob, NewJobs, NewSchedule, Nothing, Part, QueueLimits, QueuePage, QueuePaused, Release, Schedule,
+    ScheduleRemoved, Schedules, Stats, Submitted, SubmittedBatch, Work, Worked,
 };
 use crate::Error;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 
 /// A request to send, and how to read its answer into a `T`.
 pub(crate) struct Call<T> {
@@ -21,41 +22,6 @@ pub(crate) struct Call<T> {
 
 fn read<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     serde_json::from_str(text)
-}
-
-impl<T: DeserializeOwned> Call<T> {
-    fn new(method: &'static str, path: String, body: Option<&impl Serialize>) -> Result<Self, Error> {
-        Ok(Self {
-            method,
-            path,
-            body: body
-                .map(serde_json::to_vec)
-                .transpose()
-                .map_err(|e| Error::Decode(format!("the request does not serialize: {e}")))?,
-            read: read::<T>,
-        })
-    }
-
-    fn get(path: String) -> Self {
-        Self {
-            method: "GET",
-            path,
-            body: None,
-            read: read::<T>,
-        }
-    }
-
-    /// A call without a body of its own. A POST still sends `{}` as JSON:
-    /// a server without tokens refuses a change sent as anything else (a
-    /// web page's form could send that).
-    fn bare(method: &'static str, path: String) -> Self {
-        Self {
-            method,
-            path,
-            body: (method == "POST").then(|| b"{}".to_vec()),
-            read: read::<T>,
-        }
-    }
 }
 
 impl<T> Call<T> {
@@ -95,137 +61,163 @@ pub(crate) fn refused(status: u16, text: &str) -> Error {
     }
 }
 
+/// Any call of the table, with its path parameter, query and body.
+pub(crate) fn of<C: wire::Call>(param: &C::Param, query: &C::Query, body: &C::Body) -> Result<Call<C::Answer>, Error> {
+    let mut path = C::path(param);
+    if <C::Query as Part>::GIVEN {
+        let pairs = query_pairs(query)?;
+        if !pairs.is_empty() {
+            path.push('?');
+            path.push_str(&pairs.join("&"));
+        }
+    }
+    let method = C::METHOD.as_str();
+    let body = if <C::Body as Part>::GIVEN {
+        Some(serde_json::to_vec(body).map_err(|e| Error::Decode(format!("the request does not serialize: {e}")))?)
+    } else {
+        // A POST still sends `{}` as JSON: a server without tokens refuses
+        // a change sent as anything else (a web page's form could send that).
+        (C::METHOD == Method::Post).then(|| b"{}".to_vec())
+    };
+    Ok(Call {
+        method,
+        path,
+        body,
+        read: read::<C::Answer>,
+    })
+}
+
+/// A query's fields as `name=value` pairs, percent-encoded (those left
+/// out or null skipped).
+fn query_pairs(query: &impl Serialize) -> Result<Vec<String>, Error> {
+    let v = serde_json::to_value(query).map_err(|e| Error::Decode(format!("the query does not serialize: {e}")))?;
+    let Value::Object(fields) = v else {
+        return Ok(Vec::new());
+    };
+    Ok(fields
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Value::Null => None,
+            Value::String(s) => Some(format!("{k}={}", encode(&s))),
+            other => Some(format!("{k}={}", encode(&other.to_string()))),
+        })
+        .collect())
+}
+
+const NONE: Nothing = Nothing {};
+
 pub(crate) fn submit(job: &NewJob) -> Result<Call<Submitted>, Error> {
-    Call::new("POST", "/v1/jobs".into(), Some(job))
+    of::<calls::Submit>(&(), &NONE, job)
 }
 
 pub(crate) fn submit_batch(jobs: Vec<NewJob>) -> Result<Call<Vec<i64>>, Error> {
-    let call = Call::<SubmittedBatch>::new("POST", "/v1/jobs/batch".into(), Some(&NewJobs { jobs }))?;
+    let call = of::<calls::SubmitBatch>(&(), &NONE, &NewJobs { jobs })?;
     Ok(Call::unwrap(call, |t| read::<SubmittedBatch>(t).map(|b| b.ids)))
 }
 
 pub(crate) fn lease(req: &Lease) -> Result<Call<Vec<LeasedJob>>, Error> {
-    let call = Call::<Leased>::new("POST", "/v1/lease".into(), Some(req))?;
+    let call = of::<calls::Lease>(&(), &NONE, req)?;
     Ok(Call::unwrap(call, |t| read::<Leased>(t).map(|l| l.jobs)))
 }
 
 pub(crate) fn ack(id: i64, ack: &Ack) -> Result<Call<Changed>, Error> {
-    Call::new("POST", format!("/v1/jobs/{id}/ack"), Some(ack))
+    of::<calls::Ack>(&id, &NONE, ack)
 }
 
 pub(crate) fn nack(id: i64, nack: &Nack) -> Result<Call<Changed>, Error> {
-    Call::new("POST", format!("/v1/jobs/{id}/nack"), Some(nack))
+    of::<calls::Nack>(&id, &NONE, nack)
 }
 
 pub(crate) fn extend(id: i64, extend: &Extend) -> Result<Call<Changed>, Error> {
-    Call::new("POST", format!("/v1/jobs/{id}/extend"), Some(extend))
+    of::<calls::Extend>(&id, &NONE, extend)
 }
 
 pub(crate) fn release(id: i64, release: &Release) -> Result<Call<Changed>, Error> {
-    Call::new("POST", format!("/v1/jobs/{id}/release"), Some(release))
+    of::<calls::Release>(&id, &NONE, release)
 }
 
 pub(crate) fn work(work: &Work) -> Result<Call<Worked>, Error> {
-    Call::new("POST", "/v1/work".into(), Some(work))
+    of::<calls::Work>(&(), &NONE, work)
 }
 
 pub(crate) fn heartbeat(beat: &Heartbeat) -> Result<Call<Vec<ItemAnswer>>, Error> {
-    let call = Call::<Beaten>::new("POST", "/v1/heartbeat".into(), Some(beat))?;
+    let call = of::<calls::Heartbeat>(&(), &NONE, beat)?;
     Ok(Call::unwrap(call, |t| read::<Beaten>(t).map(|b| b.leases)))
 }
 
-pub(crate) fn cancel(id: i64) -> Call<Changed> {
-    Call::bare("POST", format!("/v1/jobs/{id}/cancel"))
+pub(crate) fn cancel(id: i64) -> Result<Call<Changed>, Error> {
+    of::<calls::Cancel>(&id, &NONE, &NONE)
 }
 
-pub(crate) fn retry(id: i64) -> Call<Changed> {
-    Call::bare("POST", format!("/v1/jobs/{id}/retry"))
+pub(crate) fn retry(id: i64) -> Result<Call<Changed>, Error> {
+    of::<calls::Retry>(&id, &NONE, &NONE)
 }
 
-pub(crate) fn delete(id: i64) -> Call<Changed> {
-    Call::bare("DELETE", format!("/v1/jobs/{id}"))
+pub(crate) fn delete(id: i64) -> Result<Call<Changed>, Error> {
+    of::<calls::Delete>(&id, &NONE, &NONE)
 }
 
-pub(crate) fn get(id: i64) -> Call<Job> {
-    Call::get(format!("/v1/jobs/{id}"))
+pub(crate) fn get(id: i64) -> Result<Call<Job>, Error> {
+    of::<calls::Get>(&id, &NONE, &NONE)
 }
 
-pub(crate) fn events(id: i64) -> Call<Vec<Event>> {
-    Call::unwrap(Call::<Events>::get(format!("/v1/jobs/{id}/events")), |t| {
-        read::<Events>(t).map(|e| e.events)
-    })
+pub(crate) fn events(id: i64) -> Result<Call<Vec<Event>>, Error> {
+    let call = of::<calls::Events>(&id, &NONE, &NONE)?;
+    Ok(Call::unwrap(call, |t| read::<Events>(t).map(|e| e.events)))
 }
 
 pub(crate) fn append_event(id: i64, event: &AppendEvent) -> Result<Call<Appended>, Error> {
-    Call::new("POST", format!("/v1/jobs/{id}/events"), Some(event))
+    of::<calls::AppendEvent>(&id, &NONE, event)
 }
 
-pub(crate) fn list(query: &ListQuery) -> Call<JobPage> {
-    let q: Vec<String> = query
-        .pairs()
-        .into_iter()
-        .map(|(k, v)| format!("{k}={}", encode(&v)))
-        .collect();
-    Call::get(format!("/v1/jobs?{}", q.join("&")))
+pub(crate) fn list(query: &ListQuery) -> Result<Call<JobPage>, Error> {
+    of::<calls::List>(&(), query, &NONE)
 }
 
 pub(crate) fn bulk(bulk: &Bulk) -> Result<Call<BulkDone>, Error> {
-    Call::new("POST", "/v1/jobs/bulk".into(), Some(bulk))
+    of::<calls::Bulk>(&(), &NONE, bulk)
 }
 
-pub(crate) fn dead_groups(limit: u32) -> Call<Vec<DeadGroup>> {
-    Call::unwrap(Call::<DeadGroups>::get(format!("/v1/dead?limit={limit}")), |t| {
-        read::<DeadGroups>(t).map(|g| g.groups)
-    })
+pub(crate) fn dead_groups(limit: u32) -> Result<Call<Vec<DeadGroup>>, Error> {
+    let call = of::<calls::DeadGroups>(&(), &DeadQuery { limit: Some(limit) }, &NONE)?;
+    Ok(Call::unwrap(call, |t| read::<DeadGroups>(t).map(|g| g.groups)))
 }
 
-pub(crate) fn stats(page: &QueuePage) -> Call<Stats> {
-    let mut q = Vec::new();
-    if let Some(a) = &page.after {
-        q.push(format!("after={}", encode(a)));
-    }
-    if let Some(n) = page.limit {
-        q.push(format!("limit={n}"));
-    }
-    if q.is_empty() {
-        Call::get("/v1/stats".into())
-    } else {
-        Call::get(format!("/v1/stats?{}", q.join("&")))
-    }
+pub(crate) fn stats(page: &QueuePage) -> Result<Call<Stats>, Error> {
+    of::<calls::Stats>(&(), page, &NONE)
 }
 
-pub(crate) fn pause(queue: &str) -> Call<QueuePaused> {
-    Call::bare("POST", format!("/v1/queues/{}/pause", segment(queue)))
+pub(crate) fn pause(queue: &str) -> Result<Call<QueuePaused>, Error> {
+    of::<calls::PauseQueue>(&queue.to_owned(), &NONE, &NONE)
 }
 
-pub(crate) fn resume(queue: &str) -> Call<QueuePaused> {
-    Call::bare("POST", format!("/v1/queues/{}/resume", segment(queue)))
+pub(crate) fn resume(queue: &str) -> Result<Call<QueuePaused>, Error> {
+    of::<calls::ResumeQueue>(&queue.to_owned(), &NONE, &NONE)
 }
 
 pub(crate) fn set_limits(queue: &str, limits: &Limits) -> Result<Call<QueueLimits>, Error> {
-    Call::new("PUT", format!("/v1/queues/{}/limits", segment(queue)), Some(limits))
+    of::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, limits)
 }
 
-pub(crate) fn schedules() -> Call<Vec<Schedule>> {
-    Call::unwrap(Call::<Schedules>::get("/v1/schedules".into()), |t| {
-        read::<Schedules>(t).map(|s| s.schedules)
-    })
+pub(crate) fn schedules() -> Result<Call<Vec<Schedule>>, Error> {
+    let call = of::<calls::Schedules>(&(), &NONE, &NONE)?;
+    Ok(Call::unwrap(call, |t| read::<Schedules>(t).map(|s| s.schedules)))
 }
 
 pub(crate) fn put_schedule(name: &str, schedule: &NewSchedule) -> Result<Call<Schedule>, Error> {
-    Call::new("PUT", format!("/v1/schedules/{}", segment(name)), Some(schedule))
+    of::<calls::PutSchedule>(&name.to_owned(), &NONE, schedule)
 }
 
-pub(crate) fn remove_schedule(name: &str) -> Call<ScheduleRemoved> {
-    Call::bare("DELETE", format!("/v1/schedules/{}", segment(name)))
+pub(crate) fn remove_schedule(name: &str) -> Result<Call<ScheduleRemoved>, Error> {
+    of::<calls::RemoveSchedule>(&name.to_owned(), &NONE, &NONE)
 }
 
-pub(crate) fn pause_schedule(name: &str) -> Call<Schedule> {
-    Call::bare("POST", format!("/v1/schedules/{}/pause", segment(name)))
+pub(crate) fn pause_schedule(name: &str) -> Result<Call<Schedule>, Error> {
+    of::<calls::PauseSchedule>(&name.to_owned(), &NONE, &NONE)
 }
 
-pub(crate) fn resume_schedule(name: &str) -> Call<Schedule> {
-    Call::bare("POST", format!("/v1/schedules/{}/resume", segment(name)))
+pub(crate) fn resume_schedule(name: &str) -> Result<Call<Schedule>, Error> {
+    of::<calls::ResumeSchedule>(&name.to_owned(), &NONE, &NONE)
 }
 
 /// At most 200 characters of an answer, for messages.
@@ -242,21 +234,6 @@ fn encode(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for b in v.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// `s` as one path segment: anything but A-Z a-z 0-9 _ . - is
-/// percent-encoded (a bad name then reaches the server whole, and its
-/// error names it).
-fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("%{b:02X}"));

@@ -22,6 +22,7 @@
 
 mod api;
 mod auth;
+mod calls;
 mod conns;
 mod dashboard;
 mod error;
@@ -224,21 +225,22 @@ const _: () = {
     sent::<ServerConfig>();
 };
 
-/// The API's routes, each once: the router is built from this table, and
-/// a test holds `/openapi.json` to it (every route documented, every
-/// documented operation routed).
+/// The routes beside the table of calls (`/metrics` behind the tokens,
+/// `/healthz` open), each once; a test holds `/openapi.json` to these and
+/// the table (every route documented, every documented operation routed).
 macro_rules! api_routes {
     ($($access:ident $method:ident $path:literal => $handler:path;)*) => {
-        /// Every route under `/v1` and the two beside it (`/metrics`,
-        /// `/healthz`): method and path, as `/openapi.json` names them.
+        /// The routes beside the table: method and path, as `/openapi.json`
+        /// names them.
         #[cfg_attr(not(test), allow(dead_code))]
         pub(crate) const API_ROUTES: &[(&str, &str)] = &[$((stringify!($method), $path)),*];
 
-        /// The routes of [`API_ROUTES`] on their handlers: those marked
+        /// The table's calls (`calls::router`) and the routes of
+        /// [`API_ROUTES`] on their handlers: the calls and those marked
         /// `token` behind the bearer tokens, `open` ones without.
         fn api_router(state: &Arc<AppState>) -> Router<Arc<AppState>> {
             #[allow(unused_mut)] // when one side has no route
-            let (mut protected, mut open) = (Router::new(), Router::new());
+            let (mut protected, mut open) = (calls::router(), Router::new());
             $(api_routes!(@add $access, protected, open, $method, $path, $handler);)*
             protected
                 .route_layer(middleware::from_fn_with_state(Arc::clone(state), auth::require_token))
@@ -254,34 +256,6 @@ macro_rules! api_routes {
 }
 
 api_routes! {
-    token post "/v1/jobs" => api::submit;
-    token get "/v1/jobs" => api::list;
-    token post "/v1/jobs/batch" => api::submit_batch;
-    token post "/v1/jobs/bulk" => api::bulk;
-    token get "/v1/dead" => api::dead;
-    token get "/v1/jobs/{id}" => api::show;
-    token delete "/v1/jobs/{id}" => api::delete;
-    token post "/v1/jobs/{id}/ack" => api::ack;
-    token post "/v1/jobs/{id}/nack" => api::nack;
-    token post "/v1/jobs/{id}/extend" => api::extend;
-    token post "/v1/jobs/{id}/release" => api::release;
-    token post "/v1/jobs/{id}/cancel" => api::cancel;
-    token post "/v1/jobs/{id}/retry" => api::retry;
-    token get "/v1/jobs/{id}/events" => api::events;
-    token post "/v1/jobs/{id}/events" => api::append_event;
-    token post "/v1/lease" => api::lease;
-    token post "/v1/work" => work::work;
-    token post "/v1/heartbeat" => work::heartbeat;
-    token get "/v1/stats" => api::stats;
-    token get "/v1/queues" => api::queues;
-    token post "/v1/queues/{queue}/pause" => api::pause;
-    token post "/v1/queues/{queue}/resume" => api::resume;
-    token put "/v1/queues/{queue}/limits" => api::set_limits;
-    token get "/v1/schedules" => api::schedules;
-    token put "/v1/schedules/{name}" => api::put_schedule;
-    token delete "/v1/schedules/{name}" => api::remove_schedule;
-    token post "/v1/schedules/{name}/pause" => api::pause_schedule;
-    token post "/v1/schedules/{name}/resume" => api::resume_schedule;
     token get "/metrics" => api::metrics;
     open get "/healthz" => api::healthz;
 }
@@ -327,7 +301,35 @@ mod tests {
         let routed: BTreeSet<(String, String)> = API_ROUTES
             .iter()
             .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+            .chain(
+                relay_client::wire::CALLS
+                    .iter()
+                    .map(|c| (c.method.as_str().to_lowercase(), c.path.to_owned())),
+            )
             .collect();
+        // Each call once, under the operation name the document gives it.
+        let named: BTreeSet<(String, String, String)> = doc["paths"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(path, ops)| {
+                ops.as_object().unwrap().iter().map(move |(m, op)| {
+                    (
+                        m.clone(),
+                        path.clone(),
+                        op["operationId"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+            })
+            .collect();
+        for c in relay_client::wire::CALLS {
+            let key = (
+                c.method.as_str().to_lowercase(),
+                c.path.to_owned(),
+                c.operation.to_owned(),
+            );
+            assert!(named.contains(&key), "the table's {key:?} is not so in /openapi.json");
+        }
         let undocumented: Vec<_> = routed.difference(&documented).collect();
         let unrouted: Vec<_> = documented.difference(&routed).collect();
         assert!(

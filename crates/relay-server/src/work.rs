@@ -2,66 +2,72 @@
 //! its next lease in one call and one commit, each outcome answered on its
 //! own) and `POST /v1/heartbeat` (many leases extended at once).
 
-use crate::api::{lease_request, leased, ok, wait_permit, ApiResult, S};
-use crate::error::{ApiError, ApiJson};
+use crate::api::{lease_request, leased, wait_permit};
+use crate::calls::{Handle, Req};
+use crate::error::ApiError;
 use crate::parse::ms;
-use axum::extract::State;
+use crate::AppState;
 use relay::{wire as conv, Completion, JobId, JobState, LeaseToken};
 use relay_client::wire;
+use relay_client::wire::calls;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A worker's outcomes, then its next lease, in one commit; each outcome
 /// answered on its own. Long-polls only when there is nothing to report.
-pub(crate) async fn work(State(s): S, ApiJson(b): ApiJson<wire::Work>) -> ApiResult {
-    if b.outcomes.len() > wire::MAX_ITEMS {
-        return Err(ApiError::bad_request(format!(
-            "outcomes must hold at most {} items",
-            wire::MAX_ITEMS
-        )));
-    }
-    let ids: Vec<i64> = b.outcomes.iter().map(|o| o.id).collect();
-    let batch = b.outcomes.into_iter().map(completion).collect::<Result<Vec<_>, _>>()?;
-    let (completions, jobs) = match b.lease {
-        None if batch.is_empty() => (Vec::new(), Vec::new()),
-        None => (s.relay.complete_batch(batch).await?, Vec::new()),
-        Some(lease) => {
-            let (req, wait) = lease_request(&s, lease)?;
-            let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
-            let mut stopping = s.stopping.clone();
-            if *stopping.borrow() {
-                // Shutting down: the outcomes are recorded, nothing leased
-                // to a worker whose server is going away.
-                let done = if batch.is_empty() {
-                    Vec::new()
-                } else {
-                    s.relay.complete_batch(batch).await?
-                };
-                (done, Vec::new())
-            } else {
-                let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
-                (done.completions, done.jobs)
-            }
+impl Handle for calls::Work {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Worked, ApiError> {
+        let b = r.body;
+        if b.outcomes.len() > wire::MAX_ITEMS {
+            return Err(ApiError::bad_request(format!(
+                "outcomes must hold at most {} items",
+                wire::MAX_ITEMS
+            )));
         }
-    };
-    let outcomes = ids
-        .into_iter()
-        .zip(completions)
-        .map(|(id, r)| match r {
-            Ok(status) => {
-                let mut a = wire::ItemAnswer::new(id);
-                a.state = Some(conv::state(status.state));
-                if status.state == JobState::Ready {
-                    a.ready_at = Some(conv::time(status.ready_at));
+        let ids: Vec<i64> = b.outcomes.iter().map(|o| o.id).collect();
+        let batch = b.outcomes.into_iter().map(completion).collect::<Result<Vec<_>, _>>()?;
+        let (completions, jobs) = match b.lease {
+            None if batch.is_empty() => (Vec::new(), Vec::new()),
+            None => (s.relay.complete_batch(batch).await?, Vec::new()),
+            Some(lease) => {
+                let (req, wait) = lease_request(&s, lease)?;
+                let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
+                let mut stopping = s.stopping.clone();
+                if *stopping.borrow() {
+                    // Shutting down: the outcomes are recorded, nothing leased
+                    // to a worker whose server is going away.
+                    let done = if batch.is_empty() {
+                        Vec::new()
+                    } else {
+                        s.relay.complete_batch(batch).await?
+                    };
+                    (done, Vec::new())
+                } else {
+                    let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
+                    (done.completions, done.jobs)
                 }
-                a
             }
-            Err(e) => refused(id, e),
+        };
+        let outcomes = ids
+            .into_iter()
+            .zip(completions)
+            .map(|(id, r)| match r {
+                Ok(status) => {
+                    let mut a = wire::ItemAnswer::new(id);
+                    a.state = Some(conv::state(status.state));
+                    if status.state == JobState::Ready {
+                        a.ready_at = Some(conv::time(status.ready_at));
+                    }
+                    a
+                }
+                Err(e) => refused(id, e),
+            })
+            .collect();
+        Ok(wire::Worked {
+            outcomes,
+            jobs: leased(&jobs),
         })
-        .collect();
-    ok(wire::Worked {
-        outcomes,
-        jobs: leased(&jobs),
-    })
+    }
 }
 
 /// One outcome of `POST /v1/work` as the library's completion; a field that
@@ -133,43 +139,46 @@ fn refused(id: i64, e: relay::Error) -> wire::ItemAnswer {
 }
 
 /// Extends many leases at once; each answered on its own.
-pub(crate) async fn heartbeat(State(s): S, ApiJson(b): ApiJson<wire::Heartbeat>) -> ApiResult {
-    if b.leases.is_empty() || b.leases.len() > wire::MAX_ITEMS {
-        return Err(ApiError::bad_request(format!(
-            "leases must hold 1-{} items",
-            wire::MAX_ITEMS
-        )));
-    }
-    // A length out of range breaks the document's schema: the call is
-    // refused whole, as any malformed body.
-    let length = |field: &str, v: Option<u64>| {
-        let d = v.map(Duration::from_millis);
-        match d.map(|d| relay::Limits::default().lease_for(d)) {
-            Some(Err(e)) => Err(ApiError::bad_request(format!("{field}: {}", e.reason))),
-            _ => Ok(d),
+impl Handle for calls::Heartbeat {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Beaten, ApiError> {
+        let b = r.body;
+        if b.leases.is_empty() || b.leases.len() > wire::MAX_ITEMS {
+            return Err(ApiError::bad_request(format!(
+                "leases must hold 1-{} items",
+                wire::MAX_ITEMS
+            )));
         }
-    };
-    let default = length("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
-    let leases = b
-        .leases
-        .iter()
-        .map(|l| {
-            let lease_for = length("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default);
-            Ok((JobId(l.id), LeaseToken(l.token), lease_for))
-        })
-        .collect::<Result<Vec<_>, ApiError>>()?;
-    let done = s.relay.extend_batch(leases).await?;
-    let leases = b
-        .leases
-        .iter()
-        .zip(done)
-        .map(|(l, r)| match r {
-            Ok(until) => wire::ItemAnswer {
-                lease_expires_at: Some(conv::time(until)),
-                ..wire::ItemAnswer::new(l.id)
-            },
-            Err(e) => refused(l.id, e),
-        })
-        .collect();
-    ok(wire::Beaten { leases })
+        // A length out of range breaks the document's schema: the call is
+        // refused whole, as any malformed body.
+        let length = |field: &str, v: Option<u64>| {
+            let d = v.map(Duration::from_millis);
+            match d.map(|d| relay::Limits::default().lease_for(d)) {
+                Some(Err(e)) => Err(ApiError::bad_request(format!("{field}: {}", e.reason))),
+                _ => Ok(d),
+            }
+        };
+        let default = length("lease_for_ms", b.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
+        let leases = b
+            .leases
+            .iter()
+            .map(|l| {
+                let lease_for = length("leases[].lease_for_ms", l.lease_for_ms)?.unwrap_or(default);
+                Ok((JobId(l.id), LeaseToken(l.token), lease_for))
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        let done = s.relay.extend_batch(leases).await?;
+        let leases = b
+            .leases
+            .iter()
+            .zip(done)
+            .map(|(l, r)| match r {
+                Ok(until) => wire::ItemAnswer {
+                    lease_expires_at: Some(conv::time(until)),
+                    ..wire::ItemAnswer::new(l.id)
+                },
+                Err(e) => refused(l.id, e),
+            })
+            .collect();
+        Ok(wire::Beaten { leases })
+    }
 }

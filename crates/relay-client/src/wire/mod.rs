@@ -14,10 +14,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 mod answer;
+pub mod calls;
 mod request;
 mod work;
 
 pub use answer::*;
+pub use calls::{Call, CallInfo, DeadQuery, Method, Nothing, Part, PathParam, CALLS};
 pub use request::*;
 pub use work::*;
 

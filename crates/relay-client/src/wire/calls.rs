@@ -1,0 +1,328 @@
+//! The table of calls: each call of the API once, with its operation name
+//! (as `/openapi.json` names it), method, path, and the types of its path
+//! parameter, query, body and answer. The server routes and answers every
+//! call from this table, the Rust clients send any call of it
+//! ([`crate::Client::send`]), and the CLI reaches every call through it.
+//!
+//! `/healthz` and `/metrics` are beside it: they answer a status page and
+//! Prometheus text, not JSON of the API.
+
+use super as w;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// An HTTP method of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// A read.
+    Get,
+    /// A change (or a long-poll).
+    Post,
+    /// A replacement (limits, a schedule).
+    Put,
+    /// A removal.
+    Delete,
+}
+
+impl Method {
+    /// Its name, in capitals.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+            Self::Put => "PUT",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// No query string, or no body: a call that takes none. A POST of it still
+/// sends `{}` (a server without tokens refuses a change sent as anything
+/// but JSON); the server reads nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nothing {}
+
+/// What a call's query or body is: given or not, and what the server
+/// refuses before reading it into the type.
+pub trait Part: Serialize + DeserializeOwned + Send + 'static {
+    /// False for [`Nothing`]: the server reads no query or body.
+    const GIVEN: bool = true;
+
+    /// True when [`Part::refuse`] has something to say: the server reads
+    /// the body as text first.
+    const CHECKED: bool = false;
+
+    /// Why a body of this type is refused before it is read, from its JSON
+    /// text (a field given as null where leaving it out is the way).
+    fn refuse(_raw: &str) -> Option<String> {
+        None
+    }
+}
+
+impl Part for Nothing {
+    const GIVEN: bool = false;
+}
+
+/// Fields of a JSON object given as `null`, of those named (`None`: any).
+fn nulls(raw: &str, names: Option<&[&str]>) -> Option<String> {
+    let fields: std::collections::BTreeMap<&str, &serde_json::value::RawValue> = serde_json::from_str(raw).ok()?;
+    fields
+        .iter()
+        .find(|(k, v)| v.get() == "null" && names.is_none_or(|n| n.contains(k)))
+        .map(|(k, _)| (*k).to_owned())
+}
+
+macro_rules! parts {
+    ($($t:ty),*) => { $(impl Part for $t {})* };
+}
+parts!(
+    w::NewJob,
+    w::NewJobs,
+    w::Lease,
+    w::Ack,
+    w::Nack,
+    w::Extend,
+    w::Release,
+    w::AppendEvent,
+    w::ListQuery,
+    w::QueuePage,
+    DeadQuery,
+    w::Work,
+    w::Heartbeat,
+    w::Limits
+);
+
+impl Part for w::Bulk {
+    const CHECKED: bool = true;
+
+    /// A filter field given as null is refused, not read as absent: a
+    /// filter that turned out empty would act on every job.
+    fn refuse(raw: &str) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Of<'a> {
+            #[serde(borrow)]
+            filter: Option<&'a serde_json::value::RawValue>,
+        }
+        let f = serde_json::from_str::<Of<'_>>(raw).ok()?.filter?;
+        nulls(f.get(), None).map(|k| format!("filter.{k} is null: leave it out instead"))
+    }
+}
+
+impl Part for w::NewSchedule {
+    const CHECKED: bool = true;
+
+    /// `cron`, `tz` and `every_ms` are given or left out, never null (one
+    /// of cron and every_ms names the kind of schedule).
+    fn refuse(raw: &str) -> Option<String> {
+        nulls(raw, Some(&["cron", "tz", "every_ms"])).map(|k| format!("{k} is null: leave it out instead"))
+    }
+}
+
+/// `GET /v1/dead`'s query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadQuery {
+    /// At most this many groups (1-1000; 100 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// A call's path parameter: none (`()`), a job's id (`i64`), or a queue's
+/// or schedule's name (`String`).
+pub trait PathParam: Sized + Send + 'static {
+    /// As one path segment (percent-encoded); none for `()`.
+    fn segment(&self) -> Option<String>;
+
+    /// From the path's segment, decoded.
+    ///
+    /// # Errors
+    ///
+    /// What the server answers (400) when it does not parse.
+    fn parse(raw: Option<String>) -> Result<Self, String>;
+}
+
+impl PathParam for () {
+    fn segment(&self) -> Option<String> {
+        None
+    }
+
+    fn parse(_: Option<String>) -> Result<Self, String> {
+        Ok(())
+    }
+}
+
+impl PathParam for i64 {
+    fn segment(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn parse(raw: Option<String>) -> Result<Self, String> {
+        let raw = raw.unwrap_or_default();
+        raw.parse()
+            .map_err(|_| format!("{raw:?} is not a job id (a positive integer)"))
+    }
+}
+
+impl PathParam for String {
+    fn segment(&self) -> Option<String> {
+        Some(segment(self))
+    }
+
+    fn parse(raw: Option<String>) -> Result<Self, String> {
+        Ok(raw.unwrap_or_default())
+    }
+}
+
+/// `s` as one path segment: anything but A-Z a-z 0-9 _ . - is
+/// percent-encoded (a bad name then reaches the server whole, and its
+/// error names it).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One call of the API. Each is a type of this module, named after its
+/// operation ([`Submit`], [`Ack`], ...), listed in [`CALLS`].
+pub trait Call: Send + 'static {
+    /// Its `operationId` in `/openapi.json`.
+    const OPERATION: &'static str;
+    /// Its method.
+    const METHOD: Method;
+    /// Its path, with `{id}`, `{queue}` or `{name}` for its parameter.
+    const PATH: &'static str;
+    /// Its status when it succeeds (201 for what it creates).
+    const STATUS: u16;
+    /// Its path parameter.
+    type Param: PathParam;
+    /// Its query string.
+    type Query: Part;
+    /// Its body.
+    type Body: Part;
+    /// What it answers.
+    type Answer: Serialize + DeserializeOwned + Send + 'static;
+
+    /// The path with `param` in it.
+    fn path(param: &Self::Param) -> String {
+        match param.segment() {
+            None => Self::PATH.to_owned(),
+            Some(seg) => match (Self::PATH.find('{'), Self::PATH.find('}')) {
+                (Some(a), Some(b)) => format!("{}{seg}{}", &Self::PATH[..a], &Self::PATH[b + 1..]),
+                _ => Self::PATH.to_owned(),
+            },
+        }
+    }
+}
+
+/// A call as data: what [`CALLS`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallInfo {
+    /// Its `operationId`.
+    pub operation: &'static str,
+    /// Its method.
+    pub method: Method,
+    /// Its path template.
+    pub path: &'static str,
+}
+
+macro_rules! calls {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $op:literal: $method:ident $path:literal
+            ($param:ty, $query:ty, $body:ty) -> $answer:ty, $status:literal;
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $name;
+
+            impl Call for $name {
+                const OPERATION: &'static str = $op;
+                const METHOD: Method = Method::$method;
+                const PATH: &'static str = $path;
+                const STATUS: u16 = $status;
+                type Param = $param;
+                type Query = $query;
+                type Body = $body;
+                type Answer = $answer;
+            }
+        )*
+
+        /// Every call of the table.
+        pub const CALLS: &[CallInfo] = &[$(CallInfo { operation: $op, method: Method::$method, path: $path }),*];
+
+        /// Runs `$m!` on the table's call types: `$m! { Submit, List, ... }`
+        /// (the server builds its router with it).
+        #[macro_export]
+        #[doc(hidden)]
+        macro_rules! for_each_call {
+            ($m:ident) => { $m! { $($name),* } };
+        }
+    };
+}
+
+calls! {
+    /// Submits a job (201; 200 with `existing` when a key found one).
+    Submit = "submit": Post "/v1/jobs" ((), Nothing, w::NewJob) -> w::Submitted, 201;
+    /// Jobs that match a filter, newest first, a page at a time.
+    List = "list": Get "/v1/jobs" ((), w::ListQuery, Nothing) -> w::JobPage, 200;
+    /// Submits 1-10,000 jobs in one transaction, all or none.
+    SubmitBatch = "submitBatch": Post "/v1/jobs/batch" ((), Nothing, w::NewJobs) -> w::SubmittedBatch, 201;
+    /// Retries, cancels or deletes every job a filter matches.
+    Bulk = "bulk": Post "/v1/jobs/bulk" ((), Nothing, w::Bulk) -> w::BulkDone, 200;
+    /// DEAD jobs grouped by queue, kind and the first line of their error.
+    DeadGroups = "deadGroups": Get "/v1/dead" ((), DeadQuery, Nothing) -> w::DeadGroups, 200;
+    /// One job.
+    Get = "get": Get "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Job, 200;
+    /// Deletes a job that is not LEASED, with its events.
+    Delete = "delete": Delete "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Changed, 200;
+    /// A leased job succeeded.
+    Ack = "ack": Post "/v1/jobs/{id}/ack" (i64, Nothing, w::Ack) -> w::Changed, 200;
+    /// A leased job failed: READY again after a back-off, or DEAD.
+    Nack = "nack": Post "/v1/jobs/{id}/nack" (i64, Nothing, w::Nack) -> w::Changed, 200;
+    /// A lease extended.
+    Extend = "extend": Post "/v1/jobs/{id}/extend" (i64, Nothing, w::Extend) -> w::Changed, 200;
+    /// A leased job given back untried (now, or after a delay).
+    Release = "release": Post "/v1/jobs/{id}/release" (i64, Nothing, w::Release) -> w::Changed, 200;
+    /// An unfinished job CANCELLED.
+    Cancel = "cancel": Post "/v1/jobs/{id}/cancel" (i64, Nothing, Nothing) -> w::Changed, 200;
+    /// A DEAD or CANCELLED job READY again.
+    Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, Nothing, Nothing) -> w::Changed, 200;
+    /// A job's event log, oldest first.
+    Events = "events": Get "/v1/jobs/{id}/events" (i64, Nothing, Nothing) -> w::Events, 200;
+    /// An event of the caller's own appended to a job's log.
+    AppendEvent = "appendEvent": Post "/v1/jobs/{id}/events" (i64, Nothing, w::AppendEvent) -> w::Appended, 201;
+    /// Leases ready jobs, waiting for one if asked.
+    Lease = "lease": Post "/v1/lease" ((), Nothing, w::Lease) -> w::Leased, 200;
+    /// A worker's outcomes and its next lease, in one commit.
+    Work = "work": Post "/v1/work" ((), Nothing, w::Work) -> w::Worked, 200;
+    /// Many leases extended at once.
+    Heartbeat = "heartbeat": Post "/v1/heartbeat" ((), Nothing, w::Heartbeat) -> w::Beaten, 200;
+    /// A page of queues' stats (the first with the totals).
+    Stats = "stats": Get "/v1/stats" ((), w::QueuePage, Nothing) -> w::Stats, 200;
+    /// A page of queue names.
+    Queues = "queues": Get "/v1/queues" ((), w::QueuePage, Nothing) -> w::QueueNames, 200;
+    /// A queue paused: none of its jobs is leased.
+    PauseQueue = "pauseQueue": Post "/v1/queues/{queue}/pause" (String, Nothing, Nothing) -> w::QueuePaused, 200;
+    /// A paused queue resumed.
+    ResumeQueue = "resumeQueue": Post "/v1/queues/{queue}/resume" (String, Nothing, Nothing) -> w::QueuePaused, 200;
+    /// A queue's limits replaced.
+    SetQueueLimits = "setQueueLimits": Put "/v1/queues/{queue}/limits" (String, Nothing, w::Limits) -> w::QueueLimits, 200;
+    /// Every schedule.
+    Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200;
+    /// A schedule added, or replaced.
+    PutSchedule = "putSchedule": Put "/v1/schedules/{name}" (String, Nothing, w::NewSchedule) -> w::Schedule, 200;
+    /// A schedule removed.
+    RemoveSchedule = "removeSchedule": Delete "/v1/schedules/{name}" (String, Nothing, Nothing) -> w::ScheduleRemoved, 200;
+    /// A schedule paused.
+    PauseSchedule = "pauseSchedule": Post "/v1/schedules/{name}/pause" (String, Nothing, Nothing) -> w::Schedule, 200;
+    /// A paused schedule resumed.
+    ResumeSchedule = "resumeSchedule": Post "/v1/schedules/{name}/resume" (String, Nothing, Nothing) -> w::Schedule, 200;
+}

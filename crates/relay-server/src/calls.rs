@@ -1,0 +1,428 @@
+//! Every call of the API's table (`relay_client::wire::calls`), answered:
+//! one generic route ([`serve`]) reads any call's path parameter, query and
+//! body into the table's types, runs the call's [`Handle`], and writes its
+//! answer type with the call's status. The router is built from the same
+//! table, so a call without a handler does not compile.
+
+use crate::api::{
+    header_idempotency_key, header_traceparent, lease_request, leased, new_job, wait_permit, with_idempotency_key,
+};
+use crate::error::{ApiError, ApiJson};
+use crate::AppState;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter};
+use axum::{Json, Router};
+use relay::{wire as conv, Completion, JobId, LeaseToken};
+use relay_client::wire::{self, calls, Call, Method, Part, PathParam};
+use serde_json::value::RawValue;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A call as the server read it: its path parameter, query and body in the
+/// table's types, and the request's headers.
+pub(crate) struct Req<C: Call + ?Sized> {
+    pub param: C::Param,
+    pub query: C::Query,
+    pub body: C::Body,
+    pub headers: HeaderMap,
+}
+
+/// How the server answers one call of the table.
+pub(crate) trait Handle: Call + Sized {
+    fn handle(s: Arc<AppState>, r: Req<Self>) -> impl Future<Output = Result<Self::Answer, ApiError>> + Send;
+
+    /// The status of a success (the table's, unless the answer says
+    /// otherwise).
+    fn status(_answer: &Self::Answer) -> u16 {
+        Self::STATUS
+    }
+}
+
+/// The one route of every call: reads it, runs it, answers it.
+async fn serve<C: Handle>(
+    State(s): State<Arc<AppState>>,
+    path: Result<Option<Path<String>>, PathRejection>,
+    req: Request,
+) -> Response {
+    match answer::<C>(s, path, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer<C: Handle>(
+    s: Arc<AppState>,
+    path: Result<Option<Path<String>>, PathRejection>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let raw = path
+        .map_err(|e| ApiError::bad_request(format!("bad path: {}", e.body_text())))?
+        .map(|Path(p)| p);
+    let param = C::Param::parse(raw).map_err(ApiError::bad_request)?;
+    let query = if <C::Query as Part>::GIVEN {
+        Query::<C::Query>::try_from_uri(req.uri())
+            .map_err(|e| ApiError::bad_request(format!("bad query: {}", e.body_text())))?
+            .0
+    } else {
+        none()?
+    };
+    let headers = req.headers().clone();
+    let body = if !<C::Body as Part>::GIVEN {
+        none()?
+    } else if <C::Body as Part>::CHECKED {
+        // Read as text first: what the type cannot tell (a field given as
+        // null) is refused before it is read, and a payload in it is kept
+        // as written.
+        let ApiJson(raw) = ApiJson::<Box<RawValue>>::from_request(req, &s).await?;
+        if let Some(why) = <C::Body as Part>::refuse(raw.get()) {
+            return Err(ApiError::bad_request(why));
+        }
+        serde_json::from_str(raw.get())
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid for this call: {e}")))?
+    } else {
+        ApiJson::<C::Body>::from_request(req, &s).await?.0
+    };
+    let answer = C::handle(
+        s,
+        Req {
+            param,
+            query,
+            body,
+            headers,
+        },
+    )
+    .await?;
+    let status = StatusCode::from_u16(C::status(&answer)).unwrap_or(StatusCode::OK);
+    Ok((status, Json(answer)).into_response())
+}
+
+/// The query or body of a call that takes none ([`wire::Nothing`]).
+fn none<T: serde::de::DeserializeOwned>() -> Result<T, ApiError> {
+    // Only `Nothing` is not given, and it reads from `{}`.
+    serde_json::from_str("{}").map_err(|e| ApiError::bad_request(format!("this call's table entry is wrong: {e}")))
+}
+
+fn filter(m: Method) -> MethodFilter {
+    match m {
+        Method::Get => MethodFilter::GET,
+        Method::Post => MethodFilter::POST,
+        Method::Put => MethodFilter::PUT,
+        Method::Delete => MethodFilter::DELETE,
+    }
+}
+
+macro_rules! table_router {
+    ($($call:ident),*) => {
+        /// Every call of the table on [`serve`] (behind the tokens: the
+        /// caller adds the layer).
+        pub(crate) fn router() -> Router<Arc<AppState>> {
+            let r = Router::new();
+            $(let r = r.route(calls::$call::PATH, on(filter(calls::$call::METHOD), serve::<calls::$call>));)*
+            r
+        }
+    };
+}
+relay_client::for_each_call!(table_router);
+
+impl Handle for calls::Submit {
+    /// 201 with the new job's id; 200 with `"existing": true` when an
+    /// unfinished job already holds the unique key, or an earlier submit
+    /// carried the idempotency key (nothing was written).
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Submitted, ApiError> {
+        let header = header_traceparent(&r.headers);
+        let body = with_idempotency_key(r.body, header_idempotency_key(&r.headers)?.as_deref(), None);
+        let done = s.relay.submit_outcome(new_job(body, header.as_deref())?).await?;
+        Ok(wire::Submitted {
+            id: done.id.0,
+            existing: done.existing,
+        })
+    }
+
+    fn status(answer: &wire::Submitted) -> u16 {
+        if answer.existing {
+            200
+        } else {
+            Self::STATUS
+        }
+    }
+}
+
+impl Handle for calls::SubmitBatch {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::SubmittedBatch, ApiError> {
+        let jobs = r.body.jobs;
+        if jobs.is_empty() || jobs.len() > 10_000 {
+            return Err(ApiError::bad_request("jobs must hold 1-10000 jobs"));
+        }
+        let header = header_traceparent(&r.headers);
+        let key = header_idempotency_key(&r.headers)?;
+        let jobs = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, j)| new_job(with_idempotency_key(j, key.as_deref(), Some(i)), header.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ids = s.relay.submit_batch(jobs).await?;
+        Ok(wire::SubmittedBatch {
+            ids: ids.into_iter().map(|id| id.0).collect(),
+        })
+    }
+}
+
+impl Handle for calls::List {
+    /// Jobs matching the query's filter, newest first; `next` is the
+    /// cursor of the next page (`before`), absent on the last one.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::JobPage, ApiError> {
+        let filter = conv::job_filter(r.query)?;
+        let jobs = s.relay.list(&filter).await?;
+        let next = (jobs.len() == filter.limit as usize)
+            .then(|| jobs.last().map(|j| j.id.0))
+            .flatten();
+        Ok(wire::JobPage {
+            jobs: jobs.iter().map(conv::job).collect(),
+            next,
+        })
+    }
+}
+
+impl Handle for calls::Bulk {
+    /// Retries, cancels or deletes every job a filter matches, a chunk per
+    /// transaction; answers how many it changed.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::BulkDone, ApiError> {
+        let filter = conv::job_filter(wire::ListQuery::new(r.body.filter, None, None))?;
+        if filter == relay::JobFilter::default() {
+            return Err(ApiError::bad_request(
+                "the filter is empty: name at least one of queue, state, kind, tag, since, until, error_contains",
+            ));
+        }
+        let action = r.body.action;
+        let count = match action {
+            wire::BulkAction::Retry => s.relay.retry_matching(&filter).await?,
+            wire::BulkAction::Cancel => s.relay.cancel_matching(&filter).await?,
+            wire::BulkAction::Delete => s.relay.delete_matching(&filter).await?,
+        };
+        Ok(wire::BulkDone { action, count })
+    }
+}
+
+impl Handle for calls::DeadGroups {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::DeadGroups, ApiError> {
+        let groups = s.relay.dead_groups(r.query.limit.unwrap_or(100)).await?;
+        Ok(wire::DeadGroups {
+            groups: groups.iter().map(conv::dead_group).collect(),
+        })
+    }
+}
+
+impl Handle for calls::Get {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Job, ApiError> {
+        Ok(conv::job(&s.relay.get(JobId(r.param)).await?))
+    }
+}
+
+impl Handle for calls::Delete {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        s.relay.delete(JobId(r.param)).await?;
+        Ok(wire::Changed::deleted(r.param))
+    }
+}
+
+impl Handle for calls::Ack {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        let result = conv::bytes_of("result", r.body.result, r.body.result_base64)?;
+        s.relay.ack(JobId(r.param), LeaseToken(r.body.token), result).await?;
+        Ok(wire::Changed::in_state(r.param, wire::State::Succeeded))
+    }
+}
+
+impl Handle for calls::Nack {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        let (id, b) = (JobId(r.param), r.body);
+        let token = LeaseToken(b.token);
+        let c = if b.permanent {
+            Completion::nack_permanent(id, token, b.error)
+        } else {
+            Completion::nack(id, token, b.error, conv::millis("retry_in_ms", b.retry_in_ms)?)
+        };
+        Ok(conv::changed(id, &s.relay.complete(c).await?))
+    }
+}
+
+impl Handle for calls::Extend {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        let lease_for = conv::millis("lease_for_ms", r.body.lease_for_ms)?.unwrap_or(Duration::from_secs(30));
+        let until = s
+            .relay
+            .extend(JobId(r.param), LeaseToken(r.body.token), lease_for)
+            .await?;
+        Ok(wire::Changed::lease_until(r.param, conv::time(until)))
+    }
+}
+
+impl Handle for calls::Release {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        let (id, token) = (JobId(r.param), LeaseToken(r.body.token));
+        let ready = wire::Changed::in_state(r.param, wire::State::Ready);
+        match conv::millis("in_ms", r.body.in_ms)? {
+            Some(delay) => Ok(ready.ready_at(conv::time(s.relay.snooze(id, token, delay).await?))),
+            None => {
+                s.relay.release(id, token).await?;
+                Ok(ready)
+            }
+        }
+    }
+}
+
+impl Handle for calls::Cancel {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        s.relay.cancel(JobId(r.param)).await?;
+        Ok(wire::Changed::in_state(r.param, wire::State::Cancelled))
+    }
+}
+
+impl Handle for calls::Retry {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        s.relay.retry(JobId(r.param)).await?;
+        Ok(wire::Changed::in_state(r.param, wire::State::Ready))
+    }
+}
+
+impl Handle for calls::Events {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Events, ApiError> {
+        let events = s.relay.events(JobId(r.param)).await?;
+        Ok(wire::Events {
+            events: events.iter().map(conv::event).collect(),
+        })
+    }
+}
+
+impl Handle for calls::AppendEvent {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Appended, ApiError> {
+        let seq = s.relay.append_event(JobId(r.param), &r.body.kind, &r.body.data).await?;
+        Ok(wire::Appended { job_id: r.param, seq })
+    }
+}
+
+impl Handle for calls::Lease {
+    /// Long-poll: waits up to `wait_ms` for a job, woken at once by a
+    /// submit; answered with no jobs when the server shuts down.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Leased, ApiError> {
+        let (req, wait) = lease_request(&s, r.body)?;
+        let _permit = wait_permit(&s, wait)?;
+        let mut stopping = s.stopping.clone();
+        if *stopping.borrow() {
+            return Ok(wire::Leased { jobs: Vec::new() });
+        }
+        let jobs = s.relay.lease_until(req, stopping.changed()).await?;
+        Ok(wire::Leased { jobs: leased(&jobs) })
+    }
+}
+
+/// A page of queues from its query: after a name, 1-1000 (1000 when left
+/// out), so that no answer grows with the number of queues.
+fn queue_page(q: wire::QueuePage) -> Result<(Option<String>, u32), ApiError> {
+    // `after=` (empty) is the first page, as no `after` at all.
+    let after = q.after.filter(|a| !a.is_empty());
+    match q.limit {
+        None => Ok((after, 1000)),
+        Some(n @ 1..=1000) => Ok((after, n)),
+        Some(n) => Err(ApiError::bad_request(format!("limit must be 1-1000, got {n}"))),
+    }
+}
+
+impl Handle for calls::Stats {
+    /// A page of queues' stats; the first page (no `after`) with the
+    /// totals over every queue.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Stats, ApiError> {
+        let (after, limit) = queue_page(r.query)?;
+        let first = after.is_none();
+        let page = s.relay.stats_page(after, limit).await?;
+        let totals = match first {
+            true => Some(s.relay.queue_totals().await?),
+            false => None,
+        };
+        Ok(conv::stats(&page, totals.as_ref()))
+    }
+}
+
+impl Handle for calls::Queues {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueNames, ApiError> {
+        let (after, limit) = queue_page(r.query)?;
+        let page = s.relay.stats_page(after, limit).await?;
+        Ok(wire::QueueNames {
+            queues: page.queues.into_keys().collect(),
+            next: page.next,
+        })
+    }
+}
+
+impl Handle for calls::PauseQueue {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueuePaused, ApiError> {
+        s.relay.pause(&r.param).await?;
+        Ok(wire::QueuePaused {
+            queue: r.param,
+            paused: true,
+        })
+    }
+}
+
+impl Handle for calls::ResumeQueue {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueuePaused, ApiError> {
+        s.relay.resume(&r.param).await?;
+        Ok(wire::QueuePaused {
+            queue: r.param,
+            paused: false,
+        })
+    }
+}
+
+impl Handle for calls::SetQueueLimits {
+    /// Replaces the queue's limits: a field left out (or null) lifts that
+    /// limit.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueLimits, ApiError> {
+        let limits = conv::limits(r.body)?;
+        s.relay.set_queue_limits(&r.param, limits).await?;
+        Ok(conv::queue_limits(r.param, limits))
+    }
+}
+
+impl Handle for calls::Schedules {
+    async fn handle(s: Arc<AppState>, _: Req<Self>) -> Result<wire::Schedules, ApiError> {
+        let all = s.relay.schedules().await?;
+        Ok(wire::Schedules {
+            schedules: all.iter().map(conv::schedule).collect(),
+        })
+    }
+}
+
+impl Handle for calls::PutSchedule {
+    /// Adds the schedule, or replaces the one of this name.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Schedule, ApiError> {
+        let new = conv::new_schedule(r.param, r.body)?;
+        Ok(conv::schedule(&s.relay.add_schedule(new).await?))
+    }
+}
+
+impl Handle for calls::RemoveSchedule {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::ScheduleRemoved, ApiError> {
+        s.relay.remove_schedule(&r.param).await?;
+        Ok(wire::ScheduleRemoved {
+            name: r.param,
+            deleted: true,
+        })
+    }
+}
+
+impl Handle for calls::PauseSchedule {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Schedule, ApiError> {
+        Ok(conv::schedule(&s.relay.pause_schedule(&r.param).await?))
+    }
+}
+
+impl Handle for calls::ResumeSchedule {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Schedule, ApiError> {
+        Ok(conv::schedule(&s.relay.resume_schedule(&r.param).await?))
+    }
+}
