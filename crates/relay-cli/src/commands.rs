@@ -34,7 +34,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             if !writes(&cli.command) {
                 must_exist(db.as_deref())?;
             }
-            Target::Local(open(cli.db.clone())?)
+            Target::Local(relay_server::Local::new(open(cli.db.clone())?).map_err(|e| CliError::Io(e.to_string()))?)
         }
     };
     dispatch(&target, cli.command, &out)

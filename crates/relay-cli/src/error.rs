@@ -14,6 +14,12 @@ pub enum CliError {
     /// A server answered with something this build does not understand
     /// (another version, a proxy): the call may have been applied.
     Answer(String),
+    /// A call on a database file, refused (the same code and message a
+    /// server answers it with).
+    Refused {
+        code: ErrorCode,
+        message: String,
+    },
     /// A server's error answer.
     Remote {
         status: u16,
@@ -36,11 +42,22 @@ impl From<relay::wire::RequestError> for CliError {
     }
 }
 
+/// A call run in this process, refused as a server would refuse it: its
+/// code says the exit status, its message what to do.
+impl From<relay_server::ApiError> for CliError {
+    fn from(e: relay_server::ApiError) -> Self {
+        Self::Refused {
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Relay(e) => write!(f, "{e}"),
-            Self::Usage(m) | Self::Io(m) | Self::Answer(m) => f.write_str(m),
+            Self::Usage(m) | Self::Io(m) | Self::Answer(m) | Self::Refused { message: m, .. } => f.write_str(m),
             Self::Remote { status, message, .. } => write!(f, "{message} (server answered {status})"),
         }
     }
@@ -55,7 +72,7 @@ impl CliError {
             }
             Self::Relay(Error::LeaseLost { .. }) => 4,
             Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
-            Self::Remote { code, .. } => match code {
+            Self::Remote { code, .. } | Self::Refused { code, .. } => match code {
                 ErrorCode::InvalidInput | ErrorCode::InvalidRequest => 2,
                 ErrorCode::NotFound | ErrorCode::DependencyNotFound => 3,
                 ErrorCode::LeaseLost => 4,

@@ -4,13 +4,15 @@
 
 use crate::error::CliError;
 use crate::output::Doc;
-use relay::{wire as conv, JobFilter, JobId, LeaseRequest, LeaseToken, NewJob, Relay};
+use relay::{wire as conv, JobFilter, JobId, LeaseToken};
 use relay_client::wire;
+use relay_client::wire::{calls, Nothing};
+use relay_server::{Answered, Local};
 use serde_json::Value;
 use std::time::Duration;
 
 pub enum Target {
-    Local(Relay),
+    Local(Local),
     Remote(Remote),
 }
 
@@ -34,12 +36,6 @@ pub struct Submit {
 }
 
 impl Submit {
-    /// The job as the library's: the server's body, converted as the
-    /// server converts it.
-    fn job(self) -> Result<NewJob, CliError> {
-        Ok(NewJob::try_from(self.wire())?)
-    }
-
     /// The job as the server's `NewJob` body. The payload goes as bytes:
     /// the server stores exactly what a local submit would (JSON text as
     /// given, and text that is not JSON).
@@ -105,18 +101,24 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+const NONE: Nothing = Nothing {};
+
 impl Target {
-    pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
+    /// Sends call `C` of the API's table: to the server, or through the
+    /// server's own handlers in this process. Every command below is this,
+    /// written once for both.
+    fn send<C: Answered>(&self, param: &C::Param, query: &C::Query, body: &C::Body) -> Result<C::Answer, CliError>
+    where
+        C::Param: Clone,
+    {
         match self {
-            Target::Local(r) => {
-                let done = r.submit_outcome(s.job()?)?;
-                view_of(&wire::Submitted {
-                    id: done.id.0,
-                    existing: done.existing,
-                })
-            }
-            Target::Remote(r) => r.answer(r.client.submit(&s.wire())),
+            Target::Local(l) => l.call::<C>(param, query, body).map_err(CliError::from),
+            Target::Remote(r) => r.client.send::<C>(param, query, body).map_err(|e| r.error(e)),
         }
+    }
+
+    pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
+        view_of(&self.send::<calls::Submit>(&(), &NONE, &s.wire())?)
     }
 
     /// Adds (or replaces) a schedule whose ticks enqueue `job`.
@@ -131,77 +133,43 @@ impl Target {
             every_ms,
             job: job.wire(),
         };
-        match self {
-            Target::Local(r) => doc(&conv::schedule(
-                &r.add_schedule(conv::new_schedule(name.to_owned(), new)?)?,
-            )),
-            Target::Remote(r) => r.doc(r.client.put_schedule(name, &new)),
-        }
+        doc(&self.send::<calls::PutSchedule>(&name.to_owned(), &NONE, &new)?)
     }
 
     pub fn schedules(&self) -> Result<Vec<Doc>, CliError> {
-        match self {
-            Target::Local(r) => r.schedules()?.iter().map(|s| doc(&conv::schedule(s))).collect(),
-            Target::Remote(r) => r.docs(r.client.schedules()),
-        }
+        let all = self.send::<calls::Schedules>(&(), &NONE, &NONE)?;
+        all.schedules.iter().map(doc).collect()
     }
 
     /// Removes, pauses or resumes a schedule.
     pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Doc, CliError> {
-        match self {
-            Target::Local(r) => match what {
-                ScheduleAdmin::Remove => {
-                    r.remove_schedule(name)?;
-                    doc(&wire::ScheduleRemoved {
-                        name: name.to_owned(),
-                        deleted: true,
-                    })
-                }
-                ScheduleAdmin::Pause => doc(&conv::schedule(&r.pause_schedule(name)?)),
-                ScheduleAdmin::Resume => doc(&conv::schedule(&r.resume_schedule(name)?)),
-            },
-            Target::Remote(r) => match what {
-                ScheduleAdmin::Remove => r.doc(r.client.remove_schedule(name)),
-                ScheduleAdmin::Pause => r.doc(r.client.pause_schedule(name)),
-                ScheduleAdmin::Resume => r.doc(r.client.resume_schedule(name)),
-            },
+        let name = name.to_owned();
+        match what {
+            ScheduleAdmin::Remove => doc(&self.send::<calls::RemoveSchedule>(&name, &NONE, &NONE)?),
+            ScheduleAdmin::Pause => doc(&self.send::<calls::PauseSchedule>(&name, &NONE, &NONE)?),
+            ScheduleAdmin::Resume => doc(&self.send::<calls::ResumeSchedule>(&name, &NONE, &NONE)?),
         }
     }
 
     pub fn lease(&self, l: Lease) -> Result<Vec<Doc>, CliError> {
-        match self {
-            Target::Local(r) => {
-                let mut req = LeaseRequest::new(l.queues)
-                    .lease_for(l.lease_for)
-                    .wait(l.wait)
-                    .max(l.max);
-                if let Some(w) = l.worker {
-                    req = req.worker(w);
-                }
-                r.lease(req)?.iter().map(|l| doc(&conv::leased(l))).collect()
-            }
-            Target::Remote(r) => r.docs(r.client.lease(&wire::Lease {
-                queues: l.queues,
-                worker: l.worker,
-                max: Some(l.max),
-                lease_for_ms: Some(millis(l.lease_for)),
-                wait_ms: Some(millis(l.wait)),
-            })),
-        }
+        let req = wire::Lease {
+            queues: l.queues,
+            worker: l.worker,
+            max: Some(l.max),
+            lease_for_ms: Some(millis(l.lease_for)),
+            wait_ms: Some(millis(l.wait)),
+        };
+        self.send::<calls::Lease>(&(), &NONE, &req)?
+            .jobs
+            .iter()
+            .map(doc)
+            .collect()
     }
 
     pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<String>) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => {
-                r.ack(id, token, result.map(String::into_bytes))?;
-                view_of(&wire::Changed::in_state(id.0, wire::State::Succeeded))
-            }
-            // As bytes: the server keeps exactly what a local ack would.
-            Target::Remote(r) => r.answer(
-                r.client
-                    .ack(id.0, &wire::Ack::new(token.0, result.as_deref().map(str::as_bytes))),
-            ),
-        }
+        // As bytes: the job keeps exactly what was given.
+        let ack = wire::Ack::new(token.0, result.as_deref().map(str::as_bytes));
+        view_of(&self.send::<calls::Ack>(&id.0, &NONE, &ack)?)
     }
 
     pub fn nack(
@@ -211,99 +179,56 @@ impl Target {
         error: String,
         retry_in: Option<Duration>,
     ) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => view_of(&conv::changed(id, &r.nack(id, token, &error, retry_in)?)),
-            Target::Remote(r) => r.answer(r.client.nack(
-                id.0,
-                &wire::Nack {
-                    token: token.0,
-                    error,
-                    retry_in_ms: retry_in.map(millis),
-                    permanent: false,
-                },
-            )),
-        }
+        let nack = wire::Nack {
+            token: token.0,
+            error,
+            retry_in_ms: retry_in.map(millis),
+            permanent: false,
+        };
+        view_of(&self.send::<calls::Nack>(&id.0, &NONE, &nack)?)
     }
 
     pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => {
-                let until = r.extend(id, token, lease_for)?;
-                view_of(&wire::Changed::lease_until(id.0, conv::time(until)))
-            }
-            Target::Remote(r) => r.answer(r.client.extend(
-                id.0,
-                &wire::Extend {
-                    token: token.0,
-                    lease_for_ms: Some(millis(lease_for)),
-                },
-            )),
-        }
+        let extend = wire::Extend {
+            token: token.0,
+            lease_for_ms: Some(millis(lease_for)),
+        };
+        view_of(&self.send::<calls::Extend>(&id.0, &NONE, &extend)?)
     }
 
     pub fn admin(&self, id: JobId, what: Admin) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => match what {
-                Admin::Cancel => r
-                    .cancel(id)
-                    .map(|()| wire::Changed::in_state(id.0, wire::State::Cancelled)),
-                Admin::Retry => r.retry(id).map(|()| wire::Changed::in_state(id.0, wire::State::Ready)),
-                Admin::Release(t, None) => r
-                    .release(id, t)
-                    .map(|()| wire::Changed::in_state(id.0, wire::State::Ready)),
-                Admin::Release(t, Some(d)) => r
-                    .snooze(id, t, d)
-                    .map(|at| wire::Changed::in_state(id.0, wire::State::Ready).ready_at(conv::time(at))),
-                Admin::Delete => r.delete(id).map(|()| wire::Changed::deleted(id.0)),
+        let id = id.0;
+        view_of(&match what {
+            Admin::Cancel => self.send::<calls::Cancel>(&id, &NONE, &NONE)?,
+            Admin::Retry => self.send::<calls::Retry>(&id, &NONE, &NONE)?,
+            Admin::Delete => self.send::<calls::Delete>(&id, &NONE, &NONE)?,
+            Admin::Release(t, delay) => {
+                let release = wire::Release {
+                    token: t.0,
+                    in_ms: delay.map(millis),
+                };
+                self.send::<calls::Release>(&id, &NONE, &release)?
             }
-            .map_err(CliError::from)
-            .and_then(|done| view_of(&done)),
-            Target::Remote(r) => match what {
-                Admin::Cancel => r.answer(r.client.cancel(id.0)),
-                Admin::Retry => r.answer(r.client.retry(id.0)),
-                Admin::Release(t, delay) => r.answer(r.client.release(
-                    id.0,
-                    &wire::Release {
-                        token: t.0,
-                        in_ms: delay.map(millis),
-                    },
-                )),
-                Admin::Delete => r.answer(r.client.delete(id.0)),
-            },
-        }
+        })
     }
 
     pub fn show(&self, id: JobId) -> Result<Doc, CliError> {
-        match self {
-            Target::Local(r) => doc(&conv::job(&r.get(id)?)),
-            Target::Remote(r) => r.doc(r.client.get(id.0)),
-        }
+        doc(&self.send::<calls::Get>(&id.0, &NONE, &NONE)?)
     }
 
     pub fn events(&self, id: JobId) -> Result<Vec<Value>, CliError> {
-        match self {
-            Target::Local(r) => r.events(id)?.iter().map(|e| view_of(&conv::event(e))).collect(),
-            Target::Remote(r) => r.answers(r.client.events(id.0)),
-        }
+        let all = self.send::<calls::Events>(&id.0, &NONE, &NONE)?;
+        all.events.iter().map(view_of).collect()
     }
 
     /// Pauses (`true`) or resumes a queue.
     pub fn pause(&self, queue: &str, paused: bool) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => {
-                if paused {
-                    r.pause(queue)?;
-                } else {
-                    r.resume(queue)?;
-                }
-                view_of(&wire::QueuePaused {
-                    queue: queue.to_owned(),
-                    paused,
-                })
-            }
-            Target::Remote(r) if paused => r.answer(r.client.pause(queue)),
-            Target::Remote(r) => r.answer(r.client.resume(queue)),
-        }
+        let queue = queue.to_owned();
+        view_of(&if paused {
+            self.send::<calls::PauseQueue>(&queue, &NONE, &NONE)?
+        } else {
+            self.send::<calls::ResumeQueue>(&queue, &NONE, &NONE)?
+        })
     }
 
     /// Replaces a queue's limits.
@@ -312,57 +237,33 @@ impl Target {
             max_leased: limits.max_leased,
             rate_limit: limits.rate.map(conv::rate),
         };
-        match self {
-            Target::Local(r) => {
-                r.set_queue_limits(queue, limits)?;
-                view_of(&conv::queue_limits(queue.to_owned(), limits))
-            }
-            Target::Remote(r) => r.answer(r.client.set_limits(queue, &wanted)),
-        }
+        view_of(&self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)?)
     }
 
     /// A page of queues' stats (`{"queues", "next", "totals"}`, totals on
     /// the first page), as `GET /v1/stats` answers it.
     pub fn stats_page(&self, after: Option<String>) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => {
-                let first = after.is_none();
-                let page = r.stats_page(after.as_deref(), 1000)?;
-                let totals = if first { Some(r.queue_totals()?) } else { None };
-                view_of(&conv::stats(&page, totals.as_ref()))
-            }
-            Target::Remote(r) => r.answer(r.client.stats_page(&wire::QueuePage { after, limit: None })),
-        }
+        view_of(&self.send::<calls::Stats>(&(), &wire::QueuePage { after, limit: None }, &NONE)?)
     }
 
     /// Jobs matching `filter`, newest first.
     pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Doc>, CliError> {
-        match self {
-            Target::Local(r) => r.list(&filter)?.iter().map(|j| doc(&conv::job(j))).collect(),
-            Target::Remote(r) => {
-                let query = wire::ListQuery::new(conv::filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
-                r.docs(r.client.list(&query).map(|page| page.jobs))
-            }
-        }
+        let query = wire::ListQuery::new(conv::filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
+        self.send::<calls::List>(&(), &query, &NONE)?
+            .jobs
+            .iter()
+            .map(doc)
+            .collect()
     }
 
     /// Retries, cancels or deletes (`action`) every job `filter` matches;
     /// answers `{"action", "count"}`.
     pub fn bulk(&self, action: wire::BulkAction, filter: JobFilter) -> Result<Value, CliError> {
-        match self {
-            Target::Local(r) => {
-                let count = match action {
-                    wire::BulkAction::Retry => r.retry_matching(&filter)?,
-                    wire::BulkAction::Cancel => r.cancel_matching(&filter)?,
-                    wire::BulkAction::Delete => r.delete_matching(&filter)?,
-                };
-                view_of(&wire::BulkDone { action, count })
-            }
-            Target::Remote(r) => r.answer(r.client.bulk(&wire::Bulk {
-                action,
-                filter: conv::filter(&filter),
-            })),
-        }
+        let bulk = wire::Bulk {
+            action,
+            filter: conv::filter(&filter),
+        };
+        view_of(&self.send::<calls::Bulk>(&(), &NONE, &bulk)?)
     }
 }
 
@@ -403,31 +304,6 @@ impl Remote {
             client = client.with_token(t);
         }
         Ok(Self { client, token_given })
-    }
-
-    /// A call's answer as the JSON every command prints (the views a
-    /// local call prints too).
-    pub fn answer<T: serde::Serialize>(&self, r: Result<T, relay_client::Error>) -> Result<Value, CliError> {
-        let done = r.map_err(|e| self.error(e))?;
-        serde_json::to_value(done).map_err(|e| CliError::Io(format!("the server's answer: {e}")))
-    }
-
-    /// An answer carrying payloads, as printed (payloads as answered).
-    pub fn doc<T: serde::Serialize>(&self, r: Result<T, relay_client::Error>) -> Result<Doc, CliError> {
-        doc(&r.map_err(|e| self.error(e))?)
-    }
-
-    /// A list of answers carrying payloads, each as printed.
-    pub fn docs<T: serde::Serialize>(&self, r: Result<Vec<T>, relay_client::Error>) -> Result<Vec<Doc>, CliError> {
-        r.map_err(|e| self.error(e))?.iter().map(doc).collect()
-    }
-
-    /// A list answer, each item as its JSON view.
-    pub fn answers<T: serde::Serialize>(&self, r: Result<Vec<T>, relay_client::Error>) -> Result<Vec<Value>, CliError> {
-        match self.answer(r)? {
-            Value::Array(items) => Ok(items),
-            other => Err(CliError::Io(format!("the server's answer is not a list: {other}"))),
-        }
     }
 
     /// The client's error as the CLI's: the server's code, or an I/O error;

@@ -3,6 +3,11 @@
 //! body into the table's types, runs the call's [`Handle`], and writes its
 //! answer type with the call's status. The router is built from the same
 //! table, so a call without a handler does not compile.
+//!
+//! [`Handle`] is sealed: other crates name a call of it through
+//! [`Answered`] ([`crate::Local::call`]) but cannot call or implement it,
+//! so its inputs (`AppState`, [`Req`]) stay this crate's.
+#![allow(private_interfaces)]
 
 use crate::api::{
     header_idempotency_key, header_traceparent, lease_request, leased, new_job, wait_permit, with_idempotency_key,
@@ -31,8 +36,16 @@ pub(crate) struct Req<C: Call + ?Sized> {
     pub headers: HeaderMap,
 }
 
-/// How the server answers one call of the table.
-pub(crate) trait Handle: Call + Sized {
+/// A call of the table this server answers: every call of
+/// `relay_client::wire::calls` is one, over HTTP and in process
+/// ([`crate::Local::call`]).
+pub trait Answered: Handle {}
+
+impl<C: Handle> Answered for C {}
+
+/// How the server answers one call of the table (implemented for each).
+pub trait Handle: Call + Sized {
+    /// Runs the call.
     fn handle(s: Arc<AppState>, r: Req<Self>) -> impl Future<Output = Result<Self::Answer, ApiError>> + Send;
 
     /// The status of a success (the table's, unless the answer says

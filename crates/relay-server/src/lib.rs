@@ -26,14 +26,17 @@ mod calls;
 mod conns;
 mod dashboard;
 mod error;
+mod local;
 mod metrics;
 mod openapi;
 mod parse;
 mod site;
 mod work;
 
+pub use calls::Answered;
 pub use conns::raise_open_file_limit;
 pub use error::ApiError;
+pub use local::Local;
 
 use axum::http::StatusCode;
 use axum::middleware;
@@ -147,6 +150,22 @@ pub(crate) struct AppState {
     pub dash: dashboard::Keys,
 }
 
+impl AppState {
+    fn new(relay: &Relay, config: ServerConfig, stopping: watch::Receiver<bool>) -> Result<Self, ServerError> {
+        let mut dash = dashboard::Keys::new(&config.tokens).map_err(ServerError::Config)?;
+        dash.secure = config.secure_cookies;
+        Ok(AppState {
+            dash,
+            relay: relay.to_async(),
+            waiting: Semaphore::new(config.max_waiting),
+            config,
+            stopping,
+            metrics: metrics::Metrics::default(),
+            told_auth_off: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
 /// A bound, not yet running, server.
 pub struct Server {
     listener: tokio::net::TcpListener,
@@ -173,17 +192,7 @@ impl Server {
                 source,
             })?;
         let (stop, stopping) = watch::channel(false);
-        let mut dash = dashboard::Keys::new(&config.tokens).map_err(ServerError::Config)?;
-        dash.secure = config.secure_cookies;
-        let state = Arc::new(AppState {
-            dash,
-            relay: relay.to_async(),
-            waiting: Semaphore::new(config.max_waiting),
-            config,
-            stopping,
-            metrics: metrics::Metrics::default(),
-            told_auth_off: std::sync::atomic::AtomicBool::new(false),
-        });
+        let state = Arc::new(AppState::new(&relay, config, stopping)?);
         Ok(Self { listener, state, stop })
     }
 

@@ -2,6 +2,9 @@
 //! its next lease in one call and one commit, each outcome answered on its
 //! own) and `POST /v1/heartbeat` (many leases extended at once).
 
+// `Handle` is sealed (see `calls`).
+#![allow(private_interfaces)]
+
 use crate::api::{lease_request, leased, wait_permit};
 use crate::calls::{Handle, Req};
 use crate::error::ApiError;
