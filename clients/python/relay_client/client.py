@@ -855,6 +855,12 @@ class Client:
         v = self._call("GET", _query("/v1/queues", {"after": after, "limit": limit}))
         return {"queues": list(v["queues"]), "next": v.get("next")}
 
+    def get_queue(self, queue: str) -> Dict[str, Any]:
+        """One queue: its jobs by state (``"READY"``, ``"DEAD"`` ...),
+        ``oldest_ready_age_ms``, ``paused``, ``max_leased`` and
+        ``rate_limit`` (every count zero for a queue nothing has used)."""
+        return dict(self._call("GET", f"/v1/queues/{_segment(queue)}"))
+
     def pause_queue(self, queue: str) -> bool:
         """Pauses the queue: none of its jobs is leased (by any process on
         the store) until :meth:`resume_queue`; submits and completions go

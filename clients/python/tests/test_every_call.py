@@ -81,6 +81,9 @@ def test_queues_pause_and_limits(client: Client):
     assert client.pause_queue("a") is True
     assert client.lease(["a"]) == []
     assert client.stats()["a"]["paused"] is True
+    one = client.get_queue("a")
+    assert (one["queue"], one["READY"], one["paused"], one["max_leased"]) == ("a", 1, True, None)
+    assert client.get_queue("unused")["READY"] == 0
     assert client.resume_queue("a") is False
     assert len(client.lease(["a"])) == 1
     for _ in range(3):

@@ -690,6 +690,15 @@ export class Client {
   }
 
   /**
+   * One queue: its jobs by state (`READY`, `DEAD` ...), `oldest_ready_age_ms`,
+   * `paused`, `max_leased` and `rate_limit`, as `stats` gives each queue
+   * (every count zero for a queue nothing has used).
+   */
+  async getQueue(queue: string): Promise<Obj> {
+    return await this.call("GET", `/v1/queues/${seg(queue)}`);
+  }
+
+  /**
    * Pauses the queue: none of its jobs is leased (by any process on the
    * store) until `resumeQueue`; submits and completions go on. Resolves
    * with true (paused).

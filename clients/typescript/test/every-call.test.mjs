@@ -77,6 +77,9 @@ test("queues, pause and limits", async () => {
   assert.equal(await client.pauseQueue("qa"), true);
   assert.deepEqual(await client.lease(["qa"]), []);
   assert.equal((await client.stats()).qa.paused, true);
+  const one = await client.getQueue("qa");
+  assert.deepEqual([one.queue, one.READY, one.paused, one.max_leased], ["qa", 1, true, null]);
+  assert.equal((await client.getQueue("unused")).READY, 0);
   assert.equal(await client.resumeQueue("qa"), false);
   assert.equal((await client.lease(["qa"])).length, 1);
   for (let i = 0; i < 3; i++) await client.submit({ queue: "qb", kind: "k" });

@@ -84,6 +84,10 @@ pub enum Command {
     Schedule(ScheduleCommand),
     /// List jobs, newest first.
     Jobs(JobsArgs),
+    /// Send any call of the HTTP API by its operation name (as /openapi.json names
+    /// it), on a file or a server alike; prints its answer as JSON. E.g. `relay call get 42`,
+    /// `relay call list --query state=DEAD`, `relay call pauseQueue emails`.
+    Call(CallArgs),
     /// Cancel a READY, WAITING or LEASED job, or every such job a filter matches.
     Cancel(AdminArgs),
     /// Run a DEAD or CANCELLED job again, or every such job a filter matches
@@ -481,4 +485,19 @@ fn run_at(s: &str) -> Result<relay::Timestamp, String> {
     i64::try_from(millis)
         .map(relay::Timestamp::from_millis)
         .map_err(|_| format!("{s} is out of range"))
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The call's operation name: submit, get, list, stats, pauseQueue, putSchedule ...
+    /// (an unknown name lists them all).
+    pub operation: String,
+    /// The path's parameter, when the call has one: a job's id, a queue's or a schedule's name.
+    pub param: Option<String>,
+    /// A field of the call's query (repeat it for more).
+    #[arg(long = "query", value_name = "NAME=VALUE")]
+    pub query: Vec<String>,
+    /// The call's body, as JSON; `-` reads it from standard input.
+    #[arg(long, value_name = "JSON")]
+    pub body: Option<String>,
 }

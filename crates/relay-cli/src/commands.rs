@@ -100,6 +100,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             };
             out.jobs(&t.jobs(filter)?);
         }
+        Command::Call(a) => out.answer(&crate::call::run(t, a)?),
         Command::Work(_) | Command::Serve(_) | Command::Demo(_) => {}
     }
     Ok(())
@@ -169,10 +170,11 @@ fn local(db: Option<PathBuf>, server: Option<&str>, what: &str) -> Result<Relay,
 
 /// Commands that change the database; the others only read it.
 fn writes(command: &Command) -> bool {
-    !matches!(
-        command,
-        Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_)
-    )
+    match command {
+        Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_) => false,
+        Command::Call(a) => crate::call::method(&a.operation) != Some(relay_client::wire::Method::Get),
+        _ => true,
+    }
 }
 
 /// A command that only reads does not create a database: a path that

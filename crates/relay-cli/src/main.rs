@@ -2,6 +2,7 @@
 //! against the library (`commands`), prints text or JSON lines (`output`).
 
 mod args;
+mod call;
 mod commands;
 mod demo;
 mod error;

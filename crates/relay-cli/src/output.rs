@@ -220,6 +220,12 @@ impl Out {
         self.line(&text);
     }
 
+    /// A call's answer (`relay call`): its JSON, as answered, whatever
+    /// the output mode.
+    pub fn answer(&self, doc: &Doc) {
+        self.line(&doc.text);
+    }
+
     pub fn job(&self, doc: &Doc) {
         if self.json {
             return self.line(&doc.text);

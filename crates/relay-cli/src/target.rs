@@ -107,7 +107,7 @@ impl Target {
     /// Sends call `C` of the API's table: to the server, or through the
     /// server's own handlers in this process. Every command below is this,
     /// written once for both.
-    fn send<C: Answered>(&self, param: &C::Param, query: &C::Query, body: &C::Body) -> Result<C::Answer, CliError>
+    pub fn send<C: Answered>(&self, param: &C::Param, query: &C::Query, body: &C::Body) -> Result<C::Answer, CliError>
     where
         C::Param: Clone,
     {

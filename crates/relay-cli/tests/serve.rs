@@ -760,3 +760,129 @@ fn the_cli_prints_payloads_as_stored() {
         has(&run(&["--json", "schedule", "list"]), &field, "schedule list --json");
     }
 }
+
+/// `relay call` reaches every call of the API's table by its operation
+/// name, and a database file answers as a server does: the same script of
+/// calls, run on a file and on a server of another file, prints the same
+/// answers (times aside) and fails with the same status and message.
+#[test]
+fn relay_call_sends_any_call_alike_to_a_file_and_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = serve_without_token(&dir.path().join("served.db"), "127.0.0.1:0");
+    let (_err, url) = common::server_url(&mut child);
+    let _server = common::KillOnDrop(child);
+    let local = dir.path().join("local.db");
+    let script: &[&[&str]] = &[
+        &[
+            "submit",
+            "--body",
+            r#"{"queue":"emails","kind":"send","payload":{"b":1,"a":1E2}}"#,
+        ],
+        &[
+            "submitBatch",
+            "--body",
+            r#"{"jobs":[{"queue":"emails","kind":"send","max_attempts":1}]}"#,
+        ],
+        &["get", "1"],
+        &["list", "--query", "state=ready", "--query", "limit=1"],
+        &["pauseQueue", "emails"],
+        &["getQueue", "emails"],
+        &["getQueue", "bad name"],
+        &["stats"],
+        &["queues", "--query", "limit=5"],
+        &["resumeQueue", "emails"],
+        &["setQueueLimits", "emails", "--body", r#"{"max_leased":1}"#],
+        &["lease", "--body", r#"{"queues":["emails"],"max":5,"worker":"w1"}"#],
+        &["events", "1"],
+        &["appendEvent", "1", "--body", r#"{"kind":"note","data":{"by":"ops"}}"#],
+        &[
+            "putSchedule",
+            "nightly",
+            "--body",
+            r#"{"cron":"0 3 * * *","job":{"queue":"r","kind":"k"}}"#,
+        ],
+        &["pauseSchedule", "nightly"],
+        &["schedules"],
+        &[
+            "bulk",
+            "--body",
+            r#"{"action":"cancel","filter":{"queue":"emails","state":"READY"}}"#,
+        ],
+        &["deadGroups"],
+        &["delete", "2"],
+        &["get", "2"],
+        &["get", "abc"],
+        &["removeSchedule", "nightly"],
+    ];
+    let run = |target: &[&str], args: &[&str]| {
+        let out = Command::new(RELAY)
+            .args(target)
+            .arg("call")
+            .args(args)
+            .env_remove("RELAY_DB")
+            .env_remove("RELAY_SERVER")
+            .env_remove("RELAY_TOKEN")
+            .output()
+            .unwrap();
+        // Times and ages differ between the two stores: masked.
+        let times = regex_lite_times(&String::from_utf8_lossy(&out.stdout));
+        (
+            out.status.code(),
+            times,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = ["--db", local.to_str().unwrap()];
+    let server = ["--server", url.as_str()];
+    for args in script {
+        let (a, b) = (run(&file, args), run(&server, args));
+        assert_eq!(a.0, b.0, "{args:?}: exit status on a file {a:?}, on a server {b:?}");
+        assert_eq!(a.1, b.1, "{args:?}: answers differ");
+        // A server's error says it was the server's.
+        assert_eq!(
+            a.2.trim_end(),
+            b.2.split(" (server answered").next().unwrap().trim_end(),
+            "{args:?}"
+        );
+    }
+    let first = run(&file, &["get", "1"]).1;
+    assert!(
+        first.contains(r#""payload":{"b":1,"a":1E2}"#),
+        "the payload as sent: {first}"
+    );
+    assert!(
+        first.contains(r#""state":"LEASED""#) && first.contains(r#""leased_by":"w1""#),
+        "{first}"
+    );
+    let (code, _, err) = run(&file, &["get", "2"]);
+    assert_eq!((code, err.contains("job 2 not found")), (Some(3), true), "{err}");
+    let (code, _, err) = run(&file, &["nosuchcall"]);
+    assert_eq!(code, Some(2));
+    for c in relay_client::wire::CALLS {
+        assert!(
+            err.contains(c.operation),
+            "the unknown call's message lists {}: {err}",
+            c.operation
+        );
+    }
+}
+
+/// `text` with every RFC 3339 time and `*_age_ms` number replaced.
+fn regex_lite_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("\"20") {
+        out.push_str(&rest[..i]);
+        let end = rest[i + 1..].find('"').map_or(rest.len(), |j| i + j + 2);
+        out.push_str("\"TIME\"");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    let mut parts = out.split("\"oldest_ready_age_ms\":");
+    let mut masked = parts.next().unwrap_or_default().to_owned();
+    for part in parts {
+        masked.push_str("\"oldest_ready_age_ms\":AGE");
+        masked.push_str(part.trim_start_matches(|c: char| c.is_ascii_digit()));
+    }
+    masked
+}

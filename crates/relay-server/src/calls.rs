@@ -371,6 +371,16 @@ impl Handle for calls::Queues {
     }
 }
 
+impl Handle for calls::GetQueue {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueInfo, ApiError> {
+        let stats = s.relay.queue_stats(r.param.clone()).await?;
+        Ok(wire::QueueInfo {
+            queue: r.param,
+            stats: conv::queue_stats(&stats),
+        })
+    }
+}
+
 impl Handle for calls::PauseQueue {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueuePaused, ApiError> {
         s.relay.pause(&r.param).await?;

@@ -342,6 +342,10 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
                 "description": "Resumes a paused queue and wakes lessees waiting for it.",
                 "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
+            "/v1/queues/{queue}": {"get": {"operationId": "getQueue",
+                "description": "One queue: its jobs by state, the age of its oldest due job, whether it is paused, and its limits (every count zero for a queue nothing has used).",
+                "parameters": queue_param(),
+                "responses": responses("200", json!({}), &["400"])}},
             "/v1/queues": {"get": {"operationId": "queues",
                 "description": "A page of queue names (with jobs, paused or limited), in byte order, 1,000 at most: follow `next` as `after`.",
                 "parameters": queue_page_params(),
@@ -356,6 +360,13 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
     if let (Some(paths), Value::Object(more)) = (doc["paths"].as_object_mut(), worker_paths()) {
         paths.extend(more);
     }
+    // One queue: a queue's stats with its name.
+    let mut one = doc["components"]["schemas"]["QueueStats"].clone();
+    one["properties"]["queue"] = json!({"type": "string"});
+    if let Some(req) = one["required"].as_array_mut() {
+        req.push(json!("queue"));
+    }
+    doc["paths"]["/v1/queues/{queue}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"] = one;
     doc
 }
 

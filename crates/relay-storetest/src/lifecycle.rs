@@ -546,6 +546,17 @@ pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
         "every queue once, in order"
     );
     assert_eq!(seen[0], "Z");
+    // One queue by name: as stats() has it, its neighbours aside; a queue
+    // nothing has used counts zero; a name that is not a queue's is refused.
+    for name in ["Z", "qx", "q07", "q24", "d"] {
+        assert_eq!(Some(&relay.queue_stats(name).unwrap()), all.queues.get(name), "{name}");
+    }
+    assert_eq!(
+        relay.queue_stats("q0").unwrap(),
+        relay::QueueStats::empty(),
+        "a prefix of q00.."
+    );
+    assert!(matches!(relay.queue_stats("x y"), Err(Error::InvalidInput(_))));
     assert!(relay.stats_page(None, 0).is_err(), "a page of none");
     let past = relay.stats_page(Some("zzz"), 10).unwrap();
     assert_eq!((past.queues.len(), past.next), (0, None));

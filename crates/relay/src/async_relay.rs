@@ -527,6 +527,15 @@ impl AsyncRelay {
         self.read(move |e| e.stats_page(after.as_deref(), limit)).await
     }
 
+    /// [`Relay::queue_stats`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::queue_stats`].
+    pub async fn queue_stats(&self, queue: String) -> Result<crate::QueueStats> {
+        self.read(move |e| e.queue_stats(&queue)).await
+    }
+
     /// [`Relay::queue_totals`], on a blocking thread.
     ///
     /// # Errors

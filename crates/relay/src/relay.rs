@@ -997,6 +997,18 @@ impl Relay {
         self.engine.stats_page(after, limit)
     }
 
+    /// One queue's counts by state, the age of its oldest due job, and its
+    /// pause state and limits (every count zero for a queue nothing has
+    /// used).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a name that is not a queue's; else as
+    /// [`Relay::stats`].
+    pub fn queue_stats(&self, queue: &str) -> Result<crate::QueueStats> {
+        self.engine.queue_stats(queue)
+    }
+
     /// Counts over every queue at once: jobs per state, queues, paused
     /// queues (a handful of numbers, however many queues there are).
     ///

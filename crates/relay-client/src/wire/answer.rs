@@ -304,6 +304,16 @@ pub struct QueueNames {
     pub next: Option<String>,
 }
 
+/// One queue: `GET /v1/queues/{queue}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    /// The queue.
+    pub queue: String,
+    /// Its counts by state, and its settings.
+    #[serde(flatten)]
+    pub stats: QueueStats,
+}
+
 /// A queue after `pause` or `resume`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuePaused {

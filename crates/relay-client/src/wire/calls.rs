@@ -309,6 +309,8 @@ calls! {
     Stats = "stats": Get "/v1/stats" ((), w::QueuePage, Nothing) -> w::Stats, 200;
     /// A page of queue names.
     Queues = "queues": Get "/v1/queues" ((), w::QueuePage, Nothing) -> w::QueueNames, 200;
+    /// One queue's counts by state, its pause state and its limits.
+    GetQueue = "getQueue": Get "/v1/queues/{queue}" (String, Nothing, Nothing) -> w::QueueInfo, 200;
     /// A queue paused: none of its jobs is leased.
     PauseQueue = "pauseQueue": Post "/v1/queues/{queue}/pause" (String, Nothing, Nothing) -> w::QueuePaused, 200;
     /// A paused queue resumed.

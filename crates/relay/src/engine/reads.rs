@@ -111,6 +111,18 @@ impl Engine {
         })
     }
 
+    pub(crate) fn queue_stats(&self, queue: &str) -> Result<QueueStats> {
+        self.options
+            .limits
+            .queue(queue)
+            .map_err(|e| Error::InvalidInput(relay_core::InvalidInput::new("queue", e.reason)))?;
+        let now = self.options.clock.now();
+        self.readers.with(|r| {
+            let mut one = stats_between(r, now, queue, queue)?;
+            Ok(one.remove(queue).unwrap_or_else(QueueStats::empty))
+        })
+    }
+
     pub(crate) fn busiest_queues(&self, limit: u32) -> Result<Stats> {
         let now = self.options.clock.now();
         self.readers.with(|r| {
