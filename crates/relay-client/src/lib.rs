@@ -40,3 +40,6 @@ pub use blocking::Client;
 pub use error::Error;
 #[cfg(feature = "async")]
 pub use r#async::AsyncClient;
+/// The schemars the wire types' schemas are generated with (feature `schema`).
+#[cfg(feature = "schema")]
+pub use schemars;

@@ -9,10 +9,17 @@ use axum::Json;
 use relay_client::wire::ErrorCode;
 use serde::de::DeserializeOwned;
 
-#[derive(Debug)]
+/// A call refused: the HTTP status, the code and the message the server
+/// answers it with (`{"error": {"code", "message"}}`), and what
+/// [`crate::Local::call`] returns.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct ApiError {
+    /// 400, 401, 404, 409, 413, 429 or 503.
     pub status: StatusCode,
+    /// Stable: what to branch on.
     pub code: ErrorCode,
+    /// For people: what went wrong and what to do.
     pub message: String,
 }
 

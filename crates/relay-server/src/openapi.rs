@@ -5,7 +5,7 @@
 use crate::ServerConfig;
 use serde_json::{json, Value};
 
-use relay_client::wire::MAX_MS;
+use relay_client::wire::{calls, Call, MAX_MS};
 
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -36,13 +36,12 @@ fn body(schema: Value) -> Value {
     json!({"required": true, "content": {"application/json": {"schema": schema}}})
 }
 
-/// The success response plus every error a call can answer with.
-fn responses(ok: &str, schema: Value, errors: &[&str]) -> Value {
+/// The success response (its schema filled in from the table by
+/// [`answers`]) plus every error a call can answer with.
+fn responses(ok: &str, errors: &[&str]) -> Value {
     let mut out = serde_json::Map::new();
-    out.insert(
-        ok.to_owned(),
-        json!({"description": "success", "content": {"application/json": {"schema": schema}}}),
-    );
+    // Its schema is the answer type's, generated (`answers`).
+    out.insert(ok.to_owned(), json!({"description": "success"}));
     for code in errors.iter().chain(["401", "503"].iter()) {
         out.insert(
             (*code).to_owned(),
@@ -73,11 +72,6 @@ fn id_param() -> Value {
 
 fn queue_param() -> Value {
     json!([{"name": "queue", "in": "path", "required": true, "schema": queue()}])
-}
-
-fn queue_reply() -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": ["queue", "paused"], "properties": {
-        "queue": {"type": "string"}, "paused": {"type": "boolean"}}})
 }
 
 fn name_param() -> Value {
@@ -114,17 +108,11 @@ fn limits_body() -> Value {
             "per_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000}}}}})
 }
 
-fn limits_reply() -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": ["queue", "max_leased", "rate_limit"], "properties": {
-        "queue": {"type": "string"}, "max_leased": {"type": "integer", "nullable": true}, "rate_limit": r("RateLimit")}})
-}
-
 /// A submit's responses, with 200: an unfinished job already holds the
 /// unique key (its id; nothing was written).
 fn with_existing(mut responses: Value) -> Value {
-    responses["200"] = json!({"description": "an unfinished job already holds the unique key: its id, nothing written",
-        "content": {"application/json": {"schema": {"type": "object", "required": ["id", "existing"],
-            "properties": {"id": {"type": "integer"}, "existing": {"type": "boolean"}}}}}});
+    // Its schema is the 201's (`answers`).
+    responses["200"] = json!({"description": "an unfinished job already holds the unique key, or an earlier submit carried the idempotency key: its id, `existing`, nothing written"});
     responses
 }
 
@@ -159,11 +147,6 @@ fn token_body(extra: Value) -> Value {
     json!({"type": "object", "additionalProperties": false, "required": ["token"], "properties": props})
 }
 
-fn state_reply() -> Value {
-    json!({"type": "object", "required": ["id", "state"], "properties": {
-        "id": {"type": "integer"}, "state": r("State"), "ready_at": {"type": "string", "format": "date-time"}}})
-}
-
 /// `POST /v1/work`'s body.
 fn work_body() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": {
@@ -194,37 +177,17 @@ fn worker_paths() -> Value {
             "/v1/work": {"post": {"operationId": "work",
                 "description": "A worker's turn in one call: records `outcomes` (each answered on its own: a stale token fails only its item), then leases as `lease` asks, in the same transaction and commit. `lease.wait_ms` is honoured only when there are no outcomes. Sending the same call again after a lost answer is safe for its outcomes (a repeated ack answers its state again).",
                 "requestBody": body(work_body()),
-                "responses": responses("200", json!({"type": "object", "required": ["outcomes", "jobs"], "properties": {
-                    "outcomes": {"type": "array", "items": r("ItemAnswer")},
-                    "jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
+                "responses": responses("200", &["400", "413", "429"])}},
             "/v1/heartbeat": {"post": {"operationId": "heartbeat",
                 "description": "Extends many leases at once, each to its `lease_for_ms` (else the call's, else 30 s) from now; each answered on its own (`lease_lost`, `invalid_state`, `not_found`: the job is no longer held).",
                 "requestBody": body(heartbeat_body()),
-                "responses": responses("200", json!({"type": "object", "required": ["leases"], "properties": {
-                    "leases": {"type": "array", "items": r("ItemAnswer")}}}), &["400", "413"])}}
+                "responses": responses("200", &["400", "413"])}}
     })
 }
 
 pub(crate) fn document(config: &ServerConfig) -> Value {
     let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
     let e = ["400", "404", "409", "413"];
-    let stats_answer = responses(
-        "200",
-        json!({"type": "object", "required": ["queues", "next"], "properties": {
-            "queues": {"type": "object", "additionalProperties": r("QueueStats")},
-            "next": {"type": "string", "nullable": true},
-            "totals": {"type": "object", "required": ["jobs", "queues", "paused"], "properties": {
-                "jobs": {"type": "object", "additionalProperties": {"type": "integer"}},
-                "queues": {"type": "integer"}, "paused": {"type": "integer"}}}}}),
-        &["400"],
-    );
-    let queues_answer = responses(
-        "200",
-        json!({"type": "object", "required": ["queues", "next"], "properties": {
-            "queues": {"type": "array", "items": {"type": "string"}},
-            "next": {"type": "string", "nullable": true}}}),
-        &["400"],
-    );
     let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "Relay", "version": env!("CARGO_PKG_VERSION"),
@@ -241,7 +204,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
             "/v1/jobs": {
                 "post": {"operationId": "submit", "requestBody": body(r("NewJob")), "parameters": [traceparent_header(), idempotency_header(false)],
-                    "responses": with_existing(responses("201", json!({"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}}), &["400", "404", "413"]))},
+                    "responses": with_existing(responses("201", &["400", "404", "413"]))},
                 "get": {"operationId": "list", "parameters": [
                     {"name": "queue", "in": "query", "schema": queue()},
                     {"name": "state", "in": "query", "schema": r("State")},
@@ -252,8 +215,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     {"name": "error_contains", "in": "query", "schema": {"type": "string", "minLength": 1, "maxLength": 256}},
                     {"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}},
                     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-                    "responses": responses("200", json!({"type": "object", "required": ["jobs", "next"], "properties": {"jobs": {"type": "array", "items": r("Job")},
-                        "next": {"type": "integer", "nullable": true, "description": "The next page's `before`; null on the last page."}}}), &["400"])}},
+                    "responses": responses("200", &["400"])}},
             "/v1/jobs/bulk": {"post": {"operationId": "bulk",
                 "description": "Retries, cancels or deletes every job the filter matches (jobs whose state does not allow it are passed over), 100 per transaction, paced so other callers keep their latency (never cut off by the request timeout); answers how many it changed.",
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
@@ -264,92 +226,82 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                         "tag": tag_schema(),
                         "since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"},
                         "error_contains": {"type": "string", "minLength": 1, "maxLength": 256}}}}})),
-                "responses": responses("200", json!({"type": "object", "required": ["action", "count"], "properties": {
-                    "action": {"type": "string"}, "count": {"type": "integer"}}}), &["400"])}},
+                "responses": responses("200", &["400"])}},
             "/v1/dead": {"get": {"operationId": "deadGroups",
                 "description": "The newest 10,000 DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first (a group's count is of those; /v1/stats counts every DEAD job).",
                 "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-                "responses": responses("200", json!({"type": "object", "required": ["groups"], "properties": {"groups": {"type": "array", "items": {
-                    "type": "object", "required": ["queue", "kind", "error", "count", "newest", "last_at"], "properties": {
-                        "queue": {"type": "string"}, "kind": {"type": "string"}, "error": {"type": "string"}, "count": {"type": "integer"},
-                        "newest": {"type": "integer"}, "last_at": {"type": "string", "format": "date-time"}}}}}}), &["400"])}},
+                "responses": responses("200", &["400"])}},
             "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header(), idempotency_header(true)],
                 "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
                     "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
-                "responses": responses("201", json!({"type": "object", "required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "integer"}}}}), &["400", "404", "413"])}},
+                "responses": responses("201", &["400", "404", "413"])}},
             "/v1/jobs/{id}": {
-                "get": {"operationId": "get", "parameters": id_param(), "responses": responses("200", r("Job"), &["400", "404"])},
-                "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200",
-                    json!({"type": "object", "required": ["id", "deleted"], "properties": {"id": {"type": "integer"}, "deleted": {"type": "boolean"}}}), &["400", "404", "409"])}},
+                "get": {"operationId": "get", "parameters": id_param(), "responses": responses("200", &["400", "404"])},
+                "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
             "/v1/jobs/{id}/ack": {"post": {"operationId": "ack", "parameters": id_param(),
                 "requestBody": body(not_both(token_body(json!({"result": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
-                    "result_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with result)."}})), "result", "result_base64")), "responses": responses("200", state_reply(), &e)}},
+                    "result_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with result)."}})), "result", "result_base64")), "responses": responses("200", &e)}},
             "/v1/jobs/{id}/nack": {"post": {"operationId": "nack", "parameters": id_param(),
                 "requestBody": body({
                     let mut b = token_body(json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}));
                     b["required"] = json!(["token", "error"]);
                     b
                 }),
-                "responses": responses("200", state_reply(), &e)}},
+                "responses": responses("200", &e)}},
             "/v1/jobs/{id}/extend": {"post": {"operationId": "extend", "parameters": id_param(),
                 "requestBody": body(token_body(json!({"lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}))),
-                "responses": responses("200", json!({"type": "object", "required": ["id", "lease_expires_at"], "properties": {
-                    "id": {"type": "integer"}, "lease_expires_at": {"type": "string", "format": "date-time"}}}), &e)}},
+                "responses": responses("200", &e)}},
             "/v1/jobs/{id}/release": {"post": {"operationId": "release", "parameters": id_param(),
                 "description": "Gives a leased job back untried (the attempt is not counted): READY at once, or with `in_ms`, snoozed: READY again after that long, with a \"snoozed\" event.",
                 "requestBody": body(token_body(json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))),
-                "responses": responses("200", state_reply(), &e)}},
-            "/v1/jobs/{id}/cancel": {"post": {"operationId": "cancel", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
-            "/v1/jobs/{id}/retry": {"post": {"operationId": "retry", "parameters": id_param(), "responses": responses("200", state_reply(), &["400", "404", "409"])}},
+                "responses": responses("200", &e)}},
+            "/v1/jobs/{id}/cancel": {"post": {"operationId": "cancel", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
+            "/v1/jobs/{id}/retry": {"post": {"operationId": "retry", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
             "/v1/jobs/{id}/events": {
-                "get": {"operationId": "events", "parameters": id_param(), "responses": responses("200",
-                    json!({"type": "object", "required": ["events"], "properties": {"events": {"type": "array", "items": r("Event")}}}), &["400", "404"])},
+                "get": {"operationId": "events", "parameters": id_param(), "responses": responses("200", &["400", "404"])},
                 "post": {"operationId": "appendEvent", "parameters": id_param(),
                     "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["kind"],
                         "properties": {"kind": label(), "data": {}}})),
-                    "responses": responses("201", json!({"type": "object", "required": ["job_id", "seq"], "properties": {
-                        "job_id": {"type": "integer"}, "seq": {"type": "integer"}}}), &["400", "404", "413"])}},
+                    "responses": responses("201", &["400", "404", "413"])}},
             "/v1/lease": {"post": {"operationId": "lease",
                 "description": "Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken at once by a submit).",
                 "requestBody": body(r("Lease")),
-                "responses": responses("200", json!({"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": r("LeasedJob")}}}), &["400", "413", "429"])}},
+                "responses": responses("200", &["400", "413", "429"])}},
             "/v1/stats": {"get": {"operationId": "stats",
                 "description": "A page of queues' stats, by name in byte order (1,000 at most), so that no answer grows with the number of queues: follow `next` as `after`. The first page (no `after`) carries `totals` over every queue.",
                 "parameters": queue_page_params(),
-                "responses": stats_answer}},
+                "responses": responses("200", &["400"])}},
             "/v1/queues/{queue}/pause": {"post": {"operationId": "pauseQueue",
                 "description": "Pauses the queue: from the next claim on, in every process on the store, none of its jobs is leased; submits and completions go on. Stored; pausing a paused queue changes nothing.",
-                "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
+                "parameters": queue_param(), "responses": responses("200", &["400"])}},
             "/v1/queues/{queue}/limits": {"put": {"operationId": "setQueueLimits",
                 "description": "Replaces the queue's limits, enforced across every process on the store: at most `max_leased` of its jobs LEASED at once, at most `rate_limit.limit` leases per `rate_limit.per_ms`. A field left out or null lifts that limit.",
                 "parameters": queue_param(),
                 "requestBody": body(limits_body()),
-                "responses": responses("200", limits_reply(), &["400", "413"])}},
-            "/v1/schedules": {"get": {"operationId": "schedules", "responses": responses("200", json!({"type": "object", "required": ["schedules"], "properties": {
-                "schedules": {"type": "array", "items": r("Schedule")}}}), &[])}},
+                "responses": responses("200", &["400", "413"])}},
+            "/v1/schedules": {"get": {"operationId": "schedules", "responses": responses("200", &[])}},
             "/v1/schedules/{name}": {
                 "put": {"operationId": "putSchedule",
                     "description": "Adds a schedule of periodic jobs, or replaces the one of this name (keeping its paused state). Each tick enqueues exactly one job, whichever process runs the scheduler; ticks missed while no Relay ran enqueue one job.",
                     "parameters": name_param(), "requestBody": body(schedule_body()),
-                    "responses": responses("200", r("Schedule"), &["400", "413"])},
-                "delete": {"operationId": "removeSchedule", "parameters": name_param(), "responses": responses("200",
-                    json!({"type": "object", "required": ["name", "deleted"], "properties": {"name": {"type": "string"}, "deleted": {"type": "boolean"}}}), &["400", "404"])}},
+                    "responses": responses("200", &["400", "413"])},
+                "delete": {"operationId": "removeSchedule", "parameters": name_param(), "responses": responses("200", &["400", "404"])}},
             "/v1/schedules/{name}/pause": {"post": {"operationId": "pauseSchedule", "parameters": name_param(),
-                "responses": responses("200", r("Schedule"), &["400", "404"])}},
+                "responses": responses("200", &["400", "404"])}},
             "/v1/schedules/{name}/resume": {"post": {"operationId": "resumeSchedule", "parameters": name_param(),
                 "description": "Resumes from the next tick after now (ticks missed while paused enqueue nothing).",
-                "responses": responses("200", r("Schedule"), &["400", "404"])}},
+                "responses": responses("200", &["400", "404"])}},
             "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
                 "description": "Resumes a paused queue and wakes lessees waiting for it.",
-                "parameters": queue_param(), "responses": responses("200", queue_reply(), &["400"])}},
+                "parameters": queue_param(), "responses": responses("200", &["400"])}},
             "/v1/queues/{queue}": {"get": {"operationId": "getQueue",
                 "description": "One queue: its jobs by state, the age of its oldest due job, whether it is paused, and its limits (every count zero for a queue nothing has used).",
                 "parameters": queue_param(),
-                "responses": responses("200", json!({}), &["400"])}},
+                "responses": responses("200", &["400"])}},
             "/v1/queues": {"get": {"operationId": "queues",
                 "description": "A page of queue names (with jobs, paused or limited), in byte order, 1,000 at most: follow `next` as `after`.",
                 "parameters": queue_page_params(),
-                "responses": queues_answer}},
+                "responses": responses("200", &["400"])}},
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -360,14 +312,37 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
     if let (Some(paths), Value::Object(more)) = (doc["paths"].as_object_mut(), worker_paths()) {
         paths.extend(more);
     }
-    // One queue: a queue's stats with its name.
-    let mut one = doc["components"]["schemas"]["QueueStats"].clone();
-    one["properties"]["queue"] = json!({"type": "string"});
-    if let Some(req) = one["required"].as_array_mut() {
-        req.push(json!("queue"));
-    }
-    doc["paths"]["/v1/queues/{queue}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"] = one;
+    answers(&mut doc);
     doc
+}
+
+/// Each call's success answer, generated from its type in the table
+/// (`relay_client::wire`, through schemars in OpenAPI 3.0's form: an
+/// `Option` is `nullable`), with the schemas those use under
+/// `components/schemas`: an answer is described by the very type the
+/// server serializes it from, never spelled again here.
+fn answers(doc: &mut Value) {
+    let mut settings = relay_client::schemars::generate::SchemaSettings::openapi3();
+    settings.contract = relay_client::schemars::generate::Contract::Serialize;
+    let mut generator = settings.into_generator();
+    macro_rules! each {
+        ($($call:ident),*) => {
+            $(answer::<calls::$call>(doc, generator.subschema_for::<<calls::$call as Call>::Answer>().to_value());)*
+        };
+    }
+    relay_client::for_each_call!(each);
+    // A submit that found its key's job answers 200 with the same type.
+    let submitted = doc["paths"]["/v1/jobs"]["post"]["responses"]["201"]["content"].clone();
+    doc["paths"]["/v1/jobs"]["post"]["responses"]["200"]["content"] = submitted;
+    for (name, schema) in generator.take_definitions(true) {
+        doc["components"]["schemas"][name] = schema;
+    }
+}
+
+/// Call `C`'s success response's schema.
+fn answer<C: Call>(doc: &mut Value, schema: Value) {
+    let op = &mut doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()];
+    op["responses"][C::STATUS.to_string()]["content"]["application/json"]["schema"] = schema;
 }
 
 fn errors() -> Value {
@@ -410,10 +385,6 @@ fn job_schema(description: &str, extra: Value) -> Value {
 }
 
 fn schemas(max_wait: u64) -> Value {
-    let time = json!({"type": "string", "format": "date-time"});
-    let time_or_null = json!({"type": "string", "format": "date-time", "nullable": true});
-    let text_or_null = json!({"type": "string", "nullable": true});
-    let payload = json!({"description": "The bytes' JSON value (null when empty); absent when they are not JSON (then *_base64)."});
     // Every code a server sends, from the one list (relay_client::wire::ErrorCode).
     let codes: Vec<&str> = relay_client::wire::ErrorCode::SERVER
         .iter()
@@ -423,27 +394,7 @@ fn schemas(max_wait: u64) -> Value {
         "properties": {"code": {"type": "string", "enum": codes}, "message": {"type": "string"}}});
     json!({
         "Error": {"type": "object", "required": ["error"], "properties": {"error": error}},
-        "State": {"type": "string", "enum": relay_client::wire::State::ALL.map(|s| s.as_str())},
-        "QueueStats": {"type": "object", "additionalProperties": false,
-            "required": ["WAITING", "READY", "LEASED", "SUCCEEDED", "DEAD", "CANCELLED", "oldest_ready_age_ms", "paused", "max_leased", "rate_limit"],
-            "properties": {
-                "WAITING": {"type": "integer"}, "READY": {"type": "integer"}, "LEASED": {"type": "integer"}, "SUCCEEDED": {"type": "integer"},
-                "DEAD": {"type": "integer"}, "CANCELLED": {"type": "integer"},
-                "oldest_ready_age_ms": {"type": "integer", "nullable": true},
-                "paused": {"type": "boolean"},
-                "max_leased": {"type": "integer", "nullable": true},
-                "rate_limit": r("RateLimit")}},
         "JobTemplate": job_schema("The job each tick enqueues: a NewJob without delay_ms, run_at, unique_key, idempotency_key, lease_for_ms, timeout_ms, depends_on, traceparent or tags.", json!({})),
-        "Schedule": {"type": "object", "required": ["name", "cron", "tz", "every_ms", "job", "paused", "created_at", "next_at", "last_at"],
-            "properties": {
-                "name": {"type": "string"}, "cron": text_or_null, "tz": text_or_null,
-                "every_ms": {"type": "integer", "nullable": true},
-                "job": {"type": "object", "required": ["queue", "kind", "priority", "max_attempts"], "properties": {
-                    "queue": {"type": "string"}, "kind": {"type": "string"}, "payload": payload.clone(),
-                    "payload_base64": {"type": "string"}, "priority": {"type": "integer"}, "max_attempts": {"type": "integer"}}},
-                "paused": {"type": "boolean"}, "created_at": time, "next_at": time, "last_at": time_or_null}},
-        "RateLimit": {"type": "object", "nullable": true, "required": ["limit", "per_ms"], "properties": {
-            "limit": {"type": "integer"}, "per_ms": {"type": "integer"}}},
         "NewJob": job_schema("A job to submit.", json!({
             "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
             "run_at": {"type": "string", "format": "date-time", "nullable": true},
@@ -461,35 +412,11 @@ fn schemas(max_wait: u64) -> Value {
                 "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."},
             "tags": {"type": "array", "nullable": true, "maxItems": 8, "items": tag_schema(),
                 "description": "Short labels to search by; given twice counts once."}})),
-        "Job": {"type": "object", "required": ["id", "queue", "kind", "state", "priority", "attempts", "max_attempts", "ready_at", "created_at", "lease_token"],
-            "properties": {
-                "id": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"}, "state": r("State"),
-                "priority": {"type": "integer", "minimum": 0, "maximum": 3}, "attempts": {"type": "integer"}, "max_attempts": {"type": "integer"},
-                "ready_at": time, "created_at": time, "finished_at": time_or_null, "unique_key": text_or_null,
-                "lease_token": {"type": "integer"}, "lease_expires_at": time_or_null, "leased_by": text_or_null, "last_error": text_or_null,
-                "lease_for_ms": {"type": "integer", "nullable": true}, "timeout_ms": {"type": "integer", "nullable": true},
-                "traceparent": text_or_null,
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "waiting_on": {"type": "integer", "description": "How many of the jobs it depends on have not finished (above 0 exactly while WAITING)."},
-                "payload": payload.clone(), "payload_base64": {"type": "string"}, "result": payload.clone(), "result_base64": {"type": "string"}}},
-        "LeasedJob": {"type": "object", "required": ["id", "token", "queue", "kind", "priority", "attempt", "max_attempts", "lease_expires_at"],
-            "properties": {
-                "id": {"type": "integer"}, "token": {"type": "integer"}, "queue": {"type": "string"}, "kind": {"type": "string"},
-                "priority": {"type": "integer"}, "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"},
-                "lease_expires_at": time, "lease_for_ms": {"type": "integer"}, "timeout_ms": {"type": "integer", "nullable": true},
-                "traceparent": text_or_null,
-                "payload": payload.clone(), "payload_base64": {"type": "string"}}},
         "Lease": {"type": "object", "additionalProperties": false, "required": ["queues"], "properties": {
             "queues": {"type": "array", "minItems": 1, "maxItems": 64, "items": queue()},
             "worker": nullable(label()), "max": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
             "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
             "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}},
-        "ItemAnswer": {"type": "object", "required": ["id"], "description": "One item of a batch call: what it changed, or its own `error` (the job unchanged).",
-            "properties": {
-                "id": {"type": "integer"}, "state": r("State"), "ready_at": time, "lease_expires_at": time,
-                "error": error}},
-        "Event": {"type": "object", "required": ["job_id", "seq", "at", "kind", "data"], "properties": {
-            "job_id": {"type": "integer"}, "seq": {"type": "integer"}, "at": time, "kind": {"type": "string"}, "data": {}}},
     })
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 /// A submit's answer: the job's id, and `existing` when an unfinished job
 /// already held its unique key (nothing was written).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Submitted {
     /// The job's id.
     pub id: i64,
@@ -18,6 +19,7 @@ pub struct Submitted {
 
 /// A batch submit's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmittedBatch {
     /// The new jobs' ids, in the order given.
     pub ids: Vec<i64>,
@@ -25,6 +27,7 @@ pub struct SubmittedBatch {
 
 /// A job, as `GET /v1/jobs/{id}` and the list answer it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Job {
     /// Its id.
     pub id: i64,
@@ -41,16 +44,20 @@ pub struct Job {
     /// Attempts before it is DEAD.
     pub max_attempts: u32,
     /// When it is (or was) due.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub ready_at: String,
     /// When it was submitted.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub created_at: String,
     /// When it finished, once it has.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub finished_at: Option<String>,
     /// Its unique key.
     pub unique_key: Option<String>,
     /// Its latest lease's token (0 before any).
     pub lease_token: i64,
     /// When its lease expires, while LEASED.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub lease_expires_at: Option<String>,
     /// Who holds its lease, while LEASED.
     pub leased_by: Option<String>,
@@ -66,13 +73,15 @@ pub struct Job {
     pub tags: Vec<String>,
     /// How many jobs it still waits on.
     pub waiting_on: u32,
-    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    /// Its payload: the JSON value stored (null: none); absent when the
+    /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload_base64: Option<String>,
-    /// Its result as JSON (`Some(Null)`: none); absent when it is bytes.
+    /// Its result: the JSON value stored (null: none); absent when the
+    /// bytes are not JSON (then `result_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub result: Option<JsonText>,
     /// Its result as base64, when it is not JSON.
@@ -102,6 +111,7 @@ impl Job {
 
 /// A page of `GET /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct JobPage {
     /// The jobs, newest first.
     pub jobs: Vec<Job>,
@@ -111,6 +121,7 @@ pub struct JobPage {
 
 /// A leased job, as a worker receives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LeasedJob {
     /// Its id.
     pub id: i64,
@@ -127,6 +138,7 @@ pub struct LeasedJob {
     /// Attempts before it is DEAD.
     pub max_attempts: u32,
     /// When this lease expires unless extended.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub lease_expires_at: String,
     /// This lease's length.
     pub lease_for_ms: u64,
@@ -134,7 +146,8 @@ pub struct LeasedJob {
     pub timeout_ms: Option<u64>,
     /// The trace context it continues.
     pub traceparent: Option<String>,
-    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    /// Its payload: the JSON value stored (null: none); absent when the
+    /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
@@ -155,6 +168,7 @@ impl LeasedJob {
 
 /// `POST /v1/lease`'s answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Leased {
     /// The jobs leased (none when none was ready in time).
     pub jobs: Vec<LeasedJob>,
@@ -162,6 +176,7 @@ pub struct Leased {
 
 /// What a call on one job did: its id and whatever the call changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Changed {
     /// The job's id.
     pub id: i64,
@@ -170,9 +185,11 @@ pub struct Changed {
     pub state: Option<State>,
     /// When it is due again (a nack that retries, a snooze).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub ready_at: Option<String>,
     /// The lease's new expiry (an extend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub lease_expires_at: Option<String>,
     /// True when the job was deleted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -225,12 +242,14 @@ impl Changed {
 
 /// One event of a job's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     /// The job.
     pub job_id: i64,
     /// 1, 2, 3... per job.
     pub seq: i64,
     /// When.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub at: String,
     /// What happened.
     pub kind: String,
@@ -240,6 +259,7 @@ pub struct Event {
 
 /// `GET /v1/jobs/{id}/events`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Events {
     /// The events, oldest first.
     pub events: Vec<Event>,
@@ -247,6 +267,7 @@ pub struct Events {
 
 /// `POST /v1/jobs/{id}/events`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Appended {
     /// The job.
     pub job_id: i64,
@@ -256,6 +277,7 @@ pub struct Appended {
 
 /// One queue in `GET /v1/stats`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueueStats {
     /// Jobs per state (every state, zero included).
     #[serde(flatten)]
@@ -272,6 +294,7 @@ pub struct QueueStats {
 
 /// `GET /v1/stats`: a page of queues, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
     /// The page's queues (with jobs, paused or limited).
     pub queues: BTreeMap<String, QueueStats>,
@@ -285,6 +308,7 @@ pub struct Stats {
 
 /// Counts over every queue at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Totals {
     /// Jobs per state (every state, zero included).
     pub jobs: BTreeMap<String, u64>,
@@ -296,6 +320,7 @@ pub struct Totals {
 
 /// `GET /v1/queues`: a page of queue names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueueNames {
     /// The page's queues (with jobs, paused or limited), in byte order.
     pub queues: Vec<String>,
@@ -306,6 +331,7 @@ pub struct QueueNames {
 
 /// One queue: `GET /v1/queues/{queue}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueueInfo {
     /// The queue.
     pub queue: String,
@@ -316,6 +342,7 @@ pub struct QueueInfo {
 
 /// A queue after `pause` or `resume`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueuePaused {
     /// The queue.
     pub queue: String,
@@ -325,6 +352,7 @@ pub struct QueuePaused {
 
 /// A queue's limits after `PUT /v1/queues/{queue}/limits`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QueueLimits {
     /// The queue.
     pub queue: String,
@@ -336,6 +364,7 @@ pub struct QueueLimits {
 
 /// A bulk action's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BulkDone {
     /// The action taken.
     pub action: BulkAction,
@@ -345,6 +374,7 @@ pub struct BulkDone {
 
 /// DEAD jobs of one queue and kind that failed with the same first line of error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeadGroup {
     /// Their queue.
     pub queue: String,
@@ -357,11 +387,13 @@ pub struct DeadGroup {
     /// The newest of them.
     pub newest: i64,
     /// When the newest died.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub last_at: String,
 }
 
 /// `GET /v1/dead`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DeadGroups {
     /// The groups, largest first.
     pub groups: Vec<DeadGroup>,
@@ -369,12 +401,14 @@ pub struct DeadGroups {
 
 /// The job a schedule's ticks enqueue, as answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduledJob {
     /// Its queue.
     pub queue: String,
     /// Its kind.
     pub kind: String,
-    /// Its payload as JSON (`Some(Null)`: none); absent when it is bytes.
+    /// Its payload: the JSON value stored (null: none); absent when the
+    /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub payload: Option<JsonText>,
     /// Its payload as base64, when it is not JSON.
@@ -399,6 +433,7 @@ impl ScheduledJob {
 
 /// A schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Schedule {
     /// Its name.
     pub name: String,
@@ -413,15 +448,19 @@ pub struct Schedule {
     /// Its ticks enqueue nothing while true.
     pub paused: bool,
     /// When it was added (or last replaced).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub created_at: String,
     /// Its next tick.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub next_at: String,
     /// Its latest tick, once it has ticked.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub last_at: Option<String>,
 }
 
 /// `GET /v1/schedules`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Schedules {
     /// Every schedule, by name.
     pub schedules: Vec<Schedule>,
@@ -429,6 +468,7 @@ pub struct Schedules {
 
 /// A schedule's removal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ScheduleRemoved {
     /// Its name.
     pub name: String,
@@ -438,6 +478,7 @@ pub struct ScheduleRemoved {
 
 /// Every error answer: `{"error": {"code", "message"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
@@ -446,6 +487,7 @@ pub struct ErrorBody {
 /// An error's code (e.g. `lease_lost`, `not_found`, `invalid_input`) and
 /// message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorDetail {
     /// Stable: what to branch on.
     pub code: ErrorCode,
@@ -459,6 +501,7 @@ pub struct ErrorDetail {
 /// client's side) leaves a write's fate open; every other error changed
 /// nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorCode {
@@ -506,9 +549,11 @@ pub enum ErrorCode {
     MaybeApplied,
     /// The answer was not Relay's (a proxy's page, an empty body): only its
     /// status says what happened. Never sent by a server; set by clients.
+    #[cfg_attr(feature = "schema", schemars(skip))]
     Http,
     /// A code this build does not know (a newer server).
     #[serde(other)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
     Other,
 }
 

@@ -75,6 +75,24 @@ impl JsonText {
     }
 }
 
+/// Any JSON value (a payload, a result): its text as stored.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for JsonText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonText".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Any JSON value, as stored (null when empty); absent when the bytes are not JSON (then the *_base64 field)."
+        })
+    }
+}
+
 impl PartialEq for JsonText {
     fn eq(&self, other: &Self) -> bool {
         self.get() == other.get()
@@ -133,6 +151,7 @@ pub(crate) fn base64_pair(bytes: &[u8]) -> Option<Option<String>> {
 /// A job's state, as the API spells it: in capitals when written, in any
 /// case when read (`?state=dead`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "UPPERCASE")]
 pub enum State {
     /// Waits for the jobs it depends on.
@@ -206,6 +225,7 @@ impl<'de> Deserialize<'de> for State {
 
 /// What a bulk action does to every job its filter matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum BulkAction {
     /// DEAD or CANCELLED jobs READY again, their attempts reset.

@@ -340,6 +340,8 @@ pub struct Limits {
 
 /// A rate limit: `limit` leases per `per_ms` milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "RateLimit"))]
 #[serde(deny_unknown_fields)]
 pub struct Rate {
     /// Leases per window.

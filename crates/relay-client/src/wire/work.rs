@@ -128,6 +128,7 @@ impl Outcome {
 
 /// `POST /v1/work`'s answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Worked {
     /// One answer per outcome, in the order given.
     pub outcomes: Vec<ItemAnswer>,
@@ -162,6 +163,7 @@ pub struct HeldLease {
 
 /// `POST /v1/heartbeat`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Beaten {
     /// One answer per lease, in the order given.
     pub leases: Vec<ItemAnswer>,
@@ -171,6 +173,7 @@ pub struct Beaten {
 /// error (`lease_lost`, `invalid_state`, `not_found`, `invalid_input`),
 /// which leaves its job unchanged and fails no other item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ItemAnswer {
     /// The job.
     pub id: i64,
@@ -179,9 +182,11 @@ pub struct ItemAnswer {
     pub state: Option<super::State>,
     /// When it is due again (a nack that retries, a delayed release).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub ready_at: Option<String>,
     /// The lease's new expiry (a heartbeat).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub lease_expires_at: Option<String>,
     /// Why this item was not applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
