@@ -70,14 +70,6 @@ fn id_param() -> Value {
     json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}])
 }
 
-fn queue_param() -> Value {
-    json!([{"name": "queue", "in": "path", "required": true, "schema": queue()}])
-}
-
-fn name_param() -> Value {
-    json!([{"name": "name", "in": "path", "required": true, "schema": queue()}])
-}
-
 /// A cron expression of five fields, each `*`, `*/N` or a number in its
 /// range (day of month up to 28, so that every expression the pattern
 /// allows has ticks); the server accepts all of cron (ranges, lists,
@@ -171,23 +163,8 @@ fn heartbeat_body() -> Value {
                     "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}})
 }
 
-/// The worker protocol's calls: `/v1/work` and `/v1/heartbeat`.
-fn worker_paths() -> Value {
-    json!({
-            "/v1/work": {"post": {"operationId": "work",
-                "description": "A worker's turn in one call: records `outcomes` (each answered on its own: a stale token fails only its item), then leases as `lease` asks, in the same transaction and commit. `lease.wait_ms` is honoured only when there are no outcomes. Sending the same call again after a lost answer is safe for its outcomes (a repeated ack answers its state again).",
-                "requestBody": body(work_body()),
-                "responses": responses("200", &["400", "413", "429"])}},
-            "/v1/heartbeat": {"post": {"operationId": "heartbeat",
-                "description": "Extends many leases at once, each to its `lease_for_ms` (else the call's, else 30 s) from now; each answered on its own (`lease_lost`, `invalid_state`, `not_found`: the job is no longer held).",
-                "requestBody": body(heartbeat_body()),
-                "responses": responses("200", &["400", "413"])}}
-    })
-}
-
 pub(crate) fn document(config: &ServerConfig) -> Value {
     let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
-    let e = ["400", "404", "409", "413"];
     let mut doc = json!({
         "openapi": "3.0.3",
         "info": {"title": "Relay", "version": env!("CARGO_PKG_VERSION"),
@@ -202,106 +179,6 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
                     "error": {"type": "string", "nullable": true}, "since": {"type": "string", "format": "date-time", "nullable": true}}}}}}}}},
             "/metrics": {"get": {"operationId": "metrics", "responses": {"200": {"description": "Prometheus text",
                 "content": {"text/plain": {"schema": {"type": "string"}}}}, "401": {"$ref": "#/components/responses/E401"}}}},
-            "/v1/jobs": {
-                "post": {"operationId": "submit", "requestBody": body(r("NewJob")), "parameters": [traceparent_header(), idempotency_header(false)],
-                    "responses": with_existing(responses("201", &["400", "404", "413"]))},
-                "get": {"operationId": "list", "parameters": [
-                    {"name": "queue", "in": "query", "schema": queue()},
-                    {"name": "state", "in": "query", "schema": r("State")},
-                    {"name": "kind", "in": "query", "schema": label()},
-                    {"name": "tag", "in": "query", "schema": tag_schema()},
-                    {"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created at or after (RFC 3339)."},
-                    {"name": "until", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created before (RFC 3339)."},
-                    {"name": "error_contains", "in": "query", "schema": {"type": "string", "minLength": 1, "maxLength": 256}},
-                    {"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}},
-                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-                    "responses": responses("200", &["400"])}},
-            "/v1/jobs/bulk": {"post": {"operationId": "bulk",
-                "description": "Retries, cancels or deletes every job the filter matches (jobs whose state does not allow it are passed over), 100 per transaction, paced so other callers keep their latency (never cut off by the request timeout); answers how many it changed.",
-                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
-                    "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
-                    "filter": {"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
-                        "queue": queue(), "state": r("State"),
-                        "kind": label(),
-                        "tag": tag_schema(),
-                        "since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"},
-                        "error_contains": {"type": "string", "minLength": 1, "maxLength": 256}}}}})),
-                "responses": responses("200", &["400"])}},
-            "/v1/dead": {"get": {"operationId": "deadGroups",
-                "description": "The newest 10,000 DEAD jobs grouped by queue, kind and the first line of their error, the largest groups first (a group's count is of those; /v1/stats counts every DEAD job).",
-                "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
-                "responses": responses("200", &["400"])}},
-            "/v1/jobs/batch": {"post": {"operationId": "submitBatch", "parameters": [traceparent_header(), idempotency_header(true)],
-                "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
-                    "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}})),
-                "responses": responses("201", &["400", "404", "413"])}},
-            "/v1/jobs/{id}": {
-                "get": {"operationId": "get", "parameters": id_param(), "responses": responses("200", &["400", "404"])},
-                "delete": {"operationId": "delete", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
-            "/v1/jobs/{id}/ack": {"post": {"operationId": "ack", "parameters": id_param(),
-                "requestBody": body(not_both(token_body(json!({"result": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
-                    "result_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with result)."}})), "result", "result_base64")), "responses": responses("200", &e)}},
-            "/v1/jobs/{id}/nack": {"post": {"operationId": "nack", "parameters": id_param(),
-                "requestBody": body({
-                    let mut b = token_body(json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}));
-                    b["required"] = json!(["token", "error"]);
-                    b
-                }),
-                "responses": responses("200", &e)}},
-            "/v1/jobs/{id}/extend": {"post": {"operationId": "extend", "parameters": id_param(),
-                "requestBody": body(token_body(json!({"lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}))),
-                "responses": responses("200", &e)}},
-            "/v1/jobs/{id}/release": {"post": {"operationId": "release", "parameters": id_param(),
-                "description": "Gives a leased job back untried (the attempt is not counted): READY at once, or with `in_ms`, snoozed: READY again after that long, with a \"snoozed\" event.",
-                "requestBody": body(token_body(json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))),
-                "responses": responses("200", &e)}},
-            "/v1/jobs/{id}/cancel": {"post": {"operationId": "cancel", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
-            "/v1/jobs/{id}/retry": {"post": {"operationId": "retry", "parameters": id_param(), "responses": responses("200", &["400", "404", "409"])}},
-            "/v1/jobs/{id}/events": {
-                "get": {"operationId": "events", "parameters": id_param(), "responses": responses("200", &["400", "404"])},
-                "post": {"operationId": "appendEvent", "parameters": id_param(),
-                    "requestBody": body(json!({"type": "object", "additionalProperties": false, "required": ["kind"],
-                        "properties": {"kind": label(), "data": {}}})),
-                    "responses": responses("201", &["400", "404", "413"])}},
-            "/v1/lease": {"post": {"operationId": "lease",
-                "description": "Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken at once by a submit).",
-                "requestBody": body(r("Lease")),
-                "responses": responses("200", &["400", "413", "429"])}},
-            "/v1/stats": {"get": {"operationId": "stats",
-                "description": "A page of queues' stats, by name in byte order (1,000 at most), so that no answer grows with the number of queues: follow `next` as `after`. The first page (no `after`) carries `totals` over every queue.",
-                "parameters": queue_page_params(),
-                "responses": responses("200", &["400"])}},
-            "/v1/queues/{queue}/pause": {"post": {"operationId": "pauseQueue",
-                "description": "Pauses the queue: from the next claim on, in every process on the store, none of its jobs is leased; submits and completions go on. Stored; pausing a paused queue changes nothing.",
-                "parameters": queue_param(), "responses": responses("200", &["400"])}},
-            "/v1/queues/{queue}/limits": {"put": {"operationId": "setQueueLimits",
-                "description": "Replaces the queue's limits, enforced across every process on the store: at most `max_leased` of its jobs LEASED at once, at most `rate_limit.limit` leases per `rate_limit.per_ms`. A field left out or null lifts that limit.",
-                "parameters": queue_param(),
-                "requestBody": body(limits_body()),
-                "responses": responses("200", &["400", "413"])}},
-            "/v1/schedules": {"get": {"operationId": "schedules", "responses": responses("200", &[])}},
-            "/v1/schedules/{name}": {
-                "put": {"operationId": "putSchedule",
-                    "description": "Adds a schedule of periodic jobs, or replaces the one of this name (keeping its paused state). Each tick enqueues exactly one job, whichever process runs the scheduler; ticks missed while no Relay ran enqueue one job.",
-                    "parameters": name_param(), "requestBody": body(schedule_body()),
-                    "responses": responses("200", &["400", "413"])},
-                "delete": {"operationId": "removeSchedule", "parameters": name_param(), "responses": responses("200", &["400", "404"])}},
-            "/v1/schedules/{name}/pause": {"post": {"operationId": "pauseSchedule", "parameters": name_param(),
-                "responses": responses("200", &["400", "404"])}},
-            "/v1/schedules/{name}/resume": {"post": {"operationId": "resumeSchedule", "parameters": name_param(),
-                "description": "Resumes from the next tick after now (ticks missed while paused enqueue nothing).",
-                "responses": responses("200", &["400", "404"])}},
-            "/v1/queues/{queue}/resume": {"post": {"operationId": "resumeQueue",
-                "description": "Resumes a paused queue and wakes lessees waiting for it.",
-                "parameters": queue_param(), "responses": responses("200", &["400"])}},
-            "/v1/queues/{queue}": {"get": {"operationId": "getQueue",
-                "description": "One queue: its jobs by state, the age of its oldest due job, whether it is paused, and its limits (every count zero for a queue nothing has used).",
-                "parameters": queue_param(),
-                "responses": responses("200", &["400"])}},
-            "/v1/queues": {"get": {"operationId": "queues",
-                "description": "A page of queue names (with jobs, paused or limited), in byte order, 1,000 at most: follow `next` as `after`.",
-                "parameters": queue_page_params(),
-                "responses": responses("200", &["400"])}},
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -309,11 +186,134 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
             "schemas": schemas(max_wait),
         }
     });
-    if let (Some(paths), Value::Object(more)) = (doc["paths"].as_object_mut(), worker_paths()) {
-        paths.extend(more);
+    macro_rules! each {
+        ($($call:ident),*) => {
+            $(operation::<calls::$call>(&mut doc);)*
+        };
     }
+    relay_client::for_each_call!(each);
     answers(&mut doc);
     doc
+}
+
+/// Call `C`'s operation, from the table: its name, description, path
+/// parameter, the success status and its errors; its query parameters,
+/// headers and body from [`query_params`], [`header_params`] and
+/// [`request_body`] (the requests' limits, written here); its answer's
+/// schema from [`answers`].
+fn operation<C: Call>(doc: &mut Value) {
+    let mut op = json!({"operationId": C::OPERATION});
+    let description: Vec<&str> = C::DESCRIPTION
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if !description.is_empty() {
+        op["description"] = json!(description.join(" "));
+    }
+    let errors: Vec<String> = C::ERRORS.iter().map(u16::to_string).collect();
+    let errors: Vec<&str> = errors.iter().map(String::as_str).collect();
+    op["responses"] = responses(&C::STATUS.to_string(), &errors);
+    if C::OPERATION == "submit" {
+        op["responses"] = with_existing(op["responses"].take());
+    }
+    let mut params: Vec<Value> = Vec::new();
+    let name = C::PATH
+        .split_once('{')
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(n, _)| n);
+    match name {
+        Some("id") => params.extend(id_param().as_array().cloned().unwrap_or_default()),
+        Some(n) => params.push(json!({"name": n, "in": "path", "required": true, "schema": queue()})),
+        None => {}
+    }
+    params.extend(query_params(C::OPERATION));
+    params.extend(header_params(C::OPERATION));
+    if !params.is_empty() {
+        op["parameters"] = json!(params);
+    }
+    if let Some(b) = request_body(C::OPERATION) {
+        op["requestBody"] = body(b);
+    }
+    doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()] = op;
+}
+
+/// The query parameters of the calls that take a query.
+fn query_params(operation: &str) -> Vec<Value> {
+    let limit = json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}});
+    match operation {
+        "list" => vec![
+            json!({"name": "queue", "in": "query", "schema": queue()}),
+            json!({"name": "state", "in": "query", "schema": r("State")}),
+            json!({"name": "kind", "in": "query", "schema": label()}),
+            json!({"name": "tag", "in": "query", "schema": tag_schema()}),
+            json!({"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created at or after (RFC 3339)."}),
+            json!({"name": "until", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created before (RFC 3339)."}),
+            json!({"name": "error_contains", "in": "query", "schema": {"type": "string", "minLength": 1, "maxLength": 256}}),
+            json!({"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}}),
+            limit,
+        ],
+        "deadGroups" => vec![limit],
+        "stats" | "queues" => queue_page_params().as_array().cloned().unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The headers the submits read.
+fn header_params(operation: &str) -> Vec<Value> {
+    match operation {
+        "submit" => vec![traceparent_header(), idempotency_header(false)],
+        "submitBatch" => vec![traceparent_header(), idempotency_header(true)],
+        _ => Vec::new(),
+    }
+}
+
+/// The body of each call that takes one, with the server's limits.
+fn request_body(operation: &str) -> Option<Value> {
+    Some(match operation {
+        "submit" => r("NewJob"),
+        "submitBatch" => json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
+            "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}}),
+        "bulk" => {
+            json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
+            "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
+            "filter": {"type": "object", "additionalProperties": false, "minProperties": 1, "properties": {
+                "queue": queue(), "state": r("State"),
+                "kind": label(),
+                "tag": tag_schema(),
+                "since": {"type": "string", "format": "date-time"}, "until": {"type": "string", "format": "date-time"},
+                "error_contains": {"type": "string", "minLength": 1, "maxLength": 256}}}}})
+        }
+        "ack" => not_both(
+            token_body(
+                json!({"result": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
+                "result_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with result)."}}),
+            ),
+            "result",
+            "result_base64",
+        ),
+        "nack" => {
+            let mut b = token_body(
+                json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}),
+            );
+            b["required"] = json!(["token", "error"]);
+            b
+        }
+        "extend" => token_body(
+            json!({"lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}),
+        ),
+        "release" => {
+            token_body(json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))
+        }
+        "appendEvent" => json!({"type": "object", "additionalProperties": false, "required": ["kind"],
+            "properties": {"kind": label(), "data": {}}}),
+        "lease" => r("Lease"),
+        "work" => work_body(),
+        "heartbeat" => heartbeat_body(),
+        "setQueueLimits" => limits_body(),
+        "putSchedule" => schedule_body(),
+        _ => return None,
+    })
 }
 
 /// Each call's success answer, generated from its type in the table
@@ -427,4 +427,41 @@ fn queue_page_params() -> Value {
             "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{0,64}$"}},
         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relay_client::wire::Part;
+
+    /// Every call of the table has the request the document gives it: a
+    /// body exactly when its body type is one, query parameters exactly
+    /// when it takes a query (a call added with a body or a query and no
+    /// schema for it here fails).
+    #[test]
+    fn every_call_documents_its_body_and_query() {
+        let doc = document(&crate::ServerConfig::new("127.0.0.1:0".parse().unwrap()));
+        let mut wrong = Vec::new();
+        macro_rules! each {
+            ($($call:ident),*) => {
+                $({
+                    type C = calls::$call;
+                    let op = &doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()];
+                    let body = !op["requestBody"].is_null();
+                    let query = op["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["in"] == "query"));
+                    if body != <<C as Call>::Body as Part>::GIVEN || query != <<C as Call>::Query as Part>::GIVEN {
+                        wrong.push((C::OPERATION, body, query));
+                    }
+                    if op["responses"][C::STATUS.to_string()]["content"]["application/json"]["schema"].is_null() {
+                        wrong.push((C::OPERATION, false, false));
+                    }
+                })*
+            };
+        }
+        relay_client::for_each_call!(each);
+        assert!(
+            wrong.is_empty(),
+            "calls documented without their body or query (operation, body, query): {wrong:?}"
+        );
+    }
 }

@@ -200,6 +200,11 @@ pub trait Call: Send + 'static {
     const PATH: &'static str;
     /// Its status when it succeeds (201 for what it creates).
     const STATUS: u16;
+    /// The statuses of its own errors (every call may also answer 401
+    /// and 503).
+    const ERRORS: &'static [u16];
+    /// What it does, for people (its documentation in `/openapi.json`).
+    const DESCRIPTION: &'static str;
     /// Its path parameter.
     type Param: PathParam;
     /// Its query string.
@@ -234,12 +239,12 @@ pub struct CallInfo {
 
 macro_rules! calls {
     ($(
-        $(#[$doc:meta])*
+        $(#[doc = $doc:literal])*
         $name:ident = $op:literal: $method:ident $path:literal
-            ($param:ty, $query:ty, $body:ty) -> $answer:ty, $status:literal;
+            ($param:ty, $query:ty, $body:ty) -> $answer:ty, $status:literal, [$($error:literal),*];
     )*) => {
         $(
-            $(#[$doc])*
+            $(#[doc = $doc])*
             #[derive(Debug, Clone, Copy)]
             pub struct $name;
 
@@ -248,6 +253,8 @@ macro_rules! calls {
                 const METHOD: Method = Method::$method;
                 const PATH: &'static str = $path;
                 const STATUS: u16 = $status;
+                const ERRORS: &'static [u16] = &[$($error),*];
+                const DESCRIPTION: &'static str = concat!($($doc, "\n"),*);
                 type Param = $param;
                 type Query = $query;
                 type Body = $body;
@@ -269,62 +276,97 @@ macro_rules! calls {
 }
 
 calls! {
-    /// Submits a job (201; 200 with `existing` when a key found one).
-    Submit = "submit": Post "/v1/jobs" ((), Nothing, w::NewJob) -> w::Submitted, 201;
-    /// Jobs that match a filter, newest first, a page at a time.
-    List = "list": Get "/v1/jobs" ((), w::ListQuery, Nothing) -> w::JobPage, 200;
+    /// Submits a job. Durable when answered: 201 with its id, or 200 with
+    /// `existing` when an unfinished job holds its unique key or an earlier
+    /// submit carried its idempotency key (nothing written).
+    Submit = "submit": Post "/v1/jobs" ((), Nothing, w::NewJob) -> w::Submitted, 201, [400, 404, 413];
+    /// Jobs that match every filter given, newest first, a page at a time:
+    /// follow `next` as `before`.
+    List = "list": Get "/v1/jobs" ((), w::ListQuery, Nothing) -> w::JobPage, 200, [400];
     /// Submits 1-10,000 jobs in one transaction, all or none.
-    SubmitBatch = "submitBatch": Post "/v1/jobs/batch" ((), Nothing, w::NewJobs) -> w::SubmittedBatch, 201;
-    /// Retries, cancels or deletes every job a filter matches.
-    Bulk = "bulk": Post "/v1/jobs/bulk" ((), Nothing, w::Bulk) -> w::BulkDone, 200;
-    /// DEAD jobs grouped by queue, kind and the first line of their error.
-    DeadGroups = "deadGroups": Get "/v1/dead" ((), DeadQuery, Nothing) -> w::DeadGroups, 200;
-    /// One job.
-    Get = "get": Get "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Job, 200;
+    SubmitBatch = "submitBatch": Post "/v1/jobs/batch" ((), Nothing, w::NewJobs) -> w::SubmittedBatch, 201, [400, 404, 413];
+    /// Retries, cancels or deletes every job the filter matches (jobs whose
+    /// state does not allow it are passed over), 100 per transaction, paced
+    /// so other callers keep their latency (never cut off by the request
+    /// timeout); answers how many it changed.
+    Bulk = "bulk": Post "/v1/jobs/bulk" ((), Nothing, w::Bulk) -> w::BulkDone, 200, [400];
+    /// The newest 10,000 DEAD jobs grouped by queue, kind and the first line
+    /// of their error, the largest groups first (a group's count is of
+    /// those; /v1/stats counts every DEAD job).
+    DeadGroups = "deadGroups": Get "/v1/dead" ((), DeadQuery, Nothing) -> w::DeadGroups, 200, [400];
+    /// One job, with its payload and result.
+    Get = "get": Get "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Job, 200, [400, 404];
     /// Deletes a job that is not LEASED, with its events.
-    Delete = "delete": Delete "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Changed, 200;
-    /// A leased job succeeded.
-    Ack = "ack": Post "/v1/jobs/{id}/ack" (i64, Nothing, w::Ack) -> w::Changed, 200;
-    /// A leased job failed: READY again after a back-off, or DEAD.
-    Nack = "nack": Post "/v1/jobs/{id}/nack" (i64, Nothing, w::Nack) -> w::Changed, 200;
-    /// A lease extended.
-    Extend = "extend": Post "/v1/jobs/{id}/extend" (i64, Nothing, w::Extend) -> w::Changed, 200;
-    /// A leased job given back untried (now, or after a delay).
-    Release = "release": Post "/v1/jobs/{id}/release" (i64, Nothing, w::Release) -> w::Changed, 200;
-    /// An unfinished job CANCELLED.
-    Cancel = "cancel": Post "/v1/jobs/{id}/cancel" (i64, Nothing, Nothing) -> w::Changed, 200;
-    /// A DEAD or CANCELLED job READY again.
-    Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, Nothing, Nothing) -> w::Changed, 200;
+    Delete = "delete": Delete "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
+    /// Reports that a leased job succeeded, with its result. Repeating it
+    /// with the same token answers success again.
+    Ack = "ack": Post "/v1/jobs/{id}/ack" (i64, Nothing, w::Ack) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Reports that a leased job failed: READY again after `retry_in_ms` (or
+    /// the back-off), DEAD when its attempts are spent or `permanent`.
+    Nack = "nack": Post "/v1/jobs/{id}/nack" (i64, Nothing, w::Nack) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Extends a lease to `lease_for_ms` from now.
+    Extend = "extend": Post "/v1/jobs/{id}/extend" (i64, Nothing, w::Extend) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Gives a leased job back untried (the attempt is not counted): READY
+    /// at once, or with `in_ms`, snoozed: READY again after that long, with
+    /// a "snoozed" event.
+    Release = "release": Post "/v1/jobs/{id}/release" (i64, Nothing, w::Release) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Cancels a READY, WAITING or LEASED job.
+    Cancel = "cancel": Post "/v1/jobs/{id}/cancel" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
+    /// Runs a DEAD or CANCELLED job again.
+    Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
     /// A job's event log, oldest first.
-    Events = "events": Get "/v1/jobs/{id}/events" (i64, Nothing, Nothing) -> w::Events, 200;
-    /// An event of the caller's own appended to a job's log.
-    AppendEvent = "appendEvent": Post "/v1/jobs/{id}/events" (i64, Nothing, w::AppendEvent) -> w::Appended, 201;
-    /// Leases ready jobs, waiting for one if asked.
-    Lease = "lease": Post "/v1/lease" ((), Nothing, w::Lease) -> w::Leased, 200;
-    /// A worker's outcomes and its next lease, in one commit.
-    Work = "work": Post "/v1/work" ((), Nothing, w::Work) -> w::Worked, 200;
-    /// Many leases extended at once.
-    Heartbeat = "heartbeat": Post "/v1/heartbeat" ((), Nothing, w::Heartbeat) -> w::Beaten, 200;
-    /// A page of queues' stats (the first with the totals).
-    Stats = "stats": Get "/v1/stats" ((), w::QueuePage, Nothing) -> w::Stats, 200;
-    /// A page of queue names.
-    Queues = "queues": Get "/v1/queues" ((), w::QueuePage, Nothing) -> w::QueueNames, 200;
-    /// One queue's counts by state, its pause state and its limits.
-    GetQueue = "getQueue": Get "/v1/queues/{queue}" (String, Nothing, Nothing) -> w::QueueInfo, 200;
-    /// A queue paused: none of its jobs is leased.
-    PauseQueue = "pauseQueue": Post "/v1/queues/{queue}/pause" (String, Nothing, Nothing) -> w::QueuePaused, 200;
-    /// A paused queue resumed.
-    ResumeQueue = "resumeQueue": Post "/v1/queues/{queue}/resume" (String, Nothing, Nothing) -> w::QueuePaused, 200;
-    /// A queue's limits replaced.
-    SetQueueLimits = "setQueueLimits": Put "/v1/queues/{queue}/limits" (String, Nothing, w::Limits) -> w::QueueLimits, 200;
-    /// Every schedule.
-    Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200;
-    /// A schedule added, or replaced.
-    PutSchedule = "putSchedule": Put "/v1/schedules/{name}" (String, Nothing, w::NewSchedule) -> w::Schedule, 200;
-    /// A schedule removed.
-    RemoveSchedule = "removeSchedule": Delete "/v1/schedules/{name}" (String, Nothing, Nothing) -> w::ScheduleRemoved, 200;
-    /// A schedule paused.
-    PauseSchedule = "pauseSchedule": Post "/v1/schedules/{name}/pause" (String, Nothing, Nothing) -> w::Schedule, 200;
-    /// A paused schedule resumed.
-    ResumeSchedule = "resumeSchedule": Post "/v1/schedules/{name}/resume" (String, Nothing, Nothing) -> w::Schedule, 200;
+    Events = "events": Get "/v1/jobs/{id}/events" (i64, Nothing, Nothing) -> w::Events, 200, [400, 404];
+    /// Appends an event of the caller's own to a job's log.
+    AppendEvent = "appendEvent": Post "/v1/jobs/{id}/events" (i64, Nothing, w::AppendEvent) -> w::Appended, 201, [400, 404, 413];
+    /// Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken
+    /// at once by a submit).
+    Lease = "lease": Post "/v1/lease" ((), Nothing, w::Lease) -> w::Leased, 200, [400, 413, 429];
+    /// A worker's turn in one call: records `outcomes` (each answered on its
+    /// own: a stale token fails only its item), then leases as `lease` asks,
+    /// in the same transaction and commit. `lease.wait_ms` is honoured only
+    /// when there are no outcomes. Sending the same call again after a lost
+    /// answer is safe for its outcomes (a repeated ack answers its state
+    /// again).
+    Work = "work": Post "/v1/work" ((), Nothing, w::Work) -> w::Worked, 200, [400, 413, 429];
+    /// Extends many leases at once, each to its `lease_for_ms` (else the
+    /// call's, else 30 s) from now; each answered on its own (`lease_lost`,
+    /// `invalid_state`, `not_found`: the job is no longer held).
+    Heartbeat = "heartbeat": Post "/v1/heartbeat" ((), Nothing, w::Heartbeat) -> w::Beaten, 200, [400, 413];
+    /// A page of queues' stats, by name in byte order (1,000 at most), so
+    /// that no answer grows with the number of queues: follow `next` as
+    /// `after`. The first page (no `after`) carries `totals` over every
+    /// queue.
+    Stats = "stats": Get "/v1/stats" ((), w::QueuePage, Nothing) -> w::Stats, 200, [400];
+    /// A page of queue names (with jobs, paused or limited), in byte order,
+    /// 1,000 at most: follow `next` as `after`.
+    Queues = "queues": Get "/v1/queues" ((), w::QueuePage, Nothing) -> w::QueueNames, 200, [400];
+    /// One queue: its jobs by state, the age of its oldest due job, whether
+    /// it is paused, and its limits (every count zero for a queue nothing
+    /// has used).
+    GetQueue = "getQueue": Get "/v1/queues/{queue}" (String, Nothing, Nothing) -> w::QueueInfo, 200, [400];
+    /// Pauses the queue: from the next claim on, in every process on the
+    /// store, none of its jobs is leased; submits and completions go on.
+    /// Stored; pausing a paused queue changes nothing.
+    PauseQueue = "pauseQueue": Post "/v1/queues/{queue}/pause" (String, Nothing, Nothing) -> w::QueuePaused, 200, [400];
+    /// Resumes a paused queue and wakes lessees waiting for it.
+    ResumeQueue = "resumeQueue": Post "/v1/queues/{queue}/resume" (String, Nothing, Nothing) -> w::QueuePaused, 200, [400];
+    /// Replaces the queue's limits, enforced across every process on the
+    /// store: at most `max_leased` of its jobs LEASED at once, at most
+    /// `rate_limit.limit` leases per `rate_limit.per_ms`. A field left out
+    /// or null lifts that limit.
+    SetQueueLimits = "setQueueLimits": Put "/v1/queues/{queue}/limits" (String, Nothing, w::Limits) -> w::QueueLimits, 200, [400, 413];
+    /// Every schedule of periodic jobs, by name.
+    Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200, [];
+    /// Adds a schedule of periodic jobs, or replaces the one of this name
+    /// (keeping its paused state). Each tick enqueues exactly one job,
+    /// whichever process runs the scheduler; ticks missed while no Relay
+    /// ran enqueue one job.
+    PutSchedule = "putSchedule": Put "/v1/schedules/{name}" (String, Nothing, w::NewSchedule) -> w::Schedule, 200, [400, 413];
+    /// Removes a schedule.
+    RemoveSchedule = "removeSchedule": Delete "/v1/schedules/{name}" (String, Nothing, Nothing) -> w::ScheduleRemoved, 200, [400, 404];
+    /// Pauses a schedule: its ticks enqueue nothing until it is resumed.
+    PauseSchedule = "pauseSchedule": Post "/v1/schedules/{name}/pause" (String, Nothing, Nothing) -> w::Schedule, 200, [400, 404];
+    /// Resumes from the next tick after now (ticks missed while paused
+    /// enqueue nothing).
+    ResumeSchedule = "resumeSchedule": Post "/v1/schedules/{name}/resume" (String, Nothing, Nothing) -> w::Schedule, 200, [400, 404];
 }
