@@ -56,12 +56,6 @@ fn label() -> Value {
     json!({"type": "string", "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]{1,64}$"})
 }
 
-/// Optional request fields also accept `null` (read as absent).
-fn nullable(mut v: Value) -> Value {
-    v["nullable"] = json!(true);
-    v
-}
-
 fn queue() -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"})
 }
@@ -90,14 +84,6 @@ fn schedule_body() -> Value {
         "tz": {"type": "string", "enum": zones, "description": "An IANA time zone for the cron expression (default UTC)."},
         "every_ms": {"type": "integer", "minimum": 1000, "maximum": 31_622_400_000_u64},
         "job": r("JobTemplate")}})
-}
-
-fn limits_body() -> Value {
-    json!({"type": "object", "additionalProperties": false, "properties": {
-        "max_leased": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "nullable": true},
-        "rate_limit": {"type": "object", "nullable": true, "additionalProperties": false, "required": ["limit", "per_ms"], "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
-            "per_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000}}}}})
 }
 
 /// A submit's responses, with 200: an unfinished job already holds the
@@ -153,16 +139,6 @@ fn work_body() -> Value {
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
 
-/// `POST /v1/heartbeat`'s body.
-fn heartbeat_body() -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": ["leases"], "properties": {
-                    "leases": {"type": "array", "minItems": 1, "maxItems": relay_client::wire::MAX_ITEMS, "items": {
-                        "type": "object", "additionalProperties": false, "required": ["id", "token"], "properties": {
-                            "id": {"type": "integer", "format": "int64"}, "token": {"type": "integer", "format": "int64"},
-                            "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}}},
-                    "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}})
-}
-
 pub(crate) fn document(config: &ServerConfig) -> Value {
     let max_wait = u64::try_from(config.max_wait.as_millis()).unwrap_or(u64::MAX);
     let mut doc = json!({
@@ -183,15 +159,21 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "responses": errors(),
-            "schemas": schemas(max_wait),
+            "schemas": schemas(),
         }
     });
+    let mut settings = relay_client::schemars::generate::SchemaSettings::openapi3();
+    settings.contract = relay_client::schemars::generate::Contract::Deserialize;
+    let mut requests = settings.into_generator();
     macro_rules! each {
         ($($call:ident),*) => {
-            $(operation::<calls::$call>(&mut doc);)*
+            $(operation::<calls::$call>(&mut doc, &mut requests);)*
         };
     }
     relay_client::for_each_call!(each);
+    merge(&mut doc, requests.take_definitions(true));
+    // The longest lease wait is this server's.
+    doc["components"]["schemas"]["Lease"]["properties"]["wait_ms"]["maximum"] = json!(max_wait);
     answers(&mut doc);
     doc
 }
@@ -201,7 +183,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
 /// headers and body from [`query_params`], [`header_params`] and
 /// [`request_body`] (the requests' limits, written here); its answer's
 /// schema from [`answers`].
-fn operation<C: Call>(doc: &mut Value) {
+fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::SchemaGenerator) {
     let mut op = json!({"operationId": C::OPERATION});
     let description: Vec<&str> = C::DESCRIPTION
         .lines()
@@ -232,7 +214,7 @@ fn operation<C: Call>(doc: &mut Value) {
     if !params.is_empty() {
         op["parameters"] = json!(params);
     }
-    if let Some(b) = request_body(C::OPERATION) {
+    if let Some(b) = request_body(C::OPERATION, requests) {
         op["requestBody"] = body(b);
     }
     doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()] = op;
@@ -268,8 +250,12 @@ fn header_params(operation: &str) -> Vec<Value> {
     }
 }
 
-/// The body of each call that takes one, with the server's limits.
-fn request_body(operation: &str) -> Option<Value> {
+/// The body of each call that takes one, with the server's limits:
+/// generated from its wire type (its limits written there, in schemars
+/// attributes), or, for bodies whose rules a type does not tell (one field
+/// or another, fields that go with a kind), written here.
+fn request_body(operation: &str, requests: &mut relay_client::schemars::SchemaGenerator) -> Option<Value> {
+    use relay_client::wire as w;
     Some(match operation {
         "submit" => r("NewJob"),
         "submitBatch" => json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
@@ -292,25 +278,14 @@ fn request_body(operation: &str) -> Option<Value> {
             "result",
             "result_base64",
         ),
-        "nack" => {
-            let mut b = token_body(
-                json!({"error": {"type": "string"}, "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}, "permanent": {"type": "boolean"}}),
-            );
-            b["required"] = json!(["token", "error"]);
-            b
-        }
-        "extend" => token_body(
-            json!({"lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true}}),
-        ),
-        "release" => {
-            token_body(json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))
-        }
-        "appendEvent" => json!({"type": "object", "additionalProperties": false, "required": ["kind"],
-            "properties": {"kind": label(), "data": {}}}),
-        "lease" => r("Lease"),
+        "nack" => requests.subschema_for::<w::Nack>().to_value(),
+        "extend" => requests.subschema_for::<w::Extend>().to_value(),
+        "release" => requests.subschema_for::<w::Release>().to_value(),
+        "appendEvent" => requests.subschema_for::<w::AppendEvent>().to_value(),
+        "lease" => requests.subschema_for::<w::Lease>().to_value(),
         "work" => work_body(),
-        "heartbeat" => heartbeat_body(),
-        "setQueueLimits" => limits_body(),
+        "heartbeat" => requests.subschema_for::<w::Heartbeat>().to_value(),
+        "setQueueLimits" => requests.subschema_for::<w::Limits>().to_value(),
         "putSchedule" => schedule_body(),
         _ => return None,
     })
@@ -334,8 +309,20 @@ fn answers(doc: &mut Value) {
     // A submit that found its key's job answers 200 with the same type.
     let submitted = doc["paths"]["/v1/jobs"]["post"]["responses"]["201"]["content"].clone();
     doc["paths"]["/v1/jobs"]["post"]["responses"]["200"]["content"] = submitted;
-    for (name, schema) in generator.take_definitions(true) {
-        doc["components"]["schemas"][name] = schema;
+    merge(doc, generator.take_definitions(true));
+}
+
+/// Generated schemas into `components/schemas`. A type both read and
+/// answered (a rate limit) must come out the same both ways: a request's
+/// limits in the answer's schema would be dropped otherwise (a test
+/// checks).
+fn merge(doc: &mut Value, defs: serde_json::Map<String, Value>) {
+    for (name, schema) in defs {
+        let slot = &mut doc["components"]["schemas"][&name];
+        if !slot.is_null() && *slot != schema {
+            tracing::error!(schema = %name, "a request's and an answer's schemas differ; the answer's is kept");
+        }
+        *slot = schema;
     }
 }
 
@@ -384,7 +371,7 @@ fn job_schema(description: &str, extra: Value) -> Value {
         "not": {"required": ["payload", "payload_base64"]}, "properties": props})
 }
 
-fn schemas(max_wait: u64) -> Value {
+fn schemas() -> Value {
     // Every code a server sends, from the one list (relay_client::wire::ErrorCode).
     let codes: Vec<&str> = relay_client::wire::ErrorCode::SERVER
         .iter()
@@ -412,11 +399,6 @@ fn schemas(max_wait: u64) -> Value {
                 "description": "The W3C trace context the job continues (handed to its workers). Without it, the request's traceparent header, when valid."},
             "tags": {"type": "array", "nullable": true, "maxItems": 8, "items": tag_schema(),
                 "description": "Short labels to search by; given twice counts once."}})),
-        "Lease": {"type": "object", "additionalProperties": false, "required": ["queues"], "properties": {
-            "queues": {"type": "array", "minItems": 1, "maxItems": 64, "items": queue()},
-            "worker": nullable(label()), "max": {"type": "integer", "minimum": 1, "maximum": 1000, "nullable": true},
-            "lease_for_ms": {"type": "integer", "minimum": 1, "maximum": 86_400_000, "nullable": true},
-            "wait_ms": {"type": "integer", "minimum": 0, "maximum": max_wait, "nullable": true}}},
     })
 }
 
@@ -463,5 +445,23 @@ mod tests {
             wrong.is_empty(),
             "calls documented without their body or query (operation, body, query): {wrong:?}"
         );
+    }
+
+    /// A type both read and answered (a rate limit) has one schema: the
+    /// request generator's and the answer generator's agree on it.
+    #[test]
+    fn a_type_read_and_answered_has_one_schema() {
+        use relay_client::schemars::generate::{Contract, SchemaSettings};
+        let make = |contract| {
+            let mut settings = SchemaSettings::openapi3();
+            settings.contract = contract;
+            let mut g = settings.into_generator();
+            g.subschema_for::<relay_client::wire::Limits>();
+            g.subschema_for::<relay_client::wire::QueueLimits>();
+            g.take_definitions(true)
+        };
+        let (read, answered) = (make(Contract::Deserialize), make(Contract::Serialize));
+        assert!(read.get("RateLimit").is_some());
+        assert_eq!(read.get("RateLimit"), answered.get("RateLimit"));
     }
 }

@@ -103,21 +103,30 @@ pub struct NewJobs {
 
 /// `POST /v1/lease`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Lease {
     /// The queues to lease from (1-64).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(min = 1, max = 64), inner(pattern(r"^[A-Za-z0-9_.-]{1,64}$")))
+    )]
     pub queues: Vec<String>,
     /// Who holds the lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub worker: Option<String>,
     /// Lease up to this many jobs (1 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub max: Option<u32>,
     /// Each lease's length (30 s when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
     /// Wait this long for a job when none is ready (long poll; 0 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
     pub wait_ms: Option<u64>,
 }
 
@@ -148,6 +157,7 @@ impl Ack {
 
 /// `POST /v1/jobs/{id}/nack`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Nack {
     /// The lease's token.
@@ -156,6 +166,7 @@ pub struct Nack {
     pub error: String,
     /// Retry after this long instead of the back-off policy's delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = super::MAX_MS)))]
     pub retry_in_ms: Option<u64>,
     /// No retry can fix it: DEAD now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -164,31 +175,37 @@ pub struct Nack {
 
 /// `POST /v1/jobs/{id}/extend`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Extend {
     /// The lease's token.
     pub token: i64,
     /// The lease's new length from now (30 s when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
 }
 
 /// `POST /v1/jobs/{id}/release`: the job back to READY, the attempt not counted.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Release {
     /// The lease's token.
     pub token: i64,
     /// Snooze: READY again only after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = super::MAX_MS)))]
     pub in_ms: Option<u64>,
 }
 
 /// `POST /v1/jobs/{id}/events`: a worker's own event on the job's log.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AppendEvent {
     /// What happened (e.g. `progress`).
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub kind: String,
     /// Its details.
     #[serde(default)]
@@ -328,10 +345,12 @@ pub struct Bulk {
 /// A queue's limits (`PUT /v1/queues/{queue}/limits`, and in answers): a
 /// limit left out (or null) is lifted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// At most this many of the queue's jobs LEASED at once.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1_000_000)))]
     pub max_leased: Option<u32>,
     /// At most `limit` leases per `per_ms`.
     #[serde(default)]
@@ -345,8 +364,10 @@ pub struct Limits {
 #[serde(deny_unknown_fields)]
 pub struct Rate {
     /// Leases per window.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1_000_000)))]
     pub limit: u32,
     /// The window, in milliseconds.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub per_ms: u64,
 }
 

@@ -138,18 +138,22 @@ pub struct Worked {
 
 /// `POST /v1/heartbeat`: extend many leases at once.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     /// The leases (1-[`MAX_ITEMS`]).
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = MAX_ITEMS)))]
     pub leases: Vec<HeldLease>,
     /// Each lease's new length from now, where it gives none (30 s when
     /// left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
 }
 
 /// A lease a worker holds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HeldLease {
     /// The job.
@@ -158,6 +162,7 @@ pub struct HeldLease {
     pub token: i64,
     /// Its new length from now (the call's `lease_for_ms` when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
 }
 
