@@ -257,9 +257,8 @@ fn header_params(operation: &str) -> Vec<Value> {
 fn request_body(operation: &str, requests: &mut relay_client::schemars::SchemaGenerator) -> Option<Value> {
     use relay_client::wire as w;
     Some(match operation {
-        "submit" => r("NewJob"),
-        "submitBatch" => json!({"type": "object", "additionalProperties": false, "required": ["jobs"],
-            "properties": {"jobs": {"type": "array", "minItems": 1, "maxItems": 10000, "items": r("NewJob")}}}),
+        "submit" => requests.subschema_for::<w::NewJob>().to_value(),
+        "submitBatch" => requests.subschema_for::<w::NewJobs>().to_value(),
         "bulk" => {
             json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
             "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},

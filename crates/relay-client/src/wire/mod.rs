@@ -260,6 +260,7 @@ impl std::str::FromStr for BulkAction {
 
 /// What happens to a job when one it depends on ends DEAD or CANCELLED.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum DependencyFailure {
     /// It is CANCELLED too (the default).

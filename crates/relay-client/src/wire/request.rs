@@ -7,48 +7,63 @@ use serde_json::Value;
 
 /// A job to submit (`POST /v1/jobs`, and each of `POST /v1/jobs/batch`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", schemars(extend("not" = {"required": ["payload", "payload_base64"]})))]
 pub struct NewJob {
     /// The queue (1-64 of A-Z a-z 0-9 _ . -).
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[A-Za-z0-9_.-]{1,64}$")))]
     pub queue: String,
     /// What the job is: the handler that runs it.
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub kind: String,
     /// Any JSON value, stored as its JSON text as sent (whitespace between
     /// tokens dropped); null: no payload. Not with `payload_base64`.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<serde_json::Value>"))]
     pub payload: Option<Box<RawValue>>,
     /// Bytes, base64; `Some(None)` when given as null.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<String>", extend("format" = "byte")))]
     pub payload_base64: Option<Option<String>>,
     /// 0 (least urgent) to 3 (most urgent); 1 when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 3)))]
     pub priority: Option<u8>,
     /// Not leased before this many milliseconds from now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = super::MAX_MS)))]
     pub delay_ms: Option<u64>,
     /// Not leased before this moment (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub run_at: Option<String>,
     /// Attempts before the job is DEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub max_attempts: Option<u32>,
     /// While a job with this key is unfinished, a submit of it answers that job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
     pub unique_key: Option<String>,
     /// Makes the submit safe to repeat: for 24 h (the Relay's
     /// `Options::idempotency_keep`), a submit with this key again answers
     /// the first one's job (`existing`) and creates nothing. The
     /// `Idempotency-Key` header says the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
     pub idempotency_key: Option<String>,
     /// Each lease of the job lasts this long, whatever the lease asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
     /// Workers give up on an attempt after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub timeout_ms: Option<u64>,
     /// The job waits until these jobs have succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 10_000), inner(range(min = 1, max = i64::MAX))))]
     pub depends_on: Option<Vec<i64>>,
     /// What happens to the job when one it depends on ends DEAD or
     /// CANCELLED (cancel it, the default, or run it).
@@ -56,9 +71,17 @@ pub struct NewJob {
     pub on_dependency_failure: Option<DependencyFailure>,
     /// The W3C trace context the job continues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(pattern(r"^00-(?!0{32}-)[0-9a-f]{32}-(?!0{16}-)[0-9a-f]{16}-[0-9a-f]{2}$"))
+    )]
     pub traceparent: Option<String>,
     /// Short labels to search by (at most 8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(max = 8), inner(pattern(r"^[^\u0000-\u001f\u007f-\u009f,]{1,64}$")))
+    )]
     pub tags: Option<Vec<String>>,
 }
 
@@ -95,9 +118,11 @@ impl NewJob {
 
 /// `POST /v1/jobs/batch`: 1-10,000 jobs, all or none.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewJobs {
     /// The jobs, in order.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 10_000)))]
     pub jobs: Vec<NewJob>,
 }
 
