@@ -754,8 +754,8 @@ class Client:
 
     def jobs(self, *, queue: Optional[str] = None, state: Optional[str] = None, limit: int = 100) -> List[Job]:
         """The newest jobs, filtered by queue and state (the first page of
-        :meth:`list_jobs`)."""
-        return self.list_jobs(queue=queue, state=state, limit=limit).jobs
+        :meth:`list_jobs`; an empty queue or state is no filter)."""
+        return self.list_jobs(queue=queue or None, state=state or None, limit=limit).jobs
 
     def list_jobs(
         self,
@@ -933,11 +933,12 @@ class Client:
         if status not in (200, 503):
             raise self._error("GET", "/healthz", status, raw)
         try:
-            return dict(self._json("GET", "/healthz", status, raw))
+            v = self._json("GET", "/healthz", status, raw)
         except RelayError:
-            if status == 503:
-                raise self._error("GET", "/healthz", status, raw) from None
-            raise
+            v = None
+        if not isinstance(v, dict) or not isinstance(v.get("status"), str):
+            raise RelayError(f"GET /healthz: HTTP {status}: not a Relay health answer: {raw[:200]!r}", status=status)
+        return v
 
     def metrics(self) -> str:
         """The server's metrics, in Prometheus's text format."""

@@ -51,6 +51,7 @@ def test_search_pages_through_every_filter(client: Client):
     assert [j.id for j in client.list_jobs(tag="vip").jobs] == [ids[3], ids[1]]
     assert client.list_jobs(kind="nope").jobs == []
     assert client.list_jobs(kind="send", limit=1000).next is None
+    assert len(client.jobs(queue="", state="")) == 6  # an empty filter is none
     with pytest.raises(InvalidRequest):
         client.list_jobs(since="yesterday")
 

@@ -633,7 +633,9 @@ export class Client {
 
   /** The newest jobs, filtered by queue and state (the first page of `listJobs`). */
   async jobs(filter: { queue?: string; state?: string; limit?: number } = {}): Promise<Job[]> {
-    return (await this.listJobs({ ...filter, limit: filter.limit ?? 100 })).jobs;
+    // An empty queue or state is no filter (a form's "any").
+    const given = { queue: filter.queue || undefined, state: filter.state || undefined };
+    return (await this.listJobs({ ...given, limit: filter.limit ?? 100 })).jobs;
   }
 
   /**

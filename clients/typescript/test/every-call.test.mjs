@@ -46,6 +46,7 @@ test("search pages through every filter", async () => {
   assert.deepEqual((await client.listJobs({ tag: "vip" })).jobs.map((j) => j.id), [ids[3], ids[1]]);
   assert.deepEqual((await client.listJobs({ kind: "nope" })).jobs, []);
   assert.equal((await client.listJobs({ queue: "sms", limit: 1000 })).next, null);
+  assert.ok((await client.jobs({ queue: "", state: "" })).length >= 6, "an empty filter is none");
   await assert.rejects(client.listJobs({ since: "yesterday" }), InvalidRequest);
 });
 

@@ -6,7 +6,6 @@
 
 use crate::args::CallArgs;
 use crate::error::CliError;
-use crate::output::Doc;
 use crate::target::Target;
 use relay_client::wire::{self, calls, Call, Part, PathParam};
 use relay_server::Answered;
@@ -20,8 +19,8 @@ pub fn method(operation: &str) -> Option<wire::Method> {
 
 macro_rules! by_name {
     ($($call:ident),*) => {
-        /// Runs the call named `a.operation`.
-        pub fn run(t: &Target, a: CallArgs) -> Result<Doc, CliError> {
+        /// Runs the call named `a.operation`; its answer's JSON text.
+        pub fn run(t: &Target, a: CallArgs) -> Result<String, CliError> {
             $(if a.operation == <calls::$call as Call>::OPERATION {
                 return one::<calls::$call>(t, a);
             })*
@@ -39,7 +38,7 @@ macro_rules! by_name {
 }
 relay_client::for_each_call!(by_name);
 
-fn one<C: Answered>(t: &Target, a: CallArgs) -> Result<Doc, CliError>
+fn one<C: Answered>(t: &Target, a: CallArgs) -> Result<String, CliError>
 where
     C::Param: Clone,
 {
@@ -78,10 +77,16 @@ where
                 ))
             }
             Some("-") => {
+                // No further than a server would read: `< /dev/zero` must
+                // not fill memory.
                 let mut s = String::new();
                 std::io::stdin()
+                    .take(MAX_BODY + 1)
                     .read_to_string(&mut s)
                     .map_err(|e| CliError::Io(format!("reading the body from stdin: {e}")))?;
+                if s.len() as u64 > MAX_BODY {
+                    return Err(usage(format!("the body on stdin is over {MAX_BODY} bytes")));
+                }
                 s
             }
             Some(t) => t.to_owned(),
@@ -96,8 +101,15 @@ where
         nothing()?
     };
     let answer = t.send::<C>(&param, &query, &body)?;
-    Doc::of(&answer).map_err(CliError::Io)
+    // As serialized, never parsed again: a payload a `Value` cannot hold
+    // (`1e999`) prints as stored, and a lease already taken is not lost to
+    // a printing error.
+    serde_json::to_string(&answer).map_err(|e| CliError::Io(format!("an answer that does not serialize: {e}")))
 }
+
+/// The largest body `relay call` reads from stdin: a server's default
+/// limit (`relay serve --max-body`).
+const MAX_BODY: u64 = 2 << 20;
 
 /// The query or body of a call that takes none.
 fn nothing<T: serde::de::DeserializeOwned>() -> Result<T, CliError> {

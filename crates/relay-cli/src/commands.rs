@@ -136,7 +136,7 @@ fn filter_args(a: FilterArgs) -> Result<JobFilter, CliError> {
         None => None,
         Some(s) => Some(relay::wire::job_state(
             s.parse::<wire::State>().map_err(CliError::Usage)?,
-        )),
+        )?),
     };
     let now = relay::SystemClock.now();
     let at = |w: crate::args::When| match w {
@@ -172,7 +172,9 @@ fn local(db: Option<PathBuf>, server: Option<&str>, what: &str) -> Result<Relay,
 fn writes(command: &Command) -> bool {
     match command {
         Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_) => false,
-        Command::Call(a) => crate::call::method(&a.operation) != Some(relay_client::wire::Method::Get),
+        // An unknown name writes nothing (it is refused once the store is
+        // found): a typo never creates a database.
+        Command::Call(a) => crate::call::method(&a.operation).is_some_and(|m| m != relay_client::wire::Method::Get),
         _ => true,
     }
 }

@@ -220,10 +220,10 @@ impl Out {
         self.line(&text);
     }
 
-    /// A call's answer (`relay call`): its JSON, as answered, whatever
-    /// the output mode.
-    pub fn answer(&self, doc: &Doc) {
-        self.line(&doc.text);
+    /// A call's answer (`relay call`): its JSON text, as answered,
+    /// whatever the output mode.
+    pub fn answer(&self, text: &str) {
+        self.line(text);
     }
 
     pub fn job(&self, doc: &Doc) {

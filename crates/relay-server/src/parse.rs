@@ -20,9 +20,8 @@ pub(crate) fn ms(field: &str, v: Option<u64>) -> Result<Option<Duration>, ApiErr
 
 /// A state named in a query or form, in any case.
 pub(crate) fn state_arg(st: &str) -> Result<JobState, ApiError> {
-    st.parse::<relay_client::wire::State>()
-        .map(relay::wire::job_state)
-        .map_err(ApiError::bad_request)
+    let s = st.parse::<relay_client::wire::State>().map_err(ApiError::bad_request)?;
+    Ok(relay::wire::job_state(s)?)
 }
 
 /// An RFC 3339 time of a query or form.

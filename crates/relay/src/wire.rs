@@ -48,15 +48,24 @@ pub fn state(s: JobState) -> w::State {
 }
 
 /// A state the API names, as the engine's.
-pub fn job_state(s: w::State) -> JobState {
-    match s {
+///
+/// # Errors
+///
+/// [`w::State::Other`]: a state this build does not know.
+pub fn job_state(s: w::State) -> Result<JobState, RequestError> {
+    Ok(match s {
         w::State::Waiting => JobState::Waiting,
         w::State::Ready => JobState::Ready,
         w::State::Leased => JobState::Leased,
         w::State::Succeeded => JobState::Succeeded,
         w::State::Dead => JobState::Dead,
         w::State::Cancelled => JobState::Cancelled,
-    }
+        w::State::Other => {
+            return Err(RequestError(
+                "unknown state: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED".into(),
+            ))
+        }
+    })
 }
 
 /// Stored bytes as the API's (`payload`, `payload_base64`) pair: the JSON
@@ -390,7 +399,7 @@ pub fn new_schedule(name: String, b: w::NewSchedule) -> Result<NewSchedule, Requ
 /// A time that is not RFC 3339, a limit out of range.
 pub fn job_filter(q: w::ListQuery) -> Result<JobFilter, RequestError> {
     Ok(JobFilter {
-        state: q.state.map(job_state),
+        state: q.state.map(job_state).transpose()?,
         since: q.since.as_deref().map(|t| rfc3339("since", t)).transpose()?,
         until: q.until.as_deref().map(|t| rfc3339("until", t)).transpose()?,
         queue: q.queue,

@@ -65,12 +65,15 @@ impl Part for Nothing {
 }
 
 /// Fields of a JSON object given as `null`, of those named (`None`: any).
+/// Keys are read decoded (`"q\u0075eue"` is `queue`); values are not
+/// parsed (a payload beside them may be any JSON).
 fn nulls(raw: &str, names: Option<&[&str]>) -> Option<String> {
-    let fields: std::collections::BTreeMap<&str, &serde_json::value::RawValue> = serde_json::from_str(raw).ok()?;
+    let fields: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_str(raw).ok()?;
     fields
-        .iter()
-        .find(|(k, v)| v.get() == "null" && names.is_none_or(|n| n.contains(k)))
-        .map(|(k, _)| (*k).to_owned())
+        .into_iter()
+        .find(|(k, v)| v.get() == "null" && names.is_none_or(|n| n.contains(&k.as_str())))
+        .map(|(k, _)| k)
 }
 
 macro_rules! parts {
@@ -100,11 +103,10 @@ impl Part for w::Bulk {
     /// filter that turned out empty would act on every job.
     fn refuse(raw: &str) -> Option<String> {
         #[derive(Deserialize)]
-        struct Of<'a> {
-            #[serde(borrow)]
-            filter: Option<&'a serde_json::value::RawValue>,
+        struct Of {
+            filter: Option<Box<serde_json::value::RawValue>>,
         }
-        let f = serde_json::from_str::<Of<'_>>(raw).ok()?.filter?;
+        let f = serde_json::from_str::<Of>(raw).ok()?.filter?;
         nulls(f.get(), None).map(|k| format!("filter.{k} is null: leave it out instead"))
     }
 }
@@ -369,4 +371,47 @@ calls! {
     /// Resumes from the next tick after now (ticks missed while paused
     /// enqueue nothing).
     ResumeSchedule = "resumeSchedule": Post "/v1/schedules/{name}/resume" (String, Nothing, Nothing) -> w::Schedule, 200, [400, 404];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bulk filter's field given as null is refused however its key is
+    /// written (an escaped `queue` was passed over once, and the filter
+    /// then took every queue).
+    #[test]
+    fn a_null_filter_field_is_refused_whatever_its_key_spelling() {
+        for raw in [
+            r#"{"action":"delete","filter":{"state":"DEAD","queue":null}}"#,
+            r#"{"action":"delete","filter":{"state":"DEAD","q\u0075eue":null}}"#,
+        ] {
+            assert_eq!(
+                <w::Bulk as Part>::refuse(raw).as_deref(),
+                Some("filter.queue is null: leave it out instead"),
+                "{raw}"
+            );
+        }
+        let fine = r#"{"action":"delete","filter":{"state":"DEAD","queue":"q"}}"#;
+        assert_eq!(<w::Bulk as Part>::refuse(fine), None);
+        let schedule = r#"{"cron":"* * * * *","t\u007a":null,"job":{"queue":"q","kind":"k","payload":{"e":1e999}}}"#;
+        assert_eq!(
+            <w::NewSchedule as Part>::refuse(schedule).as_deref(),
+            Some("tz is null: leave it out instead")
+        );
+    }
+
+    /// An answer with a state this build does not know is still read; a
+    /// request naming one is refused.
+    #[test]
+    fn an_unknown_state_reads_in_answers_and_is_refused_in_requests() {
+        let changed: w::Changed = serde_json::from_str(r#"{"id":1,"state":"PAUSED"}"#).unwrap();
+        assert_eq!(changed.state, Some(w::State::Other));
+        let known: w::Changed = serde_json::from_str(r#"{"id":1,"state":"dead"}"#).unwrap();
+        assert_eq!(known.state, Some(w::State::Dead));
+        let refused = serde_json::from_str::<w::Filter>(r#"{"state":"PAUSED"}"#).unwrap_err();
+        assert!(refused.to_string().starts_with("unknown state \"PAUSED\""), "{refused}");
+        let read: w::Filter = serde_json::from_str(r#"{"state":"ready"}"#).unwrap();
+        assert_eq!(read.state, Some(w::State::Ready));
+    }
 }

@@ -166,6 +166,10 @@ pub enum State {
     Dead,
     /// Cancelled.
     Cancelled,
+    /// A state this build does not know, in an answer (a newer server's):
+    /// the answer is still read. Never sent, and refused in a request.
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    Other,
 }
 
 impl State {
@@ -188,6 +192,7 @@ impl State {
             Self::Succeeded => "SUCCEEDED",
             Self::Dead => "DEAD",
             Self::Cancelled => "CANCELLED",
+            Self::Other => "OTHER",
         }
     }
 
@@ -216,15 +221,24 @@ impl std::str::FromStr for State {
     }
 }
 
+/// In an answer, a name this build does not know reads as
+/// [`State::Other`]; a request's state is read with [`strict_state`].
 impl<'de> Deserialize<'de> for State {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        Ok(s.parse().unwrap_or(Self::Other))
     }
 }
 
+/// A request's state: one of the six, in any case; anything else is
+/// refused with the states to use.
+pub(crate) fn strict_state<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<State>, D::Error> {
+    let s = Option::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+    s.map(|s| s.parse().map_err(serde::de::Error::custom)).transpose()
+}
+
 /// What a bulk action does to every job its filter matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum BulkAction {
@@ -255,6 +269,13 @@ impl std::str::FromStr for BulkAction {
             .into_iter()
             .find(|a| a.as_str() == s)
             .ok_or_else(|| format!("unknown action {s:?}: use retry, cancel or delete"))
+    }
+}
+
+impl<'de> Deserialize<'de> for BulkAction {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 

@@ -246,7 +246,11 @@ pub struct Filter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
     /// Only jobs in this state (read in any case).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::strict_state",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub state: Option<State>,
     /// Only jobs of this kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,7 +285,11 @@ pub struct ListQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
     /// Only jobs in this state (read in any case).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "super::strict_state",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub state: Option<State>,
     /// Only jobs of this kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
