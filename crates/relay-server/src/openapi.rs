@@ -167,7 +167,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
     let mut requests = settings.into_generator();
     macro_rules! each {
         ($($call:ident),*) => {
-            $(operation::<calls::$call>(&mut doc, &mut requests);)*
+            $(operation::<calls::$call>(&mut doc, &mut requests, query_params::<<calls::$call as Call>::Query>());)*
         };
     }
     relay_client::for_each_call!(each);
@@ -183,7 +183,7 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
 /// headers and body from [`query_params`], [`header_params`] and
 /// [`request_body`] (the requests' limits, written here); its answer's
 /// schema from [`answers`].
-fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::SchemaGenerator) {
+fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::SchemaGenerator, query: Vec<Value>) {
     let mut op = json!({"operationId": C::OPERATION});
     let description: Vec<&str> = C::DESCRIPTION
         .lines()
@@ -209,7 +209,7 @@ fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::Sc
         Some(n) => params.push(json!({"name": n, "in": "path", "required": true, "schema": queue()})),
         None => {}
     }
-    params.extend(query_params(C::OPERATION));
+    params.extend(query);
     params.extend(header_params(C::OPERATION));
     if !params.is_empty() {
         op["parameters"] = json!(params);
@@ -220,25 +220,40 @@ fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::Sc
     doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()] = op;
 }
 
-/// The query parameters of the calls that take a query.
-fn query_params(operation: &str) -> Vec<Value> {
-    let limit = json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}});
-    match operation {
-        "list" => vec![
-            json!({"name": "queue", "in": "query", "schema": queue()}),
-            json!({"name": "state", "in": "query", "schema": r("State")}),
-            json!({"name": "kind", "in": "query", "schema": label()}),
-            json!({"name": "tag", "in": "query", "schema": tag_schema()}),
-            json!({"name": "since", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created at or after (RFC 3339)."}),
-            json!({"name": "until", "in": "query", "schema": {"type": "string", "format": "date-time"}, "description": "Created before (RFC 3339)."}),
-            json!({"name": "error_contains", "in": "query", "schema": {"type": "string", "minLength": 1, "maxLength": 256}}),
-            json!({"name": "before", "in": "query", "schema": {"type": "integer", "format": "int64"}}),
-            limit,
-        ],
-        "deadGroups" => vec![limit],
-        "stats" | "queues" => queue_page_params().as_array().cloned().unwrap_or_default(),
-        _ => Vec::new(),
-    }
+/// A query type's fields as query parameters, generated from the type
+/// (its limits in schemars attributes): each optional, never null.
+fn query_params<Q: relay_client::schemars::JsonSchema>() -> Vec<Value> {
+    let mut settings = relay_client::schemars::generate::SchemaSettings::openapi3();
+    settings.contract = relay_client::schemars::generate::Contract::Deserialize;
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().root_schema_for::<Q>().to_value();
+    let Some(fields) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .map(|(name, field)| {
+            let mut field = field.clone();
+            // An Option's `null` branch, or its `nullable`: a query value
+            // is never null.
+            if let Some(some) = field["anyOf"]
+                .as_array()
+                .and_then(|a| a.iter().find(|b| b["nullable"] != json!(true)))
+            {
+                field = some.clone();
+            }
+            let description = field.as_object_mut().and_then(|f| {
+                f.remove("nullable");
+                f.remove("default");
+                f.remove("description")
+            });
+            let mut param = json!({"name": name, "in": "query", "schema": field});
+            if let Some(d) = description {
+                param["description"] = d;
+            }
+            param
+        })
+        .collect()
 }
 
 /// The headers the submits read.
@@ -399,15 +414,6 @@ fn schemas() -> Value {
             "tags": {"type": "array", "nullable": true, "maxItems": 8, "items": tag_schema(),
                 "description": "Short labels to search by; given twice counts once."}})),
     })
-}
-
-/// `after` and `limit`: a page of queues.
-fn queue_page_params() -> Value {
-    json!([
-        {"name": "after", "in": "query", "description": "The page starts after this queue (empty or left out: the first page).",
-            "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{0,64}$"}},
-        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
-    ])
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ impl Method {
 /// sends `{}` (a server without tokens refuses a change sent as anything
 /// but JSON); the server reads nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Nothing {}
 
@@ -123,10 +124,12 @@ impl Part for w::NewSchedule {
 
 /// `GET /v1/dead`'s query.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DeadQuery {
     /// At most this many groups (1-1000; 100 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
 }
 

@@ -279,10 +279,12 @@ impl Filter {
 /// `GET /v1/jobs`'s query: a [`Filter`]'s conditions, a cursor and a page
 /// size.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only this queue's jobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[A-Za-z0-9_.-]{1,64}$")))]
     pub queue: Option<String>,
     /// Only jobs in this state (read in any case).
     #[serde(
@@ -293,24 +295,30 @@ pub struct ListQuery {
     pub state: Option<State>,
     /// Only jobs of this kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub kind: Option<String>,
     /// Only jobs carrying this tag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f,]{1,64}$")))]
     pub tag: Option<String>,
     /// Created at or after (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub since: Option<String>,
     /// Created before (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub until: Option<String>,
     /// Whose last error contains this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
     pub error_contains: Option<String>,
     /// Only jobs with an id below this (the previous page's `next`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<i64>,
     /// At most this many (1-1000; 50 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
 }
 
@@ -425,12 +433,15 @@ pub struct NewSchedule {
 /// `GET /v1/stats` and `GET /v1/queues`'s query: a page of queues, in byte
 /// order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct QueuePage {
     /// Queues named after this one (the previous page's `next`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[A-Za-z0-9_.-]{0,64}$")))]
     pub after: Option<String>,
     /// At most this many (1-1000; 1000 when left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
 }
