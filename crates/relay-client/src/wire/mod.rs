@@ -222,7 +222,7 @@ impl std::str::FromStr for State {
 }
 
 /// In an answer, a name this build does not know reads as
-/// [`State::Other`]; a request's state is read with [`strict_state`].
+/// [`State::Other`]; a request's state is read strictly (`strict_state`).
 impl<'de> Deserialize<'de> for State {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
