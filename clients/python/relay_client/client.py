@@ -140,22 +140,7 @@ class Job:
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "Job":
-        return cls(
-            id=v["id"],
-            queue=v["queue"],
-            kind=v["kind"],
-            state=v["state"],
-            priority=v["priority"],
-            attempts=v["attempts"],
-            max_attempts=v["max_attempts"],
-            last_error=v.get("last_error"),
-            payload=_get_payload(v, "payload"),
-            result=_get_payload(v, "result"),
-            waiting_on=v.get("waiting_on", 0),
-            traceparent=v.get("traceparent"),
-            tags=list(v.get("tags") or []),
-            raw=v,
-        )
+        return _read(cls, v)
 
 
 def _read(cls: Any, v: Dict[str, Any]) -> Any:

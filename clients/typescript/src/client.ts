@@ -243,18 +243,20 @@ type Obj = Record<string, any>;
 
 /**
  * An answer object with its keys in camelCase, every field as the server
- * named it (so each is spelled once, in its interface): a payload decoded
- * (a JSON value, or bytes from `payload_base64`).
+ * named it (so each is spelled once, in its interface): a payload or result
+ * decoded (a JSON value, or bytes from `*_base64`).
  */
 function camel(v: any): any {
   if (Array.isArray(v)) return v.map(camel);
   if (v === null || typeof v !== "object") return v;
   const out: Obj = {};
   for (const [k, x] of Object.entries(v)) {
-    if (k === "payload_base64") continue;
-    out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = k === "payload" ? x : camel(x);
+    if (k === "payload_base64" || k === "result_base64") continue;
+    out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = k === "payload" || k === "result" ? x : camel(x);
   }
-  if ("payload" in v || "payload_base64" in v) out.payload = getPayload(v, "payload");
+  for (const name of ["payload", "result"]) {
+    if (name in v || `${name}_base64` in v) out[name] = getPayload(v, name);
+  }
   return out;
 }
 
@@ -412,22 +414,8 @@ function leased(v: Obj): LeasedJob {
 }
 
 function job(v: Obj): Job {
-  return {
-    id: v.id,
-    queue: v.queue,
-    kind: v.kind,
-    state: v.state,
-    priority: v.priority,
-    attempts: v.attempts,
-    maxAttempts: v.max_attempts,
-    lastError: v.last_error ?? null,
-    waitingOn: v.waiting_on ?? 0,
-    traceparent: v.traceparent ?? null,
-    tags: v.tags ?? [],
-    payload: getPayload(v, "payload"),
-    result: getPayload(v, "result"),
-    raw: v,
-  };
+  // Every field as the server names it, in camelCase (`raw` keeps the answer).
+  return { ...camel(v), raw: v };
 }
 
 /**
