@@ -43,12 +43,7 @@ where
     C::Param: Clone,
 {
     let usage = |m: String| CliError::Usage(format!("relay call {}: {m}", C::OPERATION));
-    // The path's parameter, by the name its template gives it.
-    let name = C::PATH
-        .split_once('{')
-        .and_then(|(_, rest)| rest.split_once('}'))
-        .map(|(n, _)| n);
-    let param = match (name, a.param) {
+    let param = match (C::param_name(), a.param) {
         (Some(n), None) => return Err(usage(format!("give its {n} ({} {})", C::METHOD.as_str(), C::PATH))),
         (None, Some(p)) => return Err(usage(format!("it takes no {p:?} ({} {})", C::METHOD.as_str(), C::PATH))),
         (_, p) => C::Param::parse(p).map_err(usage)?,

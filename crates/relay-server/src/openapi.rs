@@ -200,11 +200,7 @@ fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::Sc
         op["responses"] = with_existing(op["responses"].take());
     }
     let mut params: Vec<Value> = Vec::new();
-    let name = C::PATH
-        .split_once('{')
-        .and_then(|(_, rest)| rest.split_once('}'))
-        .map(|(n, _)| n);
-    match name {
+    match C::param_name() {
         Some("id") => params.extend(id_param().as_array().cloned().unwrap_or_default()),
         Some(n) => params.push(json!({"name": n, "in": "path", "required": true, "schema": queue()})),
         None => {}

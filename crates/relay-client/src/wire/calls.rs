@@ -219,14 +219,20 @@ pub trait Call: Send + 'static {
     /// What it answers.
     type Answer: Serialize + DeserializeOwned + Send + 'static;
 
+    /// Its path parameter's name in [`Call::PATH`] (`id`, `queue`,
+    /// `name`), when it has one.
+    fn param_name() -> Option<&'static str> {
+        Self::PATH
+            .split_once('{')
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map(|(n, _)| n)
+    }
+
     /// The path with `param` in it.
     fn path(param: &Self::Param) -> String {
-        match param.segment() {
-            None => Self::PATH.to_owned(),
-            Some(seg) => match (Self::PATH.find('{'), Self::PATH.find('}')) {
-                (Some(a), Some(b)) => format!("{}{seg}{}", &Self::PATH[..a], &Self::PATH[b + 1..]),
-                _ => Self::PATH.to_owned(),
-            },
+        match (param.segment(), Self::param_name()) {
+            (Some(seg), Some(name)) => Self::PATH.replacen(&format!("{{{name}}}"), &seg, 1),
+            _ => Self::PATH.to_owned(),
         }
     }
 }

@@ -350,27 +350,6 @@ impl ListQuery {
             error_contains: self.error_contains.clone(),
         }
     }
-
-    /// The query as `name=value` pairs (values not yet percent-encoded).
-    pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        let state = self.state.map(|s| s.as_str().to_owned());
-        let texts = [
-            ("queue", &self.queue),
-            ("state", &state),
-            ("kind", &self.kind),
-            ("tag", &self.tag),
-            ("since", &self.since),
-            ("until", &self.until),
-            ("error_contains", &self.error_contains),
-        ];
-        let mut out: Vec<(&'static str, String)> = texts
-            .into_iter()
-            .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
-            .collect();
-        out.extend(self.before.map(|b| ("before", b.to_string())));
-        out.extend(self.limit.map(|n| ("limit", n.to_string())));
-        out
-    }
 }
 
 /// `POST /v1/jobs/bulk`: retry, cancel or delete every job a filter matches.
