@@ -901,6 +901,12 @@ class Client:
         """Removes the schedule; True when there was one (else NotFound)."""
         return bool(self._call("DELETE", f"/v1/schedules/{_segment(name)}")["deleted"])
 
+    def get_schedule(self, name: str) -> Schedule:
+        """The schedule ``name``: its job, cron or interval, time zone, paused
+        state, and next and latest tick. Raises :class:`NotFound` when no
+        schedule has that name."""
+        return _read(Schedule, self._call("GET", f"/v1/schedules/{_segment(name)}"))
+
     def pause_schedule(self, name: str) -> Schedule:
         """Pauses the schedule: its ticks enqueue nothing until resumed."""
         return _read(Schedule, self._call("POST", f"/v1/schedules/{_segment(name)}/pause", {}))

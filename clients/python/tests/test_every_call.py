@@ -106,10 +106,14 @@ def test_schedules_from_put_to_remove(client: Client):
     assert [s.name for s in client.schedules()] == ["nightly", "often"]
     assert client.schedules()[1].job.payload == b"\x00raw"
     assert client.pause_schedule("often").paused is True
+    one = client.get_schedule("often")
+    assert (one.name, one.every_ms, one.paused, one.job.payload) == ("often", 60000, True, b"\x00raw")
     assert client.resume_schedule("often").paused is False
     assert client.remove_schedule("often") is True
     with pytest.raises(NotFound):
         client.remove_schedule("often")
+    with pytest.raises(NotFound):
+        client.get_schedule("often")
     with pytest.raises(InvalidInput):
         client.put_schedule("bad", JobTemplate("q", "k"), cron="not cron")
     assert [s.name for s in client.schedules()] == ["nightly"]

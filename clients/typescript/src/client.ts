@@ -742,6 +742,14 @@ export class Client {
   }
 
   /** Pauses the schedule: its ticks enqueue nothing until resumed. */
+  /**
+   * The schedule `name`: its job, cron or interval, time zone, paused state,
+   * and next and latest tick. Throws `NotFound` when no schedule has that name.
+   */
+  async getSchedule(name: string): Promise<Schedule> {
+    return camel(await this.call("GET", `/v1/schedules/${seg(name)}`));
+  }
+
   async pauseSchedule(name: string): Promise<Schedule> {
     return camel(await this.call("POST", `/v1/schedules/${seg(name)}/pause`, {}));
   }

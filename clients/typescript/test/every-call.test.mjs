@@ -103,9 +103,12 @@ test("schedules from put to remove", async () => {
   assert.deepEqual(listed.map((s) => s.name), ["nightly", "often"]);
   assert.deepEqual(listed[1].job.payload, new Uint8Array([0, 255]));
   assert.equal((await client.pauseSchedule("often")).paused, true);
+  const one = await client.getSchedule("often");
+  assert.deepEqual([one.name, one.everyMs, one.paused, one.job.payload], ["often", 60_000, true, new Uint8Array([0, 255])]);
   assert.equal((await client.resumeSchedule("often")).paused, false);
   assert.equal(await client.removeSchedule("often"), true);
   await assert.rejects(client.removeSchedule("often"), NotFound);
+  await assert.rejects(client.getSchedule("often"), NotFound);
   await assert.rejects(client.putSchedule("bad", { cron: "not cron" }, { queue: "q", kind: "k" }), InvalidInput);
   assert.deepEqual((await client.schedules()).map((s) => s.name), ["nightly"]);
 });

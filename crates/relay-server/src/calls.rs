@@ -420,6 +420,18 @@ impl Handle for calls::Schedules {
     }
 }
 
+impl Handle for calls::GetSchedule {
+    /// Read from the list: a store holds a handful of schedules, each a
+    /// row.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Schedule, ApiError> {
+        let all = s.relay.schedules().await?;
+        match all.iter().find(|one| one.name == r.param) {
+            Some(one) => Ok(conv::schedule(one)),
+            None => Err(relay::Error::ScheduleNotFound { name: r.param }.into()),
+        }
+    }
+}
+
 impl Handle for calls::PutSchedule {
     /// Adds the schedule, or replaces the one of this name.
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Schedule, ApiError> {

@@ -866,6 +866,14 @@ fn schedules_over_http() {
     assert_eq!(names, ["beat", "nightly"]);
     let (st, v) = s.call("POST", "/v1/schedules/beat/pause", None);
     assert_eq!((st, v["paused"].as_bool()), (200, Some(true)));
+    let (st, v) = s.call("GET", "/v1/schedules/beat", None);
+    assert_eq!(
+        (st, v["name"].as_str(), v["every_ms"].as_i64(), v["paused"].as_bool()),
+        (200, Some("beat"), Some(30000), Some(true)),
+        "one schedule, as stored: {v}"
+    );
+    let (st, v) = s.call("GET", "/v1/schedules/nightly", None);
+    assert_eq!((st, v["cron"].as_str()), (200, Some("30 2 * * *")), "{v}");
     let (st, v) = s.call("POST", "/v1/schedules/beat/resume", None);
     assert_eq!((st, v["paused"].as_bool()), (200, Some(false)));
     for (bad, why) in [
@@ -907,6 +915,9 @@ fn schedules_over_http() {
     let (st, v) = s.call("DELETE", "/v1/schedules/beat", None);
     assert_eq!((st, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
     assert_eq!(s.call("POST", "/v1/schedules/beat/pause", None).0, 404);
+    let (st, v) = s.call("GET", "/v1/schedules/beat", None);
+    assert_eq!((st, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap_or("").contains("beat"), "{v}");
 }
 
 #[test]
@@ -936,7 +947,7 @@ fn the_openapi_document_describes_every_route() {
         ("/v1/queues/{queue}/resume", &["post"]),
         ("/v1/queues/{queue}/limits", &["put"]),
         ("/v1/schedules", &["get"]),
-        ("/v1/schedules/{name}", &["put", "delete"]),
+        ("/v1/schedules/{name}", &["get", "put", "delete"]),
         ("/v1/schedules/{name}/pause", &["post"]),
         ("/v1/schedules/{name}/resume", &["post"]),
         ("/healthz", &["get"]),

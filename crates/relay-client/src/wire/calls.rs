@@ -373,6 +373,9 @@ calls! {
     /// whichever process runs the scheduler; ticks missed while no Relay
     /// ran enqueue one job.
     PutSchedule = "putSchedule": Put "/v1/schedules/{name}" (String, Nothing, w::NewSchedule) -> w::Schedule, 200, [400, 413];
+    /// One schedule of periodic jobs: its job, cron or interval, time zone,
+    /// paused state, and next and latest tick.
+    GetSchedule = "getSchedule": Get "/v1/schedules/{name}" (String, Nothing, Nothing) -> w::Schedule, 200, [400, 404];
     /// Removes a schedule.
     RemoveSchedule = "removeSchedule": Delete "/v1/schedules/{name}" (String, Nothing, Nothing) -> w::ScheduleRemoved, 200, [400, 404];
     /// Pauses a schedule: its ticks enqueue nothing until it is resumed.
