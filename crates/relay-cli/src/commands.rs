@@ -3,7 +3,7 @@
 use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, ScheduleCommand, SubmitArgs};
 use crate::error::CliError;
 use crate::output::Out;
-use crate::target::{Admin, Lease, Remote, ScheduleAdmin, Submit, Target, When};
+use crate::target::{Admin, Lease, Remote, Submit, Target, When};
 use relay::{Clock, Error, JobFilter, JobId, LeaseToken, Relay, StoreUrl, Timestamp};
 use relay_client::wire;
 use std::io::Read;
@@ -76,8 +76,8 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                 let page = t.stats_page(after.take())?;
                 out.stats(&page, header);
                 header = false;
-                match page["next"].as_str() {
-                    Some(next) => after = Some(next.to_owned()),
+                match page.next {
+                    Some(next) => after = Some(next),
                     None => break,
                 }
             }
@@ -290,9 +290,9 @@ fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
             out.schedule(&t.add_schedule(&a.name, when, job)?);
         }
         ScheduleCommand::List => out.schedules(&t.schedules()?),
-        ScheduleCommand::Remove(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Remove)?),
-        ScheduleCommand::Pause(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Pause)?),
-        ScheduleCommand::Resume(n) => out.schedule(&t.schedule_admin(&n.name, ScheduleAdmin::Resume)?),
+        ScheduleCommand::Remove(n) => out.schedule_removed(&t.remove_schedule(&n.name)?),
+        ScheduleCommand::Pause(n) => out.schedule(&t.pause_schedule(&n.name, true)?),
+        ScheduleCommand::Resume(n) => out.schedule(&t.pause_schedule(&n.name, false)?),
     }
     Ok(())
 }

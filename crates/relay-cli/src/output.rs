@@ -1,9 +1,11 @@
 //! Printing: short text for people, or one JSON object per line (`--json`).
-//! Everything printed is one of the API's answers (`relay_client::wire`,
-//! built by `relay::wire` for a database file), whether it came from the
-//! library or from a server, so both print alike.
+//! Everything printed is one of the API's typed answers
+//! (`relay_client::wire`), whether it came from the library or from a
+//! server, so both print alike. `--json` prints an answer as serialized:
+//! payloads and results (`JsonText`) exactly as stored.
 
-use serde_json::Value;
+use relay_client::wire::{self, JsonText, State};
+use serde::Serialize;
 use std::io::{IsTerminal, Write};
 
 pub struct Out {
@@ -14,70 +16,22 @@ pub struct Out {
 }
 
 /// The ANSI colour of a state's name: green done, red failed, yellow
-/// running, cyan waiting, dim cancelled.
-fn state_colour(state: &str) -> Option<&'static str> {
+/// running, blue ready, cyan waiting, dim cancelled.
+fn state_colour(state: State) -> Option<&'static str> {
     match state {
-        "SUCCEEDED" => Some("32"),
-        "DEAD" => Some("31"),
-        "LEASED" => Some("33"),
-        "READY" => Some("34"),
-        "WAITING" => Some("36"),
-        "CANCELLED" => Some("2"),
-        _ => None,
+        State::Succeeded => Some("32"),
+        State::Dead => Some("31"),
+        State::Leased => Some("33"),
+        State::Ready => Some("34"),
+        State::Waiting => Some("36"),
+        State::Cancelled => Some("2"),
+        State::Other => None,
     }
 }
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// An answer that carries payloads (a job, a leased job, a schedule), as
-/// printed: `text` is its JSON exactly as answered (`--json` prints it, so
-/// a payload's keys, duplicates and numbers stay as stored); `value` is
-/// the same parsed for the text views, with each `payload` and `result`
-/// kept as its JSON text (a string), since a `Value` would reorder it or
-/// could not hold it (`1e999`, deep nesting).
-pub struct Doc {
-    text: String,
-    value: Value,
-}
-
-impl Doc {
-    /// An answer serialized to its JSON text.
-    ///
-    /// # Errors
-    ///
-    /// The serializer's message (not expected for the API's types).
-    pub fn of<T: serde::Serialize>(answer: &T) -> Result<Self, String> {
-        let text = serde_json::to_string(answer).map_err(|e| format!("an answer that does not serialize: {e}"))?;
-        let value = with_bytes_as_text(&text).map_err(|e| format!("an answer that does not parse: {e}"))?;
-        Ok(Self { text, value })
-    }
-
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-}
-
-/// `text` (a JSON object) parsed, `payload` and `result` (in it and in its
-/// `job`) as their JSON text.
-fn with_bytes_as_text(text: &str) -> serde_json::Result<Value> {
-    use serde_json::value::RawValue;
-    let fields: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(text)?;
-    let mut m = serde_json::Map::new();
-    for (k, raw) in fields {
-        let v = match k.as_str() {
-            "payload" | "result" if raw.get() != "null" => Value::String(raw.get().to_owned()),
-            "job" if raw.get() != "null" => with_bytes_as_text(raw.get())?,
-            _ => serde_json::from_str(raw.get())?,
-        };
-        m.insert(k, v);
-    }
-    Ok(Value::Object(m))
+/// An optional field as printed: `-` for none.
+fn or_dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
 /// `text` (valid JSON) without whitespace outside its strings: one line,
@@ -102,23 +56,26 @@ fn compact_json(text: &str) -> String {
 }
 
 /// A payload's (or result's) bytes as one line of text: a JSON text as it
-/// is (a [`Doc`] keeps it as a string) without the space between tokens, bytes that are not JSON as
+/// is, without the space between tokens; bytes that are not JSON as
 /// themselves when they are printable text, else `base64:...`; nothing for
 /// none.
-fn bytes_text(v: &Value, name: &str) -> String {
+fn bytes_text(json: Option<&JsonText>, base64: Option<&str>) -> String {
     use base64::Engine as _;
-    match (&v[name], &v[format!("{name}_base64").as_str()]) {
-        (Value::String(text), _) => compact_json(text),
-        (Value::Null, Value::String(b)) => {
+    match (json, base64) {
+        (Some(text), _) if !text.is_null() => compact_json(text.get()),
+        (_, Some(b)) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default();
             match String::from_utf8(bytes) {
                 Ok(t) if !t.chars().any(char::is_control) => t,
                 _ => format!("base64:{b}"),
             }
         }
-        (Value::Null, _) => String::new(),
-        (json, _) => json.to_string(),
+        _ => String::new(),
     }
+}
+
+fn duration_text(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
 
 impl Out {
@@ -130,7 +87,7 @@ impl Out {
 
     /// `text` (a state's name, maybe padded) in its state's colour when
     /// colour is on.
-    fn state(&self, state: &str, text: String) -> String {
+    fn state(&self, state: State, text: String) -> String {
         match state_colour(state).filter(|_| self.colour) {
             Some(c) => format!("\x1b[{c}m{text}\x1b[0m"),
             None => text,
@@ -147,75 +104,73 @@ impl Out {
         let _ = writeln!(o, "{s}");
     }
 
-    fn value(&self, v: &Value) {
-        self.line(&v.to_string());
+    /// An answer as one line of JSON, as serialized (payloads as stored).
+    fn json<T: Serialize>(&self, answer: &T) {
+        match serde_json::to_string(answer) {
+            Ok(text) => self.line(&text),
+            // Not expected of the API's types; said rather than dropped.
+            Err(e) => eprintln!("relay: an answer that does not serialize: {e}"),
+        }
     }
 
     /// The id on stdout (scripts read it); a note on stderr when the id is
     /// of an unfinished job that already held the unique key, or of the
     /// first submit of the idempotency key (`keyed`).
-    pub fn submitted(&self, v: &Value, keyed: bool) {
+    pub fn submitted(&self, s: &wire::Submitted, keyed: bool) {
         if self.json {
-            self.value(v);
-        } else {
-            self.line(&s(&v["id"]));
-            if v["existing"] == true {
-                let what = if keyed {
-                    "was submitted with this idempotency key (or holds its unique key)"
-                } else {
-                    "(unfinished) already holds this unique key"
-                };
-                eprintln!("relay: job {} {what}: nothing new was submitted", s(&v["id"]));
-            }
+            return self.json(s);
+        }
+        self.line(&s.id.to_string());
+        if s.existing {
+            let what = if keyed {
+                "was submitted with this idempotency key (or holds its unique key)"
+            } else {
+                "(unfinished) already holds this unique key"
+            };
+            eprintln!("relay: job {} {what}: nothing new was submitted", s.id);
         }
     }
 
-    pub fn leased(&self, doc: &Doc) {
+    pub fn leased(&self, l: &wire::LeasedJob) {
         if self.json {
-            return self.line(&doc.text);
+            return self.json(l);
         }
-        let l = doc.value();
-        let payload = bytes_text(l, "payload");
-        self.line(&format!(
-            "{}\t{}\t{}\t{}\t{payload}",
-            s(&l["id"]),
-            s(&l["token"]),
-            s(&l["kind"]),
-            s(&l["attempt"])
-        ));
+        let payload = bytes_text(l.payload.as_ref(), l.payload_base64.as_deref());
+        self.line(&format!("{}\t{}\t{}\t{}\t{payload}", l.id, l.token, l.kind, l.attempt));
     }
 
-    /// `{"id", "state", "ready_at"?}`, `{"id", "lease_expires_at"}` or
-    /// `{"id", "deleted"}`.
     /// The answer of a bulk action: "retried 12 jobs".
-    pub fn bulk(&self, v: &Value) {
+    pub fn bulk(&self, b: &wire::BulkDone) {
         if self.json {
-            return self.value(v);
+            return self.json(b);
         }
-        let done = match v["action"].as_str().unwrap_or_default() {
-            "retry" => "retried",
-            "cancel" => "cancelled",
-            "delete" => "deleted",
-            other => other,
+        let done = match b.action {
+            wire::BulkAction::Retry => "retried",
+            wire::BulkAction::Cancel => "cancelled",
+            wire::BulkAction::Delete => "deleted",
         };
-        let n = v["count"].as_u64().unwrap_or(0);
+        let n = b.count;
         self.line(&format!("{done} {n} job{}", if n == 1 { "" } else { "s" }));
     }
 
-    pub fn changed(&self, v: &Value) {
+    /// What a call on one job did: its new state, when it is due again, its
+    /// lease's new expiry, or that it was deleted.
+    pub fn changed(&self, c: &wire::Changed) {
         if self.json {
-            return self.value(v);
+            return self.json(c);
         }
-        let id = s(&v["id"]);
-        let text = if let Some(until) = v.get("lease_expires_at") {
-            format!("job {id} leased until {}", s(until))
-        } else if v.get("deleted").is_some() {
-            format!("job {id} deleted")
-        } else if let Some(at) = v.get("ready_at").filter(|_| v["state"] == "READY") {
-            format!("job {id} {} again at {}", self.state("READY", s(&v["state"])), s(at))
-        } else {
-            let state = s(&v["state"]);
-            format!("job {id} {}", self.state(&state, state.clone()))
+        let id = c.id;
+        let text = match (&c.lease_expires_at, c.deleted, c.state, &c.ready_at) {
+            (Some(until), _, _, _) => format!("job {id} leased until {until}"),
+            (None, true, _, _) => format!("job {id} deleted"),
+            (None, false, Some(State::Ready), Some(at)) => {
+                format!(
+                    "job {id} {} again at {at}",
+                    self.state(State::Ready, "READY".to_owned())
+                )
+            }
+            (None, false, Some(state), _) => format!("job {id} {}", self.state(state, state.to_string())),
+            (None, false, None, _) => format!("job {id} -"),
         };
         self.line(&text);
     }
@@ -226,38 +181,50 @@ impl Out {
         self.line(text);
     }
 
-    pub fn job(&self, doc: &Doc) {
+    /// One job, a field a line.
+    pub fn job(&self, j: &wire::Job) {
         if self.json {
-            return self.line(&doc.text);
+            return self.json(j);
         }
-        let j = doc.value();
-        let Some(obj) = j.as_object() else { return };
-        for key in JOB_KEYS
-            .iter()
-            .copied()
-            .chain(obj.keys().map(String::as_str).filter(|k| !JOB_KEYS.contains(k)))
-        {
-            // Bytes as text (see `bytes_text`), under their own name.
-            if matches!(key, "payload" | "result") {
-                let text = bytes_text(j, key);
-                self.line(&format!("{key:<17}{}", if text.is_empty() { "-" } else { &text }));
-            } else if !matches!(key, "payload_base64" | "result_base64") {
-                if let Some(val) = obj.get(key) {
-                    let text = s(val);
-                    let text = if key == "state" {
-                        self.state(&text, text.clone())
-                    } else {
-                        text
-                    };
-                    self.line(&format!("{key:<17}{text}"));
-                }
-            }
-        }
+        let field = |key: &str, text: String| self.line(&format!("{key:<17}{text}"));
+        let bytes = |json, base64| match bytes_text(json, base64) {
+            t if t.is_empty() => "-".to_owned(),
+            t => t,
+        };
+        field("id", j.id.to_string());
+        field("queue", j.queue.clone());
+        field("kind", j.kind.clone());
+        field("state", self.state(j.state, j.state.to_string()));
+        field("priority", j.priority.to_string());
+        field("attempts", j.attempts.to_string());
+        field("max_attempts", j.max_attempts.to_string());
+        field("ready_at", j.ready_at.clone());
+        field("created_at", j.created_at.clone());
+        field("finished_at", or_dash(j.finished_at.as_ref()));
+        field("unique_key", or_dash(j.unique_key.as_ref()));
+        field("lease_token", j.lease_token.to_string());
+        field("lease_expires_at", or_dash(j.lease_expires_at.as_ref()));
+        field("leased_by", or_dash(j.leased_by.as_ref()));
+        field("last_error", or_dash(j.last_error.as_ref()));
+        field("traceparent", or_dash(j.traceparent.as_ref()));
+        field("payload", bytes(j.payload.as_ref(), j.payload_base64.as_deref()));
+        field("result", bytes(j.result.as_ref(), j.result_base64.as_deref()));
+        field("lease_for_ms", or_dash(j.lease_for_ms));
+        field(
+            "tags",
+            if j.tags.is_empty() {
+                "-".to_owned()
+            } else {
+                j.tags.join(",")
+            },
+        );
+        field("timeout_ms", or_dash(j.timeout_ms));
+        field("waiting_on", j.waiting_on.to_string());
     }
 
-    pub fn jobs(&self, jobs: &[Doc]) {
+    pub fn jobs(&self, jobs: &[wire::Job]) {
         if self.json {
-            return jobs.iter().for_each(|j| self.line(&j.text));
+            return jobs.iter().for_each(|j| self.json(j));
         }
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
@@ -277,102 +244,103 @@ impl Out {
             "CREATED",
         ]
         .map(str::to_owned)));
-        for j in jobs.iter().map(Doc::value) {
-            let attempts = format!("{}/{}", s(&j["attempts"]), s(&j["max_attempts"]));
-            let state = s(&j["state"]);
+        for j in jobs {
             self.line(&row([
-                s(&j["id"]),
-                s(&j["queue"]),
-                s(&j["kind"]),
-                self.state(&state, format!("{state:<10}")),
-                s(&j["priority"]),
-                attempts,
-                s(&j["created_at"]),
+                j.id.to_string(),
+                j.queue.clone(),
+                j.kind.clone(),
+                self.state(j.state, format!("{:<10}", j.state.as_str())),
+                j.priority.to_string(),
+                format!("{}/{}", j.attempts, j.max_attempts),
+                j.created_at.clone(),
             ]));
         }
     }
 
-    pub fn events(&self, events: &[Value]) {
+    pub fn events(&self, events: &[wire::Event]) {
         for e in events {
             if self.json {
-                self.value(e);
+                self.json(e);
             } else {
-                self.line(&format!(
-                    "{:>4}  {}  {:<10} {}",
-                    s(&e["seq"]),
-                    s(&e["at"]),
-                    s(&e["kind"]),
-                    e["data"]
-                ));
+                self.line(&format!("{:>4}  {}  {:<10} {}", e.seq, e.at, e.kind, e.data));
             }
         }
     }
 
     /// A queue paused or resumed.
-    pub fn queue(&self, v: &Value) {
+    pub fn queue(&self, q: &wire::QueuePaused) {
         if self.json {
-            return self.value(v);
+            return self.json(q);
         }
-        let what = if v["paused"] == true { "paused" } else { "resumed" };
-        self.line(&format!("queue {} {what}", s(&v["queue"])));
+        let what = if q.paused { "paused" } else { "resumed" };
+        self.line(&format!("queue {} {what}", q.queue));
     }
 
-    /// One schedule, as added, paused, resumed or removed.
-    pub fn schedule(&self, doc: &Doc) {
+    /// One schedule, as added, paused or resumed.
+    pub fn schedule(&self, v: &wire::Schedule) {
         if self.json {
-            return self.line(&doc.text);
+            return self.json(v);
         }
-        let v = doc.value();
-        let name = s(&v["name"]);
-        let text = if v["deleted"] == true {
-            format!("schedule {name} removed")
-        } else if v["paused"] == true {
-            format!("schedule {name} ({}) paused", when_text(v))
+        let text = if v.paused {
+            format!("schedule {} ({}) paused", v.name, when_text(v))
         } else {
-            format!("schedule {name} ({}): next tick at {}", when_text(v), s(&v["next_at"]))
+            format!("schedule {} ({}): next tick at {}", v.name, when_text(v), v.next_at)
         };
         self.line(&text);
     }
 
-    /// Every schedule, one line each.
-    pub fn schedules(&self, all: &[Doc]) {
+    /// A schedule removed.
+    pub fn schedule_removed(&self, v: &wire::ScheduleRemoved) {
         if self.json {
-            return all.iter().for_each(|v| self.line(&v.text));
+            return self.json(v);
+        }
+        self.line(&format!("schedule {} removed", v.name));
+    }
+
+    /// Every schedule, one line each.
+    pub fn schedules(&self, all: &[wire::Schedule]) {
+        if self.json {
+            return all.iter().for_each(|v| self.json(v));
         }
         let row = |c: [String; 5]| format!("{:<24} {:<32} {:<26} {:<26} {}", c[0], c[1], c[2], c[3], c[4]);
         self.line(&row(
             ["NAME", "WHEN", "NEXT TICK", "LAST TICK", "JOB"].map(str::to_owned)
         ));
-        for v in all.iter().map(Doc::value) {
-            let next = if v["paused"] == true {
+        for v in all {
+            let next = if v.paused {
                 "(paused)".to_owned()
             } else {
-                s(&v["next_at"])
+                v.next_at.clone()
             };
-            let last = v["last_at"].as_str().unwrap_or("-").to_owned();
-            let job = format!("{} {}", s(&v["job"]["queue"]), s(&v["job"]["kind"]));
-            self.line(&row([s(&v["name"]), when_text(v), next, last, job]));
+            let job = format!("{} {}", v.job.queue, v.job.kind);
+            self.line(&row([
+                v.name.clone(),
+                when_text(v),
+                next,
+                or_dash(v.last_at.as_ref()),
+                job,
+            ]));
         }
     }
 
     /// A queue's limits, as set.
-    pub fn limits(&self, v: &Value) {
+    pub fn limits(&self, v: &wire::QueueLimits) {
         if self.json {
-            return self.value(v);
+            return self.json(v);
         }
-        let text = limits_text(v);
+        let text = limits_text(v.max_leased, v.rate_limit.as_ref());
         self.line(&format!(
             "queue {}: {}",
-            s(&v["queue"]),
+            v.queue,
             if text.is_empty() { "no limits" } else { &text }
         ));
     }
 
     /// A page of stats: one JSON line per page, or its rows under one
     /// header (`header` on the first page).
-    pub fn stats(&self, v: &Value, header: bool) {
+    pub fn stats(&self, v: &wire::Stats, header: bool) {
         if self.json {
-            return self.value(v);
+            return self.json(v);
         }
         let row = |c: [String; 8]| {
             format!(
@@ -381,95 +349,47 @@ impl Out {
             )
         };
         if header {
-            self.line(&row([
-                "QUEUE",
-                "WAITING",
-                "READY",
-                "LEASED",
-                "SUCCEEDED",
-                "DEAD",
-                "CANCELLED",
-                "OLDEST READY",
-            ]
-            .map(str::to_owned)));
+            let mut names = State::ALL.map(|s| s.as_str().to_owned()).to_vec();
+            names.insert(0, "QUEUE".to_owned());
+            names.push("OLDEST READY".to_owned());
+            if let Ok(cells) = <[String; 8]>::try_from(names) {
+                self.line(&row(cells));
+            }
         }
-        let Some(queues) = v["queues"].as_object() else { return };
-        for (q, st) in queues {
-            let n = |k: &str| st[k].as_u64().unwrap_or(0).to_string();
-            let age = st["oldest_ready_age_ms"].as_u64().map_or_else(
-                || "-".to_owned(),
-                |ms| humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
-            );
-            let mut name = if st["paused"] == true {
-                format!("{q} (paused)")
-            } else {
-                q.clone()
-            };
-            let limits = limits_text(st);
+        for (q, st) in &v.queues {
+            let age = st.oldest_ready_age_ms.map_or_else(|| "-".to_owned(), duration_text);
+            let mut name = if st.paused { format!("{q} (paused)") } else { q.clone() };
+            let limits = limits_text(st.max_leased, st.rate_limit.as_ref());
             if !limits.is_empty() {
                 name = format!("{name} [{limits}]");
             }
-            self.line(&row([
-                name,
-                n("WAITING"),
-                n("READY"),
-                n("LEASED"),
-                n("SUCCEEDED"),
-                n("DEAD"),
-                n("CANCELLED"),
-                age,
-            ]));
+            let n = |s: State| st.counts.get(s.as_str()).copied().unwrap_or(0).to_string();
+            let [w, r, l, s, d, c] = State::ALL.map(n);
+            self.line(&row([name, w, r, l, s, d, c, age]));
         }
     }
 }
 
-/// The order `show` prints a job's fields in.
-const JOB_KEYS: [&str; 18] = [
-    "id",
-    "queue",
-    "kind",
-    "state",
-    "priority",
-    "attempts",
-    "max_attempts",
-    "ready_at",
-    "created_at",
-    "finished_at",
-    "unique_key",
-    "lease_token",
-    "lease_expires_at",
-    "leased_by",
-    "last_error",
-    "traceparent",
-    "payload",
-    "result",
-];
-
-/// "at most 5 leased, 100 per 1s" from `max_leased` and `rate_limit`
-/// (empty without limits).
-fn limits_text(v: &Value) -> String {
+/// "at most 5 leased, 100 leases per 1s" (empty without limits).
+fn limits_text(max_leased: Option<u32>, rate: Option<&wire::Rate>) -> String {
     let mut parts = Vec::new();
-    if let Some(n) = v["max_leased"].as_u64() {
+    if let Some(n) = max_leased {
         parts.push(format!("at most {n} leased"));
     }
-    if let (Some(n), Some(ms)) = (v["rate_limit"]["limit"].as_u64(), v["rate_limit"]["per_ms"].as_u64()) {
-        let per = humantime::format_duration(std::time::Duration::from_millis(ms));
-        parts.push(format!("{n} leases per {per}"));
+    if let Some(r) = rate {
+        parts.push(format!("{} leases per {}", r.limit, duration_text(r.per_ms)));
     }
     parts.join(", ")
 }
 
 /// "cron */5 * * * * Europe/Berlin" or "every 30s".
-fn when_text(v: &Value) -> String {
-    match (v["cron"].as_str(), v["every_ms"].as_u64()) {
-        (Some(expr), _) => match v["tz"].as_str() {
+fn when_text(v: &wire::Schedule) -> String {
+    match (&v.cron, v.every_ms) {
+        (Some(expr), _) => match &v.tz {
             Some(tz) => format!("cron {expr} {tz}"),
             None => format!("cron {expr}"),
         },
-        (None, Some(ms)) => format!(
-            "every {}",
-            humantime::format_duration(std::time::Duration::from_millis(ms))
-        ),
+        (None, Some(ms)) => format!("every {}", duration_text(ms)),
         (None, None) => "?".to_owned(),
     }
 }

@@ -1,14 +1,12 @@
 //! Where a command goes: a database file (the library) or a Relay server
-//! (HTTP). Both answer with the same JSON views, so every subcommand prints
-//! the same output either way.
+//! (HTTP). Both answer with the API's typed answers (`relay_client::wire`),
+//! so every subcommand prints the same output either way.
 
 use crate::error::CliError;
-use crate::output::Doc;
 use relay::{wire as conv, JobFilter, JobId, LeaseToken};
 use relay_client::wire;
 use relay_client::wire::{calls, Nothing};
 use relay_server::{Answered, Local};
-use serde_json::Value;
 use std::time::Duration;
 
 pub enum Target {
@@ -71,14 +69,6 @@ pub enum When {
     Every(Duration, Option<String>),
 }
 
-/// Simple calls on one schedule.
-#[derive(Clone, Copy)]
-pub enum ScheduleAdmin {
-    Remove,
-    Pause,
-    Resume,
-}
-
 pub struct Lease {
     pub queues: Vec<String>,
     pub worker: Option<String>,
@@ -117,12 +107,12 @@ impl Target {
         }
     }
 
-    pub fn submit(&self, s: Submit) -> Result<Value, CliError> {
-        view_of(&self.send::<calls::Submit>(&(), &NONE, &s.wire())?)
+    pub fn submit(&self, s: Submit) -> Result<wire::Submitted, CliError> {
+        self.send::<calls::Submit>(&(), &NONE, &s.wire())
     }
 
     /// Adds (or replaces) a schedule whose ticks enqueue `job`.
-    pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<Doc, CliError> {
+    pub fn add_schedule(&self, name: &str, when: When, job: Submit) -> Result<wire::Schedule, CliError> {
         let (cron, every_ms, tz) = match when {
             When::Cron { expr, tz } => (Some(expr), None, tz),
             When::Every(d, tz) => (None, Some(millis(d)), tz),
@@ -133,25 +123,28 @@ impl Target {
             every_ms,
             job: job.wire(),
         };
-        doc(&self.send::<calls::PutSchedule>(&name.to_owned(), &NONE, &new)?)
+        self.send::<calls::PutSchedule>(&name.to_owned(), &NONE, &new)
     }
 
-    pub fn schedules(&self) -> Result<Vec<Doc>, CliError> {
-        let all = self.send::<calls::Schedules>(&(), &NONE, &NONE)?;
-        all.schedules.iter().map(doc).collect()
+    pub fn schedules(&self) -> Result<Vec<wire::Schedule>, CliError> {
+        Ok(self.send::<calls::Schedules>(&(), &NONE, &NONE)?.schedules)
     }
 
-    /// Removes, pauses or resumes a schedule.
-    pub fn schedule_admin(&self, name: &str, what: ScheduleAdmin) -> Result<Doc, CliError> {
+    pub fn remove_schedule(&self, name: &str) -> Result<wire::ScheduleRemoved, CliError> {
+        self.send::<calls::RemoveSchedule>(&name.to_owned(), &NONE, &NONE)
+    }
+
+    /// Pauses (`true`) or resumes a schedule.
+    pub fn pause_schedule(&self, name: &str, paused: bool) -> Result<wire::Schedule, CliError> {
         let name = name.to_owned();
-        match what {
-            ScheduleAdmin::Remove => doc(&self.send::<calls::RemoveSchedule>(&name, &NONE, &NONE)?),
-            ScheduleAdmin::Pause => doc(&self.send::<calls::PauseSchedule>(&name, &NONE, &NONE)?),
-            ScheduleAdmin::Resume => doc(&self.send::<calls::ResumeSchedule>(&name, &NONE, &NONE)?),
+        if paused {
+            self.send::<calls::PauseSchedule>(&name, &NONE, &NONE)
+        } else {
+            self.send::<calls::ResumeSchedule>(&name, &NONE, &NONE)
         }
     }
 
-    pub fn lease(&self, l: Lease) -> Result<Vec<Doc>, CliError> {
+    pub fn lease(&self, l: Lease) -> Result<Vec<wire::LeasedJob>, CliError> {
         let req = wire::Lease {
             queues: l.queues,
             worker: l.worker,
@@ -159,17 +152,13 @@ impl Target {
             lease_for_ms: Some(millis(l.lease_for)),
             wait_ms: Some(millis(l.wait)),
         };
-        self.send::<calls::Lease>(&(), &NONE, &req)?
-            .jobs
-            .iter()
-            .map(doc)
-            .collect()
+        Ok(self.send::<calls::Lease>(&(), &NONE, &req)?.jobs)
     }
 
-    pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<String>) -> Result<Value, CliError> {
+    pub fn ack(&self, id: JobId, token: LeaseToken, result: Option<String>) -> Result<wire::Changed, CliError> {
         // As bytes: the job keeps exactly what was given.
         let ack = wire::Ack::new(token.0, result.as_deref().map(str::as_bytes));
-        view_of(&self.send::<calls::Ack>(&id.0, &NONE, &ack)?)
+        self.send::<calls::Ack>(&id.0, &NONE, &ack)
     }
 
     pub fn nack(
@@ -178,104 +167,88 @@ impl Target {
         token: LeaseToken,
         error: String,
         retry_in: Option<Duration>,
-    ) -> Result<Value, CliError> {
+    ) -> Result<wire::Changed, CliError> {
         let nack = wire::Nack {
             token: token.0,
             error,
             retry_in_ms: retry_in.map(millis),
             permanent: false,
         };
-        view_of(&self.send::<calls::Nack>(&id.0, &NONE, &nack)?)
+        self.send::<calls::Nack>(&id.0, &NONE, &nack)
     }
 
-    pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<Value, CliError> {
+    pub fn extend(&self, id: JobId, token: LeaseToken, lease_for: Duration) -> Result<wire::Changed, CliError> {
         let extend = wire::Extend {
             token: token.0,
             lease_for_ms: Some(millis(lease_for)),
         };
-        view_of(&self.send::<calls::Extend>(&id.0, &NONE, &extend)?)
+        self.send::<calls::Extend>(&id.0, &NONE, &extend)
     }
 
-    pub fn admin(&self, id: JobId, what: Admin) -> Result<Value, CliError> {
+    pub fn admin(&self, id: JobId, what: Admin) -> Result<wire::Changed, CliError> {
         let id = id.0;
-        view_of(&match what {
-            Admin::Cancel => self.send::<calls::Cancel>(&id, &NONE, &NONE)?,
-            Admin::Retry => self.send::<calls::Retry>(&id, &NONE, &NONE)?,
-            Admin::Delete => self.send::<calls::Delete>(&id, &NONE, &NONE)?,
+        match what {
+            Admin::Cancel => self.send::<calls::Cancel>(&id, &NONE, &NONE),
+            Admin::Retry => self.send::<calls::Retry>(&id, &NONE, &NONE),
+            Admin::Delete => self.send::<calls::Delete>(&id, &NONE, &NONE),
             Admin::Release(t, delay) => {
                 let release = wire::Release {
                     token: t.0,
                     in_ms: delay.map(millis),
                 };
-                self.send::<calls::Release>(&id, &NONE, &release)?
+                self.send::<calls::Release>(&id, &NONE, &release)
             }
-        })
+        }
     }
 
-    pub fn show(&self, id: JobId) -> Result<Doc, CliError> {
-        doc(&self.send::<calls::Get>(&id.0, &NONE, &NONE)?)
+    pub fn show(&self, id: JobId) -> Result<wire::Job, CliError> {
+        self.send::<calls::Get>(&id.0, &NONE, &NONE)
     }
 
-    pub fn events(&self, id: JobId) -> Result<Vec<Value>, CliError> {
-        let all = self.send::<calls::Events>(&id.0, &NONE, &NONE)?;
-        all.events.iter().map(view_of).collect()
+    pub fn events(&self, id: JobId) -> Result<Vec<wire::Event>, CliError> {
+        Ok(self.send::<calls::Events>(&id.0, &NONE, &NONE)?.events)
     }
 
     /// Pauses (`true`) or resumes a queue.
-    pub fn pause(&self, queue: &str, paused: bool) -> Result<Value, CliError> {
+    pub fn pause(&self, queue: &str, paused: bool) -> Result<wire::QueuePaused, CliError> {
         let queue = queue.to_owned();
-        view_of(&if paused {
-            self.send::<calls::PauseQueue>(&queue, &NONE, &NONE)?
+        if paused {
+            self.send::<calls::PauseQueue>(&queue, &NONE, &NONE)
         } else {
-            self.send::<calls::ResumeQueue>(&queue, &NONE, &NONE)?
-        })
+            self.send::<calls::ResumeQueue>(&queue, &NONE, &NONE)
+        }
     }
 
     /// Replaces a queue's limits.
-    pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<Value, CliError> {
+    pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<wire::QueueLimits, CliError> {
         let wanted = wire::Limits {
             max_leased: limits.max_leased,
             rate_limit: limits.rate.map(conv::rate),
         };
-        view_of(&self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)?)
+        self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)
     }
 
-    /// A page of queues' stats (`{"queues", "next", "totals"}`, totals on
-    /// the first page), as `GET /v1/stats` answers it.
-    pub fn stats_page(&self, after: Option<String>) -> Result<Value, CliError> {
-        view_of(&self.send::<calls::Stats>(&(), &wire::QueuePage { after, limit: None }, &NONE)?)
+    /// A page of queues' stats (totals on the first page), as
+    /// `GET /v1/stats` answers it.
+    pub fn stats_page(&self, after: Option<String>) -> Result<wire::Stats, CliError> {
+        self.send::<calls::Stats>(&(), &wire::QueuePage { after, limit: None }, &NONE)
     }
 
     /// Jobs matching `filter`, newest first.
-    pub fn jobs(&self, filter: JobFilter) -> Result<Vec<Doc>, CliError> {
+    pub fn jobs(&self, filter: JobFilter) -> Result<Vec<wire::Job>, CliError> {
         let query = wire::ListQuery::new(conv::filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
-        self.send::<calls::List>(&(), &query, &NONE)?
-            .jobs
-            .iter()
-            .map(doc)
-            .collect()
+        Ok(self.send::<calls::List>(&(), &query, &NONE)?.jobs)
     }
 
     /// Retries, cancels or deletes (`action`) every job `filter` matches;
-    /// answers `{"action", "count"}`.
-    pub fn bulk(&self, action: wire::BulkAction, filter: JobFilter) -> Result<Value, CliError> {
+    /// answers how many it changed.
+    pub fn bulk(&self, action: wire::BulkAction, filter: JobFilter) -> Result<wire::BulkDone, CliError> {
         let bulk = wire::Bulk {
             action,
             filter: conv::filter(&filter),
         };
-        view_of(&self.send::<calls::Bulk>(&(), &NONE, &bulk)?)
+        self.send::<calls::Bulk>(&(), &NONE, &bulk)
     }
-}
-
-/// One of the API's answers as the JSON every command prints: a local call
-/// answers with the server's types, so both print the same.
-fn view_of<T: serde::Serialize>(answer: &T) -> Result<Value, CliError> {
-    serde_json::to_value(answer).map_err(|e| CliError::Io(format!("an answer that does not serialize: {e}")))
-}
-
-/// An answer carrying payloads as printed, exactly as serialized.
-fn doc<T: serde::Serialize>(answer: &T) -> Result<Doc, CliError> {
-    Doc::of(answer).map_err(CliError::Io)
 }
 
 /// A Relay server, reached over HTTP (`relay_client`).

@@ -59,6 +59,29 @@ fn fails(out: &Output, code: i32, needle: &str) {
     );
 }
 
+/// A payload prints as stored in every view, text and `--json`: its keys
+/// in their order and a number no `f64` holds (the CLI prints the typed
+/// answers, whose payloads are the stored JSON text, never a parsed value).
+#[test]
+fn a_payload_prints_as_stored_in_text_and_json() {
+    let db = db();
+    let payload = r#"{"b": 1, "a": 1e999, "n": 12345678901234567890123}"#;
+    let compact = r#"{"b":1,"a":1e999,"n":12345678901234567890123}"#;
+    ok(&relay(
+        &db.path,
+        &[
+            "submit", "--queue", "q", "--kind", "k", "--tag", "vip", "--tag", "eu", payload,
+        ],
+    ));
+    let show = ok(&relay(&db.path, &["show", "1"]));
+    assert!(show.contains(&format!("payload          {compact}\n")), "{show}");
+    assert!(show.contains("tags             vip,eu\n"), "{show}");
+    let raw = ok(&relay(&db.path, &["--json", "show", "1"]));
+    assert!(raw.contains(&format!(r#""payload":{payload}"#)), "{raw}");
+    let lease = ok(&relay(&db.path, &["lease", "--queue", "q"]));
+    assert_eq!(lease.trim_end().split('\t').last(), Some(compact), "{lease}");
+}
+
 #[test]
 fn submit_lease_ack_show_events_stats_in_text() {
     let db = db();
