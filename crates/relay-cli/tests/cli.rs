@@ -79,7 +79,7 @@ fn a_payload_prints_as_stored_in_text_and_json() {
     let raw = ok(&relay(&db.path, &["--json", "show", "1"]));
     assert!(raw.contains(&format!(r#""payload":{payload}"#)), "{raw}");
     let lease = ok(&relay(&db.path, &["lease", "--queue", "q"]));
-    assert_eq!(lease.trim_end().split('\t').last(), Some(compact), "{lease}");
+    assert_eq!(lease.trim_end().rsplit('\t').next(), Some(compact), "{lease}");
 }
 
 #[test]
