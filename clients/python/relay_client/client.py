@@ -100,23 +100,17 @@ class LeasedJob:
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeasedJob":
-        # Positional and without the f-string lookups of _get_payload: a
-        # worker decodes thousands of these a second.
+        # Positional, by the class's own field names (spelled once, above)
+        # and without _read's per-field checks: a worker decodes thousands
+        # of these a second.
+        job = cls(*map(v.get, _LEASED_FIELDS))
         b64 = v.get("payload_base64")
-        return cls(
-            v["id"],
-            v["token"],
-            v["queue"],
-            v["kind"],
-            v["priority"],
-            v["attempt"],
-            v["max_attempts"],
-            v["lease_expires_at"],
-            v.get("lease_for_ms", 30_000),
-            v.get("timeout_ms"),
-            v.get("payload") if b64 is None else base64.b64decode(b64),
-            v.get("traceparent"),
-        )
+        if b64 is not None:
+            job.payload = base64.b64decode(b64)
+        return job
+
+
+_LEASED_FIELDS = tuple(f.name for f in fields(LeasedJob))
 
 
 @dataclass

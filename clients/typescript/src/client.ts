@@ -250,14 +250,31 @@ function camel(v: any): any {
   if (Array.isArray(v)) return v.map(camel);
   if (v === null || typeof v !== "object") return v;
   const out: Obj = {};
-  for (const [k, x] of Object.entries(v)) {
-    if (k === "payload_base64" || k === "result_base64") continue;
-    out[k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = k === "payload" || k === "result" ? x : camel(x);
-  }
-  for (const name of ["payload", "result"]) {
-    if (name in v || `${name}_base64` in v) out[name] = getPayload(v, name);
+  for (const k in v) {
+    const x = v[k];
+    if (k === "payload_base64" || k === "result_base64") {
+      if (typeof x === "string") out[k.slice(0, -7)] = new Uint8Array(Buffer.from(x, "base64"));
+    } else if (k === "payload" || k === "result") {
+      // As stored, never renamed inside; bytes (`*_base64`) win.
+      if (!(out[k] instanceof Uint8Array)) out[k] = x;
+    } else {
+      out[camelName(k)] = typeof x === "object" && x !== null ? camel(x) : x;
+    }
   }
   return out;
+}
+
+const camelNames = new Map<string, string>();
+
+/** A snake_case name in camelCase, remembered (the answers' names are few: a worker reads thousands of leased jobs a second). */
+function camelName(k: string): string {
+  if (!k.includes("_")) return k;
+  let c = camelNames.get(k);
+  if (c === undefined) {
+    c = k.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase());
+    if (camelNames.size < 1024) camelNames.set(k, c);
+  }
+  return c;
 }
 
 /** `path` with the parameters that are given, in snake_case. */
@@ -325,12 +342,6 @@ function putPayload(body: Obj, name: string, value: Payload): void {
   }
 }
 
-function getPayload(obj: Obj, name: string): Payload {
-  const b = obj[`${name}_base64`];
-  if (typeof b === "string") return new Uint8Array(Buffer.from(b, "base64"));
-  return obj[name] ?? null;
-}
-
 function jobBody(j: NewJob): Obj {
   const body: Obj = { queue: j.queue, kind: j.kind };
   putPayload(body, "payload", j.payload);
@@ -396,21 +407,9 @@ function heartbeatAnswer(v: Obj): HeartbeatAnswer {
   return { id: v.id, leaseExpiresAt: v.lease_expires_at };
 }
 
+/** A leased job, every field as the server names it, in camelCase (spelled once, in `LeasedJob`). */
 function leased(v: Obj): LeasedJob {
-  return {
-    id: v.id,
-    token: v.token,
-    queue: v.queue,
-    kind: v.kind,
-    priority: v.priority,
-    attempt: v.attempt,
-    maxAttempts: v.max_attempts,
-    leaseExpiresAt: v.lease_expires_at,
-    leaseForMs: v.lease_for_ms ?? 30_000,
-    timeoutMs: v.timeout_ms ?? null,
-    payload: getPayload(v, "payload"),
-    traceparent: v.traceparent ?? null,
-  };
+  return camel(v);
 }
 
 function job(v: Obj): Job {
