@@ -66,8 +66,17 @@ pub enum Action<'a> {
         delay: Duration,
     },
     /// The lease ran out (LEASED -> READY at once, or DEAD when attempts are
-    /// spent). Only valid once `now` has reached the lease's expiry.
-    Expire,
+    /// spent). Only valid once `now` has reached the lease's expiry. A job
+    /// whose lease has now expired `poison_after` times since it was last
+    /// retried is DEAD whatever attempts are left: a poison pill, whose
+    /// handler crashes or hangs its worker rather than failing.
+    Expire {
+        /// How many times this job's lease expired before, since it was
+        /// submitted or last retried.
+        earlier: u32,
+        /// The expiries that make it DEAD (0: none do).
+        poison_after: u32,
+    },
     /// A user cancels the job (WAITING, READY or LEASED -> CANCELLED). A
     /// cancelled LEASED job's lease ends: its holder's later calls fail.
     Cancel,
@@ -105,7 +114,7 @@ impl Action<'_> {
             Self::Extend { .. } => "extend",
             Self::Release { .. } => "release",
             Self::Snooze { .. } => "snooze",
-            Self::Expire => "expire",
+            Self::Expire { .. } => "expire",
             Self::Cancel => "cancel",
             Self::Retry => "retry",
             Self::Delete => "delete",
@@ -377,9 +386,21 @@ pub fn transition(
             let data = json!({"token": token.0, "ready_at": s.ready_at.to_rfc3339()});
             Ok(update(s, EventKind::Snoozed, data))
         }
-        Action::Expire => match &cur.lease {
+        Action::Expire { earlier, poison_after } => match &cur.lease {
             Some(l) if cur.state == JobState::Leased && now >= l.expires_at => {
-                let data = json!({"token": l.token.0, "worker": l.worker});
+                let expiries = earlier.saturating_add(1);
+                let data = json!({"token": l.token.0, "worker": l.worker, "expiries": expiries});
+                if poison_after > 0 && expiries >= poison_after {
+                    let mut s = finish(cur, JobState::Dead, now);
+                    let why = poisoned(expiries);
+                    s.last_error = Some(why.clone());
+                    let mut data = data;
+                    data["attempt"] = json!(cur.attempts);
+                    data["error"] = json!("lease expired");
+                    data["dead"] = json!(true);
+                    data["reason"] = json!(why);
+                    return Ok(update(s, EventKind::Expired, data));
+                }
                 Ok(fail(
                     cur,
                     EventKind::Expired,
@@ -446,6 +467,11 @@ pub fn transition(
             Ok(Next::Delete)
         }
     }
+}
+
+/// A poison pill's error and reason: why it is DEAD.
+pub fn poisoned(expiries: u32) -> String {
+    format!("its lease expired {expiries} times: it may be crashing its worker")
 }
 
 fn update(status: JobStatus, kind: EventKind, data: impl serde::Serialize) -> Next {

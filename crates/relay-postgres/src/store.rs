@@ -459,6 +459,12 @@ impl Store for PgStore {
         }
     }
 
+    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError> {
+        let row = self.query_one(include_str!("../sql/job_expiries.sql"), &[&id.0])?;
+        let n: i64 = decode::col(&row, 0, "expiries", Some(id))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         let row = self.query_one(include_str!("../sql/event_last_seq.sql"), &[&id.0])?;
         decode::col(&row, 0, "seq", Some(id))

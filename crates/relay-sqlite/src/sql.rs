@@ -37,6 +37,7 @@ statements! {
     JOB_EVENTS = "job_events.sql";
     JOB_EVENTS_DELETE = "job_events_delete.sql";
     JOB_EXPIRED_LEASES = "job_expired_leases.sql";
+    JOB_EXPIRIES = "job_expiries.sql";
     JOB_FIND_ACTIVE_BY_KEY = "job_find_active_by_key.sql";
     JOB_GET = "job_get.sql";
     JOB_GET_STATUS = "job_get_status.sql";

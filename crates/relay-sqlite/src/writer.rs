@@ -458,6 +458,15 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             .map_err(map_err)
     }
 
+    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError> {
+        let n: i64 = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_EXPIRIES)
+            .and_then(|mut st| st.query_row([id.0], |r| r.get(0)))
+            .map_err(map_err)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         let next: i64 = self
             .conn()

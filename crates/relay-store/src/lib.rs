@@ -462,6 +462,9 @@ pub trait Store {
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     /// The number of job `id`'s last event (0 when it has none).
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError>;
+    /// How many times job `id`'s lease expired since it was submitted or
+    /// last retried (its `expired` events after its last `retried` one).
+    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError>;
     /// The value of mark `key` if it has not expired at `now` (see
     /// [`MarkWrite`]).
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;

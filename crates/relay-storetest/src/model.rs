@@ -3,7 +3,8 @@
 //! their answers and every job's state must agree. Steps include jumping
 //! the clock (expiring leases, aging jobs) and closing and reopening the
 //! database. Submits may depend on earlier jobs (some of them deleted), to
-//! run anyway or be cancelled when one of those fails.
+//! run anyway or be cancelled when one of those fails. A job whose lease
+//! expires `POISON_AFTER` times is DEAD (a poison pill) with attempts left.
 
 use crate::{clocked, NewDb, TestDb};
 use proptest::prelude::*;
@@ -83,7 +84,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..2usize, 0..4u8, prop_oneof![Just(0u64), 1..30u64], 1..4u32,
+        4 => (0..2usize, 0..4u8, prop_oneof![Just(0u64), 1..30u64], 1..7u32,
               prop_oneof![3 => Just(Vec::new()), 2 => proptest::collection::vec(any::<usize>(), 1..3)], any::<bool>())
             .prop_map(|(queue, priority, delay_s, max_attempts, deps, run_anyway)| Op::Submit {
                 queue, priority, delay_s, max_attempts, deps, run_anyway }),
@@ -117,7 +118,13 @@ struct MJob {
     expires: Option<i64>,
     /// Jobs it waits for that have not finished.
     waiting: u32,
+    /// Lease expiries since it was submitted or last retried.
+    expiries: u32,
 }
+
+/// The expiries that make a job DEAD (`Options::poison_after`): 2 rather
+/// than the default 3, so that runs reach it often.
+const POISON_AFTER: u32 = 2;
 
 /// The obvious implementation: scan everything, sort, no indexes.
 #[derive(Default)]
@@ -154,7 +161,8 @@ impl Model {
         for (id, j) in &mut self.jobs {
             if j.state == JobState::Leased && j.expires.is_some_and(|e| e <= now) {
                 j.expires = None;
-                if j.attempts >= j.max_attempts {
+                j.expiries += 1;
+                if j.attempts >= j.max_attempts || j.expiries >= POISON_AFTER {
                     j.state = JobState::Dead;
                     died.push(*id);
                 } else {
@@ -361,6 +369,7 @@ impl Run<'_> {
                         token: 0,
                         expires: None,
                         waiting,
+                        expiries: 0,
                     };
                     self.model.jobs.insert(id, j);
                     for p in parents {
@@ -542,6 +551,7 @@ impl Run<'_> {
             Op::Retry { .. } if matches!(j.state, JobState::Dead | JobState::Cancelled) => {
                 j.state = JobState::Ready;
                 j.attempts = 0;
+                j.expiries = 0;
                 j.ready_at = now;
             }
             Op::Delete { .. } if j.state != JobState::Leased => {
@@ -626,6 +636,7 @@ pub fn matches_the_model(new_db: &NewDb) {
             // Expired leases are then reclaimed exactly when the model says:
             // by claims, and by the first batch after opening.
             options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+            options.poison_after = POISON_AFTER;
             let relay = Some(db.open(options.clone()).unwrap());
             let mut run = Run {
                 db: db.as_ref(),

@@ -115,3 +115,77 @@ pub fn permanent_failure_dies_at_once(new_db: &NewDb) {
     let s = relay.nack_permanent(id, l.token, "no handler for kind k").unwrap();
     assert_eq!((s.state, s.attempts), (JobState::Dead, 1));
 }
+
+/// A job whose lease expires 3 times (`Options::poison_after`) is DEAD with
+/// attempts left: a poison pill, told apart from a job whose handler
+/// reports errors. Each expiry is in its log with the worker that held it;
+/// a retry starts the count again; nacks and a user's events named like
+/// the engine's do not count.
+pub fn a_job_whose_lease_keeps_expiring_is_dead_as_a_poison_pill(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay
+        .submit(NewJob::new("q", "k", Vec::new()).max_attempts(10))
+        .unwrap();
+    let lease = |worker: &str| {
+        let l = relay
+            .lease(
+                LeaseRequest::new(["q"])
+                    .worker(worker)
+                    .lease_for(Duration::from_secs(5)),
+            )
+            .unwrap();
+        assert_eq!(l.len(), 1, "{worker} leases it");
+        l[0].token
+    };
+    // Reclaimed now, or already by the engine's own reaper.
+    let expire = || {
+        clock.advance(Duration::from_secs(6));
+        relay.reap_expired().unwrap();
+    };
+    // A nack is a failure the handler reported: not an expiry.
+    let t = lease("w0");
+    relay.nack(id, t, "handled", Some(Duration::ZERO)).unwrap();
+    for n in 1..=2 {
+        lease(&format!("w{n}"));
+        expire();
+        assert_eq!(relay.get(id).unwrap().state(), JobState::Ready, "after {n} expiries");
+    }
+    // A user's events named like the engine's count nothing.
+    relay
+        .append_event(id, "expired", &serde_json::json!({"why": "mine"}))
+        .unwrap();
+    relay.append_event(id, "retried", &serde_json::json!({})).unwrap();
+    lease("w3");
+    expire();
+    let why = "its lease expired 3 times: it may be crashing its worker";
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.status.attempts, job.status.last_error.as_deref()),
+        (JobState::Dead, 4, Some(why)),
+        "DEAD with 6 attempts left"
+    );
+    let events = relay.events(id).unwrap();
+    let seen: Vec<(Option<&str>, Option<u64>)> = events
+        .iter()
+        .filter(|e| e.kind == "expired" && e.data["why"] != "mine")
+        .map(|e| (e.data["worker"].as_str(), e.data["expiries"].as_u64()))
+        .collect();
+    assert_eq!(
+        seen,
+        [(Some("w1"), Some(1)), (Some("w2"), Some(2)), (Some("w3"), Some(3))]
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.data["dead"].as_bool(), last.data["reason"].as_str()),
+        (Some(true), Some(why))
+    );
+    // Retried: the count starts again.
+    relay.retry(id).unwrap();
+    lease("w4");
+    expire();
+    assert_eq!(
+        relay.get(id).unwrap().state(),
+        JobState::Ready,
+        "one expiry since the retry"
+    );
+}

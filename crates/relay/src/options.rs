@@ -16,6 +16,13 @@ pub struct Options {
     pub retry: RetryPolicy,
     /// Attempts a job gets unless its submit says otherwise.
     pub default_max_attempts: u32,
+    /// A job whose lease expires this many times (since it was submitted
+    /// or last retried) is DEAD, whatever attempts it has left, with the
+    /// reason "its lease expired N times: it may be crashing its worker":
+    /// a poison pill, whose handler crashes or hangs its worker instead
+    /// of failing, is not run again and again. 0: expiries only count as
+    /// failed attempts.
+    pub poison_after: u32,
     /// Largest number of operations committed together. Callers beyond it
     /// wait for the next commit.
     pub max_batch: usize,
@@ -72,6 +79,7 @@ impl Default for Options {
             aging_interval: Duration::from_secs(60),
             retry: RetryPolicy::default(),
             default_max_attempts: 20,
+            poison_after: 3,
             max_batch: 1024,
             queue_capacity: 8192,
             reap_interval: Duration::from_secs(1),

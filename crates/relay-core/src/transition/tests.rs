@@ -89,7 +89,10 @@ fn actions() -> Vec<Action<'static>> {
         Action::Extend { token, lease_for: d },
         Action::Release { token },
         Action::Snooze { token, delay: d },
-        Action::Expire,
+        Action::Expire {
+            earlier: 0,
+            poison_after: 3,
+        },
         Action::Cancel,
         Action::Retry,
         Action::Delete,
@@ -110,7 +113,7 @@ fn every_state_action_pair() {
     let expired_at = T0.plus(Duration::from_secs(30));
     for state in JobState::ALL {
         for action in actions() {
-            let now = if matches!(action, Action::Expire) {
+            let now = if matches!(action, Action::Expire { .. }) {
                 expired_at
             } else {
                 T0
@@ -314,21 +317,62 @@ fn snooze_gives_back_the_attempt_and_waits() {
 fn expire_only_after_expiry_and_counts_attempt() {
     let p = policy();
     let mut s = status(JobState::Leased);
-    assert!(transition(JobId(1), &s, Action::Expire, &ctx(&p, T0)).is_err());
+    assert!(transition(JobId(1), &s, EXPIRE, &ctx(&p, T0)).is_err());
     let at = T0.plus(Duration::from_secs(30));
-    let n = transition(JobId(1), &s, Action::Expire, &ctx(&p, at)).unwrap();
+    let n = transition(JobId(1), &s, EXPIRE, &ctx(&p, at)).unwrap();
     assert_eq!(
         (n.status().state, n.status().attempts, n.status().ready_at),
         (JobState::Ready, 1, at)
     );
     s.attempts = 3;
     assert_eq!(
-        transition(JobId(1), &s, Action::Expire, &ctx(&p, at))
-            .unwrap()
-            .status()
-            .state,
+        transition(JobId(1), &s, EXPIRE, &ctx(&p, at)).unwrap().status().state,
         JobState::Dead
     );
+}
+
+const EXPIRE: Action<'static> = Action::Expire {
+    earlier: 0,
+    poison_after: 3,
+};
+
+/// A job whose lease expires `poison_after` times is DEAD with attempts
+/// left, its reason saying why; before that each expiry is a failed
+/// attempt, READY again; `poison_after` 0 never kills.
+#[test]
+fn the_nth_expiry_kills_a_poison_pill() {
+    let p = policy();
+    let mut s = status(JobState::Leased);
+    s.max_attempts = 20;
+    let at = T0.plus(Duration::from_secs(30));
+    let expire = |earlier, poison_after| {
+        transition(JobId(1), &s, Action::Expire { earlier, poison_after }, &ctx(&p, at)).unwrap()
+    };
+    assert_eq!(expire(1, 3).status().state, JobState::Ready);
+    let dead = expire(2, 3);
+    let why = "its lease expired 3 times: it may be crashing its worker";
+    assert_eq!(
+        (
+            dead.status().state,
+            dead.status().last_error.as_deref(),
+            dead.status().finished_at
+        ),
+        (JobState::Dead, Some(why), Some(at))
+    );
+    let Next::Update { event: Some(e), .. } = &dead else {
+        panic!("no event: {dead:?}")
+    };
+    let data: serde_json::Value = serde_json::from_str(&e.data).unwrap();
+    assert_eq!(
+        (
+            e.kind,
+            data["expiries"].as_u64(),
+            data["reason"].as_str(),
+            data["worker"].as_str()
+        ),
+        (EventKind::Expired, Some(3), Some(why), Some("w"))
+    );
+    assert_eq!(expire(40, 0).status().state, JobState::Ready, "0: no limit");
 }
 
 #[test]

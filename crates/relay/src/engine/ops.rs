@@ -328,9 +328,16 @@ pub(crate) fn delete(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, id: JobId) -> 
 pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
     let ids = plan.expired_leases()?;
     let mut reaped = 0;
+    let poison_after = ctx.options.poison_after;
     for id in &ids {
         let m = plan.mark();
-        match act(plan, ctx, *id, Action::Expire, None) {
+        let expire = |earlier| Action::Expire { earlier, poison_after };
+        let earlier = if poison_after > 0 {
+            plan.store().job_expiries(*id)?
+        } else {
+            0
+        };
+        match act(plan, ctx, *id, expire(earlier), None) {
             Ok(_) => {
                 plan.keep(m);
                 reaped += 1;
