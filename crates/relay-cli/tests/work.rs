@@ -256,3 +256,71 @@ fn the_trace_context_reaches_the_command() {
         "no trace context, and none inherited from the runner"
     );
 }
+
+/// A handler that kills its own worker process (as a crashing native
+/// library or the OOM killer would): each restarted worker leases the job
+/// again once the dead one's lease expires, and the third expiry makes it
+/// DEAD as a poison pill, with attempts left and each expiry's worker in
+/// its log, while a job beside it succeeds.
+#[test]
+fn a_handler_that_kills_its_worker_ends_dead_after_three_expiries() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let relay = Relay::open(&db).unwrap();
+    let crash = relay
+        .submit(NewJob::new("q", "crash", Vec::new()).max_attempts(10))
+        .unwrap();
+    let fine = relay.submit(NewJob::new("q", "fine", Vec::new())).unwrap();
+    let cmd = r#"if [ "$RELAY_JOB_KIND" = crash ]; then kill -9 "$PPID"; sleep 5; fi; echo ok"#;
+    let mut killed = 0;
+    for restart in 0..6 {
+        if relay.get(crash).unwrap().state() == JobState::Dead {
+            break;
+        }
+        let mut child = Command::new(RELAY)
+            .arg("--db")
+            .arg(&db)
+            .args(["work", "--queue", "q", "--lease-for", "1s", "--exec", cmd])
+            .args(["--worker", &format!("w{restart}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed by its handler, or idle once the job is DEAD.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(status.signal(), Some(9), "killed by its handler: {status:?}");
+                killed += 1;
+                break;
+            }
+            if relay.get(crash).unwrap().state() == JobState::Dead || Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let job = relay.get(crash).unwrap();
+    assert_eq!(
+        (job.state(), job.status.last_error.as_deref()),
+        (
+            JobState::Dead,
+            Some("its lease expired 3 times: it may be crashing its worker")
+        ),
+        "after {killed} workers killed"
+    );
+    assert_eq!(killed, 3, "one worker killed per expiry");
+    assert!(job.status.attempts < job.status.max_attempts, "attempts were left");
+    let workers: Vec<String> = relay
+        .events(crash)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "expired")
+        .map(|e| e.data["worker"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(workers, ["w0", "w1", "w2"]);
+    assert_eq!(relay.get(fine).unwrap().state(), JobState::Succeeded);
+}
