@@ -179,6 +179,21 @@ pub fn a_job_whose_lease_keeps_expiring_is_dead_as_a_poison_pill(new_db: &NewDb)
         (last.data["dead"].as_bool(), last.data["reason"].as_str()),
         (Some(true), Some(why))
     );
+    // Dead groups (the dashboard's dead page) hold poison pills on their
+    // own, apart from jobs whose attempts ran out.
+    let other = relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(1)).unwrap();
+    lease("w9");
+    expire();
+    assert_eq!(relay.get(other).unwrap().state(), JobState::Dead);
+    let groups: Vec<(String, u64)> = relay
+        .dead_groups(10)
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.error, g.count))
+        .collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert!(groups.contains(&(why.to_owned(), 1)), "{groups:?}");
+    assert!(groups.contains(&("lease expired".to_owned(), 1)), "{groups:?}");
     // Retried: the count starts again.
     relay.retry(id).unwrap();
     lease("w4");
