@@ -181,11 +181,13 @@ class DeadGroup:
 class QueueLimits:
     """A queue's limits: at most ``max_leased`` of its jobs LEASED at once,
     at most ``rate_limit["limit"]`` leases per ``rate_limit["per_ms"]``
-    (None: no such limit)."""
+    (None: no such limit); a job whose lease expires ``poison_after`` times
+    is DEAD (None: the server's default, 3)."""
 
     queue: str
     max_leased: Optional[int] = None
     rate_limit: Optional[Dict[str, int]] = None
+    poison_after: Optional[int] = None
 
 
 @dataclass
@@ -856,11 +858,15 @@ class Client:
         *,
         max_leased: Optional[int] = None,
         rate_limit: Optional[Tuple[int, float]] = None,
+        poison_after: Optional[int] = None,
     ) -> QueueLimits:
         """Replaces the queue's limits: at most ``max_leased`` jobs LEASED
         at once, at most ``rate_limit = (n, seconds)`` leases per that many
-        seconds; one left out (None) is lifted."""
-        body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None}
+        seconds; one left out (None) is lifted. A job whose lease expires
+        ``poison_after`` times (its handler crashes or hangs its worker) is
+        DEAD, whatever attempts it has left (None: the server's default, 3;
+        0: never by expiries alone)."""
+        body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None, "poison_after": poison_after}
         if rate_limit is not None:
             body["rate_limit"] = {"limit": rate_limit[0], "per_ms": _ms(rate_limit[1])}
         return _read(QueueLimits, self._call("PUT", f"/v1/queues/{_segment(queue)}/limits", body))

@@ -89,11 +89,12 @@ def test_queues_pause_and_limits(client: Client):
     assert len(client.lease(["a"])) == 1
     for _ in range(3):
         client.submit("b", "k")
-    limits = client.set_queue_limits("b", max_leased=2, rate_limit=(100, 1.0))
-    assert (limits.queue, limits.max_leased, limits.rate_limit) == ("b", 2, {"limit": 100, "per_ms": 1000})
+    limits = client.set_queue_limits("b", max_leased=2, rate_limit=(100, 1.0), poison_after=5)
+    assert (limits.queue, limits.max_leased, limits.rate_limit, limits.poison_after) == ("b", 2, {"limit": 100, "per_ms": 1000}, 5)
+    assert client.get_queue("b")["poison_after"] == 5
     assert len(client.lease(["b"], max=10)) == 2
     lifted = client.set_queue_limits("b")
-    assert (lifted.max_leased, lifted.rate_limit) == (None, None)
+    assert (lifted.max_leased, lifted.rate_limit, lifted.poison_after) == (None, None, None)
     assert len(client.lease(["b"], max=10)) == 2
 
 

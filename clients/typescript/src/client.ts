@@ -204,6 +204,8 @@ export interface QueueLimits {
   queue: string;
   maxLeased: number | null;
   rateLimit: RateLimit | null;
+  /** A job whose lease expires this many times is DEAD (null: the server's default, 3). */
+  poisonAfter: number | null;
 }
 
 /** The job each tick of a schedule enqueues. */
@@ -704,12 +706,18 @@ export class Client {
   /**
    * Replaces the queue's limits: at most `maxLeased` of its jobs LEASED at
    * once, at most `rateLimit.limit` leases per `rateLimit.perMs`; one left
-   * out is lifted.
+   * out is lifted. A job whose lease expires `poisonAfter` times (its handler
+   * crashes or hangs its worker) is DEAD, whatever attempts it has left
+   * (left out: the server's default, 3; 0: never by expiries alone).
    */
-  async setQueueLimits(queue: string, limits: { maxLeased?: number; rateLimit?: RateLimit } = {}): Promise<QueueLimits> {
+  async setQueueLimits(
+    queue: string,
+    limits: { maxLeased?: number; rateLimit?: RateLimit; poisonAfter?: number } = {},
+  ): Promise<QueueLimits> {
     const body = {
       max_leased: limits.maxLeased ?? null,
       rate_limit: limits.rateLimit ? { limit: limits.rateLimit.limit, per_ms: limits.rateLimit.perMs } : null,
+      poison_after: limits.poisonAfter ?? null,
     };
     return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/limits`, body));
   }

@@ -84,10 +84,10 @@ test("queues, pause and limits", async () => {
   assert.equal(await client.resumeQueue("qa"), false);
   assert.equal((await client.lease(["qa"])).length, 1);
   for (let i = 0; i < 3; i++) await client.submit({ queue: "qb", kind: "k" });
-  const limits = await client.setQueueLimits("qb", { maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 } });
-  assert.deepEqual(limits, { queue: "qb", maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 } });
+  const limits = await client.setQueueLimits("qb", { maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 }, poisonAfter: 5 });
+  assert.deepEqual(limits, { queue: "qb", maxLeased: 2, rateLimit: { limit: 100, perMs: 1000 }, poisonAfter: 5 });
   assert.equal((await client.lease(["qb"], { max: 10 })).length, 2);
-  assert.deepEqual(await client.setQueueLimits("qb"), { queue: "qb", maxLeased: null, rateLimit: null });
+  assert.deepEqual(await client.setQueueLimits("qb"), { queue: "qb", maxLeased: null, rateLimit: null, poisonAfter: null });
   assert.equal((await client.lease(["qb"], { max: 10 })).length, 2);
 });
 

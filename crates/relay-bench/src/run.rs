@@ -106,6 +106,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         let limits = relay::QueueLimits {
             max_leased: args.max_leased,
             rate: args.rate,
+            poison_after: None,
         };
         relay
             .set_queue_limits(QUEUE, limits)

@@ -292,6 +292,11 @@ pub struct LimitArgs {
     /// At most N leases per period: 100/s, 5/min, 1000/h, 20/10s.
     #[arg(long, value_name = "N/PERIOD", value_parser = rate)]
     pub rate: Option<relay::RateLimit>,
+    /// A job whose lease expires N times (its handler crashes or hangs its
+    /// worker) is DEAD, whatever attempts it has left; 0: expiries alone
+    /// never; default 3.
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    pub poison_after: Option<u32>,
 }
 
 #[derive(Debug, Args)]

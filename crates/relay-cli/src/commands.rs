@@ -89,6 +89,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             let limits = relay::QueueLimits {
                 max_leased: a.max_leased,
                 rate: a.rate,
+                poison_after: a.poison_after,
             };
             out.limits(&t.set_limits(&a.queue, limits)?);
         }

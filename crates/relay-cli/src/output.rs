@@ -328,7 +328,7 @@ impl Out {
         if self.json {
             return self.json(v);
         }
-        let text = limits_text(v.max_leased, v.rate_limit.as_ref());
+        let text = limits_text(v.max_leased, v.rate_limit.as_ref(), v.poison_after);
         self.line(&format!(
             "queue {}: {}",
             v.queue,
@@ -359,7 +359,7 @@ impl Out {
         for (q, st) in &v.queues {
             let age = st.oldest_ready_age_ms.map_or_else(|| "-".to_owned(), duration_text);
             let mut name = if st.paused { format!("{q} (paused)") } else { q.clone() };
-            let limits = limits_text(st.max_leased, st.rate_limit.as_ref());
+            let limits = limits_text(st.max_leased, st.rate_limit.as_ref(), st.poison_after);
             if !limits.is_empty() {
                 name = format!("{name} [{limits}]");
             }
@@ -370,14 +370,20 @@ impl Out {
     }
 }
 
-/// "at most 5 leased, 100 leases per 1s" (empty without limits).
-fn limits_text(max_leased: Option<u32>, rate: Option<&wire::Rate>) -> String {
+/// "at most 5 leased, 100 leases per 1s, DEAD after 5 lease expiries"
+/// (empty without limits).
+fn limits_text(max_leased: Option<u32>, rate: Option<&wire::Rate>, poison_after: Option<u32>) -> String {
     let mut parts = Vec::new();
     if let Some(n) = max_leased {
         parts.push(format!("at most {n} leased"));
     }
     if let Some(r) = rate {
         parts.push(format!("{} leases per {}", r.limit, duration_text(r.per_ms)));
+    }
+    match poison_after {
+        Some(0) => parts.push("lease expiries never make a job DEAD".to_owned()),
+        Some(n) => parts.push(format!("DEAD after {n} lease expiries")),
+        None => {}
     }
     parts.join(", ")
 }

@@ -224,6 +224,7 @@ impl Target {
         let wanted = wire::Limits {
             max_leased: limits.max_leased,
             rate_limit: limits.rate.map(conv::rate),
+            poison_after: limits.poison_after,
         };
         self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)
     }

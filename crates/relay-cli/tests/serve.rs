@@ -227,10 +227,22 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             stats.contains("later [at most 5 leased, 100 leases per 1s]"),
             "remote={remote}: {stats}"
         );
+        let (code, set, err) = run(remote, &["limit", "later", "--poison-after", "2"]);
+        assert_eq!(
+            (code, set.as_str()),
+            (Some(0), "queue later: DEAD after 2 lease expiries\n"),
+            "remote={remote}: {err}"
+        );
+        let (_, stats, _) = run(remote, &["stats"]);
+        assert!(
+            stats.contains("later [DEAD after 2 lease expiries]"),
+            "remote={remote}: {stats}"
+        );
         for bad in [
             &["--max-leased", "0"][..],
             &["--rate", "5/fortnight"],
             &["--max-leased", "-1"],
+            &["--poison-after", "1001"],
         ] {
             let mut args = vec!["limit", "later"];
             args.extend_from_slice(bad);

@@ -345,8 +345,10 @@ fn every_call_round_trips_and_answers_keep_every_field() {
             limit: 10,
             per_ms: 1_000,
         }),
+        poison_after: Some(5),
     };
     let set = c.set_limits("q", &limits).unwrap();
+    assert_eq!(set.poison_after, Some(5));
     assert_eq!((set.max_leased, set.rate_limit), (limits.max_leased, limits.rate_limit));
     let stats = c.stats().unwrap();
     let q = &stats.queues["q"];

@@ -29,6 +29,12 @@ pub struct QueueLimits {
     pub max_leased: Option<u32>,
     /// At most `limit` leases in each window of `per`.
     pub rate: Option<RateLimit>,
+    /// A job of the queue whose lease expires this many times (since it
+    /// was submitted or last retried) is DEAD, whatever attempts it has
+    /// left: a poison pill, whose handler crashes or hangs its worker.
+    /// `None`: the engine's default (`Options::poison_after`, 3); 0:
+    /// expiries only count as failed attempts.
+    pub poison_after: Option<u32>,
 }
 
 /// At most `limit` leases in each window of `per`. A window begins with
@@ -64,9 +70,12 @@ pub struct RateWindow {
 pub const MAX_LIMIT: u32 = 1_000_000;
 /// Longest rate window: one day.
 pub const MAX_RATE_PERIOD: Duration = Duration::from_secs(86_400);
+/// Largest `poison_after`.
+pub const MAX_POISON_AFTER: u32 = 1000;
 
 impl QueueLimits {
-    /// Some limit is set (a queue without one needs no lock or count).
+    /// Some limit on leases is set (a queue without one needs no lock or
+    /// count when its jobs are claimed; `poison_after` is not one).
     pub fn is_set(&self) -> bool {
         self.max_leased.is_some() || self.rate.is_some()
     }
@@ -79,8 +88,15 @@ impl QueueLimits {
     ///
     /// [`InvalidInput`] for field `max_leased` when it is 0 or above
     /// [`MAX_LIMIT`]; for field `rate_limit` when the rate's `limit` is out
-    /// of that range or its `per` lies outside 1 ms to [`MAX_RATE_PERIOD`].
+    /// of that range or its `per` lies outside 1 ms to [`MAX_RATE_PERIOD`];
+    /// for field `poison_after` above [`MAX_POISON_AFTER`].
     pub fn validate(&self) -> Result<(), InvalidInput> {
+        if let Some(n) = self.poison_after.filter(|n| *n > MAX_POISON_AFTER) {
+            return Err(InvalidInput::new(
+                "poison_after",
+                format!("must be 0-{MAX_POISON_AFTER}, got {n} (0: expiries never make a job DEAD by themselves)"),
+            ));
+        }
         if let Some(n) = self.max_leased {
             if n == 0 || n > MAX_LIMIT {
                 return Err(InvalidInput::new(
@@ -225,12 +241,17 @@ mod tests {
                 limit: 100,
                 per: Duration::from_secs(1),
             }),
+            poison_after: Some(0),
         };
         assert!(ok.validate().is_ok());
         assert!(QueueLimits::default().validate().is_ok());
         let bad = [
             QueueLimits {
                 max_leased: Some(0),
+                ..ok
+            },
+            QueueLimits {
+                poison_after: Some(MAX_POISON_AFTER + 1),
                 ..ok
             },
             QueueLimits {

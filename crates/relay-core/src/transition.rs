@@ -471,7 +471,8 @@ pub fn transition(
 
 /// A poison pill's error and reason: why it is DEAD.
 pub fn poisoned(expiries: u32) -> String {
-    format!("its lease expired {expiries} times: it may be crashing its worker")
+    let times = if expiries == 1 { "time" } else { "times" };
+    format!("its lease expired {expiries} {times}: it may be crashing its worker")
 }
 
 fn update(status: JobStatus, kind: EventKind, data: impl serde::Serialize) -> Next {

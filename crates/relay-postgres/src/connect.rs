@@ -6,7 +6,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_counts_without_join.sql"),
     include_str!("../migrations/0010_marks.sql"),
     include_str!("../migrations/0011_queue_order.sql"),
+    include_str!("../migrations/0012_poison.sql"),
 ];
 /// The schema's functions (`relay_submit`), each in its current definition
 /// and only there: run after the migrations whenever `migrate()` applies

@@ -75,7 +75,7 @@ pub(crate) fn dependent(row: &Row) -> Result<relay_store::Dependent, StoreError>
 }
 
 /// A `relay_queues` row: `name, paused, max_leased, rate_limit,
-/// rate_per_ms, window_start, window_count`.
+/// rate_per_ms, window_start, window_count, poison_after`.
 pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), StoreError> {
     let name: String = col(row, 0, "queue name", None)?;
     let raw = || -> Result<relay_store::decode::RawQueue, StoreError> {
@@ -86,6 +86,7 @@ pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), Store
             rate_per_ms: col(row, 4, "rate_per_ms", None)?,
             window_start: col(row, 5, "window_start", None)?,
             window_count: col(row, 6, "window_count", None)?,
+            poison_after: col(row, 7, "poison_after", None)?,
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());

@@ -94,6 +94,7 @@ pub(crate) struct QueueCols<'a> {
     window_start: Vec<i64>,
     window_count: Vec<i64>,
     at: Vec<i64>,
+    poison_after: Vec<Option<i64>>,
 }
 
 impl<'a> QueueCols<'a> {
@@ -111,6 +112,7 @@ impl<'a> QueueCols<'a> {
             window_start: qs.iter().map(|q| q.settings.window.start.as_millis()).collect(),
             window_count: qs.iter().map(|q| i(q.settings.window.count)).collect(),
             at: qs.iter().map(|q| q.at.as_millis()).collect(),
+            poison_after: qs.iter().map(|q| q.settings.limits.poison_after.map(i)).collect(),
         }
     }
 
@@ -124,6 +126,7 @@ impl<'a> QueueCols<'a> {
             &self.window_start,
             &self.window_count,
             &self.at,
+            &self.poison_after,
         ]
     }
 }

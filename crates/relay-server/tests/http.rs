@@ -249,7 +249,7 @@ fn the_whole_job_life_cycle() {
         (st, &v),
         (
             200,
-            &json!({"queue": "emails", "max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}})
+            &json!({"queue": "emails", "max_leased": 3, "rate_limit": {"limit": 100, "per_ms": 1000}, "poison_after": null})
         )
     );
     let (_, v) = s.call("GET", "/v1/stats", None);

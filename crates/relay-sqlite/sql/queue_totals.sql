@@ -6,5 +6,6 @@ SELECT NULL, NULL,
        (SELECT COUNT(*) FROM (
             SELECT queue FROM job_counts WHERE n <> 0
             UNION
-            SELECT name FROM queues WHERE paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL)),
+            SELECT name FROM queues
+            WHERE paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL)),
        (SELECT COUNT(*) FROM queues WHERE paused <> 0)

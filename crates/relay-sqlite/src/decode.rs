@@ -156,7 +156,7 @@ pub(crate) fn dependent(row: &Row<'_>) -> Result<relay_store::Dependent, StoreEr
 }
 
 /// A `queues` row: `name, paused, max_leased, rate_limit, rate_per_ms,
-/// window_start, window_count`.
+/// window_start, window_count, poison_after`.
 pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), StoreError> {
     let c = Cols::new(row, None);
     let name = c.text(0, "queue name")?;
@@ -168,6 +168,7 @@ pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), S
             rate_per_ms: c.opt_int(4, "rate_per_ms")?,
             window_start: c.int(5, "window_start")?,
             window_count: c.int(6, "window_count")?,
+            poison_after: c.opt_int(7, "poison_after")?,
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());

@@ -549,7 +549,8 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                     rate.map(|r| relay_core::time::duration_millis(r.per)),
                     s.window.start.as_millis(),
                     s.window.count,
-                    q.at.as_millis()
+                    q.at.as_millis(),
+                    s.limits.poison_after
                 ],
             )?;
         }

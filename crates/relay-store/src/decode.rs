@@ -284,6 +284,7 @@ pub struct RawQueue {
     pub rate_per_ms: Option<i64>,
     pub window_start: i64,
     pub window_count: i64,
+    pub poison_after: Option<i64>,
 }
 
 /// A queue whose settings row does not decode (a column of the wrong
@@ -341,9 +342,22 @@ impl RawQueue {
         };
         let count = u32::try_from(self.window_count)
             .map_err(|_| format!("column window_count: {} is out of range", self.window_count))?;
+        let poison_after = self
+            .poison_after
+            .map(|v| {
+                u32::try_from(v)
+                    .ok()
+                    .filter(|n| *n <= relay_core::queue::MAX_POISON_AFTER)
+                    .ok_or_else(|| format!("column poison_after: {v} is out of range"))
+            })
+            .transpose()?;
         Ok(QueueSettings {
             paused: self.paused,
-            limits: QueueLimits { max_leased, rate },
+            limits: QueueLimits {
+                max_leased,
+                rate,
+                poison_after,
+            },
             window: RateWindow {
                 start: Timestamp::from_millis(self.window_start),
                 count,
@@ -365,6 +379,7 @@ mod queue_tests {
             rate_per_ms: Some(1000),
             window_start: 0,
             window_count: 3,
+            poison_after: Some(3),
         };
         assert!(ok.clone().settings().is_ok());
         for bad in [
@@ -386,6 +401,10 @@ mod queue_tests {
             },
             RawQueue {
                 window_count: -1,
+                ..ok.clone()
+            },
+            RawQueue {
+                poison_after: Some(-1),
                 ..ok.clone()
             },
         ] {

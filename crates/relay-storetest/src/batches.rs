@@ -295,6 +295,7 @@ pub fn claims_in_one_batch_share_the_queue_limit(new_db: &NewDb) {
             relay::QueueLimits {
                 max_leased: Some(3),
                 rate: None,
+                poison_after: None,
             },
         )
         .unwrap();
@@ -365,6 +366,7 @@ pub fn a_limit_set_partway_through_a_batch_counts_its_earlier_leases(new_db: &Ne
                     relay::QueueLimits {
                         max_leased: Some(4),
                         rate: None,
+                        poison_after: None,
                     },
                 )
                 .await

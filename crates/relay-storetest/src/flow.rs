@@ -168,6 +168,7 @@ fn max_leased(n: u32) -> QueueLimits {
     QueueLimits {
         max_leased: Some(n),
         rate: None,
+        poison_after: None,
     }
 }
 
@@ -218,6 +219,7 @@ pub fn a_rate_limit_allows_its_count_per_window(new_db: &NewDb) {
             limit: 3,
             per: Duration::from_secs(10),
         }),
+        poison_after: None,
     };
     relay.set_queue_limits("q", limits).unwrap();
     for i in 0..10u8 {
@@ -248,6 +250,7 @@ pub fn bad_limits_are_refused_and_change_nothing(new_db: &NewDb) {
     let rate = |limit, per| QueueLimits {
         max_leased: None,
         rate: Some(RateLimit { limit, per }),
+        poison_after: None,
     };
     for bad in [
         max_leased(0),

@@ -185,6 +185,7 @@ macro_rules! conformance {
             retries::delayed_jobs_are_not_leased_early,
             retries::permanent_failure_dies_at_once,
             retries::a_job_whose_lease_keeps_expiring_is_dead_as_a_poison_pill,
+            retries::a_queues_own_poison_after_wins,
             input::bad_submits_change_nothing,
             input::unknown_ids_are_not_found,
             input::bad_lease_requests_are_refused,

@@ -516,6 +516,7 @@ pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
             relay::QueueLimits {
                 max_leased: Some(2),
                 rate: None,
+                poison_after: None,
             },
         )
         .unwrap();

@@ -515,6 +515,7 @@ impl Run<'_> {
                         limit,
                         per: Duration::from_secs(per_s),
                     }),
+                    poison_after: None,
                 };
                 let real = answer(self.relay().set_queue_limits(QUEUES[queue], limits), |()| Answer::Ok);
                 self.model.max_leased[queue] = max_leased;

@@ -204,3 +204,71 @@ pub fn a_job_whose_lease_keeps_expiring_is_dead_as_a_poison_pill(new_db: &NewDb)
         "one expiry since the retry"
     );
 }
+
+/// A queue's own `poison_after` wins over the engine's: 1 kills at the
+/// first expiry, 0 never by expiries alone (attempts still run out); the
+/// setting is stored, read back by the stats and survives a reopen.
+pub fn a_queues_own_poison_after_wins(new_db: &NewDb) {
+    let (relay, clock, db) = open_clocked(new_db);
+    let set = |queue: &str, n| {
+        let limits = relay::QueueLimits {
+            poison_after: Some(n),
+            ..Default::default()
+        };
+        relay.set_queue_limits(queue, limits).unwrap();
+    };
+    set("strict", 1);
+    set("tolerant", 0);
+    let strict = relay.submit(NewJob::new("strict", "k", Vec::new())).unwrap();
+    let tolerant = relay
+        .submit(NewJob::new("tolerant", "k", Vec::new()).max_attempts(5))
+        .unwrap();
+    let mut died = Vec::new();
+    for round in 1..=5 {
+        for q in ["strict", "tolerant"] {
+            relay
+                .lease(LeaseRequest::new([q]).lease_for(Duration::from_secs(5)))
+                .unwrap();
+        }
+        clock.advance(Duration::from_secs(6));
+        relay.reap_expired().unwrap();
+        for (name, id) in [("strict", strict), ("tolerant", tolerant)] {
+            if relay.get(id).unwrap().state() == JobState::Dead && !died.iter().any(|(n, _)| *n == name) {
+                died.push((name, round));
+            }
+        }
+    }
+    assert_eq!(died, [("strict", 1), ("tolerant", 5)]);
+    assert_eq!(
+        relay.get(strict).unwrap().status.last_error.as_deref(),
+        Some("its lease expired 1 time: it may be crashing its worker")
+    );
+    assert_eq!(
+        relay.get(tolerant).unwrap().status.last_error.as_deref(),
+        Some("lease expired"),
+        "its attempts ran out"
+    );
+    drop(relay);
+    let relay = db.open(crate::clocked().0).unwrap();
+    let stats = relay.stats().unwrap();
+    assert_eq!(
+        (
+            stats.queues["strict"].limits.poison_after,
+            stats.queues["tolerant"].limits.poison_after
+        ),
+        (Some(1), Some(0))
+    );
+    assert!(
+        relay
+            .set_queue_limits(
+                "strict",
+                relay::QueueLimits {
+                    poison_after: Some(1001),
+                    ..Default::default()
+                }
+            )
+            .is_err(),
+        "out of range"
+    );
+    assert_eq!(relay.queue_stats("strict").unwrap().limits.poison_after, Some(1));
+}

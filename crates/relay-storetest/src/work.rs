@@ -20,6 +20,7 @@ pub fn complete_and_lease_answers_each_outcome_and_leases_in_one_commit(new_db: 
     let limits = QueueLimits {
         max_leased: Some(4),
         rate: None,
+        poison_after: None,
     };
     relay.set_queue_limits("q", limits).unwrap();
     for n in 0..10 {

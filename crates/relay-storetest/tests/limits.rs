@@ -99,6 +99,7 @@ fn max_leased_is_never_exceeded(db: &str) {
     let limits = QueueLimits {
         max_leased: Some(5),
         rate: None,
+        poison_after: None,
     };
     relay.set_queue_limits("q", limits).unwrap();
     submit(&relay, 400);
@@ -133,6 +134,7 @@ fn a_rate_limit_holds_over_ten_seconds(db: &str) {
             limit: 50,
             per: Duration::from_secs(1),
         }),
+        poison_after: None,
     };
     relay.set_queue_limits("q", limits).unwrap();
     submit(&relay, 1_000);

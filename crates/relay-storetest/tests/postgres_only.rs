@@ -159,6 +159,7 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
     let limits = relay::QueueLimits {
         max_leased: Some(3),
         rate: None,
+        poison_after: None,
     };
     relay.set_queue_limits("q", limits).unwrap();
     relay.submit(relay::NewJob::new("q", "k", Vec::new())).unwrap();

@@ -658,6 +658,7 @@ impl Relay {
     /// relay.set_queue_limits("smtp", QueueLimits {
     ///     max_leased: Some(5),
     ///     rate: Some(RateLimit { limit: 100, per: Duration::from_secs(1) }),
+    ///     poison_after: None, // the engine's default: 3 lease expiries
     /// })?;
     /// assert_eq!(relay.stats()?.queues["smtp"].limits.max_leased, Some(5));
     /// # Ok::<(), relay::Error>(())

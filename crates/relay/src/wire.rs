@@ -209,6 +209,7 @@ pub fn queue_limits(queue: String, l: QueueLimits) -> w::QueueLimits {
         queue,
         max_leased: l.max_leased,
         rate_limit: l.rate.map(rate),
+        poison_after: l.poison_after,
     }
 }
 
@@ -220,6 +221,7 @@ pub fn queue_stats(s: &QueueStats) -> w::QueueStats {
         paused: s.paused,
         max_leased: s.limits.max_leased,
         rate_limit: s.limits.rate.map(rate),
+        poison_after: s.limits.poison_after,
     }
 }
 
@@ -444,6 +446,7 @@ pub fn limits(b: w::Limits) -> Result<QueueLimits, RequestError> {
     Ok(QueueLimits {
         max_leased: b.max_leased,
         rate,
+        poison_after: b.poison_after,
     })
 }
 

@@ -470,6 +470,7 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
             relay::QueueLimits {
                 max_leased: Some(3),
                 rate: None,
+                poison_after: None,
             },
         )
         .unwrap();

@@ -290,6 +290,10 @@ pub struct QueueStats {
     pub max_leased: Option<u32>,
     /// Its rate limit.
     pub rate_limit: Option<Rate>,
+    /// Its own poison-pill threshold: a job whose lease expires this many
+    /// times is DEAD (absent: the server's default, 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poison_after: Option<u32>,
 }
 
 /// `GET /v1/stats`: a page of queues, by name.
@@ -360,6 +364,10 @@ pub struct QueueLimits {
     pub max_leased: Option<u32>,
     /// Its rate limit.
     pub rate_limit: Option<Rate>,
+    /// A job whose lease expires this many times is DEAD (null: the
+    /// server's default, 3).
+    #[serde(default)]
+    pub poison_after: Option<u32>,
 }
 
 /// A bulk action's answer.

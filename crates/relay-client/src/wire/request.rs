@@ -375,6 +375,12 @@ pub struct Limits {
     /// At most `limit` leases per `per_ms`.
     #[serde(default)]
     pub rate_limit: Option<Rate>,
+    /// A job whose lease expires this many times is DEAD (a poison pill);
+    /// left out or null: the server's default (3); 0: expiries alone
+    /// never make a job DEAD.
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 1000)))]
+    pub poison_after: Option<u32>,
 }
 
 /// A rate limit: `limit` leases per `per_ms` milliseconds.

@@ -1,0 +1,4 @@
+-- A queue's own poison-pill threshold (a job whose lease expires this many
+-- times is DEAD). NULL: the engine's default (Options::poison_after); 0:
+-- expiries alone never kill.
+ALTER TABLE relay_queues ADD COLUMN poison_after BIGINT;
