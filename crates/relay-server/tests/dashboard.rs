@@ -446,6 +446,15 @@ fn the_overview_shows_counts_and_the_hours_throughput() {
         page.contains(r#"data-series="failed">failed: <span class="n">1</span>"#),
         "{page}"
     );
+    // A queue's limits, its poison-pill count among them.
+    let limits = relay::QueueLimits {
+        max_leased: Some(4),
+        poison_after: Some(5),
+        ..Default::default()
+    };
+    d.relay.set_queue_limits("mail", limits).unwrap();
+    let page = d.get("/", &[]).body;
+    assert!(page.contains("≤ 4 leased DEAD after 5 expiries"), "{page}");
     // A queue's page charts that queue's hour only.
     d.relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
     let page = d.get("/jobs?queue=mail", &[]).body;

@@ -213,8 +213,13 @@ pub(crate) async fn overview(
                                     td { @if let Some(a) = qs.oldest_ready_age { (age(a)) } @else { "–" } }
                                     td {
                                         @if let Some(m) = qs.limits.max_leased { "≤ " (m) " leased " }
-                                        @if let Some(r) = qs.limits.rate { (r.limit) " per " (age(r.per)) }
-                                        @if qs.limits.max_leased.is_none() && qs.limits.rate.is_none() { "–" }
+                                        @if let Some(r) = qs.limits.rate { (r.limit) " per " (age(r.per)) " " }
+                                        @match qs.limits.poison_after {
+                                            Some(0) => { "expiries never kill" }
+                                            Some(n) => { "DEAD after " (n) " expiries" }
+                                            None => {}
+                                        }
+                                        @if qs.limits == relay::QueueLimits::default() { "–" }
                                     }
                                     td.status { @if qs.paused { span.badge.paused { "PAUSED" } } @else { "running" } }
                                     td {
