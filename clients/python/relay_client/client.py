@@ -253,6 +253,9 @@ class NewJob:
     #: Makes submitting it safe to repeat: for 24 h a submit with this key
     #: (1-256 characters) answers the first one's job and creates nothing.
     idempotency_key: Optional[str] = None
+    #: At most one job per ``unique_key`` per this many seconds: within it
+    #: a submit of the key answers that job, even once it has finished.
+    throttle: Optional[float] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -264,6 +267,7 @@ class NewJob:
             ("max_attempts", self.max_attempts),
             ("unique_key", self.unique_key),
             ("idempotency_key", self.idempotency_key),
+            ("throttle_ms", _ms(self.throttle)),
             ("lease_for_ms", _ms(self.lease_for)),
             ("timeout_ms", _ms(self.timeout)),
             ("depends_on", list(self.depends_on) if self.depends_on else None),
@@ -554,6 +558,7 @@ class Client:
         traceparent: Optional[str] = None,
         tags: Optional[Sequence[str]] = None,
         idempotency_key: Optional[str] = None,
+        throttle: Optional[float] = None,
     ) -> Submitted:
         """Submits one job; returns its id (for a ``unique_key`` an
         unfinished job holds, that job's id). Durable when it returns.
@@ -563,7 +568,11 @@ class Client:
         submit with the same key creates nothing and returns the first
         one's job, whatever its state. The id returned is a
         :class:`Submitted` (an ``int``): its ``existing`` is True when the
-        submit made no job (a key seen before)."""
+        submit made no job (a key seen before).
+
+        With ``throttle`` (seconds; needs ``unique_key``) at most one job of
+        the key runs per that period: within it a submit of the key returns
+        its job, even once it has finished."""
         job = NewJob(
             queue,
             kind,
@@ -580,6 +589,7 @@ class Client:
             traceparent=traceparent,
             tags=tags,
             idempotency_key=idempotency_key,
+            throttle=throttle,
         )
         v = self._call("POST", "/v1/jobs", job.body())
         return Submitted(v["id"], bool(v.get("existing", False)))

@@ -125,3 +125,18 @@ def test_health_and_metrics(client: Client):
     client.submit("q", "k")
     text = client.metrics()
     assert 'relay_jobs{queue="q",state="READY"} 1' in text
+
+
+def test_a_throttled_key_answers_its_job_even_once_finished(client: Client):
+    first = client.submit("throttled", "refresh", unique_key="cache", throttle=60)
+    assert first.existing is False
+    job = client.lease(["throttled"])[0]
+    client.ack(job.id, job.token)
+    again = client.submit("throttled", "refresh", unique_key="cache", throttle=60)
+    assert (again, again.existing) == (first, True)
+    plain = client.submit("throttled", "other", unique_key="free")
+    job = client.lease(["throttled"])[0]
+    client.ack(job.id, job.token)
+    assert client.submit("throttled", "other", unique_key="free") != plain, "without a throttle the key is free"
+    with pytest.raises(InvalidInput):
+        client.submit("throttled", "refresh", throttle=60)

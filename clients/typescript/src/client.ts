@@ -37,6 +37,11 @@ export interface NewJob {
    * state that job is in.
    */
   idempotencyKey?: string;
+  /**
+   * At most one job per `uniqueKey` per this many milliseconds: within it a
+   * submit of the key answers that job, even once it has finished.
+   */
+  throttleMs?: number;
 }
 
 /** What `submitJob` answers: the job's id, and whether it existed already. */
@@ -354,6 +359,7 @@ function jobBody(j: NewJob): Obj {
     ["max_attempts", j.maxAttempts],
     ["unique_key", j.uniqueKey],
     ["idempotency_key", j.idempotencyKey],
+    ["throttle_ms", j.throttleMs],
     ["lease_for_ms", j.leaseForMs],
     ["timeout_ms", j.timeoutMs],
     ["depends_on", j.dependsOn?.length ? j.dependsOn : undefined],

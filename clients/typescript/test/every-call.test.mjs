@@ -118,3 +118,12 @@ test("health and metrics", async () => {
   await client.submit({ queue: "metricsq", kind: "k" });
   assert.match(await client.metrics(), /relay_jobs\{queue="metricsq",state="READY"\} 1/);
 });
+
+test("a throttled key answers its job even once finished", async () => {
+  const first = await client.submitJob({ queue: "throttled", kind: "refresh", uniqueKey: "cache", throttleMs: 60_000 });
+  assert.equal(first.existing, false);
+  const [job] = await client.lease(["throttled"]);
+  await client.ack(job.id, job.token);
+  assert.deepEqual(await client.submitJob({ queue: "throttled", kind: "refresh", uniqueKey: "cache", throttleMs: 60_000 }), { id: first.id, existing: true });
+  await assert.rejects(client.submitJob({ queue: "throttled", kind: "refresh", throttleMs: 60_000 }), InvalidInput);
+});

@@ -128,6 +128,10 @@ pub struct SubmitArgs {
     /// again returns the first submit's job and creates nothing.
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// At most one job per --unique-key per this period (e.g. 10m): within
+    /// it, submitting the key returns its job even once it has finished.
+    #[arg(long, value_parser = duration)]
+    pub throttle: Option<Duration>,
     /// Each lease of this job lasts this long, whatever the worker asks (e.g. 10m).
     #[arg(long, value_parser = duration)]
     pub lease_for: Option<Duration>,

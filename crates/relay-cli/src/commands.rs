@@ -43,8 +43,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
     match command {
         Command::Submit(a) => {
-            let keyed = a.idempotency_key.is_some();
-            out.submitted(&t.submit(submit_args(a)?)?, keyed)
+            let found = match (&a.idempotency_key, &a.throttle) {
+                (Some(_), _) => "was submitted with this idempotency key (or holds its unique key)",
+                (None, Some(_)) => "holds this unique key (unfinished, or throttled for its period)",
+                (None, None) => "(unfinished) already holds this unique key",
+            };
+            out.submitted(&t.submit(submit_args(a)?)?, found)
         }
         Command::Lease(a) => {
             let lease = Lease {
@@ -304,6 +308,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         run_at: a.run_at,
         unique_key: a.unique_key,
         idempotency_key: a.idempotency_key,
+        throttle: a.throttle,
         lease_for: a.lease_for,
         timeout: a.timeout,
         on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
@@ -326,6 +331,7 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         max_attempts: a.max_attempts,
         unique_key: None,
         idempotency_key: None,
+        throttle: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),

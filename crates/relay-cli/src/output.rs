@@ -114,20 +114,15 @@ impl Out {
     }
 
     /// The id on stdout (scripts read it); a note on stderr when the id is
-    /// of an unfinished job that already held the unique key, or of the
-    /// first submit of the idempotency key (`keyed`).
-    pub fn submitted(&self, s: &wire::Submitted, keyed: bool) {
+    /// of a job found instead (`found`: why, e.g. "(unfinished) already
+    /// holds this unique key").
+    pub fn submitted(&self, s: &wire::Submitted, found: &str) {
         if self.json {
             return self.json(s);
         }
         self.line(&s.id.to_string());
         if s.existing {
-            let what = if keyed {
-                "was submitted with this idempotency key (or holds its unique key)"
-            } else {
-                "(unfinished) already holds this unique key"
-            };
-            eprintln!("relay: job {} {what}: nothing new was submitted", s.id);
+            eprintln!("relay: job {} {found}: nothing new was submitted", s.id);
         }
     }
 

@@ -25,6 +25,7 @@ pub struct Submit {
     pub max_attempts: Option<u32>,
     pub unique_key: Option<String>,
     pub idempotency_key: Option<String>,
+    pub throttle: Option<Duration>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     pub depends_on: Vec<i64>,
@@ -45,6 +46,7 @@ impl Submit {
         job.max_attempts = self.max_attempts;
         job.unique_key = self.unique_key;
         job.idempotency_key = self.idempotency_key;
+        job.throttle_ms = self.throttle.map(millis);
         job.lease_for_ms = self.lease_for.map(millis);
         job.timeout_ms = self.timeout.map(millis);
         job.traceparent = self.traceparent;

@@ -103,3 +103,67 @@ pub fn concurrent_submits_of_one_key_get_one_job(new_db: &NewDb) {
         );
     }
 }
+
+/// `throttle(period)`: at most one job per unique key per period. Within
+/// it a submit of the key answers the job even once it has finished (and
+/// a batch's submits of it answer one job); after it, the key is free; a
+/// job deleted within it leaves the key only unique; no throttle without a
+/// unique key, none over 30 days; nothing refused changes anything.
+pub fn a_throttled_key_answers_its_job_for_the_period(new_db: &NewDb) {
+    use relay::LeaseRequest;
+    use std::time::Duration;
+    let (relay, clock, _db) = crate::open_clocked(new_db);
+    let minute = Duration::from_secs(60);
+    let job = |payload: &[u8]| {
+        NewJob::new("q", "refresh", payload.to_vec())
+            .unique_key("cache")
+            .throttle(minute)
+    };
+    let first = relay.submit_outcome(job(b"1")).unwrap();
+    assert!(!first.existing);
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.ack(l.id, l.token, None).unwrap();
+    clock.advance(Duration::from_secs(30));
+    let again = relay.submit_outcome(job(b"2")).unwrap();
+    assert_eq!(
+        (again.id, again.existing),
+        (first.id, true),
+        "finished, still within the minute"
+    );
+    let plain = relay
+        .submit(NewJob::new("q", "refresh", Vec::new()).unique_key("cache"))
+        .unwrap();
+    assert_eq!(plain, first.id, "the period belongs to the key");
+    assert_eq!(relay.get(first.id).unwrap().payload, b"1");
+    clock.advance(Duration::from_secs(31));
+    let next = relay.submit_outcome(job(b"3")).unwrap();
+    assert!(!next.existing && next.id > first.id, "a minute later the key is free");
+    let batch = relay.submit_batch(vec![job(b"4"), job(b"5")]).unwrap();
+    assert_eq!(batch, [next.id, next.id]);
+    relay.cancel(next.id).unwrap();
+    relay.delete(next.id).unwrap();
+    let after_delete = relay.submit_outcome(job(b"6")).unwrap();
+    assert!(!after_delete.existing, "a deleted job frees the key");
+    assert_eq!(
+        relay.submit_outcome(job(b"7")).unwrap().id,
+        after_delete.id,
+        "and leaves it unique: one unfinished job"
+    );
+    let before = relay.queue_totals().unwrap().counts;
+    for bad in [
+        NewJob::new("q", "k", Vec::new()).throttle(minute),
+        NewJob::new("q", "k", Vec::new())
+            .unique_key("u")
+            .throttle(Duration::ZERO),
+        NewJob::new("q", "k", Vec::new())
+            .unique_key("u")
+            .throttle(relay::MAX_THROTTLE + Duration::from_millis(1)),
+    ] {
+        assert!(matches!(relay.submit(bad), Err(Error::InvalidInput(_))));
+    }
+    assert_eq!(
+        relay.queue_totals().unwrap().counts,
+        before,
+        "refused submits change nothing"
+    );
+}

@@ -69,7 +69,7 @@ pub use options::Options;
 pub use relay::Relay;
 pub use request::{
     Completion, CompletionOutcome, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_LEASE_BATCH,
-    MAX_WAIT,
+    MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 

@@ -28,6 +28,7 @@ pub struct NewJob {
     max_attempts: Option<u32>,
     unique_key: Option<String>,
     idempotency_key: Option<String>,
+    throttle: Option<Duration>,
     lease_for: Option<Duration>,
     timeout: Option<Duration>,
     depends_on: Vec<JobId>,
@@ -35,6 +36,9 @@ pub struct NewJob {
     traceparent: Option<String>,
     tags: Vec<String>,
 }
+
+/// Longest [`NewJob::throttle`] period: 30 days.
+pub const MAX_THROTTLE: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[derive(Debug, Clone, Copy)]
 enum When {
@@ -58,6 +62,7 @@ impl NewJob {
             max_attempts: None,
             unique_key: None,
             idempotency_key: None,
+            throttle: None,
             lease_for: None,
             timeout: None,
             depends_on: Vec::new(),
@@ -135,6 +140,20 @@ impl NewJob {
     #[must_use]
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
+        self
+    }
+
+    /// At most one job per [`NewJob::unique_key`] per `period`: for
+    /// `period` after a job with this key was submitted, a submit of the
+    /// key answers that job (`existing`) and creates nothing, even once it
+    /// has finished (without a throttle the key is free again as soon as
+    /// its job finishes). For work that should run at most so often
+    /// however often it is asked for (a cache refresh, a report). A job
+    /// deleted within its period leaves the key only unique (one unfinished
+    /// job) for the rest of it. Needs a unique key; 1 ms to 30 days.
+    #[must_use]
+    pub fn throttle(mut self, period: Duration) -> Self {
+        self.throttle = Some(period);
         self
     }
 
@@ -223,6 +242,20 @@ impl NewJob {
                 .unique_key(k)
                 .map_err(|e| InvalidInput::new("idempotency_key", e.reason))?;
         }
+        if let Some(period) = self.throttle {
+            if self.unique_key.is_none() {
+                return Err(InvalidInput::new(
+                    "throttle",
+                    "throttles a unique key: give the job one (unique_key)",
+                ));
+            }
+            if period < Duration::from_millis(1) || period > MAX_THROTTLE {
+                return Err(InvalidInput::new(
+                    "throttle",
+                    format!("must be 1 ms to 30 days, got {period:?}"),
+                ));
+            }
+        }
         if let Some(t) = &self.traceparent {
             limits.traceparent(t)?;
         }
@@ -244,6 +277,7 @@ impl NewJob {
             max_attempts,
             unique_key: self.unique_key,
             idempotency_key: self.idempotency_key,
+            throttle: self.throttle,
             lease_for: self.lease_for,
             timeout: self.timeout,
             traceparent: self.traceparent.or_else(crate::trace::current),
@@ -262,6 +296,7 @@ pub(crate) struct ValidJob {
     pub max_attempts: u32,
     pub unique_key: Option<String>,
     pub idempotency_key: Option<String>,
+    pub throttle: Option<Duration>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     /// Sorted, each once.
@@ -665,6 +700,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "idempotency_key",
                 "a schedule's job takes no idempotency key (each tick enqueues exactly one job)",
+            ));
+        }
+        if self.job.throttle.is_some() {
+            return Err(InvalidInput::new(
+                "throttle",
+                "a schedule's job takes no throttle (its schedule says how often it runs)",
             ));
         }
         if self.job.lease_for.is_some() || self.job.timeout.is_some() {

@@ -349,6 +349,9 @@ impl TryFrom<w::NewJob> for NewJob {
         if let Some(k) = b.idempotency_key {
             job = job.idempotency_key(k);
         }
+        if let Some(d) = millis("throttle_ms", b.throttle_ms)? {
+            job = job.throttle(d);
+        }
         if let Some(d) = millis("lease_for_ms", b.lease_for_ms)? {
             job = job.lease_for(d);
         }

@@ -58,6 +58,12 @@ impl Engine {
                 "not supported inside your own transaction on PostgreSQL: your transaction's commit is the answer (use unique_key there)",
             )));
         }
+        if job.throttle.is_some() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "throttle",
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
         if !job.depends_on.is_empty() {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
                 "depends_on",

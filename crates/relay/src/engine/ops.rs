@@ -66,9 +66,16 @@ fn insert(
     j: &ValidJob,
     tick: Option<(&str, Timestamp, u64)>,
 ) -> Result<Submitted> {
+    // A throttle's mark is written once, for its whole period.
+    let mut throttle = None;
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
             return Ok(Submitted { id, existing: true });
+        }
+        match throttled(plan, key)? {
+            Throttled::Job(id) => return Ok(Submitted { id, existing: true }),
+            Throttled::Free => throttle = j.throttle.map(|period| (key, period)),
+            Throttled::Deleted => {}
         }
     }
     let deps = dependencies(plan, j)?;
@@ -123,7 +130,43 @@ fn insert(
         }
     }
     ctx.made_ready |= status.state == JobState::Ready && j.ready_at <= ctx.now;
+    if let Some((key, period)) = throttle {
+        plan.set_mark(&throttle_mark(key), id.0.to_string(), ctx.now.plus(period))?;
+    }
     Ok(Submitted { id, existing: false })
+}
+
+/// What a unique key's throttle says of a submit of it.
+enum Throttled {
+    /// Within its period: this job answers.
+    Job(JobId),
+    /// No period runs.
+    Free,
+    /// Its job was deleted within its period: the key is only unique (one
+    /// unfinished job) until the period ends.
+    Deleted,
+}
+
+/// The mark that holds a throttled unique key's job for its period.
+fn throttle_mark(key: &str) -> String {
+    format!("throttle:{key}")
+}
+
+/// Whether a throttled submit of unique key `key` made a job within its
+/// period, and whether it still exists. Any submit of the key is answered
+/// by it, throttled or not: the period belongs to the key.
+fn throttled(plan: &mut Plan<'_>, key: &str) -> Result<Throttled> {
+    let Some(v) = plan.mark_value(&throttle_mark(key))? else {
+        return Ok(Throttled::Free);
+    };
+    let id = v.parse::<i64>().map(JobId).map_err(|_| Error::Corrupt {
+        job: None,
+        reason: format!("the throttle mark of unique key {key:?} holds {v:?}, not a job id"),
+    })?;
+    Ok(match plan.status(id)? {
+        Some(_) => Throttled::Job(id),
+        None => Throttled::Deleted,
+    })
 }
 
 /// What a new job's dependencies leave it waiting for.
@@ -475,6 +518,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         max_attempts: s.max_attempts,
         unique_key: None,
         idempotency_key: None,
+        throttle: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),
