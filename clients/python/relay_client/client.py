@@ -254,7 +254,7 @@ class NewJob:
     #: (1-256 characters) answers the first one's job and creates nothing.
     idempotency_key: Optional[str] = None
     #: At most one job per ``unique_key`` per this many seconds: within it
-    #: a submit of the key answers that job, even once it has finished.
+    #: a throttled submit of the key answers that job, even once finished.
     throttle: Optional[float] = None
 
     def body(self) -> Dict[str, Any]:
@@ -571,8 +571,8 @@ class Client:
         submit made no job (a key seen before).
 
         With ``throttle`` (seconds; needs ``unique_key``) at most one job of
-        the key runs per that period: within it a submit of the key returns
-        its job, even once it has finished."""
+        the key runs per that period: within it a throttled submit of the
+        key returns its job, even once it has finished."""
         job = NewJob(
             queue,
             kind,

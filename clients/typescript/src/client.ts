@@ -39,7 +39,7 @@ export interface NewJob {
   idempotencyKey?: string;
   /**
    * At most one job per `uniqueKey` per this many milliseconds: within it a
-   * submit of the key answers that job, even once it has finished.
+   * throttled submit of the key answers that job, even once it has finished.
    */
   throttleMs?: number;
 }

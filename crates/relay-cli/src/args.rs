@@ -129,7 +129,7 @@ pub struct SubmitArgs {
     #[arg(long)]
     pub idempotency_key: Option<String>,
     /// At most one job per --unique-key per this period (e.g. 10m): within
-    /// it, submitting the key returns its job even once it has finished.
+    /// it, a throttled submit of the key returns its job even once finished.
     #[arg(long, value_parser = duration)]
     pub throttle: Option<Duration>,
     /// Each lease of this job lasts this long, whatever the worker asks (e.g. 10m).

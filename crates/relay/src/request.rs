@@ -144,10 +144,10 @@ impl NewJob {
     }
 
     /// At most one job per [`NewJob::unique_key`] per `period`: for
-    /// `period` after a job with this key was submitted, a submit of the
-    /// key answers that job (`existing`) and creates nothing, even once it
-    /// has finished (without a throttle the key is free again as soon as
-    /// its job finishes). For work that should run at most so often
+    /// `period` after a throttled job with this key was submitted, a
+    /// throttled submit of the key answers that job (`existing`) and
+    /// creates nothing, even once it has finished (without a throttle the
+    /// key is free again as soon as its job finishes). For work that should run at most so often
     /// however often it is asked for (a cache refresh, a report). A job
     /// deleted within its period leaves the key only unique (one unfinished
     /// job) for the rest of it. Needs a unique key; 1 ms to 30 days.

@@ -54,8 +54,8 @@ pub struct NewJob {
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
     pub idempotency_key: Option<String>,
     /// At most one job per `unique_key` per this many milliseconds: within
-    /// it a submit of the key answers the job (`existing`), even once it
-    /// has finished. Needs `unique_key`.
+    /// it a throttled submit of the key answers the job (`existing`), even
+    /// once it has finished. Needs `unique_key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2_592_000_000u64)))]
     pub throttle_ms: Option<u64>,

@@ -66,16 +66,19 @@ fn insert(
     j: &ValidJob,
     tick: Option<(&str, Timestamp, u64)>,
 ) -> Result<Submitted> {
-    // A throttle's mark is written once, for its whole period.
+    // A throttle's mark is written once, for its whole period; only a
+    // throttled submit reads it (a plain unique key costs no extra read).
     let mut throttle = None;
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
             return Ok(Submitted { id, existing: true });
         }
-        match throttled(plan, key)? {
-            Throttled::Job(id) => return Ok(Submitted { id, existing: true }),
-            Throttled::Free => throttle = j.throttle.map(|period| (key, period)),
-            Throttled::Deleted => {}
+        if let Some(period) = j.throttle {
+            match throttled(plan, key)? {
+                Throttled::Job(id) => return Ok(Submitted { id, existing: true }),
+                Throttled::Free => throttle = Some((key, period)),
+                Throttled::Deleted => {}
+            }
         }
     }
     let deps = dependencies(plan, j)?;
@@ -153,8 +156,7 @@ fn throttle_mark(key: &str) -> String {
 }
 
 /// Whether a throttled submit of unique key `key` made a job within its
-/// period, and whether it still exists. Any submit of the key is answered
-/// by it, throttled or not: the period belongs to the key.
+/// period, and whether it still exists.
 fn throttled(plan: &mut Plan<'_>, key: &str) -> Result<Throttled> {
     let Some(v) = plan.mark_value(&throttle_mark(key))? else {
         return Ok(Throttled::Free);
