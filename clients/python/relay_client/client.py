@@ -104,6 +104,8 @@ class LeasedJob:
         # and without _read's per-field checks: a worker decodes thousands
         # of these a second.
         job = cls(*map(v.get, _LEASED_FIELDS))
+        if job.lease_for_ms is None:  # a server older than the field
+            job.lease_for_ms = 30_000
         b64 = v.get("payload_base64")
         if b64 is not None:
             job.payload = base64.b64decode(b64)
@@ -876,7 +878,9 @@ class Client:
         ``poison_after`` times (its handler crashes or hangs its worker) is
         DEAD, whatever attempts it has left (None: the server's default, 3;
         0: never by expiries alone)."""
-        body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None, "poison_after": poison_after}
+        body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None}
+        if poison_after is not None:  # left out otherwise: older servers refuse the field
+            body["poison_after"] = poison_after
         if rate_limit is not None:
             body["rate_limit"] = {"limit": rate_limit[0], "per_ms": _ms(rate_limit[1])}
         return _read(QueueLimits, self._call("PUT", f"/v1/queues/{_segment(queue)}/limits", body))

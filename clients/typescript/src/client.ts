@@ -417,7 +417,12 @@ function heartbeatAnswer(v: Obj): HeartbeatAnswer {
 
 /** A leased job, every field as the server names it, in camelCase (spelled once, in `LeasedJob`). */
 function leased(v: Obj): LeasedJob {
-  return camel(v);
+  const job = camel(v);
+  // A server older than these fields leaves them out.
+  job.leaseForMs ??= 30_000;
+  job.timeoutMs ??= null;
+  job.traceparent ??= null;
+  return job;
 }
 
 function job(v: Obj): Job {
@@ -720,11 +725,12 @@ export class Client {
     queue: string,
     limits: { maxLeased?: number; rateLimit?: RateLimit; poisonAfter?: number } = {},
   ): Promise<QueueLimits> {
-    const body = {
+    const body: Obj = {
       max_leased: limits.maxLeased ?? null,
       rate_limit: limits.rateLimit ? { limit: limits.rateLimit.limit, per_ms: limits.rateLimit.perMs } : null,
-      poison_after: limits.poisonAfter ?? null,
     };
+    // Left out otherwise: a server older than the field refuses it.
+    if (limits.poisonAfter !== undefined) body.poison_after = limits.poisonAfter;
     return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/limits`, body));
   }
 

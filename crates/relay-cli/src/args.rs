@@ -298,7 +298,7 @@ pub struct LimitArgs {
     pub rate: Option<relay::RateLimit>,
     /// A job whose lease expires N times (its handler crashes or hangs its
     /// worker) is DEAD, whatever attempts it has left; 0: expiries alone
-    /// never; default 3.
+    /// never. Like every limit it is replaced: left out, back to 3.
     #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub poison_after: Option<u32>,
 }

@@ -459,10 +459,11 @@ impl Store for PgStore {
         }
     }
 
-    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError> {
+    fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
         let row = self.query_one(include_str!("../sql/job_expiries.sql"), &[&id.0])?;
         let n: i64 = decode::col(&row, 0, "expiries", Some(id))?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        let own: Option<i64> = decode::col(&row, 1, "poison_after", Some(id))?;
+        Ok((u32::try_from(n).unwrap_or(u32::MAX), relay_store::poison_after_of(own)))
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {

@@ -458,13 +458,13 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             .map_err(map_err)
     }
 
-    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError> {
-        let n: i64 = self
+    fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
+        let (n, own): (i64, Option<i64>) = self
             .conn()
             .prepare_cached(&crate::sql::JOB_EXPIRIES)
-            .and_then(|mut st| st.query_row([id.0], |r| r.get(0)))
+            .and_then(|mut st| st.query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?))))
             .map_err(map_err)?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        Ok((u32::try_from(n).unwrap_or(u32::MAX), relay_store::poison_after_of(own)))
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {

@@ -27,6 +27,8 @@ fn schema() -> Connection {
     conn.execute_batch(include_str!("../migrations/0005_tags.sql")).unwrap();
     conn.execute_batch(include_str!("../migrations/0006_dashboard.sql"))
         .unwrap();
+    conn.execute_batch(include_str!("../migrations/0007_marks.sql"))
+        .unwrap();
     conn.execute_batch(include_str!("../migrations/0008_poison.sql"))
         .unwrap();
     // A deep queue: many rows, most finished, one in ten DEAD.
@@ -117,6 +119,7 @@ fn other_hot_statements_seek() {
     );
     assert_seeks_only("event_next_seq", include_str!("../sql/event_next_seq.sql"));
     assert_seeks_only("event_append_next", include_str!("../sql/event_append_next.sql"));
+    assert_seeks_only("job_expiries", include_str!("../sql/job_expiries.sql"));
     assert_seeks_only("job_get_status", include_str!("../sql/job_get_status.sql"));
     assert_seeks_only("job_set_status", include_str!("../sql/job_set_status.sql"));
 }

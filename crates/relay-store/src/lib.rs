@@ -135,6 +135,13 @@ pub struct ScheduleWrite<'a> {
     pub schedule: Option<&'a Schedule>,
 }
 
+/// A queue's `poison_after` as stored: `None` when absent or out of
+/// range (the engine's default then applies).
+pub fn poison_after_of(v: Option<i64>) -> Option<u32> {
+    v.and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n <= relay_core::queue::MAX_POISON_AFTER)
+}
+
 /// A mark a batch writes: a value kept under a key until `expires_at`
 /// (the job an idempotency key named, a dashboard session that ended).
 /// Written whole, inserted or replacing an expired mark of the key; where
@@ -462,9 +469,11 @@ pub trait Store {
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     /// The number of job `id`'s last event (0 when it has none).
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError>;
-    /// How many times job `id`'s lease expired since it was submitted or
-    /// last retried (its `expired` events after its last `retried` one).
-    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError>;
+    /// When job `id`'s lease expires: how many times it expired before,
+    /// since it was submitted or last retried (its `expired` events after
+    /// its last `retried` one), and its queue's own `poison_after` (`None`:
+    /// the engine's, or a value out of range). Read without a lock.
+    fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError>;
     /// The value of mark `key` if it has not expired at `now` (see
     /// [`MarkWrite`]).
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;

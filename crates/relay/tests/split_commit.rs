@@ -219,7 +219,7 @@ impl Store for GatedStore {
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         self.inner.event_last_seq(id)
     }
-    fn job_expiries(&mut self, id: JobId) -> Result<u32, StoreError> {
+    fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
         self.inner.job_expiries(id)
     }
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {

@@ -383,8 +383,9 @@ pub struct Limits {
     pub rate_limit: Option<Rate>,
     /// A job whose lease expires this many times is DEAD (a poison pill);
     /// left out or null: the server's default (3); 0: expiries alone
-    /// never make a job DEAD.
-    #[serde(default)]
+    /// never make a job DEAD. Left out when `None`, so that a server
+    /// older than the field takes the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 1000)))]
     pub poison_after: Option<u32>,
 }

@@ -375,12 +375,10 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
     let mut reaped = 0;
     for id in &ids {
         let m = plan.mark();
-        let poison_after = poison_after(plan, ctx, *id)?;
-        let earlier = if poison_after > 0 {
-            plan.store().job_expiries(*id)?
-        } else {
-            0
-        };
+        // Read without the plan's queue cache: that locks a limited
+        // queue's row on PostgreSQL, which claims lock in name order.
+        let (earlier, own) = plan.store().job_expiries(*id)?;
+        let poison_after = own.unwrap_or(ctx.options.poison_after);
         match act(plan, ctx, *id, Action::Expire { earlier, poison_after }, None) {
             Ok(_) => {
                 plan.keep(m);
@@ -403,17 +401,6 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
         tracing::debug!(count = reaped, "reclaimed expired leases");
     }
     Ok(reaped)
-}
-
-/// The lease expiries that make job `id` DEAD: its queue's
-/// `poison_after`, else the engine's. A row that does not read takes the
-/// engine's (its reclaim then reports it).
-fn poison_after(plan: &mut Plan<'_>, ctx: &BatchCtx<'_>, id: JobId) -> Result<u32> {
-    let own = match plan.job(id) {
-        Ok(Some(job)) => plan.queue(&job.queue)?.limits.poison_after,
-        Ok(None) | Err(_) => None,
-    };
-    Ok(own.unwrap_or(ctx.options.poison_after))
 }
 
 /// Deletes finished jobs older than `age` (up to 1000 a call).
