@@ -9,7 +9,15 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-#[cfg_attr(feature = "schema", schemars(extend("not" = {"required": ["payload", "payload_base64"]})))]
+#[cfg_attr(feature = "schema", schemars(extend(
+    "not" = {"required": ["payload", "payload_base64"]},
+    // A throttle (not null) needs a unique key (not null).
+    "anyOf" = [
+        {"not": {"required": ["throttle_ms"]}},
+        {"properties": {"throttle_ms": {"enum": [null]}}},
+        {"required": ["unique_key"], "properties": {"unique_key": {"type": "string"}}}
+    ]
+)))]
 pub struct NewJob {
     /// The queue (1-64 of A-Z a-z 0-9 _ . -).
     #[cfg_attr(feature = "schema", schemars(pattern(r"^[A-Za-z0-9_.-]{1,64}$")))]
