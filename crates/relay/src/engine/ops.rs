@@ -22,10 +22,7 @@ pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJ
         };
         let mark = idempotency_mark(key);
         if let Some(v) = plan.mark_value(&mark)? {
-            let id = v.parse::<i64>().map(JobId).map_err(|_| Error::Corrupt {
-                job: None,
-                reason: format!("the mark of idempotency key {key:?} holds {v:?}, not a job id"),
-            })?;
+            let id = job_of_mark(&v, &format!("idempotency key {key:?}"))?;
             // The job the key made was deleted (or pruned) since: nothing
             // to answer with, and a new job would break the key's promise.
             if plan.status(id)?.is_none() {
@@ -40,6 +37,15 @@ pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJ
         ids.push(s);
     }
     Ok(ids)
+}
+
+/// The job a mark names (an idempotency key's, a throttle's); `whose`
+/// says which in the error of a mark that holds no job id.
+fn job_of_mark(v: &str, whose: &str) -> Result<JobId> {
+    v.parse::<i64>().map(JobId).map_err(|_| Error::Corrupt {
+        job: None,
+        reason: format!("the mark of {whose} holds {v:?}, not a job id"),
+    })
 }
 
 /// The mark that remembers which job an idempotency key's submit made.
@@ -161,10 +167,7 @@ fn throttled(plan: &mut Plan<'_>, key: &str) -> Result<Throttled> {
     let Some(v) = plan.mark_value(&throttle_mark(key))? else {
         return Ok(Throttled::Free);
     };
-    let id = v.parse::<i64>().map(JobId).map_err(|_| Error::Corrupt {
-        job: None,
-        reason: format!("the throttle mark of unique key {key:?} holds {v:?}, not a job id"),
-    })?;
+    let id = job_of_mark(&v, &format!("throttled unique key {key:?}"))?;
     Ok(match plan.status(id)? {
         Some(_) => Throttled::Job(id),
         None => Throttled::Deleted,
