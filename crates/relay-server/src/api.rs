@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 pub(crate) type S = State<Arc<AppState>>;
 
-/// Records every request in the metrics, by route template and status.
+/// Records every request in the metrics, by route template and status;
+/// a long-poll's time in a histogram of its own.
 pub(crate) async fn observe(State(state): S, req: Request, next: Next) -> Response {
     let route = req
         .extensions()
@@ -26,7 +27,10 @@ pub(crate) async fn observe(State(state): S, req: Request, next: Next) -> Respon
         .to_owned();
     let start = Instant::now();
     let res = next.run(req).await;
-    state.metrics.observe(&route, res.status().as_u16(), start.elapsed());
+    let long_poll = res.extensions().get::<crate::calls::LongPoll>().is_some();
+    state
+        .metrics
+        .observe(&route, res.status().as_u16(), start.elapsed(), long_poll);
     res
 }
 

@@ -53,7 +53,18 @@ pub trait Handle: Call + Sized {
     fn status(_answer: &Self::Answer) -> u16 {
         Self::STATUS
     }
+
+    /// Whether the request may wait for jobs (a long-poll): its time is
+    /// then mostly that wait, kept out of the request-latency histogram.
+    fn long_poll(_r: &Req<Self>) -> bool {
+        false
+    }
 }
+
+/// Marks the answer of a long-poll (see [`Handle::long_poll`]) for the
+/// metrics.
+#[derive(Clone, Copy)]
+pub(crate) struct LongPoll;
 
 /// The one route of every call: reads it, runs it, answers it.
 async fn serve<C: Handle>(
@@ -99,18 +110,20 @@ async fn answer<C: Handle>(
     } else {
         ApiJson::<C::Body>::from_request(req, &s).await?.0
     };
-    let answer = C::handle(
-        s,
-        Req {
-            param,
-            query,
-            body,
-            headers,
-        },
-    )
-    .await?;
+    let req = Req {
+        param,
+        query,
+        body,
+        headers,
+    };
+    let long_poll = C::long_poll(&req);
+    let answer = C::handle(s, req).await?;
     let status = StatusCode::from_u16(C::status(&answer)).unwrap_or(StatusCode::OK);
-    Ok((status, Json(answer)).into_response())
+    let mut res = (status, Json(answer)).into_response();
+    if long_poll {
+        res.extensions_mut().insert(LongPoll);
+    }
+    Ok(res)
 }
 
 /// The query or body of a call that takes none ([`wire::Nothing`]).
@@ -330,6 +343,10 @@ impl Handle for calls::Lease {
         }
         let jobs = s.relay.lease_until(req, stopping.changed()).await?;
         Ok(wire::Leased { jobs: leased(&jobs) })
+    }
+
+    fn long_poll(r: &Req<Self>) -> bool {
+        r.body.wait_ms.is_some_and(|w| w > 0)
     }
 }
 

@@ -11,9 +11,41 @@ const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5,
 #[derive(Default)]
 struct Route {
     by_status: BTreeMap<u16, u64>,
+    /// Requests answered without waiting for jobs.
+    latency: Histogram,
+    /// Long-polls (a lease that may wait): mostly their wait.
+    long_poll: Histogram,
+}
+
+#[derive(Default)]
+struct Histogram {
     buckets: [u64; BUCKETS.len()],
     count: u64,
     sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, secs: f64) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.buckets[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += secs;
+    }
+
+    fn render(&self, out: &mut String, name: &str, route: &str) {
+        if self.count == 0 {
+            return;
+        }
+        for (i, b) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(out, "{name}_bucket{{route=\"{route}\",le=\"{b}\"}} {}", self.buckets[i]);
+        }
+        let _ = writeln!(out, "{name}_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{route=\"{route}\"}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{route=\"{route}\"}} {}", self.count);
+    }
 }
 
 #[derive(Default)]
@@ -22,18 +54,14 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub(crate) fn observe(&self, route: &str, status: u16, took: Duration) {
+    /// One request: counted by status, its time in the latency histogram,
+    /// or (`long_poll`: it may have waited for jobs) in the long-polls'.
+    pub(crate) fn observe(&self, route: &str, status: u16, took: Duration, long_poll: bool) {
         let Ok(mut routes) = self.routes.lock() else { return };
         let r = routes.entry(route.to_owned()).or_default();
         *r.by_status.entry(status).or_default() += 1;
-        let secs = took.as_secs_f64();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                r.buckets[i] += 1;
-            }
-        }
-        r.count += 1;
-        r.sum += secs;
+        let h = if long_poll { &mut r.long_poll } else { &mut r.latency };
+        h.observe(took.as_secs_f64());
     }
 
     pub(crate) fn render(
@@ -135,23 +163,17 @@ impl Metrics {
         }
         let _ = writeln!(
             out,
-            "# HELP relay_http_request_seconds Request latency.\n# TYPE relay_http_request_seconds histogram"
+            "# HELP relay_http_request_seconds Request latency (long-polls apart).\n# TYPE relay_http_request_seconds histogram"
         );
         for (route, r) in routes.iter() {
-            for (i, b) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "relay_http_request_seconds_bucket{{route=\"{route}\",le=\"{b}\"}} {}",
-                    r.buckets[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "relay_http_request_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                r.count
-            );
-            let _ = writeln!(out, "relay_http_request_seconds_sum{{route=\"{route}\"}} {}", r.sum);
-            let _ = writeln!(out, "relay_http_request_seconds_count{{route=\"{route}\"}} {}", r.count);
+            r.latency.render(&mut out, "relay_http_request_seconds", route);
+        }
+        let _ = writeln!(
+            out,
+            "# HELP relay_http_long_poll_seconds Time of the leases that may wait for jobs (mostly that wait).\n# TYPE relay_http_long_poll_seconds histogram"
+        );
+        for (route, r) in routes.iter() {
+            r.long_poll.render(&mut out, "relay_http_long_poll_seconds", route);
         }
         out
     }

@@ -19,6 +19,11 @@ use std::time::Duration;
 /// A worker's outcomes, then its next lease, in one commit; each outcome
 /// answered on its own. Long-polls only when there is nothing to report.
 impl Handle for calls::Work {
+    /// A turn without outcomes whose lease asks to wait.
+    fn long_poll(r: &Req<Self>) -> bool {
+        r.body.outcomes.is_empty() && r.body.lease.as_ref().and_then(|l| l.wait_ms).is_some_and(|w| w > 0)
+    }
+
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Worked, ApiError> {
         let b = r.body;
         if b.outcomes.len() > wire::MAX_ITEMS {

@@ -313,6 +313,59 @@ fn the_whole_job_life_cycle() {
     );
 }
 
+/// A long-poll's wait is not request latency: a lease (or a turn of
+/// /v1/work without outcomes) that may wait goes to a histogram of its
+/// own, so the latency histogram's p99 is not the long-poll timeout.
+#[test]
+fn long_polls_stay_out_of_the_latency_histogram() {
+    let s = TestServer::start(Options::default(), |_| {});
+    for _ in 0..3 {
+        let (st, _) = s.call("POST", "/v1/lease", Some(json!({"queues": ["idle"], "wait_ms": 300})));
+        assert_eq!(st, 200);
+    }
+    let (st, _) = s.call(
+        "POST",
+        "/v1/work",
+        Some(json!({"lease": {"queues": ["idle"], "wait_ms": 300}})),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(s.call("POST", "/v1/lease", Some(json!({"queues": ["idle"]}))).0, 200);
+    let (_, v) = s.call("GET", "/metrics", None);
+    let text = v.as_str().unwrap_or_default();
+    let line = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or("").to_owned();
+    assert_eq!(
+        line("relay_http_request_seconds_count{route=\"/v1/lease\"}"),
+        "relay_http_request_seconds_count{route=\"/v1/lease\"} 1",
+        "{text}"
+    );
+    assert_eq!(
+        line("relay_http_long_poll_seconds_count{route=\"/v1/lease\"}"),
+        "relay_http_long_poll_seconds_count{route=\"/v1/lease\"} 3",
+        "{text}"
+    );
+    assert_eq!(
+        line("relay_http_long_poll_seconds_count{route=\"/v1/work\"}"),
+        "relay_http_long_poll_seconds_count{route=\"/v1/work\"} 1",
+        "{text}"
+    );
+    assert!(
+        line("relay_http_request_seconds_count{route=\"/v1/work\"}").is_empty(),
+        "{text}"
+    );
+    // Every request is still counted.
+    assert!(
+        text.contains("relay_http_requests_total{route=\"/v1/lease\",status=\"200\"} 4"),
+        "{text}"
+    );
+    // The quick lease is in the latency histogram's lowest buckets, the
+    // waits (0.3 s each) in the long-polls' 0.5 s bucket and not below 0.1 s.
+    assert_eq!(
+        line("relay_http_long_poll_seconds_bucket{route=\"/v1/lease\",le=\"0.1\"}"),
+        "relay_http_long_poll_seconds_bucket{route=\"/v1/lease\",le=\"0.1\"} 0",
+        "{text}"
+    );
+}
+
 #[test]
 fn a_long_poll_is_woken_by_a_submit() {
     // Polling far above the bound below: only the wake-up can pass it.
