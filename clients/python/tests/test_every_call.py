@@ -127,6 +127,31 @@ def test_health_and_metrics(client: Client):
     assert 'relay_jobs{queue="q",state="READY"} 1' in text
 
 
+def test_metrics_parse_as_prometheus_text(client: Client):
+    """/metrics as Prometheus's own Python parser reads it: every family
+    typed, histograms whole (buckets, sum, count), long-polls apart."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client.submit("scraped", "k")
+    client.lease(["scraped"])
+    client.lease(["nothing-here"], wait=0.2)
+    families = {f.name: f for f in text_string_to_metric_families(client.metrics())}
+    assert families["relay_http_requests"].type == "counter"
+    assert families["relay_commits"].type == "counter"
+    assert families["relay_jobs"].type == "gauge"
+    for name in ("relay_http_request_seconds", "relay_http_long_poll_seconds"):
+        h = families[name]
+        assert h.type == "histogram", name
+        routes = {s.labels["route"] for s in h.samples}
+        assert "/v1/lease" in routes, (name, routes)
+        for route in routes:
+            mine = [s for s in h.samples if s.labels["route"] == route]
+            buckets = [s.value for s in mine if s.name.endswith("_bucket")]
+            assert buckets == sorted(buckets), (name, route, buckets)
+            count = next(s.value for s in mine if s.name.endswith("_count"))
+            assert buckets[-1] == count, (name, route)
+
+
 def test_a_throttled_key_answers_its_job_even_once_finished(client: Client):
     first = client.submit("throttled", "refresh", unique_key="cache", throttle=60)
     assert first.existing is False
