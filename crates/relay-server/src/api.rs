@@ -27,7 +27,7 @@ pub(crate) async fn observe(State(state): S, req: Request, next: Next) -> Respon
         .to_owned();
     let start = Instant::now();
     let res = next.run(req).await;
-    let long_poll = res.extensions().get::<crate::calls::LongPoll>().is_some();
+    let long_poll = res.extensions().get::<crate::metrics::LongPoll>().is_some();
     state
         .metrics
         .observe(&route, res.status().as_u16(), start.elapsed(), long_poll);

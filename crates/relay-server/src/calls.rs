@@ -61,11 +61,6 @@ pub trait Handle: Call + Sized {
     }
 }
 
-/// Marks the answer of a long-poll (see [`Handle::long_poll`]) for the
-/// metrics.
-#[derive(Clone, Copy)]
-pub(crate) struct LongPoll;
-
 /// The one route of every call: reads it, runs it, answers it.
 async fn serve<C: Handle>(
     State(s): State<Arc<AppState>>,
@@ -121,7 +116,7 @@ async fn answer<C: Handle>(
     let status = StatusCode::from_u16(C::status(&answer)).unwrap_or(StatusCode::OK);
     let mut res = (status, Json(answer)).into_response();
     if long_poll {
-        res.extensions_mut().insert(LongPoll);
+        res.extensions_mut().insert(crate::metrics::LongPoll);
     }
     Ok(res)
 }

@@ -8,6 +8,11 @@ use std::time::Duration;
 
 const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 30.0];
 
+/// Marks the answer of a long-poll (a call that may wait for jobs: see
+/// `calls::Handle::long_poll`), timed apart from request latency.
+#[derive(Clone, Copy)]
+pub(crate) struct LongPoll;
+
 #[derive(Default)]
 struct Route {
     by_status: BTreeMap<u16, u64>,
