@@ -463,7 +463,10 @@ impl Store for PgStore {
         let row = self.query_one(include_str!("../sql/job_expiries.sql"), &[&id.0])?;
         let n: i64 = decode::col(&row, 0, "expiries", Some(id))?;
         let own: Option<i64> = decode::col(&row, 1, "poison_after", Some(id))?;
-        Ok((u32::try_from(n).unwrap_or(u32::MAX), relay_store::poison_after_of(own)))
+        Ok((
+            u32::try_from(n).unwrap_or(u32::MAX),
+            own.and_then(relay_store::decode::poison_after),
+        ))
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {

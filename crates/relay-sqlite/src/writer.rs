@@ -464,7 +464,10 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             .prepare_cached(&crate::sql::JOB_EXPIRIES)
             .and_then(|mut st| st.query_row([id.0], |r| Ok((r.get(0)?, r.get(1)?))))
             .map_err(map_err)?;
-        Ok((u32::try_from(n).unwrap_or(u32::MAX), relay_store::poison_after_of(own)))
+        Ok((
+            u32::try_from(n).unwrap_or(u32::MAX),
+            own.and_then(relay_store::decode::poison_after),
+        ))
     }
 
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {

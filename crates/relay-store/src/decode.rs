@@ -287,6 +287,13 @@ pub struct RawQueue {
     pub poison_after: Option<i64>,
 }
 
+/// A queue's stored `poison_after`, if it is in range.
+pub fn poison_after(v: i64) -> Option<u32> {
+    u32::try_from(v)
+        .ok()
+        .filter(|n| *n <= relay_core::queue::MAX_POISON_AFTER)
+}
+
 /// A queue whose settings row does not decode (a column of the wrong
 /// type, or a value out of range): it is held as if paused, so that no
 /// claim trusts a limit it cannot read, and the rest of the store works on.
@@ -344,12 +351,7 @@ impl RawQueue {
             .map_err(|_| format!("column window_count: {} is out of range", self.window_count))?;
         let poison_after = self
             .poison_after
-            .map(|v| {
-                u32::try_from(v)
-                    .ok()
-                    .filter(|n| *n <= relay_core::queue::MAX_POISON_AFTER)
-                    .ok_or_else(|| format!("column poison_after: {v} is out of range"))
-            })
+            .map(|v| poison_after(v).ok_or_else(|| format!("column poison_after: {v} is out of range")))
             .transpose()?;
         Ok(QueueSettings {
             paused: self.paused,

@@ -135,13 +135,6 @@ pub struct ScheduleWrite<'a> {
     pub schedule: Option<&'a Schedule>,
 }
 
-/// A queue's `poison_after` as stored: `None` when absent or out of
-/// range (the engine's default then applies).
-pub fn poison_after_of(v: Option<i64>) -> Option<u32> {
-    v.and_then(|n| u32::try_from(n).ok())
-        .filter(|n| *n <= relay_core::queue::MAX_POISON_AFTER)
-}
-
 /// A mark a batch writes: a value kept under a key until `expires_at`
 /// (the job an idempotency key named, a dashboard session that ended).
 /// Written whole, inserted or replacing an expired mark of the key; where
