@@ -317,6 +317,12 @@ impl<'s> Plan<'s> {
         Ok(())
     }
 
+    /// Moves the batch's instant on to `later` (never back): read again
+    /// once the prefetch holds its locks.
+    pub(crate) fn advance(&mut self, later: Timestamp) {
+        self.now = self.now.max(later);
+    }
+
     /// Takes `status` as job `id`'s, with no job waiting for it, in place
     /// of the batch's reads: for a batch planned from what this process
     /// wrote (see `Writer::unread`), which the store writes only if its

@@ -726,6 +726,14 @@ fn plan_and_apply(
     }
     let mut plan = Plan::new(store, ctx.now);
     plan.prefetch(batch.iter().map(|op| op.hint()), ctx.duties.reap)?;
+    // The instant is read again now that the batch holds its locks: on
+    // PostgreSQL, BEGIN takes none, and the prefetch may have waited for
+    // another process's batch on a limited queue's row. Judged by the
+    // clock read before that wait, a rate window that process began would
+    // look like a clock step back and the leases' events would be timed
+    // out of commit order (issue 28, item 5). Never moved back.
+    ctx.now = ctx.now.max(ctx.options.clock.now());
+    plan.advance(ctx.now);
     let reaped = housekeeping::reap_and_tick(&mut plan, ctx)?;
     for op in batch.iter_mut() {
         let m = plan.mark();
