@@ -258,6 +258,10 @@ class NewJob:
     #: At most one job per ``unique_key`` per this many seconds: within it
     #: a throttled submit of the key answers that job, even once finished.
     throttle: Optional[float] = None
+    #: Runs the job this many seconds after the last submit of its
+    #: ``unique_key``: while the key's job has not started, a debounced
+    #: submit replaces its payload and pushes its run time back.
+    debounce: Optional[float] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -270,6 +274,7 @@ class NewJob:
             ("unique_key", self.unique_key),
             ("idempotency_key", self.idempotency_key),
             ("throttle_ms", _ms(self.throttle)),
+            ("debounce_ms", _ms(self.debounce)),
             ("lease_for_ms", _ms(self.lease_for)),
             ("timeout_ms", _ms(self.timeout)),
             ("depends_on", list(self.depends_on) if self.depends_on else None),
@@ -561,6 +566,7 @@ class Client:
         tags: Optional[Sequence[str]] = None,
         idempotency_key: Optional[str] = None,
         throttle: Optional[float] = None,
+        debounce: Optional[float] = None,
     ) -> Submitted:
         """Submits one job; returns its id (for a ``unique_key`` an
         unfinished job holds, that job's id). Durable when it returns.
@@ -574,7 +580,13 @@ class Client:
 
         With ``throttle`` (seconds; needs ``unique_key``) at most one job of
         the key runs per that period: within it a throttled submit of the
-        key returns its job, even once it has finished."""
+        key returns its job, even once it has finished.
+
+        With ``debounce`` (seconds; needs ``unique_key``, not with
+        ``delay``, ``run_at`` or ``throttle``) the job runs that long after
+        the last submit of the key: while the key's job has not started, a
+        debounced submit replaces its payload and pushes its run time back
+        (and returns its id, ``existing``)."""
         job = NewJob(
             queue,
             kind,
@@ -592,6 +604,7 @@ class Client:
             tags=tags,
             idempotency_key=idempotency_key,
             throttle=throttle,
+            debounce=debounce,
         )
         v = self._call("POST", "/v1/jobs", job.body())
         return Submitted(v["id"], bool(v.get("existing", False)))

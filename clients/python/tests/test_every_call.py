@@ -165,3 +165,18 @@ def test_a_throttled_key_answers_its_job_even_once_finished(client: Client):
     assert client.submit("throttled", "other", unique_key="free") != plain, "without a throttle the key is free"
     with pytest.raises(InvalidInput):
         client.submit("throttled", "refresh", throttle=60)
+
+
+def test_a_debounced_key_replaces_its_job_until_it_starts(client: Client):
+    first = client.submit("debounced", "reindex", {"v": 1}, unique_key="doc", debounce=60)
+    assert first.existing is False
+    again = client.submit("debounced", "reindex", {"v": 2}, unique_key="doc", debounce=60)
+    assert (again, again.existing) == (first, True)
+    job = client.get(first)
+    assert job.payload == {"v": 2}
+    assert client.lease(["debounced"]) == [], "its run time is a minute away"
+    assert [e["kind"] for e in client.events(first)][-1] == "debounced"
+    with pytest.raises(InvalidInput):
+        client.submit("debounced", "reindex", debounce=60)
+    with pytest.raises(InvalidInput):
+        client.submit("debounced", "reindex", unique_key="doc", debounce=60, delay=5)

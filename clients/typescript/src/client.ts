@@ -42,6 +42,13 @@ export interface NewJob {
    * throttled submit of the key answers that job, even once it has finished.
    */
   throttleMs?: number;
+  /**
+   * Runs the job this many milliseconds after the last submit of its
+   * `uniqueKey`: while the key's job has not started, a debounced submit
+   * replaces its payload and pushes its run time back (answering the job,
+   * `existing`). Not with `delayMs`, `runAt` or `throttleMs`.
+   */
+  debounceMs?: number;
 }
 
 /** What `submitJob` answers: the job's id, and whether it existed already. */
@@ -360,6 +367,7 @@ function jobBody(j: NewJob): Obj {
     ["unique_key", j.uniqueKey],
     ["idempotency_key", j.idempotencyKey],
     ["throttle_ms", j.throttleMs],
+    ["debounce_ms", j.debounceMs],
     ["lease_for_ms", j.leaseForMs],
     ["timeout_ms", j.timeoutMs],
     ["depends_on", j.dependsOn?.length ? j.dependsOn : undefined],

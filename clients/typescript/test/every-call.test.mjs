@@ -127,3 +127,14 @@ test("a throttled key answers its job even once finished", async () => {
   assert.deepEqual(await client.submitJob({ queue: "throttled", kind: "refresh", uniqueKey: "cache", throttleMs: 60_000 }), { id: first.id, existing: true });
   await assert.rejects(client.submitJob({ queue: "throttled", kind: "refresh", throttleMs: 60_000 }), InvalidInput);
 });
+
+test("a debounced key replaces its job until it starts", async () => {
+  const job = (v) => ({ queue: "debounced", kind: "reindex", payload: { v }, uniqueKey: "doc", debounceMs: 60_000 });
+  const first = await client.submitJob(job(1));
+  assert.equal(first.existing, false);
+  assert.deepEqual(await client.submitJob(job(2)), { id: first.id, existing: true });
+  assert.deepEqual((await client.get(first.id)).payload, { v: 2 });
+  assert.deepEqual(await client.lease(["debounced"]), [], "its run time is a minute away");
+  await assert.rejects(client.submitJob({ queue: "debounced", kind: "reindex", debounceMs: 60_000 }), InvalidInput);
+  await assert.rejects(client.submitJob({ ...job(3), delayMs: 5_000 }), InvalidInput);
+});

@@ -43,10 +43,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
     match command {
         Command::Submit(a) => {
-            let found = match (&a.idempotency_key, &a.throttle) {
-                (Some(_), _) => "was submitted with this idempotency key (or holds its unique key)",
-                (None, Some(_)) => "holds this unique key (unfinished, or throttled for its period)",
-                (None, None) => "(unfinished) already holds this unique key",
+            let found = match (&a.idempotency_key, &a.throttle, &a.debounce) {
+                (Some(_), _, _) => "was submitted with this idempotency key (or holds its unique key)",
+                (None, Some(_), _) => "holds this unique key (unfinished, or throttled for its period)",
+                (None, None, Some(_)) => {
+                    "holds this unique key (debounced: its payload and run time replaced, unless it has started)"
+                }
+                (None, None, None) => "(unfinished) already holds this unique key",
             };
             out.submitted(&t.submit(submit_args(a)?)?, found)
         }
@@ -309,6 +312,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         unique_key: a.unique_key,
         idempotency_key: a.idempotency_key,
         throttle: a.throttle,
+        debounce: a.debounce,
         lease_for: a.lease_for,
         timeout: a.timeout,
         on_dependency_failure: a.on_dependency_failure.parse().map_err(CliError::Usage)?,
@@ -332,6 +336,7 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         unique_key: None,
         idempotency_key: None,
         throttle: None,
+        debounce: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),

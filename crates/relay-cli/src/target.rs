@@ -26,6 +26,7 @@ pub struct Submit {
     pub unique_key: Option<String>,
     pub idempotency_key: Option<String>,
     pub throttle: Option<Duration>,
+    pub debounce: Option<Duration>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     pub depends_on: Vec<i64>,
@@ -47,6 +48,7 @@ impl Submit {
         job.unique_key = self.unique_key;
         job.idempotency_key = self.idempotency_key;
         job.throttle_ms = self.throttle.map(millis);
+        job.debounce_ms = self.debounce.map(millis);
         job.lease_for_ms = self.lease_for.map(millis);
         job.timeout_ms = self.timeout.map(millis);
         job.traceparent = self.traceparent;

@@ -310,6 +310,64 @@ fn an_idempotency_key_makes_a_submit_safe_to_repeat() {
     assert_ne!(other, first);
 }
 
+/// The README's debounce command, as written: the second submit answers
+/// the first job, whose payload is now the second's; one with a delay is
+/// refused (exit 2, clap's usage error) and changes nothing.
+#[test]
+fn a_debounced_submit_replaces_the_waiting_job() {
+    let db = db();
+    let submit = |payload: &str| {
+        relay(
+            &db.path,
+            &[
+                "submit",
+                "-q",
+                "search",
+                "-k",
+                "reindex",
+                "--unique-key",
+                "doc-7",
+                "--debounce",
+                "30s",
+                payload,
+            ],
+        )
+    };
+    let first = ok(&submit(r#"{"v":1}"#));
+    let again = submit(r#"{"v":2}"#);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stdout), first);
+    let note = String::from_utf8_lossy(&again.stderr);
+    assert!(note.contains("debounced"), "{note}");
+    let show = ok(&relay(&db.path, &["show", first.trim()]));
+    assert!(show.contains("payload          {\"v\":2}\n"), "{show}");
+    let events = ok(&relay(&db.path, &["events", first.trim()]));
+    assert!(events.contains("debounced"), "{events}");
+    assert!(
+        ok(&relay(&db.path, &["lease", "-q", "search"])).is_empty(),
+        "due in 30 s"
+    );
+    let delayed = relay(
+        &db.path,
+        &[
+            "submit",
+            "-q",
+            "search",
+            "-k",
+            "reindex",
+            "--unique-key",
+            "doc-7",
+            "--debounce",
+            "30s",
+            "--delay",
+            "5s",
+        ],
+    );
+    assert_eq!(delayed.status.code(), Some(2), "{delayed:?}");
+    let show = ok(&relay(&db.path, &["show", first.trim()]));
+    assert!(show.contains("payload          {\"v\":2}\n"), "{show}");
+}
+
 #[test]
 fn unique_key_cancel_retry_delete_jobs() {
     let db = db();

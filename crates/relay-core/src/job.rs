@@ -266,6 +266,12 @@ impl JobStatus {
         s
     }
 
+    /// Never leased yet: WAITING, or READY with no lease ever issued (a
+    /// job released, snoozed or retried by hand has started once).
+    pub fn not_started(&self) -> bool {
+        matches!(self.state, JobState::Waiting | JobState::Ready) && self.last_token == LeaseToken(0)
+    }
+
     /// The lease's token when LEASED and not yet expired at `now`.
     pub fn valid_token(&self, now: Timestamp) -> Option<LeaseToken> {
         match (&self.state, &self.lease) {

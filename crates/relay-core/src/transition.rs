@@ -85,6 +85,14 @@ pub enum Action<'a> {
     Retry,
     /// A user removes the job (any state but LEASED).
     Delete,
+    /// A debounced submit of the job's unique key found it not started
+    /// yet (WAITING, or READY with no attempt made): it runs at
+    /// `ready_at` instead, pushed back by the debounce window (the engine
+    /// replaces its payload with the submit's).
+    Debounce {
+        /// The job's new run time.
+        ready_at: Timestamp,
+    },
     /// A job this WAITING one depends on has finished, and the dependent
     /// goes on: one fewer to wait for; READY (at its own `ready_at`, or
     /// now if that has passed) once none is left.
@@ -118,6 +126,7 @@ impl Action<'_> {
             Self::Cancel => "cancel",
             Self::Retry => "retry",
             Self::Delete => "delete",
+            Self::Debounce { .. } => "debounce",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
         }
@@ -162,6 +171,9 @@ pub enum EventKind {
     Retried,
     /// The last job it waited for ended: it is READY.
     Unblocked,
+    /// A debounced submit of its unique key replaced its payload and
+    /// moved its run time.
+    Debounced,
 }
 
 impl EventKind {
@@ -178,6 +190,7 @@ impl EventKind {
             Self::Cancelled => "cancelled",
             Self::Retried => "retried",
             Self::Unblocked => "unblocked",
+            Self::Debounced => "debounced",
         }
     }
 }
@@ -465,6 +478,15 @@ pub fn transition(
                 return Err(invalid());
             }
             Ok(Next::Delete)
+        }
+        Action::Debounce { ready_at } => {
+            if !cur.not_started() {
+                return Err(invalid());
+            }
+            let mut s = cur.clone();
+            s.ready_at = ready_at;
+            let data = json!({"from": cur.ready_at.to_rfc3339(), "ready_at": ready_at.to_rfc3339()});
+            Ok(update(s, EventKind::Debounced, data))
         }
     }
 }

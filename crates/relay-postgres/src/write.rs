@@ -380,6 +380,7 @@ impl<'a> EventCols<'a> {
 fn jobs_and_events_only(c: &Changes<'_>) -> bool {
     c.queues.is_empty()
         && c.marks.is_empty()
+        && c.payloads.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.settled.is_empty()
@@ -396,7 +397,7 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 }
 
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// eight statements (and one per schedule), each checking its own row count.
+/// nine statements (and one per schedule), each checking its own row count.
 pub(crate) struct Writes<'a> {
     queues_st: Statement,
     queues: QueueCols<'a>,
@@ -413,6 +414,10 @@ pub(crate) struct Writes<'a> {
     settled: Vec<i64>,
     marks_st: Statement,
     marks: MarkCols<'a>,
+    payloads_st: Statement,
+    payload_ids: Vec<i64>,
+    payloads: Vec<&'a [u8]>,
+    payload_count: i64,
     deletes: Vec<i64>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
@@ -490,6 +495,10 @@ impl<'a> Writes<'a> {
             settled: c.settled.iter().map(|id| id.0).collect(),
             marks_st: pipe.stmt(include_str!("../sql/apply_marks.sql"))?,
             marks: MarkCols::new(c),
+            payloads_st: pipe.stmt(include_str!("../sql/apply_payloads.sql"))?,
+            payload_ids: c.payloads.iter().map(|p| p.id.0).collect(),
+            payloads: c.payloads.iter().map(|p| p.payload).collect(),
+            payload_count: n(c.payloads.len()),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             plain: UpdateCols::new(plain),
             taking: UpdateCols::new(taking),
@@ -549,6 +558,12 @@ impl<'a> Writes<'a> {
                 p.extend_from_slice(&[count, &cols.succeeded, &cols.failed, &cols.dead, &self.minute]);
                 reqs.push(Req::Write(&self.update_st, p));
             }
+        }
+        if self.payload_count > 0 {
+            reqs.push(Req::Write(
+                &self.payloads_st,
+                vec![&self.payload_ids, &self.payloads, &self.payload_count],
+            ));
         }
         if *inserts > 0 {
             let mut p = self.inserts.params();

@@ -587,6 +587,11 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 }
             }
         }
+        for p in &c.payloads {
+            if self.exec(&crate::sql::JOB_SET_PAYLOAD, params![p.id.0, p.payload])? != 1 {
+                return Err(unmatched(p.id));
+            }
+        }
         for j in &c.inserts {
             self.insert(j)?;
             counts.minute(j.queue, [1, 0, 0, 0]);

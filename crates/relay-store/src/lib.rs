@@ -173,6 +173,9 @@ pub struct Changes<'a> {
     pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
     pub marks: Vec<MarkWrite<'a>>,
+    /// Existing jobs whose payload this batch replaces (a debounced
+    /// submit's), each also in `updates`, whose guard keeps it there.
+    pub payloads: Vec<PayloadWrite<'a>>,
     /// When the batch was planned: its minute is the one its tallies and
     /// inserts count in.
     pub at: Timestamp,
@@ -189,7 +192,15 @@ impl Changes<'_> {
             && self.settled.is_empty()
             && self.events.is_empty()
             && self.marks.is_empty()
+            && self.payloads.is_empty()
     }
+}
+
+/// An existing job's new payload.
+#[derive(Debug, Clone, Copy)]
+pub struct PayloadWrite<'a> {
+    pub id: JobId,
+    pub payload: &'a [u8],
 }
 
 /// A READY job offered to a claim: its place in the queue, decoded

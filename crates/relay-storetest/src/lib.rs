@@ -195,6 +195,7 @@ macro_rules! conformance {
             unique::retry_into_a_held_key_is_a_conflict_that_fails_alone,
             unique::concurrent_submits_of_one_key_get_one_job,
             unique::a_throttled_key_answers_its_job_for_the_period,
+            unique::a_debounced_key_replaces_its_job_until_it_starts,
             marks::an_idempotency_key_returns_the_first_job_for_its_keep,
             marks::a_bad_idempotency_key_is_refused_and_changes_nothing,
             marks::concurrent_submits_of_one_idempotency_key_get_one_job,

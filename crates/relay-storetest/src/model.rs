@@ -5,6 +5,10 @@
 //! database. Submits may depend on earlier jobs (some of them deleted), to
 //! run anyway or be cancelled when one of those fails. A job whose lease
 //! expires `POISON_AFTER` times is DEAD (a poison pill) with attempts left.
+//! Debounced submits share a few unique keys: one that finds the key's job
+//! not started replaces its payload and run time, one that finds it
+//! started answers it unchanged, and a retry whose key another unfinished
+//! job holds is refused.
 
 use crate::{clocked, NewDb, TestDb};
 use proptest::prelude::*;
@@ -27,6 +31,13 @@ enum Op {
         /// Earlier jobs (picked as `Ack::job` is) this one depends on.
         deps: Vec<usize>,
         run_anyway: bool,
+    },
+    /// A debounced submit of unique key `key{key}`, carrying `[payload]`.
+    Debounce {
+        queue: usize,
+        key: u8,
+        window_s: u64,
+        payload: u8,
     },
     Lease {
         queue: usize,
@@ -88,6 +99,8 @@ fn op() -> impl Strategy<Value = Op> {
               prop_oneof![3 => Just(Vec::new()), 2 => proptest::collection::vec(any::<usize>(), 1..3)], any::<bool>())
             .prop_map(|(queue, priority, delay_s, max_attempts, deps, run_anyway)| Op::Submit {
                 queue, priority, delay_s, max_attempts, deps, run_anyway }),
+        2 => (0..2usize, 0..3u8, 1..60u64, any::<u8>())
+            .prop_map(|(queue, key, window_s, payload)| Op::Debounce { queue, key, window_s, payload }),
         4 => (0..2usize, 1..40u64).prop_map(|(queue, lease_s)| Op::Lease { queue, lease_s }),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(job, stale)| Op::Ack { job, stale }),
         2 => (any::<usize>(), any::<bool>(), 0..20u64).prop_map(|(job, stale, retry_s)| Op::Nack { job, stale, retry_s }),
@@ -120,6 +133,9 @@ struct MJob {
     waiting: u32,
     /// Lease expiries since it was submitted or last retried.
     expiries: u32,
+    /// Its unique key (debounced submits' only).
+    key: Option<u8>,
+    payload: Vec<u8>,
 }
 
 /// The expiries that make a job DEAD (`Options::poison_after`): 2 rather
@@ -151,6 +167,8 @@ enum Answer {
     NotFound,
     LeaseLost,
     InvalidState,
+    /// A retry whose unique key another unfinished job holds.
+    Conflict,
     /// Refused as invalid input (a dependency on a deleted job).
     Invalid,
 }
@@ -299,6 +317,7 @@ fn answer<T>(r: Result<T, Error>, ok: impl FnOnce(T) -> Answer) -> Answer {
         Err(Error::NotFound { .. }) => Answer::NotFound,
         Err(Error::LeaseLost { .. }) => Answer::LeaseLost,
         Err(Error::InvalidState { .. }) => Answer::InvalidState,
+        Err(Error::Conflict { .. }) => Answer::Conflict,
         Err(Error::DependencyNotFound { .. }) => Answer::Invalid,
         Err(e) => panic!("unexpected error: {e}"),
     }
@@ -370,6 +389,8 @@ impl Run<'_> {
                         expires: None,
                         waiting,
                         expiries: 0,
+                        key: None,
+                        payload: Vec::new(),
                     };
                     self.model.jobs.insert(id, j);
                     for p in parents {
@@ -377,6 +398,57 @@ impl Run<'_> {
                     }
                 }
                 (real.clone(), real)
+            }
+            Op::Debounce {
+                queue,
+                key,
+                window_s,
+                payload,
+            } => {
+                self.model.before_write(now, false);
+                let window = Duration::from_secs(window_s);
+                let job = NewJob::new(QUEUES[queue], "k", vec![payload])
+                    .max_attempts(3)
+                    .unique_key(format!("key{key}"))
+                    .debounce(window);
+                let real = answer(self.relay().submit(job), |id| Answer::Id(id.0));
+                let ready_at = now + i64::try_from(window_s).unwrap() * 1000;
+                let holder = self
+                    .model
+                    .jobs
+                    .iter_mut()
+                    .find(|(_, j)| j.key == Some(key) && !j.state.is_finished());
+                let expect = match holder {
+                    Some((id, j)) => {
+                        if matches!(j.state, JobState::Ready | JobState::Waiting) && j.token == 0 {
+                            j.ready_at = ready_at;
+                            j.payload = vec![payload];
+                        }
+                        Answer::Id(*id)
+                    }
+                    None => {
+                        if let Answer::Id(id) = real {
+                            self.ids.push(id);
+                            let j = MJob {
+                                queue,
+                                priority: 1,
+                                state: JobState::Ready,
+                                attempts: 0,
+                                max_attempts: 3,
+                                ready_at,
+                                token: 0,
+                                expires: None,
+                                waiting: 0,
+                                expiries: 0,
+                                key: Some(key),
+                                payload: vec![payload],
+                            };
+                            self.model.jobs.insert(id, j);
+                        }
+                        real.clone()
+                    }
+                };
+                (real, expect)
             }
             Op::Lease { queue, lease_s } => {
                 self.model.before_write(now, true);
@@ -550,6 +622,19 @@ impl Run<'_> {
                 self.model.ended(id, Some(JobState::Cancelled), now);
             }
             Op::Retry { .. } if matches!(j.state, JobState::Dead | JobState::Cancelled) => {
+                let key = j.key;
+                let taken = key.is_some()
+                    && self
+                        .model
+                        .jobs
+                        .iter()
+                        .any(|(other, o)| *other != id && o.key == key && !o.state.is_finished());
+                if taken {
+                    return Answer::Conflict;
+                }
+                let Some(j) = self.model.jobs.get_mut(&id) else {
+                    return Answer::NotFound;
+                };
                 j.state = JobState::Ready;
                 j.attempts = 0;
                 j.expiries = 0;
@@ -610,10 +695,11 @@ impl Run<'_> {
                 s.last_token.0,
                 s.lease.as_ref().map(|l| l.expires_at.as_millis()),
                 s.waiting_on,
+                &j.payload,
             );
             assert_eq!(
                 got,
-                (m.state, m.attempts, m.ready_at, m.token, m.expires, m.waiting),
+                (m.state, m.attempts, m.ready_at, m.token, m.expires, m.waiting, &m.payload),
                 "job {id} differs from the model"
             );
         }

@@ -170,3 +170,80 @@ pub fn a_throttled_key_answers_its_job_for_the_period(new_db: &NewDb) {
         "refused submits change nothing"
     );
 }
+
+/// `debounce(window)`: the job runs `window` after the last submit of its
+/// unique key. While the key's job has not started, a debounced submit
+/// replaces its payload and moves its run time to now + window (a
+/// "debounced" event; in one batch too); a job that has started (LEASED,
+/// or READY again after a release) is left as it is; a finished one
+/// frees the key. No debounce without a unique key, with a throttle or a
+/// delay, or outside 1 ms to 30 days; nothing refused changes anything.
+pub fn a_debounced_key_replaces_its_job_until_it_starts(new_db: &NewDb) {
+    use relay::{Clock, LeaseRequest};
+    use std::time::Duration;
+    let (relay, clock, _db) = crate::open_clocked(new_db);
+    let minute = Duration::from_secs(60);
+    let job = |payload: &[u8]| {
+        NewJob::new("q", "reindex", payload.to_vec())
+            .unique_key("doc-7")
+            .debounce(minute)
+    };
+    let t0 = clock.now();
+    let first = relay.submit_outcome(job(b"1")).unwrap();
+    assert!(!first.existing);
+    assert_eq!(relay.get(first.id).unwrap().status.ready_at, t0.plus(minute));
+    clock.advance(Duration::from_secs(30));
+    let again = relay.submit_outcome(job(b"2")).unwrap();
+    assert_eq!((again.id, again.existing), (first.id, true));
+    let got = relay.get(first.id).unwrap();
+    assert_eq!(got.payload, b"2", "the payload is the last submit's");
+    let pushed = t0.plus(Duration::from_secs(90));
+    assert_eq!(got.status.ready_at, pushed, "runs a minute after the last submit");
+    let events = relay.events(first.id).unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.kind, "debounced");
+    assert_eq!(last.data["ready_at"], pushed.to_rfc3339());
+    assert_eq!(last.data["from"], t0.plus(minute).to_rfc3339());
+    // Not due a minute after the first submit: pushed back.
+    clock.advance(Duration::from_secs(31));
+    assert!(relay.lease(LeaseRequest::new(["q"])).unwrap().is_empty());
+    clock.advance(Duration::from_secs(30));
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!((l.id, l.payload.as_slice()), (first.id, b"2".as_slice()));
+    // Started: left as it is, whether running or given back.
+    let running = relay.submit_outcome(job(b"3")).unwrap();
+    assert_eq!((running.id, running.existing), (first.id, true));
+    relay.release(l.id, l.token).unwrap();
+    let released = relay.submit_outcome(job(b"4")).unwrap();
+    assert_eq!(released.id, first.id);
+    let got = relay.get(first.id).unwrap();
+    assert_eq!(got.payload, b"2", "a started job keeps its payload");
+    assert!(got.status.ready_at <= clock.now(), "and its run time");
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.ack(l.id, l.token, None).unwrap();
+    // Finished: the key is free; in one batch the later submit wins.
+    let batch = relay.submit_batch(vec![job(b"5"), job(b"6")]).unwrap();
+    assert!(batch[0] > first.id);
+    assert_eq!(batch[0], batch[1]);
+    let got = relay.get(batch[0]).unwrap();
+    assert_eq!(got.payload, b"6");
+    assert_eq!(got.status.ready_at, clock.now().plus(minute));
+    let before = relay.queue_totals().unwrap().counts;
+    let keyed = || NewJob::new("q", "k", Vec::new()).unique_key("u");
+    for bad in [
+        NewJob::new("q", "k", Vec::new()).debounce(minute),
+        keyed().debounce(Duration::ZERO),
+        keyed().debounce(relay::MAX_DEBOUNCE + Duration::from_millis(1)),
+        keyed().debounce(minute).throttle(minute),
+        keyed().debounce(minute).delay(minute),
+        keyed().debounce(minute).run_at(clock.now().plus(minute)),
+    ] {
+        assert!(matches!(relay.submit(bad), Err(Error::InvalidInput(_))));
+    }
+    assert_eq!(
+        relay.queue_totals().unwrap().counts,
+        before,
+        "refused submits change nothing"
+    );
+    assert_eq!(relay.get(batch[0]).unwrap().payload, b"6");
+}

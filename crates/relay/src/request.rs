@@ -29,6 +29,7 @@ pub struct NewJob {
     unique_key: Option<String>,
     idempotency_key: Option<String>,
     throttle: Option<Duration>,
+    debounce: Option<Duration>,
     lease_for: Option<Duration>,
     timeout: Option<Duration>,
     depends_on: Vec<JobId>,
@@ -39,6 +40,9 @@ pub struct NewJob {
 
 /// Longest [`NewJob::throttle`] period: 30 days.
 pub const MAX_THROTTLE: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Longest [`NewJob::debounce`] window: 30 days.
+pub const MAX_DEBOUNCE: Duration = MAX_THROTTLE;
 
 #[derive(Debug, Clone, Copy)]
 enum When {
@@ -63,6 +67,7 @@ impl NewJob {
             unique_key: None,
             idempotency_key: None,
             throttle: None,
+            debounce: None,
             lease_for: None,
             timeout: None,
             depends_on: Vec::new(),
@@ -154,6 +159,23 @@ impl NewJob {
     #[must_use]
     pub fn throttle(mut self, period: Duration) -> Self {
         self.throttle = Some(period);
+        self
+    }
+
+    /// Runs the job `window` after the last submit of its
+    /// [`NewJob::unique_key`]: while the key's job has not started
+    /// (WAITING, or READY and never leased), a debounced submit of the key
+    /// replaces that job's payload with its own and moves its run time to
+    /// now + `window` (a "debounced" event says from when), answering the
+    /// job (`existing`). A job that has started is left as it is, as for
+    /// any unique key. For work that should run once a burst of requests
+    /// has settled (reindex after edits, one notification for many
+    /// changes). Needs a unique key; sets the run time itself (no
+    /// [`NewJob::delay`] or [`NewJob::run_at`]), not with a throttle; 1 ms
+    /// to 30 days.
+    #[must_use]
+    pub fn debounce(mut self, window: Duration) -> Self {
+        self.debounce = Some(window);
         self
     }
 
@@ -256,6 +278,24 @@ impl NewJob {
                 ));
             }
         }
+        if let Some(window) = self.debounce {
+            let refuse = |reason: &str| Err(InvalidInput::new("debounce", reason));
+            if self.unique_key.is_none() {
+                return refuse("debounces a unique key: give the job one (unique_key)");
+            }
+            if self.throttle.is_some() {
+                return refuse("a job is debounced or throttled, not both: drop one");
+            }
+            if !matches!(self.when, When::Now) && !matches!(self.when, When::After(d) if d.is_zero()) {
+                return refuse("sets the run time itself (window after the last submit): drop delay/run_at");
+            }
+            if window < Duration::from_millis(1) || window > MAX_DEBOUNCE {
+                return Err(InvalidInput::new(
+                    "debounce",
+                    format!("must be 1 ms to 30 days, got {window:?}"),
+                ));
+            }
+        }
         if let Some(t) = &self.traceparent {
             limits.traceparent(t)?;
         }
@@ -278,6 +318,7 @@ impl NewJob {
             unique_key: self.unique_key,
             idempotency_key: self.idempotency_key,
             throttle: self.throttle,
+            debounce: self.debounce,
             lease_for: self.lease_for,
             timeout: self.timeout,
             traceparent: self.traceparent.or_else(crate::trace::current),
@@ -297,6 +338,7 @@ pub(crate) struct ValidJob {
     pub unique_key: Option<String>,
     pub idempotency_key: Option<String>,
     pub throttle: Option<Duration>,
+    pub debounce: Option<Duration>,
     pub lease_for: Option<Duration>,
     pub timeout: Option<Duration>,
     /// Sorted, each once.
@@ -706,6 +748,12 @@ impl NewSchedule {
             return Err(InvalidInput::new(
                 "throttle",
                 "a schedule's job takes no throttle (its schedule says how often it runs)",
+            ));
+        }
+        if self.job.debounce.is_some() {
+            return Err(InvalidInput::new(
+                "debounce",
+                "a schedule's job takes no debounce (it runs at its tick)",
             ));
         }
         if self.job.lease_for.is_some() || self.job.timeout.is_some() {

@@ -352,6 +352,9 @@ impl TryFrom<w::NewJob> for NewJob {
         if let Some(d) = millis("throttle_ms", b.throttle_ms)? {
             job = job.throttle(d);
         }
+        if let Some(d) = millis("debounce_ms", b.debounce_ms)? {
+            job = job.debounce(d);
+        }
         if let Some(d) = millis("lease_for_ms", b.lease_for_ms)? {
             job = job.lease_for(d);
         }

@@ -64,6 +64,12 @@ impl Engine {
                 "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
             )));
         }
+        if job.debounce.is_some() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "debounce",
+                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
+            )));
+        }
         if !job.depends_on.is_empty() {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
                 "depends_on",

@@ -11,11 +11,25 @@ use serde_json::Value;
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "schema", schemars(extend(
     "not" = {"required": ["payload", "payload_base64"]},
-    // A throttle (not null) needs a unique key (not null).
-    "anyOf" = [
-        {"not": {"required": ["throttle_ms"]}},
-        {"properties": {"throttle_ms": {"enum": [null]}}},
-        {"required": ["unique_key"], "properties": {"unique_key": {"type": "string"}}}
+    "allOf" = [
+        // A throttle (not null) needs a unique key (not null).
+        {"anyOf": [
+            {"not": {"required": ["throttle_ms"]}},
+            {"properties": {"throttle_ms": {"enum": [null]}}},
+            {"required": ["unique_key"], "properties": {"unique_key": {"type": "string"}}}
+        ]},
+        // A debounce (not null) needs a unique key, and sets the run time
+        // itself: no throttle, delay or run_at with it.
+        {"anyOf": [
+            {"not": {"required": ["debounce_ms"]}},
+            {"properties": {"debounce_ms": {"enum": [null]}}},
+            {"required": ["unique_key"], "properties": {
+                "unique_key": {"type": "string"},
+                "throttle_ms": {"enum": [null]},
+                "delay_ms": {"enum": [null, 0]},
+                "run_at": {"enum": [null]}
+            }}
+        ]}
     ]
 )))]
 pub struct NewJob {
@@ -67,6 +81,14 @@ pub struct NewJob {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2_592_000_000u64)))]
     pub throttle_ms: Option<u64>,
+    /// Runs the job this many milliseconds after the last submit of its
+    /// `unique_key`: while the key's job has not started, a debounced
+    /// submit replaces its payload and moves its run time to now + this
+    /// (answering the job, `existing`). Needs `unique_key`; not with
+    /// `throttle_ms`, `delay_ms` or `run_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2_592_000_000u64)))]
+    pub debounce_ms: Option<u64>,
     /// Each lease of the job lasts this long, whatever the lease asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]

@@ -101,6 +101,9 @@ fn actions() -> Vec<Action<'static>> {
             parent: JobId(2),
             state: Some(JobState::Dead),
         },
+        // Every job of `status` has been leased (token 7): started, so
+        // no debounce applies to any of them.
+        Action::Debounce { ready_at: T0.plus(d) },
     ]
 }
 
@@ -505,4 +508,39 @@ fn an_abandoned_job_is_cancelled_with_the_reason() {
     let data: Value = serde_json::from_str(&e.data).unwrap();
     assert_eq!(data["dependency"], 5);
     assert_eq!(data["reason"], "job 5 it depends on ended DEAD");
+}
+
+#[test]
+fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
+    let p = policy();
+    let later = T0.plus(Duration::from_secs(60));
+    let debounce = Action::Debounce { ready_at: later };
+    for fresh in [JobStatus::new_ready(T0, 3), JobStatus::new_waiting(T0, 3, 2)] {
+        let next = transition(JobId(9), &fresh, debounce, &ctx(&p, T0)).unwrap();
+        let s = next.status();
+        assert_eq!(
+            (s.state, s.ready_at, s.waiting_on),
+            (fresh.state, later, fresh.waiting_on)
+        );
+        let e = next.event().unwrap();
+        assert_eq!(e.kind.as_str(), "debounced");
+        let data: Value = serde_json::from_str(&e.data).unwrap();
+        assert_eq!(data["ready_at"], later.to_rfc3339());
+        assert_eq!(data["from"], T0.to_rfc3339());
+    }
+    // Released (or snoozed, or retried by hand) after a lease: READY with
+    // no attempt counted, but it has started.
+    let mut released = JobStatus::new_ready(T0, 3);
+    released.last_token = LeaseToken(1);
+    let err = transition(JobId(9), &released, debounce, &ctx(&p, T0)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TransitionError::InvalidState {
+                state: JobState::Ready,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }

@@ -77,6 +77,9 @@ fn insert(
     let mut throttle = None;
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
+            if let Some(window) = j.debounce {
+                debounce(plan, ctx, id, j, window)?;
+            }
             return Ok(Submitted { id, existing: true });
         }
         if let Some(period) = j.throttle {
@@ -88,8 +91,10 @@ fn insert(
         }
     }
     let deps = dependencies(plan, j)?;
-    let status = JobStatus::new_waiting(j.ready_at, j.max_attempts, deps.waiting_on());
-    let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": j.ready_at.to_rfc3339()});
+    // A debounced job runs its window after the last submit of its key.
+    let ready_at = j.debounce.map_or(j.ready_at, |window| ctx.now.plus(window));
+    let status = JobStatus::new_waiting(ready_at, j.max_attempts, deps.waiting_on());
+    let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": ready_at.to_rfc3339()});
     if let Some((name, at, skipped)) = tick {
         data["schedule"] = serde_json::json!(name);
         data["tick"] = serde_json::json!(at.to_rfc3339());
@@ -138,11 +143,36 @@ fn insert(
             persist(plan, id, next, None)?;
         }
     }
-    ctx.made_ready |= status.state == JobState::Ready && j.ready_at <= ctx.now;
+    ctx.made_ready |= status.state == JobState::Ready && ready_at <= ctx.now;
     if let Some((key, period)) = throttle {
         plan.set_mark(&throttle_mark(key), id.0.to_string(), ctx.now.plus(period))?;
     }
     Ok(Submitted { id, existing: false })
+}
+
+/// A debounced submit of a key job `id` holds: a job that has not started
+/// (WAITING, or READY and never leased) takes the submit's payload and
+/// runs `window` from now, with a "debounced" event. One that has started
+/// is left as it is, as for any unique key.
+fn debounce(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    id: JobId,
+    j: &ValidJob,
+    window: std::time::Duration,
+) -> Result<()> {
+    let Some(status) = plan.status(id)? else {
+        return Ok(());
+    };
+    if !status.not_started() {
+        return Ok(());
+    }
+    let action = Action::Debounce {
+        ready_at: ctx.now.plus(window),
+    };
+    let next = transition(id, &status, action, &ctx.transition_ctx())?;
+    plan.set_payload(id, &j.payload)?;
+    persist(plan, id, next, None)
 }
 
 /// What a unique key's throttle says of a submit of it.
@@ -511,6 +541,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         unique_key: None,
         idempotency_key: None,
         throttle: None,
+        debounce: None,
         lease_for: None,
         timeout: None,
         depends_on: Vec::new(),

@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
+use relay_store::{Changes, EventRow, JobInsert, JobUpdate, PayloadWrite, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
 mod claim;
@@ -86,6 +86,8 @@ struct Entry {
     row: Option<Box<Job>>,
     /// A result this batch writes.
     result: Option<Vec<u8>>,
+    /// A payload this batch writes in place of the job's (a debounce's).
+    payload: Option<Vec<u8>>,
     written: bool,
     deleted: bool,
     /// The number of the job's last event before this batch, once known.
@@ -164,6 +166,7 @@ enum Undo {
 struct Saved {
     status: JobStatus,
     result: Option<Vec<u8>>,
+    payload: Option<Vec<u8>>,
     written: bool,
     deleted: bool,
     events: i64,
@@ -387,6 +390,7 @@ impl<'s> Plan<'s> {
                         e.saved_by = 0;
                         e.status = s.status;
                         e.result = s.result;
+                        e.payload = s.payload;
                         e.written = s.written;
                         e.deleted = s.deleted;
                         e.events = s.events;
@@ -474,6 +478,7 @@ impl<'s> Plan<'s> {
                     Saved {
                         status: e.status.clone(),
                         result: e.result.clone(),
+                        payload: e.payload.clone(),
                         written: e.written,
                         deleted: e.deleted,
                         events: e.events,
@@ -562,6 +567,7 @@ impl<'s> Plan<'s> {
                 status: status.clone(),
                 row: Some(Box::new(Job { id, ..job })),
                 result: None,
+                payload: None,
                 written: true,
                 deleted: false,
                 seq_base: Some(0),
@@ -599,6 +605,23 @@ impl<'s> Plan<'s> {
         }
         if readied {
             self.readied.push(id);
+        }
+        Ok(())
+    }
+
+    /// Job `id`'s new payload (with its new status, given to `update`).
+    pub(crate) fn set_payload(&mut self, id: JobId, payload: &[u8]) -> Result<()> {
+        if self.entry(id)?.is_none() {
+            return Err(Error::NotFound { id });
+        }
+        self.save(id);
+        let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        e.payload = Some(payload.to_vec());
+        if !e.written {
+            e.written = true;
+            self.written.push(id);
         }
         Ok(())
     }
@@ -815,7 +838,7 @@ impl<'s> Plan<'s> {
                         id: *id,
                         queue: &row.queue,
                         kind: &row.kind,
-                        payload: &row.payload,
+                        payload: e.payload.as_deref().unwrap_or(&row.payload),
                         priority: row.priority,
                         unique_key: row.unique_key.as_deref(),
                         created_at: row.created_at,
@@ -828,6 +851,9 @@ impl<'s> Plan<'s> {
                     });
                 }
                 (Some((state, token)), false) => {
+                    if let Some(payload) = e.payload.as_deref() {
+                        ch.payloads.push(PayloadWrite { id: *id, payload });
+                    }
                     let u = JobUpdate {
                         id: *id,
                         expect_state: state,
@@ -874,6 +900,7 @@ impl Entry {
             status,
             row,
             result: None,
+            payload: None,
             written: false,
             deleted: false,
             seq_base: None,
