@@ -132,6 +132,9 @@ class Job:
     waiting_on: int = 0
     traceparent: Optional[str] = None
     tags: List[str] = field(default_factory=list)
+    #: What its handler last reported of its run (``fraction`` 0-1,
+    #: ``message``, ``at``, ``attempt``); None until one does.
+    progress: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -260,7 +263,7 @@ class NewJob:
     throttle: Optional[float] = None
     #: Runs the job this many seconds after the last submit of its
     #: ``unique_key``: while the key's job has not started, a debounced
-    #: submit replaces its payload and pushes its run time back.
+    #: submit replaces its payload and moves its run time to now + this.
     debounce: Optional[float] = None
 
     def body(self) -> Dict[str, Any]:
@@ -585,8 +588,8 @@ class Client:
         With ``debounce`` (seconds; needs ``unique_key``, not with
         ``delay``, ``run_at`` or ``throttle``) the job runs that long after
         the last submit of the key: while the key's job has not started, a
-        debounced submit replaces its payload and pushes its run time back
-        (and returns its id, ``existing``)."""
+        debounced submit replaces its payload and moves its run time to now
+        + ``debounce`` (and returns its id, ``existing``)."""
         job = NewJob(
             queue,
             kind,
@@ -664,6 +667,17 @@ class Client:
         """Extends the lease to ``lease_for`` from now; returns the new expiry."""
         v = self._call("POST", f"/v1/jobs/{id}/extend", {"token": token, "lease_for_ms": _ms(lease_for)})
         return str(v["lease_expires_at"])
+
+    def progress(self, id: int, token: int, fraction: float, message: Optional[str] = None) -> None:
+        """Reports how far along a leased job is (``fraction`` from 0 to 1,
+        and what the handler is doing, at most 1,024 characters): kept on
+        the job (``Job.progress``, shown by the dashboard and ``relay
+        show``) and logged as a "progress" event. From a handler:
+        ``client.progress(job.id, job.token, 0.5, "page 2 of 4")``."""
+        body: Dict[str, Any] = {"token": token, "fraction": fraction}
+        if message is not None:
+            body["message"] = message
+        self._call("POST", f"/v1/jobs/{id}/progress", body)
 
     def release(self, id: int, token: int, *, in_: Optional[float] = None) -> None:
         """Gives the job back untried (no attempt counted); with ``in_``, it

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from relay_client import Client, InvalidInput, InvalidRequest, JobTemplate, NewJob, NotFound, Schedule
+from relay_client import Client, InvalidInput, InvalidRequest, JobTemplate, LeaseLost, NewJob, NotFound, Schedule
 
 # Operations whose method has another name than the operationId in
 # snake_case (`list` would hide Python's builtin in the class).
@@ -180,3 +180,17 @@ def test_a_debounced_key_replaces_its_job_until_it_starts(client: Client):
         client.submit("debounced", "reindex", debounce=60)
     with pytest.raises(InvalidInput):
         client.submit("debounced", "reindex", unique_key="doc", debounce=60, delay=5)
+
+
+def test_progress_is_kept_on_the_job(client: Client):
+    id = client.submit("progressing", "import")
+    job = client.lease(["progressing"])[0]
+    assert client.get(id).progress is None
+    client.progress(job.id, job.token, 0.25, "page 1 of 4")
+    kept = client.get(id).progress
+    assert (kept["fraction"], kept["message"], kept["attempt"]) == (0.25, "page 1 of 4", 1)
+    with pytest.raises(InvalidInput):
+        client.progress(job.id, job.token, 1.5)
+    with pytest.raises(LeaseLost):
+        client.progress(job.id, job.token + 1, 0.5)
+    assert client.get(id).progress == kept, "refused reports change nothing"

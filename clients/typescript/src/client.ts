@@ -45,8 +45,9 @@ export interface NewJob {
   /**
    * Runs the job this many milliseconds after the last submit of its
    * `uniqueKey`: while the key's job has not started, a debounced submit
-   * replaces its payload and pushes its run time back (answering the job,
-   * `existing`). Not with `delayMs`, `runAt` or `throttleMs`.
+   * replaces its payload and moves its run time to now + `debounceMs`
+   * (answering the job, `existing`). Not with `delayMs`, `runAt` or
+   * `throttleMs`.
    */
   debounceMs?: number;
 }
@@ -101,9 +102,19 @@ export interface Job {
   waitingOn: number;
   traceparent: string | null;
   tags: string[];
+  /** What its handler last reported of its run (`progress`); absent until one does. */
+  progress?: Progress;
   payload: Payload;
   result: Payload;
   raw: Record<string, unknown>;
+}
+
+/** A job's last progress report: `fraction` from 0 to 1, `at` RFC 3339, the `attempt` that made it. */
+export interface Progress {
+  fraction: number;
+  message?: string;
+  at: string;
+  attempt: number;
 }
 
 export interface LeaseOptions {
@@ -574,6 +585,19 @@ export class Client {
   /** Extends the lease to `leaseForMs` from now; returns the new expiry. */
   async extend(id: number, token: number, leaseForMs = 30_000): Promise<string> {
     return (await this.call("POST", `/v1/jobs/${id}/extend`, { token, lease_for_ms: leaseForMs })).lease_expires_at;
+  }
+
+  /**
+   * Reports how far along a leased job is (`fraction` from 0 to 1, and what
+   * the handler is doing, at most 1,024 characters): kept on the job
+   * (`Job.progress`, shown by the dashboard and `relay show`) and logged as
+   * a "progress" event. From a handler:
+   * `await client.progress(job.id, job.token, 0.5, "page 2 of 4")`.
+   */
+  async progress(id: number, token: number, fraction: number, message?: string): Promise<void> {
+    const body: Obj = { token, fraction };
+    if (message !== undefined) body.message = message;
+    await this.call("POST", `/v1/jobs/${id}/progress`, body);
   }
 
   /** Gives the job back untried; with `inMs`, READY again only after that (a snooze). */

@@ -28,6 +28,7 @@ export type {
   Json,
   LeaseOptions,
   LeaseRequest,
+  Progress,
   LeasedJob,
   NewJob,
   Outcome,

@@ -4,7 +4,7 @@
 // uses queues of its own: they share one server.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, InvalidInput, InvalidRequest, NotFound } from "../dist/index.js";
+import { Client, InvalidInput, InvalidRequest, LeaseLost, NotFound } from "../dist/index.js";
 import { startServer } from "./server.mjs";
 
 // Operations whose method has another name than the operationId.
@@ -137,4 +137,16 @@ test("a debounced key replaces its job until it starts", async () => {
   assert.deepEqual(await client.lease(["debounced"]), [], "its run time is a minute away");
   await assert.rejects(client.submitJob({ queue: "debounced", kind: "reindex", debounceMs: 60_000 }), InvalidInput);
   await assert.rejects(client.submitJob({ ...job(3), delayMs: 5_000 }), InvalidInput);
+});
+
+test("progress is kept on the job", async () => {
+  const { id } = await client.submitJob({ queue: "progressing", kind: "import" });
+  const [job] = await client.lease(["progressing"]);
+  assert.equal((await client.get(id)).progress, undefined);
+  await client.progress(job.id, job.token, 0.25, "page 1 of 4");
+  const kept = (await client.get(id)).progress;
+  assert.deepEqual([kept.fraction, kept.message, kept.attempt], [0.25, "page 1 of 4", 1]);
+  await assert.rejects(client.progress(job.id, job.token, 1.5), InvalidInput);
+  await assert.rejects(client.progress(job.id, job.token + 1, 0.5), LeaseLost);
+  assert.deepEqual((await client.get(id)).progress, kept, "refused reports change nothing");
 });

@@ -134,7 +134,7 @@ pub struct SubmitArgs {
     pub throttle: Option<Duration>,
     /// Runs the job this long after the last submit of its --unique-key
     /// (e.g. 30s): while the key's job has not started, a debounced submit
-    /// replaces its payload and pushes its run time back.
+    /// replaces its payload and moves its run time to now + this.
     #[arg(long, value_parser = duration, conflicts_with_all = ["throttle", "delay", "run_at"])]
     pub debounce: Option<Duration>,
     /// Each lease of this job lasts this long, whatever the worker asks (e.g. 10m).

@@ -8,7 +8,9 @@
 //! Exit status 0 acks the job (stdout, up to a limit, becomes the result);
 //! any other status nacks it with the tail of stderr. Each line written to
 //! file descriptor 3 becomes a `progress` event of the job (the line as JSON
-//! when it parses, else as a string). The command runs in a process group of
+//! when it parses, else as a string); a JSON object with a number
+//! `"progress"` from 0 to 1 (and maybe a `"message"`) is a progress report,
+//! kept on the job (`relay show`, the dashboard). The command runs in a process group of
 //! its own: a timeout, a lost lease or the end of the command kills the
 //! whole group, so nothing it started outlives it.
 
@@ -30,6 +32,8 @@ pub trait Running: Clone + Send + 'static {
     fn is_lost(&self) -> bool;
     /// Appends an event to the job's log.
     fn event(&self, kind: &str, data: &serde_json::Value) -> Result<(), String>;
+    /// Reports how far along the job is (kept on the job, and an event).
+    fn progress(&self, fraction: f64, message: Option<&str>) -> Result<(), String>;
 }
 
 impl Running for JobContext {
@@ -43,6 +47,10 @@ impl Running for JobContext {
 
     fn event(&self, kind: &str, data: &serde_json::Value) -> Result<(), String> {
         JobContext::event(self, kind, data).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn progress(&self, fraction: f64, message: Option<&str>) -> Result<(), String> {
+        JobContext::progress(self, fraction, message).map_err(|e| e.to_string())
     }
 }
 
@@ -249,8 +257,14 @@ fn forward_events(r: impl Read, ctx: &impl Running) {
             continue;
         }
         let data = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
-        if let Err(e) = ctx.event("progress", &data) {
-            eprintln!("relay work: job {}: event not recorded: {e}", ctx.job().id);
+        // {"progress": 0.5, "message": "..."}: a report kept on the job
+        // (which logs its own event); anything else: an event as written.
+        let recorded = match data.get("progress").and_then(serde_json::Value::as_f64) {
+            Some(fraction) => ctx.progress(fraction, data.get("message").and_then(serde_json::Value::as_str)),
+            None => ctx.event("progress", &data),
+        };
+        if let Err(e) = recorded {
+            eprintln!("relay work: job {}: progress not recorded: {e}", ctx.job().id);
         }
     }
 }

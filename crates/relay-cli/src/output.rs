@@ -215,6 +215,16 @@ impl Out {
         );
         field("timeout_ms", or_dash(j.timeout_ms));
         field("waiting_on", j.waiting_on.to_string());
+        field(
+            "progress",
+            j.progress.as_ref().map_or_else(
+                || "-".to_owned(),
+                |p| {
+                    let said = p.message.as_deref().map(|m| format!(" {m}")).unwrap_or_default();
+                    format!("{}{said} (attempt {}, at {})", percent(p.fraction), p.attempt, p.at)
+                },
+            ),
+        );
     }
 
     pub fn jobs(&self, jobs: &[wire::Job]) {
@@ -223,10 +233,10 @@ impl Out {
         }
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
-        let row = |c: [String; 7]| {
+        let row = |c: [String; 8]| {
             format!(
-                "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {}",
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+                "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {:<24}  {}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
             )
         };
         self.line(&row([
@@ -237,6 +247,7 @@ impl Out {
             "PRI",
             "ATTEMPTS",
             "CREATED",
+            "PROGRESS",
         ]
         .map(str::to_owned)));
         for j in jobs {
@@ -248,6 +259,9 @@ impl Out {
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
                 j.created_at.clone(),
+                j.progress
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |p| percent(p.fraction)),
             ]));
         }
     }
@@ -393,4 +407,10 @@ fn when_text(v: &wire::Schedule) -> String {
         (None, Some(ms)) => format!("every {}", duration_text(ms)),
         (None, None) => "?".to_owned(),
     }
+}
+
+/// A progress fraction as a whole percentage ("25%"; "99%" until done).
+fn percent(fraction: f64) -> String {
+    let p = (fraction * 100.0).floor();
+    format!("{p:.0}%")
 }

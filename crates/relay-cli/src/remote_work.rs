@@ -55,6 +55,19 @@ impl Running for RemoteJob {
         self.lost.load(Relaxed)
     }
 
+    fn progress(&self, fraction: f64, message: Option<&str>) -> Result<(), String> {
+        let report = wire::ReportProgress {
+            token: self.job.token.0,
+            fraction,
+            message: message.map(str::to_owned),
+        };
+        self.remote
+            .client
+            .send::<relay_client::wire::calls::Progress>(&self.job.id.0, &relay_client::wire::Nothing {}, &report)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     fn event(&self, kind: &str, data: &Value) -> Result<(), String> {
         let event = wire::AppendEvent {
             kind: kind.to_owned(),

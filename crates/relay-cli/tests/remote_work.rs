@@ -87,7 +87,7 @@ fn jobs_run_as_on_a_file() {
         .map(|i| relay.submit(NewJob::new("q", "k", format!(r#"{{"n":{i}}}"#))).unwrap())
         .collect();
     let failing = relay.submit(NewJob::new("q", "fail", Vec::new())).unwrap();
-    let cmd = r#"if [ "$RELAY_JOB_KIND" = fail ]; then echo broken >&2; exit 3; fi; echo "{\"token\":$RELAY_LEASE_TOKEN,\"attempt\":$RELAY_ATTEMPT}" >&3; cat"#;
+    let cmd = r#"if [ "$RELAY_JOB_KIND" = fail ]; then echo broken >&2; exit 3; fi; echo "{\"token\":$RELAY_LEASE_TOKEN,\"attempt\":$RELAY_ATTEMPT}" >&3; echo '{"progress":0.5}' >&3; cat"#;
     let child = runner(&url, &["--exec", cmd, "--concurrency", "4", "--json"]);
     wait_for("every job to run", || {
         ids.iter()
@@ -114,6 +114,8 @@ fn jobs_run_as_on_a_file() {
             "RELAY_LEASE_TOKEN and fd 3"
         );
         assert_eq!(progress.data["attempt"], 1);
+        let kept = job.progress.expect("fd 3's report, over HTTP, kept on the job");
+        assert_eq!((kept.fraction, kept.attempt), (0.5, 1));
     }
     let error = relay.get(failing).unwrap().status.last_error.unwrap();
     assert!(error.contains("exit status 3") && error.contains("broken"), "{error}");

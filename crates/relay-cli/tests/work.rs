@@ -130,7 +130,7 @@ fn a_hanging_command_is_killed_with_everything_it_started() {
 #[test]
 fn lines_on_fd_3_become_progress_events() {
     let dir = tempfile::tempdir().unwrap();
-    let cmd = r#"echo '{"pct": 50}' >&3; echo 'half way there' >&3; echo ok"#;
+    let cmd = r#"echo '{"pct": 50}' >&3; echo 'half way there' >&3; echo '{"progress": 0.75, "message": "3 of 4"}' >&3; echo ok"#;
     let (relay, ids, _) = work(&dir.path().join("d.db"), &[("k", "", 1)], cmd, &[]);
     let events = relay.events(ids[0]).unwrap();
     let progress: Vec<Value> = events
@@ -140,9 +140,20 @@ fn lines_on_fd_3_become_progress_events() {
         .collect();
     assert_eq!(
         progress,
-        [serde_json::json!({"pct": 50}), serde_json::json!("half way there")]
+        [
+            serde_json::json!({"pct": 50}),
+            serde_json::json!("half way there"),
+            serde_json::json!({"fraction": 0.75, "message": "3 of 4"})
+        ]
     );
-    assert_eq!(relay.get(ids[0]).unwrap().state(), JobState::Succeeded);
+    let job = relay.get(ids[0]).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded);
+    // A line with a "progress" number is a report kept on the job.
+    let kept = job.progress.expect("the report is kept on the job");
+    assert_eq!(
+        (kept.fraction, kept.message.as_deref(), kept.attempt),
+        (0.75, Some("3 of 4"), 1)
+    );
 }
 
 #[test]

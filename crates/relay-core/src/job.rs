@@ -267,7 +267,8 @@ impl JobStatus {
     }
 
     /// Never leased yet: WAITING, or READY with no lease ever issued (a
-    /// job released, snoozed or retried by hand has started once).
+    /// job released or snoozed after a lease has started; one cancelled
+    /// before any lease and then retried has not).
     pub fn not_started(&self) -> bool {
         matches!(self.state, JobState::Waiting | JobState::Ready) && self.last_token == LeaseToken(0)
     }
@@ -316,8 +317,54 @@ pub struct Job {
     pub traceparent: Option<String>,
     /// Short labels given at submit, for search (at most 8).
     pub tags: Vec<String>,
+    /// What a handler last reported of its run, kept on the job.
+    pub progress: Option<Progress>,
     /// The part transitions change: state, attempts, lease and so on.
     pub status: JobStatus,
+}
+
+/// What a job's handler last reported of its run (BullMQ's
+/// `updateProgress`): how far along it is, and what it is doing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    /// From 0 (started) to 1 (done); finite, once validated.
+    pub fraction: f64,
+    /// What the handler is doing, if it said (at most 1,024 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When it was reported.
+    pub at: Timestamp,
+    /// The attempt that reported it: a later attempt starts without one.
+    pub attempt: u32,
+}
+
+// The fraction is finite (validated at the call, strictly decoded from a
+// store), so equality is total.
+impl Eq for Progress {}
+
+/// Longest progress message, in characters.
+pub const MAX_PROGRESS_MESSAGE: usize = 1024;
+
+impl Progress {
+    /// The reason a reported fraction and message are refused, if they are.
+    pub fn check(fraction: f64, message: Option<&str>) -> Result<(), crate::InvalidInput> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(crate::InvalidInput::new(
+                "fraction",
+                format!("must be from 0 to 1 (0.25 for a quarter), got {fraction}"),
+            ));
+        }
+        if let Some(m) = message {
+            let n = m.chars().count();
+            if n > MAX_PROGRESS_MESSAGE {
+                return Err(crate::InvalidInput::new(
+                    "message",
+                    format!("at most {MAX_PROGRESS_MESSAGE} characters, got {n}"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Job {

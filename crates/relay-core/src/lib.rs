@@ -46,7 +46,7 @@ pub mod time;
 pub mod transition;
 pub mod validate;
 
-pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority};
+pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Progress};
 pub use periodic::{Recurrence, Schedule};
 pub use queue::{QueueLimits, QueueSettings, RateLimit, RateWindow};
 pub use retry::RetryPolicy;

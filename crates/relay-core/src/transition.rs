@@ -85,8 +85,19 @@ pub enum Action<'a> {
     Retry,
     /// A user removes the job (any state but LEASED).
     Delete,
+    /// The lease holder reports how far along the job is (LEASED ->
+    /// LEASED, nothing else changes; a "progress" event; the engine keeps
+    /// the latest on the job).
+    Progress {
+        /// The token of the lease reporting.
+        token: LeaseToken,
+        /// From 0 to 1.
+        fraction: f64,
+        /// What the handler is doing.
+        message: Option<&'a str>,
+    },
     /// A debounced submit of the job's unique key found it not started
-    /// yet (WAITING, or READY with no attempt made): it runs at
+    /// yet (WAITING, or READY and never leased): it runs at
     /// `ready_at` instead, pushed back by the debounce window (the engine
     /// replaces its payload with the submit's).
     Debounce {
@@ -127,6 +138,7 @@ impl Action<'_> {
             Self::Retry => "retry",
             Self::Delete => "delete",
             Self::Debounce { .. } => "debounce",
+            Self::Progress { .. } => "progress",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
         }
@@ -174,6 +186,8 @@ pub enum EventKind {
     /// A debounced submit of its unique key replaced its payload and
     /// moved its run time.
     Debounced,
+    /// Its lease holder reported how far along it is.
+    Progress,
 }
 
 impl EventKind {
@@ -191,6 +205,7 @@ impl EventKind {
             Self::Retried => "retried",
             Self::Unblocked => "unblocked",
             Self::Debounced => "debounced",
+            Self::Progress => "progress",
         }
     }
 }
@@ -478,6 +493,18 @@ pub fn transition(
                 return Err(invalid());
             }
             Ok(Next::Delete)
+        }
+        Action::Progress {
+            token,
+            fraction,
+            message,
+        } => {
+            holder(id, cur, token, now, "progress")?;
+            let mut data = json!({ "fraction": fraction });
+            if let Some(m) = message {
+                data["message"] = json!(m);
+            }
+            Ok(update(cur.clone(), EventKind::Progress, data))
         }
         Action::Debounce { ready_at } => {
             if !cur.not_started() {

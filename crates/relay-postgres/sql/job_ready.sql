@@ -10,7 +10,7 @@ SELECT h.*
 FROM (VALUES (0::BIGINT), (1), (2), (3)) AS p(prio)
 CROSS JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
-           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags
+           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress
     FROM relay_jobs
     WHERE state = 'READY' AND queue = $1 AND priority = p.prio AND ready_at <= $2
       AND ($4::BOOLEAN OR NOT EXISTS (SELECT 1 FROM relay_queues q WHERE q.name = $1 AND q.paused))

@@ -55,6 +55,9 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         timeout: duration(row, 18, "timeout_ms", j)?,
         traceparent: col(row, 20, "traceparent", j)?,
         tags: col::<Option<Vec<String>>>(row, 21, "tags", j)?.unwrap_or_default(),
+        progress: col::<Option<&str>>(row, 22, "progress", j)?
+            .map(|t| relay_store::decode::progress(id, t))
+            .transpose()?,
         status: status(row, 8, 19, j)?,
     })
 }

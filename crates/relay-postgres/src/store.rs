@@ -493,7 +493,8 @@ impl Store for PgStore {
         self.write_unread(c, expected)
     }
 
-    /// At most five statements, whatever the batch's size, in one flight.
+    /// At most nine statements (and one per schedule), whatever the batch's
+    /// size, in one flight.
     fn apply(&mut self, c: &Changes<'_>) -> Result<(), StoreError> {
         let writes = Writes::new(&mut self.pipe, c)?;
         self.pipe.run(writes.reqs()).map(drop)

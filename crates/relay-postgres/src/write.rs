@@ -380,7 +380,7 @@ impl<'a> EventCols<'a> {
 fn jobs_and_events_only(c: &Changes<'_>) -> bool {
     c.queues.is_empty()
         && c.marks.is_empty()
-        && c.payloads.is_empty()
+        && c.fields.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.settled.is_empty()
@@ -414,10 +414,11 @@ pub(crate) struct Writes<'a> {
     settled: Vec<i64>,
     marks_st: Statement,
     marks: MarkCols<'a>,
-    payloads_st: Statement,
-    payload_ids: Vec<i64>,
-    payloads: Vec<&'a [u8]>,
-    payload_count: i64,
+    fields_st: Statement,
+    field_ids: Vec<i64>,
+    payloads: Vec<Option<&'a [u8]>>,
+    progress: Vec<Option<&'a str>>,
+    field_count: i64,
     deletes: Vec<i64>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
@@ -495,10 +496,11 @@ impl<'a> Writes<'a> {
             settled: c.settled.iter().map(|id| id.0).collect(),
             marks_st: pipe.stmt(include_str!("../sql/apply_marks.sql"))?,
             marks: MarkCols::new(c),
-            payloads_st: pipe.stmt(include_str!("../sql/apply_payloads.sql"))?,
-            payload_ids: c.payloads.iter().map(|p| p.id.0).collect(),
-            payloads: c.payloads.iter().map(|p| p.payload).collect(),
-            payload_count: n(c.payloads.len()),
+            fields_st: pipe.stmt(include_str!("../sql/apply_fields.sql"))?,
+            field_ids: c.fields.iter().map(|f| f.id.0).collect(),
+            payloads: c.fields.iter().map(|f| f.payload).collect(),
+            progress: c.fields.iter().map(|f| f.progress).collect(),
+            field_count: n(c.fields.len()),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             plain: UpdateCols::new(plain),
             taking: UpdateCols::new(taking),
@@ -559,10 +561,10 @@ impl<'a> Writes<'a> {
                 reqs.push(Req::Write(&self.update_st, p));
             }
         }
-        if self.payload_count > 0 {
+        if self.field_count > 0 {
             reqs.push(Req::Write(
-                &self.payloads_st,
-                vec![&self.payload_ids, &self.payloads, &self.payload_count],
+                &self.fields_st,
+                vec![&self.field_ids, &self.payloads, &self.progress, &self.field_count],
             ));
         }
         if *inserts > 0 {

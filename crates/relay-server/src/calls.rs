@@ -282,6 +282,16 @@ impl Handle for calls::Extend {
     }
 }
 
+impl Handle for calls::Progress {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
+        let b = r.body;
+        s.relay
+            .progress(JobId(r.param), LeaseToken(b.token), b.fraction, b.message.as_deref())
+            .await?;
+        Ok(wire::Changed::in_state(r.param, wire::State::Leased))
+    }
+}
+
 impl Handle for calls::Release {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
         let (id, token) = (JobId(r.param), LeaseToken(r.body.token));

@@ -5,7 +5,7 @@
 use crate::ServerConfig;
 use serde_json::{json, Value};
 
-use relay_client::wire::{calls, Call, MAX_MS};
+use relay_client::wire::{calls, Call, Part, MAX_MS};
 
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -167,7 +167,10 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
     let mut requests = settings.into_generator();
     macro_rules! each {
         ($($call:ident),*) => {
-            $(operation::<calls::$call>(&mut doc, &mut requests, query_params::<<calls::$call as Call>::Query>());)*
+            $({
+                let body = <<calls::$call as Call>::Body as Part>::schema(&mut requests);
+                operation::<calls::$call>(&mut doc, query_params::<<calls::$call as Call>::Query>(), body);
+            })*
         };
     }
     relay_client::for_each_call!(each);
@@ -179,11 +182,12 @@ pub(crate) fn document(config: &ServerConfig) -> Value {
 }
 
 /// Call `C`'s operation, from the table: its name, description, path
-/// parameter, the success status and its errors; its query parameters,
-/// headers and body from [`query_params`], [`header_params`] and
-/// [`request_body`] (the requests' limits, written here); its answer's
+/// parameter, the success status and its errors; its query parameters and
+/// body generated from its types ([`query_params`], `Part::schema`), or
+/// the body written by hand where its type does not tell its rules
+/// ([`request_body`]); its headers from [`header_params`]; its answer's
 /// schema from [`answers`].
-fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::SchemaGenerator, query: Vec<Value>) {
+fn operation<C: Call>(doc: &mut Value, query: Vec<Value>, body: Option<Value>) {
     let mut op = json!({"operationId": C::OPERATION});
     let description: Vec<&str> = C::DESCRIPTION
         .lines()
@@ -210,8 +214,8 @@ fn operation<C: Call>(doc: &mut Value, requests: &mut relay_client::schemars::Sc
     if !params.is_empty() {
         op["parameters"] = json!(params);
     }
-    if let Some(b) = request_body(C::OPERATION, requests) {
-        op["requestBody"] = body(b);
+    if let Some(b) = request_body(C::OPERATION).or(body) {
+        op["requestBody"] = self::body(b);
     }
     doc["paths"][C::PATH][C::METHOD.as_str().to_lowercase()] = op;
 }
@@ -261,15 +265,11 @@ fn header_params(operation: &str) -> Vec<Value> {
     }
 }
 
-/// The body of each call that takes one, with the server's limits:
-/// generated from its wire type (its limits written there, in schemars
-/// attributes), or, for bodies whose rules a type does not tell (one field
-/// or another, fields that go with a kind), written here.
-fn request_body(operation: &str, requests: &mut relay_client::schemars::SchemaGenerator) -> Option<Value> {
-    use relay_client::wire as w;
+/// The bodies whose rules a type does not tell (one field or another,
+/// fields that go with a kind), written here; every other call's body is
+/// generated from its type in the table (`Part::schema`).
+fn request_body(operation: &str) -> Option<Value> {
     Some(match operation {
-        "submit" => requests.subschema_for::<w::NewJob>().to_value(),
-        "submitBatch" => requests.subschema_for::<w::NewJobs>().to_value(),
         "bulk" => {
             json!({"type": "object", "additionalProperties": false, "required": ["action", "filter"], "properties": {
             "action": {"type": "string", "enum": ["retry", "cancel", "delete"]},
@@ -288,14 +288,7 @@ fn request_body(operation: &str, requests: &mut relay_client::schemars::SchemaGe
             "result",
             "result_base64",
         ),
-        "nack" => requests.subschema_for::<w::Nack>().to_value(),
-        "extend" => requests.subschema_for::<w::Extend>().to_value(),
-        "release" => requests.subschema_for::<w::Release>().to_value(),
-        "appendEvent" => requests.subschema_for::<w::AppendEvent>().to_value(),
-        "lease" => requests.subschema_for::<w::Lease>().to_value(),
         "work" => work_body(),
-        "heartbeat" => requests.subschema_for::<w::Heartbeat>().to_value(),
-        "setQueueLimits" => requests.subschema_for::<w::Limits>().to_value(),
         "putSchedule" => schedule_body(),
         _ => return None,
     })

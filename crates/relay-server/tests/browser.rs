@@ -334,6 +334,26 @@ async fn the_dashboard_in_chromium() {
     })
     .await;
 
+    // A running job's progress: on its page and in the jobs list.
+    let running = relay.submit(NewJob::new("imports", "rows", b"{}".to_vec())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["imports"])).unwrap().remove(0);
+    assert_eq!(l.id, running);
+    relay.progress(running, l.token, 0.4, Some("row 400 of 1000")).unwrap();
+    c.goto(&format!("{base}/jobs/{}", running.0)).await.unwrap();
+    wait_for(&c, "dd.progress").await;
+    let shown = text(&c, "dd.progress").await;
+    assert!(
+        shown.contains("40%") && shown.contains("row 400 of 1000") && shown.contains("attempt 1"),
+        "{shown}"
+    );
+    shot(&c, "progress").await;
+    c.goto(&format!("{base}/jobs?queue=imports")).await.unwrap();
+    wait_for(&c, "table.jobs").await;
+    assert_eq!(
+        text(&c, &format!("tr[data-job='{}'] td.progress", running.0)).await,
+        "40%"
+    );
+
     // Markup in a job is text: nothing runs, nothing is injected.
     c.goto(&format!("{base}/jobs/{}", xss.0)).await.unwrap();
     wait_for(&c, "dd.kind").await;

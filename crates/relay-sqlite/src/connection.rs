@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 pub(crate) const MIGRATIONS: &[&str] = &[
@@ -19,6 +19,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_dashboard.sql"),
     include_str!("../migrations/0007_marks.sql"),
     include_str!("../migrations/0008_poison.sql"),
+    include_str!("../migrations/0009_progress.sql"),
 ];
 
 /// Where the database lives.

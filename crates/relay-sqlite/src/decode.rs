@@ -133,6 +133,10 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
             Some(t) => serde_json::from_str(&t)
                 .map_err(|e| StoreError::corrupt(Some(id), format!("column tags: not a JSON array of strings: {e}")))?,
         },
+        progress: c
+            .opt_text(22, "progress")?
+            .map(|t| relay_store::decode::progress(id, &t))
+            .transpose()?,
         status: c.status(8, 19)?,
     })
 }

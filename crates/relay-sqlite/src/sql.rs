@@ -56,7 +56,7 @@ statements! {
     JOB_PRUNE_EVENTS = "job_prune_events.sql";
     JOB_READY_AFTER = "job_ready_after.sql";
     JOB_READY_HEADS = "job_ready_heads.sql";
-    JOB_SET_PAYLOAD = "job_set_payload.sql";
+    JOB_SET_FIELDS = "job_set_fields.sql";
     JOB_SET_STATUS = "job_set_status.sql";
     JOB_SET_STATUS_QUEUE = "job_set_status_queue.sql";
     MARK_GET = "mark_get.sql";

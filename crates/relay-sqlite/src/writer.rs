@@ -587,9 +587,9 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 }
             }
         }
-        for p in &c.payloads {
-            if self.exec(&crate::sql::JOB_SET_PAYLOAD, params![p.id.0, p.payload])? != 1 {
-                return Err(unmatched(p.id));
+        for f in &c.fields {
+            if self.exec(&crate::sql::JOB_SET_FIELDS, params![f.id.0, f.payload, f.progress])? != 1 {
+                return Err(unmatched(f.id));
             }
         }
         for j in &c.inserts {

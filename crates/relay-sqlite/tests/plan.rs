@@ -31,6 +31,8 @@ fn schema() -> Connection {
         .unwrap();
     conn.execute_batch(include_str!("../migrations/0008_poison.sql"))
         .unwrap();
+    conn.execute_batch(include_str!("../migrations/0009_progress.sql"))
+        .unwrap();
     // A deep queue: many rows, most finished, one in ten DEAD.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)

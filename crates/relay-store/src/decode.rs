@@ -29,6 +29,24 @@ pub fn dependent(parent: JobId, child: JobId, on_failure: &str) -> Result<crate:
     })
 }
 
+/// A job's stored progress (`progress` column: the JSON of
+/// [`relay_core::Progress`]), or `Corrupt` naming the job when it does not
+/// parse or its fraction is outside 0-1.
+pub fn progress(job: JobId, text: &str) -> Result<relay_core::Progress, StoreError> {
+    let p: relay_core::Progress = serde_json::from_str(text)
+        .map_err(|e| StoreError::corrupt(Some(job), format!("column progress: not a progress report: {e}")))?;
+    relay_core::Progress::check(p.fraction, p.message.as_deref())
+        .map_err(|e| StoreError::corrupt(Some(job), format!("column progress: {e}")))?;
+    Ok(p)
+}
+
+/// The text a store keeps in a job's `progress` column.
+pub fn progress_text(p: &relay_core::Progress) -> String {
+    // A struct of a number, a string, a number and a number: serializing
+    // it cannot fail.
+    serde_json::to_string(p).unwrap_or_default()
+}
+
 /// A store's schema version, checked against the newest this build knows:
 /// `SchemaTooNew` when a newer Relay wrote it (this one must not touch it).
 pub fn schema_version(found: i64, supported: i64) -> Result<i64, StoreError> {

@@ -173,9 +173,10 @@ pub struct Changes<'a> {
     pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
     pub marks: Vec<MarkWrite<'a>>,
-    /// Existing jobs whose payload this batch replaces (a debounced
-    /// submit's), each also in `updates`, whose guard keeps it there.
-    pub payloads: Vec<PayloadWrite<'a>>,
+    /// Fields of existing jobs this batch replaces besides their status
+    /// (a debounced submit's payload, a holder's progress), each job also
+    /// in `updates`, whose guard keeps it as read.
+    pub fields: Vec<FieldsWrite<'a>>,
     /// When the batch was planned: its minute is the one its tallies and
     /// inserts count in.
     pub at: Timestamp,
@@ -192,15 +193,17 @@ impl Changes<'_> {
             && self.settled.is_empty()
             && self.events.is_empty()
             && self.marks.is_empty()
-            && self.payloads.is_empty()
+            && self.fields.is_empty()
     }
 }
 
-/// An existing job's new payload.
+/// An existing job's new payload and progress (each unchanged when
+/// `None`; the progress as its stored text, see [`decode::progress_text`]).
 #[derive(Debug, Clone, Copy)]
-pub struct PayloadWrite<'a> {
+pub struct FieldsWrite<'a> {
     pub id: JobId,
-    pub payload: &'a [u8],
+    pub payload: Option<&'a [u8]>,
+    pub progress: Option<&'a str>,
 }
 
 /// A READY job offered to a claim: its place in the queue, decoded

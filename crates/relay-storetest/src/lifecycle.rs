@@ -603,3 +603,73 @@ pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
         "a row a minute, oldest first"
     );
 }
+
+/// A lease holder's progress is kept on the job (the latest, with the
+/// attempt that made it) and logged as a "progress" event; a stale token,
+/// an expired lease, a fraction outside 0-1 or an oversized message are
+/// refused and change nothing; a finished job keeps its last report, and
+/// a later attempt's report replaces it.
+pub fn progress_is_kept_on_the_job(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "import", b"{}".to_vec())).unwrap();
+    let lease_for = Duration::from_secs(30);
+    let l = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(lease_for))
+        .unwrap()
+        .remove(0);
+    assert_eq!(relay.get(id).unwrap().progress, None);
+    clock.advance(Duration::from_secs(1));
+    relay.progress(id, l.token, 0.25, Some("page 1 of 4")).unwrap();
+    let at = clock.now();
+    let want = relay::Progress {
+        fraction: 0.25,
+        message: Some("page 1 of 4".into()),
+        at,
+        attempt: 1,
+    };
+    assert_eq!(relay.get(id).unwrap().progress.as_ref(), Some(&want));
+    let events = relay.events(id).unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.kind, "progress");
+    assert_eq!(last.data["fraction"], 0.25);
+    assert_eq!(last.data["message"], "page 1 of 4");
+    let before = kinds(&relay, id).len();
+    for bad in [
+        relay.progress(id, LeaseToken(l.token.0 + 1), 0.5, None),
+        relay.progress(id, l.token, 1.5, None),
+        relay.progress(id, l.token, f64::NAN, None),
+        relay.progress(id, l.token, 0.5, Some(&"x".repeat(1025))),
+        relay.progress(JobId(999), l.token, 0.5, None),
+    ] {
+        assert!(
+            matches!(
+                bad,
+                Err(Error::LeaseLost { .. } | Error::InvalidInput(_) | Error::NotFound { .. })
+            ),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        relay.get(id).unwrap().progress.as_ref(),
+        Some(&want),
+        "refused reports change nothing"
+    );
+    assert_eq!(kinds(&relay, id).len(), before);
+    // Its lease expired: the report is refused, the last one kept.
+    clock.advance(lease_for);
+    assert!(matches!(
+        relay.progress(id, l.token, 0.75, None),
+        Err(Error::LeaseLost { .. })
+    ));
+    // The next attempt reports its own; it stays once the job succeeds.
+    let l2 = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!((l2.id, l2.attempt), (id, 2));
+    relay.progress(id, l2.token, 1.0, None).unwrap();
+    relay.ack(id, l2.token, None).unwrap();
+    let kept = relay.get(id).unwrap().progress.unwrap();
+    assert_eq!((kept.fraction, kept.message, kept.attempt), (1.0, None, 2));
+    assert!(matches!(
+        relay.progress(id, l2.token, 1.0, None),
+        Err(Error::InvalidState { .. })
+    ));
+}

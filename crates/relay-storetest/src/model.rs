@@ -6,8 +6,8 @@
 //! run anyway or be cancelled when one of those fails. A job whose lease
 //! expires `POISON_AFTER` times is DEAD (a poison pill) with attempts left.
 //! Debounced submits share a few unique keys: one that finds the key's job
-//! not started replaces its payload and run time, one that finds it
-//! started answers it unchanged, and a retry whose key another unfinished
+//! not started (in its own queue) replaces its payload and run time, one
+//! that finds it started (or in another queue) answers it unchanged, and a retry whose key another unfinished
 //! job holds is refused.
 
 use crate::{clocked, NewDb, TestDb};
@@ -420,7 +420,9 @@ impl Run<'_> {
                     .find(|(_, j)| j.key == Some(key) && !j.state.is_finished());
                 let expect = match holder {
                     Some((id, j)) => {
-                        if matches!(j.state, JobState::Ready | JobState::Waiting) && j.token == 0 {
+                        // Not started, and of the submit's queue (every
+                        // kind is "k"): another queue's is left as it is.
+                        if matches!(j.state, JobState::Ready | JobState::Waiting) && j.token == 0 && j.queue == queue {
                             j.ready_at = ready_at;
                             j.payload = vec![payload];
                         }

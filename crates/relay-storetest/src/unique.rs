@@ -228,6 +228,17 @@ pub fn a_debounced_key_replaces_its_job_until_it_starts(new_db: &NewDb) {
     let got = relay.get(batch[0]).unwrap();
     assert_eq!(got.payload, b"6");
     assert_eq!(got.status.ready_at, clock.now().plus(minute));
+    // The key's job is another kind's (or queue's): left as it is.
+    let other = NewJob::new("q", "notify", b"7".to_vec())
+        .unique_key("doc-7")
+        .debounce(minute);
+    let answered = relay.submit_outcome(other).unwrap();
+    assert_eq!((answered.id, answered.existing), (batch[0], true));
+    let got = relay.get(batch[0]).unwrap();
+    assert_eq!(
+        (got.kind.as_str(), got.payload.as_slice()),
+        ("reindex", b"6".as_slice())
+    );
     let before = relay.queue_totals().unwrap().counts;
     let keyed = || NewJob::new("q", "k", Vec::new()).unique_key("u");
     for bad in [

@@ -260,6 +260,17 @@ impl AsyncRelay {
             .await
     }
 
+    /// [`Relay::progress`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::progress`].
+    pub async fn progress(&self, id: JobId, token: LeaseToken, fraction: f64, message: Option<&str>) -> Result<()> {
+        self.engine
+            .run_async(self.engine.progress_op(id, token, fraction, message)?)
+            .await
+    }
+
     /// [`Relay::release`], as a future.
     ///
     /// # Errors

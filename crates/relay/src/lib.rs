@@ -78,7 +78,7 @@ pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals,
 pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,
-    Priority, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
+    Priority, Progress, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
 };
 /// The PostgreSQL drivers [`Relay::submit_in_pg`] and
 /// [`AsyncRelay::submit_in_pg`] take transactions of.

@@ -594,6 +594,24 @@ impl Relay {
         self.engine.run(self.engine.extend_op(id, token, lease_for)?)
     }
 
+    /// Reports how far along a leased job is: `fraction` from 0 to 1 and,
+    /// if given, what the handler is doing (at most 1,024 characters). The
+    /// latest report is kept on the job ([`Job::progress`], with the
+    /// attempt that made it) for the dashboard, `relay show` and `get`;
+    /// each is also a "progress" event. Only the lease's holder reports.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: a fraction outside 0-1 (or NaN), a
+    ///   message over 1,024 characters; nothing was sent.
+    /// - [`Error::LeaseLost`], [`Error::InvalidState`], [`Error::NotFound`]:
+    ///   as [`Relay::extend`]; the job was not changed.
+    ///
+    /// [`Job::progress`]: relay_core::Job::progress
+    pub fn progress(&self, id: JobId, token: LeaseToken, fraction: f64, message: Option<&str>) -> Result<()> {
+        self.engine.run(self.engine.progress_op(id, token, fraction, message)?)
+    }
+
     /// Gives the job back untried: READY at once, the attempt not counted.
     ///
     /// # Errors

@@ -165,7 +165,8 @@ impl NewJob {
     /// Runs the job `window` after the last submit of its
     /// [`NewJob::unique_key`]: while the key's job has not started
     /// (WAITING, or READY and never leased), a debounced submit of the key
-    /// replaces that job's payload with its own and moves its run time to
+    /// to the same queue and kind replaces that job's payload with its own
+    /// and moves its run time to
     /// now + `window` (a "debounced" event says from when), answering the
     /// job (`existing`). A job that has started is left as it is, as for
     /// any unique key. For work that should run once a burst of requests

@@ -107,6 +107,12 @@ pub fn job(j: &Job) -> w::Job {
         traceparent: j.traceparent.clone(),
         tags: j.tags.clone(),
         waiting_on: s.waiting_on,
+        progress: j.progress.as_ref().map(|p| w::Progress {
+            fraction: p.fraction,
+            message: p.message.clone(),
+            at: time(p.at),
+            attempt: p.attempt,
+        }),
         payload,
         payload_base64,
         result,
@@ -482,6 +488,7 @@ mod tests {
             timeout: Some(Duration::from_secs(90)),
             traceparent: None,
             tags: vec!["vip".into()],
+            progress: None,
             status,
         };
         let v = value(&job(&j));

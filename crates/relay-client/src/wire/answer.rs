@@ -73,6 +73,9 @@ pub struct Job {
     pub tags: Vec<String>,
     /// How many jobs it still waits on.
     pub waiting_on: u32,
+    /// What its handler last reported of its run; absent until one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -107,6 +110,22 @@ impl Job {
     pub fn result(&self) -> Result<Bytes, String> {
         Bytes::from_pair(self.result.as_ref(), self.result_base64.as_deref())
     }
+}
+
+/// What a job's handler last reported of its run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Progress {
+    /// From 0 (started) to 1 (done).
+    pub fraction: f64,
+    /// What the handler said it is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When it reported it.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub at: String,
+    /// The attempt that reported it (a later attempt starts without one).
+    pub attempt: u32,
 }
 
 /// A page of `GET /v1/jobs`.

@@ -59,6 +59,16 @@ pub trait Part: Serialize + DeserializeOwned + Send + 'static {
     fn refuse(_raw: &str) -> Option<String> {
         None
     }
+
+    /// Its JSON Schema for `/openapi.json`, with the server's limits
+    /// (written in the type, in schemars attributes): generated for the
+    /// types the `parts!` list names as such; `None` for [`Nothing`] and
+    /// for a body whose rules its type does not tell (one field or
+    /// another: the server's document writes those by hand).
+    #[cfg(feature = "schema")]
+    fn schema(_requests: &mut schemars::SchemaGenerator) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 impl Part for Nothing {
@@ -78,23 +88,32 @@ fn nulls(raw: &str, names: Option<&[&str]>) -> Option<String> {
 }
 
 macro_rules! parts {
-    ($($t:ty),*) => { $(impl Part for $t {})* };
+    (generated: $($t:ty),*; by_hand: $($h:ty),*) => {
+        $(impl Part for $t {
+            #[cfg(feature = "schema")]
+            fn schema(requests: &mut schemars::SchemaGenerator) -> Option<serde_json::Value> {
+                Some(requests.subschema_for::<Self>().to_value())
+            }
+        })*
+        $(impl Part for $h {})*
+    };
 }
 parts!(
-    w::NewJob,
-    w::NewJobs,
-    w::Lease,
-    w::Ack,
-    w::Nack,
-    w::Extend,
-    w::Release,
-    w::AppendEvent,
-    w::ListQuery,
-    w::QueuePage,
-    DeadQuery,
-    w::Work,
-    w::Heartbeat,
-    w::Limits
+    generated:
+        w::NewJob,
+        w::NewJobs,
+        w::Lease,
+        w::Nack,
+        w::Extend,
+        w::ReportProgress,
+        w::Release,
+        w::AppendEvent,
+        w::ListQuery,
+        w::QueuePage,
+        DeadQuery,
+        w::Heartbeat,
+        w::Limits;
+    by_hand: w::Ack, w::Work
 );
 
 impl Part for w::Bulk {
@@ -317,6 +336,9 @@ calls! {
     Nack = "nack": Post "/v1/jobs/{id}/nack" (i64, Nothing, w::Nack) -> w::Changed, 200, [400, 404, 409, 413];
     /// Extends a lease to `lease_for_ms` from now.
     Extend = "extend": Post "/v1/jobs/{id}/extend" (i64, Nothing, w::Extend) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Reports how far along a leased job is (its holder only): kept on the
+    /// job (`progress` in its answers) and logged as a "progress" event.
+    Progress = "progress": Post "/v1/jobs/{id}/progress" (i64, Nothing, w::ReportProgress) -> w::Changed, 200, [400, 404, 409, 413];
     /// Gives a leased job back untried (the attempt is not counted): READY
     /// at once, or with `in_ms`, snoozed: READY again after that long, with
     /// a "snoozed" event.

@@ -82,8 +82,9 @@ pub struct NewJob {
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2_592_000_000u64)))]
     pub throttle_ms: Option<u64>,
     /// Runs the job this many milliseconds after the last submit of its
-    /// `unique_key`: while the key's job has not started, a debounced
-    /// submit replaces its payload and moves its run time to now + this
+    /// `unique_key`: while the key's job (of the same queue and kind) has
+    /// not started, a debounced submit replaces its payload and moves its
+    /// run time to now + this
     /// (answering the job, `existing`). Needs `unique_key`; not with
     /// `throttle_ms`, `delay_ms` or `run_at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,6 +246,23 @@ pub struct Extend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 86_400_000)))]
     pub lease_for_ms: Option<u64>,
+}
+
+/// `POST /v1/jobs/{id}/progress`: how far along a leased job is, kept on
+/// the job and logged as a "progress" event.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReportProgress {
+    /// The lease's token.
+    pub token: i64,
+    /// From 0 (started) to 1 (done).
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
+    pub fraction: f64,
+    /// What the handler is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 1024)))]
+    pub message: Option<String>,
 }
 
 /// `POST /v1/jobs/{id}/release`: the job back to READY, the attempt not counted.

@@ -87,6 +87,11 @@ fn actions() -> Vec<Action<'static>> {
             permanent: false,
         },
         Action::Extend { token, lease_for: d },
+        Action::Progress {
+            token,
+            fraction: 0.5,
+            message: Some("halfway"),
+        },
         Action::Release { token },
         Action::Snooze { token, delay: d },
         Action::Expire {
@@ -128,7 +133,7 @@ fn every_state_action_pair() {
                 // The same token's ack again: already done, nothing to write.
                 (Succeeded, "ack") => Some(Succeeded),
                 (Leased, "nack") => Some(Ready),
-                (Leased, "extend") => Some(Leased),
+                (Leased, "extend" | "progress") => Some(Leased),
                 (Leased, "release" | "snooze") => Some(Ready),
                 (Leased, "expire") => Some(Ready),
                 (Ready | Leased | Waiting, "cancel") => Some(Cancelled),
@@ -148,7 +153,10 @@ fn every_state_action_pair() {
                     )
                 }
                 (None, Err(e)) => {
-                    let lease_action = matches!(action.name(), "ack" | "nack" | "extend" | "release" | "snooze");
+                    let lease_action = matches!(
+                        action.name(),
+                        "ack" | "nack" | "extend" | "progress" | "release" | "snooze"
+                    );
                     // A lease action on a job that is not finished has lost
                     // its lease; on a finished one it is told the state.
                     match e {
@@ -543,4 +551,37 @@ fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn progress_changes_nothing_but_the_log_and_needs_the_lease() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let report = |token| Action::Progress {
+        token: LeaseToken(token),
+        fraction: 0.25,
+        message: Some("page 1 of 4"),
+    };
+    let next = transition(JobId(9), &leased, report(7), &ctx(&p, T0)).unwrap();
+    assert_eq!(next.status(), leased, "the status is as it was");
+    let e = next.event().unwrap();
+    assert_eq!(e.kind.as_str(), "progress");
+    let data: Value = serde_json::from_str(&e.data).unwrap();
+    assert_eq!(
+        (data["fraction"].as_f64(), data["message"].as_str()),
+        (Some(0.25), Some("page 1 of 4"))
+    );
+    assert!(matches!(
+        transition(JobId(9), &leased, report(6), &ctx(&p, T0)),
+        Err(TransitionError::LeaseLost { .. })
+    ));
+    let expired = T0.plus(Duration::from_secs(30));
+    assert!(matches!(
+        transition(JobId(9), &leased, report(7), &ctx(&p, expired)),
+        Err(TransitionError::LeaseLost { .. })
+    ));
+    assert!(crate::Progress::check(1.5, None).is_err());
+    assert!(crate::Progress::check(f64::NAN, None).is_err());
+    assert!(crate::Progress::check(0.5, Some(&"x".repeat(1025))).is_err());
+    assert!(crate::Progress::check(1.0, Some("done")).is_ok());
 }

@@ -131,7 +131,7 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
             thead { tr {
                 @if select { th { input type="checkbox" data-select-all aria-label="Select all on this page"; } }
                 th.num { "ID" } th { "Queue" } th { "Kind" } th { "State" } th { "Tags" }
-                th.num { "Attempts" } th { "Created" } th { "Last error" }
+                th.num { "Attempts" } th.num { "Progress" } th { "Created" } th { "Last error" }
             } }
             tbody {
                 @for j in jobs {
@@ -143,6 +143,7 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
                         td { (state_badge(j.state())) }
                         td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
                         td.num { (j.status.attempts) "/" (j.status.max_attempts) }
+                        td.num.progress { @if let Some(p) = &j.progress { (super::pages::percent(p.fraction)) } }
                         td { (time(j.created_at)) }
                         td.err { @if let Some(e) = &j.status.last_error { (e.lines().next().unwrap_or("")) } }
                     }

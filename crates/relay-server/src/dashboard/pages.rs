@@ -101,6 +101,11 @@ fn age(d: Duration) -> String {
     }
 }
 
+/// A progress fraction as a whole percentage ("25%"; 99% until done).
+pub(super) fn percent(fraction: f64) -> String {
+    format!("{:.0}%", (fraction * 100.0).floor())
+}
+
 pub(super) fn state_badge(s: JobState) -> Markup {
     html! { span class={ "badge s-" (s.as_str().to_lowercase()) } { (s.as_str()) } }
 }
@@ -408,6 +413,14 @@ pub(crate) async fn job(
                 }
             }
             @if let Some(t) = &job.traceparent { dt { "Trace" } dd { code { (t) } } }
+            @if let Some(p) = &job.progress {
+                dt { "Progress" } dd.progress {
+                    progress value=(p.fraction) max="1" { (percent(p.fraction)) }
+                    " " (percent(p.fraction))
+                    @if let Some(m) = &p.message { " " span.message { (m) } }
+                    " (attempt " (p.attempt) ", " (time(p.at)) ")"
+                }
+            }
         }
         @if let Some(e) = &st.last_error {
             h2 { "Last error" }

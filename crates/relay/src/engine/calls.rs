@@ -77,6 +77,34 @@ impl Engine {
         }))
     }
 
+    /// A lease holder's progress report, kept on the job (with the
+    /// attempt that made it) and in its event log.
+    pub(crate) fn progress_op(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        fraction: f64,
+        message: Option<&str>,
+    ) -> Result<Pending<()>> {
+        relay_core::Progress::check(fraction, message)?;
+        let message = message.map(str::to_owned);
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            let action = Action::Progress {
+                token,
+                fraction,
+                message: message.as_deref(),
+            };
+            let s = ops::act(plan, ctx, id, action, None)?;
+            let progress = relay_core::Progress {
+                fraction,
+                message: message.clone(),
+                at: ctx.now,
+                attempt: s.attempts,
+            };
+            plan.set_fields(id, None, Some(&progress))
+        }))
+    }
+
     /// Snooze: returns when the job is due again.
     pub(crate) fn snooze_op(&self, id: JobId, token: LeaseToken, delay: Duration) -> Pending<Timestamp> {
         Pending::held(id, move |plan, ctx| {

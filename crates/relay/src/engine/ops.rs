@@ -77,10 +77,14 @@ fn insert(
     let mut throttle = None;
     if let Some(key) = j.unique_key.as_deref() {
         if let Some(id) = plan.active_by_key(key)? {
-            if let Some(window) = j.debounce {
-                debounce(plan, ctx, id, j, window)?;
+            match j.debounce {
+                None => return Ok(Submitted { id, existing: true }),
+                Some(window) => {
+                    if debounce(plan, ctx, id, j, window)? {
+                        return Ok(Submitted { id, existing: true });
+                    }
+                }
             }
-            return Ok(Submitted { id, existing: true });
         }
         if let Some(period) = j.throttle {
             match throttled(plan, key)? {
@@ -120,6 +124,7 @@ fn insert(
         timeout: j.timeout,
         traceparent: j.traceparent.clone(),
         tags: j.tags.clone(),
+        progress: None,
         status: status.clone(),
     })?;
     plan.event(id, EventKind::Submitted, data.to_string())?;
@@ -150,29 +155,43 @@ fn insert(
     Ok(Submitted { id, existing: false })
 }
 
-/// A debounced submit of a key job `id` holds: a job that has not started
-/// (WAITING, or READY and never leased) takes the submit's payload and
-/// runs `window` from now, with a "debounced" event. One that has started
-/// is left as it is, as for any unique key.
+/// A debounced submit of a key job `id` holds: a job of the same queue
+/// and kind that has not started (WAITING, or READY and never leased)
+/// takes the submit's payload and runs `window` from now, with a
+/// "debounced" event. One that has started, another queue's or kind's,
+/// or a row that does not decode is left as it is, as for any unique key
+/// (true: the submit answers it). False: the holder finished or went
+/// since the key was looked up (another process, on PostgreSQL, between
+/// the unlocked lookup and the locked read): the key is free.
 fn debounce(
     plan: &mut Plan<'_>,
     ctx: &mut BatchCtx<'_>,
     id: JobId,
     j: &ValidJob,
     window: std::time::Duration,
-) -> Result<()> {
-    let Some(status) = plan.status(id)? else {
-        return Ok(());
+) -> Result<bool> {
+    let status = match plan.status(id) {
+        Ok(Some(s)) if !s.state.is_finished() => s,
+        Ok(_) => return Ok(false),
+        Err(Error::Corrupt { .. }) => return Ok(true),
+        Err(e) => return Err(e),
     };
     if !status.not_started() {
-        return Ok(());
+        return Ok(true);
+    }
+    let same = plan
+        .job(id)?
+        .is_some_and(|held| held.queue == j.queue && held.kind == j.kind);
+    if !same {
+        return Ok(true);
     }
     let action = Action::Debounce {
         ready_at: ctx.now.plus(window),
     };
     let next = transition(id, &status, action, &ctx.transition_ctx())?;
-    plan.set_payload(id, &j.payload)?;
-    persist(plan, id, next, None)
+    plan.set_fields(id, Some(&j.payload), None)?;
+    persist(plan, id, next, None)?;
+    Ok(true)
 }
 
 /// What a unique key's throttle says of a submit of it.

@@ -16,8 +16,8 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Timestamp};
-use relay_store::{Changes, EventRow, JobInsert, JobUpdate, PayloadWrite, Prefetch, Store, StoreError, Tally};
+use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Progress, Timestamp};
+use relay_store::{Changes, EventRow, FieldsWrite, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
 mod claim;
@@ -86,8 +86,9 @@ struct Entry {
     row: Option<Box<Job>>,
     /// A result this batch writes.
     result: Option<Vec<u8>>,
-    /// A payload this batch writes in place of the job's (a debounce's).
-    payload: Option<Vec<u8>>,
+    /// Fields this batch writes besides the status (a debounce's payload,
+    /// a holder's progress).
+    fields: Option<Box<Fields>>,
     written: bool,
     deleted: bool,
     /// The number of the job's last event before this batch, once known.
@@ -162,11 +163,20 @@ enum Undo {
     Mark(String, MarkEntry),
 }
 
+/// The fields of a job a batch writes besides its status.
+#[derive(Clone, Default)]
+struct Fields {
+    payload: Option<Vec<u8>>,
+    /// The report, and its text as stored
+    /// ([`relay_store::decode::progress_text`]).
+    progress: Option<(Progress, String)>,
+}
+
 /// The parts of an [`Entry`] a write changes.
 struct Saved {
     status: JobStatus,
     result: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
+    fields: Option<Box<Fields>>,
     written: bool,
     deleted: bool,
     events: i64,
@@ -189,6 +199,9 @@ pub(crate) struct Mark {
 pub(crate) struct Plan<'s> {
     store: &'s mut dyn Store,
     now: Timestamp,
+    /// The instant the prefetch read candidates at (`now` before
+    /// [`Plan::advance`]).
+    read_at: Timestamp,
     jobs: HashMap<JobId, Slot>,
     /// Jobs written, in the order they were first written.
     written: Vec<JobId>,
@@ -231,6 +244,7 @@ impl<'s> Plan<'s> {
         Self {
             store,
             now,
+            read_at: now,
             jobs: HashMap::default(),
             written: Vec::new(),
             events: Vec::new(),
@@ -390,7 +404,7 @@ impl<'s> Plan<'s> {
                         e.saved_by = 0;
                         e.status = s.status;
                         e.result = s.result;
-                        e.payload = s.payload;
+                        e.fields = s.fields;
                         e.written = s.written;
                         e.deleted = s.deleted;
                         e.events = s.events;
@@ -478,7 +492,7 @@ impl<'s> Plan<'s> {
                     Saved {
                         status: e.status.clone(),
                         result: e.result.clone(),
-                        payload: e.payload.clone(),
+                        fields: e.fields.clone(),
                         written: e.written,
                         deleted: e.deleted,
                         events: e.events,
@@ -534,8 +548,15 @@ impl<'s> Plan<'s> {
         let Some(Slot::Row(e)) = self.jobs.get(&id) else {
             return Ok(None);
         };
+        let fields = e.fields.as_deref();
         Ok(e.row.as_deref().map(|r| Job {
             status: e.status.clone(),
+            payload: fields
+                .and_then(|f| f.payload.clone())
+                .unwrap_or_else(|| r.payload.clone()),
+            progress: fields
+                .and_then(|f| f.progress.as_ref())
+                .map_or_else(|| r.progress.clone(), |(p, _)| Some(p.clone())),
             ..r.clone()
         }))
     }
@@ -567,7 +588,7 @@ impl<'s> Plan<'s> {
                 status: status.clone(),
                 row: Some(Box::new(Job { id, ..job })),
                 result: None,
-                payload: None,
+                fields: None,
                 written: true,
                 deleted: false,
                 seq_base: Some(0),
@@ -609,8 +630,9 @@ impl<'s> Plan<'s> {
         Ok(())
     }
 
-    /// Job `id`'s new payload (with its new status, given to `update`).
-    pub(crate) fn set_payload(&mut self, id: JobId, payload: &[u8]) -> Result<()> {
+    /// Job `id`'s new payload and progress (each kept when `None`), with
+    /// its new status (given to `update`).
+    pub(crate) fn set_fields(&mut self, id: JobId, payload: Option<&[u8]>, progress: Option<&Progress>) -> Result<()> {
         if self.entry(id)?.is_none() {
             return Err(Error::NotFound { id });
         }
@@ -618,7 +640,13 @@ impl<'s> Plan<'s> {
         let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
             return Err(Error::NotFound { id });
         };
-        e.payload = Some(payload.to_vec());
+        let f = e.fields.get_or_insert_with(Box::default);
+        if let Some(p) = payload {
+            f.payload = Some(p.to_vec());
+        }
+        if let Some(p) = progress {
+            f.progress = Some((p.clone(), relay_store::decode::progress_text(p)));
+        }
         if !e.written {
             e.written = true;
             self.written.push(id);
@@ -838,7 +866,11 @@ impl<'s> Plan<'s> {
                         id: *id,
                         queue: &row.queue,
                         kind: &row.kind,
-                        payload: e.payload.as_deref().unwrap_or(&row.payload),
+                        payload: e
+                            .fields
+                            .as_ref()
+                            .and_then(|f| f.payload.as_deref())
+                            .unwrap_or(&row.payload),
                         priority: row.priority,
                         unique_key: row.unique_key.as_deref(),
                         created_at: row.created_at,
@@ -851,8 +883,12 @@ impl<'s> Plan<'s> {
                     });
                 }
                 (Some((state, token)), false) => {
-                    if let Some(payload) = e.payload.as_deref() {
-                        ch.payloads.push(PayloadWrite { id: *id, payload });
+                    if let Some(f) = e.fields.as_deref() {
+                        ch.fields.push(FieldsWrite {
+                            id: *id,
+                            payload: f.payload.as_deref(),
+                            progress: f.progress.as_ref().map(|(_, text)| text.as_str()),
+                        });
                     }
                     let u = JobUpdate {
                         id: *id,
@@ -900,7 +936,7 @@ impl Entry {
             status,
             row,
             result: None,
-            payload: None,
+            fields: None,
             written: false,
             deleted: false,
             seq_base: None,

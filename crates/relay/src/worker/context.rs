@@ -183,6 +183,31 @@ impl JobContext {
         self.relay.to_async().append_event(self.job.id, kind, data).await
     }
 
+    /// Reports how far along the job is (`fraction` from 0 to 1, and what
+    /// the handler is doing): kept on the job for the dashboard and
+    /// `relay show`, and a "progress" event. Blocks until it is committed;
+    /// from async code use [`JobContext::progress_async`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::progress`]: [`crate::Error::LeaseLost`] once the lease
+    /// is gone.
+    pub fn progress(&self, fraction: f64, message: Option<&str>) -> crate::Result<()> {
+        self.relay.progress(self.job.id, self.job.token, fraction, message)
+    }
+
+    /// [`JobContext::progress`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::progress`].
+    pub async fn progress_async(&self, fraction: f64, message: Option<&str>) -> crate::Result<()> {
+        self.relay
+            .to_async()
+            .progress(self.job.id, self.job.token, fraction, message)
+            .await
+    }
+
     /// True once the job's lease is lost (it expired, was cancelled, or the
     /// worker is stopping at once): a long handler should stop early, its
     /// result will be refused.

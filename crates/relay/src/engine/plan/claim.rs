@@ -46,10 +46,14 @@ impl Plan<'_> {
         })
     }
 
-    /// The earliest `ready_at` after now among READY jobs of `queue`.
+    /// The earliest `ready_at` after now among READY jobs of `queue`. The
+    /// store is asked from the instant its candidates were read at: a job
+    /// that came due between that read and a later instant
+    /// (`Plan::advance`) was in no pool, and is answered as due now rather
+    /// than passed over until the next poll.
     pub(crate) fn next_ready_at(&mut self, queue: &str) -> Result<Option<Timestamp>> {
         let now = self.now;
-        let stored = self.store.job_next_ready_at(queue, now)?;
+        let stored = self.store.job_next_ready_at(queue, self.read_at)?;
         let planned = self
             .jobs
             .values()

@@ -1,0 +1,3 @@
+-- Relay schema, version 9: what a job's handler last reported of its run
+-- (the JSON of relay_core::Progress: fraction, message, at, attempt).
+ALTER TABLE jobs ADD COLUMN progress TEXT;
