@@ -8,9 +8,10 @@
 //! Exit status 0 acks the job (stdout, up to a limit, becomes the result);
 //! any other status nacks it with the tail of stderr. Each line written to
 //! file descriptor 3 becomes a `progress` event of the job (the line as JSON
-//! when it parses, else as a string); a JSON object with a number
-//! `"progress"` from 0 to 1 (and maybe a `"message"`) is a progress report,
-//! kept on the job (`relay show`, the dashboard). The command runs in a process group of
+//! when it parses, else as a string); a JSON object of only a number
+//! `"progress"` from 0 to 1 and, maybe, a string `"message"` is a progress
+//! report, kept on the job (`relay show`, the dashboard), and logged as its
+//! own `progress` event. The command runs in a process group of
 //! its own: a timeout, a lost lease or the end of the command kills the
 //! whole group, so nothing it started outlives it.
 
@@ -250,6 +251,18 @@ fn read_tail(r: Option<impl Read>, cap: usize) -> String {
     String::from_utf8_lossy(&all[start..]).into_owned()
 }
 
+/// A line that is a progress report: an object of only a number
+/// `"progress"` and, maybe, a string `"message"`.
+fn report(data: &serde_json::Value) -> Option<(f64, Option<&str>)> {
+    let o = data.as_object()?;
+    let fraction = o.get("progress")?.as_f64()?;
+    let message = match o.get("message") {
+        None => None,
+        Some(m) => Some(m.as_str()?),
+    };
+    (o.len() == 1 + usize::from(message.is_some())).then_some((fraction, message))
+}
+
 fn forward_events(r: impl Read, ctx: &impl Running) {
     for line in BufReader::new(r).lines() {
         let Ok(line) = line else { break };
@@ -258,13 +271,20 @@ fn forward_events(r: impl Read, ctx: &impl Running) {
         }
         let data = serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line));
         // {"progress": 0.5, "message": "..."}: a report kept on the job
-        // (which logs its own event); anything else: an event as written.
-        let recorded = match data.get("progress").and_then(serde_json::Value::as_f64) {
-            Some(fraction) => ctx.progress(fraction, data.get("message").and_then(serde_json::Value::as_str)),
-            None => ctx.event("progress", &data),
-        };
-        if let Err(e) = recorded {
-            eprintln!("relay work: job {}: progress not recorded: {e}", ctx.job().id);
+        // (which logs its own event). Anything else, and a report the
+        // store refuses (a fraction outside 0-1, say a percentage): an
+        // event as written, as lines have always been.
+        if let Some((fraction, message)) = report(&data) {
+            match ctx.progress(fraction, message) {
+                Ok(()) => continue,
+                Err(e) => eprintln!(
+                    "relay work: job {}: progress not kept ({e}); recorded as an event",
+                    ctx.job().id
+                ),
+            }
+        }
+        if let Err(e) = ctx.event("progress", &data) {
+            eprintln!("relay work: job {}: event not recorded: {e}", ctx.job().id);
         }
     }
 }

@@ -259,8 +259,10 @@ impl Out {
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
                 j.created_at.clone(),
+                // Of the latest attempt only: an earlier one's is history.
                 j.progress
                     .as_ref()
+                    .filter(|p| p.attempt == j.attempts)
                     .map_or_else(|| "-".to_owned(), |p| percent(p.fraction)),
             ]));
         }
@@ -409,8 +411,8 @@ fn when_text(v: &wire::Schedule) -> String {
     }
 }
 
-/// A progress fraction as a whole percentage ("25%"; "99%" until done).
+/// A progress fraction as a whole percentage ("25%"; 99% until done;
+/// 0.29 is 29%, not the 28.999...% of its binary value).
 fn percent(fraction: f64) -> String {
-    let p = (fraction * 100.0).floor();
-    format!("{p:.0}%")
+    format!("{:.0}%", (fraction * 100.0 + 1e-9).floor().max(0.0))
 }

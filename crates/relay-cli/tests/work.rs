@@ -130,7 +130,7 @@ fn a_hanging_command_is_killed_with_everything_it_started() {
 #[test]
 fn lines_on_fd_3_become_progress_events() {
     let dir = tempfile::tempdir().unwrap();
-    let cmd = r#"echo '{"pct": 50}' >&3; echo 'half way there' >&3; echo '{"progress": 0.75, "message": "3 of 4"}' >&3; echo ok"#;
+    let cmd = r#"echo '{"pct": 50}' >&3; echo 'half way there' >&3; echo '{"progress": 50}' >&3; echo '{"progress": 0.5, "eta": 3}' >&3; echo '{"progress": 0.75, "message": "3 of 4"}' >&3; echo ok"#;
     let (relay, ids, _) = work(&dir.path().join("d.db"), &[("k", "", 1)], cmd, &[]);
     let events = relay.events(ids[0]).unwrap();
     let progress: Vec<Value> = events
@@ -143,6 +143,10 @@ fn lines_on_fd_3_become_progress_events() {
         [
             serde_json::json!({"pct": 50}),
             serde_json::json!("half way there"),
+            // A percentage is refused as a report: kept as written.
+            serde_json::json!({"progress": 50}),
+            // More than a report: an event as written.
+            serde_json::json!({"progress": 0.5, "eta": 3}),
             serde_json::json!({"fraction": 0.75, "message": "3 of 4"})
         ]
     );

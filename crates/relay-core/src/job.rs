@@ -334,7 +334,9 @@ pub struct Progress {
     pub message: Option<String>,
     /// When it was reported.
     pub at: Timestamp,
-    /// The attempt that reported it: a later attempt starts without one.
+    /// The attempt that reported it. It stays until a later report
+    /// replaces it: a view of the job's current run shows it only while
+    /// this is the job's `attempts`.
     pub attempt: u32,
 }
 
@@ -346,6 +348,12 @@ impl Eq for Progress {}
 pub const MAX_PROGRESS_MESSAGE: usize = 1024;
 
 impl Progress {
+    /// Whether this report is of the job's latest attempt (`attempts`),
+    /// not left over from an earlier one.
+    pub fn is_current(&self, attempts: u32) -> bool {
+        self.attempt == attempts
+    }
+
     /// The reason a reported fraction and message are refused, if they are.
     pub fn check(fraction: f64, message: Option<&str>) -> Result<(), crate::InvalidInput> {
         if !(0.0..=1.0).contains(&fraction) {

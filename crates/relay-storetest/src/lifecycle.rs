@@ -664,10 +664,18 @@ pub fn progress_is_kept_on_the_job(new_db: &NewDb) {
     // The next attempt reports its own; it stays once the job succeeds.
     let l2 = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     assert_eq!((l2.id, l2.attempt), (id, 2));
+    let left = relay.get(id).unwrap();
+    let earlier = left.progress.as_ref().unwrap();
+    assert_eq!(earlier, &want, "kept until the next report");
+    assert!(
+        !earlier.is_current(left.status.attempts),
+        "and told apart as attempt 1's"
+    );
     relay.progress(id, l2.token, 1.0, None).unwrap();
     relay.ack(id, l2.token, None).unwrap();
     let kept = relay.get(id).unwrap().progress.unwrap();
-    assert_eq!((kept.fraction, kept.message, kept.attempt), (1.0, None, 2));
+    assert_eq!((kept.fraction, kept.message.as_deref(), kept.attempt), (1.0, None, 2));
+    assert!(kept.is_current(2));
     assert!(matches!(
         relay.progress(id, l2.token, 1.0, None),
         Err(Error::InvalidState { .. })

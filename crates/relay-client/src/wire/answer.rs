@@ -124,7 +124,9 @@ pub struct Progress {
     /// When it reported it.
     #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub at: String,
-    /// The attempt that reported it (a later attempt starts without one).
+    /// The attempt that reported it; a report left over from an earlier
+    /// attempt stays until the next one reports (compare with the job's
+    /// `attempts`).
     pub attempt: u32,
 }
 

@@ -143,7 +143,11 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
                         td { (state_badge(j.state())) }
                         td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
                         td.num { (j.status.attempts) "/" (j.status.max_attempts) }
-                        td.num.progress { @if let Some(p) = &j.progress { (super::pages::percent(p.fraction)) } }
+                        td.num.progress {
+                            @if let Some(p) = j.progress.as_ref().filter(|p| p.is_current(j.status.attempts)) {
+                                (super::pages::percent(p.fraction))
+                            }
+                        }
                         td { (time(j.created_at)) }
                         td.err { @if let Some(e) = &j.status.last_error { (e.lines().next().unwrap_or("")) } }
                     }

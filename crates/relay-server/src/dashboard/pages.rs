@@ -101,9 +101,10 @@ fn age(d: Duration) -> String {
     }
 }
 
-/// A progress fraction as a whole percentage ("25%"; 99% until done).
+/// A progress fraction as a whole percentage ("25%"; 99% until done;
+/// 0.29 is 29%, not the 28.999...% of its binary value).
 pub(super) fn percent(fraction: f64) -> String {
-    format!("{:.0}%", (fraction * 100.0).floor())
+    format!("{:.0}%", (fraction * 100.0 + 1e-9).floor().max(0.0))
 }
 
 pub(super) fn state_badge(s: JobState) -> Markup {
