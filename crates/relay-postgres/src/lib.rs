@@ -3,8 +3,10 @@
 //! commit (one transaction per batch).
 //!
 //! - Claims take the oldest due job of each class with `FOR UPDATE SKIP
-//!   LOCKED` (`sql/job_ready_heads.sql`), so processes never wait on each
-//!   other's candidates; transitions lock their job row (`FOR UPDATE`).
+//!   LOCKED` (`sql/job_ready.sql`), so processes never wait on each
+//!   other's candidates (`PgBackend::skip_locked(false)` waits instead:
+//!   correctness rests on the guarded writes, not on it); transitions lock
+//!   their job row (`FOR UPDATE`).
 //! - Expired leases are reclaimed by whichever process gets there first,
 //!   exactly once (`SKIP LOCKED` again).
 //! - No savepoints: the engine isolates operations by the store's change
@@ -44,6 +46,7 @@ pub use {postgres, tokio_postgres};
 pub struct PgBackend {
     url: String,
     writers: Option<usize>,
+    skip_locked: Option<bool>,
     /// Job ids drawn and not yet handed out, shared by the writers.
     ids: Arc<std::sync::Mutex<Vec<relay_core::JobId>>>,
 }
@@ -54,8 +57,31 @@ impl PgBackend {
         Self {
             url: url.into(),
             writers: None,
+            skip_locked: None,
             ids: Arc::default(),
         }
+    }
+
+    /// With `false`, claims, the reap and the scheduler lock their
+    /// candidates with a plain `FOR UPDATE` instead of `FOR UPDATE SKIP
+    /// LOCKED`: a candidate another process holds is waited for and checked
+    /// again (READ COMMITTED re-reads its state) rather than passed over.
+    /// Slower under contention, equally correct: every write is guarded by
+    /// the state and token the batch read. For PostgreSQL-compatible
+    /// engines without `SKIP LOCKED`, and to test that correctness never
+    /// rests on it. Also `RELAY_PG_SKIP_LOCKED=off`.
+    pub fn skip_locked(mut self, on: bool) -> Self {
+        self.skip_locked = Some(on);
+        self
+    }
+
+    /// Whether candidates are locked with `SKIP LOCKED` (see
+    /// [`PgBackend::skip_locked`]; on unless turned off).
+    fn skips_locked(&self) -> bool {
+        self.skip_locked.unwrap_or_else(|| {
+            !std::env::var("RELAY_PG_SKIP_LOCKED")
+                .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "false" | "no"))
+        })
     }
 
     /// Runs `n` writers (1-16) instead of the default (see
@@ -74,7 +100,12 @@ impl PgBackend {
 impl Backend for PgBackend {
     fn open_writer(&self) -> Result<Box<WriterStore>, StoreError> {
         let pipe = store::open_writer(&self.url)?;
-        Ok(Box::new(PgStore::new(pipe, self.url.clone(), Arc::clone(&self.ids))))
+        Ok(Box::new(PgStore::new(
+            pipe,
+            self.url.clone(),
+            Arc::clone(&self.ids),
+            self.skips_locked(),
+        )))
     }
 
     fn open_reader(&self) -> Result<Box<dyn StoreReader>, StoreError> {

@@ -24,6 +24,19 @@ pub(crate) struct PgStore {
     notify: bool,
     /// Reads refused (see `Store::seal_reads`).
     sealed: bool,
+    /// Candidates locked with `SKIP LOCKED` (see `PgBackend::skip_locked`).
+    skip_locked: bool,
+}
+
+/// `sql` without its `SKIP LOCKED` (see `PgBackend::skip_locked`): made
+/// once per statement and kept for the process (a handful of statements;
+/// prepared statements are cached by their text's address).
+fn without_skip_locked(sql: &'static str) -> &'static str {
+    static MADE: std::sync::LazyLock<Mutex<std::collections::HashMap<usize, &'static str>>> =
+        std::sync::LazyLock::new(Mutex::default);
+    let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    made.entry(sql.as_ptr() as usize)
+        .or_insert_with(|| Box::leak(sql.replace("SKIP LOCKED", "").into_boxed_str()))
 }
 
 /// Ids drawn from the sequence at a time: most batches then draw none.
@@ -70,13 +83,23 @@ impl crate::connect::Session for Pipe {
 }
 
 impl PgStore {
-    pub(crate) fn new(pipe: Pipe, url: String, ids: Arc<Mutex<Vec<JobId>>>) -> Self {
+    pub(crate) fn new(pipe: Pipe, url: String, ids: Arc<Mutex<Vec<JobId>>>, skip_locked: bool) -> Self {
         Self {
             pipe,
             url,
             ids,
             notify: false,
             sealed: false,
+            skip_locked,
+        }
+    }
+
+    /// A statement that locks candidates, as this store runs it.
+    fn locking(&self, sql: &'static str) -> &'static str {
+        if self.skip_locked {
+            sql
+        } else {
+            without_skip_locked(sql)
         }
     }
 
@@ -144,7 +167,10 @@ impl Store for PgStore {
     fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.pipe.begin_now()?; // a write: never in a flight with BEGIN
         let batch = limit(relay_store::PRUNE_BATCH);
-        let row = self.query_one(include_str!("../sql/mark_prune.sql"), &[&before.as_millis(), &batch])?;
+        let row = self.query_one(
+            self.locking(include_str!("../sql/mark_prune.sql")),
+            &[&before.as_millis(), &batch],
+        )?;
         let n: i64 = decode::col(&row, 0, "pruned", None)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -274,9 +300,11 @@ impl Store for PgStore {
         let limited_st = self.pipe.stmt(include_str!("../sql/queue_settings_limited.sql"))?;
         let counts_st = self.pipe.stmt(include_str!("../sql/queue_leased_counts.sql"))?;
         let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
-        let expired_st = self.pipe.stmt(include_str!("../sql/job_expired_statuses.sql"))?;
+        let expired_st = self
+            .pipe
+            .stmt(self.locking(include_str!("../sql/job_expired_statuses.sql")))?;
         let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
-        let ready_st = self.pipe.stmt(include_str!("../sql/job_ready.sql"))?;
+        let ready_st = self.pipe.stmt(self.locking(include_str!("../sql/job_ready.sql")))?;
         let deps_st = self.pipe.stmt(include_str!("../sql/job_dependents.sql"))?;
         let names: Vec<&str> = p.ready.iter().map(|(q, _)| *q).collect();
         let now = p.now.as_millis();
@@ -387,7 +415,10 @@ impl Store for PgStore {
 
     fn schedules_due(&mut self, now: Timestamp, limit: usize) -> Result<Vec<Result<Schedule, StoreError>>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.query(include_str!("../sql/schedules_due.sql"), &[&now.as_millis(), &limit])?;
+        let rows = self.query(
+            self.locking(include_str!("../sql/schedules_due.sql")),
+            &[&now.as_millis(), &limit],
+        )?;
         Ok(rows.iter().map(decode::schedule).collect())
     }
 
@@ -407,7 +438,7 @@ impl Store for PgStore {
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.query(
-            include_str!("../sql/job_ready.sql"),
+            self.locking(include_str!("../sql/job_ready.sql")),
             &[&queue, &now.as_millis(), &limit, &true],
         )?;
         ready_rows(&rows)
@@ -422,7 +453,7 @@ impl Store for PgStore {
     ) -> Result<Vec<ReadyRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.query(
-            include_str!("../sql/job_ready_after.sql"),
+            self.locking(include_str!("../sql/job_ready_after.sql")),
             &[
                 &queue,
                 &i64::from(after.priority.get()),
@@ -446,7 +477,7 @@ impl Store for PgStore {
 
     fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let rows = self.query(
-            include_str!("../sql/job_expired_statuses.sql"),
+            self.locking(include_str!("../sql/job_expired_statuses.sql")),
             &[&now.as_millis(), &limit(relay_store::REAP_BATCH)],
         )?;
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()

@@ -78,12 +78,18 @@ pub struct PgDb {
     url: String,
     /// Made by [`PgDb::fresh`], and dropped with this value.
     owned: bool,
+    /// Candidates locked with `SKIP LOCKED` (see `PgBackend::skip_locked`).
+    skip_locked: bool,
 }
 
 impl PgDb {
     /// The database at `url`, left as it is when this value is dropped.
     pub fn fresh_at(url: String) -> Self {
-        Self { url, owned: false }
+        Self {
+            url,
+            owned: false,
+            skip_locked: true,
+        }
     }
 
     /// A new database on the shared test server, dropped (with whatever
@@ -92,6 +98,17 @@ impl PgDb {
         Box::new(Self {
             url: pg::PgServer::shared().new_database(),
             owned: true,
+            skip_locked: true,
+        })
+    }
+
+    /// [`PgDb::fresh`], its Relays locking candidates without `SKIP
+    /// LOCKED`: correctness must not rest on it.
+    pub fn fresh_without_skip_locked() -> Box<dyn TestDb> {
+        Box::new(Self {
+            url: pg::PgServer::shared().new_database(),
+            owned: true,
+            skip_locked: false,
         })
     }
 
@@ -112,11 +129,14 @@ impl Drop for PgDb {
 
 impl TestDb for PgDb {
     fn open(&self, options: Options) -> relay::Result<Relay> {
-        Relay::with_backend(Arc::new(relay_postgres::PgBackend::new(self.url.clone())), options)
+        let backend = relay_postgres::PgBackend::new(self.url.clone()).skip_locked(self.skip_locked);
+        Relay::with_backend(Arc::new(backend), options)
     }
 
     fn open_one_writer(&self, options: Options) -> relay::Result<Relay> {
-        let backend = relay_postgres::PgBackend::new(self.url.clone()).with_writers(1);
+        let backend = relay_postgres::PgBackend::new(self.url.clone())
+            .with_writers(1)
+            .skip_locked(self.skip_locked);
         Relay::with_backend(Arc::new(backend), options)
     }
 }

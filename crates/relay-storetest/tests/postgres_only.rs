@@ -198,13 +198,24 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
 /// and the killed process's leases run again elsewhere after they expire.
 #[test]
 fn four_processes_share_one_database_and_survive_a_kill_9() {
+    four_processes_and_a_kill_9(true, 30_000);
+}
+
+/// The same with `SKIP LOCKED` turned off in every process
+/// (`RELAY_PG_SKIP_LOCKED=off`): candidates another process holds are
+/// waited for and checked again, and still no job is run twice.
+#[test]
+fn four_processes_without_skip_locked_survive_a_kill_9() {
+    four_processes_and_a_kill_9(false, 10_000);
+}
+
+fn four_processes_and_a_kill_9(skip_locked: bool, total: usize) {
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
     let url = PgServer::shared().new_database();
     let relay = PgDb::fresh_at(url.clone()).open(Options::default()).unwrap();
-    let total = 30_000;
     for chunk in 0..total / 1000 {
         relay
             .submit_batch(
@@ -218,6 +229,7 @@ fn four_processes_share_one_database_and_survive_a_kill_9() {
         .map(|_| {
             Command::new(CHILD)
                 .args(["work", &url, "8", "0"])
+                .env("RELAY_PG_SKIP_LOCKED", if skip_locked { "on" } else { "off" })
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
