@@ -139,6 +139,11 @@ def test_metrics_parse_as_prometheus_text(client: Client):
     assert families["relay_http_requests"].type == "counter"
     assert families["relay_commits"].type == "counter"
     assert families["relay_jobs"].type == "gauge"
+    assert families["relay_leases_expired"].type == "counter"
+    assert families["relay_leases_lost"].type == "counter"
+    ages = {s.labels["queue"]: s.value for s in families["relay_queue_oldest_ready_age_seconds"].samples}
+    assert families["relay_queue_oldest_ready_age_seconds"].type == "gauge"
+    assert ages.get("scraped") == 0, ages  # its one job is leased: none waits
     for name in ("relay_http_request_seconds", "relay_http_long_poll_seconds"):
         h = families[name]
         assert h.type == "histogram", name
@@ -194,3 +199,20 @@ def test_progress_is_kept_on_the_job(client: Client):
     with pytest.raises(LeaseLost):
         client.progress(job.id, job.token + 1, 0.5)
     assert client.get(id).progress == kept, "refused reports change nothing"
+
+
+def test_lost_leases_are_counted_in_metrics(client: Client):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def lost() -> float:
+        families = {f.name: f for f in text_string_to_metric_families(client.metrics())}
+        return families["relay_leases_lost"].samples[0].value
+
+    client.submit("lost", "k")
+    job = client.lease(["lost"])[0]
+    before = lost()
+    with pytest.raises(LeaseLost):
+        client.ack(job.id, job.token + 1)
+    assert lost() == before + 1
+    client.ack(job.id, job.token)
+    assert lost() == before + 1

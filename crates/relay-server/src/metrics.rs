@@ -112,6 +112,18 @@ impl Metrics {
                 "Ticks of schedules passed over (the process was down or the scheduler behind); each late job's submitted event says how many it covered.",
                 relay.skipped_ticks,
             ),
+            (
+                "relay_leases_expired_total",
+                "counter",
+                "Leases that expired and were reclaimed (a worker died, hung, or did not extend in time).",
+                relay.leases_expired,
+            ),
+            (
+                "relay_leases_lost_total",
+                "counter",
+                "Calls (ack, nack, extend, progress...) refused because their lease was lost: their work was not recorded.",
+                relay.leases_lost,
+            ),
         ];
         for (name, kind, help, value) in writer {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
@@ -141,6 +153,14 @@ impl Metrics {
             );
             for (queue, q) in &top.queues {
                 let _ = writeln!(out, "relay_queue_paused{{queue=\"{queue}\"}} {}", u8::from(q.paused));
+            }
+            let _ = writeln!(
+                out,
+                "# HELP relay_queue_oldest_ready_age_seconds How long the oldest due job of the queue has waited to be leased (0: none waits; the queues relay_jobs labels).\n# TYPE relay_queue_oldest_ready_age_seconds gauge"
+            );
+            for (queue, q) in &top.queues {
+                let age = q.oldest_ready_age.map_or(0.0, |a| a.as_secs_f64());
+                let _ = writeln!(out, "relay_queue_oldest_ready_age_seconds{{queue=\"{queue}\"}} {age}");
             }
             let _ = writeln!(
                 out,

@@ -681,3 +681,28 @@ pub fn progress_is_kept_on_the_job(new_db: &NewDb) {
         Err(Error::InvalidState { .. })
     ));
 }
+
+/// `Relay::metrics` counts leases reclaimed after they expired and calls
+/// refused because their lease was lost (what `/metrics` exports as
+/// `relay_leases_expired_total` and `relay_leases_lost_total`).
+pub fn expired_and_lost_leases_are_counted(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let lease_for = Duration::from_secs(30);
+    let first = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(lease_for))
+        .unwrap()
+        .remove(0);
+    let before = relay.metrics();
+    assert_eq!((before.leases_expired, before.leases_lost), (0, 0));
+    clock.advance(lease_for + Duration::from_secs(1));
+    let second = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(second.id, id);
+    assert_eq!(relay.metrics().leases_expired, 1, "the first lease was reclaimed");
+    for _ in 0..2 {
+        assert!(matches!(relay.ack(id, first.token, None), Err(Error::LeaseLost { .. })));
+    }
+    relay.ack(id, second.token, None).unwrap();
+    let after = relay.metrics();
+    assert_eq!((after.leases_expired, after.leases_lost), (1, 2));
+}

@@ -43,6 +43,10 @@ pub(crate) struct BatchCtx<'a> {
     pub corrupt_reported: &'a mut HashSet<JobId>,
     /// Ticks of schedules this batch passed over (see `ops::fire_schedules`).
     pub skipped_ticks: u64,
+    /// Leases this batch reclaimed after they expired.
+    pub leases_expired: u64,
+    /// Operations of this batch refused because their lease was lost.
+    pub leases_lost: u64,
     /// This batch fired as many schedules as one batch may: more may be due.
     pub ticks_left: bool,
 }
@@ -63,6 +67,8 @@ impl<'a> BatchCtx<'a> {
             made_ready: false,
             corrupt_reported,
             skipped_ticks: 0,
+            leases_expired: 0,
+            leases_lost: 0,
             ticks_left: false,
         }
     }

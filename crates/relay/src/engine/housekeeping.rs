@@ -75,6 +75,7 @@ impl Housekeeping {
     /// next batch tick again at once.
     pub(crate) fn ticked(&self, counters: &Counters, ctx: &BatchCtx<'_>) {
         counters.ticks_skipped(ctx.skipped_ticks);
+        counters.leases(ctx.leases_expired, ctx.leases_lost);
         if ctx.duties.tick && ctx.ticks_left {
             self.ticks_left.store(true, Ordering::Relaxed);
             self.last_tick.store(i64::MIN, Ordering::Relaxed);

@@ -16,6 +16,8 @@ pub(crate) struct Counters {
     syncs: AtomicU64,
     caller_batches: AtomicU64,
     skipped_ticks: AtomicU64,
+    leases_expired: AtomicU64,
+    leases_lost: AtomicU64,
 }
 
 /// A snapshot of the writer's counters since this Relay was opened.
@@ -42,6 +44,13 @@ pub struct Metrics {
     /// down or the scheduler behind, and fired as one late job (each job's
     /// "submitted" event says how many it covered, `skipped_ticks`).
     pub skipped_ticks: u64,
+    /// Leases that expired and were reclaimed (their jobs READY again, or
+    /// DEAD): a worker died, hung or was too slow to extend.
+    pub leases_expired: u64,
+    /// Calls (acks, nacks, extends, ...) refused because their lease was
+    /// lost: it expired, or the job was cancelled or taken by a later
+    /// lease. Their work was not recorded.
+    pub leases_lost: u64,
 }
 
 /// A batch that failed as a whole: nothing of it was written (or, for a
@@ -112,6 +121,17 @@ impl Counters {
         }
     }
 
+    /// Leases a committed batch reclaimed after they expired, and calls
+    /// it refused because their lease was lost.
+    pub(crate) fn leases(&self, expired: u64, lost: u64) {
+        if expired > 0 {
+            self.leases_expired.fetch_add(expired, Relaxed);
+        }
+        if lost > 0 {
+            self.leases_lost.fetch_add(lost, Relaxed);
+        }
+    }
+
     pub(crate) fn commit_failed(&self) {
         self.failed_commits.fetch_add(1, Relaxed);
     }
@@ -125,6 +145,8 @@ impl Counters {
             syncs: self.syncs.load(Relaxed),
             caller_batches: self.caller_batches.load(Relaxed),
             skipped_ticks: self.skipped_ticks.load(Relaxed),
+            leases_expired: self.leases_expired.load(Relaxed),
+            leases_lost: self.leases_lost.load(Relaxed),
         }
     }
 }

@@ -369,7 +369,15 @@ pub(crate) fn act(
     result: Option<&[u8]>,
 ) -> Result<JobStatus> {
     let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
-    let next = transition(id, &cur, action, &ctx.transition_ctx())?;
+    let next = match transition(id, &cur, action, &ctx.transition_ctx()) {
+        Ok(next) => next,
+        Err(e) => {
+            if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
+                ctx.leases_lost += 1;
+            }
+            return Err(e.into());
+        }
+    };
     let mut retaken = None;
     if matches!(action, Action::Retry) && next != Next::Unchanged {
         // Checked before deciding: the unique index would refuse the write,
@@ -438,6 +446,7 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
             Ok(_) => {
                 plan.keep(m);
                 reaped += 1;
+                ctx.leases_expired += 1;
             }
             Err(Error::Corrupt { job, reason }) => {
                 plan.undo(m);
