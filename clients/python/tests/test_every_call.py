@@ -133,7 +133,8 @@ def test_metrics_parse_as_prometheus_text(client: Client):
     from prometheus_client.parser import text_string_to_metric_families
 
     client.submit("scraped", "k")
-    client.lease(["scraped"])
+    client.submit("scraped", 'say "hi"\\')
+    client.lease(["scraped"], max=2)
     client.lease(["nothing-here"], wait=0.2)
     families = {f.name: f for f in text_string_to_metric_families(client.metrics())}
     assert families["relay_http_requests"].type == "counter"
@@ -143,7 +144,11 @@ def test_metrics_parse_as_prometheus_text(client: Client):
     assert families["relay_leases_lost"].type == "counter"
     ages = {s.labels["queue"]: s.value for s in families["relay_queue_oldest_ready_age_seconds"].samples}
     assert families["relay_queue_oldest_ready_age_seconds"].type == "gauge"
-    assert ages.get("scraped") == 0, ages  # its one job is leased: none waits
+    assert ages.get("scraped") == 0, ages  # its jobs are leased: none waits
+    waits = families["relay_queue_wait_seconds"]
+    assert waits.type == "histogram"
+    kinds = {s.labels["kind"] for s in waits.samples if s.labels.get("queue") == "scraped"}
+    assert kinds == {"k", 'say "hi"\\'}, kinds  # a kind's quotes and backslash escaped
     for name in ("relay_http_request_seconds", "relay_http_long_poll_seconds"):
         h = families[name]
         assert h.type == "histogram", name

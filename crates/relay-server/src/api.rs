@@ -181,9 +181,11 @@ pub(crate) async fn metrics(State(s): S) -> Response {
     }
     .await
     .ok();
-    let text = s
-        .metrics
-        .render(&s.relay.metrics(), queues.as_ref().map(|(t, all)| (t, all)));
+    let text = s.metrics.render(
+        &s.relay.metrics(),
+        &s.relay.queue_waits(),
+        queues.as_ref().map(|(t, all)| (t, all)),
+    );
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

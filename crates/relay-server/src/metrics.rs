@@ -53,6 +53,12 @@ impl Histogram {
     }
 }
 
+/// A label value as Prometheus's text format writes it: `\`, `"` and
+/// newlines escaped (job kinds may hold any of them).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 #[derive(Default)]
 pub(crate) struct Metrics {
     routes: Mutex<BTreeMap<String, Route>>,
@@ -72,6 +78,7 @@ impl Metrics {
     pub(crate) fn render(
         &self,
         relay: &relay::Metrics,
+        waits: &[relay::QueueWait],
         queues: Option<(&relay::Stats, &relay::QueueTotals)>,
     ) -> String {
         let mut out = String::new();
@@ -172,6 +179,24 @@ impl Metrics {
                 "# HELP relay_queues_paused Paused queues.\n# TYPE relay_queues_paused gauge\nrelay_queues_paused {}",
                 totals.paused
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP relay_queue_wait_seconds How long leased jobs waited between becoming ready and being leased, by queue and kind (at most {} pairs, the rest under \"(other)\").\n# TYPE relay_queue_wait_seconds histogram",
+            relay::WAIT_PAIRS
+        );
+        for w in waits {
+            let labels = format!("queue=\"{}\",kind=\"{}\"", label(&w.queue), label(&w.kind));
+            for (b, n) in relay::WAIT_BUCKETS.iter().zip(&w.buckets) {
+                let _ = writeln!(out, "relay_queue_wait_seconds_bucket{{{labels},le=\"{b}\"}} {n}");
+            }
+            let _ = writeln!(
+                out,
+                "relay_queue_wait_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                w.count
+            );
+            let _ = writeln!(out, "relay_queue_wait_seconds_sum{{{labels}}} {}", w.sum);
+            let _ = writeln!(out, "relay_queue_wait_seconds_count{{{labels}}} {}", w.count);
         }
         let Ok(routes) = self.routes.lock() else { return out };
         let _ = writeln!(

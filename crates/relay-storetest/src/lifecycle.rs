@@ -706,3 +706,31 @@ pub fn expired_and_lost_leases_are_counted(new_db: &NewDb) {
     let after = relay.metrics();
     assert_eq!((after.leases_expired, after.leases_lost), (1, 2));
 }
+
+/// `Relay::queue_waits`: how long each leased job waited since it became
+/// ready, by queue and kind (`relay_queue_wait_seconds` in `/metrics`).
+pub fn queue_waits_are_histograms_by_queue_and_kind(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    assert!(relay.queue_waits().is_empty());
+    relay.submit(NewJob::new("mail", "send", Vec::new())).unwrap();
+    relay.submit(NewJob::new("mail", "send", Vec::new())).unwrap();
+    relay.submit(NewJob::new("mail", "bounce", Vec::new())).unwrap();
+    clock.advance(Duration::from_secs(2));
+    let leased = relay.lease(LeaseRequest::new(["mail"]).max(3)).unwrap();
+    assert_eq!(leased.len(), 3);
+    // A refused lease call counts nothing.
+    assert!(relay.lease(LeaseRequest::new(["mail"])).unwrap().is_empty());
+    let waits = relay.queue_waits();
+    let pairs: Vec<(&str, &str, u64)> = waits
+        .iter()
+        .map(|w| (w.queue.as_str(), w.kind.as_str(), w.count))
+        .collect();
+    assert_eq!(pairs, [("mail", "bounce", 1), ("mail", "send", 2)]);
+    let send = &waits[1];
+    assert!((send.sum - 4.0).abs() < 1e-9, "two waits of 2 s: {}", send.sum);
+    let le = |bound: f64| {
+        let i = relay::WAIT_BUCKETS.iter().position(|b| *b == bound).unwrap();
+        send.buckets[i]
+    };
+    assert_eq!((le(1.0), le(5.0), le(3600.0)), (0, 2, 2), "cumulative buckets");
+}

@@ -603,6 +603,11 @@ impl AsyncRelay {
         self.engine.deliver.counters.snapshot()
     }
 
+    /// [`Relay::queue_waits`].
+    pub fn queue_waits(&self) -> Vec<crate::QueueWait> {
+        self.engine.deliver.counters.queue_waits()
+    }
+
     /// [`Relay::health`].
     pub fn health(&self) -> crate::Health {
         self.engine.health()

@@ -59,7 +59,7 @@ mod within;
 pub mod worker;
 
 pub use async_relay::AsyncRelay;
-pub use engine::metrics::{Health, Metrics, WriteFailure};
+pub use engine::metrics::{Health, Metrics, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
 pub use engine::reads::{Stats, StatsPage, StoreInfo};
 pub use engine::search::BULK_CHUNK;
 #[doc(hidden)]

@@ -1095,6 +1095,15 @@ impl Relay {
         self.engine.deliver.counters.snapshot()
     }
 
+    /// How long leased jobs waited between becoming ready and being
+    /// leased, by queue and kind, since this Relay was opened (its clones
+    /// and its [`AsyncRelay`] share them): a histogram per pair, at most
+    /// [`WAIT_PAIRS`](crate::WAIT_PAIRS) of them (the rest summed under
+    /// `(other)`). `/metrics` exports them as `relay_queue_wait_seconds`.
+    pub fn queue_waits(&self) -> Vec<crate::QueueWait> {
+        self.engine.deliver.counters.queue_waits()
+    }
+
     /// Whether this Relay can write, as its last batches found: not ok
     /// after a batch failed as a whole (a full disk, a read-only file, a
     /// store that does not answer) until a later batch commits, and never

@@ -47,6 +47,8 @@ pub(crate) struct BatchCtx<'a> {
     pub leases_expired: u64,
     /// Operations of this batch refused because their lease was lost.
     pub leases_lost: u64,
+    /// How long each job this batch leased waited: queue, kind, seconds.
+    pub waits: Vec<(String, String, f64)>,
     /// This batch fired as many schedules as one batch may: more may be due.
     pub ticks_left: bool,
 }
@@ -69,6 +71,7 @@ impl<'a> BatchCtx<'a> {
             skipped_ticks: 0,
             leases_expired: 0,
             leases_lost: 0,
+            waits: Vec::new(),
             ticks_left: false,
         }
     }

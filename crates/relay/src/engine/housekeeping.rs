@@ -76,6 +76,7 @@ impl Housekeeping {
     pub(crate) fn ticked(&self, counters: &Counters, ctx: &BatchCtx<'_>) {
         counters.ticks_skipped(ctx.skipped_ticks);
         counters.leases(ctx.leases_expired, ctx.leases_lost);
+        counters.waited(&ctx.waits);
         if ctx.duties.tick && ctx.ticks_left {
             self.ticks_left.store(true, Ordering::Relaxed);
             self.last_tick.store(i64::MIN, Ordering::Relaxed);

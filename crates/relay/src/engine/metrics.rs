@@ -18,6 +18,42 @@ pub(crate) struct Counters {
     skipped_ticks: AtomicU64,
     leases_expired: AtomicU64,
     leases_lost: AtomicU64,
+    /// How long leased jobs waited, by queue and kind.
+    waits: Mutex<std::collections::BTreeMap<(String, String), Waits>>,
+}
+
+/// Upper bounds of [`QueueWait`]'s buckets, in seconds: from 5 ms (a job
+/// taken as it came) to an hour.
+pub const WAIT_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0,
+];
+
+/// Most (queue, kind) pairs with a wait histogram of their own; the rest
+/// share one labelled `(other)` (a label set must stay bounded).
+pub const WAIT_PAIRS: usize = 256;
+
+#[derive(Debug, Default, Clone)]
+struct Waits {
+    buckets: [u64; WAIT_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+/// How long the jobs of one queue and kind waited between becoming ready
+/// (their `ready_at`) and being leased, since this Relay was opened.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct QueueWait {
+    /// The queue (`(other)` past [`WAIT_PAIRS`] pairs).
+    pub queue: String,
+    /// The job kind (`(other)` past [`WAIT_PAIRS`] pairs).
+    pub kind: String,
+    /// Leases that waited at most [`WAIT_BUCKETS`]`[i]` seconds
+    /// (cumulative, as Prometheus counts them).
+    pub buckets: [u64; WAIT_BUCKETS.len()],
+    /// Leases counted.
+    pub count: u64,
+    /// The waits' sum, in seconds.
+    pub sum: f64,
 }
 
 /// A snapshot of the writer's counters since this Relay was opened.
@@ -130,6 +166,44 @@ impl Counters {
         if lost > 0 {
             self.leases_lost.fetch_add(lost, Relaxed);
         }
+    }
+
+    /// The waits (queue, kind, seconds) of the leases a committed batch
+    /// made.
+    pub(crate) fn waited(&self, waits: &[(String, String, f64)]) {
+        if waits.is_empty() {
+            return;
+        }
+        let mut all = self.waits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (queue, kind, secs) in waits {
+            let key = (queue.clone(), kind.clone());
+            let w = if all.contains_key(&key) || all.len() < WAIT_PAIRS {
+                all.entry(key).or_default()
+            } else {
+                all.entry(("(other)".to_owned(), "(other)".to_owned())).or_default()
+            };
+            for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+                if *secs <= *b {
+                    w.buckets[i] += 1;
+                }
+            }
+            w.count += 1;
+            w.sum += secs;
+        }
+    }
+
+    /// Every (queue, kind)'s wait histogram, in name order.
+    pub(crate) fn queue_waits(&self) -> Vec<QueueWait> {
+        let all = self.waits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.iter()
+            .map(|((queue, kind), w)| QueueWait {
+                queue: queue.clone(),
+                kind: kind.clone(),
+                buckets: w.buckets,
+                count: w.count,
+                sum: w.sum,
+            })
+            .collect()
     }
 
     pub(crate) fn commit_failed(&self) {

@@ -323,6 +323,8 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
 pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLease) -> Result<LeaseBatch> {
     let mut heads: Vec<(usize, Candidate)> = Vec::with_capacity(4 * req.queues.len());
     let mut jobs = Vec::new();
+    // Each leased job's ready_at: its wait ends now.
+    let mut waited_since = Vec::new();
     while jobs.len() < req.max as usize {
         plan.heads(&req.queues, &mut heads)?;
         let Some(winner) = choose(heads.iter().map(|h| h.1), ctx.now, ctx.options.aging_interval) else {
@@ -336,10 +338,16 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
             lease_for,
         };
         let next = transition(job.id, &job.status, action, &ctx.transition_ctx())?;
+        waited_since.push(job.status.ready_at);
         let status = next.status_after(&job.status).clone();
         persist(plan, job.id, next, None)?;
         plan.count_lease(&job.queue)?;
         jobs.push(LeasedJob::new(job, status, lease_for));
+    }
+    // Counted once the claim has succeeded (a failed one is undone).
+    for (j, was_ready) in jobs.iter().zip(&waited_since) {
+        let secs = ctx.now.since(*was_ready).as_secs_f64();
+        ctx.waits.push((j.queue.clone(), j.kind.clone(), secs));
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
