@@ -275,12 +275,13 @@ fn forward_events(r: impl Read, ctx: &impl Running) {
         // store refuses (a fraction outside 0-1, say a percentage): an
         // event as written, as lines have always been.
         if let Some((fraction, message)) = report(&data) {
-            match ctx.progress(fraction, message) {
-                Ok(()) => continue,
-                Err(e) => eprintln!(
-                    "relay work: job {}: progress not kept ({e}); recorded as an event",
-                    ctx.job().id
-                ),
+            // Only a report the store would refuse is an event instead;
+            // any other failure (the lease lost, say) is the report's.
+            if relay::Progress::check(fraction, message).is_ok() {
+                if let Err(e) = ctx.progress(fraction, message) {
+                    eprintln!("relay work: job {}: progress not recorded: {e}", ctx.job().id);
+                }
+                continue;
             }
         }
         if let Err(e) = ctx.event("progress", &data) {

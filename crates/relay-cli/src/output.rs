@@ -259,10 +259,10 @@ impl Out {
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
                 j.created_at.clone(),
-                // Of the latest attempt only: an earlier one's is history.
+                // Of the latest lease only: an earlier run's is history.
                 j.progress
                     .as_ref()
-                    .filter(|p| p.attempt == j.attempts)
+                    .filter(|p| p.token == j.lease_token)
                     .map_or_else(|| "-".to_owned(), |p| percent(p.fraction)),
             ]));
         }

@@ -335,9 +335,14 @@ pub struct Progress {
     /// When it was reported.
     pub at: Timestamp,
     /// The attempt that reported it. It stays until a later report
-    /// replaces it: a view of the job's current run shows it only while
-    /// this is the job's `attempts`.
+    /// replaces it.
     pub attempt: u32,
+    /// The token of the lease that reported it: a view of the job's
+    /// current run shows it only while that lease is the job's last
+    /// ([`Progress::is_current`]; a release or snooze gives the attempt
+    /// back, so the attempt alone does not tell runs apart).
+    #[serde(default)]
+    pub token: i64,
 }
 
 // The fraction is finite (validated at the call, strictly decoded from a
@@ -348,10 +353,10 @@ impl Eq for Progress {}
 pub const MAX_PROGRESS_MESSAGE: usize = 1024;
 
 impl Progress {
-    /// Whether this report is of the job's latest attempt (`attempts`),
-    /// not left over from an earlier one.
-    pub fn is_current(&self, attempts: u32) -> bool {
-        self.attempt == attempts
+    /// Whether this report is of the job's latest lease (its
+    /// `last_token`), not left over from an earlier run.
+    pub fn is_current(&self, status: &JobStatus) -> bool {
+        self.token == status.last_token.0
     }
 
     /// The reason a reported fraction and message are refused, if they are.

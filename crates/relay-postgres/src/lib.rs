@@ -8,7 +8,8 @@
 //!   correctness rests on the guarded writes, not on it); transitions lock
 //!   their job row (`FOR UPDATE`).
 //! - Expired leases are reclaimed by whichever process gets there first,
-//!   exactly once (`SKIP LOCKED` again).
+//!   exactly once (the guarded write; `SKIP LOCKED` keeps the others from
+//!   waiting for it).
 //! - No savepoints: the engine isolates operations by the store's change
 //!   counter, so PostgreSQL's subtransaction-cache cliff never applies.
 //! - Schema in `migrations/`, version in `relay_schema`, migrated under an
@@ -79,8 +80,17 @@ impl PgBackend {
     /// [`PgBackend::skip_locked`]; on unless turned off).
     fn skips_locked(&self) -> bool {
         self.skip_locked.unwrap_or_else(|| {
-            !std::env::var("RELAY_PG_SKIP_LOCKED")
-                .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "false" | "no"))
+            let Ok(v) = std::env::var("RELAY_PG_SKIP_LOCKED") else {
+                return true;
+            };
+            match v.trim().to_ascii_lowercase().as_str() {
+                "off" | "0" | "false" | "no" => false,
+                "on" | "1" | "true" | "yes" | "" => true,
+                other => {
+                    tracing::warn!(value = %other, "RELAY_PG_SKIP_LOCKED is neither on nor off; SKIP LOCKED stays on");
+                    true
+                }
+            }
         })
     }
 

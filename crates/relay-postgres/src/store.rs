@@ -32,10 +32,10 @@ pub(crate) struct PgStore {
 /// once per statement and kept for the process (a handful of statements;
 /// prepared statements are cached by their text's address).
 fn without_skip_locked(sql: &'static str) -> &'static str {
-    static MADE: std::sync::LazyLock<Mutex<std::collections::HashMap<usize, &'static str>>> =
-        std::sync::LazyLock::new(Mutex::default);
+    type Made = std::collections::HashMap<(usize, usize), &'static str>;
+    static MADE: std::sync::LazyLock<Mutex<Made>> = std::sync::LazyLock::new(Mutex::default);
     let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    made.entry(sql.as_ptr() as usize)
+    made.entry((sql.as_ptr() as usize, sql.len()))
         .or_insert_with(|| Box::leak(sql.replace("SKIP LOCKED", "").into_boxed_str()))
 }
 

@@ -128,7 +128,7 @@ impl Metrics {
             (
                 "relay_leases_lost_total",
                 "counter",
-                "Calls (ack, nack, extend, progress...) refused because their lease was lost: their work was not recorded.",
+                "Calls (ack, nack, extend, progress...; each item of a batch call) refused because their lease was lost (expired, or taken by a later lease): their work was not recorded.",
                 relay.leases_lost,
             ),
         ];

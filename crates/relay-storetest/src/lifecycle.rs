@@ -626,6 +626,7 @@ pub fn progress_is_kept_on_the_job(new_db: &NewDb) {
         message: Some("page 1 of 4".into()),
         at,
         attempt: 1,
+        token: l.token.0,
     };
     assert_eq!(relay.get(id).unwrap().progress.as_ref(), Some(&want));
     let events = relay.events(id).unwrap();
@@ -667,15 +668,22 @@ pub fn progress_is_kept_on_the_job(new_db: &NewDb) {
     let left = relay.get(id).unwrap();
     let earlier = left.progress.as_ref().unwrap();
     assert_eq!(earlier, &want, "kept until the next report");
-    assert!(
-        !earlier.is_current(left.status.attempts),
-        "and told apart as attempt 1's"
-    );
+    assert!(!earlier.is_current(&left.status), "and told apart as the first lease's");
     relay.progress(id, l2.token, 1.0, None).unwrap();
     relay.ack(id, l2.token, None).unwrap();
     let kept = relay.get(id).unwrap().progress.unwrap();
     assert_eq!((kept.fraction, kept.message.as_deref(), kept.attempt), (1.0, None, 2));
-    assert!(kept.is_current(2));
+    assert!(kept.is_current(&relay.get(id).unwrap().status));
+    // A release gives the attempt back: the next lease has the same
+    // attempt number, and the report is still told apart by its lease.
+    let other = relay.submit(NewJob::new("q", "import", Vec::new())).unwrap();
+    let l3 = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.progress(other, l3.token, 0.5, None).unwrap();
+    relay.release(other, l3.token).unwrap();
+    let l4 = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!((l4.id, l4.attempt), (other, l3.attempt));
+    let again = relay.get(other).unwrap();
+    assert!(!again.progress.unwrap().is_current(&again.status));
     assert!(matches!(
         relay.progress(id, l2.token, 1.0, None),
         Err(Error::InvalidState { .. })

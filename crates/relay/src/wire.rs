@@ -112,6 +112,7 @@ pub fn job(j: &Job) -> w::Job {
             message: p.message.clone(),
             at: time(p.at),
             attempt: p.attempt,
+            token: p.token,
         }),
         payload,
         payload_base64,

@@ -124,10 +124,12 @@ pub struct Progress {
     /// When it reported it.
     #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub at: String,
-    /// The attempt that reported it; a report left over from an earlier
-    /// attempt stays until the next one reports (compare with the job's
-    /// `attempts`).
+    /// The attempt that reported it.
     pub attempt: u32,
+    /// The token of the lease that reported it: a report left over from an
+    /// earlier run (its token not the job's `lease_token`) stays until the
+    /// next one reports.
+    pub token: i64,
 }
 
 /// A page of `GET /v1/jobs`.

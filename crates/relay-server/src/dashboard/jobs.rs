@@ -144,7 +144,7 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
                         td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
                         td.num { (j.status.attempts) "/" (j.status.max_attempts) }
                         td.num.progress {
-                            @if let Some(p) = j.progress.as_ref().filter(|p| p.is_current(j.status.attempts)) {
+                            @if let Some(p) = j.progress.as_ref().filter(|p| p.is_current(&j.status)) {
                                 (super::pages::percent(p.fraction))
                             }
                         }

@@ -100,6 +100,7 @@ impl Engine {
                 message: message.clone(),
                 at: ctx.now,
                 attempt: s.attempts,
+                token: token.0,
             };
             plan.set_fields(id, None, Some(&progress))
         }))

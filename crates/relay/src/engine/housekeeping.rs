@@ -73,14 +73,39 @@ impl Housekeeping {
     /// After a batch planned: counts the ticks of schedules it skipped; when
     /// it ran the tick and fired as many schedules as a batch may, has the
     /// next batch tick again at once.
-    pub(crate) fn ticked(&self, counters: &Counters, ctx: &BatchCtx<'_>) {
-        counters.ticks_skipped(ctx.skipped_ticks);
-        counters.leases(ctx.leases_expired, ctx.leases_lost);
-        counters.waited(&ctx.waits);
+    pub(crate) fn ticked(&self, ctx: &BatchCtx<'_>) {
         if ctx.duties.tick && ctx.ticks_left {
             self.ticks_left.store(true, Ordering::Relaxed);
             self.last_tick.store(i64::MIN, Ordering::Relaxed);
         }
+    }
+}
+
+/// What a planned batch counts in the writer's counters, taken from its
+/// context and added only once the batch has committed (a batch rolled
+/// back, refused or of unknown fate counts nothing: its reclaims happen
+/// again in a later batch, and would be counted twice).
+pub(crate) struct Tallied {
+    skipped_ticks: u64,
+    leases_expired: u64,
+    leases_lost: u64,
+    waits: Vec<(String, String, f64)>,
+}
+
+impl Tallied {
+    pub(crate) fn take(ctx: &mut BatchCtx<'_>) -> Self {
+        Self {
+            skipped_ticks: ctx.skipped_ticks,
+            leases_expired: ctx.leases_expired,
+            leases_lost: ctx.leases_lost,
+            waits: std::mem::take(&mut ctx.waits),
+        }
+    }
+
+    pub(crate) fn add(self, counters: &Counters) {
+        counters.ticks_skipped(self.skipped_ticks);
+        counters.leases(self.leases_expired, self.leases_lost);
+        counters.waited(&self.waits);
     }
 }
 

@@ -83,9 +83,10 @@ pub struct Metrics {
     /// Leases that expired and were reclaimed (their jobs READY again, or
     /// DEAD): a worker died, hung or was too slow to extend.
     pub leases_expired: u64,
-    /// Calls (acks, nacks, extends, ...) refused because their lease was
-    /// lost: it expired, or the job was cancelled or taken by a later
-    /// lease. Their work was not recorded.
+    /// Calls (acks, nacks, extends, ...; each item of a batch call)
+    /// refused because their lease was lost: it expired, or a later lease
+    /// took the job. Their work was not recorded. (A job cancelled or
+    /// finished answers its state instead, not counted here.)
     pub leases_lost: u64,
 }
 

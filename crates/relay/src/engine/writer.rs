@@ -537,13 +537,17 @@ impl Writer {
         let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
         let held = self.behaviour.applies_unread.then(|| Arc::clone(&self.held));
         let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
-        if planned.is_ok() {
-            self.housekeeping.ticked(&self.deliver.counters, &ctx);
-        }
+        let tallied = planned.is_ok().then(|| {
+            self.housekeeping.ticked(&ctx);
+            housekeeping::Tallied::take(&mut ctx)
+        });
         let made_ready = ctx.made_ready;
         match planned {
             Ok(Planned::Committed(reaped)) => {
                 self.committed(batch.len(), reaped);
+                if let Some(t) = tallied {
+                    t.add(&self.deliver.counters);
+                }
                 Attempt::Done {
                     outcome: Ok(()),
                     made_ready,
@@ -563,8 +567,12 @@ impl Writer {
                 // then waits for its fsync (see durable.rs).
                 let unsynced = (self.path == CommitPath::Split && (!batch.is_empty() || reaped > 0))
                     .then(|| self.deliver.durability.begin_commit());
+                let outcome = self.commit(batch.len(), reaped);
+                if let (Ok(()), Some(t)) = (&outcome, tallied) {
+                    t.add(&self.deliver.counters);
+                }
                 Attempt::Done {
-                    outcome: self.commit(batch.len(), reaped),
+                    outcome,
                     made_ready,
                     unsynced,
                 }
