@@ -151,7 +151,14 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
         let req = LeaseRequest::new(["q"])
             .worker(format!("p{}-t{t}", std::process::id()))
             .lease_for(lease_for);
-        let Some(l) = relay.lease(req.wait(Duration::from_millis(200)))?.pop() else {
+        // Busy: the batch met another process's (a deadlock PostgreSQL
+        // broke, with SKIP LOCKED off) more often than the writer plans
+        // again; nothing was applied, and a worker tries again.
+        let leased = match relay.lease(req.wait(Duration::from_millis(200))) {
+            Err(Error::Busy) => continue,
+            other => other?,
+        };
+        let Some(l) = leased.into_iter().next_back() else {
             let stats = relay.stats()?;
             let q = stats.queues.get("q");
             let open = q.map_or(0, |q| q.counts[&JobState::Ready] + q.counts[&JobState::Leased]);
@@ -164,7 +171,14 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
         if stall_every > 0 && n.is_multiple_of(stall_every) {
             std::thread::sleep(lease_for + Duration::from_millis(300));
         }
-        match relay.ack(l.id, l.token, None) {
+        let mut acked = relay.ack(l.id, l.token, None);
+        for _ in 0..5 {
+            if !matches!(acked, Err(Error::Busy)) {
+                break;
+            }
+            acked = relay.ack(l.id, l.token, None);
+        }
+        match acked {
             Ok(()) => say(format!("ACK {} {}", l.id, l.token)),
             // Another worker holds it or has finished it.
             Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => say(format!("LOST {} {}", l.id, l.token)),
