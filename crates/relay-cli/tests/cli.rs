@@ -316,25 +316,23 @@ fn an_idempotency_key_makes_a_submit_safe_to_repeat() {
 #[test]
 fn a_debounced_submit_replaces_the_waiting_job() {
     let db = db();
-    let submit = |payload: &str| {
-        relay(
-            &db.path,
-            &[
-                "submit",
-                "-q",
-                "search",
-                "-k",
-                "reindex",
-                "--unique-key",
-                "doc-7",
-                "--debounce",
-                "30s",
-                payload,
-            ],
-        )
+    let submit = |more: &[&str]| {
+        let mut args = vec![
+            "submit",
+            "-q",
+            "search",
+            "-k",
+            "reindex",
+            "--unique-key",
+            "doc-7",
+            "--debounce",
+            "30s",
+        ];
+        args.extend_from_slice(more);
+        relay(&db.path, &args)
     };
-    let first = ok(&submit(r#"{"v":1}"#));
-    let again = submit(r#"{"v":2}"#);
+    let first = ok(&submit(&[r#"{"v":1}"#]));
+    let again = submit(&[r#"{"v":2}"#]);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stdout), first);
     let note = String::from_utf8_lossy(&again.stderr);
@@ -347,22 +345,7 @@ fn a_debounced_submit_replaces_the_waiting_job() {
         ok(&relay(&db.path, &["lease", "-q", "search"])).is_empty(),
         "due in 30 s"
     );
-    let delayed = relay(
-        &db.path,
-        &[
-            "submit",
-            "-q",
-            "search",
-            "-k",
-            "reindex",
-            "--unique-key",
-            "doc-7",
-            "--debounce",
-            "30s",
-            "--delay",
-            "5s",
-        ],
-    );
+    let delayed = submit(&["--delay", "5s"]);
     assert_eq!(delayed.status.code(), Some(2), "{delayed:?}");
     let show = ok(&relay(&db.path, &["show", first.trim()]));
     assert!(show.contains("payload          {\"v\":2}\n"), "{show}");

@@ -17,22 +17,19 @@ fn plan(conn: &Connection, sql: &str) -> Vec<String> {
 
 fn schema() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
-    conn.execute_batch(include_str!("../migrations/0001_init.sql")).unwrap();
-    conn.execute_batch(include_str!("../migrations/0002_queues.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0003_dependencies.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0004_traceparent.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0005_tags.sql")).unwrap();
-    conn.execute_batch(include_str!("../migrations/0006_dashboard.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0007_marks.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0008_poison.sql"))
-        .unwrap();
-    conn.execute_batch(include_str!("../migrations/0009_progress.sql"))
-        .unwrap();
+    for migration in [
+        include_str!("../migrations/0001_init.sql"),
+        include_str!("../migrations/0002_queues.sql"),
+        include_str!("../migrations/0003_dependencies.sql"),
+        include_str!("../migrations/0004_traceparent.sql"),
+        include_str!("../migrations/0005_tags.sql"),
+        include_str!("../migrations/0006_dashboard.sql"),
+        include_str!("../migrations/0007_marks.sql"),
+        include_str!("../migrations/0008_poison.sql"),
+        include_str!("../migrations/0009_progress.sql"),
+    ] {
+        conn.execute_batch(migration).unwrap();
+    }
     // A deep queue: many rows, most finished, one in ten DEAD.
     conn.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)

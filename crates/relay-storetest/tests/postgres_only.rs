@@ -877,6 +877,22 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     for (job, field) in [
         (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
         (NewJob::new("q", "k", Vec::new()).tags(["x"]), "tags"),
+        (
+            NewJob::new("q", "k", Vec::new()).idempotency_key("i"),
+            "idempotency_key",
+        ),
+        (
+            NewJob::new("q", "k", Vec::new())
+                .unique_key("u")
+                .throttle(Duration::from_secs(1)),
+            "throttle",
+        ),
+        (
+            NewJob::new("q", "k", Vec::new())
+                .unique_key("u")
+                .debounce(Duration::from_secs(1)),
+            "debounce",
+        ),
         (NewJob::new("q", "k", Vec::new()).lease_for(Duration::ZERO), "lease_for"),
         (NewJob::new("q", "k", Vec::new()).traceparent("00-bad"), "traceparent"),
         (NewJob::new("bad queue!", "k", Vec::new()), "queue"),

@@ -46,35 +46,23 @@ impl Engine {
         }
         let now = self.options.clock.now();
         let job = job.validate(&self.options.limits, self.options.default_max_attempts, now)?;
-        if !job.tags.is_empty() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "tags",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
-        }
-        if job.idempotency_key.is_some() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+        // What a submit inside the caller's transaction cannot do (yet):
+        // the field and why, the first that applies.
+        const LATER: &str =
+            "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit";
+        let refused = [
+            (!job.tags.is_empty(), "tags", LATER),
+            (
+                job.idempotency_key.is_some(),
                 "idempotency_key",
                 "not supported inside your own transaction on PostgreSQL: your transaction's commit is the answer (use unique_key there)",
-            )));
-        }
-        if job.throttle.is_some() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "throttle",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
-        }
-        if job.debounce.is_some() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "debounce",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
-        }
-        if !job.depends_on.is_empty() {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "depends_on",
-                "not supported inside your own transaction on PostgreSQL yet: submit this job with Relay::submit after your commit",
-            )));
+            ),
+            (job.throttle.is_some(), "throttle", LATER),
+            (job.debounce.is_some(), "debounce", LATER),
+            (!job.depends_on.is_empty(), "depends_on", LATER),
+        ];
+        if let Some((_, field, reason)) = refused.into_iter().find(|(refuse, ..)| *refuse) {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(field, reason)));
         }
         let delay = job.ready_at.since(now);
         Ok((job, i64::try_from(delay.as_millis()).unwrap_or(i64::MAX)))
