@@ -10,7 +10,10 @@ use std::time::Duration;
 pub const SCHEMA_VERSION: i64 = 9;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
-pub(crate) const MIGRATIONS: &[&str] = &[
+/// Each schema version's migration, in order (applied on open; the plan
+/// tests apply them to an in-memory database).
+#[doc(hidden)]
+pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_queues.sql"),
     include_str!("../migrations/0003_dependencies.sql"),

@@ -35,7 +35,7 @@ mod sync;
 mod watch;
 mod writer;
 
-pub use connection::{Settings, Target, SCHEMA_VERSION};
+pub use connection::{Settings, Target, MIGRATIONS, SCHEMA_VERSION};
 use relay_store::{Backend, StoreError, StoreReader, Syncer, WriterStore};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

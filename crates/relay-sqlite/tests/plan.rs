@@ -17,17 +17,7 @@ fn plan(conn: &Connection, sql: &str) -> Vec<String> {
 
 fn schema() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
-    for migration in [
-        include_str!("../migrations/0001_init.sql"),
-        include_str!("../migrations/0002_queues.sql"),
-        include_str!("../migrations/0003_dependencies.sql"),
-        include_str!("../migrations/0004_traceparent.sql"),
-        include_str!("../migrations/0005_tags.sql"),
-        include_str!("../migrations/0006_dashboard.sql"),
-        include_str!("../migrations/0007_marks.sql"),
-        include_str!("../migrations/0008_poison.sql"),
-        include_str!("../migrations/0009_progress.sql"),
-    ] {
+    for migration in relay_sqlite::MIGRATIONS {
         conn.execute_batch(migration).unwrap();
     }
     // A deep queue: many rows, most finished, one in ten DEAD.
