@@ -49,6 +49,21 @@ pub struct Cli {
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
+    /// How long SUCCEEDED jobs are kept after they finish, in queues without
+    /// a `relay retention` of their own: a duration (0s, 12h, 30d) or forever.
+    /// For the processes that prune a database (`serve`, `work`, `prune`);
+    /// give every one of them the same.
+    #[arg(long, global = true, env = "RELAY_KEEP_SUCCEEDED", value_name = "DURATION", value_parser = keep, help_heading = "Retention (serve, work and prune on a database; 7d unless set)")]
+    pub keep_succeeded: Option<relay::Keep>,
+
+    /// How long DEAD jobs are kept (as --keep-succeeded).
+    #[arg(long, global = true, env = "RELAY_KEEP_DEAD", value_name = "DURATION", value_parser = keep, help_heading = "Retention (serve, work and prune on a database; 7d unless set)")]
+    pub keep_dead: Option<relay::Keep>,
+
+    /// How long CANCELLED jobs are kept (as --keep-succeeded).
+    #[arg(long, global = true, env = "RELAY_KEEP_CANCELLED", value_name = "DURATION", value_parser = keep, help_heading = "Retention (serve, work and prune on a database; 7d unless set)")]
+    pub keep_cancelled: Option<relay::Keep>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -79,6 +94,15 @@ pub enum Command {
     Resume(QueueArg),
     /// Set a queue's limits, across every process on the store (no flags: lift them).
     Limit(LimitArgs),
+    /// Show or set how long a queue keeps its finished jobs, by final state
+    /// (e.g. `relay retention emails --succeeded 1d --dead forever`). Stored
+    /// with the queue and followed by every process; a state it does not
+    /// set follows the pruning process's --keep-* (7 days unless set).
+    Retention(RetentionArgs),
+    /// Delete now every finished job past its retention, with its events
+    /// (the server, and `relay work` on a database, also do this by
+    /// themselves, a window of the table at a time). Shows its progress.
+    Prune,
     /// Periodic jobs: add, list, remove, pause and resume schedules.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
@@ -309,6 +333,32 @@ pub struct LimitArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RetentionArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// How long its SUCCEEDED jobs are kept: a duration (0s, 12h, 30d),
+    /// forever, or default (the pruning process's --keep-succeeded). Left
+    /// out: unchanged.
+    #[arg(long, value_name = "DURATION", value_parser = keep_arg)]
+    pub succeeded: Option<KeepArg>,
+    /// How long its DEAD jobs are kept (as --succeeded).
+    #[arg(long, value_name = "DURATION", value_parser = keep_arg)]
+    pub dead: Option<KeepArg>,
+    /// How long its CANCELLED jobs are kept (as --succeeded).
+    #[arg(long, value_name = "DURATION", value_parser = keep_arg)]
+    pub cancelled: Option<KeepArg>,
+}
+
+/// A state's retention as `relay retention` takes it.
+#[derive(Debug, Clone, Copy)]
+pub enum KeepArg {
+    /// `default`: the queue follows the pruning process's default.
+    Default,
+    /// A duration, or forever.
+    Keep(relay::Keep),
+}
+
+#[derive(Debug, Args)]
 pub struct IdArg {
     /// The job's id.
     #[arg(allow_negative_numbers = true)]
@@ -475,6 +525,19 @@ pub struct DemoArgs {
 
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (write durations like 500ms, 10s, 5m, 1h)"))
+}
+
+/// A duration or `forever` (see `Keep`'s `FromStr`).
+fn keep(s: &str) -> Result<relay::Keep, String> {
+    s.parse()
+}
+
+/// `default`, a duration or `forever`.
+fn keep_arg(s: &str) -> Result<KeepArg, String> {
+    match s.trim() {
+        "default" => Ok(KeepArg::Default),
+        other => keep(other).map(KeepArg::Keep).map_err(|e| format!("{e}, or default")),
+    }
 }
 
 /// N/PERIOD (see `RateLimit`'s `FromStr`).

@@ -1,6 +1,6 @@
 //! Each subcommand: check what the flags say, make the library call, print.
 
-use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, ScheduleCommand, SubmitArgs};
+use crate::args::{AdminArgs, Cli, Command, FilterArgs, JobArgs, KeepArg, ScheduleCommand, SubmitArgs};
 use crate::error::CliError;
 use crate::output::Out;
 use crate::target::{Admin, Lease, Remote, Submit, Target, When};
@@ -11,6 +11,18 @@ use std::path::PathBuf;
 
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let out = Out::new(cli.json);
+    let options = relay::Options {
+        retention: relay::Retention {
+            succeeded: cli.keep_succeeded,
+            dead: cli.keep_dead,
+            cancelled: cli.keep_cancelled,
+        },
+        // Only the long-running processes prune by themselves; a one-shot
+        // command prunes by nobody's defaults (`relay prune` does, when
+        // asked).
+        prune: matches!(cli.command, Command::Serve(_) | Command::Work(_)),
+        ..relay::Options::default()
+    };
     match cli.command {
         Command::Demo(_) if cli.server.is_some() => return Err(CliError::Usage(
             "relay demo runs on a database file of its own (--db PATH, or a temporary one); it does not use --server"
@@ -21,10 +33,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             return match (&cli.server, cli.db) {
                 (Some(_), Some(_)) => Err(CliError::Usage("give --db or --server, not both".into())),
                 (Some(url), None) => crate::remote_work::run(Remote::new(url, cli.bearer.clone())?, a, &out),
-                (None, db) => crate::work::run(open(db)?, a, &out),
+                (None, db) => crate::work::run(open(db, options)?, a, &out),
             }
         }
-        Command::Serve(a) => return crate::serve::run(local(cli.db, cli.server.as_deref(), "serve")?, a, cli.bearer),
+        Command::Serve(a) => {
+            return crate::serve::run(local(cli.db, cli.server.as_deref(), "serve", options)?, a, cli.bearer)
+        }
         _ => {}
     }
     let target = match (&cli.server, &cli.db) {
@@ -34,7 +48,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             if !writes(&cli.command) {
                 must_exist(db.as_deref())?;
             }
-            Target::Local(relay_server::Local::new(open(cli.db.clone())?).map_err(|e| CliError::Io(e.to_string()))?)
+            Target::Local(
+                relay_server::Local::new(open(cli.db.clone(), options)?).map_err(|e| CliError::Io(e.to_string()))?,
+            )
         }
     };
     dispatch(&target, cli.command, &out)
@@ -99,6 +115,49 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                 poison_after: a.poison_after,
             };
             out.limits(&t.set_limits(&a.queue, limits)?);
+        }
+        Command::Retention(a) => {
+            let mut own = t.retention(&a.queue)?.own;
+            let given = [
+                (a.succeeded, &mut own.succeeded),
+                (a.dead, &mut own.dead),
+                (a.cancelled, &mut own.cancelled),
+            ];
+            let mut set = false;
+            for (arg, field) in given {
+                if let Some(arg) = arg {
+                    *field = match arg {
+                        KeepArg::Default => None,
+                        KeepArg::Keep(k) => Some(relay::wire::keep(k)),
+                    };
+                    set = true;
+                }
+            }
+            let now = if set {
+                t.set_retention(&a.queue, own)?
+            } else {
+                t.retention(&a.queue)?
+            };
+            out.retention(&now);
+        }
+        Command::Prune => {
+            let mut after = 0;
+            let mut deleted = 0;
+            let started = std::time::Instant::now();
+            let mut shown = started;
+            loop {
+                let pass = t.prune_from(after)?;
+                deleted += pass.deleted;
+                match pass.next {
+                    Some(next) => after = next,
+                    None => break,
+                }
+                if shown.elapsed() >= std::time::Duration::from_secs(1) {
+                    shown = std::time::Instant::now();
+                    eprintln!("relay prune: {deleted} deleted so far, at job {after}...");
+                }
+            }
+            out.pruned(deleted, started.elapsed());
         }
         Command::Jobs(a) => {
             let filter = JobFilter {
@@ -167,13 +226,13 @@ fn filter_args(a: FilterArgs) -> Result<JobFilter, CliError> {
 }
 
 /// The commands that run the engine themselves need a file.
-fn local(db: Option<PathBuf>, server: Option<&str>, what: &str) -> Result<Relay, CliError> {
+fn local(db: Option<PathBuf>, server: Option<&str>, what: &str, options: relay::Options) -> Result<Relay, CliError> {
     if server.is_some() {
         return Err(CliError::Usage(format!(
             "`relay {what}` runs on a database file: give --db, not --server"
         )));
     }
-    open(db)
+    open(db, options)
 }
 
 /// Commands that change the database; the others only read it.
@@ -220,7 +279,7 @@ fn redact(url: &str) -> String {
     }
 }
 
-fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
+fn open(db: Option<PathBuf>, options: relay::Options) -> Result<Relay, CliError> {
     let path = db.ok_or_else(|| {
         CliError::Usage("no database given: pass --db PATH (or --server URL), or set RELAY_DB".into())
     })?;
@@ -243,7 +302,7 @@ fn open(db: Option<PathBuf>) -> Result<Relay, CliError> {
             )));
         }
     }
-    Relay::connect(&target, relay::Options::default()).map_err(|e| match e {
+    Relay::connect(&target, options).map_err(|e| match e {
         Error::Open(inner) => CliError::Io(format!("cannot open {}: {inner}", path.display())),
         other => CliError::Relay(other),
     })

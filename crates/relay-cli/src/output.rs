@@ -347,6 +347,43 @@ impl Out {
         ));
     }
 
+    /// A queue's retention: each final state's, marked when it is the
+    /// default's.
+    pub fn retention(&self, v: &wire::QueueRetention) {
+        if self.json {
+            return self.json(v);
+        }
+        let text = |k: &wire::Keep| match k {
+            wire::Keep::Ms(ms) => duration_text(*ms),
+            wire::Keep::Forever(_) => "forever".to_owned(),
+        };
+        let one = |name: &str, own: Option<wire::Keep>, effective: &wire::Keep| {
+            let whose = if own.is_some() { "" } else { " (default)" };
+            format!("{name} {}{whose}", text(effective))
+        };
+        self.line(&format!(
+            "queue {} keeps: {}, {}, {}",
+            v.queue,
+            one("SUCCEEDED", v.own.succeeded, &v.effective.succeeded),
+            one("DEAD", v.own.dead, &v.effective.dead),
+            one("CANCELLED", v.own.cancelled, &v.effective.cancelled)
+        ));
+    }
+
+    /// What `relay prune` deleted.
+    pub fn pruned(&self, deleted: u64, took: std::time::Duration) {
+        if self.json {
+            return self.json(&serde_json::json!({ "deleted": deleted, "took_ms": took.as_millis() }));
+        }
+        self.line(&format!(
+            "deleted {deleted} finished job{} past their retention in {}",
+            if deleted == 1 { "" } else { "s" },
+            humantime::format_duration(std::time::Duration::from_millis(
+                u64::try_from(took.as_millis()).unwrap_or(u64::MAX)
+            ))
+        ));
+    }
+
     /// A page of stats: one JSON line per page, or its rows under one
     /// header (`header` on the first page).
     pub fn stats(&self, v: &wire::Stats, header: bool) {

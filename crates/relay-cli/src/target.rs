@@ -233,6 +233,21 @@ impl Target {
         self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)
     }
 
+    /// A queue's retention, its own and what the prune keeps.
+    pub fn retention(&self, queue: &str) -> Result<wire::QueueRetention, CliError> {
+        self.send::<calls::GetRetention>(&queue.to_owned(), &NONE, &NONE)
+    }
+
+    /// Replaces a queue's own retention.
+    pub fn set_retention(&self, queue: &str, own: wire::Retention) -> Result<wire::QueueRetention, CliError> {
+        self.send::<calls::SetRetention>(&queue.to_owned(), &NONE, &own)
+    }
+
+    /// One pass of the prune, after job `after`.
+    pub fn prune_from(&self, after: i64) -> Result<wire::Pruned, CliError> {
+        self.send::<calls::Prune>(&(), &NONE, &wire::PruneFrom { after })
+    }
+
     /// A page of queues' stats (totals on the first page), as
     /// `GET /v1/stats` answers it.
     pub fn stats_page(&self, after: Option<String>) -> Result<wire::Stats, CliError> {

@@ -898,3 +898,113 @@ fn regex_lite_times(text: &str) -> String {
     }
     masked
 }
+
+/// `relay retention` and `relay prune` answer alike on a file and a server;
+/// the server's --keep-* flags are its defaults, shown as such and followed
+/// by its own prune.
+#[test]
+fn retention_and_prune_alike_on_a_file_and_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = common::KillOnDrop(
+        Command::new(RELAY)
+            .arg("--db")
+            .arg(dir.path().join("remote.db"))
+            .args(["--keep-dead", "forever", "--keep-cancelled", "0s"])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("RELAY_TOKEN")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (err, url) = common::server_url(&mut server.0);
+    std::thread::spawn(move || for _ in err.lines() {});
+    let local = dir.path().join("local.db");
+    let run = |remote: bool, args: &[&str]| {
+        let mut c = Command::new(RELAY);
+        if remote {
+            c.args(["--server", &url]);
+        } else {
+            // A file's defaults are those of the process that opens it.
+            c.arg("--db")
+                .arg(&local)
+                .args(["--keep-dead", "forever", "--keep-cancelled", "0s"]);
+        }
+        let out = c
+            .args(args)
+            .env_remove("RELAY_DB")
+            .env_remove("RELAY_TOKEN")
+            .env_remove("RELAY_SERVER")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    for remote in [false, true] {
+        let (code, shown, err) = run(remote, &["retention", "r"]);
+        assert_eq!(
+            (code, shown.as_str()),
+            (
+                Some(0),
+                "queue r keeps: SUCCEEDED 7days (default), DEAD forever (default), CANCELLED 0s (default)\n"
+            ),
+            "remote={remote}: {err}"
+        );
+        let (code, shown, err) = run(remote, &["retention", "r", "--succeeded", "0s", "--cancelled", "30d"]);
+        assert_eq!(
+            (code, shown.as_str()),
+            (
+                Some(0),
+                "queue r keeps: SUCCEEDED 0s, DEAD forever (default), CANCELLED 30days\n"
+            ),
+            "remote={remote}: {err}"
+        );
+        // A flag left out keeps its value; `default` gives it back.
+        let (_, shown, _) = run(remote, &["retention", "r", "--cancelled", "default", "--dead", "1h"]);
+        assert_eq!(
+            shown, "queue r keeps: SUCCEEDED 0s, DEAD 1h, CANCELLED 0s (default)\n",
+            "remote={remote}"
+        );
+        let (code, _, err) = run(remote, &["retention", "r", "--dead", "11y"]);
+        assert_eq!(code, Some(2), "remote={remote}");
+        assert!(err.contains("dead: must be at most 10 years"), "remote={remote}: {err}");
+        let (code, _, _) = run(remote, &["retention", "r", "--dead", "soon"]);
+        assert_eq!(code, Some(2), "remote={remote}");
+        let (_, json, _) = run(remote, &["--json", "retention", "r"]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            v["own"],
+            serde_json::json!({"succeeded": 0, "dead": 3_600_000, "cancelled": null})
+        );
+        assert_eq!(v["effective"]["cancelled"], 0, "remote={remote}");
+        // A SUCCEEDED job of r goes at the prune; one of another queue stays.
+        let (_, id, _) = run(remote, &["submit", "-q", "r", "-k", "k"]);
+        let (_, kept, _) = run(remote, &["submit", "-q", "other", "-k", "k"]);
+        let (_, lease, _) = run(remote, &["lease", "--queue", "r"]);
+        let token = lease.split('\t').nth(1).unwrap().to_owned();
+        let (code, _, err) = run(remote, &["ack", id.trim(), "--token", &token]);
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        let (code, pruned, err) = run(remote, &["prune"]);
+        assert_eq!(code, Some(0), "remote={remote}: {err}");
+        // The server may have pruned it by itself first.
+        assert!(
+            pruned.starts_with("deleted 1 finished job past") || pruned.starts_with("deleted 0 finished jobs past"),
+            "remote={remote}: {pruned}"
+        );
+        assert_eq!(run(remote, &["show", id.trim()]).0, Some(3), "remote={remote}: pruned");
+        assert_eq!(run(remote, &["show", kept.trim()]).0, Some(0), "remote={remote}: kept");
+    }
+    // The server prunes by itself, by its --keep-cancelled 0s.
+    let (_, id, _) = run(true, &["submit", "-q", "c", "-k", "k"]);
+    assert_eq!(run(true, &["cancel", id.trim()]).0, Some(0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while run(true, &["show", id.trim()]).0 == Some(0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never pruned a CANCELLED job"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -48,7 +48,7 @@ pub mod validate;
 
 pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Progress};
 pub use periodic::{Recurrence, Schedule};
-pub use queue::{QueueLimits, QueueSettings, RateLimit, RateWindow};
+pub use queue::{Keep, QueueLimits, QueueSettings, RateLimit, RateWindow, Retention};
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};
 pub use store_error::StoreError;

@@ -18,6 +18,173 @@ pub struct QueueSettings {
     pub limits: QueueLimits,
     /// The rate limit's current window (state kept with the settings).
     pub window: RateWindow,
+    /// How long the queue keeps its finished jobs; the engine's defaults
+    /// by default.
+    pub retention: Retention,
+}
+
+/// How long a queue keeps its finished jobs, by final state, before the
+/// engine deletes them with their events. `None` for a state: the engine's
+/// default for it (`Options::retention`, 7 days unless set).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Retention {
+    /// How long a SUCCEEDED job is kept.
+    pub succeeded: Option<Keep>,
+    /// How long a DEAD job is kept.
+    pub dead: Option<Keep>,
+    /// How long a CANCELLED job is kept.
+    pub cancelled: Option<Keep>,
+}
+
+/// How long a finished job is kept: for a time after it finished, or
+/// forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Keep {
+    /// Deleted once this long has passed since it finished (0: at the
+    /// next prune).
+    For(Duration),
+    /// Never deleted by the engine.
+    Forever,
+}
+
+/// Longest retention short of forever: ten years.
+pub const MAX_KEEP: Duration = Duration::from_secs(10 * 366 * 86_400);
+
+/// What the engine keeps when nothing says otherwise: 7 days.
+pub const DEFAULT_KEEP: Keep = Keep::For(Duration::from_secs(7 * 86_400));
+
+impl Keep {
+    /// As stored: milliseconds, or -1 for forever.
+    pub fn to_millis(self) -> i64 {
+        match self {
+            Keep::For(d) => crate::time::duration_millis(d),
+            Keep::Forever => -1,
+        }
+    }
+
+    /// From its stored form ([`Keep::to_millis`]).
+    ///
+    /// # Errors
+    ///
+    /// A message when `ms` is below -1 or longer than [`MAX_KEEP`].
+    pub fn from_millis(ms: i64) -> Result<Keep, String> {
+        match ms {
+            -1 => Ok(Keep::Forever),
+            ms if ms >= 0 && ms <= crate::time::duration_millis(MAX_KEEP) => {
+                Ok(Keep::For(Duration::from_millis(ms.unsigned_abs())))
+            }
+            ms => Err(format!(
+                "{ms} is not a retention (-1 for forever, or 0-{} ms)",
+                MAX_KEEP.as_millis()
+            )),
+        }
+    }
+
+    /// Whether a job that finished at `finished` is past keeping at `now`.
+    pub fn expired(self, finished: Timestamp, now: Timestamp) -> bool {
+        match self {
+            Keep::For(d) => finished.plus(d) <= now,
+            Keep::Forever => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Keep {
+    /// `forever`, or the duration as humantime writes it (`7days`, `1h 30m`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Keep::For(d) if d.is_zero() => f.write_str("0s"),
+            Keep::For(d) => write!(f, "{}", humantime::format_duration(*d)),
+            Keep::Forever => f.write_str("forever"),
+        }
+    }
+}
+
+impl std::str::FromStr for Keep {
+    type Err = String;
+
+    /// `forever`, or a duration (`0s`, `12h`, `30d`, `1h 30m`). The range
+    /// is [`Retention::validate`]'s.
+    ///
+    /// # Errors
+    ///
+    /// A message naming what was expected.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "forever" => Ok(Keep::Forever),
+            other => humantime::parse_duration(other)
+                .map(Keep::For)
+                .map_err(|e| format!("{other:?}: {e} (write forever, or a duration like 0s, 12h, 30d)")),
+        }
+    }
+}
+
+impl Retention {
+    /// The same `keep` for every final state.
+    pub fn all(keep: Keep) -> Retention {
+        Retention {
+            succeeded: Some(keep),
+            dead: Some(keep),
+            cancelled: Some(keep),
+        }
+    }
+
+    /// Whether any state has a retention of its own.
+    pub fn is_set(&self) -> bool {
+        *self != Retention::default()
+    }
+
+    /// What is kept for a job in `state`: its own setting, else
+    /// `default`'s, else [`DEFAULT_KEEP`]; `None` for a state that is not
+    /// final (never pruned).
+    pub fn of(&self, state: crate::JobState, default: &Retention) -> Option<Keep> {
+        use crate::JobState;
+        let pick = |own: Option<Keep>, dflt: Option<Keep>| own.or(dflt).unwrap_or(DEFAULT_KEEP);
+        match state {
+            JobState::Succeeded => Some(pick(self.succeeded, default.succeeded)),
+            JobState::Dead => Some(pick(self.dead, default.dead)),
+            JobState::Cancelled => Some(pick(self.cancelled, default.cancelled)),
+            _ => None,
+        }
+    }
+
+    /// Every state's retention filled in from `default`, else
+    /// [`DEFAULT_KEEP`].
+    pub fn over(&self, default: &Retention) -> Retention {
+        let pick = |own: Option<Keep>, dflt: Option<Keep>| Some(own.or(dflt).unwrap_or(DEFAULT_KEEP));
+        Retention {
+            succeeded: pick(self.succeeded, default.succeeded),
+            dead: pick(self.dead, default.dead),
+            cancelled: pick(self.cancelled, default.cancelled),
+        }
+    }
+
+    /// Refuses a retention longer than [`MAX_KEEP`] (short of forever).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `succeeded`, `dead` or `cancelled`.
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        for (field, keep) in [
+            ("succeeded", self.succeeded),
+            ("dead", self.dead),
+            ("cancelled", self.cancelled),
+        ] {
+            if let Some(Keep::For(d)) = keep {
+                if d > MAX_KEEP {
+                    return Err(InvalidInput::new(
+                        field,
+                        format!(
+                            "must be at most 10 years ({} ms) or forever, got {}",
+                            MAX_KEEP.as_millis(),
+                            humantime::format_duration(d)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Limits on a queue's leases, enforced by the store across every process

@@ -4,7 +4,7 @@
 //! store seam that fills them, so the seam may change without changing
 //! them.
 
-use crate::{JobId, JobState, QueueLimits, Timestamp};
+use crate::{JobId, JobState, QueueLimits, Retention, Timestamp};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -35,6 +35,8 @@ pub struct QueueStats {
     pub paused: bool,
     /// The queue's limits on leases (none by default).
     pub limits: QueueLimits,
+    /// The queue's own retention (the engine's defaults by default).
+    pub retention: Retention,
 }
 
 impl QueueStats {
@@ -45,6 +47,7 @@ impl QueueStats {
             oldest_ready_age: None,
             paused: false,
             limits: QueueLimits::default(),
+            retention: Retention::default(),
         }
     }
 }

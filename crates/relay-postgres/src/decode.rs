@@ -78,7 +78,8 @@ pub(crate) fn dependent(row: &Row) -> Result<relay_store::Dependent, StoreError>
 }
 
 /// A `relay_queues` row: `name, paused, max_leased, rate_limit,
-/// rate_per_ms, window_start, window_count, poison_after`.
+/// rate_per_ms, window_start, window_count, poison_after, keep_succeeded,
+/// keep_dead, keep_cancelled`.
 pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), StoreError> {
     let name: String = col(row, 0, "queue name", None)?;
     let raw = || -> Result<relay_store::decode::RawQueue, StoreError> {
@@ -90,10 +91,34 @@ pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), Store
             window_start: col(row, 5, "window_start", None)?,
             window_count: col(row, 6, "window_count", None)?,
             poison_after: col(row, 7, "poison_after", None)?,
+            keep: [
+                col(row, 8, "keep_succeeded", None)?,
+                col(row, 9, "keep_dead", None)?,
+                col(row, 10, "keep_cancelled", None)?,
+            ],
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());
     Ok((name, settings))
+}
+
+/// A row of `job_finished_window.sql` with a job (`id, state,
+/// finished_at, keep_succeeded, keep_dead, keep_cancelled`), or why it
+/// does not decode.
+pub(crate) fn finished(row: &Row) -> Result<relay_store::Finished, String> {
+    let raw = || -> Result<relay_store::decode::RawFinished, StoreError> {
+        Ok(relay_store::decode::RawFinished {
+            id: col(row, 0, "id", None)?,
+            state: col(row, 1, "state", None)?,
+            finished_at: col(row, 2, "finished_at", None)?,
+            keep: [
+                col(row, 3, "keep_succeeded", None)?,
+                col(row, 4, "keep_dead", None)?,
+                col(row, 5, "keep_cancelled", None)?,
+            ],
+        })
+    };
+    raw().map_err(|e| e.to_string())?.decode()
 }
 
 /// A `relay_schedules` row: `name, cron, every_ms, tz, queue, kind, payload,

@@ -175,13 +175,36 @@ impl Store for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
-        let (scan, batch) = (limit(relay_store::PRUNE_SCAN), limit(relay_store::PRUNE_BATCH));
-        let row = self.query_one(
-            include_str!("../sql/job_prune.sql"),
-            &[&before.as_millis(), &scan, &batch],
+    fn job_finished_window(&mut self, after: JobId) -> Result<relay_store::FinishedWindow, StoreError> {
+        let rows = self.query(
+            include_str!("../sql/job_finished_window.sql"),
+            &[&after.0, &limit(relay_store::PRUNE_SCAN)],
         )?;
+        let mut window = relay_store::FinishedWindow::default();
+        for row in &rows {
+            let n: i64 = decode::col(row, 7, "window size", None)?;
+            window.last = decode::col::<Option<i64>>(row, 6, "last id", None)?
+                .filter(|_| n >= limit(relay_store::PRUNE_SCAN))
+                .map(JobId);
+            if decode::col::<Option<i64>>(row, 0, "id", None)?.is_none() {
+                continue; // the lone row of a window without finished jobs
+            }
+            match decode::finished(row) {
+                Ok(f) => window.finished.push(f),
+                Err(reason) => tracing::warn!(%reason, "a finished job does not decode; the prune leaves it"),
+            }
+        }
+        Ok(window)
+    }
+
+    fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let ids: Vec<i64> = jobs.iter().map(|(id, _)| id.0).collect();
+        let at: Vec<i64> = jobs.iter().map(|(_, t)| t.as_millis()).collect();
+        let row = self.query_one(include_str!("../sql/job_delete_finished.sql"), &[&ids, &at])?;
         let n: i64 = decode::col(&row, 0, "pruned", None)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }

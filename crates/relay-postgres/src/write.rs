@@ -2,8 +2,8 @@
 //! (`sql/apply_*.sql`), pipelined with the COMMIT by the writer.
 
 use crate::pipe::{Pipe, Req};
-use relay_core::Recurrence;
 use relay_core::Timestamp;
+use relay_core::{Keep, Recurrence};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
@@ -95,6 +95,7 @@ pub(crate) struct QueueCols<'a> {
     window_count: Vec<i64>,
     at: Vec<i64>,
     poison_after: Vec<Option<i64>>,
+    keep: [Vec<Option<i64>>; 3],
 }
 
 impl<'a> QueueCols<'a> {
@@ -113,6 +114,17 @@ impl<'a> QueueCols<'a> {
             window_count: qs.iter().map(|q| i(q.settings.window.count)).collect(),
             at: qs.iter().map(|q| q.at.as_millis()).collect(),
             poison_after: qs.iter().map(|q| q.settings.limits.poison_after.map(i)).collect(),
+            keep: [
+                qs.iter()
+                    .map(|q| q.settings.retention.succeeded.map(Keep::to_millis))
+                    .collect(),
+                qs.iter()
+                    .map(|q| q.settings.retention.dead.map(Keep::to_millis))
+                    .collect(),
+                qs.iter()
+                    .map(|q| q.settings.retention.cancelled.map(Keep::to_millis))
+                    .collect(),
+            ],
         }
     }
 
@@ -127,6 +139,9 @@ impl<'a> QueueCols<'a> {
             &self.window_count,
             &self.at,
             &self.poison_after,
+            &self.keep[0],
+            &self.keep[1],
+            &self.keep[2],
         ]
     }
 }

@@ -433,6 +433,34 @@ impl Handle for calls::SetQueueLimits {
     }
 }
 
+impl Handle for calls::GetRetention {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueRetention, ApiError> {
+        let stats = s.relay.queue_stats(r.param.clone()).await?;
+        Ok(conv::queue_retention(
+            r.param,
+            stats.retention,
+            &s.relay.options().retention,
+        ))
+    }
+}
+
+impl Handle for calls::SetRetention {
+    /// Replaces the queue's retention: a state left out (or null) follows
+    /// the server's default.
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueRetention, ApiError> {
+        let own = conv::retention(r.body);
+        s.relay.set_retention(&r.param, own).await?;
+        Ok(conv::queue_retention(r.param, own, &s.relay.options().retention))
+    }
+}
+
+impl Handle for calls::Prune {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Pruned, ApiError> {
+        let after = relay::JobId(r.body.after.max(0));
+        Ok(conv::pruned(s.relay.prune_from(after).await?))
+    }
+}
+
 impl Handle for calls::Schedules {
     async fn handle(s: Arc<AppState>, _: Req<Self>) -> Result<wire::Schedules, ApiError> {
         let all = s.relay.schedules().await?;

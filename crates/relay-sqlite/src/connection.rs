@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 /// Each schema version's migration, in order (applied on open; the plan
@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_marks.sql"),
     include_str!("../migrations/0008_poison.sql"),
     include_str!("../migrations/0009_progress.sql"),
+    include_str!("../migrations/0010_retention.sql"),
 ];
 
 /// Where the database lives.

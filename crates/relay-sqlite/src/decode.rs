@@ -160,7 +160,8 @@ pub(crate) fn dependent(row: &Row<'_>) -> Result<relay_store::Dependent, StoreEr
 }
 
 /// A `queues` row: `name, paused, max_leased, rate_limit, rate_per_ms,
-/// window_start, window_count, poison_after`.
+/// window_start, window_count, poison_after, keep_succeeded, keep_dead,
+/// keep_cancelled`.
 pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), StoreError> {
     let c = Cols::new(row, None);
     let name = c.text(0, "queue name")?;
@@ -173,10 +174,34 @@ pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), S
             window_start: c.int(5, "window_start")?,
             window_count: c.int(6, "window_count")?,
             poison_after: c.opt_int(7, "poison_after")?,
+            keep: [
+                c.opt_int(8, "keep_succeeded")?,
+                c.opt_int(9, "keep_dead")?,
+                c.opt_int(10, "keep_cancelled")?,
+            ],
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());
     Ok((name, settings))
+}
+
+/// A row of `job_finished_window.sql`: `id, state, finished_at,
+/// keep_succeeded, keep_dead, keep_cancelled`, or why it does not decode.
+pub(crate) fn finished(row: &Row<'_>) -> Result<relay_store::Finished, String> {
+    let c = Cols::new(row, None);
+    let raw = || -> Result<relay_store::decode::RawFinished, StoreError> {
+        Ok(relay_store::decode::RawFinished {
+            id: c.int(0, "id")?,
+            state: c.text(1, "state")?,
+            finished_at: c.opt_int(2, "finished_at")?,
+            keep: [
+                c.opt_int(3, "keep_succeeded")?,
+                c.opt_int(4, "keep_dead")?,
+                c.opt_int(5, "keep_cancelled")?,
+            ],
+        })
+    };
+    raw().map_err(|e| e.to_string())?.decode()
 }
 
 /// A `schedules` row: `name, cron, every_ms, tz, queue, kind, payload,

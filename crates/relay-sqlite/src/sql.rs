@@ -33,7 +33,6 @@ statements! {
     JOB_DEPS_ANY = "job_deps_any.sql";
     JOB_DEP_INSERT = "job_dep_insert.sql";
     JOB_DEPS_DELETE = "job_deps_delete.sql";
-    JOB_PRUNE_DEPS = "job_prune_deps.sql";
     JOB_EVENTS = "job_events.sql";
     JOB_EVENTS_DELETE = "job_events_delete.sql";
     JOB_EXPIRED_LEASES = "job_expired_leases.sql";
@@ -52,8 +51,9 @@ statements! {
     JOB_SEARCH_FAILED = "job_search_failed.sql";
     JOB_DEAD_GROUPS = "job_dead_groups.sql";
     JOB_NEXT_READY_AT = "job_next_ready_at.sql";
-    JOB_PRUNE = "job_prune.sql";
-    JOB_PRUNE_EVENTS = "job_prune_events.sql";
+    JOB_DELETE_FINISHED = "job_delete_finished.sql";
+    JOB_FINISHED_WINDOW = "job_finished_window.sql";
+    JOB_WINDOW_END = "job_window_end.sql";
     JOB_READY_AFTER = "job_ready_after.sql";
     JOB_READY_HEADS = "job_ready_heads.sql";
     JOB_SET_FIELDS = "job_set_fields.sql";
@@ -179,14 +179,9 @@ mod tests {
         assert!(super::JOB_READY_HEADS.len() < include_str!("../sql/job_ready_heads.sql").len() * 2 / 3);
         // The batch limits are relay_store's, written in as literals.
         assert!(super::JOB_EXPIRED_LEASES.ends_with(&format!("LIMIT {}", relay_store::REAP_BATCH)));
-        for sql in [&super::JOB_PRUNE, &super::JOB_PRUNE_DEPS, &super::JOB_PRUNE_EVENTS] {
+        for sql in [&super::JOB_FINISHED_WINDOW, &super::JOB_WINDOW_END] {
             assert!(
                 sql.contains(&format!("LIMIT {}", relay_store::PRUNE_SCAN)),
-                "{}",
-                sql.as_str()
-            );
-            assert!(
-                sql.contains(&format!("LIMIT {}", relay_store::PRUNE_BATCH)),
                 "{}",
                 sql.as_str()
             );

@@ -238,20 +238,51 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(self.exec(&crate::sql::MARK_PRUNE, params![before.as_millis(), batch])? as u64)
     }
 
-    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        self.exec(&crate::sql::JOB_PRUNE_EVENTS, [before.as_millis()])?;
-        self.exec(&crate::sql::JOB_PRUNE_DEPS, [before.as_millis()])?;
+    fn job_finished_window(&mut self, after: JobId) -> Result<relay_store::FinishedWindow, StoreError> {
+        let mut window = relay_store::FinishedWindow::default();
+        {
+            let mut st = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_FINISHED_WINDOW)
+                .map_err(map_err)?;
+            let mut rows = st.query([after.0]).map_err(map_err)?;
+            while let Some(r) = rows.next().map_err(map_err)? {
+                match crate::decode::finished(r) {
+                    Ok(f) => window.finished.push(f),
+                    Err(reason) => tracing::warn!(%reason, "a finished job does not decode; the prune leaves it"),
+                }
+            }
+        }
+        let (last, n): (Option<i64>, i64) = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_WINDOW_END)
+            .and_then(|mut st| st.query_row([after.0], |r| Ok((r.get(0)?, r.get(1)?))))
+            .map_err(map_err)?;
+        window.last = last
+            .filter(|_| usize::try_from(n).is_ok_and(|n| n >= relay_store::PRUNE_SCAN))
+            .map(JobId);
+        Ok(window)
+    }
+
+    fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
         let mut counts = Counts::default();
         let mut n = 0;
-        {
-            let mut st = self.conn().prepare_cached(&crate::sql::JOB_PRUNE).map_err(map_err)?;
-            let mut rows = st.query([before.as_millis()]).map_err(map_err)?;
-            while let Some(r) = rows.next().map_err(map_err)? {
-                let queue: String = r.get(0).map_err(map_err)?;
-                let state: String = r.get(1).map_err(map_err)?;
-                counts.gone(&queue, &state);
-                n += 1;
-            }
+        for (id, finished_at) in jobs {
+            let gone = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_DELETE_FINISHED)
+                .and_then(|mut st| {
+                    st.query_row(params![id.0, finished_at.as_millis()], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .optional()
+                })
+                .map_err(map_err)?;
+            let Some((queue, state)) = gone else { continue };
+            self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
+            self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
+            counts.gone(&queue, &state);
+            n += 1;
         }
         self.count(Timestamp::from_millis(0), &counts)?;
         Ok(n)
@@ -553,7 +584,10 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                     s.window.start.as_millis(),
                     s.window.count,
                     q.at.as_millis(),
-                    s.limits.poison_after
+                    s.limits.poison_after,
+                    s.retention.succeeded.map(relay_core::Keep::to_millis),
+                    s.retention.dead.map(relay_core::Keep::to_millis),
+                    s.retention.cancelled.map(relay_core::Keep::to_millis)
                 ],
             )?;
         }

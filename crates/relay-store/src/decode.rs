@@ -6,8 +6,8 @@
 
 use crate::StoreError;
 use relay_core::{
-    JobId, JobState, JobStatus, Lease, LeaseToken, Priority, QueueLimits, QueueSettings, RateLimit, RateWindow,
-    Recurrence, Schedule, Timestamp,
+    JobId, JobState, JobStatus, Keep, Lease, LeaseToken, Priority, QueueLimits, QueueSettings, RateLimit, RateWindow,
+    Recurrence, Retention, Schedule, Timestamp,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -303,6 +303,55 @@ pub struct RawQueue {
     pub window_start: i64,
     pub window_count: i64,
     pub poison_after: Option<i64>,
+    /// The queue's retention by state (`keep_succeeded`, `keep_dead`,
+    /// `keep_cancelled`): milliseconds, -1 for forever, NULL for the
+    /// engine's default.
+    pub keep: [Option<i64>; 3],
+}
+
+/// A queue's stored retention (`RawQueue::keep`), or why a column is out
+/// of range.
+pub fn retention(keep: [Option<i64>; 3]) -> Result<Retention, String> {
+    let one = |name: &str, v: Option<i64>| {
+        v.map(|ms| Keep::from_millis(ms).map_err(|e| format!("column {name}: {e}")))
+            .transpose()
+    };
+    Ok(Retention {
+        succeeded: one("keep_succeeded", keep[0])?,
+        dead: one("keep_dead", keep[1])?,
+        cancelled: one("keep_cancelled", keep[2])?,
+    })
+}
+
+/// A finished job's row as the prune reads it: `id, state, finished_at`
+/// and its queue's `keep_*` columns (NULL without a settings row).
+#[derive(Debug, Clone)]
+pub struct RawFinished {
+    pub id: i64,
+    pub state: String,
+    pub finished_at: Option<i64>,
+    pub keep: [Option<i64>; 3],
+}
+
+impl RawFinished {
+    /// The finished job, or why its row (or its queue's retention) does not
+    /// decode: the prune passes over it rather than delete what it cannot
+    /// read.
+    pub fn decode(self) -> Result<crate::Finished, String> {
+        let state = JobState::parse(&self.state)
+            .filter(|s| s.is_finished())
+            .ok_or_else(|| format!("job {}: state {:?} is not a final state", self.id, self.state))?;
+        let finished_at = self
+            .finished_at
+            .ok_or_else(|| format!("job {}: a {} job without finished_at", self.id, state.as_str()))?;
+        let keep = retention(self.keep).map_err(|e| format!("job {}'s queue: {e}", self.id))?;
+        Ok(crate::Finished {
+            id: JobId(self.id),
+            state,
+            finished_at: Timestamp::from_millis(finished_at),
+            keep,
+        })
+    }
 }
 
 /// A queue's stored `poison_after`, if it is in range.
@@ -382,6 +431,7 @@ impl RawQueue {
                 start: Timestamp::from_millis(self.window_start),
                 count,
             },
+            retention: retention(self.keep)?,
         })
     }
 }
@@ -400,6 +450,7 @@ mod queue_tests {
             window_start: 0,
             window_count: 3,
             poison_after: Some(3),
+            keep: [Some(0), Some(-1), None],
         };
         assert!(ok.clone().settings().is_ok());
         for bad in [
@@ -425,6 +476,10 @@ mod queue_tests {
             },
             RawQueue {
                 poison_after: Some(-1),
+                ..ok.clone()
+            },
+            RawQueue {
+                keep: [None, Some(-2), None],
                 ..ok.clone()
             },
         ] {

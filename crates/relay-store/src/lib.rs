@@ -264,13 +264,34 @@ pub struct Prefetched {
 /// Most expired leases one call to `Store::job_expired_leases` returns.
 pub const REAP_BATCH: usize = 256;
 
-/// Most finished jobs one call to `Store::job_prune` deletes.
+/// Most finished jobs one prune pass deletes.
 pub const PRUNE_BATCH: usize = 1000;
 
-/// How many of the oldest job ids one call to `Store::job_prune` looks
-/// among (old jobs sit at the front of the table: a call reads a bounded
-/// window, even when nothing is old enough to go).
+/// How many job ids one call to `Store::job_finished_window` looks among:
+/// a pass reads a bounded window of the table, however few of its jobs may
+/// go, and the next pass goes on after it.
 pub const PRUNE_SCAN: usize = 5000;
+
+/// A finished job as the prune reads it ([`Store::job_finished_window`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub id: JobId,
+    /// SUCCEEDED, DEAD or CANCELLED.
+    pub state: relay_core::JobState,
+    pub finished_at: Timestamp,
+    /// Its queue's own retention.
+    pub keep: relay_core::Retention,
+}
+
+/// A window of the jobs table, as the prune reads it.
+#[derive(Debug, Clone, Default)]
+pub struct FinishedWindow {
+    /// The window's finished jobs, by id.
+    pub finished: Vec<Finished>,
+    /// The last id in the window; `None` when the window reached the
+    /// table's end (it holds fewer than [`PRUNE_SCAN`] jobs).
+    pub last: Option<JobId>,
+}
 
 /// A store the engine's writer thread owns.
 pub type WriterStore = dyn Store + Send;
@@ -309,7 +330,7 @@ pub struct Behaviour {
 /// engine opens and closes.
 ///
 /// A batch runs in two phases. Planning reads (every method below but
-/// `apply`, `job_prune` and `notify_ready`) and decides; an operation that
+/// `apply`, the prune's deletes and `notify_ready`) and decides; an operation that
 /// fails there fails alone and has written nothing. Then [`Store::apply`]
 /// writes what the whole batch decided, in a few statements; any error
 /// there fails the batch. Reads of rows the batch may change lock them
@@ -515,15 +536,21 @@ pub trait Store {
         let _ = (changes, expected);
         Ok(false)
     }
-    /// Deletes up to [`PRUNE_BATCH`] finished jobs (SUCCEEDED, DEAD, CANCELLED) that
-    /// finished before `before`, with their events; returns how many.
-    /// Housekeeping, run before a batch is planned.
-    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
+    /// The [`PRUNE_SCAN`] jobs after id `after` (by id): the finished ones
+    /// (SUCCEEDED, DEAD, CANCELLED) with their queue's retention, and the
+    /// last id read. A row that does not decode is logged and left out
+    /// (never pruned). Housekeeping, run before a batch is planned.
+    fn job_finished_window(&mut self, after: JobId) -> Result<FinishedWindow, StoreError>;
+    /// Deletes the finished jobs named, with their events and the
+    /// dependency edges from them, each only while it is still finished
+    /// at the time given (a job retried since is left); returns how many.
+    /// Housekeeping, beside [`Store::job_finished_window`].
+    fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError>;
     /// Deletes throughput history of minutes before `before`; returns how
-    /// many rows. Housekeeping, beside [`Store::job_prune`].
+    /// many rows. Housekeeping, beside [`Store::job_delete_finished`].
     fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     /// Deletes up to [`PRUNE_BATCH`] marks that expired at or before
-    /// `before`; returns how many. Housekeeping, beside [`Store::job_prune`].
+    /// `before`; returns how many. Housekeeping, beside [`Store::job_delete_finished`].
     fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     /// Tells other processes, when this transaction commits, that jobs
     /// became ready (PostgreSQL: NOTIFY). A no-op where nobody can listen.

@@ -441,51 +441,161 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
     );
 }
 
-pub fn finished_jobs_are_pruned_after_retention(new_db: &NewDb) {
+pub fn finished_jobs_are_pruned_by_their_retention(new_db: &NewDb) {
+    use relay::{Keep, Retention};
     let db = new_db();
     let (mut options, clock) = crate::clocked();
-    options.retention = Some(Duration::from_secs(3600));
+    let hour = Duration::from_secs(3600);
+    // The defaults: SUCCEEDED an hour, DEAD forever, CANCELLED 7 days.
+    options.retention = Retention {
+        succeeded: Some(Keep::For(hour)),
+        dead: Some(Keep::Forever),
+        cancelled: None,
+    };
     options.reap_interval = Duration::from_millis(20);
     let relay = db.open(options).unwrap();
-    let ids: Vec<JobId> = (0..5)
-        .map(|_| relay.submit(NewJob::new("q", "k", Vec::new())).unwrap())
-        .collect();
-    let leased = relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap();
-    relay.ack(leased[0].id, leased[0].token, None).unwrap();
-    relay.ack(leased[1].id, leased[1].token, None).unwrap();
-    relay.nack_permanent(leased[2].id, leased[2].token, "bad").unwrap();
-    relay.cancel(ids[3]).unwrap();
-    // ids[4] stays READY: never pruned, however old.
-    clock.advance(Duration::from_secs(2 * 3600));
-    let fresh = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
-    let l = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
-    let fresh_lease = l.iter().find(|j| j.id == fresh).unwrap();
-    relay.ack(fresh, fresh_lease.token, None).unwrap();
+    // "audit" keeps SUCCEEDED forever and CANCELLED a minute.
+    let audit = Retention {
+        succeeded: Some(Keep::Forever),
+        dead: None,
+        cancelled: Some(Keep::For(Duration::from_secs(60))),
+    };
+    relay.set_retention("audit", audit).unwrap();
+    assert_eq!(relay.queue_stats("audit").unwrap().retention, audit, "read back");
+    let finish = |queue: &str, outcome: JobState| {
+        let id = relay.submit(NewJob::new(queue, "k", Vec::new())).unwrap();
+        if outcome == JobState::Cancelled {
+            relay.cancel(id).unwrap();
+            return id;
+        }
+        let l = relay.lease(LeaseRequest::new([queue])).unwrap().remove(0);
+        assert_eq!(l.id, id);
+        match outcome {
+            JobState::Succeeded => relay.ack(id, l.token, None).unwrap(),
+            _ => drop(relay.nack_permanent(id, l.token, "bad").unwrap()),
+        }
+        id
+    };
+    let q_ok = [finish("q", JobState::Succeeded), finish("q", JobState::Succeeded)];
+    let q_dead = finish("q", JobState::Dead);
+    let q_cancelled = finish("q", JobState::Cancelled);
+    let audit_ok = finish("audit", JobState::Succeeded);
+    let audit_cancelled = finish("audit", JobState::Cancelled);
+    clock.advance(2 * hour);
+    let fresh = finish("q", JobState::Succeeded);
+    let q_ready = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     // The engine prunes by itself on its idle ticks.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while relay.get(ids[3]).is_ok() {
-        assert!(std::time::Instant::now() < deadline, "finished jobs were never pruned");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while relay.get(q_ok[1]).is_ok() || relay.get(audit_cancelled).is_ok() {
+        assert!(Instant::now() < deadline, "finished jobs were never pruned");
         std::thread::sleep(Duration::from_millis(20));
     }
-    for id in &ids[..4] {
-        assert!(
-            matches!(relay.get(*id), Err(Error::NotFound { .. })),
-            "job {id} kept past retention"
-        );
-        assert!(matches!(relay.events(*id), Err(Error::NotFound { .. })));
+    let gone = |id: JobId| {
+        matches!(relay.get(id), Err(Error::NotFound { .. })) && matches!(relay.events(id), Err(Error::NotFound { .. }))
+    };
+    assert!(gone(q_ok[0]) && gone(q_ok[1]), "SUCCEEDED past the default hour");
+    assert!(gone(audit_cancelled), "CANCELLED past the queue's own minute");
+    for (id, why) in [
+        (q_dead, "DEAD is kept forever by default"),
+        (q_cancelled, "CANCELLED is kept 7 days when nothing says otherwise"),
+        (q_ready, "an unfinished job is never pruned"),
+        (fresh, "a recent one is kept"),
+        (audit_ok, "the queue keeps SUCCEEDED forever"),
+    ] {
+        assert!(relay.get(id).is_ok(), "job {id}: {why}");
     }
-    assert!(relay.get(ids[4]).is_ok(), "an unfinished job is never pruned");
+    assert_eq!(relay.prune().unwrap(), 0, "nothing more is due");
+    clock.advance(8 * 24 * hour);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(gone(fresh) && gone(q_cancelled)) {
+        assert!(
+            Instant::now() < deadline,
+            "the recent one and the week-old CANCELLED were never pruned"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The engine's pass reached the table's end: its next is 10 s away on
+    // this clock, which stands still from here on.
+    // A retention set later applies to jobs that finished before it.
+    relay
+        .set_retention(
+            "q",
+            Retention {
+                dead: Some(Keep::For(Duration::ZERO)),
+                ..Retention::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(relay.prune().unwrap(), 1);
+    assert!(gone(q_dead));
+    for id in [q_ready, audit_ok] {
+        assert!(relay.get(id).is_ok(), "job {id} kept");
+    }
+    let stats = relay.stats().unwrap();
+    assert_eq!(stats.queues["q"].counts[&JobState::Dead], 0, "counts follow the prune");
+    assert_eq!(stats.queues["q"].counts[&JobState::Ready], 1);
+    assert_eq!(stats.queues["audit"].counts[&JobState::Succeeded], 1);
+    // Out of range: refused, nothing changed.
+    let long = Retention {
+        cancelled: Some(Keep::For(Duration::from_secs(11 * 366 * 86_400))),
+        ..Retention::default()
+    };
+    assert!(matches!(relay.set_retention("audit", long), Err(Error::InvalidInput(e)) if e.field == "cancelled"));
+    assert_eq!(relay.queue_stats("audit").unwrap().retention, audit);
+}
+
+/// The prune goes through the table a window at a time and on past jobs
+/// it keeps: more finished jobs than one window holds, kept forever at the
+/// front of the table, do not hide later ones that are due.
+pub fn the_prune_goes_past_the_jobs_it_keeps(new_db: &NewDb) {
+    use relay::{Keep, Retention};
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    options.reap_interval = Duration::from_millis(20);
+    let relay = db.open(options).unwrap();
+    relay.set_retention("keep", Retention::all(Keep::Forever)).unwrap();
+    relay
+        .set_retention("drop", Retention::all(Keep::For(Duration::ZERO)))
+        .unwrap();
+    // More than one window (relay_store::PRUNE_SCAN, 5,000 jobs).
+    let kept = 5_500;
+    let mut ids = Vec::new();
+    for _ in 0..kept / 500 {
+        ids.extend(
+            relay
+                .submit_batch((0..500).map(|_| NewJob::new("keep", "k", Vec::new())).collect())
+                .unwrap(),
+        );
+    }
     assert_eq!(
-        relay.get(fresh).unwrap().state(),
-        JobState::Succeeded,
-        "a recent one is kept"
+        relay
+            .cancel_matching(&JobFilter {
+                queue: Some("keep".into()),
+                ..JobFilter::default()
+            })
+            .unwrap(),
+        kept as u64
     );
-    assert_eq!(relay.prune(Duration::from_secs(3600)).unwrap(), 0);
-    clock.advance(Duration::from_millis(1));
+    let dropped: Vec<JobId> = (0..10)
+        .map(|_| {
+            let id = relay.submit(NewJob::new("drop", "k", Vec::new())).unwrap();
+            relay.cancel(id).unwrap();
+            id
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dropped.iter().any(|id| relay.get(*id).is_ok()) {
+        assert!(
+            Instant::now() < deadline,
+            "jobs behind a window of kept ones were never pruned"
+        );
+        clock.advance(Duration::from_secs(2));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(relay.get(ids[0]).is_ok() && relay.get(ids[kept - 1]).is_ok());
     assert_eq!(
-        relay.prune(Duration::ZERO).unwrap(),
-        1,
-        "an explicit prune takes the recent one"
+        relay.queue_stats("keep").unwrap().counts[&JobState::Cancelled],
+        kept as u64
     );
 }
 

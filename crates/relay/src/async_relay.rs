@@ -547,6 +547,24 @@ impl AsyncRelay {
         self.read(move |e| e.queue_stats(&queue)).await
     }
 
+    /// [`Relay::prune_from`], without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::prune`].
+    pub async fn prune_from(&self, after: JobId) -> Result<crate::Pruned> {
+        self.engine.run_async(self.engine.prune_op(after)).await
+    }
+
+    /// [`Relay::set_retention`], without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::set_retention`].
+    pub async fn set_retention(&self, queue: &str, retention: crate::Retention) -> Result<()> {
+        self.engine.run_async(self.engine.retention_op(queue, retention)?).await
+    }
+
     /// [`Relay::queue_totals`], on a blocking thread.
     ///
     /// # Errors
@@ -582,6 +600,11 @@ impl AsyncRelay {
     pub async fn throughput_of(&self, since: Timestamp, queue: Option<String>) -> Result<Vec<Throughput>> {
         self.read(move |e| e.readers.with(|r| r.throughput_of(since, queue.as_deref())))
             .await
+    }
+
+    /// [`Relay::options`].
+    pub fn options(&self) -> &crate::Options {
+        &self.engine.options
     }
 
     /// As [`Relay::store_info`].

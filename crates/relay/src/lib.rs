@@ -59,6 +59,7 @@ mod within;
 pub mod worker;
 
 pub use async_relay::AsyncRelay;
+pub use engine::housekeeping::Pruned;
 pub use engine::metrics::{Health, Metrics, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
 pub use engine::reads::{Stats, StatsPage, StoreInfo};
 pub use engine::search::BULK_CHUNK;
@@ -77,8 +78,9 @@ pub use relay_core::periodic::time_zones;
 pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
 pub use relay_core::StoreError;
 pub use relay_core::{
-    Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Limits, ManualClock,
-    Priority, Progress, QueueLimits, RateLimit, Recurrence, RetryPolicy, Schedule, SystemClock, Timestamp,
+    Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Keep, Lease, LeaseToken, Limits,
+    ManualClock, Priority, Progress, QueueLimits, RateLimit, Recurrence, Retention, RetryPolicy, Schedule, SystemClock,
+    Timestamp,
 };
 /// The PostgreSQL drivers [`Relay::submit_in_pg`] and
 /// [`AsyncRelay::submit_in_pg`] take transactions of.

@@ -1,6 +1,6 @@
 //! How a Relay instance behaves: limits, scheduling, retries, batching.
 
-use relay_core::{Clock, InvalidInput, Limits, RetryPolicy, SystemClock};
+use relay_core::{Clock, InvalidInput, Limits, Retention, RetryPolicy, SystemClock};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,10 +31,19 @@ pub struct Options {
     pub queue_capacity: usize,
     /// How often an idle writer reclaims expired leases.
     pub reap_interval: Duration,
-    /// Finished jobs (SUCCEEDED, DEAD, CANCELLED) are deleted, with their
-    /// events, this long after they finished; `None` keeps them forever.
-    /// Keeps the jobs table (and its indexes) small.
-    pub retention: Option<Duration>,
+    /// How long finished jobs are kept, by final state (SUCCEEDED, DEAD,
+    /// CANCELLED), in queues without a retention of their own for that
+    /// state ([`Relay::set_retention`](crate::Relay::set_retention)): each
+    /// is deleted with its events this long after it finished. A state left
+    /// `None` keeps 7 days; [`Keep::Forever`](crate::Keep::Forever) never
+    /// deletes. Keeps the jobs table (and its indexes) small.
+    pub retention: Retention,
+    /// Deletes finished jobs past their retention by itself: a pass over a
+    /// window of 5,000 jobs every 10 s, every second while partway through
+    /// the table. `false`: only [`Relay::prune`](crate::Relay::prune)
+    /// does (a short-lived process that should not prune by its own
+    /// defaults, as the CLI's one-shot commands).
+    pub prune: bool,
     /// How long an idempotency key is kept after its submit
     /// ([`NewJob::idempotency_key`](crate::NewJob::idempotency_key)): a
     /// submit that carries it again within this time returns the first
@@ -83,7 +92,8 @@ impl Default for Options {
             max_batch: 1024,
             queue_capacity: 8192,
             reap_interval: Duration::from_secs(1),
-            retention: Some(Duration::from_secs(7 * 24 * 3600)),
+            retention: Retention::all(relay_core::queue::DEFAULT_KEEP),
+            prune: true,
             idempotency_keep: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(250),
             watch_interval: Duration::from_millis(10),
@@ -98,6 +108,7 @@ impl Default for Options {
 impl Options {
     pub(crate) fn validate(&self) -> Result<(), InvalidInput> {
         Limits::default().max_attempts(self.default_max_attempts)?;
+        self.retention.validate()?;
         if self.max_batch == 0 || self.queue_capacity == 0 {
             return Err(InvalidInput::new(
                 "options",

@@ -870,16 +870,74 @@ impl Relay {
         self.engine.run(self.engine.append_event_op(id, kind, data)?)
     }
 
-    /// Deletes up to 1000 finished jobs that finished more than `age` ago,
-    /// with their events; returns how many. The engine does this by itself
-    /// with `Options::retention`; call it again while it returns 1000.
+    /// Deletes now, with their events, every finished job past its
+    /// retention (its queue's, else [`Options::retention`]'s); returns how
+    /// many. The engine does this by itself, a window of the table at a
+    /// time; this goes through the whole table at once, one pass
+    /// ([`Relay::prune_from`]) per write batch.
+    ///
+    /// ```
+    /// use relay::{Keep, NewJob, Relay, Retention};
+    /// use std::time::Duration;
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// relay.set_retention("thumbnails", Retention { succeeded: Some(Keep::For(Duration::ZERO)), ..Retention::default() })?;
+    /// let id = relay.submit(NewJob::new("thumbnails", "resize", Vec::new()))?;
+    /// let job = relay.lease(relay::LeaseRequest::new(["thumbnails"]))?.remove(0);
+    /// relay.ack(id, job.token, None)?;
+    /// assert_eq!(relay.prune()?, 1);
+    /// assert!(relay.get(id).is_err());
+    /// # Ok::<(), relay::Error>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
-    /// [`Error::Closed`], as for every write (see [`Relay`]).
-    pub fn prune(&self, age: Duration) -> Result<u64> {
-        self.engine.run(self.engine.prune_op(age))
+    /// [`Error::Closed`], as for every write (see [`Relay`]); what was
+    /// deleted before the error stays deleted.
+    pub fn prune(&self) -> Result<u64> {
+        let mut deleted = 0;
+        let mut after = JobId(0);
+        loop {
+            let pass = self.prune_from(after)?;
+            deleted += pass.deleted;
+            match pass.next {
+                Some(next) => after = next,
+                None => return Ok(deleted),
+            }
+        }
+    }
+
+    /// One pass of the prune: reads the 5,000 jobs after id `after`
+    /// (`JobId(0)`: from the table's start) and deletes, with their events,
+    /// the finished ones past their retention, at most 1,000. Call it again
+    /// from [`Pruned::next`](crate::Pruned::next) until that is `None` to
+    /// go through the whole table, a batch at a time (as `relay prune` and
+    /// `POST /v1/prune` do, showing progress).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::prune`].
+    pub fn prune_from(&self, after: JobId) -> Result<crate::Pruned> {
+        self.engine.run(self.engine.prune_op(after))
+    }
+
+    /// Sets how long `queue` keeps its finished jobs, by final state; a
+    /// state left `None` follows [`Options::retention`]. Replaces the
+    /// queue's previous retention whole. Read back with
+    /// [`Relay::queue_stats`] (`retention`); the engine's prune follows it
+    /// from its next pass, for jobs that finished before too.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: an invalid queue name, or a retention
+    ///   over 10 years (short of [`Keep::Forever`](crate::Keep::Forever));
+    ///   nothing was sent.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
+    ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see
+    ///   [`Relay`]).
+    pub fn set_retention(&self, queue: &str, retention: crate::Retention) -> Result<()> {
+        self.engine.run(self.engine.retention_op(queue, retention)?)
     }
 
     /// Reclaims expired leases now (the engine also does this by itself);

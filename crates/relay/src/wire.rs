@@ -463,6 +463,58 @@ pub fn limits(b: w::Limits) -> Result<QueueLimits, RequestError> {
     })
 }
 
+/// A retention as the wire writes it.
+pub fn keep(k: crate::Keep) -> w::Keep {
+    match k {
+        crate::Keep::For(d) => w::Keep::Ms(ms(d)),
+        crate::Keep::Forever => w::Keep::Forever(w::Forever::Forever),
+    }
+}
+
+/// A retention as a request gives it (range checks are
+/// [`crate::Retention::validate`]'s, when it is set).
+pub fn retention(r: w::Retention) -> crate::Retention {
+    let one = |k: Option<w::Keep>| {
+        k.map(|k| match k {
+            w::Keep::Ms(n) => crate::Keep::For(Duration::from_millis(n)),
+            w::Keep::Forever(_) => crate::Keep::Forever,
+        })
+    };
+    crate::Retention {
+        succeeded: one(r.succeeded),
+        dead: one(r.dead),
+        cancelled: one(r.cancelled),
+    }
+}
+
+/// A queue's retention, its own and over `default` (the engine's
+/// `Options::retention`).
+pub fn queue_retention(queue: String, own: crate::Retention, default: &crate::Retention) -> w::QueueRetention {
+    let full = own.over(default);
+    let of = |k: Option<crate::Keep>| keep(k.unwrap_or(relay_core::queue::DEFAULT_KEEP));
+    w::QueueRetention {
+        queue,
+        own: w::Retention {
+            succeeded: own.succeeded.map(keep),
+            dead: own.dead.map(keep),
+            cancelled: own.cancelled.map(keep),
+        },
+        effective: w::Kept {
+            succeeded: of(full.succeeded),
+            dead: of(full.dead),
+            cancelled: of(full.cancelled),
+        },
+    }
+}
+
+/// One pass of the prune.
+pub fn pruned(p: crate::Pruned) -> w::Pruned {
+    w::Pruned {
+        deleted: p.deleted,
+        next: p.next.map(|id| id.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -234,8 +234,11 @@ impl Store for GatedStore {
     fn apply_commit(&mut self, changes: &Changes<'_>) -> Result<(), CommitFailed> {
         self.inner.apply_commit(changes)
     }
-    fn job_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
-        self.inner.job_prune(before)
+    fn job_finished_window(&mut self, after: JobId) -> Result<relay_store::FinishedWindow, StoreError> {
+        self.inner.job_finished_window(after)
+    }
+    fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
+        self.inner.job_delete_finished(jobs)
     }
     fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.throughput_prune(before)

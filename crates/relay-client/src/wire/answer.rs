@@ -1,6 +1,6 @@
 //! The answers the server sends.
 
-use super::{present, BulkAction, Bytes, JsonText, Rate, State};
+use super::{present, BulkAction, Bytes, JsonText, Keep, Rate, Retention, State};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -391,6 +391,40 @@ pub struct QueueLimits {
     /// server's default, 3).
     #[serde(default)]
     pub poison_after: Option<u32>,
+}
+
+/// A queue's retention: `GET` and `PUT /v1/queues/{queue}/retention`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct QueueRetention {
+    /// The queue.
+    pub queue: String,
+    /// Its own retention (a state null follows the server's default).
+    pub own: Retention,
+    /// What the prune keeps of it: its own, else the server's default.
+    pub effective: Kept,
+}
+
+/// How long each final state's jobs are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Kept {
+    /// SUCCEEDED jobs.
+    pub succeeded: Keep,
+    /// DEAD jobs.
+    pub dead: Keep,
+    /// CANCELLED jobs.
+    pub cancelled: Keep,
+}
+
+/// One pass of the prune: `POST /v1/prune`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Pruned {
+    /// Finished jobs it deleted, with their events.
+    pub deleted: u64,
+    /// The next pass's `after`; null once the pass reached the table's end.
+    pub next: Option<i64>,
 }
 
 /// A bulk action's answer.

@@ -112,7 +112,9 @@ parts!(
         w::QueuePage,
         DeadQuery,
         w::Heartbeat,
-        w::Limits;
+        w::Limits,
+        w::Retention,
+        w::PruneFrom;
     by_hand: w::Ack, w::Work
 );
 
@@ -388,6 +390,20 @@ calls! {
     /// `rate_limit.limit` leases per `rate_limit.per_ms`. A field left out
     /// or null lifts that limit.
     SetQueueLimits = "setQueueLimits": Put "/v1/queues/{queue}/limits" (String, Nothing, w::Limits) -> w::QueueLimits, 200, [400, 413];
+    /// The queue's own retention and what the prune keeps of it (its own,
+    /// else the server's default), by final state.
+    GetRetention = "getRetention": Get "/v1/queues/{queue}/retention" (String, Nothing, Nothing) -> w::QueueRetention, 200, [400];
+    /// Replaces how long the queue keeps its finished jobs, by final state:
+    /// milliseconds after a job finished, or "forever"; a state left out or
+    /// null follows the server's default. The prune follows it from its
+    /// next pass, for jobs that finished before too.
+    SetRetention = "setRetention": Put "/v1/queues/{queue}/retention" (String, Nothing, w::Retention) -> w::QueueRetention, 200, [400, 413];
+    /// One pass of the prune now: reads the 5,000 jobs after `after` and
+    /// deletes, with their events, the finished ones past their queue's
+    /// retention (at most 1,000). Follow `next` as `after` until it is
+    /// null to go through every job (`relay prune` does). The server also
+    /// prunes by itself.
+    Prune = "prune": Post "/v1/prune" ((), Nothing, w::PruneFrom) -> w::Pruned, 200, [400, 413];
     /// Every schedule of periodic jobs, by name.
     Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200, [];
     /// Adds a schedule of periodic jobs, or replaces the one of this name

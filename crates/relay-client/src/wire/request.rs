@@ -485,3 +485,56 @@ pub struct QueuePage {
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
 }
+
+/// How long a finished job is kept: milliseconds after it finished (0: at
+/// the next prune; at most ten years), or `"forever"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum Keep {
+    /// Milliseconds after it finished.
+    Ms(#[cfg_attr(feature = "schema", schemars(range(min = 0, max = 316_224_000_000u64)))] u64),
+    /// Never deleted by the server.
+    Forever(Forever),
+}
+
+/// `"forever"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Forever {
+    /// Kept forever.
+    Forever,
+}
+
+/// A queue's own retention, by final state (`PUT
+/// /v1/queues/{queue}/retention`, and in answers): a state left out or null
+/// follows the server's default (`relay serve --keep-succeeded` etc.; 7
+/// days unless set).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    /// How long its SUCCEEDED jobs are kept.
+    #[serde(default)]
+    pub succeeded: Option<Keep>,
+    /// How long its DEAD jobs are kept.
+    #[serde(default)]
+    pub dead: Option<Keep>,
+    /// How long its CANCELLED jobs are kept.
+    #[serde(default)]
+    pub cancelled: Option<Keep>,
+}
+
+/// `POST /v1/prune`: one pass of the prune, over the 5,000 jobs after
+/// `after`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PruneFrom {
+    /// The job id the pass begins after: the last answer's `next` (left
+    /// out or 0: the table's start).
+    #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    pub after: i64,
+}

@@ -306,7 +306,7 @@ fn call(
         })?),
         "stats" => drop(relay.stats()?),
         "metrics" => drop(relay.metrics()),
-        "prune" => drop(relay.prune(Duration::from_secs(3600))?),
+        "prune" => drop(relay.prune()?),
         "reap_expired" => drop(relay.reap_expired()?),
         "async_stats" => {
             let rt = tokio::runtime::Builder::new_current_thread()

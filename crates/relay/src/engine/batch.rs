@@ -14,8 +14,9 @@ pub(crate) struct Duties {
     /// `reap_interval`).
     pub reap: bool,
     /// Deletes what is past keeping (finished jobs past their retention,
-    /// old throughput minutes, expired marks); only with `reap`.
-    pub prune: bool,
+    /// old throughput minutes, expired marks); only with `reap`. Holds the
+    /// job id the prune's window begins after (see `ops::prune_pass`).
+    pub prune: Option<JobId>,
     /// Enqueues the jobs of due schedules.
     pub tick: bool,
 }
@@ -24,7 +25,7 @@ impl Duties {
     /// None: an operation run inside its caller's transaction.
     pub const NONE: Self = Self {
         reap: false,
-        prune: false,
+        prune: None,
         tick: false,
     };
 }
@@ -51,6 +52,8 @@ pub(crate) struct BatchCtx<'a> {
     pub waits: Vec<(String, String, f64)>,
     /// This batch fired as many schedules as one batch may: more may be due.
     pub ticks_left: bool,
+    /// What this batch's prune did, when it pruned.
+    pub pruned: Option<crate::Pruned>,
 }
 
 impl<'a> BatchCtx<'a> {
@@ -73,6 +76,7 @@ impl<'a> BatchCtx<'a> {
             leases_lost: 0,
             waits: Vec::new(),
             ticks_left: false,
+            pruned: None,
         }
     }
 

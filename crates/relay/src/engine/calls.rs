@@ -310,8 +310,19 @@ impl Engine {
         })
     }
 
-    pub(crate) fn prune_op(&self, age: Duration) -> Pending<u64> {
-        Pending::new(Hint::None, move |plan, ctx| ops::prune(plan.store(), ctx.now, age))
+    pub(crate) fn prune_op(&self, after: JobId) -> Pending<crate::Pruned> {
+        Pending::new(Hint::None, move |plan, ctx| {
+            ops::prune_pass(plan.store(), ctx.now, &ctx.options.retention, after)
+        })
+    }
+
+    pub(crate) fn retention_op(&self, queue: &str, retention: relay_core::Retention) -> Result<Pending<()>> {
+        self.options.limits.queue(queue)?;
+        retention.validate()?;
+        let queue = queue.to_owned();
+        Ok(Pending::new(Hint::None, move |plan, _| {
+            ops::set_retention(plan, &queue, retention)
+        }))
     }
 
     pub(crate) fn reap_op(&self) -> Pending<usize> {

@@ -8,16 +8,33 @@ use super::ops;
 use super::plan::Plan;
 use crate::error::Result;
 use crate::options::Options;
-use relay_core::Timestamp;
+use relay_core::{JobId, Timestamp};
 use relay_store::Store;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
+/// What one pass of the prune did ([`Relay::prune_from`](crate::Relay::prune_from)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    /// Finished jobs it deleted, with their events.
+    pub deleted: u64,
+    /// Where the next pass goes on (the id it stopped at); `None` once it
+    /// reached the table's end.
+    pub next: Option<JobId>,
+}
+
 /// How often the scheduler looks for due schedules.
 pub(crate) const TICK_EVERY: Duration = Duration::from_millis(250);
 
-/// How often finished jobs past their retention are pruned.
+/// How often finished jobs past their retention are pruned once a pass
+/// reached the table's end.
 const PRUNE_EVERY: Duration = Duration::from_secs(10);
+
+/// How often while the prune is partway through the table: a pass reads
+/// `relay_store::PRUNE_SCAN` jobs and deletes at most `PRUNE_BATCH`, so a
+/// table of a million jobs is gone through in about 200 s, and up to 1,000
+/// jobs a second are deleted.
+const PRUNE_BUSY_EVERY: Duration = Duration::from_secs(1);
 
 /// When a Relay's writers last reaped, pruned and ticked (milliseconds),
 /// shared by every writer of the Relay (so "the first batch after opening
@@ -26,6 +43,10 @@ pub(crate) struct Housekeeping {
     last_reap: AtomicI64,
     last_prune: AtomicI64,
     last_tick: AtomicI64,
+    /// Where the next prune pass begins (a job id; 0: the table's start).
+    prune_after: AtomicI64,
+    /// The last prune pass stopped before the table's end.
+    prune_busy: AtomicBool,
     /// The last tick fired as many schedules as a batch may: the writer
     /// runs the next batch (and tick) at once instead of waiting.
     ticks_left: AtomicBool,
@@ -38,6 +59,8 @@ impl Default for Housekeeping {
             last_reap: AtomicI64::new(i64::MIN),
             last_prune: AtomicI64::new(i64::MIN),
             last_tick: AtomicI64::new(i64::MIN),
+            prune_after: AtomicI64::new(0),
+            prune_busy: AtomicBool::new(false),
             ticks_left: AtomicBool::new(false),
         }
     }
@@ -53,10 +76,15 @@ impl Housekeeping {
         if reap {
             self.last_reap.store(now.as_millis(), Ordering::Relaxed);
         }
-        let prune = reap && due(&self.last_prune, PRUNE_EVERY);
-        if prune {
+        let every = if self.prune_busy.load(Ordering::Relaxed) {
+            PRUNE_BUSY_EVERY
+        } else {
+            PRUNE_EVERY
+        };
+        let prune = (options.prune && reap && due(&self.last_prune, every)).then(|| {
             self.last_prune.store(now.as_millis(), Ordering::Relaxed);
-        }
+            JobId(self.prune_after.load(Ordering::Relaxed))
+        });
         let tick = options.scheduler && due(&self.last_tick, TICK_EVERY);
         if tick {
             self.last_tick.store(now.as_millis(), Ordering::Relaxed);
@@ -79,17 +107,30 @@ impl Housekeeping {
             self.last_tick.store(i64::MIN, Ordering::Relaxed);
         }
     }
+
+    /// After a batch committed (see [`Tallied`]): the next prune pass goes on where its
+    /// pass stopped (the table's start once it reached the end), sooner
+    /// while it is partway through. A batch that did not commit leaves
+    /// both, and its window is read again.
+    fn pruned(&self, pruned: Option<crate::Pruned>) {
+        if let Some(p) = pruned {
+            self.prune_after.store(p.next.map_or(0, |id| id.0), Ordering::Relaxed);
+            self.prune_busy.store(p.next.is_some(), Ordering::Relaxed);
+        }
+    }
 }
 
-/// What a planned batch counts in the writer's counters, taken from its
-/// context and added only once the batch has committed (a batch rolled
-/// back, refused or of unknown fate counts nothing: its reclaims happen
-/// again in a later batch, and would be counted twice).
+/// What a planned batch counts in the writer's counters (and where its
+/// prune stopped), taken from its context and added only once the batch
+/// has committed (a batch rolled back, refused or of unknown fate counts
+/// nothing: its reclaims happen again in a later batch, and would be
+/// counted twice).
 pub(crate) struct Tallied {
     skipped_ticks: u64,
     leases_expired: u64,
     leases_lost: u64,
     waits: Vec<(String, String, f64)>,
+    pruned: Option<crate::Pruned>,
 }
 
 impl Tallied {
@@ -99,21 +140,23 @@ impl Tallied {
             leases_expired: ctx.leases_expired,
             leases_lost: ctx.leases_lost,
             waits: std::mem::take(&mut ctx.waits),
+            pruned: ctx.pruned.take(),
         }
     }
 
-    pub(crate) fn add(self, counters: &Counters) {
+    pub(crate) fn add(self, counters: &Counters, housekeeping: &Housekeeping) {
+        housekeeping.pruned(self.pruned);
         counters.ticks_skipped(self.skipped_ticks);
         counters.leases(self.leases_expired, self.leases_lost);
         counters.waited(&self.waits);
     }
 }
 
-/// Deletes what is past keeping: the throughput history's old minutes
-/// and expired marks (always) and finished jobs past their retention (when
-/// one is set). A failure is tried again at the next prune, unless it
-/// leaves the batch unusable.
-pub(crate) fn prune(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
+/// Deletes what is past keeping: the throughput history's old minutes,
+/// expired marks, and finished jobs past their retention in one window of
+/// the jobs table after `after` (see `ops::prune_pass`). A failure is tried
+/// again at the next prune, unless it leaves the batch unusable.
+pub(crate) fn prune(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, after: JobId) -> Result<()> {
     let tolerate = |r: Result<u64>, what: &str| match r {
         Ok(n) => {
             if n > 0 {
@@ -129,8 +172,15 @@ pub(crate) fn prune(store: &mut dyn Store, ctx: &BatchCtx<'_>) -> Result<()> {
     };
     tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
     tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
-    if let Some(age) = ctx.options.retention {
-        tolerate(ops::prune(store, ctx.now, age), "finished jobs")?;
+    match ops::prune_pass(store, ctx.now, &ctx.options.retention, after) {
+        Ok(p) => {
+            if p.deleted > 0 {
+                tracing::debug!(count = p.deleted, "pruned finished jobs");
+            }
+            ctx.pruned = Some(p);
+        }
+        Err(e) if e.is_batch_fatal() => return Err(e),
+        Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed; will try again"),
     }
     Ok(())
 }

@@ -487,9 +487,32 @@ pub(crate) fn prune_marks(store: &mut dyn Store, now: Timestamp) -> Result<u64> 
     Ok(store.mark_prune(now)?)
 }
 
-pub(crate) fn prune(store: &mut dyn Store, now: Timestamp, age: std::time::Duration) -> Result<u64> {
-    let before = Timestamp::from_millis(now.as_millis().saturating_sub(relay_core::time::duration_millis(age)));
-    Ok(store.job_prune(before)?)
+/// One pass of the prune: reads the window of `relay_store::PRUNE_SCAN`
+/// jobs after `after` and deletes, with their events, the finished ones
+/// past their queue's retention for their state (else `default`'s, else 7
+/// days), at most `relay_store::PRUNE_BATCH`. A pass that deletes that
+/// many stops at the last of them; the next goes on from there.
+pub(crate) fn prune_pass(
+    store: &mut dyn Store,
+    now: Timestamp,
+    default: &relay_core::Retention,
+    after: JobId,
+) -> Result<crate::Pruned> {
+    let window = store.job_finished_window(after)?;
+    let mut next = window.last;
+    let mut doomed = Vec::new();
+    for f in &window.finished {
+        let keep = f.keep.of(f.state, default);
+        if keep.is_some_and(|k| k.expired(f.finished_at, now)) {
+            doomed.push((f.id, f.finished_at));
+            if doomed.len() == relay_store::PRUNE_BATCH {
+                next = Some(f.id);
+                break;
+            }
+        }
+    }
+    let deleted = store.job_delete_finished(&doomed)?;
+    Ok(crate::Pruned { deleted, next })
 }
 
 /// Pauses or resumes `queue`. A resume wakes waiting lessees (here, and
@@ -521,6 +544,16 @@ pub(crate) fn set_limits(
     plan.set_queue(queue, settings)?;
     ctx.made_ready = true;
     Ok(())
+}
+
+/// Sets `queue`'s own retention (read by the next prune pass).
+pub(crate) fn set_retention(plan: &mut Plan<'_>, queue: &str, retention: relay_core::Retention) -> Result<()> {
+    let mut settings = plan.queue_for_change(queue)?;
+    if settings.retention == retention {
+        return Ok(());
+    }
+    settings.retention = retention;
+    plan.set_queue(queue, settings)
 }
 
 /// Most schedules one batch fires. When a batch fires this many, the

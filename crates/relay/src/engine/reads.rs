@@ -157,10 +157,11 @@ fn stats_between(
 ) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
     let mut queues = r.queue_stats(now, first, last)?;
     for (name, s) in r.queue_settings_all(first, last)? {
-        if s.paused || s.limits != relay_core::QueueLimits::default() {
+        if s.paused || s.limits != relay_core::QueueLimits::default() || s.retention.is_set() {
             let q = queues.entry(name).or_insert_with(QueueStats::empty);
             q.paused = s.paused;
             q.limits = s.limits;
+            q.retention = s.retention;
         }
     }
     Ok(queues)

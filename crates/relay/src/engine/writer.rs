@@ -546,7 +546,7 @@ impl Writer {
             Ok(Planned::Committed(reaped)) => {
                 self.committed(batch.len(), reaped);
                 if let Some(t) = tallied {
-                    t.add(&self.deliver.counters);
+                    t.add(&self.deliver.counters, &self.housekeeping);
                 }
                 Attempt::Done {
                     outcome: Ok(()),
@@ -569,7 +569,7 @@ impl Writer {
                     .then(|| self.deliver.durability.begin_commit());
                 let outcome = self.commit(batch.len(), reaped);
                 if let (Ok(()), Some(t)) = (&outcome, tallied) {
-                    t.add(&self.deliver.counters);
+                    t.add(&self.deliver.counters, &self.housekeeping);
                 }
                 Attempt::Done {
                     outcome,
@@ -729,8 +729,8 @@ fn plan_and_apply(
     path: CommitPath,
     held: Option<&HeldStatuses>,
 ) -> Result<Planned> {
-    if ctx.duties.prune {
-        housekeeping::prune(store, ctx)?;
+    if let Some(after) = ctx.duties.prune {
+        housekeeping::prune(store, ctx, after)?;
     }
     let mut plan = Plan::new(store, ctx.now);
     plan.prefetch(batch.iter().map(|op| op.hint()), ctx.duties.reap)?;

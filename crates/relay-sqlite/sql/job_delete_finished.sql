@@ -1,0 +1,5 @@
+-- One pruned job: deleted while it is still finished at the time the
+-- prune read (a job retried since is left); answers its queue and state,
+-- for the counts. Its tags go by trigger (0005_tags.sql).
+DELETE FROM jobs WHERE id = ?1 AND finished_at = ?2 AND state IN ('SUCCEEDED', 'DEAD', 'CANCELLED')
+RETURNING queue, state
