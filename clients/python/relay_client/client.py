@@ -195,6 +195,32 @@ class QueueLimits:
     poison_after: Optional[int] = None
 
 
+Keep = Union[float, str, None]
+"""How long a finished job is kept: seconds after it finished, ``"forever"``,
+or None (the server's default)."""
+
+
+def _keep(value: Keep) -> Any:
+    if value is None or value == "forever":
+        return value
+    if isinstance(value, str) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"a retention is seconds (>= 0), 'forever' or None, got {value!r}")
+    return _ms(value)
+
+
+@dataclass
+class QueueRetention:
+    """How long a queue keeps its finished jobs, by final state
+    (``"succeeded"``, ``"dead"``, ``"cancelled"``): ``own`` holds the states
+    the queue sets (the others follow the server's default), ``effective``
+    what the prune keeps of each.
+    Each value is milliseconds after the job finished, or ``"forever"``."""
+
+    queue: str
+    own: Dict[str, Any]
+    effective: Dict[str, Any]
+
+
 @dataclass
 class JobTemplate:
     """The job each tick of a schedule enqueues (for
@@ -911,6 +937,41 @@ class Client:
         if rate_limit is not None:
             body["rate_limit"] = {"limit": rate_limit[0], "per_ms": _ms(rate_limit[1])}
         return _read(QueueLimits, self._call("PUT", f"/v1/queues/{_segment(queue)}/limits", body))
+
+    def get_retention(self, queue: str) -> QueueRetention:
+        """How long the queue keeps its finished jobs: its own setting and
+        what the prune keeps (its own, else the server's default)."""
+        return _read(QueueRetention, self._call("GET", f"/v1/queues/{_segment(queue)}/retention"))
+
+    def set_retention(
+        self, queue: str, *, succeeded: Keep = None, dead: Keep = None, cancelled: Keep = None
+    ) -> QueueRetention:
+        """Replaces how long the queue keeps its finished jobs, by final
+        state: seconds after a job finished (0: at the next prune),
+        ``"forever"``, or None (the server's default). Stored with the queue
+        and followed by every process's prune, for jobs that finished before
+        too."""
+        body = {"succeeded": _keep(succeeded), "dead": _keep(dead), "cancelled": _keep(cancelled)}
+        return _read(QueueRetention, self._call("PUT", f"/v1/queues/{_segment(queue)}/retention", body))
+
+    def prune_from(self, after: int = 0) -> Dict[str, Any]:
+        """One pass of the prune: deletes, with their events, the finished
+        jobs past their retention among the 5,000 after job ``after``.
+        Returns ``{"deleted": n, "next": id}``; ``next`` is None once the
+        pass reached the last job."""
+        return dict(self._call("POST", "/v1/prune", {"after": after}))
+
+    def prune(self) -> int:
+        """Deletes now every finished job past its retention, with its
+        events, a pass at a time (the server also does this by itself);
+        returns how many."""
+        deleted, after = 0, 0
+        while True:
+            p = self.prune_from(after)
+            deleted += int(p["deleted"])
+            if p["next"] is None:
+                return deleted
+            after = int(p["next"])
 
     def schedules(self) -> List[Schedule]:
         """Every schedule of periodic jobs, by name."""

@@ -98,6 +98,38 @@ def test_queues_pause_and_limits(client: Client):
     assert len(client.lease(["b"], max=10)) == 2
 
 
+def test_retention_and_prune(client: Client):
+    shown = client.get_retention("r")
+    week = 7 * 24 * 3600 * 1000
+    assert (shown.queue, shown.own, shown.effective) == (
+        "r",
+        {},
+        {"succeeded": week, "dead": week, "cancelled": week},
+    )
+    kept = client.set_retention("r", succeeded=0, dead="forever")
+    assert kept.own == {"succeeded": 0, "dead": "forever"}
+    assert kept.effective == {"succeeded": 0, "dead": "forever", "cancelled": week}
+    assert client.get_retention("r") == kept
+    with pytest.raises(InvalidInput):
+        client.set_retention("r", dead=11 * 366 * 86400)
+    with pytest.raises(ValueError):
+        client.set_retention("r", dead="1d")
+    assert client.get_retention("r") == kept, "a refused retention changes nothing"
+    ok, dead, other = client.submit("r", "k"), client.submit("r", "k", max_attempts=1), client.submit("o", "k")
+    for job in client.lease(["r"], max=2):
+        if job.id == ok:
+            client.ack(job.id, job.token)
+        else:
+            client.nack(job.id, job.token, "bad")
+    # The server may prune the SUCCEEDED one by itself first.
+    assert client.prune() in (0, 1)
+    with pytest.raises(NotFound):
+        client.get(ok)
+    assert client.get(dead).state == "DEAD", "DEAD is kept forever here"
+    assert client.get(other).state == "READY"
+    assert client.prune_from(0) == {"deleted": 0, "next": None}
+
+
 def test_schedules_from_put_to_remove(client: Client):
     made = client.put_schedule("nightly", JobTemplate("reports", "build", {"full": True}, priority=2), cron="0 3 * * *", tz="Europe/Paris")
     assert isinstance(made, Schedule)

@@ -231,6 +231,29 @@ export interface QueueLimits {
   poisonAfter: number | null;
 }
 
+/** How long a finished job is kept: milliseconds after it finished (0: at the next prune), or `"forever"`. */
+export type Keep = number | "forever";
+
+/** A queue's own retention by final state (left out or null: the server's default; answers leave such a state out). */
+export interface Retention {
+  succeeded?: Keep | null;
+  dead?: Keep | null;
+  cancelled?: Keep | null;
+}
+
+/** How long a queue keeps its finished jobs: its own setting, and what the prune keeps (its own, else the server's default). */
+export interface QueueRetention {
+  queue: string;
+  own: Retention;
+  effective: { succeeded: Keep; dead: Keep; cancelled: Keep };
+}
+
+/** One pass of the prune: jobs deleted, and the next pass's `after` (null at the last job). */
+export interface Pruned {
+  deleted: number;
+  next: number | null;
+}
+
 /** The job each tick of a schedule enqueues. */
 export interface JobTemplate {
   queue: string;
@@ -764,6 +787,47 @@ export class Client {
     // Left out otherwise: a server older than the field refuses it.
     if (limits.poisonAfter !== undefined) body.poison_after = limits.poisonAfter;
     return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/limits`, body));
+  }
+
+  /** How long the queue keeps its finished jobs, by final state. */
+  async getRetention(queue: string): Promise<QueueRetention> {
+    return camel(await this.call("GET", `/v1/queues/${seg(queue)}/retention`));
+  }
+
+  /**
+   * Replaces how long the queue keeps its finished jobs, by final state:
+   * milliseconds after a job finished, `"forever"`, or left out (the
+   * server's default). Stored with the queue and followed by every
+   * process's prune, for jobs that finished before too.
+   */
+  async setRetention(queue: string, retention: Retention = {}): Promise<QueueRetention> {
+    const body = {
+      succeeded: retention.succeeded ?? null,
+      dead: retention.dead ?? null,
+      cancelled: retention.cancelled ?? null,
+    };
+    return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/retention`, body));
+  }
+
+  /** One pass of the prune over the 5,000 jobs after job `after`. */
+  async pruneFrom(after = 0): Promise<Pruned> {
+    return camel(await this.call("POST", "/v1/prune", { after }));
+  }
+
+  /**
+   * Deletes now every finished job past its retention, with its events, a
+   * pass at a time (the server also does this by itself); resolves to how
+   * many.
+   */
+  async prune(): Promise<number> {
+    let deleted = 0;
+    let after = 0;
+    for (;;) {
+      const p = await this.pruneFrom(after);
+      deleted += p.deleted;
+      if (p.next === null) return deleted;
+      after = p.next;
+    }
   }
 
   /** Every schedule of periodic jobs, by name. */

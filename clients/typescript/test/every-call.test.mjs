@@ -113,6 +113,32 @@ test("schedules from put to remove", async () => {
   assert.deepEqual((await client.schedules()).map((s) => s.name), ["nightly"]);
 });
 
+test("retention and prune", async () => {
+  const week = 7 * 24 * 3600 * 1000;
+  assert.deepEqual(await client.getRetention("retained"), {
+    queue: "retained",
+    own: {},
+    effective: { succeeded: week, dead: week, cancelled: week },
+  });
+  const kept = await client.setRetention("retained", { succeeded: 0, dead: "forever" });
+  assert.deepEqual(kept.own, { succeeded: 0, dead: "forever" });
+  assert.deepEqual(kept.effective, { succeeded: 0, dead: "forever", cancelled: week });
+  assert.deepEqual(await client.getRetention("retained"), kept);
+  await assert.rejects(client.setRetention("retained", { dead: 11 * 366 * 86_400_000 }), InvalidInput);
+  assert.deepEqual(await client.getRetention("retained"), kept, "a refused retention changes nothing");
+  const ok = await client.submit({ queue: "retained", kind: "k" });
+  const dead = await client.submitJob({ queue: "retained", kind: "k", maxAttempts: 1 });
+  for (const job of await client.lease(["retained"], { max: 2 })) {
+    if (job.id === ok) await client.ack(job.id, job.token);
+    else await client.nack(job.id, job.token, "bad");
+  }
+  // The server may prune the SUCCEEDED one by itself first.
+  assert.ok([0, 1].includes(await client.prune()));
+  await assert.rejects(client.get(ok), NotFound);
+  assert.equal((await client.get(dead.id)).state, "DEAD", "DEAD is kept forever here");
+  assert.deepEqual(await client.pruneFrom(0), { deleted: 0, next: null });
+});
+
 test("health and metrics", async () => {
   assert.deepEqual(await client.health(), { status: "ok" });
   await client.submit({ queue: "metricsq", kind: "k" });

@@ -456,8 +456,13 @@ impl Handle for calls::SetRetention {
 
 impl Handle for calls::Prune {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Pruned, ApiError> {
-        let after = relay::JobId(r.body.after.max(0));
-        Ok(conv::pruned(s.relay.prune_from(after).await?))
+        if r.body.after < 0 {
+            return Err(ApiError::bad_request(format!(
+                "after must be a job id or 0 (the first pass), got {}",
+                r.body.after
+            )));
+        }
+        Ok(conv::pruned(s.relay.prune_from(relay::JobId(r.body.after)).await?))
     }
 }
 

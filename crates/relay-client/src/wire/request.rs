@@ -508,21 +508,22 @@ pub enum Forever {
 }
 
 /// A queue's own retention, by final state (`PUT
-/// /v1/queues/{queue}/retention`, and in answers): a state left out or null
-/// follows the server's default (`relay serve --keep-succeeded` etc.; 7
+/// /v1/queues/{queue}/retention`, and in answers, which leave out a state
+/// the queue does not set): a state left out or null follows the server's
+/// default (`relay serve --keep-succeeded` etc.; 7
 /// days unless set).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Retention {
     /// How long its SUCCEEDED jobs are kept.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub succeeded: Option<Keep>,
     /// How long its DEAD jobs are kept.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead: Option<Keep>,
     /// How long its CANCELLED jobs are kept.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled: Option<Keep>,
 }
 
