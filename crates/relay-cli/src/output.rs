@@ -376,8 +376,12 @@ impl Out {
             return self.json(&serde_json::json!({ "deleted": deleted, "took_ms": took.as_millis() }));
         }
         self.line(&format!(
-            "deleted {deleted} finished job{} past their retention in {}",
-            if deleted == 1 { "" } else { "s" },
+            "deleted {deleted} {} in {}",
+            if deleted == 1 {
+                "finished job past its retention"
+            } else {
+                "finished jobs past their retention"
+            },
             humantime::format_duration(std::time::Duration::from_millis(
                 u64::try_from(took.as_millis()).unwrap_or(u64::MAX)
             ))

@@ -1039,3 +1039,34 @@ fn a_read_only_database_says_why_and_what_to_do() {
     assert!(err.contains("read-only to this process"), "{err}");
     assert!(err.contains("write access to the file and its directory"), "{err}");
 }
+
+/// The README's retention commands, as written: the queue's own settings
+/// are shown beside the defaults they leave, a flag left out is unchanged,
+/// and `relay prune` reports what it deleted.
+#[test]
+fn the_readme_retention_commands_run_as_written() {
+    let db = db();
+    let set = ok(&relay(
+        &db.path,
+        &["retention", "emails", "--succeeded", "1d", "--dead", "forever"],
+    ));
+    assert_eq!(
+        set,
+        "queue emails keeps: SUCCEEDED 1day, DEAD forever, CANCELLED 7days (default)\n"
+    );
+    let shown = ok(&relay(&db.path, &["retention", "emails"]));
+    assert_eq!(shown, set);
+    let again = ok(&relay(&db.path, &["retention", "emails", "--cancelled", "0s"]));
+    assert_eq!(
+        again,
+        "queue emails keeps: SUCCEEDED 1day, DEAD forever, CANCELLED 0s\n"
+    );
+    let id = ok(&relay(&db.path, &["submit", "-q", "emails", "-k", "send"]));
+    ok(&relay(&db.path, &["cancel", id.trim()]));
+    let pruned = ok(&relay(&db.path, &["prune"]));
+    assert!(
+        pruned.starts_with("deleted 1 finished job past its retention in "),
+        "{pruned}"
+    );
+    assert_eq!(relay(&db.path, &["show", id.trim()]).status.code(), Some(3));
+}
