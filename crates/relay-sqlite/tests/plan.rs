@@ -313,3 +313,39 @@ fn hot_statements_are_never_reprepared() {
         assert_eq!(n, 0, "{name} was re-prepared {n} times in 50 runs");
     }
 }
+
+/// The prune reads a window of the jobs table along its primary key, joins
+/// each job's queue settings by theirs, and deletes one job by its key:
+/// its cost is the window's, whatever the table holds.
+#[test]
+fn the_prune_reads_its_window_along_the_primary_key() {
+    let conn = schema();
+    for (name, sql) in [
+        (
+            "job_finished_window",
+            relay_sqlite::with_limits(include_str!("../sql/job_finished_window.sql")),
+        ),
+        (
+            "job_window_end",
+            relay_sqlite::with_limits(include_str!("../sql/job_window_end.sql")),
+        ),
+    ] {
+        let steps = plan(&conn, &sql);
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.starts_with("SEARCH jobs USING INTEGER PRIMARY KEY (rowid>?)")),
+            "{name}: {steps:#?}"
+        );
+        assert!(!steps.iter().any(|s| s.starts_with("SCAN jobs")), "{name}: {steps:#?}");
+        assert!(
+            !steps.iter().any(|s| s.starts_with("SCAN q")),
+            "{name} scans the queues: {steps:#?}"
+        );
+        assert!(
+            !steps.iter().any(|s| s.contains("TEMP B-TREE")),
+            "{name} sorts: {steps:#?}"
+        );
+    }
+    assert_seeks_only("job_delete_finished", include_str!("../sql/job_delete_finished.sql"));
+}
