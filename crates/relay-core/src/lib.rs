@@ -37,6 +37,7 @@
 
 pub mod job;
 pub mod periodic;
+pub mod presence;
 pub mod queue;
 pub mod read;
 pub mod retry;
@@ -48,6 +49,7 @@ pub mod validate;
 
 pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Progress};
 pub use periodic::{Recurrence, Schedule};
+pub use presence::{Running, WorkerBeat, WorkerRecord, WorkerState};
 pub use queue::{Keep, QueueLimits, QueueSettings, RateLimit, RateWindow, Retention};
 pub use retry::RetryPolicy;
 pub use schedule::{choose, effective_priority, Candidate};

@@ -6,7 +6,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0012_poison.sql"),
     include_str!("../migrations/0013_progress.sql"),
     include_str!("../migrations/0014_retention.sql"),
+    include_str!("../migrations/0015_workers.sql"),
 ];
 /// The schema's functions (`relay_submit`), each in its current definition
 /// and only there: run after the migrations whenever `migrate()` applies

@@ -194,6 +194,30 @@ impl StoreReader for PgReader {
         relay_store::decode::queue_stats(counts, oldest, now)
     }
 
+    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/workers_all.sql"))?;
+        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let mut out = Vec::new();
+        for row in &rows {
+            let read = (|| -> Result<(String, String, i64, Option<i64>), StoreError> {
+                Ok((
+                    decode::col(row, 0, "id", None)?,
+                    decode::col(row, 1, "beat", None)?,
+                    decode::col(row, 2, "seen_at", None)?,
+                    decode::col(row, 3, "stopped_at", None)?,
+                ))
+            })();
+            let decoded = read
+                .map_err(|e| e.to_string())
+                .and_then(|(id, beat, seen, stopped)| relay_store::decode::worker(&id, &beat, seen, stopped));
+            match decoded {
+                Ok(w) => out.push(w),
+                Err(reason) => tracing::warn!(%reason, "a worker's row does not decode; it is left out"),
+            }
+        }
+        Ok(out)
+    }
+
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/mark_get.sql"))?;
         let row = self

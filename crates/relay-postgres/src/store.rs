@@ -197,6 +197,23 @@ impl Store for PgStore {
         Ok(window)
     }
 
+    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError> {
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let at = seen_at.as_millis();
+        self.query(
+            include_str!("../sql/worker_put.sql"),
+            &[&id, &beat, &at, &stopped.then_some(at)],
+        )
+        .map(drop)
+    }
+
+    fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        self.pipe.begin_now()?; // a write: never in a flight with BEGIN
+        let row = self.query_one(include_str!("../sql/worker_prune.sql"), &[&before.as_millis()])?;
+        let n: i64 = decode::col(&row, 0, "pruned", None)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
         if jobs.is_empty() {
             return Ok(0);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 /// Each schema version's migration, in order (applied on open; the plan
@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_poison.sql"),
     include_str!("../migrations/0009_progress.sql"),
     include_str!("../migrations/0010_retention.sql"),
+    include_str!("../migrations/0011_workers.sql"),
 ];
 
 /// Where the database lives.

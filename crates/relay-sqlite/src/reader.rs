@@ -168,6 +168,26 @@ impl StoreReader for SqliteReader {
             .map_err(map_err)
     }
 
+    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::WORKERS_ALL).map_err(map_err)?;
+        let mut rows = st.query([]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let c = crate::decode::Cols::new(row, None);
+            let read = (|| -> Result<_, StoreError> {
+                Ok((c.text(0, "id")?, c.text(1, "beat")?, c.int(2, "seen_at")?, c.opt_int(3, "stopped_at")?))
+            })();
+            let decoded = read
+                .map_err(|e| e.to_string())
+                .and_then(|(id, beat, seen, stopped)| relay_store::decode::worker(&id, &beat, seen, stopped));
+            match decoded {
+                Ok(w) => out.push(w),
+                Err(reason) => tracing::warn!(%reason, "a worker's row does not decode; it is left out"),
+            }
+        }
+        Ok(out)
+    }
+
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::SCHEDULES_ALL).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;

@@ -78,6 +78,9 @@ statements! {
     THROUGHPUT_ADD = "throughput_add.sql";
     THROUGHPUT_PRUNE = "throughput_prune.sql";
     THROUGHPUT_QUEUE = "throughput_queue.sql";
+    WORKER_PUT = "worker_put.sql";
+    WORKER_PRUNE = "worker_prune.sql";
+    WORKERS_ALL = "workers_all.sql";
     THROUGHPUT_SINCE = "throughput_since.sql";
     THROUGHPUT_TOTAL = "throughput_total.sql";
 }

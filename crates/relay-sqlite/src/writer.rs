@@ -264,6 +264,16 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(window)
     }
 
+    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError> {
+        let at = seen_at.as_millis();
+        self.exec(&crate::sql::WORKER_PUT, params![id, beat, at, stopped.then_some(at)])
+            .map(drop)
+    }
+
+    fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
+        Ok(self.exec(&crate::sql::WORKER_PRUNE, [before.as_millis()])? as u64)
+    }
+
     fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
         let mut counts = Counts::default();
         let mut n = 0;

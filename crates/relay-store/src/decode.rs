@@ -488,6 +488,21 @@ mod queue_tests {
     }
 }
 
+/// A worker's row (`id, beat, seen_at, stopped_at`) as its record, or why
+/// it does not decode (logged by the reader, and the row left out).
+pub fn worker(id: &str, beat: &str, seen_at: i64, stopped_at: Option<i64>) -> Result<relay_core::WorkerRecord, String> {
+    let beat: relay_core::WorkerBeat =
+        serde_json::from_str(beat).map_err(|e| format!("worker {id:?}: column beat: {e}"))?;
+    if beat.id != id {
+        return Err(format!("worker {id:?}: its heartbeat names {:?}", beat.id));
+    }
+    Ok(relay_core::WorkerRecord {
+        beat,
+        seen_at: Timestamp::from_millis(seen_at),
+        stopped_at: stopped_at.map(Timestamp::from_millis),
+    })
+}
+
 /// A schedule row as stored, before its invariants are checked.
 #[derive(Debug, Clone)]
 pub struct RawSchedule {

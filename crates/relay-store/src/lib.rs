@@ -546,6 +546,15 @@ pub trait Store {
     /// at the time given (a job retried since is left); returns how many.
     /// Housekeeping, beside [`Store::job_finished_window`].
     fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError>;
+    /// Records worker `id`'s heartbeat (`beat`: its JSON, as
+    /// [`relay_core::WorkerBeat`] serializes), seen at `seen_at`; with
+    /// `stopped`, it said it stopped then. Written at once, in the batch's
+    /// transaction (a heartbeat is repeated whole, so one lost with a failed
+    /// batch is replaced by the next).
+    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError>;
+    /// Deletes the workers last seen before `before`; returns how many.
+    /// Housekeeping, beside [`Store::job_delete_finished`].
+    fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
     /// Deletes throughput history of minutes before `before`; returns how
     /// many rows. Housekeeping, beside [`Store::job_delete_finished`].
     fn throughput_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
@@ -623,6 +632,9 @@ pub trait StoreReader: Send {
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
     /// As [`Store::mark_get`].
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
+    /// Every worker's latest heartbeat, by id; a row that does not decode
+    /// is logged and left out.
+    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError>;
 }
 
 /// Opens a store's connections.

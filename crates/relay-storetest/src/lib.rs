@@ -31,6 +31,7 @@ pub mod throughput;
 pub mod unique;
 pub mod visitors;
 pub mod work;
+pub mod workers;
 
 use relay::{ManualClock, Options, Relay, RetryPolicy, Timestamp};
 use std::sync::Arc;
@@ -196,6 +197,8 @@ macro_rules! conformance {
             work::extend_batch_answers_each_lease,
             lifecycle::finished_jobs_are_pruned_by_their_retention,
             lifecycle::the_prune_goes_past_the_jobs_it_keeps,
+            workers::workers_are_alive_gone_or_stopped,
+            workers::workers_not_seen_for_an_hour_are_forgotten,
             fencing::expired_lease_is_lost_and_next_holder_acks,
             fencing::cancelled_lease_is_lost,
             fencing::extend_keeps_the_job,

@@ -547,6 +547,33 @@ impl AsyncRelay {
         self.read(move |e| e.queue_stats(&queue)).await
     }
 
+    /// [`Relay::worker_beat`], without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::worker_beat`].
+    pub async fn worker_beat(&self, beat: &crate::WorkerBeat) -> Result<()> {
+        self.engine.run_async(self.engine.worker_beat_op(beat, false)?).await
+    }
+
+    /// [`Relay::worker_stopped`], without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::worker_beat`].
+    pub async fn worker_stopped(&self, beat: &crate::WorkerBeat) -> Result<()> {
+        self.engine.run_async(self.engine.worker_beat_op(beat, true)?).await
+    }
+
+    /// [`Relay::workers`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::workers`].
+    pub async fn workers(&self) -> Result<Vec<crate::WorkerView>> {
+        self.read(|e| e.workers()).await
+    }
+
     /// [`Relay::prune_from`], without blocking.
     ///
     /// # Errors

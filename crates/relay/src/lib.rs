@@ -61,7 +61,7 @@ pub mod worker;
 pub use async_relay::AsyncRelay;
 pub use engine::housekeeping::Pruned;
 pub use engine::metrics::{Health, Metrics, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
-pub use engine::reads::{Stats, StatsPage, StoreInfo};
+pub use engine::reads::{Orphaned, Stats, StatsPage, StoreInfo, WorkerView};
 pub use engine::search::BULK_CHUNK;
 #[doc(hidden)]
 pub use engine::WriterHold;
@@ -79,8 +79,8 @@ pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals,
 pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Keep, Lease, LeaseToken, Limits,
-    ManualClock, Priority, Progress, QueueLimits, RateLimit, Recurrence, Retention, RetryPolicy, Schedule, SystemClock,
-    Timestamp,
+    ManualClock, Priority, Progress, QueueLimits, RateLimit, Recurrence, Retention, RetryPolicy, Running, Schedule,
+    SystemClock, Timestamp, WorkerBeat, WorkerRecord, WorkerState,
 };
 /// The PostgreSQL drivers [`Relay::submit_in_pg`] and
 /// [`AsyncRelay::submit_in_pg`] take transactions of.

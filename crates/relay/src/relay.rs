@@ -781,6 +781,45 @@ impl Relay {
         self.engine.readers.with(|r| r.mark_get(key, now))
     }
 
+    /// Records a worker's heartbeat: registers it the first time, and
+    /// says it is alive and what it runs every time after. The worker
+    /// runtimes send one every `beat_every` (5 s by default); a worker
+    /// whose heartbeats stop is gone three of them later (and a second),
+    /// and the leases it held show as orphaned until they expire. Records
+    /// not seen for an hour are deleted.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: a field the store would not keep (see
+    ///   [`WorkerBeat::validate`](crate::WorkerBeat::validate)); nothing
+    ///   was sent.
+    /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
+    ///   [`Error::Closed`], as for every write (see [`Relay`]).
+    pub fn worker_beat(&self, beat: &crate::WorkerBeat) -> Result<()> {
+        self.engine.run(self.engine.worker_beat_op(beat, false)?)
+    }
+
+    /// A worker's last heartbeat: it stopped, with nothing running.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::worker_beat`].
+    pub fn worker_stopped(&self, beat: &crate::WorkerBeat) -> Result<()> {
+        self.engine.run(self.engine.worker_beat_op(beat, true)?)
+    }
+
+    /// Every worker the store knows (alive, gone or stopped in the last
+    /// hour), by id, with the jobs it runs and, for a gone one, the leases
+    /// it left orphaned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    /// [`Relay`]).
+    pub fn workers(&self) -> Result<Vec<crate::WorkerView>> {
+        self.engine.workers()
+    }
+
     /// Every schedule, by name, with its next and latest tick.
     ///
     /// # Errors

@@ -316,6 +316,20 @@ impl Engine {
         })
     }
 
+    pub(crate) fn worker_beat_op(&self, beat: &relay_core::WorkerBeat, stopped: bool) -> Result<Pending<()>> {
+        beat.validate(&self.options.limits)?;
+        let mut beat = beat.clone();
+        if stopped {
+            beat.running.clear();
+        }
+        let json = serde_json::to_string(&beat).map_err(|e| {
+            crate::Error::InvalidInput(relay_core::InvalidInput::new("beat", format!("does not serialize: {e}")))
+        })?;
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            Ok(plan.store().worker_put(&beat.id, &json, ctx.now, stopped)?)
+        }))
+    }
+
     pub(crate) fn retention_op(&self, queue: &str, retention: relay_core::Retention) -> Result<Pending<()>> {
         self.options.limits.queue(queue)?;
         retention.validate()?;

@@ -172,6 +172,11 @@ pub(crate) fn prune(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, after: JobId)
     };
     tolerate(ops::prune_history(store, ctx.now), "throughput history")?;
     tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
+    let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
+    tolerate(
+        Ok(store.worker_prune(Timestamp::from_millis(ctx.now.as_millis().saturating_sub(forget)))?),
+        "workers not seen for an hour",
+    )?;
     match ops::prune_pass(store, ctx.now, &ctx.options.retention, after) {
         Ok(p) => {
             if p.deleted > 0 {

@@ -149,6 +149,54 @@ impl Engine {
 /// The stats of the queues named from `first` to `last`: their counts,
 /// and their settings when paused or limited (a configured queue shows
 /// even with no jobs).
+/// A worker the store knows, at the moment it was read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerView {
+    /// Its latest heartbeat, when it came, and when it said it stopped.
+    pub record: relay_core::WorkerRecord,
+    /// Alive, gone (its heartbeats stopped without a word) or stopped.
+    pub state: relay_core::WorkerState,
+    /// For a gone worker, the jobs of its last heartbeat still LEASED under
+    /// the lease it ran them with: nobody runs them until those leases
+    /// expire.
+    pub orphaned: Vec<Orphaned>,
+}
+
+/// A lease held by a worker that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Orphaned {
+    /// The job, its lease and when it started.
+    pub running: relay_core::Running,
+    /// When the lease expires (the job is then leased again, or DEAD).
+    pub expires_at: Timestamp,
+}
+
+impl Engine {
+    pub(crate) fn workers(&self) -> Result<Vec<WorkerView>> {
+        let now = self.options.clock.now();
+        self.readers.with(|r| {
+            let mut out = Vec::new();
+            for record in r.workers()? {
+                let state = record.state(now);
+                let mut orphaned = Vec::new();
+                if state == relay_core::WorkerState::Gone {
+                    for running in &record.beat.running {
+                        let lease = r.job_get(running.job)?.and_then(|j| j.status.lease);
+                        if let Some(l) = lease.filter(|l| l.token == running.token) {
+                            orphaned.push(Orphaned {
+                                running: *running,
+                                expires_at: l.expires_at,
+                            });
+                        }
+                    }
+                }
+                out.push(WorkerView { record, state, orphaned });
+            }
+            Ok(out)
+        })
+    }
+}
+
 fn stats_between(
     r: &mut dyn relay_store::StoreReader,
     now: Timestamp,

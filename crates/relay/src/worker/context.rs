@@ -116,6 +116,11 @@ impl JobContext {
         }
     }
 
+    /// Now, by the Relay's clock.
+    pub(crate) fn now(&self) -> crate::Timestamp {
+        self.relay.options().clock.now()
+    }
+
     /// The leased job: its id, token, payload, attempt, lease...
     pub fn job(&self) -> &LeasedJob {
         &self.job

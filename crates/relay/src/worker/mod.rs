@@ -97,6 +97,8 @@ pub struct Worker {
     pub(crate) shutdown: Shutdown,
     pub(crate) stats: Arc<WorkerStats>,
     pub(crate) on_finish: Option<OnFinish>,
+    pub(crate) beat_every: Duration,
+    pub(crate) version: String,
 }
 
 impl std::fmt::Debug for Worker {
@@ -137,6 +139,8 @@ impl Worker {
             shutdown: Shutdown::default(),
             stats: Arc::new(WorkerStats::default()),
             on_finish: None,
+            beat_every: relay_core::presence::DEFAULT_BEAT_EVERY,
+            version: format!("relay-rust {}", env!("CARGO_PKG_VERSION")),
         }
     }
 
@@ -144,6 +148,23 @@ impl Worker {
     #[must_use]
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n;
+        self
+    }
+
+    /// How often the worker tells the store it is alive and what it runs
+    /// (default 5 s; 100 ms-10 min): [`Relay::workers`](crate::Relay::workers)
+    /// shows it gone three heartbeats after its last.
+    #[must_use]
+    pub fn beat_every(mut self, d: Duration) -> Self {
+        self.beat_every = d;
+        self
+    }
+
+    /// What the worker says it is in its heartbeats (default
+    /// `relay-rust <version>`).
+    #[must_use]
+    pub fn version(mut self, v: impl Into<String>) -> Self {
+        self.version = v.into();
         self
     }
 
@@ -273,6 +294,13 @@ impl Worker {
         }
         if self.lease_for < Duration::from_millis(30) {
             return bad("lease_for", "must be at least 30ms (heartbeats renew it every third)");
+        }
+        let (lo, hi) = relay_core::presence::BEAT_EVERY_RANGE;
+        if self.beat_every < lo || self.beat_every > hi {
+            return bad("beat_every", "must be 100ms-10min");
+        }
+        if self.version.chars().count() > 255 || self.version.chars().any(char::is_control) {
+            return bad("version", "must be at most 255 characters, without control characters");
         }
         // Checks the queue names and worker name now rather than on first lease.
         crate::LeaseRequest::new(self.queues.clone())

@@ -112,7 +112,8 @@ pub struct Finished {
 /// The callback told of each finished job.
 pub(crate) type OnFinish = Arc<dyn Fn(&Finished) + Send + Sync>;
 
-type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext)>>>;
+/// The jobs whose handlers run: each one's lease, context and start.
+type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext, crate::Timestamp)>>>;
 
 /// A leased job waiting for a free slot (with `prefetch`), its lease
 /// already kept alive.
@@ -154,6 +155,12 @@ impl Pool {
             // as a job runs is a graceful stop, not the default action.
             tokio::spawn(listen_for_signals(self.w.shutdown.clone()));
         }
+        let beat = self.beat();
+        let presence = tokio::spawn(presence(
+            self.relay.clone(),
+            beat.clone(),
+            Arc::clone(&self.in_flight),
+        ));
         let mut tasks = JoinSet::new();
         let mut phase = self.w.shutdown.subscribe();
         while self.w.shutdown.phase() == Phase::Running {
@@ -185,7 +192,28 @@ impl Pool {
             while tasks.try_join_next().is_some() {}
         }
         self.drain(tasks).await;
+        presence.abort();
+        if let Err(e) = self.relay.worker_stopped(&beat).await {
+            tracing::warn!(error = %e, "could not record this worker's stop; it shows as gone once its heartbeats are missed");
+        }
         Ok(self.w.stats.snapshot())
+    }
+
+    /// This worker as its heartbeats describe it (without its running jobs).
+    fn beat(&self) -> crate::WorkerBeat {
+        let pid = std::process::id();
+        crate::WorkerBeat {
+            id: format!("{}-{pid}-{:08x}", self.w.name, fastrand::u32(..)),
+            name: self.w.name.clone(),
+            host: whoami::hostname().unwrap_or_default(),
+            pid,
+            queues: self.w.queues.clone(),
+            concurrency: u32::try_from(self.w.concurrency).unwrap_or(u32::MAX),
+            version: self.w.version.clone(),
+            started_at: self.w.relay.options().clock.now(),
+            beat_every: self.w.beat_every,
+            running: Vec::new(),
+        }
     }
 
     /// Leases as many jobs as there are free slots (plus room in the
@@ -267,6 +295,7 @@ impl Pool {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .drain()
+            .map(|(id, (token, ctx, _))| (id, (token, ctx)))
             .collect();
         // Prefetched jobs that never got a slot go back too.
         for b in self.buffer.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
@@ -293,6 +322,35 @@ impl Pool {
     }
 }
 
+/// Sends the worker's heartbeat every `beat_every`, with the jobs it runs,
+/// until aborted. A heartbeat that fails is logged and sent again at the
+/// next.
+async fn presence(relay: AsyncRelay, mut beat: crate::WorkerBeat, in_flight: InFlight) {
+    let mut failing = false;
+    loop {
+        beat.running = in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(id, (token, _, since))| crate::Running {
+                job: *id,
+                token: *token,
+                since: *since,
+            })
+            .take(relay_core::presence::MAX_RUNNING)
+            .collect();
+        match relay.worker_beat(&beat).await {
+            Ok(()) => failing = false,
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(error = %e, "could not send this worker's heartbeat; trying again");
+            }
+            Err(_) => {}
+        }
+        tokio::time::sleep(beat.beat_every).await;
+    }
+}
+
 /// Everything one job's task needs.
 struct JobRun {
     ctx: JobContext,
@@ -310,7 +368,7 @@ impl JobRun {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, (token, self.ctx.clone()));
+            .insert(id, (token, self.ctx.clone(), self.ctx.now()));
         self.stats.in_flight.fetch_add(1, Relaxed);
         let started = Instant::now();
         let result = match registered {
