@@ -99,6 +99,10 @@ pub enum Command {
     /// with the queue and followed by every process; a state it does not
     /// set follows the pruning process's --keep-* (7 days unless set).
     Retention(RetentionArgs),
+    /// Show the workers seen in the last hour: alive, gone (their heartbeats
+    /// stopped without a word: crashed or killed) or stopped, what each runs
+    /// and for how long, and the leases a gone one left until they expire.
+    Workers,
     /// Delete now every finished job past its retention, with its events
     /// (the server, and `relay work` on a database, also do this by
     /// themselves, a window of the table at a time). Shows its progress.
@@ -471,6 +475,10 @@ pub struct WorkArgs {
     /// Most bytes of stdout kept as the job's result.
     #[arg(allow_negative_numbers = true, long, default_value_t = 64 * 1024)]
     pub max_result: usize,
+    /// How often this worker tells the store it is alive and what it runs
+    /// (`relay workers`); it shows as gone three of them after its last.
+    #[arg(long, value_parser = duration, default_value = "5s")]
+    pub beat_every: Duration,
 }
 
 #[derive(Debug, Args)]

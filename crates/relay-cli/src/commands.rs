@@ -140,6 +140,9 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             };
             out.retention(&now);
         }
+        Command::Workers => {
+            out.workers(&t.send::<relay_client::wire::calls::Workers>(&(), &wire::Nothing {}, &wire::Nothing {})?)
+        }
         Command::Prune => {
             let mut after = 0;
             let mut deleted = 0;
@@ -238,7 +241,7 @@ fn local(db: Option<PathBuf>, server: Option<&str>, what: &str, options: relay::
 /// Commands that change the database; the others only read it.
 fn writes(command: &Command) -> bool {
     match command {
-        Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_) => false,
+        Command::Show(_) | Command::Events(_) | Command::Stats | Command::Jobs(_) | Command::Workers => false,
         // An unknown name writes nothing (it is refused once the store is
         // found): a typo never creates a database.
         Command::Call(a) => crate::call::method(&a.operation).is_some_and(|m| m != relay_client::wire::Method::Get),

@@ -74,6 +74,14 @@ fn bytes_text(json: Option<&JsonText>, base64: Option<&str>) -> String {
     }
 }
 
+/// An RFC 3339 time of an answer.
+fn relay_time(t: &str) -> Option<relay::Timestamp> {
+    let at = time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
+        .ok()
+        .map(relay::Timestamp::from_millis)
+}
+
 fn duration_text(ms: u64) -> String {
     humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
@@ -368,6 +376,89 @@ impl Out {
             one("DEAD", v.own.dead, &v.effective.dead),
             one("CANCELLED", v.own.cancelled, &v.effective.cancelled)
         ));
+    }
+
+    /// The workers: a line each, then a line for each job it runs and each
+    /// lease it left orphaned.
+    pub fn workers(&self, v: &wire::Workers) {
+        if self.json {
+            return self.json(v);
+        }
+        if v.workers.is_empty() {
+            return self.line("no workers seen in the last hour (workers register when they start: relay work, the runtimes, the clients' Workers)");
+        }
+        let now = relay::Clock::now(&relay::SystemClock);
+        let ago = |t: &str| {
+            relay_time(t).map_or_else(
+                || t.to_owned(),
+                |at| {
+                    let ms = now.as_millis().saturating_sub(at.as_millis());
+                    format!(
+                        "{} ago",
+                        duration_text(u64::try_from(ms.max(0)).unwrap_or(0) / 1000 * 1000)
+                    )
+                },
+            )
+        };
+        let until = |t: &str| {
+            relay_time(t).map_or_else(
+                || t.to_owned(),
+                |at| {
+                    let ms = at.as_millis() - now.as_millis();
+                    if ms <= 0 {
+                        "expires now".to_owned()
+                    } else {
+                        format!(
+                            "expires in {}",
+                            duration_text(u64::try_from(ms).unwrap_or(0) / 1000 * 1000)
+                        )
+                    }
+                },
+            )
+        };
+        self.line(&format!(
+            "{:<28} {:<8} {:<16} {:<16} {:>7} {:>5} {:>7}  {}",
+            "WORKER", "STATE", "NAME", "HOST", "PID", "CONC", "RUNNING", "SEEN"
+        ));
+        for w in &v.workers {
+            let state = match w.state {
+                wire::WorkerState::Alive => "alive",
+                wire::WorkerState::Gone => "gone",
+                wire::WorkerState::Stopped => "stopped",
+            };
+            self.line(&format!(
+                "{:<28} {:<8} {:<16} {:<16} {:>7} {:>5} {:>7}  {}  [{}] {}",
+                w.id,
+                state,
+                w.name,
+                w.host,
+                w.pid,
+                w.concurrency,
+                w.running.len(),
+                ago(&w.seen_at),
+                w.queues.join(", "),
+                w.version
+            ));
+            if w.state != wire::WorkerState::Gone {
+                for r in &w.running {
+                    self.line(&format!(
+                        "    runs job {} (lease {}) for {}",
+                        r.id,
+                        r.token,
+                        ago(&r.since).trim_end_matches(" ago")
+                    ));
+                }
+            }
+            for o in &w.orphaned {
+                self.line(&format!(
+                    "    orphaned: job {} (lease {}), started {}; its lease {}",
+                    o.id,
+                    o.token,
+                    ago(&o.since),
+                    until(&o.expires_at)
+                ));
+            }
+        }
     }
 
     /// What `relay prune` deleted.

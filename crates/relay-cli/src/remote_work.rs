@@ -86,6 +86,8 @@ struct Held {
     token: LeaseToken,
     lease_for: Duration,
     lost: Arc<AtomicBool>,
+    /// When its command started.
+    since: relay::Timestamp,
 }
 
 /// What the runner shares between its threads.
@@ -138,6 +140,11 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         let s = Arc::clone(&shared);
         std::thread::spawn(move || heartbeat(&s));
     }
+    let presence = Presence::new(&shared.args);
+    {
+        let (s, p) = (Arc::clone(&shared), presence.clone());
+        std::thread::spawn(move || p.beat_until_stopped(&s));
+    }
     let threads: Vec<_> = (0..shared.args.concurrency.max(1))
         .map(|_| {
             let s = Arc::clone(&shared);
@@ -158,6 +165,7 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
             done = told.wait(done).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
+    presence.stopped(&shared);
     if !shared.json {
         eprintln!(
             "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",
@@ -255,10 +263,7 @@ fn release(shared: &Shared, id: JobId, token: LeaseToken) {
 /// queue name) ends the runner.
 fn lease_loop(shared: &Shared) -> Result<(), CliError> {
     let a = &shared.args;
-    let worker = a
-        .worker
-        .clone()
-        .unwrap_or_else(|| format!("pid-{}", std::process::id()));
+    let worker = worker_name(a);
     let req = wire::Lease {
         queues: a.queue.clone(),
         worker: Some(worker),
@@ -376,6 +381,7 @@ fn run_one(shared: &Shared, job: LeasedJob) -> Option<Report> {
             token,
             lease_for: job.lease_for,
             lost: Arc::clone(&lost),
+            since: relay::Clock::now(&relay::SystemClock),
         };
         running.insert(id, held);
     }
@@ -464,6 +470,91 @@ fn heartbeat(shared: &Shared) {
             if a.error.as_ref().is_some_and(|e| gone(e.code)) {
                 h.3.store(true, Relaxed);
             }
+        }
+    }
+}
+
+/// The lease holder's name: `--worker`, else `pid-<pid>`.
+fn worker_name(a: &WorkArgs) -> String {
+    a.worker
+        .clone()
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+}
+
+/// This runner as its heartbeats to the server describe it
+/// (`PUT /v1/workers/{worker}`).
+#[derive(Clone)]
+struct Presence {
+    id: String,
+    beat: wire::WorkerBeat,
+}
+
+impl Presence {
+    fn new(a: &WorkArgs) -> Self {
+        let name = worker_name(a);
+        Self {
+            id: relay::worker_id(&name, fastrand::u32(..)),
+            beat: wire::WorkerBeat {
+                name,
+                host: whoami::hostname().unwrap_or_default(),
+                pid: std::process::id(),
+                queues: a.queue.clone(),
+                concurrency: u32::try_from(a.concurrency.max(1)).unwrap_or(u32::MAX),
+                version: format!("relay work {} (over HTTP)", env!("CARGO_PKG_VERSION")),
+                started_at: relay::Clock::now(&relay::SystemClock).to_rfc3339(),
+                beat_every_ms: millis(a.beat_every),
+                running: Vec::new(),
+                stopped: false,
+            },
+        }
+    }
+
+    /// Sends one heartbeat with what runs now (or, `stopped`, the last).
+    fn send(&self, shared: &Shared, stopped: bool) -> Result<(), relay_client::Error> {
+        let mut beat = self.beat.clone();
+        beat.stopped = stopped;
+        if !stopped {
+            let running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            beat.running = running
+                .iter()
+                .map(|(id, h)| wire::RunningJob {
+                    id: id.0,
+                    token: h.token.0,
+                    since: h.since.to_rfc3339(),
+                })
+                .collect();
+            beat.running.sort_by_key(|r| r.id);
+        }
+        let none = wire::Nothing {};
+        shared
+            .remote
+            .client
+            .send::<wire::calls::PutWorker>(&self.id, &none, &beat)
+            .map(drop)
+    }
+
+    /// A heartbeat every `--beat-every` until the runner stops; one that
+    /// fails (the server away, or one too old for the call) is tried again
+    /// at the next.
+    fn beat_until_stopped(&self, shared: &Shared) {
+        let every = Duration::from_millis(self.beat.beat_every_ms);
+        let mut next = Instant::now();
+        while !shared.stop.load(Relaxed) {
+            if Instant::now() >= next {
+                let _ = self.send(shared, false);
+                next = Instant::now() + every;
+            }
+            std::thread::sleep(
+                next.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(200)),
+            );
+        }
+    }
+
+    /// The last heartbeat: this runner stopped.
+    fn stopped(&self, shared: &Shared) {
+        if let Err(e) = self.send(shared, true) {
+            eprintln!("relay work: could not tell the server this worker stopped ({e}); it shows as gone after its missed heartbeats");
         }
     }
 }

@@ -24,6 +24,8 @@ pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         .concurrency(a.concurrency)
         .lease_for(a.lease_for)
         .grace(a.grace)
+        .beat_every(a.beat_every)
+        .version(format!("relay work {}", env!("CARGO_PKG_VERSION")))
         .fallback_handler(move |ctx| exec::run(ctx, &cfg));
     if let Some(w) = a.worker {
         worker = worker.name(w);

@@ -26,8 +26,9 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 /// A worker process, as each of its heartbeats describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerBeat {
-    /// Its identity: unique to this run of the process (1-128 characters
-    /// without control characters), chosen by the worker.
+    /// Its identity: unique to this run of the process (1-64 of A-Z a-z
+    /// 0-9 _ . -: it appears in URLs), chosen by the worker; see
+    /// [`worker_id`].
     pub id: String,
     /// The lease holder's name it leases under (as in events).
     pub name: String,
@@ -119,28 +120,34 @@ impl WorkerBeat {
     ///
     /// # Errors
     ///
-    /// [`InvalidInput`] naming the field: `id` empty or over 128
-    /// characters or with a control character; `name` not a worker name;
+    /// [`InvalidInput`] naming the field: `id` not 1-64 of A-Z a-z 0-9 _ .
+    /// -; `name` not a worker name;
     /// `host` or `version` over 255 characters; a queue that is not a
     /// queue name, more than 64 of them; `concurrency` 0; `beat_every`
     /// outside 100 ms-10 min; more than [`MAX_RUNNING`] running jobs.
     pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
-        let text = |field: &'static str, v: &str, max: usize, empty_ok: bool| {
+        let text = |field: &'static str, v: &str, max: usize| {
             let n = v.chars().count();
-            if (!empty_ok && n == 0) || n > max {
-                return Err(InvalidInput::new(field, format!("must be 1-{max} characters, got {n}")));
+            if n > max {
+                return Err(InvalidInput::new(
+                    field,
+                    format!("must be at most {max} characters, got {n}"),
+                ));
             }
             if v.chars().any(char::is_control) {
                 return Err(InvalidInput::new(field, "must not contain control characters"));
             }
             Ok(())
         };
-        text("id", &self.id, 128, false)?;
+        limits.queue(&self.id).map_err(|e| InvalidInput::new("id", e.reason))?;
         limits.label("name", &self.name)?;
-        text("host", &self.host, 255, true)?;
-        text("version", &self.version, 255, true)?;
+        text("host", &self.host, 255)?;
+        text("version", &self.version, 255)?;
         if self.queues.len() > 64 {
-            return Err(InvalidInput::new("queues", format!("at most 64, got {}", self.queues.len())));
+            return Err(InvalidInput::new(
+                "queues",
+                format!("at most 64, got {}", self.queues.len()),
+            ));
         }
         for q in &self.queues {
             limits.queue(q).map_err(|e| InvalidInput::new("queues", e.reason))?;
@@ -152,7 +159,10 @@ impl WorkerBeat {
         if self.beat_every < lo || self.beat_every > hi {
             return Err(InvalidInput::new(
                 "beat_every",
-                format!("must be 100ms-10min, got {}", humantime::format_duration(self.beat_every)),
+                format!(
+                    "must be 100ms-10min, got {}",
+                    humantime::format_duration(self.beat_every)
+                ),
             ));
         }
         if self.running.len() > MAX_RUNNING {
@@ -176,6 +186,24 @@ mod millis {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         u64::deserialize(d).map(Duration::from_millis)
     }
+}
+
+/// A worker id for a run of a worker named `name`: the name with any
+/// character outside A-Z a-z 0-9 _ . - made `_`, cut to 48 characters, and
+/// `-` with `suffix` (random, 8 hex digits) after it.
+pub fn worker_id(name: &str, suffix: u32) -> String {
+    let clean: String = name
+        .chars()
+        .take(48)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{clean}-{suffix:08x}")
 }
 
 #[cfg(test)]
@@ -218,11 +246,41 @@ mod tests {
         let limits = Limits::default();
         assert!(beat().validate(&limits).is_ok());
         for (bad, field) in [
-            (WorkerBeat { id: String::new(), ..beat() }, "id"),
-            (WorkerBeat { id: "a\nb".into(), ..beat() }, "id"),
-            (WorkerBeat { concurrency: 0, ..beat() }, "concurrency"),
-            (WorkerBeat { queues: vec!["a b".into()], ..beat() }, "queues"),
-            (WorkerBeat { beat_every: Duration::from_millis(10), ..beat() }, "beat_every"),
+            (
+                WorkerBeat {
+                    id: String::new(),
+                    ..beat()
+                },
+                "id",
+            ),
+            (
+                WorkerBeat {
+                    id: "a b".into(),
+                    ..beat()
+                },
+                "id",
+            ),
+            (
+                WorkerBeat {
+                    concurrency: 0,
+                    ..beat()
+                },
+                "concurrency",
+            ),
+            (
+                WorkerBeat {
+                    queues: vec!["a b".into()],
+                    ..beat()
+                },
+                "queues",
+            ),
+            (
+                WorkerBeat {
+                    beat_every: Duration::from_millis(10),
+                    ..beat()
+                },
+                "beat_every",
+            ),
             (
                 WorkerBeat {
                     running: vec![

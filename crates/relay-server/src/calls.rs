@@ -466,6 +466,28 @@ impl Handle for calls::Prune {
     }
 }
 
+impl Handle for calls::PutWorker {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::WorkerSeen, ApiError> {
+        let stopped = r.body.stopped;
+        let beat = conv::worker_beat(r.param, r.body)?;
+        if stopped {
+            s.relay.worker_stopped(&beat).await?;
+        } else {
+            s.relay.worker_beat(&beat).await?;
+        }
+        Ok(wire::WorkerSeen { id: beat.id, stopped })
+    }
+}
+
+impl Handle for calls::Workers {
+    async fn handle(s: Arc<AppState>, _: Req<Self>) -> Result<wire::Workers, ApiError> {
+        let all = s.relay.workers().await?;
+        Ok(wire::Workers {
+            workers: all.iter().map(conv::worker).collect(),
+        })
+    }
+}
+
 impl Handle for calls::Schedules {
     async fn handle(s: Arc<AppState>, _: Req<Self>) -> Result<wire::Schedules, ApiError> {
         let all = s.relay.schedules().await?;

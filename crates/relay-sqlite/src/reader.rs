@@ -175,7 +175,12 @@ impl StoreReader for SqliteReader {
         while let Some(row) = rows.next().map_err(map_err)? {
             let c = crate::decode::Cols::new(row, None);
             let read = (|| -> Result<_, StoreError> {
-                Ok((c.text(0, "id")?, c.text(1, "beat")?, c.int(2, "seen_at")?, c.opt_int(3, "stopped_at")?))
+                Ok((
+                    c.text(0, "id")?,
+                    c.text(1, "beat")?,
+                    c.int(2, "seen_at")?,
+                    c.opt_int(3, "stopped_at")?,
+                ))
             })();
             let decoded = read
                 .map_err(|e| e.to_string())

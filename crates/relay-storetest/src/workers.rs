@@ -28,7 +28,11 @@ pub fn workers_are_alive_gone_or_stopped(new_db: &NewDb) {
     let relay = db.open(options).unwrap();
     let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     let leased = relay
-        .lease(LeaseRequest::new(["q"]).worker("name-a").lease_for(Duration::from_secs(60)))
+        .lease(
+            LeaseRequest::new(["q"])
+                .worker("name-a")
+                .lease_for(Duration::from_secs(60)),
+        )
         .unwrap()
         .remove(0);
     let held = Running {
@@ -36,15 +40,27 @@ pub fn workers_are_alive_gone_or_stopped(new_db: &NewDb) {
         token: leased.token,
         since: clock.now(),
     };
-    relay.worker_beat(&beat("a", Duration::from_secs(1), vec![held])).unwrap();
-    relay.worker_beat(&beat("b", Duration::from_secs(60), Vec::new())).unwrap();
-    relay.worker_beat(&beat("c", Duration::from_secs(1), Vec::new())).unwrap();
-    relay.worker_stopped(&beat("c", Duration::from_secs(1), vec![held])).unwrap();
+    relay
+        .worker_beat(&beat("a", Duration::from_secs(1), vec![held]))
+        .unwrap();
+    relay
+        .worker_beat(&beat("b", Duration::from_secs(60), Vec::new()))
+        .unwrap();
+    relay
+        .worker_beat(&beat("c", Duration::from_secs(1), Vec::new()))
+        .unwrap();
+    relay
+        .worker_stopped(&beat("c", Duration::from_secs(1), vec![held]))
+        .unwrap();
     let all = relay.workers().unwrap();
     let ids: Vec<&str> = all.iter().map(|w| w.record.beat.id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
     assert_eq!(all[0].state, WorkerState::Alive);
-    assert_eq!(all[0].record.beat, beat("a", Duration::from_secs(1), vec![held]), "kept as sent");
+    assert_eq!(
+        all[0].record.beat,
+        beat("a", Duration::from_secs(1), vec![held]),
+        "kept as sent"
+    );
     assert!(all[0].orphaned.is_empty(), "an alive worker's leases are its own");
     assert_eq!(all[2].state, WorkerState::Stopped);
     assert!(all[2].record.beat.running.is_empty(), "a stopped worker runs nothing");
@@ -57,10 +73,17 @@ pub fn workers_are_alive_gone_or_stopped(new_db: &NewDb) {
     assert_eq!(all[0].orphaned[0].running, held);
     assert_eq!(all[0].orphaned[0].expires_at, leased.expires_at);
     // A heartbeat again: alive again.
-    relay.worker_beat(&beat("a", Duration::from_secs(1), vec![held])).unwrap();
+    relay
+        .worker_beat(&beat("a", Duration::from_secs(1), vec![held]))
+        .unwrap();
     assert_eq!(relay.workers().unwrap()[0].state, WorkerState::Alive);
-    // Its lease expires and the job is leased again: no longer orphaned.
+    // Its lease expires: no longer orphaned, and once the job is leased
+    // again the lease is another's.
     clock.advance(Duration::from_secs(61));
+    assert!(
+        relay.workers().unwrap()[0].orphaned.is_empty(),
+        "an expired lease holds nothing"
+    );
     assert_eq!(relay.reap_expired().unwrap(), 1);
     let again = relay.lease(LeaseRequest::new(["q"])).unwrap();
     assert_eq!(again.len(), 1);
@@ -82,9 +105,13 @@ pub fn workers_not_seen_for_an_hour_are_forgotten(new_db: &NewDb) {
     let (mut options, clock) = crate::clocked();
     options.reap_interval = Duration::from_millis(20);
     let relay = db.open(options).unwrap();
-    relay.worker_beat(&beat("old", Duration::from_secs(5), Vec::new())).unwrap();
+    relay
+        .worker_beat(&beat("old", Duration::from_secs(5), Vec::new()))
+        .unwrap();
     clock.advance(Duration::from_secs(3000));
-    relay.worker_beat(&beat("recent", Duration::from_secs(5), Vec::new())).unwrap();
+    relay
+        .worker_beat(&beat("recent", Duration::from_secs(5), Vec::new()))
+        .unwrap();
     clock.advance(Duration::from_secs(700));
     // The engine prunes by itself on its idle ticks.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -93,7 +120,10 @@ pub fn workers_not_seen_for_an_hour_are_forgotten(new_db: &NewDb) {
         if ids == ["recent"] {
             break;
         }
-        assert!(Instant::now() < deadline, "a worker not seen for an hour was kept: {ids:?}");
+        assert!(
+            Instant::now() < deadline,
+            "a worker not seen for an hour was kept: {ids:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

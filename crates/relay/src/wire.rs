@@ -507,6 +507,80 @@ pub fn queue_retention(queue: String, own: crate::Retention, default: &crate::Re
     }
 }
 
+/// A worker's heartbeat as a request gives it, for worker `id`.
+///
+/// # Errors
+///
+/// A time that is not RFC 3339 (the rest is
+/// [`crate::WorkerBeat::validate`]'s).
+pub fn worker_beat(id: String, b: w::WorkerBeat) -> Result<crate::WorkerBeat, RequestError> {
+    let running = b
+        .running
+        .iter()
+        .map(|r| {
+            Ok(crate::Running {
+                job: JobId(r.id),
+                token: crate::LeaseToken(r.token),
+                since: rfc3339("running.since", &r.since)?,
+            })
+        })
+        .collect::<Result<Vec<_>, RequestError>>()?;
+    Ok(crate::WorkerBeat {
+        id,
+        name: b.name,
+        host: b.host,
+        pid: b.pid,
+        queues: b.queues,
+        concurrency: b.concurrency,
+        version: b.version,
+        started_at: rfc3339("started_at", &b.started_at)?,
+        beat_every: Duration::from_millis(b.beat_every_ms),
+        running,
+    })
+}
+
+fn running(r: &crate::Running) -> w::RunningJob {
+    w::RunningJob {
+        id: r.job.0,
+        token: r.token.0,
+        since: time(r.since),
+    }
+}
+
+/// A worker as the store knows it.
+pub fn worker(v: &crate::WorkerView) -> w::Worker {
+    let b = &v.record.beat;
+    w::Worker {
+        id: b.id.clone(),
+        state: match v.state {
+            crate::WorkerState::Alive => w::WorkerState::Alive,
+            crate::WorkerState::Gone => w::WorkerState::Gone,
+            crate::WorkerState::Stopped => w::WorkerState::Stopped,
+        },
+        name: b.name.clone(),
+        host: b.host.clone(),
+        pid: b.pid,
+        queues: b.queues.clone(),
+        concurrency: b.concurrency,
+        version: b.version.clone(),
+        started_at: time(b.started_at),
+        beat_every_ms: ms(b.beat_every),
+        seen_at: time(v.record.seen_at),
+        stopped_at: v.record.stopped_at.map(time),
+        running: b.running.iter().map(running).collect(),
+        orphaned: v
+            .orphaned
+            .iter()
+            .map(|o| w::OrphanedLease {
+                id: o.running.job.0,
+                token: o.running.token.0,
+                since: time(o.running.since),
+                expires_at: time(o.expires_at),
+            })
+            .collect(),
+    }
+}
+
 /// One pass of the prune.
 pub fn pruned(p: crate::Pruned) -> w::Pruned {
     w::Pruned {

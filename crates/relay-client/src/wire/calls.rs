@@ -114,7 +114,8 @@ parts!(
         w::Heartbeat,
         w::Limits,
         w::Retention,
-        w::PruneFrom;
+        w::PruneFrom,
+        w::WorkerBeat;
     by_hand: w::Ack, w::Work
 );
 
@@ -404,6 +405,16 @@ calls! {
     /// null to go through every job (`relay prune` does). The server also
     /// prunes by itself.
     Prune = "prune": Post "/v1/prune" ((), Nothing, w::PruneFrom) -> w::Pruned, 200, [400, 413];
+    /// A worker's heartbeat: registers it the first time, then says it is
+    /// alive and what it runs (the runtimes send one every 5 s); its last
+    /// says it stopped. `{worker}` is the worker's id, its own, unique to
+    /// its run (1-64 of A-Z a-z 0-9 _ . -).
+    PutWorker = "putWorker": Put "/v1/workers/{worker}" (String, Nothing, w::WorkerBeat) -> w::WorkerSeen, 200, [400, 413];
+    /// Every worker seen in the last hour, by id: alive, gone (its
+    /// heartbeats stopped without a word) or stopped, what each runs and
+    /// since when, and the leases a gone one left orphaned until they
+    /// expire.
+    Workers = "workers": Get "/v1/workers" ((), Nothing, Nothing) -> w::Workers, 200, [];
     /// Every schedule of periodic jobs, by name.
     Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200, [];
     /// Adds a schedule of periodic jobs, or replaces the one of this name

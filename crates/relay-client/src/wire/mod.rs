@@ -17,11 +17,13 @@ mod answer;
 pub mod calls;
 mod request;
 mod work;
+mod workers;
 
 pub use answer::*;
 pub use calls::{Call, CallInfo, DeadQuery, Method, Nothing, Part, PathParam, CALLS};
 pub use request::*;
 pub use work::*;
+pub use workers::*;
 
 /// The longest duration a request may give, in milliseconds (what fits a
 /// `u64` of microseconds comfortably: about 292 million years).

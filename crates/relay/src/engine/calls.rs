@@ -323,7 +323,10 @@ impl Engine {
             beat.running.clear();
         }
         let json = serde_json::to_string(&beat).map_err(|e| {
-            crate::Error::InvalidInput(relay_core::InvalidInput::new("beat", format!("does not serialize: {e}")))
+            crate::Error::InvalidInput(relay_core::InvalidInput::new(
+                "beat",
+                format!("does not serialize: {e}"),
+            ))
         })?;
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             Ok(plan.store().worker_put(&beat.id, &json, ctx.now, stopped)?)

@@ -157,8 +157,8 @@ pub struct WorkerView {
     /// Alive, gone (its heartbeats stopped without a word) or stopped.
     pub state: relay_core::WorkerState,
     /// For a gone worker, the jobs of its last heartbeat still LEASED under
-    /// the lease it ran them with: nobody runs them until those leases
-    /// expire.
+    /// the lease it ran them with, and that lease not yet expired: nobody
+    /// runs them until it does.
     pub orphaned: Vec<Orphaned>,
 }
 
@@ -182,7 +182,7 @@ impl Engine {
                 if state == relay_core::WorkerState::Gone {
                     for running in &record.beat.running {
                         let lease = r.job_get(running.job)?.and_then(|j| j.status.lease);
-                        if let Some(l) = lease.filter(|l| l.token == running.token) {
+                        if let Some(l) = lease.filter(|l| l.token == running.token && l.expires_at > now) {
                             orphaned.push(Orphaned {
                                 running: *running,
                                 expires_at: l.expires_at,
@@ -190,7 +190,11 @@ impl Engine {
                         }
                     }
                 }
-                out.push(WorkerView { record, state, orphaned });
+                out.push(WorkerView {
+                    record,
+                    state,
+                    orphaned,
+                });
             }
             Ok(out)
         })

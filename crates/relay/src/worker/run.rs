@@ -156,11 +156,7 @@ impl Pool {
             tokio::spawn(listen_for_signals(self.w.shutdown.clone()));
         }
         let beat = self.beat();
-        let presence = tokio::spawn(presence(
-            self.relay.clone(),
-            beat.clone(),
-            Arc::clone(&self.in_flight),
-        ));
+        let presence = tokio::spawn(presence(self.relay.clone(), beat.clone(), Arc::clone(&self.in_flight)));
         let mut tasks = JoinSet::new();
         let mut phase = self.w.shutdown.subscribe();
         while self.w.shutdown.phase() == Phase::Running {
@@ -203,7 +199,7 @@ impl Pool {
     fn beat(&self) -> crate::WorkerBeat {
         let pid = std::process::id();
         crate::WorkerBeat {
-            id: format!("{}-{pid}-{:08x}", self.w.name, fastrand::u32(..)),
+            id: relay_core::presence::worker_id(&self.w.name, fastrand::u32(..)),
             name: self.w.name.clone(),
             host: whoami::hostname().unwrap_or_default(),
             pid,
@@ -339,6 +335,7 @@ async fn presence(relay: AsyncRelay, mut beat: crate::WorkerBeat, in_flight: InF
             })
             .take(relay_core::presence::MAX_RUNNING)
             .collect();
+        beat.running.sort_by_key(|r| r.job);
         match relay.worker_beat(&beat).await {
             Ok(()) => failing = false,
             Err(e) if !failing => {
