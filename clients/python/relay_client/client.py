@@ -954,6 +954,22 @@ class Client:
         body = {"succeeded": _keep(succeeded), "dead": _keep(dead), "cancelled": _keep(cancelled)}
         return _read(QueueRetention, self._call("PUT", f"/v1/queues/{_segment(queue)}/retention", body))
 
+    def put_worker(self, worker_id: str, beat: Dict[str, Any]) -> Dict[str, Any]:
+        """Sends a worker's heartbeat (:class:`~relay_client.Worker` does,
+        every ``beat_every`` seconds): ``name``, ``host``, ``pid``,
+        ``queues``, ``concurrency``, ``version``, ``started_at`` (RFC 3339),
+        ``beat_every_ms``, ``running`` (``[{"id", "token", "since"}]``) and,
+        in its last, ``stopped``. ``worker_id`` is the worker's own (1-64 of
+        A-Z a-z 0-9 _ . -), unique to its run."""
+        return dict(self._call("PUT", f"/v1/workers/{_segment(worker_id)}", beat))
+
+    def workers(self) -> List[Dict[str, Any]]:
+        """Every worker seen in the last hour, by id: its ``state``
+        (``alive``, ``gone``: its heartbeats stopped without a word, or
+        ``stopped``), what it is, the jobs it runs (``running``) and, for a
+        gone one, the leases it left ``orphaned`` until they expire."""
+        return list(self._call("GET", "/v1/workers")["workers"])
+
     def prune_from(self, after: int = 0) -> Dict[str, Any]:
         """One pass of the prune: deletes, with their events, the finished
         jobs past their retention among the 5,000 after job ``after``.

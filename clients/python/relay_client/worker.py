@@ -47,6 +47,10 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+import random
+import socket
+from datetime import datetime, timezone
+
 from .client import Client, LeasedJob, LeaseExtension, LeaseRequest, Outcome, OutcomeAnswer, WorkAnswer
 from .errors import Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized
 
@@ -151,6 +155,7 @@ class Worker:
         name: Optional[str] = None,
         poll_wait: float = 5.0,
         handle_signals: bool = True,
+        beat_every: float = 5.0,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -162,6 +167,12 @@ class Worker:
         self.name = name or f"py-{os.uname().nodename}-{os.getpid()}"
         self.poll_wait = poll_wait
         self.handle_signals = handle_signals
+        if not 0.1 <= beat_every <= 600:
+            raise ValueError("beat_every must be 0.1-600 seconds")
+        #: How often the worker tells the server it is alive and what it
+        #: runs (``relay workers``, ``GET /v1/workers``).
+        self.beat_every = beat_every
+        self.id = re.sub(r"[^A-Za-z0-9_.-]", "_", self.name[:48]) + f"-{random.getrandbits(32):08x}"
         self.stats = Stats()
         self._handlers: Dict[str, Handler] = {}
         # SimpleQueue: put() may be called from a signal handler (stop()).
@@ -203,12 +214,15 @@ class Worker:
             threading.Thread(target=self._handler_loop, name=f"relay-handler-{i}", daemon=True)
             for i in range(self.concurrency)
         ]
+        loop = _Loop(self)
+        presence = _Presence(self, loop)
+        threads.append(threading.Thread(target=presence.run, name="relay-presence", daemon=True))
         for t in threads:
             t.start()
-        loop = _Loop(self)
         try:
             loop.run()
         finally:
+            presence.stop(told=loop.fatal is None)
             # Idle threads end; one still in a handler after the grace ends
             # when the handler returns (its job was released).
             for calls, n in ((self._polls, 1), (self._calls, SENDERS)):
@@ -325,6 +339,65 @@ _REFUSED = (InvalidRequest, InvalidInput, PayloadTooLarge)  # a call the server 
 _FATAL = (Unauthorized, Forbidden)  # the token is refused: retrying cannot succeed
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Presence:
+    """Tells the server, every ``beat_every``, that the worker is alive and
+    what it runs (``PUT /v1/workers/{id}``); its last says it stopped. It
+    reads the loop's jobs from its own thread: a copy of a dict, which
+    CPython makes whole."""
+
+    def __init__(self, worker: Worker, loop: "_Loop"):
+        self.w = worker
+        self.loop = loop
+        self.stopping = threading.Event()
+        self.beat: Dict[str, Any] = {
+            "name": worker.name[:64],
+            "host": socket.gethostname()[:255],
+            "pid": os.getpid(),
+            "queues": worker.queues,
+            "concurrency": worker.concurrency,
+            "version": "relay-python 0.1.0",
+            "started_at": _now(),
+            "beat_every_ms": int(worker.beat_every * 1000),
+        }
+
+    def send(self, stopped: bool) -> None:
+        held = dict(self.loop.held)
+        started = self.loop.started
+        for gone in [i for i in list(started) if i not in held]:
+            started.pop(gone, None)
+        running = [] if stopped else [
+            {"id": job.id, "token": job.token, "since": started.get(job.id) or _now()} for job in held.values()
+        ]
+        running.sort(key=lambda r: r["id"])
+        self.w.client.put_worker(self.w.id, dict(self.beat, running=running[:4096], stopped=stopped))
+
+    def run(self) -> None:
+        failing = False
+        while not self.stopping.is_set():
+            try:
+                self.send(stopped=False)
+                failing = False
+            except Exception as e:  # noqa: BLE001 - the server away: tried again at the next
+                if not failing:
+                    print(f"relay worker: could not send this worker's heartbeat ({e}); trying again", file=sys.stderr)
+                failing = True
+            self.stopping.wait(self.w.beat_every)
+
+    def stop(self, told: bool) -> None:
+        """Stops the heartbeats; ``told``: sends the last, saying it stopped."""
+        self.stopping.set()
+        if not told:
+            return
+        try:
+            self.send(stopped=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"relay worker: could not tell the server this worker stopped ({e})", file=sys.stderr)
+
+
 class _Loop:
     """The worker's state, read and written by the loop's thread only (no
     locks): what is held, what is to be reported, calls in flight, the
@@ -336,6 +409,8 @@ class _Loop:
         self.stats = worker.stats
         #: Jobs leased and not yet answered for, by id.
         self.held: Dict[int, LeasedJob] = {}
+        #: When each held job was leased (RFC 3339), for the heartbeats.
+        self.started: Dict[int, str] = {}
         #: Ids in held whose lease the server answered lost.
         self.lost: Set[int] = set()
         #: Outcomes to report, oldest first, and when the oldest arrived.
@@ -472,6 +547,7 @@ class _Loop:
             # that handler's outcome will be dropped.
             self.lost.discard(job.id)
             self.held[job.id] = job
+            self.started[job.id] = _now()
             give(job)
         self.busy += len(jobs)
         shortest = min(job.lease_for_ms for job in jobs) / 3000.0

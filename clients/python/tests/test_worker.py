@@ -173,3 +173,33 @@ def test_the_trace_context_reaches_the_handler(client: Client):
     worker.stop()
     t.join(timeout=30)
     assert seen == {traced: tp, plain: None}
+
+
+def test_the_worker_says_it_is_alive_what_it_runs_and_that_it_stopped(client: Client):
+    ids = [client.submit("presence", "slow") for _ in range(2)]
+    release = threading.Event()
+    worker = Worker(client, ["presence"], concurrency=2, handle_signals=False, poll_wait=0.5, beat_every=0.2, name="py worker")
+
+    @worker.handler("slow")
+    def slow(job):
+        release.wait(10)
+
+    t = background(worker)
+
+    def mine():
+        return [w for w in client.workers() if w["id"] == worker.id]
+
+    wait_for("the worker to say it runs both jobs", lambda: mine() and len(mine()[0]["running"]) == 2)
+    w = mine()[0]
+    assert worker.id.startswith("py_worker-")
+    assert (w["state"], w["name"], w["pid"], w["queues"], w["concurrency"]) == ("alive", "py worker", os.getpid(), ["presence"], 2)
+    assert w["version"].startswith("relay-python ")
+    assert sorted(r["id"] for r in w["running"]) == sorted(ids)
+    assert w["orphaned"] == []
+    release.set()
+    wait_for("both jobs to succeed", lambda: worker.stats.succeeded == 2)
+    worker.stop()
+    t.join(10)
+    w = mine()[0]
+    assert (w["state"], w["running"]) == ("stopped", []), w
+    assert w["stopped_at"] is not None

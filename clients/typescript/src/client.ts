@@ -809,6 +809,25 @@ export class Client {
     return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/retention`, body));
   }
 
+  /**
+   * Sends a worker's heartbeat (`Worker` does, every `beatEveryMs`): name,
+   * host, pid, queues, concurrency, version, `started_at`, `beat_every_ms`,
+   * `running` (`[{id, token, since}]`) and, in its last, `stopped`.
+   */
+  async putWorker(workerId: string, beat: Obj): Promise<{ id: string; stopped: boolean }> {
+    return camel(await this.call("PUT", `/v1/workers/${seg(workerId)}`, beat));
+  }
+
+  /**
+   * Every worker seen in the last hour, by id: its `state` (`alive`, `gone`:
+   * its heartbeats stopped without a word, or `stopped`), what it is, the
+   * jobs it runs and, for a gone one, the leases it left `orphaned` until
+   * they expire.
+   */
+  async workers(): Promise<Obj[]> {
+    return camel((await this.call("GET", "/v1/workers")).workers);
+  }
+
   /** One pass of the prune over the 5,000 jobs after job `after`. */
   async pruneFrom(after = 0): Promise<Pruned> {
     return camel(await this.call("POST", "/v1/prune", { after }));

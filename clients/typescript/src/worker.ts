@@ -25,6 +25,7 @@
  *   `run()` reject with it.
  */
 
+import { hostname } from "node:os";
 import { Client, LeasedJob, LeaseRequest, Outcome, OutcomeAnswer, Payload } from "./client.js";
 import { BadAnswer } from "./client.js";
 import { Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized } from "./errors.js";
@@ -57,6 +58,8 @@ export interface WorkerOptions {
   pollMs?: number;
   name?: string;
   handleSignals?: boolean;
+  /** How often the worker tells the server it is alive and what it runs (`relay workers`); 100-600,000 ms, 5,000 by default. */
+  beatEveryMs?: number;
 }
 
 export interface WorkerStats {
@@ -74,6 +77,8 @@ interface Running {
   lost: boolean;
   /** Released at stop after `graceMs`: the outcome is dropped. */
   abandoned: boolean;
+  /** When its handler started (RFC 3339). */
+  since: string;
 }
 
 /** An outcome to send, and the stat it counts in once answered. */
@@ -154,7 +159,56 @@ export class Worker {
     this.pollMs = clampMs(options.pollMs ?? 5_000, MAX_DELAY_MS);
     this.name = options.name ?? `node-${process.pid}`;
     this.handleSignals = options.handleSignals ?? true;
+    this.beatEveryMs = options.beatEveryMs ?? 5_000;
     if (this.concurrency < 1) throw new RangeError("concurrency must be at least 1");
+    if (!(this.beatEveryMs >= 100 && this.beatEveryMs <= 600_000)) throw new RangeError("beatEveryMs must be 100-600000");
+    this.id = `${this.name.slice(0, 48).replace(/[^A-Za-z0-9_.-]/g, "_")}-${Math.floor(Math.random() * 2 ** 32)
+      .toString(16)
+      .padStart(8, "0")}`;
+  }
+
+  /** This worker's id in `relay workers` and `GET /v1/workers`, unique to its run. */
+  readonly id: string;
+  private readonly beatEveryMs: number;
+  private presenceTimer?: NodeJS.Timeout;
+  private readonly startedAt = new Date().toISOString();
+  private presenceFailing = false;
+
+  /** Tells the server this worker is alive and what it runs (`PUT /v1/workers/{id}`); with `stopped`, that it stopped. */
+  private async presence(stopped: boolean): Promise<void> {
+    const running = stopped
+      ? []
+      : [...this.running]
+          .map((r) => ({ id: r.job.id, token: r.job.token, since: r.since }))
+          .sort((a, b) => a.id - b.id)
+          .slice(0, 4096);
+    await this.client.putWorker(this.id, {
+      name: this.name.slice(0, 64),
+      host: hostname().slice(0, 255),
+      pid: process.pid,
+      queues: this.queues,
+      concurrency: this.concurrency,
+      version: "relay-typescript 0.1.0",
+      started_at: this.startedAt,
+      beat_every_ms: this.beatEveryMs,
+      running,
+      stopped,
+    });
+  }
+
+  private presenceLoop(): void {
+    if (!this.finished) return;
+    this.presence(false)
+      .then(
+        () => (this.presenceFailing = false),
+        (e) => {
+          if (!this.presenceFailing) process.stderr.write(`relay worker: could not send this worker's heartbeat (${(e as Error)?.message ?? e}); trying again\n`);
+          this.presenceFailing = true;
+        },
+      )
+      .finally(() => {
+        if (this.finished) this.presenceTimer = setTimeout(() => this.presenceLoop(), this.beatEveryMs);
+      });
   }
 
   /** Registers `handler` for jobs of `kind`. */
@@ -187,8 +241,15 @@ export class Worker {
       await new Promise<void>((resolve) => {
         this.finished = resolve;
         if (this.stopping) this.graceTimer = setTimeout(() => this.abandon(), this.graceMs);
+        this.presenceLoop();
         this.pump();
       });
+      clearTimeout(this.presenceTimer);
+      if (!this.fatal) {
+        await this.presence(true).catch((e) =>
+          process.stderr.write(`relay worker: could not tell the server this worker stopped (${(e as Error)?.message ?? e})\n`),
+        );
+      }
     } finally {
       if (this.handleSignals) {
         process.off("SIGTERM", onSignal);
@@ -390,7 +451,7 @@ export class Worker {
       if (!this.fatal) this.pending.push({ outcome: { id: job.id, token: job.token, outcome: "release" }, tally: "released", leaseForMs: job.leaseForMs });
       return;
     }
-    const entry: Running = { job, lost: false, abandoned: false };
+    const entry: Running = { job, lost: false, abandoned: false, since: new Date().toISOString() };
     this.running.add(entry);
     this.armBeat(job.leaseForMs);
     const handler = this.handlers.get(job.kind);

@@ -125,3 +125,27 @@ test("the trace context reaches the handler", async () => {
   await run;
   assert.deepEqual(Object.fromEntries(seen), { [traced]: tp, [plain]: null });
 });
+
+test("the worker says it is alive, what it runs, and that it stopped", async () => {
+  const ids = [await client.submit({ queue: "presence", kind: "slow" }), await client.submit({ queue: "presence", kind: "slow" })];
+  let release;
+  const released = new Promise((r) => (release = r));
+  const worker = new Worker(client, ["presence"], { concurrency: 2, handleSignals: false, pollMs: 500, beatEveryMs: 200, name: "ts worker" });
+  worker.handle("slow", () => released);
+  const done = worker.run();
+  const mine = async () => (await client.workers()).find((w) => w.id === worker.id);
+  await waitFor("the worker to say it runs both jobs", async () => (await mine())?.running.length === 2);
+  const w = await mine();
+  assert.match(worker.id, /^ts_worker-[0-9a-f]{8}$/);
+  assert.deepEqual([w.state, w.name, w.pid, w.queues, w.concurrency], ["alive", "ts worker", process.pid, ["presence"], 2]);
+  assert.match(w.version, /^relay-typescript /);
+  assert.deepEqual(w.running.map((r) => r.id).sort((a, b) => a - b), ids.sort((a, b) => a - b));
+  assert.deepEqual(w.orphaned, []);
+  release();
+  await waitFor("both jobs to succeed", async () => worker.stats.succeeded === 2);
+  worker.stop();
+  await done;
+  const stopped = await mine();
+  assert.deepEqual([stopped.state, stopped.running], ["stopped", []]);
+  assert.ok(stopped.stoppedAt);
+});
