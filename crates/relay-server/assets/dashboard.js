@@ -26,7 +26,9 @@
         const doc = new DOMParser().parseFromString(await res.text(), "text/html");
         const next = doc.querySelector("[data-live]");
         if (next) {
-          live.replaceChildren(...Array.from(next.childNodes, (n) => document.adoptNode(n)));
+          // Copied out first: adopting a node takes it out of the live
+          // childNodes list, which would skip every other one.
+          live.replaceChildren(...Array.from(next.childNodes).map((n) => document.adoptNode(n)));
           live.dataset.updated = String(Date.now());
         }
       } catch (e) {

@@ -354,6 +354,93 @@ async fn the_dashboard_in_chromium() {
         "40%"
     );
 
+    // The workers page: a running worker (the Rust runtime, two jobs
+    // running) and one whose heartbeats stopped, its lease orphaned.
+    let (release, hold) = std::sync::mpsc::channel::<()>();
+    let hold = std::sync::Mutex::new(hold);
+    for _ in 0..2 {
+        relay.submit(NewJob::new("renders", "frame", b"{}".to_vec())).unwrap();
+    }
+    let worker = relay::worker::Worker::new(relay.clone(), ["renders"])
+        .name("render-farm-1")
+        .concurrency(4)
+        .handle_signals(false)
+        .beat_every(Duration::from_millis(200))
+        .handler("frame", move |_| {
+            let _ = hold.lock().unwrap().recv_timeout(Duration::from_secs(60));
+            Ok(None)
+        });
+    let stop = worker.shutdown_handle();
+    let running = std::thread::spawn(move || worker.run());
+    let crashed = relay.submit(NewJob::new("imports", "rows", b"{}".to_vec())).unwrap();
+    let lease = relay
+        .lease(
+            LeaseRequest::new(["imports"])
+                .worker("importer-7")
+                .lease_for(Duration::from_secs(600)),
+        )
+        .unwrap()
+        .remove(0);
+    assert_eq!(lease.id, crashed);
+    relay
+        .worker_beat(&relay::WorkerBeat {
+            id: "importer-7-0badc0de".into(),
+            name: "importer-7".into(),
+            host: "batch-2".into(),
+            pid: 4242,
+            queues: vec!["imports".into()],
+            concurrency: 1,
+            version: "relay-python 0.1.0".into(),
+            started_at: relay::Timestamp::from_millis(relay::Clock::now(&relay::SystemClock).as_millis() - 3_600_000),
+            beat_every: Duration::from_millis(100),
+            running: vec![relay::Running {
+                job: crashed,
+                token: lease.token,
+                since: relay::Clock::now(&relay::SystemClock),
+            }],
+        })
+        .unwrap();
+    c.goto(&format!("{base}/workers")).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // Live: the page updates itself as heartbeats come and stop.
+        let cells = c.find_all(Locator::Css("tr[data-state=alive] td.slots")).await.unwrap();
+        let alive = match cells.first() {
+            Some(cell) => cell.text().await.unwrap_or_default(),
+            None => String::new(),
+        };
+        let gone = c
+            .find_all(Locator::Css("tr[data-state=gone] .orphaned"))
+            .await
+            .unwrap()
+            .len();
+        if alive.starts_with("2 / 4") && gone == 1 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let source = c.source().await.unwrap_or_default();
+            panic!("the workers page never showed them: {alive:?}, {gone} orphaned: {source}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(text(&c, "tr[data-state=alive]").await.contains("render-farm-1"));
+    let orphan = text(&c, "tr[data-state=gone] .orphaned").await;
+    assert!(orphan.contains(&format!("job {}", crashed.0)), "{orphan}");
+    assert_eq!(
+        c.find_all(Locator::Css("tr[data-state=alive] td.running div"))
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "the worker runs two jobs"
+    );
+    shot(&c, "workers").await;
+    stop.graceful();
+    drop(release);
+    running.join().unwrap().unwrap();
+    c.goto(&format!("{base}/workers")).await.unwrap();
+    wait_for(&c, "tr[data-state=stopped]").await;
+
     // Markup in a job is text: nothing runs, nothing is injected.
     c.goto(&format!("{base}/jobs/{}", xss.0)).await.unwrap();
     wait_for(&c, "dd.kind").await;

@@ -48,6 +48,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/jobs/{id}/{action}", post(actions::job))
         .route("/dead", get(pages::dead))
         .route("/schedules", get(pages::schedules))
+        .route("/workers", get(pages::workers))
         .route("/schedules/{name}/{action}", post(actions::schedule))
         .route("/queues/{queue}", get(queue_page))
         .route("/queues/{queue}/{action}", post(actions::queue))

@@ -42,6 +42,7 @@ pub(super) fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, 
                         (item("/jobs", "Jobs"))
                         (item("/dead", "Dead"))
                         (item("/schedules", "Schedules"))
+                        (item("/workers", "Workers"))
                     }
                     @if let Some((v, state)) = visitor {
                         @if state.dash.login_required {
@@ -557,6 +558,79 @@ pub(crate) async fn schedules(
         }
     };
     Ok(layout("Schedules", Some("Schedules"), Some((&v, &s)), body))
+}
+
+/// Every worker seen in the last hour: alive ones first, what each runs and
+/// for how long; a gone one's orphaned leases and when they expire.
+pub(crate) async fn workers(State(s): S, Extension(v): Extension<Visitor>) -> PageResult {
+    let mut all = s.relay.workers().await?;
+    let rank = |w: &relay::WorkerView| match w.state {
+        relay::WorkerState::Alive => 0,
+        relay::WorkerState::Gone => 1,
+        relay::WorkerState::Stopped => 2,
+    };
+    all.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| a.record.beat.id.cmp(&b.record.beat.id))
+    });
+    let now = now();
+    let since = |t: Timestamp| {
+        age(Duration::from_millis(
+            u64::try_from(now.as_millis() - t.as_millis()).unwrap_or(0),
+        ))
+    };
+    let alive = all.iter().filter(|w| w.state == relay::WorkerState::Alive).count();
+    let body = html! {
+        h1 { "Workers" }
+        div #live data-live {
+            @if all.is_empty() {
+                p.empty { "No workers seen in the last hour. Workers register when they start: "
+                    code { "relay work" } ", the Rust runtime, and the Python and TypeScript Workers." }
+            } @else {
+                p.hint { (alive) " alive of " (all.len()) " seen in the last hour. A worker is gone when three of its heartbeats have not come; its leases are orphaned until they expire." }
+                table.workers {
+                    thead { tr { th { "Worker" } th { "State" } th { "Host" } th.num { "PID" } th { "Queues" } th.num { "Slots" }
+                        th { "Running" } th { "Seen" } th { "Up" } th { "Version" } } }
+                    tbody {
+                        @for w in &all {
+                            @let b = &w.record.beat;
+                            tr data-worker=(b.id) data-state=(w.state.as_str()) {
+                                td { span.name { (b.name) } br; small { (b.id) } }
+                                td.status { span class={ "badge " (w.state.as_str()) } { (w.state.as_str().to_uppercase()) } }
+                                td { (b.host) }
+                                td.num { (b.pid) }
+                                td { (b.queues.join(", ")) }
+                                td.num.slots { (b.running.len()) " / " (b.concurrency) }
+                                td.running {
+                                    @if w.state == relay::WorkerState::Gone {
+                                        @for o in &w.orphaned {
+                                            div.orphaned data-job=(o.running.job.0) {
+                                                "orphaned: " a href={ "/jobs/" (o.running.job.0) } { "job " (o.running.job.0) }
+                                                " (lease expires " (time(o.expires_at)) ")"
+                                            }
+                                        }
+                                        @if w.orphaned.is_empty() { "–" }
+                                    } @else {
+                                        @for r in &b.running {
+                                            div data-job=(r.job.0) {
+                                                a href={ "/jobs/" (r.job.0) } { "job " (r.job.0) } " for " (since(r.since))
+                                            }
+                                        }
+                                        @if b.running.is_empty() { "idle" }
+                                    }
+                                }
+                                td { (since(w.record.seen_at)) " ago" }
+                                td { (since(b.started_at)) }
+                                td { small { (b.version) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(layout("Workers", Some("Workers"), Some((&v, &s)), body))
 }
 
 // ---------------------------------------------------------------- login
