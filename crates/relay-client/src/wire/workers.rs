@@ -11,27 +11,32 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct WorkerBeat {
     /// The lease holder's name it leases under (1-64 characters).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 64)))]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub name: String,
     /// The host it runs on.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 255)))]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{0,255}$")))]
     pub host: String,
     /// Its process id.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(range(max = 4_294_967_295u32)))]
     pub pid: u32,
     /// The queues it works (at most 64).
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 64)))]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(length(max = 64), inner(pattern(r"^[A-Za-z0-9_.-]{1,64}$")))
+    )]
     pub queues: Vec<String>,
     /// How many jobs it runs at once.
-    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 4_294_967_295u32)))]
     pub concurrency: u32,
     /// Its runtime and version, e.g. `relay-python 0.1.0`.
     #[serde(default)]
-    #[cfg_attr(feature = "schema", schemars(length(max = 255)))]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{0,255}$")))]
     pub version: String,
     /// When it started (RFC 3339).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub started_at: String,
     /// How often it sends its heartbeat, in milliseconds (100-600,000): it
     /// is gone three of them (and a second) after its last.
@@ -56,6 +61,7 @@ pub struct RunningJob {
     /// The lease's token.
     pub token: i64,
     /// When its handler started (RFC 3339).
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
     pub since: String,
 }
 
