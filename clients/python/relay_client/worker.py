@@ -216,13 +216,14 @@ class Worker:
         ]
         loop = _Loop(self)
         presence = _Presence(self, loop)
-        threads.append(threading.Thread(target=presence.run, name="relay-presence", daemon=True))
+        beating = threading.Thread(target=presence.run, name="relay-presence", daemon=True)
+        threads.append(beating)
         for t in threads:
             t.start()
         try:
             loop.run()
         finally:
-            presence.stop(told=loop.fatal is None)
+            presence.stop(beating, told=loop.fatal is None)
             # Idle threads end; one still in a handler after the grace ends
             # when the handler returns (its job was released).
             for calls, n in ((self._polls, 1), (self._calls, SENDERS)):
@@ -366,9 +367,7 @@ class _Presence:
 
     def send(self, stopped: bool) -> None:
         held = dict(self.loop.held)
-        started = self.loop.started
-        for gone in [i for i in list(started) if i not in held]:
-            started.pop(gone, None)
+        started = dict(self.loop.started)
         running = [] if stopped else [
             {"id": job.id, "token": job.token, "since": started.get(job.id) or _now()} for job in held.values()
         ]
@@ -387,9 +386,12 @@ class _Presence:
                 failing = True
             self.stopping.wait(self.w.beat_every)
 
-    def stop(self, told: bool) -> None:
-        """Stops the heartbeats; ``told``: sends the last, saying it stopped."""
+    def stop(self, thread: threading.Thread, told: bool) -> None:
+        """Stops the heartbeats; ``told``: sends the last, saying it stopped,
+        once a heartbeat still in flight is answered (a later "alive" would
+        undo it)."""
         self.stopping.set()
+        thread.join(self.w.client.timeout)
         if not told:
             return
         try:
@@ -559,6 +561,7 @@ class _Loop:
             self.stats.lost += 1  # leased to us again since: this lease was lost
         elif job.id in self.lost:
             del self.held[job.id]
+            self.started.pop(job.id, None)
             self.lost.discard(job.id)
             self.stats.lost += 1
         else:
@@ -646,6 +649,7 @@ class _Loop:
     def drop(self, job: LeasedJob) -> None:
         if self.held.get(job.id) is job:
             del self.held[job.id]
+            self.started.pop(job.id, None)
             self.lost.discard(job.id)
 
     def forget(self, job: LeasedJob, why: str) -> None:

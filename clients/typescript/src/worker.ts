@@ -173,6 +173,8 @@ export class Worker {
   private presenceTimer?: NodeJS.Timeout;
   private readonly startedAt = new Date().toISOString();
   private presenceFailing = false;
+  /** The heartbeat in flight, awaited before the last (a later "alive" would undo "stopped"). */
+  private presenceInFlight?: Promise<unknown>;
 
   /** Tells the server this worker is alive and what it runs (`PUT /v1/workers/{id}`); with `stopped`, that it stopped. */
   private async presence(stopped: boolean): Promise<void> {
@@ -198,7 +200,7 @@ export class Worker {
 
   private presenceLoop(): void {
     if (!this.finished) return;
-    this.presence(false)
+    this.presenceInFlight = this.presence(false)
       .then(
         () => (this.presenceFailing = false),
         (e) => {
@@ -245,6 +247,7 @@ export class Worker {
         this.pump();
       });
       clearTimeout(this.presenceTimer);
+      await this.presenceInFlight;
       if (!this.fatal) {
         await this.presence(true).catch((e) =>
           process.stderr.write(`relay worker: could not tell the server this worker stopped (${(e as Error)?.message ?? e})\n`),

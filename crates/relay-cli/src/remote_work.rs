@@ -114,6 +114,10 @@ struct Shared {
 }
 
 pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
+    let (lo, hi) = relay::presence::BEAT_EVERY_RANGE;
+    if a.beat_every < lo || a.beat_every > hi {
+        return Err(CliError::Usage("--beat-every must be 100ms-10min".into()));
+    }
     let cfg = ExecConfig {
         command: a.exec.clone(),
         timeout: a.timeout,
@@ -141,10 +145,10 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         std::thread::spawn(move || heartbeat(&s));
     }
     let presence = Presence::new(&shared.args);
-    {
+    let beating = {
         let (s, p) = (Arc::clone(&shared), presence.clone());
-        std::thread::spawn(move || p.beat_until_stopped(&s));
-    }
+        std::thread::spawn(move || p.beat_until_stopped(&s))
+    };
     let threads: Vec<_> = (0..shared.args.concurrency.max(1))
         .map(|_| {
             let s = Arc::clone(&shared);
@@ -165,6 +169,10 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
             done = told.wait(done).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
+    // The last heartbeat after any still in flight: a later "alive" would
+    // undo "stopped".
+    shared.stop.store(true, Relaxed);
+    let _ = beating.join();
     presence.stopped(&shared);
     if !shared.json {
         eprintln!(
@@ -539,9 +547,17 @@ impl Presence {
     fn beat_until_stopped(&self, shared: &Shared) {
         let every = Duration::from_millis(self.beat.beat_every_ms);
         let mut next = Instant::now();
+        let mut failing = false;
         while !shared.stop.load(Relaxed) {
             if Instant::now() >= next {
-                let _ = self.send(shared, false);
+                match self.send(shared, false) {
+                    Ok(()) => failing = false,
+                    Err(e) if !failing => {
+                        failing = true;
+                        eprintln!("relay work: could not send this worker's heartbeat ({e}); trying again");
+                    }
+                    Err(_) => {}
+                }
                 next = Instant::now() + every;
             }
             std::thread::sleep(

@@ -1063,7 +1063,7 @@ fn the_readme_retention_commands_run_as_written() {
     );
     let id = ok(&relay(&db.path, &["submit", "-q", "emails", "-k", "send"]));
     ok(&relay(&db.path, &["cancel", id.trim()]));
-    let pruned = ok(&relay(&db.path, &["prune"]));
+    let pruned = ok(&relay(&db.path, &["--keep-dead", "30d", "prune"]));
     assert!(
         pruned.starts_with("deleted 1 finished job past its retention in "),
         "{pruned}"

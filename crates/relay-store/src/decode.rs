@@ -378,9 +378,16 @@ fn held_queue(name: &str, reason: &str) -> QueueSettings {
 /// settings, or, when a column did not read or a value breaks an
 /// invariant, the queue held (see `held_queue`).
 pub fn queue_settings(name: &str, raw: Result<RawQueue, StoreError>) -> QueueSettings {
+    // A held queue keeps the retention its row holds, when that reads: a
+    // `relay resume` writes the row whole, and must not put a queue that
+    // keeps its jobs forever back on the default.
+    let kept = raw.as_ref().ok().and_then(|r| retention(r.keep).ok());
     match raw.map_err(|e| e.to_string()).and_then(RawQueue::settings) {
         Ok(s) => s,
-        Err(reason) => held_queue(name, &reason),
+        Err(reason) => QueueSettings {
+            retention: kept.unwrap_or_default(),
+            ..held_queue(name, &reason)
+        },
     }
 }
 
@@ -439,6 +446,29 @@ impl RawQueue {
 #[cfg(test)]
 mod queue_tests {
     use super::RawQueue;
+
+    /// A row held for a bad limit keeps its retention: writing it back
+    /// (a resume) must not put the queue's jobs on the default.
+    #[test]
+    fn a_held_queue_keeps_its_retention() {
+        let raw = RawQueue {
+            paused: false,
+            max_leased: Some(0),
+            rate_limit: None,
+            rate_per_ms: None,
+            window_start: 0,
+            window_count: 0,
+            poison_after: None,
+            keep: [None, Some(-1), Some(5)],
+        };
+        let s = super::queue_settings("q", Ok(raw));
+        assert!(s.paused, "held");
+        assert_eq!(s.retention.dead, Some(relay_core::Keep::Forever));
+        assert_eq!(
+            s.retention.cancelled,
+            Some(relay_core::Keep::For(std::time::Duration::from_millis(5)))
+        );
+    }
 
     #[test]
     fn half_a_rate_limit_or_a_zero_limit_is_corrupt() {

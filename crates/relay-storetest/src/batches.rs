@@ -416,3 +416,38 @@ pub fn a_dependent_submitted_and_its_parent_acked_in_one_batch(new_db: &NewDb) {
     let q = &relay.stats().unwrap().queues["q"].counts;
     assert_eq!(q.values().sum::<u64>(), 1, "the bad submit wrote nothing: {q:?}");
 }
+
+/// A pass of the prune asked for in a batch with other operations runs
+/// before they are planned: a retry of a DEAD job past its retention, sent
+/// first, finds it pruned, and nothing else of the batch fails. (Run while
+/// the batch was planned, the pass deleted a row the retry had read, and
+/// the batch's write found it gone and failed whole.)
+pub fn a_prune_and_a_retry_of_what_it_prunes_in_one_batch(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = clocked();
+    options.prune = false; // only the pass asked for
+    let relay = db.open_one_writer(options).unwrap();
+    let dead = relay.submit(NewJob::new("q", "k", Vec::new()).max_attempts(1)).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.nack_permanent(dead, l.token, "bad").unwrap();
+    let other = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    clock.advance(Duration::from_secs(8 * 86_400));
+    let (retry, prune, submit) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.retry(dead).await }),
+            start(async move { b.prune_from(JobId(0)).await }),
+            start(async move { c.submit(NewJob::new("q", "k", Vec::new())).await }),
+        )
+    });
+    let pruned = block_on(prune).unwrap();
+    assert_eq!((pruned.deleted, pruned.next), (1, None));
+    assert!(
+        matches!(block_on(retry), Err(Error::NotFound { .. })),
+        "the retry finds the job pruned"
+    );
+    let fresh = block_on(submit).unwrap();
+    assert!(matches!(relay.get(dead), Err(Error::NotFound { .. })));
+    assert_eq!(relay.get(other).unwrap().state(), JobState::Ready);
+    assert_eq!(relay.get(fresh).unwrap().state(), JobState::Ready);
+}

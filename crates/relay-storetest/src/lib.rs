@@ -229,6 +229,7 @@ macro_rules! conformance {
             marks::marks_are_written_once_and_expire,
             batches::a_submit_its_cancel_and_a_claim_in_one_batch,
             batches::a_submit_and_its_claim_in_one_batch,
+            batches::a_prune_and_a_retry_of_what_it_prunes_in_one_batch,
             batches::a_lease_and_its_ack_in_one_batch,
             batches::a_stale_ack_beside_valid_acks_fails_alone,
             batches::a_batch_of_refused_operations_writes_nothing,

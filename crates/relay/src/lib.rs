@@ -75,6 +75,7 @@ pub use request::{
 pub use store_url::StoreUrl;
 
 pub use relay_core::periodic::time_zones;
+pub use relay_core::presence;
 pub use relay_core::presence::worker_id;
 pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
 pub use relay_core::StoreError;

@@ -54,6 +54,9 @@ pub(crate) struct BatchCtx<'a> {
     pub ticks_left: bool,
     /// What this batch's prune did, when it pruned.
     pub pruned: Option<crate::Pruned>,
+    /// What the passes its operations asked for did (`Hint::Prune`), in
+    /// the batch's order, each taken by its operation.
+    pub asked_prunes: std::collections::VecDeque<crate::error::Result<crate::Pruned>>,
 }
 
 impl<'a> BatchCtx<'a> {
@@ -77,6 +80,7 @@ impl<'a> BatchCtx<'a> {
             waits: Vec::new(),
             ticks_left: false,
             pruned: None,
+            asked_prunes: std::collections::VecDeque::new(),
         }
     }
 

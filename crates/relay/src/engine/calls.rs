@@ -311,8 +311,14 @@ impl Engine {
     }
 
     pub(crate) fn prune_op(&self, after: JobId) -> Pending<crate::Pruned> {
-        Pending::new(Hint::None, move |plan, ctx| {
-            ops::prune_pass(plan.store(), ctx.now, &ctx.options.retention, after)
+        // The pass itself runs before the batch is planned (`Hint::Prune`);
+        // the operation takes what it did.
+        Pending::new(Hint::Prune(after), move |_, ctx| {
+            // Always there: the writer runs one pass per such operation.
+            ctx.asked_prunes.pop_front().unwrap_or(Ok(crate::Pruned {
+                deleted: 0,
+                next: Some(after),
+            }))
         })
     }
 

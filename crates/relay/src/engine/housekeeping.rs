@@ -174,7 +174,9 @@ pub(crate) fn prune(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, after: JobId)
     tolerate(ops::prune_marks(store, ctx.now), "expired marks")?;
     let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
     tolerate(
-        Ok(store.worker_prune(Timestamp::from_millis(ctx.now.as_millis().saturating_sub(forget)))?),
+        store
+            .worker_prune(Timestamp::from_millis(ctx.now.as_millis().saturating_sub(forget)))
+            .map_err(Into::into),
         "workers not seen for an hour",
     )?;
     match ops::prune_pass(store, ctx.now, &ctx.options.retention, after) {
@@ -186,6 +188,30 @@ pub(crate) fn prune(store: &mut dyn Store, ctx: &mut BatchCtx<'_>, after: JobId)
         }
         Err(e) if e.is_batch_fatal() => return Err(e),
         Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed; will try again"),
+    }
+    Ok(())
+}
+
+/// Runs the passes of the prune the batch's operations ask for
+/// (`Hint::Prune`), before anything is read for its plan: their deletes go
+/// to the store at once, so no operation may have read a row they delete.
+/// Each pass's result waits in `ctx.asked_prunes` for its operation; an
+/// error that leaves the batch unusable fails the batch.
+pub(crate) fn asked_prunes<'h>(
+    store: &mut dyn Store,
+    ctx: &mut BatchCtx<'_>,
+    hints: impl Iterator<Item = &'h super::plan::Hint>,
+) -> Result<()> {
+    for hint in hints {
+        if let super::plan::Hint::Prune(after) = hint {
+            let pass = ops::prune_pass(store, ctx.now, &ctx.options.retention, *after);
+            if let Err(e) = &pass {
+                if e.is_batch_fatal() {
+                    return Err(e.clone());
+                }
+            }
+            ctx.asked_prunes.push_back(pass);
+        }
     }
     Ok(())
 }

@@ -73,6 +73,7 @@ fn call_span(hint: &Hint) -> tracing::Span {
         Hint::CompleteAndClaim { jobs, queues, max } => {
             tracing::debug_span!("relay.work", jobs = ?jobs, queues = ?queues, max = *max)
         }
+        Hint::Prune(after) => tracing::debug_span!("relay.prune", after = after.0),
         Hint::None => tracing::debug_span!("relay.call"),
     }
 }

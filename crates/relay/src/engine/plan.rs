@@ -56,6 +56,11 @@ pub(crate) enum Hint {
         queues: Vec<String>,
         max: u32,
     },
+    /// A pass of the prune after this job id, run before the batch is
+    /// planned (as the writer's own prune is): its deletes go to the store
+    /// at once, so no operation of the batch may have read a row it
+    /// deletes.
+    Prune(JobId),
 }
 
 impl Hint {
@@ -65,7 +70,7 @@ impl Hint {
             Hint::Jobs(j) => (j, None),
             Hint::Claim { queues, max } => (&[], Some((queues, *max))),
             Hint::CompleteAndClaim { jobs, queues, max } => (jobs, Some((queues, *max))),
-            Hint::None | Hint::Submit { .. } => (&[], None),
+            Hint::None | Hint::Submit { .. } | Hint::Prune(_) => (&[], None),
         }
     }
 

@@ -176,12 +176,24 @@ impl Engine {
         let now = self.options.clock.now();
         self.readers.with(|r| {
             let mut out = Vec::new();
+            let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
             for record in r.workers()? {
+                // Forgotten an hour after its last heartbeat, whether or not
+                // a prune has deleted its row yet.
+                if now.as_millis().saturating_sub(record.seen_at.as_millis()) > forget {
+                    continue;
+                }
                 let state = record.state(now);
                 let mut orphaned = Vec::new();
                 if state == relay_core::WorkerState::Gone {
                     for running in &record.beat.running {
-                        let lease = r.job_get(running.job)?.and_then(|j| j.status.lease);
+                        // A job whose row does not decode is left out, not the page.
+                        let job = match r.job_get(running.job) {
+                            Ok(job) => job,
+                            Err(relay_store::StoreError::Corrupt { .. }) => None,
+                            Err(e) => return Err(e),
+                        };
+                        let lease = job.and_then(|j| j.status.lease);
                         if let Some(l) = lease.filter(|l| l.token == running.token && l.expires_at > now) {
                             orphaned.push(Orphaned {
                                 running: *running,

@@ -732,6 +732,7 @@ fn plan_and_apply(
     if let Some(after) = ctx.duties.prune {
         housekeeping::prune(store, ctx, after)?;
     }
+    housekeeping::asked_prunes(store, ctx, batch.iter().map(|op| op.hint()))?;
     let mut plan = Plan::new(store, ctx.now);
     plan.prefetch(batch.iter().map(|op| op.hint()), ctx.duties.reap)?;
     // The instant is read again now that the batch holds its locks: on

@@ -156,7 +156,13 @@ impl Pool {
             tokio::spawn(listen_for_signals(self.w.shutdown.clone()));
         }
         let beat = self.beat();
-        let presence = tokio::spawn(presence(self.relay.clone(), beat.clone(), Arc::clone(&self.in_flight)));
+        // Aborted when dropped: a caller that drops `run_async` leaves no
+        // heartbeats saying it is alive.
+        let presence = AbortOnDrop(tokio::spawn(presence(
+            self.relay.clone(),
+            beat.clone(),
+            Arc::clone(&self.in_flight),
+        )));
         let mut tasks = JoinSet::new();
         let mut phase = self.w.shutdown.subscribe();
         while self.w.shutdown.phase() == Phase::Running {
@@ -188,7 +194,7 @@ impl Pool {
             while tasks.try_join_next().is_some() {}
         }
         self.drain(tasks).await;
-        presence.abort();
+        drop(presence);
         if let Err(e) = self.relay.worker_stopped(&beat).await {
             tracing::warn!(error = %e, "could not record this worker's stop; it shows as gone once its heartbeats are missed");
         }
@@ -315,6 +321,15 @@ impl Pool {
         // Async handlers stop at their next await; blocking ones cannot be
         // interrupted, and their late outcome will be refused (LeaseLost).
         tasks.abort_all();
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
