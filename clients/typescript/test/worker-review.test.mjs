@@ -102,7 +102,12 @@ test("outcomes waiting to be reported keep their leases (the heartbeat covers th
 /** A client whose transport answers `answer(method, path, body)` (no server). */
 function fakeClient(answer) {
   const c = new Client("http://127.0.0.1:1");
-  c.transport.request = async (method, path, text) => ({ status: 200, text: JSON.stringify(answer(method, path, text && JSON.parse(text))) });
+  c.transport.request = async (method, path, text) => {
+    const body = text && JSON.parse(text);
+    // The worker's own heartbeats (PUT /v1/workers/{id}) answered as a server does.
+    const v = path.startsWith("/v1/workers/") ? { id: decodeURIComponent(path.split("/").pop()), stopped: body.stopped } : answer(method, path, body);
+    return { status: 200, text: JSON.stringify(v) };
+  };
   return c;
 }
 
