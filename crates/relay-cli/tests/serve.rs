@@ -905,37 +905,18 @@ fn regex_lite_times(text: &str) -> String {
 #[test]
 fn retention_and_prune_alike_on_a_file_and_a_server() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = common::KillOnDrop(
-        Command::new(RELAY)
-            .arg("--db")
-            .arg(dir.path().join("remote.db"))
-            .args(["--keep-dead", "forever", "--keep-cancelled", "0s"])
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .env_remove("RELAY_TOKEN")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (err, url) = common::server_url(&mut server.0);
-    std::thread::spawn(move || for _ in err.lines() {});
+    let defaults = ["--keep-dead", "forever", "--keep-cancelled", "0s"];
+    let (_server, url) = common::serve(RELAY, &dir.path().join("remote.db"), &defaults);
     let local = dir.path().join("local.db");
     let run = |remote: bool, args: &[&str]| {
-        let mut c = Command::new(RELAY);
+        let mut c = common::relay_command(RELAY);
         if remote {
             c.args(["--server", &url]);
         } else {
             // A file's defaults are those of the process that opens it.
-            c.arg("--db")
-                .arg(&local)
-                .args(["--keep-dead", "forever", "--keep-cancelled", "0s"]);
+            c.arg("--db").arg(&local).args(defaults);
         }
-        let out = c
-            .args(args)
-            .env_remove("RELAY_DB")
-            .env_remove("RELAY_TOKEN")
-            .env_remove("RELAY_SERVER")
-            .output()
-            .unwrap();
+        let out = c.args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8(out.stdout).unwrap(),

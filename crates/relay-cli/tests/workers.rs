@@ -11,14 +11,7 @@ const RELAY: &str = env!("CARGO_BIN_EXE_relay");
 
 /// The global flags that reach the store: `--db PATH` or `--server URL`.
 fn relay(target: &[String], args: &[&str]) -> std::process::Output {
-    Command::new(RELAY)
-        .args(target)
-        .args(args)
-        .env_remove("RELAY_DB")
-        .env_remove("RELAY_SERVER")
-        .env_remove("RELAY_TOKEN")
-        .output()
-        .unwrap()
+    common::relay_command(RELAY).args(target).args(args).output().unwrap()
 }
 
 fn workers(target: &[String]) -> Vec<serde_json::Value> {
@@ -46,13 +39,10 @@ fn wait_for(target: &[String], what: &str, ok: impl Fn(&serde_json::Value) -> bo
 fn spawn_worker(target: &[String]) -> common::KillOnDrop {
     use std::os::unix::process::CommandExt;
     common::KillOnDrop(
-        Command::new(RELAY)
+        common::relay_command(RELAY)
             .args(target)
             .args(["work", "-q", "q", "-c", "2", "--exec", "sleep 60", "--lease-for", "3s"])
             .args(["--beat-every", "300ms", "--grace", "100ms"])
-            .env_remove("RELAY_DB")
-            .env_remove("RELAY_SERVER")
-            .env_remove("RELAY_TOKEN")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
@@ -140,18 +130,7 @@ fn workers_on_a_file() {
 #[test]
 fn workers_through_a_server() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = common::KillOnDrop(
-        Command::new(RELAY)
-            .arg("--db")
-            .arg(dir.path().join("w.db"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .env_remove("RELAY_TOKEN")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (err, url) = common::server_url(&mut server.0);
-    std::thread::spawn(move || for _ in std::io::BufRead::lines(err) {});
+    let (_server, url) = common::serve(RELAY, &dir.path().join("w.db"), &[]);
     let target = vec!["--server".to_owned(), url];
     a_killed_worker_is_gone_and_its_leases_orphaned(&target);
     a_worker_stopped_by_sigterm_says_so(&target);

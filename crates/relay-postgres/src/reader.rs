@@ -207,13 +207,7 @@ impl StoreReader for PgReader {
                     decode::col(row, 3, "stopped_at", None)?,
                 ))
             })();
-            let decoded = read
-                .map_err(|e| e.to_string())
-                .and_then(|(id, beat, seen, stopped)| relay_store::decode::worker(&id, &beat, seen, stopped));
-            match decoded {
-                Ok(w) => out.push(w),
-                Err(reason) => tracing::warn!(%reason, "a worker's row does not decode; it is left out"),
-            }
+            out.extend(relay_store::decode::worker_row(read));
         }
         Ok(out)
     }

@@ -518,9 +518,21 @@ mod queue_tests {
     }
 }
 
+/// A worker's row as a store read its columns (`id, beat, seen_at,
+/// stopped_at`): its record, or `None`, logged, when a column did not read
+/// or the row does not decode (the reader leaves it out).
+pub fn worker_row(read: Result<(String, String, i64, Option<i64>), StoreError>) -> Option<relay_core::WorkerRecord> {
+    let decoded = read
+        .map_err(|e| e.to_string())
+        .and_then(|(id, beat, seen, stopped)| worker(&id, &beat, seen, stopped));
+    decoded
+        .map_err(|reason| tracing::warn!(%reason, "a worker's row does not decode; it is left out"))
+        .ok()
+}
+
 /// A worker's row (`id, beat, seen_at, stopped_at`) as its record, or why
-/// it does not decode (logged by the reader, and the row left out).
-pub fn worker(id: &str, beat: &str, seen_at: i64, stopped_at: Option<i64>) -> Result<relay_core::WorkerRecord, String> {
+/// it does not decode.
+fn worker(id: &str, beat: &str, seen_at: i64, stopped_at: Option<i64>) -> Result<relay_core::WorkerRecord, String> {
     let beat: relay_core::WorkerBeat =
         serde_json::from_str(beat).map_err(|e| format!("worker {id:?}: column beat: {e}"))?;
     if beat.id != id {
