@@ -139,11 +139,11 @@ impl Retention {
     /// final (never pruned).
     pub fn of(&self, state: crate::JobState, default: &Retention) -> Option<Keep> {
         use crate::JobState;
-        let pick = |own: Option<Keep>, dflt: Option<Keep>| own.or(dflt).unwrap_or(DEFAULT_KEEP);
+        let full = self.over(default);
         match state {
-            JobState::Succeeded => Some(pick(self.succeeded, default.succeeded)),
-            JobState::Dead => Some(pick(self.dead, default.dead)),
-            JobState::Cancelled => Some(pick(self.cancelled, default.cancelled)),
+            JobState::Succeeded => full.succeeded,
+            JobState::Dead => full.dead,
+            JobState::Cancelled => full.cancelled,
             _ => None,
         }
     }
