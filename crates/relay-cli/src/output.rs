@@ -16,13 +16,15 @@ pub struct Out {
 }
 
 /// The ANSI colour of a state's name: green done, red failed, yellow
-/// running, blue ready, cyan waiting, dim cancelled.
+/// running, blue ready, magenta scheduled or retrying, cyan waiting, dim
+/// cancelled.
 fn state_colour(state: State) -> Option<&'static str> {
     match state {
         State::Succeeded => Some("32"),
         State::Dead => Some("31"),
         State::Leased => Some("33"),
         State::Ready => Some("34"),
+        State::Scheduled | State::Retrying => Some("35"),
         State::Waiting => Some("36"),
         State::Cancelled => Some("2"),
         State::Other => None,
@@ -80,6 +82,40 @@ fn relay_time(t: &str) -> Option<relay::Timestamp> {
     i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
         .ok()
         .map(relay::Timestamp::from_millis)
+}
+
+/// When a job runs, as a person reads it: "in 12 min", "3 min ago" (it is
+/// due and waits for a worker), "now", then the time itself in UTC:
+/// "in 12 min (2026-12-03 18:05:12 UTC)". An unreadable time as it is.
+fn runs_at(t: &str, now: relay::Timestamp) -> String {
+    let Some(at) = relay_time(t) else {
+        return t.to_owned();
+    };
+    let ms = at.as_millis().saturating_sub(now.as_millis());
+    let span = |ms: i64| {
+        let s = ms.unsigned_abs() / 1000;
+        match s {
+            0..60 => format!("{s} s"),
+            60..3600 => format!("{} min", s / 60),
+            3600..172_800 => format!("{} h", s / 3600),
+            _ => format!("{} days", s / 86_400),
+        }
+    };
+    let relative = match ms {
+        -999..=999 => "now".to_owned(),
+        1000.. => format!("in {}", span(ms)),
+        _ => format!("{} ago", span(ms)),
+    };
+    format!("{relative} ({})", utc_text(at))
+}
+
+/// "2026-12-03 18:05:12 UTC".
+fn utc_text(at: relay::Timestamp) -> String {
+    let t = at.to_rfc3339();
+    match (t.get(..10), t.get(11..19)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => t,
+    }
 }
 
 fn duration_text(ms: u64) -> String {
@@ -166,10 +202,12 @@ impl Out {
         let text = match (&c.lease_expires_at, c.deleted, c.state, &c.ready_at) {
             (Some(until), _, _, _) => format!("job {id} leased until {until}"),
             (None, true, _, _) => format!("job {id} deleted"),
-            (None, false, Some(State::Ready), Some(at)) => {
+            (None, false, Some(state @ (State::Ready | State::Scheduled | State::Retrying)), Some(at)) => {
+                let now = relay::Clock::now(&relay::SystemClock);
                 format!(
-                    "job {id} {} again at {at}",
-                    self.state(State::Ready, "READY".to_owned())
+                    "job {id} {}, runs {}",
+                    self.state(state, state.to_string()),
+                    runs_at(at, now)
                 )
             }
             (None, false, Some(state), _) => format!("job {id} {}", self.state(state, state.to_string())),
@@ -201,7 +239,12 @@ impl Out {
         field("priority", j.priority.to_string());
         field("attempts", j.attempts.to_string());
         field("max_attempts", j.max_attempts.to_string());
-        field("ready_at", j.ready_at.clone());
+        if matches!(j.state, State::Ready | State::Scheduled | State::Retrying) {
+            let now = relay::Clock::now(&relay::SystemClock);
+            field("ready_at", format!("{} ({})", j.ready_at, runs_at(&j.ready_at, now)));
+        } else {
+            field("ready_at", j.ready_at.clone());
+        }
         field("created_at", j.created_at.clone());
         field("finished_at", or_dash(j.finished_at.as_ref()));
         field("unique_key", or_dash(j.unique_key.as_ref()));
@@ -241,10 +284,10 @@ impl Out {
         }
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
-        let row = |c: [String; 8]| {
+        let row = |c: [String; 9]| {
             format!(
-                "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {:<24}  {}",
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+                "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {:<24}  {:<35}  {}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
             )
         };
         self.line(&row([
@@ -255,10 +298,17 @@ impl Out {
             "PRI",
             "ATTEMPTS",
             "CREATED",
+            "RUNS",
             "PROGRESS",
         ]
         .map(str::to_owned)));
+        let now = relay::Clock::now(&relay::SystemClock);
         for j in jobs {
+            let runs = if matches!(j.state, State::Ready | State::Scheduled | State::Retrying) {
+                runs_at(&j.ready_at, now)
+            } else {
+                "-".to_owned()
+            };
             self.line(&row([
                 j.id.to_string(),
                 j.queue.clone(),
@@ -267,6 +317,7 @@ impl Out {
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
                 j.created_at.clone(),
+                runs,
                 // Of the latest lease only: an earlier run's is history.
                 j.progress
                     .as_ref()
@@ -485,19 +536,14 @@ impl Out {
         if self.json {
             return self.json(v);
         }
-        let row = |c: [String; 8]| {
-            format!(
-                "{:<20} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10}  {}",
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
-            )
+        // QUEUE, a count per state, OLDEST READY.
+        let row = |name: &str, counts: &[String], last: &str| {
+            let counts: Vec<String> = counts.iter().map(|c| format!("{c:>9}")).collect();
+            format!("{name:<20} {}  {last}", counts.join(" "))
         };
         if header {
-            let mut names = State::ALL.map(|s| s.as_str().to_owned()).to_vec();
-            names.insert(0, "QUEUE".to_owned());
-            names.push("OLDEST READY".to_owned());
-            if let Ok(cells) = <[String; 8]>::try_from(names) {
-                self.line(&row(cells));
-            }
+            let names = State::ALL.map(|s| s.as_str().to_owned());
+            self.line(&row("QUEUE", &names, "OLDEST READY"));
         }
         for (q, st) in &v.queues {
             let age = st.oldest_ready_age_ms.map_or_else(|| "-".to_owned(), duration_text);
@@ -507,8 +553,7 @@ impl Out {
                 name = format!("{name} [{limits}]");
             }
             let n = |s: State| st.counts.get(s.as_str()).copied().unwrap_or(0).to_string();
-            let [w, r, l, s, d, c] = State::ALL.map(n);
-            self.line(&row([name, w, r, l, s, d, c, age]));
+            self.line(&row(&name, &State::ALL.map(n), &age));
         }
     }
 }

@@ -94,9 +94,17 @@ pub enum JobState {
     /// succeeds; CANCELLED when one of them ends DEAD or CANCELLED (unless
     /// it asked to run anyway). Leaves also by cancel or delete.
     Waiting,
-    /// Waiting to be leased. Leaves by a lease (once `ready_at` has passed),
-    /// a cancel, or a delete.
+    /// Due, waiting for a worker. Leaves by a lease, a cancel, or a delete.
     Ready,
+    /// Its first run (or its next, after a snooze, a debounce or a delayed
+    /// start) lies in the future, at `ready_at`. Becomes READY when that
+    /// comes (promoted by the writers; a claim takes a due one as it is);
+    /// leaves also by cancel or delete.
+    Scheduled,
+    /// Backing off after a failed attempt (a nack or an expired lease with
+    /// a retry delay): its next attempt is at `ready_at`. Becomes READY when
+    /// that comes, as SCHEDULED does.
+    Retrying,
     /// Held by one worker under a lease token until `lease.expires_at`.
     /// Leaves by ack (SUCCEEDED), nack (READY again, or DEAD when attempts are
     /// spent), release (READY, no attempt counted), lease expiry (like a nack),
@@ -114,9 +122,11 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in declaration (and `Ord`) order.
-    pub const ALL: [JobState; 6] = [
+    pub const ALL: [JobState; 8] = [
         Self::Waiting,
         Self::Ready,
+        Self::Scheduled,
+        Self::Retrying,
         Self::Leased,
         Self::Succeeded,
         Self::Dead,
@@ -127,6 +137,8 @@ impl JobState {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Ready => "READY",
+            Self::Scheduled => "SCHEDULED",
+            Self::Retrying => "RETRYING",
             Self::Leased => "LEASED",
             Self::Succeeded => "SUCCEEDED",
             Self::Dead => "DEAD",
@@ -143,6 +155,25 @@ impl JobState {
     /// True for states no worker will ever move the job out of.
     pub const fn is_finished(self) -> bool {
         matches!(self, Self::Succeeded | Self::Dead | Self::Cancelled)
+    }
+
+    /// READY, SCHEDULED or RETRYING: waiting to be leased, once its
+    /// `ready_at` has come. A claim takes any of them that is due.
+    pub const fn is_pending(self) -> bool {
+        matches!(self, Self::Ready | Self::Scheduled | Self::Retrying)
+    }
+
+    /// The pending state of a job that runs at `ready_at`: READY when that
+    /// is not after `now`, else RETRYING after a failed attempt
+    /// (`failed`), SCHEDULED otherwise.
+    pub const fn pending(ready_at: Timestamp, now: Timestamp, failed: bool) -> Self {
+        if ready_at.as_millis() <= now.as_millis() {
+            Self::Ready
+        } else if failed {
+            Self::Retrying
+        } else {
+            Self::Scheduled
+        }
     }
 }
 
@@ -255,22 +286,25 @@ impl JobStatus {
         }
     }
 
-    /// A freshly submitted job that waits for `waiting_on` other jobs
-    /// (READY at once when that is zero).
-    pub fn new_waiting(ready_at: Timestamp, max_attempts: u32, waiting_on: u32) -> Self {
+    /// A job submitted at `now` that waits for `waiting_on` other jobs;
+    /// when that is zero, READY, or SCHEDULED if `ready_at` is later than
+    /// `now`.
+    pub fn new_waiting(ready_at: Timestamp, now: Timestamp, max_attempts: u32, waiting_on: u32) -> Self {
         let mut s = Self::new_ready(ready_at, max_attempts);
         if waiting_on > 0 {
             s.state = JobState::Waiting;
             s.waiting_on = waiting_on;
+        } else {
+            s.state = JobState::pending(ready_at, now, false);
         }
         s
     }
 
-    /// Never leased yet: WAITING, or READY with no lease ever issued (a
-    /// job released or snoozed after a lease has started; one cancelled
-    /// before any lease and then retried has not).
+    /// Never leased yet: WAITING, READY or SCHEDULED with no lease ever
+    /// issued (a job released or snoozed after a lease has started; one
+    /// cancelled before any lease and then retried has not).
     pub fn not_started(&self) -> bool {
-        matches!(self.state, JobState::Waiting | JobState::Ready) && self.last_token == LeaseToken(0)
+        (self.state == JobState::Waiting || self.state.is_pending()) && self.last_token == LeaseToken(0)
     }
 
     /// The lease's token when LEASED and not yet expired at `now`.

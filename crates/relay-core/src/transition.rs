@@ -13,7 +13,8 @@ use std::time::Duration;
 /// What happened to a job.
 #[derive(Debug, Clone, Copy)]
 pub enum Action<'a> {
-    /// A worker takes the job (READY and due -> LEASED, one attempt starts)
+    /// A worker takes the job (READY, or SCHEDULED or RETRYING and due ->
+    /// LEASED, one attempt starts)
     /// under a token one larger than the job's last.
     Lease {
         /// The worker's id, kept on the lease and in the event.
@@ -27,8 +28,9 @@ pub enum Action<'a> {
         /// The token of the lease being acknowledged.
         token: LeaseToken,
     },
-    /// The lease holder reports failure: READY again after `retry_in` (or
-    /// the policy's back-off), DEAD when attempts are spent or `permanent`.
+    /// The lease holder reports failure: RETRYING until `retry_in` (or the
+    /// policy's back-off) has passed (READY at once when that is zero),
+    /// DEAD when attempts are spent or `permanent`.
     Nack {
         /// The token of the lease that failed.
         token: LeaseToken,
@@ -55,10 +57,10 @@ pub enum Action<'a> {
         /// The token of the lease given back.
         token: LeaseToken,
     },
-    /// The lease holder puts the job back for later (LEASED -> READY after
-    /// `delay`): the attempt is not counted, and the event log says
-    /// "snoozed". For a job whose time has not come yet (a rate limit
-    /// upstream, a resource still being prepared), not for a failure.
+    /// The lease holder puts the job back for later (LEASED -> SCHEDULED
+    /// until `delay` has passed; READY when it is zero): the attempt is
+    /// not counted, and the event log says "snoozed". For a job whose time
+    /// has not come yet (a rate limit upstream, a resource still being prepared), not for a failure.
     Snooze {
         /// The token of the lease given back.
         token: LeaseToken,
@@ -77,7 +79,8 @@ pub enum Action<'a> {
         /// The expiries that make it DEAD (0: none do).
         poison_after: u32,
     },
-    /// A user cancels the job (WAITING, READY or LEASED -> CANCELLED). A
+    /// A user cancels the job (WAITING, READY, SCHEDULED, RETRYING or
+    /// LEASED -> CANCELLED). A
     /// cancelled LEASED job's lease ends: its holder's later calls fail.
     Cancel,
     /// A user runs a DEAD or CANCELLED job again with a fresh attempt
@@ -97,16 +100,17 @@ pub enum Action<'a> {
         message: Option<&'a str>,
     },
     /// A debounced submit of the job's unique key found it not started
-    /// yet (WAITING, or READY and never leased): it runs at
-    /// `ready_at` instead, pushed back by the debounce window (the engine
-    /// replaces its payload with the submit's).
+    /// yet (WAITING, or READY or SCHEDULED and never leased): it runs at
+    /// `ready_at` instead, pushed back by the debounce window (SCHEDULED
+    /// unless WAITING; the engine replaces its payload with the submit's).
     Debounce {
         /// The job's new run time.
         ready_at: Timestamp,
     },
     /// A job this WAITING one depends on has finished, and the dependent
     /// goes on: one fewer to wait for; READY (at its own `ready_at`, or
-    /// now if that has passed) once none is left.
+    /// now if that has passed; SCHEDULED until a later `ready_at`) once
+    /// none is left.
     Unblock {
         /// The dependency that finished.
         parent: JobId,
@@ -120,6 +124,9 @@ pub enum Action<'a> {
         /// The state it ended in; `None` when it was deleted unfinished.
         state: Option<JobState>,
     },
+    /// A SCHEDULED or RETRYING job's time has come: READY (no event; the
+    /// writers promote due jobs so that counts show them ready).
+    Promote,
 }
 
 impl Action<'_> {
@@ -141,6 +148,7 @@ impl Action<'_> {
             Self::Progress { .. } => "progress",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
+            Self::Promote => "promote",
         }
     }
 }
@@ -169,7 +177,7 @@ pub enum EventKind {
     Leased,
     /// Its holder acknowledged it.
     Succeeded,
-    /// An attempt failed (a nack); the job is READY again or DEAD.
+    /// An attempt failed (a nack); the job is READY or RETRYING again, or DEAD.
     Failed,
     /// Its holder gave it back without an attempt counted.
     Released,
@@ -304,12 +312,12 @@ pub enum TransitionError {
 /// # Errors
 ///
 /// [`TransitionError::LeaseLost`] when an ack, nack, extend, release or
-/// snooze of a READY or LEASED job carries a token that is not its valid
+/// snooze of a READY, SCHEDULED, RETRYING or LEASED job carries a token that is not its valid
 /// lease's (a later lease holds the job, or this one expired or was given
 /// back).
 ///
 /// [`TransitionError::InvalidState`] when the action does not apply to the
-/// job's state: a lease of a job not READY or not yet due; an ack, nack,
+/// job's state: a lease of a job not READY, SCHEDULED or RETRYING, or not yet due; an ack, nack,
 /// extend, release or snooze of a WAITING or finished job (but a repeated
 /// ack with the token that succeeded is `Ok`); an expire of a job not
 /// LEASED or whose lease has not expired; a cancel of a finished job; a
@@ -329,7 +337,7 @@ pub fn transition(
     };
     match action {
         Action::Lease { worker, lease_for } => {
-            if cur.state != JobState::Ready || cur.ready_at > now {
+            if !cur.state.is_pending() || cur.ready_at > now {
                 return Err(invalid());
             }
             let token = LeaseToken(cur.last_token.0 + 1);
@@ -407,9 +415,9 @@ pub fn transition(
         Action::Snooze { token, delay } => {
             holder(id, cur, token, now, action.name())?;
             let mut s = cur.clone();
-            s.state = JobState::Ready;
             s.attempts = cur.attempts.saturating_sub(1);
             s.ready_at = now.plus(delay);
+            s.state = JobState::pending(s.ready_at, now, false);
             s.lease = None;
             let data = json!({"token": token.0, "ready_at": s.ready_at.to_rfc3339()});
             Ok(update(s, EventKind::Snoozed, data))
@@ -442,7 +450,7 @@ pub fn transition(
             _ => Err(invalid()),
         },
         Action::Cancel => {
-            if !matches!(cur.state, JobState::Ready | JobState::Leased | JobState::Waiting) {
+            if !(cur.state.is_pending() || matches!(cur.state, JobState::Leased | JobState::Waiting)) {
                 return Err(invalid());
             }
             let mut s = finish(cur, JobState::Cancelled, now);
@@ -469,8 +477,8 @@ pub fn transition(
             if s.waiting_on > 0 {
                 return Ok(Next::Update { status: s, event: None });
             }
-            s.state = JobState::Ready;
             s.ready_at = cur.ready_at.max(now);
+            s.state = JobState::pending(s.ready_at, now, false);
             let data = json!({"last": parent.0, "ready_at": s.ready_at.to_rfc3339()});
             Ok(update(s, EventKind::Unblocked, data))
         }
@@ -512,8 +520,19 @@ pub fn transition(
             }
             let mut s = cur.clone();
             s.ready_at = ready_at;
+            if cur.state != JobState::Waiting {
+                s.state = JobState::pending(ready_at, now, false);
+            }
             let data = json!({"from": cur.ready_at.to_rfc3339(), "ready_at": ready_at.to_rfc3339()});
             Ok(update(s, EventKind::Debounced, data))
+        }
+        Action::Promote => {
+            if !matches!(cur.state, JobState::Scheduled | JobState::Retrying) || cur.ready_at > now {
+                return Err(invalid());
+            }
+            let mut s = cur.clone();
+            s.state = JobState::Ready;
+            Ok(Next::Update { status: s, event: None })
         }
     }
 }
@@ -566,7 +585,8 @@ fn finish(cur: &JobStatus, state: JobState, now: Timestamp) -> JobStatus {
     s
 }
 
-/// A failed attempt: back to READY after a delay, or DEAD.
+/// A failed attempt: RETRYING until a delay has passed (READY at once
+/// without one), or DEAD.
 fn fail(
     cur: &JobStatus,
     kind: EventKind,
@@ -592,8 +612,8 @@ fn fail(
     }
     let delay = retry_in.unwrap_or_else(|| ctx.retry.backoff(attempt, ctx.jitter));
     let mut s = cur.clone();
-    s.state = JobState::Ready;
     s.ready_at = ctx.now.plus(delay);
+    s.state = JobState::pending(s.ready_at, ctx.now, true);
     s.lease = None;
     s.last_error = Some(error.to_owned());
     data["retry_at"] = json!(s.ready_at.to_rfc3339());

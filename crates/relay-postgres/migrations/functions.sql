@@ -79,7 +79,7 @@ BEGIN
             RAISE EXCEPTION 'relay_submit: invalid unique_key: 1-256 characters' USING ERRCODE = '22023';
         END IF;
         SELECT id INTO new_id FROM relay_jobs
-        WHERE unique_key = p_unique_key AND state IN ('READY', 'LEASED', 'WAITING');
+        WHERE unique_key = p_unique_key AND state IN ('READY', 'SCHEDULED', 'RETRYING', 'LEASED', 'WAITING');
         IF FOUND THEN
             RETURN new_id;
         END IF;
@@ -87,7 +87,8 @@ BEGIN
     ready_ms := now_ms + p_delay_ms;
     INSERT INTO relay_jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             unique_key, lease_token, lease_for_ms, timeout_ms, traceparent)
-    VALUES (p_queue, p_kind, p_payload, p_priority, 'READY', 0, p_max_attempts, ready_ms, now_ms, p_unique_key, 0,
+    VALUES (p_queue, p_kind, p_payload, p_priority, CASE WHEN p_delay_ms > 0 THEN 'SCHEDULED' ELSE 'READY' END,
+            0, p_max_attempts, ready_ms, now_ms, p_unique_key, 0,
             p_lease_for_ms, p_timeout_ms, p_traceparent)
     RETURNING id INTO new_id;
     -- The "submitted" event, as the engine writes it (keys in sorted order).

@@ -13,7 +13,7 @@ WITH j AS (
             $10::BIGINT, $11::BIGINT, $12::TEXT, $13::BYTEA, $14::BIGINT, $15::BIGINT, $16::TEXT, $17::TEXT,
             $18::BIGINT, $19::BIGINT, $20::BIGINT, $26::TEXT,
             CASE WHEN $27::TEXT IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($27::TEXT::json)) END)
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'LEASED', 'WAITING') DO NOTHING
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'SCHEDULED', 'RETRYING', 'LEASED', 'WAITING') DO NOTHING
     RETURNING queue
 ), t AS (
     INSERT INTO relay_throughput (minute, queue, shard, submitted)

@@ -1,1 +1,1 @@
-SELECT id FROM relay_jobs WHERE unique_key = $1 AND state IN ('READY', 'LEASED', 'WAITING')
+SELECT id FROM relay_jobs WHERE unique_key = $1 AND state IN ('READY', 'SCHEDULED', 'RETRYING', 'LEASED', 'WAITING')

@@ -1,4 +1,5 @@
--- The claim's candidates: the oldest due READY jobs of each class, up to $3
+-- The claim's candidates: the oldest due jobs of each class (READY,
+-- or SCHEDULED or RETRYING and not promoted yet), up to $3
 -- of each, whole rows (a claim needs nothing more), in one round trip.
 -- SKIP LOCKED: jobs another Relay process is claiming are passed over, so
 -- processes never wait on each other; the rows returned stay locked until
@@ -12,7 +13,7 @@ CROSS JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
            state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress
     FROM relay_jobs
-    WHERE state = 'READY' AND queue = $1 AND priority = p.prio AND ready_at <= $2
+    WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = $1 AND priority = p.prio AND ready_at <= $2
       AND ($4::BOOLEAN OR NOT EXISTS (SELECT 1 FROM relay_queues q WHERE q.name = $1 AND q.paused))
     ORDER BY ready_at, id
     LIMIT $3

@@ -340,9 +340,9 @@ impl Store for PgStore {
         let limited_st = self.pipe.stmt(include_str!("../sql/queue_settings_limited.sql"))?;
         let counts_st = self.pipe.stmt(include_str!("../sql/queue_leased_counts.sql"))?;
         let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
-        let expired_st = self
+        let overdue_st = self
             .pipe
-            .stmt(self.locking(include_str!("../sql/job_expired_statuses.sql")))?;
+            .stmt(self.locking(include_str!("../sql/job_overdue_statuses.sql")))?;
         let statuses_st = self.pipe.stmt(include_str!("../sql/job_get_statuses.sql"))?;
         let ready_st = self.pipe.stmt(self.locking(include_str!("../sql/job_ready.sql")))?;
         let deps_st = self.pipe.stmt(include_str!("../sql/job_dependents.sql"))?;
@@ -362,8 +362,8 @@ impl Store for PgStore {
             reqs.push(Req::Read(&counts_st, vec![&names, &now]));
             reqs.push(Req::Read(&queues_st, vec![&names]));
         }
-        if p.expired {
-            reqs.push(Req::Read(&expired_st, vec![&now, &reap]));
+        if p.overdue {
+            reqs.push(Req::Read(&overdue_st, vec![&now, &reap]));
         }
         if !ids.is_empty() {
             reqs.push(Req::Read(&statuses_st, vec![&ids]));
@@ -392,7 +392,7 @@ impl Store for PgStore {
                 queues.push(decode::queue_settings(&r)?);
             }
         }
-        let expired = if p.expired {
+        let overdue = if p.overdue {
             status_rows(&rows(answers.next()))?
         } else {
             Vec::new()
@@ -413,7 +413,7 @@ impl Store for PgStore {
             .map(|_| ready_rows(&rows(answers.next())))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Prefetched {
-            expired,
+            overdue,
             statuses,
             queues,
             leased,
@@ -515,9 +515,9 @@ impl Store for PgStore {
         Ok(next.map(Timestamp::from_millis))
     }
 
-    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
+    fn job_overdue(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
         let rows = self.query(
-            self.locking(include_str!("../sql/job_expired_statuses.sql")),
+            self.locking(include_str!("../sql/job_overdue_statuses.sql")),
             &[&now.as_millis(), &limit(relay_store::REAP_BATCH)],
         )?;
         rows.iter().map(|r| decode::col(r, 0, "id", None).map(JobId)).collect()

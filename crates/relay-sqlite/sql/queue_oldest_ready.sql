@@ -1,11 +1,11 @@
--- The earliest ready_at of each queue with READY jobs named from ?1 to ?2:
+-- The earliest ready_at of each queue with jobs waiting to be leased named from ?1 to ?2:
 -- for each priority class, the first entry of jobs_ready (an index seek,
 -- not a walk over the ready jobs), the smallest of the four. Due jobs exist
 -- exactly when it is not in the future, and it is then the oldest of them.
 SELECT c.queue,
        (SELECT MIN(m) FROM (
             SELECT (SELECT MIN(ready_at) FROM jobs INDEXED BY jobs_ready
-                    WHERE state = 'READY' AND queue = c.queue AND priority = p.value) AS m
+                    WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = c.queue AND priority = p.value) AS m
             FROM json_each('[0,1,2,3]') AS p))
 FROM job_counts AS c
-WHERE c.state = 'READY' AND c.n > 0 AND c.queue BETWEEN ?1 AND ?2
+WHERE c.state IN ('READY', 'SCHEDULED', 'RETRYING') AND c.n > 0 AND c.queue BETWEEN ?1 AND ?2

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 /// Each schema version's migration, in order (applied on open; the plan
@@ -25,6 +25,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_progress.sql"),
     include_str!("../migrations/0010_retention.sql"),
     include_str!("../migrations/0011_workers.sql"),
+    include_str!("../migrations/0012_scheduled.sql"),
 ];
 
 /// Where the database lives.

@@ -35,7 +35,7 @@ statements! {
     JOB_DEPS_DELETE = "job_deps_delete.sql";
     JOB_EVENTS = "job_events.sql";
     JOB_EVENTS_DELETE = "job_events_delete.sql";
-    JOB_EXPIRED_LEASES = "job_expired_leases.sql";
+    JOB_OVERDUE = "job_overdue.sql";
     JOB_EXPIRIES = "job_expiries.sql";
     JOB_FIND_ACTIVE_BY_KEY = "job_find_active_by_key.sql";
     JOB_GET = "job_get.sql";
@@ -181,7 +181,7 @@ mod tests {
         }
         assert!(super::JOB_READY_HEADS.len() < include_str!("../sql/job_ready_heads.sql").len() * 2 / 3);
         // The batch limits are relay_store's, written in as literals.
-        assert!(super::JOB_EXPIRED_LEASES.ends_with(&format!("LIMIT {}", relay_store::REAP_BATCH)));
+        assert!(super::JOB_OVERDUE.ends_with(&format!("LIMIT {})", relay_store::REAP_BATCH)));
         for sql in [&super::JOB_FINISHED_WINDOW, &super::JOB_WINDOW_END] {
             assert!(
                 sql.contains(&format!("LIMIT {}", relay_store::PRUNE_SCAN)),

@@ -400,11 +400,8 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             .map_err(map_err)
     }
 
-    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
-        let mut st = self
-            .conn()
-            .prepare_cached(&crate::sql::JOB_EXPIRED_LEASES)
-            .map_err(map_err)?;
+    fn job_overdue(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
+        let mut st = self.conn().prepare_cached(&crate::sql::JOB_OVERDUE).map_err(map_err)?;
         let rows = st.query_map(params![now.as_millis()], |r| r.get(0)).map_err(map_err)?;
         rows.map(|r| r.map(JobId).map_err(map_err)).collect()
     }
@@ -675,6 +672,11 @@ struct Counts {
 
 impl Counts {
     fn minute(&mut self, queue: &str, n: [i64; 4]) {
+        // A change that ends no attempt (a cancel, a release, a promotion)
+        // adds no row of zeros.
+        if n == [0; 4] {
+            return;
+        }
         match self.minute.iter_mut().find(|(q, _)| q == queue) {
             Some((_, c)) => c.iter_mut().zip(n).for_each(|(c, n)| *c += n),
             None => self.minute.push((queue.to_owned(), n)),

@@ -51,7 +51,7 @@ fn claim_probes_the_ready_index_once_per_class() {
     let probes = steps
         .iter()
         .filter(|s| {
-            s.starts_with("SEARCH jobs USING") && s.contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at")
+            s.starts_with("SEARCH jobs USING") && s.contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at")
         })
         .count();
     assert_eq!(probes, 4, "{steps:#?}");
@@ -72,7 +72,7 @@ fn every_page_of_the_claim_probes_the_ready_index_once_per_class() {
         let steps = plan(&conn, &sql);
         let probes = steps
             .iter()
-            .filter(|s| s.contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"))
+            .filter(|s| s.contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at"))
             .count();
         assert_eq!(probes, 4, "{steps:#?}");
         assert_seeks_only("job_ready_heads", &sql);
@@ -87,7 +87,7 @@ fn the_next_page_of_a_class_is_one_seek_of_the_ready_index() {
         assert_eq!(steps.len(), 1, "{steps:#?}");
         assert!(
             steps[0].starts_with("SEARCH jobs USING")
-                && steps[0].contains("INDEX jobs_ready (queue=? AND priority=? AND ready_at"),
+                && steps[0].contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at"),
             "{steps:#?}"
         );
     }
@@ -99,8 +99,8 @@ fn other_hot_statements_seek() {
     assert_seeks_only("job_ready_after", include_str!("../sql/job_ready_after.sql"));
     assert_seeks_only("job_unique_key", include_str!("../sql/job_unique_key.sql"));
     assert_seeks_only(
-        "job_expired_leases",
-        &relay_sqlite::with_limits(include_str!("../sql/job_expired_leases.sql")),
+        "job_overdue",
+        &relay_sqlite::with_limits(include_str!("../sql/job_overdue.sql")),
     );
     assert_seeks_only(
         "job_find_active_by_key",
@@ -270,7 +270,7 @@ fn hot_statements_are_never_reprepared() {
         ("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql")),
         ("job_ready_after", include_str!("../sql/job_ready_after.sql")),
         ("job_ids", include_str!("../sql/job_ids.sql")),
-        ("job_expired_leases", include_str!("../sql/job_expired_leases.sql")),
+        ("job_overdue", include_str!("../sql/job_overdue.sql")),
         ("event_next_seq", include_str!("../sql/event_next_seq.sql")),
         ("event_append", include_str!("../sql/event_append.sql")),
         ("event_append_next", include_str!("../sql/event_append_next.sql")),

@@ -225,9 +225,9 @@ pub type StatusRead = (JobId, Result<JobStatus, StoreError>);
 #[derive(Debug, Clone, Copy)]
 pub struct Prefetch<'a> {
     pub now: Timestamp,
-    /// The batch reclaims expired leases: read them (see
-    /// [`Store::job_expired_leases`]) with their statuses.
-    pub expired: bool,
+    /// The batch reclaims expired leases and promotes due jobs: read them
+    /// (see [`Store::job_overdue`]) with their statuses.
+    pub overdue: bool,
     /// Jobs the batch acts on, in id order (see [`Store::job_get_statuses`]).
     pub statuses: &'a [JobId],
     /// Those of them the batch may finish, whose dependents it reads (see
@@ -241,7 +241,7 @@ pub struct Prefetch<'a> {
 /// What [`Store::prefetch`] read.
 #[derive(Debug, Default)]
 pub struct Prefetched {
-    pub expired: Vec<StatusRead>,
+    pub overdue: Vec<StatusRead>,
     pub statuses: Vec<StatusRead>,
     /// The stored settings of the queues of [`Prefetch::ready`] (those
     /// with none are left out), read before their jobs. Where other
@@ -261,7 +261,8 @@ pub struct Prefetched {
     pub dependents: Vec<DependentRead>,
 }
 
-/// Most expired leases one call to `Store::job_expired_leases` returns.
+/// Most expired leases, and most due jobs, one call to `Store::job_overdue`
+/// returns.
 pub const REAP_BATCH: usize = 256;
 
 /// Most finished jobs one prune pass deletes.
@@ -400,8 +401,8 @@ pub trait Store {
     /// one thing after another; a store with round trips sends them
     /// together.
     fn prefetch(&mut self, p: &Prefetch<'_>) -> Result<Prefetched, StoreError> {
-        let expired = if p.expired {
-            let ids = self.job_expired_leases(p.now)?;
+        let overdue = if p.overdue {
+            let ids = self.job_overdue(p.now)?;
             self.job_get_statuses(&ids)?
         } else {
             Vec::new()
@@ -430,7 +431,7 @@ pub trait Store {
             });
         }
         Ok(Prefetched {
-            expired,
+            overdue,
             statuses,
             queues,
             leased,
@@ -490,11 +491,14 @@ pub trait Store {
         after: Candidate,
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError>;
-    /// The earliest `ready_at` after `now` among READY jobs of `queue`.
+    /// The earliest `ready_at` after `now` among `queue`'s jobs waiting to
+    /// be leased (READY, SCHEDULED, RETRYING).
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;
-    /// LEASED jobs whose lease expired at or before `now`, oldest expiry
-    /// first, at most [`REAP_BATCH`] of them.
-    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
+    /// What the reap reclaims or promotes: LEASED jobs whose lease expired
+    /// at or before `now`, oldest expiry first, then SCHEDULED and RETRYING
+    /// jobs whose `ready_at` is not after `now`, earliest first; at most
+    /// [`REAP_BATCH`] of each.
+    fn job_overdue(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError>;
     /// The number of job `id`'s last event (0 when it has none).
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError>;
     /// When job `id`'s lease expires: how many times it expired before,

@@ -195,7 +195,7 @@ pub fn a_waiting_job_keeps_its_delay_key_and_can_be_cancelled(new_db: &NewDb) {
     assert_eq!(relay.submit(job().unique_key("k1")).unwrap(), later);
     run(&relay, p);
     let j = relay.get(later).unwrap();
-    assert_eq!(j.state(), JobState::Ready);
+    assert_eq!(j.state(), JobState::Scheduled);
     assert_eq!(
         j.status.ready_at,
         relay

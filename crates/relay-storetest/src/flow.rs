@@ -19,7 +19,7 @@ pub fn snooze_puts_the_job_back_for_later_without_an_attempt(new_db: &NewDb) {
     let job = relay.get(id).unwrap();
     assert_eq!(
         (job.state(), job.status.attempts, job.status.ready_at, job.status.lease),
-        (JobState::Ready, 0, due, None)
+        (JobState::Scheduled, 0, due, None)
     );
     let events = relay.events(id).unwrap();
     let last = events.last().unwrap();
@@ -47,7 +47,7 @@ pub fn snooze_puts_the_job_back_for_later_without_an_attempt(new_db: &NewDb) {
         .unwrap()
         .remove(0)
         .unwrap();
-    assert_eq!((s.state, s.attempts), (JobState::Ready, 0));
+    assert_eq!((s.state, s.attempts), (JobState::Scheduled, 0));
     assert_eq!(s.ready_at, clock.now().plus(Duration::from_secs(5)));
     // A delay past any calendar saturates; the writer and the event log
     // carry on (its event printed the time past year 9999 and panicked).

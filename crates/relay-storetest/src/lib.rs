@@ -186,6 +186,7 @@ macro_rules! conformance {
             lifecycle::release_gives_job_back,
             lifecycle::lease_many_across_queues,
             lifecycle::stats_counts_and_oldest_age,
+            scheduling::scheduled_and_retrying_are_told_apart_from_ready,
             lifecycle::stats_come_a_page_at_a_time,
             lifecycle::jobs_survive_reopen,
             lifecycle::lease_wait_is_woken_by_submit,

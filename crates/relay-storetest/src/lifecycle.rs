@@ -304,7 +304,7 @@ pub fn stats_counts_and_oldest_age(new_db: &NewDb) {
     );
     assert_eq!(a.oldest_ready_age, Some(Duration::from_secs(5)));
     let b = &s.queues["b"];
-    assert_eq!(b.counts[&JobState::Ready], 1);
+    assert_eq!((b.counts[&JobState::Ready], b.counts[&JobState::Scheduled]), (0, 1));
     assert_eq!(b.oldest_ready_age, None, "a delayed job is not yet waiting");
 }
 
@@ -410,7 +410,7 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
         .unwrap();
     assert_eq!(results.len(), 4);
     assert_eq!(results[0].as_ref().unwrap().state, JobState::Succeeded);
-    assert_eq!(results[1].as_ref().unwrap().state, JobState::Ready);
+    assert_eq!(results[1].as_ref().unwrap().state, JobState::Retrying);
     assert!(matches!(results[2], Err(Error::LeaseLost { .. })));
     assert!(matches!(results[3], Err(Error::NotFound { .. })));
     assert_eq!(relay.get(a.id).unwrap().result.as_deref(), Some(&b"done"[..]));
@@ -428,7 +428,7 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
     let snoozed = relay
         .complete(relay::Completion::snooze(c.id, c.token, Duration::from_secs(60)))
         .unwrap();
-    assert_eq!((snoozed.state, snoozed.attempts), (JobState::Ready, 0));
+    assert_eq!((snoozed.state, snoozed.attempts), (JobState::Scheduled, 0));
     let again = relay.complete(relay::Completion::ack(c.id, c.token, None)).unwrap_err();
     assert!(
         matches!(again, Error::InvalidState { .. } | Error::LeaseLost { .. }),
@@ -436,7 +436,7 @@ pub fn complete_batch_settles_each_job_alone(new_db: &NewDb) {
     );
     assert_eq!(
         relay.get(c.id).unwrap().state(),
-        JobState::Ready,
+        JobState::Scheduled,
         "the refused ack changed nothing"
     );
 }

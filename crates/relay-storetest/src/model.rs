@@ -173,10 +173,28 @@ enum Answer {
     Invalid,
 }
 
+/// The state of a job waiting to be leased at `ready_at`: READY when that
+/// has come, else RETRYING after a failed attempt, SCHEDULED otherwise.
+fn pending(ready_at: i64, now: i64, failed: bool) -> JobState {
+    match (ready_at <= now, failed) {
+        (true, _) => JobState::Ready,
+        (false, true) => JobState::Retrying,
+        (false, false) => JobState::Scheduled,
+    }
+}
+
+fn is_pending(state: JobState) -> bool {
+    matches!(state, JobState::Ready | JobState::Scheduled | JobState::Retrying)
+}
+
 impl Model {
+    /// Reclaims expired leases and promotes due SCHEDULED and RETRYING jobs.
     fn reap(&mut self, now: i64) {
         let mut died = Vec::new();
         for (id, j) in &mut self.jobs {
+            if matches!(j.state, JobState::Scheduled | JobState::Retrying) && j.ready_at <= now {
+                j.state = JobState::Ready;
+            }
             if j.state == JobState::Leased && j.expires.is_some_and(|e| e <= now) {
                 j.expires = None;
                 j.expiries += 1;
@@ -208,8 +226,8 @@ impl Model {
                 if state == Some(JobState::Succeeded) || anyway {
                     c.waiting -= 1;
                     if c.waiting == 0 {
-                        c.state = JobState::Ready;
                         c.ready_at = c.ready_at.max(now);
+                        c.state = pending(c.ready_at, now, false);
                     }
                 } else {
                     c.state = JobState::Cancelled;
@@ -284,7 +302,7 @@ impl Model {
         let best = self
             .jobs
             .iter_mut()
-            .filter(|(_, j)| j.queue == queue && j.state == JobState::Ready && j.ready_at <= now)
+            .filter(|(_, j)| j.queue == queue && is_pending(j.state) && j.ready_at <= now)
             .max_by(|(ia, a), (ib, b)| eff(a).cmp(&eff(b)).then(b.ready_at.cmp(&a.ready_at)).then(ib.cmp(ia)));
         match best {
             None => Answer::Leased(None),
@@ -378,6 +396,11 @@ impl Run<'_> {
                 if let Answer::Id(id) = real {
                     self.ids.push(id);
                     let ready_at = now + i64::try_from(delay_s).unwrap() * 1000;
+                    let state = if state == JobState::Ready {
+                        pending(ready_at, now, false)
+                    } else {
+                        state
+                    };
                     let j = MJob {
                         queue,
                         priority,
@@ -422,9 +445,12 @@ impl Run<'_> {
                     Some((id, j)) => {
                         // Not started, and of the submit's queue (every
                         // kind is "k"): another queue's is left as it is.
-                        if matches!(j.state, JobState::Ready | JobState::Waiting) && j.token == 0 && j.queue == queue {
+                        if (is_pending(j.state) || j.state == JobState::Waiting) && j.token == 0 && j.queue == queue {
                             j.ready_at = ready_at;
                             j.payload = vec![payload];
+                            if j.state != JobState::Waiting {
+                                j.state = pending(ready_at, now, false);
+                            }
                         }
                         Answer::Id(*id)
                     }
@@ -434,7 +460,7 @@ impl Run<'_> {
                             let j = MJob {
                                 queue,
                                 priority: 1,
-                                state: JobState::Ready,
+                                state: pending(ready_at, now, false),
                                 attempts: 0,
                                 max_attempts: 3,
                                 ready_at,
@@ -501,8 +527,8 @@ impl Run<'_> {
                     if j.attempts >= j.max_attempts {
                         j.state = JobState::Dead;
                     } else {
-                        j.state = JobState::Ready;
                         j.ready_at = now + i64::try_from(retry_s).unwrap() * 1000;
+                        j.state = pending(j.ready_at, now, true);
                     }
                 }));
                 if self.model.jobs.get(&id).is_some_and(|j| j.state == JobState::Dead) && expect == Answer::Ok {
@@ -543,9 +569,9 @@ impl Run<'_> {
                 let delay = Duration::from_secs(delay_s);
                 let real = answer(self.relay().snooze(JobId(id), token, delay), |_| Answer::Ok);
                 let expect = settle(self.model.holder(id, token.0, now).map(|j| {
-                    j.state = JobState::Ready;
                     j.attempts -= 1;
                     j.ready_at = now + i64::try_from(delay_s).unwrap() * 1000;
+                    j.state = pending(j.ready_at, now, false);
                     j.expires = None;
                 }));
                 (real, expect)
@@ -617,7 +643,7 @@ impl Run<'_> {
             return Answer::NotFound;
         };
         match op {
-            Op::Cancel { .. } if matches!(j.state, JobState::Ready | JobState::Leased | JobState::Waiting) => {
+            Op::Cancel { .. } if is_pending(j.state) || matches!(j.state, JobState::Leased | JobState::Waiting) => {
                 j.state = JobState::Cancelled;
                 j.expires = None;
                 j.waiting = 0;

@@ -13,7 +13,11 @@ pub fn dead_after_max_attempts_with_every_error(new_db: &NewDb) {
         let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
         assert_eq!(l.attempt, attempt);
         let status = relay.nack(id, l.token, &format!("error {attempt}"), None).unwrap();
-        let want = if attempt < 3 { JobState::Ready } else { JobState::Dead };
+        let want = if attempt < 3 {
+            JobState::Retrying
+        } else {
+            JobState::Dead
+        };
         assert_eq!(status.state, want);
     }
     let job = relay.get(id).unwrap();

@@ -59,3 +59,85 @@ pub fn no_starvation_under_urgent_stream(new_db: &NewDb) {
     let bound = u32::try_from((aging * 3).as_secs() / step.as_secs()).unwrap() + 1;
     assert!(round <= bound, "served in round {round}, expected by {bound}");
 }
+
+/// Jobs waiting for their time are SCHEDULED (a first run later) or
+/// RETRYING (backing off after a failure), counted and listed apart from
+/// the READY ones a lease takes now, until the writers promote them.
+pub fn scheduled_and_retrying_are_told_apart_from_ready(new_db: &NewDb) {
+    use relay::{JobFilter, JobState};
+    let (relay, clock, _db) = open_clocked(new_db);
+    let first = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let failing = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let later = NewJob::new("q", "k", Vec::new())
+        .delay(Duration::from_secs(3600))
+        .unique_key("later");
+    let later = relay.submit(later).unwrap();
+    let leased = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    let ids: Vec<JobId> = leased.iter().map(|l| l.id).collect();
+    assert_eq!(ids, [first, failing], "the scheduled job is not leased before its time");
+    let nacked = relay
+        .nack(failing, leased[1].token, "boom", Some(Duration::from_secs(600)))
+        .unwrap();
+    assert_eq!(nacked.state, JobState::Retrying);
+    relay.release(first, leased[0].token).unwrap();
+
+    let counts = |relay: &relay::Relay| {
+        let s = relay.stats().unwrap();
+        let q = &s.queues["q"];
+        let n = |st| q.counts.get(&st).copied().unwrap_or(0);
+        (n(JobState::Ready), n(JobState::Scheduled), n(JobState::Retrying))
+    };
+    assert_eq!(counts(&relay), (1, 1, 1), "READY, SCHEDULED, RETRYING");
+    let listed = |state| -> Vec<JobId> {
+        let filter = JobFilter {
+            state: Some(state),
+            limit: 10,
+            ..JobFilter::default()
+        };
+        relay.list(&filter).unwrap().iter().map(|j| j.id).collect()
+    };
+    assert_eq!(listed(JobState::Ready), [first]);
+    assert_eq!(listed(JobState::Scheduled), [later]);
+    assert_eq!(listed(JobState::Retrying), [failing]);
+    // A SCHEDULED job holds its unique key.
+    let again = NewJob::new("q", "k", Vec::new()).unique_key("later");
+    assert_eq!(relay.submit(again).unwrap(), later);
+    // What a lease takes now is what READY counts.
+    let now = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert_eq!(now.iter().map(|l| l.id).collect::<Vec<_>>(), [first]);
+    relay.ack(first, now[0].token, None).unwrap();
+    assert_eq!(counts(&relay), (0, 1, 1));
+
+    // Its time come, the RETRYING job is promoted to READY by the writers
+    // by themselves (an idle writer's housekeeping), with no event.
+    let events = relay.events(failing).unwrap().len();
+    clock.advance(Duration::from_secs(600));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while counts(&relay) != (1, 1, 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never promoted: {:?}",
+            counts(&relay)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let job = relay.get(failing).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 1));
+    assert_eq!(relay.events(failing).unwrap().len(), events, "a promotion writes no event");
+    let age = relay.stats().unwrap().queues["q"].oldest_ready_age;
+    assert_eq!(age, Some(Duration::ZERO), "waiting since it came due");
+
+    // A SCHEDULED job can be cancelled like a READY one, and a due one is
+    // leased whether or not it was promoted yet.
+    relay.cancel(later).unwrap();
+    assert_eq!(counts(&relay), (1, 0, 0));
+    let soon = relay
+        .submit(NewJob::new("q", "k", Vec::new()).delay(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(relay.get(soon).unwrap().state(), JobState::Scheduled);
+    clock.advance(Duration::from_secs(5));
+    let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    let mut got: Vec<JobId> = got.iter().map(|l| l.id).collect();
+    got.sort();
+    assert_eq!(got, [failing, soon]);
+}

@@ -103,12 +103,18 @@ pub fn throughput_counts_each_end_per_queue_and_minute(new_db: &NewDb) {
     // Pruned after two days (with the finished jobs' housekeeping, which on
     // PostgreSQL also folds the job counts of connections that ended, as
     // the other Relay's have: the counts stay what they were).
+    // Jobs waiting for their time (SCHEDULED, RETRYING) are READY once it
+    // has come: counted together.
     let counts = |r: &relay::Relay| -> Vec<(String, Vec<u64>)> {
         r.stats()
             .unwrap()
             .queues
             .into_iter()
-            .map(|(q, s)| (q, s.counts.values().copied().collect()))
+            .map(|(q, s)| {
+                let pending = s.counts.iter().filter(|(st, _)| st.is_pending()).map(|(_, n)| n).sum();
+                let rest = s.counts.iter().filter(|(st, _)| !st.is_pending()).map(|(_, n)| *n);
+                (q, std::iter::once(pending).chain(rest).collect())
+            })
             .collect()
     };
     let before = counts(&relay);

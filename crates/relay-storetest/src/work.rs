@@ -52,7 +52,7 @@ pub fn complete_and_lease_answers_each_outcome_and_leases_in_one_commit(new_db: 
     assert_eq!(c[0].as_ref().unwrap().state, JobState::Succeeded);
     assert_eq!(c[1].as_ref().unwrap().state, JobState::Dead);
     assert!(matches!(c[2], Err(Error::LeaseLost { .. })), "{:?}", c[2]);
-    assert_eq!(c[3].as_ref().unwrap().state, JobState::Ready);
+    assert_eq!(c[3].as_ref().unwrap().state, JobState::Scheduled);
     assert!(matches!(c[4], Err(Error::NotFound { .. })), "{:?}", c[4]);
     assert!(matches!(c[5], Err(Error::InvalidInput(_))), "{:?}", c[5]);
     assert_eq!(

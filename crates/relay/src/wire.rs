@@ -40,6 +40,8 @@ pub fn state(s: JobState) -> w::State {
     match s {
         JobState::Waiting => w::State::Waiting,
         JobState::Ready => w::State::Ready,
+        JobState::Scheduled => w::State::Scheduled,
+        JobState::Retrying => w::State::Retrying,
         JobState::Leased => w::State::Leased,
         JobState::Succeeded => w::State::Succeeded,
         JobState::Dead => w::State::Dead,
@@ -56,13 +58,15 @@ pub fn job_state(s: w::State) -> Result<JobState, RequestError> {
     Ok(match s {
         w::State::Waiting => JobState::Waiting,
         w::State::Ready => JobState::Ready,
+        w::State::Scheduled => JobState::Scheduled,
+        w::State::Retrying => JobState::Retrying,
         w::State::Leased => JobState::Leased,
         w::State::Succeeded => JobState::Succeeded,
         w::State::Dead => JobState::Dead,
         w::State::Cancelled => JobState::Cancelled,
         w::State::Other => {
             return Err(RequestError(
-                "unknown state: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED".into(),
+                "unknown state: use WAITING, SCHEDULED, RETRYING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED".into(),
             ))
         }
     })
@@ -141,11 +145,11 @@ pub fn leased(l: &LeasedJob) -> w::LeasedJob {
     }
 }
 
-/// What a call did to one job: its state after, and when it is due again
-/// when that is READY.
+/// What a call did to one job: its state after, and when it is due (again)
+/// when that is READY, SCHEDULED or RETRYING.
 pub fn changed(id: JobId, s: &JobStatus) -> w::Changed {
     let done = w::Changed::in_state(id.0, state(s.state));
-    if s.state == JobState::Ready {
+    if s.state.is_pending() {
         done.ready_at(time(s.ready_at))
     } else {
         done

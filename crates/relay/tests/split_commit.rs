@@ -213,8 +213,8 @@ impl Store for GatedStore {
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
         self.inner.job_next_ready_at(queue, now)
     }
-    fn job_expired_leases(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
-        self.inner.job_expired_leases(now)
+    fn job_overdue(&mut self, now: Timestamp) -> Result<Vec<JobId>, StoreError> {
+        self.inner.job_overdue(now)
     }
     fn event_last_seq(&mut self, id: JobId) -> Result<i64, StoreError> {
         self.inner.event_last_seq(id)

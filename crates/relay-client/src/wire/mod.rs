@@ -158,8 +158,14 @@ pub(crate) fn base64_pair(bytes: &[u8]) -> Option<Option<String>> {
 pub enum State {
     /// Waits for the jobs it depends on.
     Waiting,
-    /// Due, or due at `ready_at`: a worker may lease it.
+    /// Due: a worker may lease it.
     Ready,
+    /// Its first run (or its next, after a snooze or a debounce) is at
+    /// `ready_at`, in the future.
+    Scheduled,
+    /// Backing off after a failed attempt: its next attempt is at
+    /// `ready_at`.
+    Retrying,
     /// A worker holds it.
     Leased,
     /// Acked.
@@ -176,8 +182,10 @@ pub enum State {
 
 impl State {
     /// Every state, in the order of a job's life.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::Waiting,
+        Self::Scheduled,
+        Self::Retrying,
         Self::Ready,
         Self::Leased,
         Self::Succeeded,
@@ -190,6 +198,8 @@ impl State {
         match self {
             Self::Waiting => "WAITING",
             Self::Ready => "READY",
+            Self::Scheduled => "SCHEDULED",
+            Self::Retrying => "RETRYING",
             Self::Leased => "LEASED",
             Self::Succeeded => "SUCCEEDED",
             Self::Dead => "DEAD",
@@ -219,7 +229,7 @@ impl std::str::FromStr for State {
         Self::ALL
             .into_iter()
             .find(|st| st.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown state {s:?}: use WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"))
+            .ok_or_else(|| format!("unknown state {s:?}: use WAITING, SCHEDULED, RETRYING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED"))
     }
 }
 

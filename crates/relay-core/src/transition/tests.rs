@@ -109,6 +109,7 @@ fn actions() -> Vec<Action<'static>> {
         // Every job of `status` has been leased (token 7): started, so
         // no debounce applies to any of them.
         Action::Debounce { ready_at: T0.plus(d) },
+        Action::Promote,
     ]
 }
 
@@ -128,17 +129,22 @@ fn every_state_action_pair() {
             };
             let got = transition(JobId(1), &status(state), action, &ctx(&p, now));
             let expect: Option<JobState> = match (state, action.name()) {
-                (Ready, "lease") => Some(Leased),
+                // Due (ready_at is T0): a claim takes it whatever its
+                // pending state, and the writers promote it.
+                (Ready | Scheduled | Retrying, "lease") => Some(Leased),
+                (Scheduled | Retrying, "promote") => Some(Ready),
                 (Leased, "ack") => Some(Succeeded),
                 // The same token's ack again: already done, nothing to write.
                 (Succeeded, "ack") => Some(Succeeded),
-                (Leased, "nack") => Some(Ready),
+                // The policy's back-off (1 s) and the snooze's 30 s.
+                (Leased, "nack") => Some(Retrying),
                 (Leased, "extend" | "progress") => Some(Leased),
-                (Leased, "release" | "snooze") => Some(Ready),
+                (Leased, "release") => Some(Ready),
+                (Leased, "snooze") => Some(Scheduled),
                 (Leased, "expire") => Some(Ready),
-                (Ready | Leased | Waiting, "cancel") => Some(Cancelled),
+                (Ready | Scheduled | Retrying | Leased | Waiting, "cancel") => Some(Cancelled),
                 (Dead | Cancelled, "retry") => Some(Ready),
-                (Ready | Succeeded | Dead | Cancelled | Waiting, "delete") => Some(state),
+                (Ready | Scheduled | Retrying | Succeeded | Dead | Cancelled | Waiting, "delete") => Some(state),
                 (Waiting, "unblock") => Some(Ready),
                 (Waiting, "abandon") => Some(Cancelled),
                 _ => None,
@@ -236,7 +242,7 @@ fn nack_backs_off_then_dies_with_error() {
         permanent: false,
     };
     let n = transition(JobId(1), &s, nack, &ctx(&p, T0)).unwrap();
-    assert_eq!(n.status().state, JobState::Ready);
+    assert_eq!(n.status().state, JobState::Retrying);
     assert_eq!(n.status().ready_at, T0.plus(Duration::from_secs(1)));
     assert_eq!(n.status().last_error.as_deref(), Some("disk on fire"));
     assert!(n.status().lease.is_none());
@@ -305,7 +311,7 @@ fn snooze_gives_back_the_attempt_and_waits() {
         &ctx(&p, T0),
     )
     .unwrap();
-    assert_eq!(n.status().state, JobState::Ready);
+    assert_eq!(n.status().state, JobState::Scheduled);
     assert_eq!(n.status().attempts, 0);
     assert_eq!(n.status().ready_at, T0.plus(Duration::from_secs(600)));
     assert_eq!(n.status().lease, None);
@@ -480,29 +486,74 @@ fn a_repeated_ack_is_answered_and_changes_nothing() {
 fn a_waiting_job_counts_down_to_ready_and_keeps_its_own_delay() {
     let p = policy();
     let later = T0.plus(Duration::from_secs(60));
-    let s = JobStatus::new_waiting(later, 3, 2);
+    let s = JobStatus::new_waiting(later, T0, 3, 2);
     assert_eq!(s.state, JobState::Waiting);
     let unblock = Action::Unblock { parent: JobId(5) };
     let one = transition(JobId(9), &s, unblock, &ctx(&p, T0)).unwrap();
     assert_eq!((one.status().state, one.status().waiting_on), (JobState::Waiting, 1));
     assert!(one.event().is_none(), "no event until it is READY");
     let two = transition(JobId(9), &one.status(), unblock, &ctx(&p, T0)).unwrap();
-    assert_eq!((two.status().state, two.status().waiting_on), (JobState::Ready, 0));
+    assert_eq!((two.status().state, two.status().waiting_on), (JobState::Scheduled, 0));
     assert_eq!(two.status().ready_at, later, "its own delay still holds");
     assert_eq!(two.event().unwrap().kind.as_str(), "unblocked");
     // Readied after its delay passed: due now, not in the past.
     let late = T0.plus(Duration::from_secs(120));
-    let s = JobStatus::new_waiting(T0, 3, 1);
+    let s = JobStatus::new_waiting(T0, T0, 3, 1);
     let r = transition(JobId(9), &s, unblock, &ctx(&p, late)).unwrap();
     assert_eq!(r.status().ready_at, late);
-    // Nothing to wait for: READY at once.
-    assert_eq!(JobStatus::new_waiting(T0, 3, 0).state, JobState::Ready);
+    assert_eq!(r.status().state, JobState::Ready);
+    // Nothing to wait for: READY at once, or SCHEDULED until its time.
+    assert_eq!(JobStatus::new_waiting(T0, T0, 3, 0).state, JobState::Ready);
+    assert_eq!(JobStatus::new_waiting(later, T0, 3, 0).state, JobState::Scheduled);
+}
+
+#[test]
+fn jobs_waiting_for_their_time_are_scheduled_or_retrying_until_promoted() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let nack = |retry_in| Action::Nack {
+        token: LeaseToken(7),
+        error: "boom",
+        retry_in,
+        permanent: false,
+    };
+    let backing_off = transition(JobId(1), &leased, nack(None), &ctx(&p, T0))
+        .unwrap()
+        .status();
+    assert_eq!(backing_off.state, JobState::Retrying);
+    assert_eq!(backing_off.ready_at, T0.plus(Duration::from_secs(1)));
+    let at_once = transition(JobId(1), &leased, nack(Some(Duration::ZERO)), &ctx(&p, T0)).unwrap();
+    assert_eq!(at_once.status().state, JobState::Ready, "no back-off: READY at once");
+    let snooze = Action::Snooze {
+        token: LeaseToken(7),
+        delay: Duration::from_secs(5),
+    };
+    let snoozed = transition(JobId(1), &leased, snooze, &ctx(&p, T0)).unwrap().status();
+    assert_eq!(snoozed.state, JobState::Scheduled);
+
+    // Not promoted, nor leased, before its time; both once it has come.
+    for s in [&backing_off, &snoozed] {
+        assert!(transition(JobId(1), s, Action::Promote, &ctx(&p, T0)).is_err());
+        assert!(transition(JobId(1), s, actions()[0], &ctx(&p, T0)).is_err());
+        let due = s.ready_at;
+        let promoted = transition(JobId(1), s, Action::Promote, &ctx(&p, due)).unwrap();
+        assert_eq!(promoted.status().state, JobState::Ready);
+        assert!(promoted.event().is_none(), "a promotion writes no event");
+        let lease = transition(JobId(1), s, actions()[0], &ctx(&p, due)).unwrap();
+        assert_eq!(lease.status().state, JobState::Leased);
+    }
+    // A debounce moves a job that has not started to its new time.
+    let fresh = JobStatus::new_ready(T0, 3);
+    let later = T0.plus(Duration::from_secs(9));
+    let debounced = transition(JobId(1), &fresh, Action::Debounce { ready_at: later }, &ctx(&p, T0)).unwrap();
+    assert_eq!(debounced.status().state, JobState::Scheduled);
+    assert!(debounced.status().not_started());
 }
 
 #[test]
 fn an_abandoned_job_is_cancelled_with_the_reason() {
     let p = policy();
-    let s = JobStatus::new_waiting(T0, 3, 3);
+    let s = JobStatus::new_waiting(T0, T0, 3, 3);
     let action = Action::Abandon {
         parent: JobId(5),
         state: Some(JobState::Dead),
@@ -523,13 +574,17 @@ fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
     let p = policy();
     let later = T0.plus(Duration::from_secs(60));
     let debounce = Action::Debounce { ready_at: later };
-    for fresh in [JobStatus::new_ready(T0, 3), JobStatus::new_waiting(T0, 3, 2)] {
+    for fresh in [JobStatus::new_ready(T0, 3), JobStatus::new_waiting(T0, T0, 3, 2)] {
         let next = transition(JobId(9), &fresh, debounce, &ctx(&p, T0)).unwrap();
         let s = next.status();
-        assert_eq!(
-            (s.state, s.ready_at, s.waiting_on),
-            (fresh.state, later, fresh.waiting_on)
-        );
+        // A READY job waits for its new time SCHEDULED; a WAITING one
+        // still waits.
+        let state = if fresh.state == JobState::Waiting {
+            JobState::Waiting
+        } else {
+            JobState::Scheduled
+        };
+        assert_eq!((s.state, s.ready_at, s.waiting_on), (state, later, fresh.waiting_on));
         let e = next.event().unwrap();
         assert_eq!(e.kind.as_str(), "debounced");
         let data: Value = serde_json::from_str(&e.data).unwrap();

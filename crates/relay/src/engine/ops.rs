@@ -97,7 +97,7 @@ fn insert(
     let deps = dependencies(plan, j)?;
     // A debounced job runs its window after the last submit of its key.
     let ready_at = j.debounce.map_or(j.ready_at, |window| ctx.now.plus(window));
-    let status = JobStatus::new_waiting(ready_at, j.max_attempts, deps.waiting_on());
+    let status = JobStatus::new_waiting(ready_at, ctx.now, j.max_attempts, deps.waiting_on());
     let mut data = serde_json::json!({"queue": j.queue, "kind": j.kind, "priority": j.priority, "ready_at": ready_at.to_rfc3339()});
     if let Some((name, at, skipped)) = tick {
         data["schedule"] = serde_json::json!(name);
@@ -268,7 +268,9 @@ fn dependencies(plan: &mut Plan<'_>, j: &ValidJob) -> Result<Deps> {
                     return Ok(Deps::Failed(parent, state));
                 }
             }
-            JobState::Waiting | JobState::Ready | JobState::Leased => waiting.push(parent),
+            JobState::Waiting | JobState::Ready | JobState::Scheduled | JobState::Retrying | JobState::Leased => {
+                waiting.push(parent)
+            }
         }
     }
     Ok(Deps::Waiting(waiting))
@@ -437,30 +439,50 @@ pub(crate) fn delete(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, id: JobId) -> 
     }
 }
 
-/// Reclaims expired leases (each an `Expire` transition with its event).
-/// A corrupt row is reported (once per process) and passed over: it would
-/// otherwise be first in expiry order every time and stop every reclaim
-/// behind it. `delete` removes it.
+/// Reclaims expired leases (each an `Expire` transition with its event)
+/// and promotes SCHEDULED and RETRYING jobs whose time has come to READY
+/// (`Promote`, no event). A corrupt row is reported (once per process) and
+/// passed over: it would otherwise be first in order every time and stop
+/// everything behind it. `delete` removes it.
 pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
-    let ids = plan.expired_leases()?;
-    let mut reaped = 0;
+    let ids = plan.overdue()?;
+    let (mut reaped, mut promoted) = (0, 0);
     for id in &ids {
         let m = plan.mark();
-        // Read without the plan's queue cache: that locks a limited
-        // queue's row on PostgreSQL, which claims lock in name order.
-        let (earlier, own) = plan.store().job_expiries(*id)?;
-        let poison_after = own.unwrap_or(ctx.options.poison_after);
-        match act(plan, ctx, *id, Action::Expire { earlier, poison_after }, None) {
+        // A corrupt row has no state to tell: it is tried as an expiry,
+        // whose read reports it.
+        let leased = match plan.status(*id) {
+            Ok(Some(s)) => s.state == JobState::Leased,
+            _ => true,
+        };
+        let done = if leased {
+            // Read without the plan's queue cache: that locks a limited
+            // queue's row on PostgreSQL, which claims lock in name order.
+            plan.store()
+                .job_expiries(*id)
+                .map_err(Error::from)
+                .and_then(|(earlier, own)| {
+                    let poison_after = own.unwrap_or(ctx.options.poison_after);
+                    act(plan, ctx, *id, Action::Expire { earlier, poison_after }, None)
+                })
+        } else {
+            act(plan, ctx, *id, Action::Promote, None)
+        };
+        match done {
             Ok(_) => {
                 plan.keep(m);
-                reaped += 1;
-                ctx.leases_expired += 1;
+                if leased {
+                    reaped += 1;
+                    ctx.leases_expired += 1;
+                } else {
+                    promoted += 1;
+                }
             }
             Err(Error::Corrupt { job, reason }) => {
                 plan.undo(m);
                 if ctx.corrupt_reported.insert(*id) {
                     let job = job.unwrap_or(*id);
-                    tracing::error!(%job, %reason, "an expired lease cannot be reclaimed: its row is corrupt; delete the job (relay delete) to clear it");
+                    tracing::error!(%job, %reason, "an expired lease cannot be reclaimed (or a due job promoted): its row is corrupt; delete the job (relay delete) to clear it");
                 }
             }
             Err(e) => {
@@ -472,7 +494,10 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
     if reaped > 0 {
         tracing::debug!(count = reaped, "reclaimed expired leases");
     }
-    Ok(reaped)
+    if promoted > 0 {
+        tracing::debug!(count = promoted, "promoted due jobs to READY");
+    }
+    Ok(reaped + promoted)
 }
 
 /// Deletes finished jobs older than `age` (up to 1000 a call).

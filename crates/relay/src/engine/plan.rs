@@ -109,9 +109,10 @@ impl Entry {
         !self.deleted
     }
 
-    /// READY and due at `now`: a claim may take it.
+    /// Waiting to be leased (READY, SCHEDULED or RETRYING) and due at
+    /// `now`: a claim may take it.
     fn claimable(&self, now: Timestamp) -> bool {
-        !self.deleted && self.status.state == JobState::Ready && self.status.ready_at <= now
+        !self.deleted && self.status.state.is_pending() && self.status.ready_at <= now
     }
 
     fn unfinished(&self) -> bool {
@@ -227,8 +228,8 @@ pub(crate) struct Plan<'s> {
     /// Jobs that became claimable in this batch (inserted, or made READY).
     readied: Vec<JobId>,
     fresh_ids: Vec<JobId>,
-    /// The expired leases read by `prefetch`, for the reap.
-    expired: Option<Vec<JobId>>,
+    /// The expired leases and due jobs read by `prefetch`, for the reap.
+    overdue: Option<Vec<JobId>>,
     /// Jobs the batch's claims want per queue, and ids its submits need.
     demand: HashMap<String, usize>,
     submits: usize,
@@ -262,7 +263,7 @@ impl<'s> Plan<'s> {
             deps: Deps::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
-            expired: None,
+            overdue: None,
             demand: HashMap::default(),
             submits: 0,
             undo: Vec::new(),
@@ -312,7 +313,7 @@ impl<'s> Plan<'s> {
             .collect();
         let got = self.store.prefetch(&Prefetch {
             now: self.now,
-            expired: reap,
+            overdue: reap,
             statuses: &ids,
             may_finish: &may_finish,
             ready: &ready,
@@ -321,11 +322,11 @@ impl<'s> Plan<'s> {
             self.jobs.insert(*id, Slot::Missing);
         }
         self.deps.prefetched(may_finish, got.dependents);
-        let expired: Vec<JobId> = got.expired.iter().map(|(id, _)| *id).collect();
-        for (id, r) in got.expired.into_iter().chain(got.statuses) {
+        let overdue: Vec<JobId> = got.overdue.iter().map(|(id, _)| *id).collect();
+        for (id, r) in got.overdue.into_iter().chain(got.statuses) {
             self.jobs.insert(id, Slot::read(r)?);
         }
-        self.expired = reap.then_some(expired);
+        self.overdue = reap.then_some(overdue);
         for (queue, _) in &ready {
             self.keep_queue_read(queue, &got.queues, &got.leased);
         }
@@ -814,25 +815,29 @@ impl<'s> Plan<'s> {
         self.take_key(key, id);
     }
 
-    /// LEASED jobs whose lease expired at or before `now`, as this batch left them.
-    pub(crate) fn expired_leases(&mut self) -> Result<Vec<JobId>> {
-        let mut ids = match self.expired.take() {
+    /// LEASED jobs whose lease expired at or before `now`, and SCHEDULED
+    /// or RETRYING jobs due by then, as this batch left them.
+    pub(crate) fn overdue(&mut self) -> Result<Vec<JobId>> {
+        let mut ids = match self.overdue.take() {
             Some(ids) => ids,
             None => {
-                let ids = self.store.job_expired_leases(self.now)?;
+                let ids = self.store.job_overdue(self.now)?;
                 self.load_statuses(ids.clone())?;
                 ids
             }
         };
         // Not one that an earlier operation of the batch changed (acked,
-        // cancelled, already reclaimed). A corrupt row stays, for the reap
-        // to report.
+        // cancelled, already reclaimed or promoted). A corrupt row stays,
+        // for the reap to report.
         let now = self.now;
         ids.retain(|id| match self.jobs.get(id) {
             Some(Slot::Row(e)) => {
                 !e.deleted
-                    && e.status.state == JobState::Leased
-                    && e.status.lease.as_ref().is_some_and(|l| l.expires_at <= now)
+                    && match e.status.state {
+                        JobState::Leased => e.status.lease.as_ref().is_some_and(|l| l.expires_at <= now),
+                        JobState::Scheduled | JobState::Retrying => e.status.ready_at <= now,
+                        _ => false,
+                    }
             }
             Some(Slot::Corrupt(..)) => true,
             Some(Slot::Missing) | None => false,

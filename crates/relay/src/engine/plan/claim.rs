@@ -3,7 +3,7 @@
 
 use super::{Entry, Gate, Plan, Slot, PAGE_MAX};
 use crate::error::Result;
-use relay_core::{Candidate, JobState, Timestamp};
+use relay_core::{Candidate, Timestamp};
 use relay_store::{ReadyRow, StoreError};
 
 /// One priority class of a queue's READY jobs as read from the store, in
@@ -61,7 +61,7 @@ impl Plan<'_> {
                 Slot::Row(e)
                     if e.written
                         && !e.deleted
-                        && e.status.state == JobState::Ready
+                        && e.status.state.is_pending()
                         && e.status.ready_at > now
                         && e.row.as_ref().is_some_and(|r| r.queue == queue) =>
                 {

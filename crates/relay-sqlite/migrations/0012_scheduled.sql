@@ -1,0 +1,33 @@
+-- Relay schema, version 12: jobs waiting for their time are SCHEDULED (a
+-- first run, a snooze or a debounce in the future) or RETRYING (backing off
+-- after a failed attempt), no longer READY; the writers promote them to
+-- READY when `ready_at` comes, and a claim takes a due one as it is.
+
+-- The claim's index holds every job waiting to be leased, so the claim's
+-- probes (`ready_at <= now`) find a due SCHEDULED or RETRYING job that is
+-- not promoted yet, and its plans stay as they were. `state` is in the
+-- index so that the probes still read nothing else: with `state = 'READY'`
+-- the predicate told SQLite the column's value, with IN it does not, and
+-- each candidate would be read from the table (tests/plan.rs).
+DROP INDEX jobs_ready;
+CREATE INDEX jobs_ready ON jobs (queue, priority, ready_at, id, state)
+    WHERE state IN ('READY', 'SCHEDULED', 'RETRYING');
+
+-- The promotion: the due ones in order of their time, whatever their queue.
+CREATE INDEX jobs_due ON jobs (ready_at) WHERE state IN ('SCHEDULED', 'RETRYING');
+
+-- Both still hold their unique key.
+DROP INDEX jobs_active_key;
+CREATE UNIQUE INDEX jobs_active_key ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('READY', 'SCHEDULED', 'RETRYING', 'LEASED', 'WAITING');
+
+-- READY jobs whose time has not come: RETRYING when an attempt failed,
+-- SCHEDULED otherwise. Their counts move with them (the migration holds
+-- the write lock: no writer can come between).
+UPDATE jobs SET state = CASE WHEN last_error IS NOT NULL THEN 'RETRYING' ELSE 'SCHEDULED' END
+WHERE state = 'READY' AND ready_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
+UPDATE job_counts SET n = n - (SELECT COUNT(*) FROM jobs
+                               WHERE jobs.queue = job_counts.queue AND state IN ('SCHEDULED', 'RETRYING'))
+WHERE state = 'READY';
+INSERT INTO job_counts (queue, state, n)
+SELECT queue, state, COUNT(*) FROM jobs WHERE state IN ('SCHEDULED', 'RETRYING') GROUP BY queue, state;
