@@ -295,12 +295,20 @@ impl Handle for calls::Progress {
 impl Handle for calls::Release {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
         let (id, token) = (JobId(r.param), LeaseToken(r.body.token));
-        let ready = wire::Changed::in_state(r.param, wire::State::Ready);
         match conv::millis("in_ms", r.body.in_ms)? {
-            Some(delay) => Ok(ready.ready_at(conv::time(s.relay.snooze(id, token, delay).await?))),
+            Some(delay) => {
+                let at = s.relay.snooze(id, token, delay).await?;
+                // SCHEDULED until then; READY at once when it is now.
+                let state = if delay.is_zero() {
+                    wire::State::Ready
+                } else {
+                    wire::State::Scheduled
+                };
+                Ok(wire::Changed::in_state(r.param, state).ready_at(conv::time(at)))
+            }
             None => {
                 s.relay.release(id, token).await?;
-                Ok(ready)
+                Ok(wire::Changed::in_state(r.param, wire::State::Ready))
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::calls::{Handle, Req};
 use crate::error::ApiError;
 use crate::parse::ms;
 use crate::AppState;
-use relay::{wire as conv, Completion, JobId, JobState, LeaseToken};
+use relay::{wire as conv, Completion, JobId, LeaseToken};
 use relay_client::wire;
 use relay_client::wire::calls;
 use std::sync::Arc;
@@ -63,7 +63,7 @@ impl Handle for calls::Work {
                 Ok(status) => {
                     let mut a = wire::ItemAnswer::new(id);
                     a.state = Some(conv::state(status.state));
-                    if status.state == JobState::Ready {
+                    if status.state.is_pending() {
                         a.ready_at = Some(conv::time(status.ready_at));
                     }
                     a

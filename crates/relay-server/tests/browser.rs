@@ -193,6 +193,19 @@ fn seed(relay: &Relay) -> (Vec<JobId>, JobId, Vec<JobId>, JobId) {
     let to_cancel = relay
         .submit(NewJob::new("reports", "render", b"{\"report\":99}".to_vec()))
         .unwrap();
+    // Waiting for their time: two SCHEDULED (a first run in an hour), one
+    // RETRYING (backing off for an hour after a failure).
+    for i in 0..2 {
+        let job = NewJob::new("digest", "weekly", format!("{{\"week\":{i}}}").into_bytes());
+        relay.submit(job.delay(Duration::from_secs(3600))).unwrap();
+    }
+    relay
+        .submit(NewJob::new("digest", "flaky", b"{}".to_vec()).max_attempts(3))
+        .unwrap();
+    let l = relay.lease(LeaseRequest::new(["digest"])).unwrap().remove(0);
+    relay
+        .nack(l.id, l.token, "upstream 503", Some(Duration::from_secs(3600)))
+        .unwrap();
     let xss = relay
         .submit(NewJob::new(
             "mail",
@@ -240,8 +253,24 @@ async fn the_dashboard_in_chromium() {
             assert_eq!(cell, q.counts[&st].to_string(), "{name} {}", st.as_str());
         }
     }
-    assert_eq!(text(&c, "[data-series=submitted] .n").await, "15");
+    assert_eq!(text(&c, "[data-series=submitted] .n").await, "18");
+    let scheduled = text(&c, ".totals [data-state=SCHEDULED] .n").await;
+    let retrying = text(&c, ".totals [data-state=RETRYING] .n").await;
+    assert_eq!((scheduled.as_str(), retrying.as_str()), ("2", "1"), "told apart from READY");
     shot(&c, "overview").await;
+
+    // Each with when it runs, relative and in UTC.
+    c.goto(&format!("{base}/jobs?state=SCHEDULED")).await.unwrap();
+    wait_for(&c, "table.jobs td.runs time").await;
+    let runs = c.find_all(Locator::Css("table.jobs tbody td.runs")).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    for cell in runs {
+        let t = cell.text().await.unwrap();
+        assert!(t.starts_with("in 5") && t.contains(" min (") && t.ends_with(" UTC)"), "{t}");
+    }
+    shot(&c, "scheduled").await;
+    c.goto(&format!("{base}/")).await.unwrap();
+    wait_for(&c, "#live").await;
 
     // Live: a job submitted elsewhere shows up without a reload.
     let before = text(&c, ".totals [data-state=READY] .n").await;

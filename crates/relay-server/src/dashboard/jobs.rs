@@ -3,7 +3,7 @@
 
 use super::encode;
 use super::filter::{opt, FilterForm};
-use super::pages::{csrf_field, hour_start, layout, notice, state_badge, time, Done};
+use super::pages::{csrf_field, hour_start, layout, notice, runs_at, state_badge, time, Done};
 use super::{PageError, PageResult, Visitor, S};
 use axum::extract::{Query, State};
 use axum::Extension;
@@ -130,7 +130,7 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
         table.jobs {
             thead { tr {
                 @if select { th { input type="checkbox" data-select-all aria-label="Select all on this page"; } }
-                th.num { "ID" } th { "Queue" } th { "Kind" } th { "State" } th { "Tags" }
+                th.num { "ID" } th { "Queue" } th { "Kind" } th { "State" } th { "Runs" } th { "Tags" }
                 th.num { "Attempts" } th.num { "Progress" } th { "Created" } th { "Last error" }
             } }
             tbody {
@@ -141,6 +141,7 @@ fn jobs_table(jobs: &[Job], select: bool) -> Markup {
                         td { (j.queue) }
                         td { (j.kind) }
                         td { (state_badge(j.state())) }
+                        td.runs { @if j.state().is_pending() { (runs_at(j.status.ready_at)) } }
                         td { @for t in &j.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
                         td.num { (j.status.attempts) "/" (j.status.max_attempts) }
                         td.num.progress {

@@ -92,6 +92,30 @@ pub(super) fn time(t: Timestamp) -> Markup {
     html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) } }
 }
 
+/// When a job waiting to be leased runs, read at a glance: "in 12 min",
+/// or "3 min ago" when it is due and waits for a worker; then the time
+/// itself, in UTC.
+pub(super) fn runs_at(t: Timestamp) -> Markup {
+    let s = t.to_rfc3339();
+    let utc = format!("{} UTC", s.replace('T', " ").trim_end_matches('Z'));
+    let ms = t.as_millis().saturating_sub(now().as_millis());
+    let span = |ms: i64| {
+        let s = ms.unsigned_abs() / 1000;
+        match s {
+            0..60 => format!("{s} s"),
+            60..3600 => format!("{} min", s / 60),
+            3600..172_800 => format!("{} h", s / 3600),
+            _ => format!("{} days", s / 86_400),
+        }
+    };
+    let relative = match ms {
+        -999..=999 => "now".to_owned(),
+        1000.. => format!("in {}", span(ms)),
+        _ => format!("{} ago", span(ms)),
+    };
+    html! { time.runs datetime=(s) title=(utc) { (relative) " " small { "(" (utc) ")" } } }
+}
+
 fn age(d: Duration) -> String {
     let s = d.as_secs();
     match s {
@@ -398,7 +422,11 @@ pub(crate) async fn job(
             dt { "Priority" } dd { (job.priority.get()) }
             dt { "Attempts" } dd { (st.attempts) " of " (st.max_attempts) }
             dt { "Created" } dd { (time(job.created_at)) }
-            dt { "Ready at" } dd { (time(st.ready_at)) }
+            @if st.state.is_pending() {
+                dt { "Runs" } dd { (runs_at(st.ready_at)) }
+            } @else {
+                dt { "Ready at" } dd { (time(st.ready_at)) }
+            }
             @if let Some(f) = st.finished_at { dt { "Finished" } dd { (time(f)) } }
             @if let Some(l) = &st.lease {
                 dt { "Leased by" } dd { code { (l.worker) } " (token " (st.last_token.0) ")" }
