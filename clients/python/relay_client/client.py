@@ -365,7 +365,7 @@ class Outcome:
     def nack(
         cls, id: int, token: int, error: str, *, retry_in: Optional[float] = None, permanent: bool = False
     ) -> "Outcome":
-        """Failure: READY again after ``retry_in`` seconds (or the back-off),
+        """Failure: RETRYING for ``retry_in`` seconds (or the back-off), then READY,
         DEAD when attempts are spent or ``permanent``."""
         fields: Dict[str, Any] = {"error": error}
         if retry_in is not None:
@@ -376,8 +376,8 @@ class Outcome:
 
     @classmethod
     def release(cls, id: int, token: int, *, in_: Optional[float] = None) -> "Outcome":
-        """The job back untried (no attempt counted); with ``in_``, READY
-        again only after that many seconds (a snooze)."""
+        """The job back untried (no attempt counted); with ``in_``,
+        SCHEDULED for that many seconds, then READY (a snooze)."""
         return cls(id, token, "release", None if in_ is None else {"in_ms": _ms(in_)})
 
     def __repr__(self) -> str:
@@ -682,7 +682,7 @@ class Client:
     def nack(
         self, id: int, token: int, error: str, *, retry_in: Optional[float] = None, permanent: bool = False
     ) -> Dict[str, Any]:
-        """Reports failure: READY again after ``retry_in`` (or the back-off),
+        """Reports failure: RETRYING for ``retry_in`` (or the back-off), then READY,
         DEAD when attempts are spent or ``permanent``. Returns the state."""
         body: Dict[str, Any] = {"token": token, "error": error, "permanent": permanent}
         if retry_in is not None:
@@ -707,7 +707,7 @@ class Client:
 
     def release(self, id: int, token: int, *, in_: Optional[float] = None) -> None:
         """Gives the job back untried (no attempt counted); with ``in_``, it
-        is READY again only after that many seconds (a snooze)."""
+        is SCHEDULED for that many seconds, then READY (a snooze)."""
         body: Dict[str, Any] = {"token": token}
         if in_ is not None:
             body["in_ms"] = _ms(in_)
@@ -902,7 +902,7 @@ class Client:
         return {"queues": list(v["queues"]), "next": v.get("next")}
 
     def get_queue(self, queue: str) -> Dict[str, Any]:
-        """One queue: its jobs by state (``"READY"``, ``"DEAD"`` ...),
+        """One queue: its jobs by state (``"READY"``, ``"SCHEDULED"``, ``"RETRYING"``, ``"DEAD"`` ...),
         ``oldest_ready_age_ms``, ``paused``, ``max_leased`` and
         ``rate_limit`` (every count zero for a queue nothing has used)."""
         return dict(self._call("GET", f"/v1/queues/{_segment(queue)}"))

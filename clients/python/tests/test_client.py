@@ -55,7 +55,7 @@ def test_batch_nack_extend_release_cancel_retry_delete_stats(client: Client):
     client.release(b, jobs[b].token)
     assert client.get(b).state == "READY" and client.get(b).attempts == 0
     client.release(c, jobs[c].token, in_=600)
-    assert client.get(c).state == "READY"
+    assert client.get(c).state == "SCHEDULED"
     client.cancel(c)
     assert client.get(c).state == "CANCELLED"
     client.retry(c)
@@ -67,6 +67,20 @@ def test_batch_nack_extend_release_cancel_retry_delete_stats(client: Client):
     with pytest.raises(NotFound):
         client.get(c)
     assert [j.id for j in client.jobs(queue="q", state="READY")] == [b, a]
+
+
+def test_scheduled_and_retrying_apart_from_ready(client: Client):
+    later = client.submit("sched", "k", delay=3600)
+    flaky = client.submit("sched", "k", max_attempts=3)
+    [job] = client.lease(["sched"])
+    assert job.id == flaky, "the scheduled job is not leased before its time"
+    client.nack(flaky, job.token, "upstream 503", retry_in=600)
+    assert client.get(later).state == "SCHEDULED"
+    assert client.get(flaky).state == "RETRYING"
+    counts = client.stats()["sched"]
+    assert (counts.get("READY", 0), counts["SCHEDULED"], counts["RETRYING"]) == (0, 1, 1)
+    assert [j.id for j in client.jobs(queue="sched", state="RETRYING")] == [flaky]
+    assert client.lease(["sched"]) == []
 
 
 def test_dependencies(client: Client):
@@ -136,7 +150,7 @@ def test_work_answers_a_mixed_batch_item_by_item_and_repeats_safely(client: Clie
     assert (got[a].state, got[a].ok) == ("SUCCEEDED", True)
     assert isinstance(got[stale].error, LeaseLost) and got[stale].lost and got[stale].state is None
     assert got[doomed].state == "DEAD"
-    assert got[later].state == "READY" and got[later].ready_at, "a snooze says when it is due"
+    assert got[later].state == "SCHEDULED" and got[later].ready_at, "a snooze says when it is due"
     assert got[raw].state == "SUCCEEDED"
     assert sorted(j.id for j in answer.jobs) == [next1, next2], "the same call leased the ready jobs"
     assert [j.payload for j in answer.jobs] == [b"\x00next", b"\x00next"], "bytes came back as bytes"
@@ -152,7 +166,7 @@ def test_work_answers_a_mixed_batch_item_by_item_and_repeats_safely(client: Clie
     assert client.get(raw).result == b"\xff\x00"
     assert (client.get(stale).state, client.get(stale).attempts) == ("LEASED", 1)
     assert (client.get(doomed).state, client.get(doomed).last_error) == ("DEAD", "cannot ever work")
-    assert (client.get(later).state, client.get(later).attempts) == ("READY", 0)
+    assert (client.get(later).state, client.get(later).attempts) == ("SCHEDULED", 0)
     kinds = {id: [e["kind"] for e in client.events(id)] for id in (a, doomed, later, raw)}
     assert kinds[a].count("succeeded") == 1 and kinds[raw].count("succeeded") == 1, kinds
     assert kinds[later] == ["submitted", "leased", "snoozed"], kinds

@@ -78,7 +78,7 @@ def test_handlers_by_kind_on_a_thread_pool(client: Client):
     assert client.get(unknown).state == "DEAD"
     assert "no handler for kind 'nobody-handles-this'" in client.get(unknown).last_error
     snoozed = client.get(later)
-    assert (snoozed.state, snoozed.attempts) == ("READY", 0)
+    assert (snoozed.state, snoozed.attempts) == ("SCHEDULED", 0)
 
 
 def test_heartbeats_keep_a_long_job_leased(client: Client):

@@ -131,9 +131,9 @@ export interface LeaseRequest extends LeaseOptions {
 
 /**
  * The outcome of a job held under `token`, for `work`: `ack` (succeeded,
- * with an optional result), `nack` (failed: READY again after `retryInMs`
- * or the back-off, DEAD when spent or `permanent`) or `release` (back to
- * READY untried; after `inMs`, a snooze).
+ * with an optional result), `nack` (failed: RETRYING for `retryInMs` or
+ * the back-off, then READY; DEAD when spent or `permanent`) or `release`
+ * (back to READY untried; with `inMs`, SCHEDULED until then: a snooze).
  */
 export type Outcome =
   | { id: number; token: number; outcome: "ack"; result?: Payload }
@@ -598,7 +598,7 @@ export class Client {
     await this.call("POST", `/v1/jobs/${id}/ack`, body);
   }
 
-  /** Reports failure: READY again after `retryInMs` (or the back-off), DEAD when spent or `permanent`. */
+  /** Reports failure: RETRYING for `retryInMs` (or the back-off), then READY; DEAD when spent or `permanent`. */
   async nack(id: number, token: number, error: string, options: { retryInMs?: number; permanent?: boolean } = {}): Promise<void> {
     const body: Obj = { token, error, permanent: options.permanent ?? false };
     if (options.retryInMs !== undefined) body.retry_in_ms = options.retryInMs;
@@ -623,7 +623,7 @@ export class Client {
     await this.call("POST", `/v1/jobs/${id}/progress`, body);
   }
 
-  /** Gives the job back untried; with `inMs`, READY again only after that (a snooze). */
+  /** Gives the job back untried; with `inMs`, SCHEDULED until then (a snooze). */
   async release(id: number, token: number, inMs?: number): Promise<void> {
     const body: Obj = { token };
     if (inMs !== undefined) body.in_ms = inMs;
@@ -747,7 +747,7 @@ export class Client {
   }
 
   /**
-   * One queue: its jobs by state (`READY`, `DEAD` ...), `oldest_ready_age_ms`,
+   * One queue: its jobs by state (`READY`, `SCHEDULED`, `RETRYING`, `DEAD` ...), `oldest_ready_age_ms`,
    * `paused`, `max_leased` and `rate_limit`, as `stats` gives each queue
    * (every count zero for a queue nothing has used).
    */

@@ -51,6 +51,20 @@ test("batch, nack, extend, release, cancel, retry, delete, stats, dependencies",
   await assert.rejects(client.submit({ queue: "deps", kind: "c", dependsOn: [999999] }), DependencyNotFound);
 });
 
+test("jobs waiting for their time are SCHEDULED or RETRYING, apart from READY", async () => {
+  const later = await client.submit({ queue: "sched", kind: "k", delayMs: 3_600_000 });
+  const flaky = await client.submit({ queue: "sched", kind: "k", maxAttempts: 3 });
+  const [job] = await client.lease(["sched"]);
+  assert.equal(job.id, flaky, "the scheduled job is not leased before its time");
+  await client.nack(flaky, job.token, "upstream 503", { retryInMs: 600_000 });
+  assert.equal((await client.get(later)).state, "SCHEDULED");
+  assert.equal((await client.get(flaky)).state, "RETRYING");
+  const counts = (await client.stats()).sched;
+  assert.deepEqual([counts.READY ?? 0, counts.SCHEDULED, counts.RETRYING], [0, 1, 1]);
+  assert.deepEqual((await client.jobs({ queue: "sched", state: "RETRYING" })).map((j) => j.id), [flaky]);
+  assert.deepEqual(await client.lease(["sched"]), []);
+});
+
 test("every error names its cause", async () => {
   await assert.rejects(new Client(server.url, { token: "wrong" }).stats(), (e) => e instanceof Unauthorized && e.status === 401);
   const id = await client.submit({ queue: "err", kind: "k" });
@@ -88,7 +102,7 @@ test("work: a mixed batch answered item by item, with a lease; repeating it appl
     [a, "SUCCEEDED"],
     [stale, "lease_lost"],
     [doomed, "DEAD"],
-    [later, "READY"],
+    [later, "SCHEDULED"],
     [bytes, "SUCCEEDED"],
   ]);
   assert.ok(first.outcomes[1].error instanceof LeaseLost, "an item's error is the class of its code, returned");

@@ -77,7 +77,8 @@ test("delays: Retry/Snooze refuse bad ones; fractions, huge delays and a concurr
     throw new Snooze(1e300);
   });
   await runUntil(worker, "every outcome", () => worker.stats.failed === 2 && worker.stats.snoozed === 1);
-  for (const id of [frac, huge, snooze]) assert.equal((await client.get(id)).state, "READY");
+  const states = await Promise.all([frac, huge, snooze].map(async (id) => (await client.get(id)).state));
+  assert.deepEqual(states, ["RETRYING", "RETRYING", "SCHEDULED"]);
 });
 
 test("outcomes waiting to be reported keep their leases (the heartbeat covers them)", async (t) => {

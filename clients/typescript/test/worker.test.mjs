@@ -45,7 +45,7 @@ test("handlers by kind, up to the concurrency at once", async () => {
   assert.equal((await client.get(doomed)).attempts, 1);
   assert.match((await client.get(unknown)).lastError, /no handler for kind 'nobody'/);
   const s = await client.get(later);
-  assert.deepEqual([s.state, s.attempts], ["READY", 0]);
+  assert.deepEqual([s.state, s.attempts], ["SCHEDULED", 0]);
 });
 
 test("heartbeats keep a long job leased", async () => {
