@@ -253,6 +253,25 @@ impl StoreReader for PgReader {
         rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
     }
 
+    fn job_due_counts(&mut self, now: Timestamp, limit: u32) -> Result<Vec<(String, JobState, u64)>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/job_due_counts.sql"))?;
+        let rows = self
+            .conn
+            .client
+            .query(&st, &[&now.as_millis(), &i64::from(limit)])
+            .map_err(map_err)?;
+        let mut out = Vec::new();
+        for r in &rows {
+            let state: String = decode::col(r, 1, "state", None)?;
+            // A state no writer wrote (an edit by hand) is left as it is.
+            if let Some(state) = JobState::parse(&state) {
+                let n: i64 = decode::col(r, 2, "count", None)?;
+                out.push((decode::col(r, 0, "queue", None)?, state, u64::try_from(n).unwrap_or(0)));
+            }
+        }
+        Ok(out)
+    }
+
     fn queue_totals(&mut self) -> Result<QueueTotals, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_totals.sql"))?;
         let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;

@@ -256,7 +256,11 @@ async fn the_dashboard_in_chromium() {
     assert_eq!(text(&c, "[data-series=submitted] .n").await, "18");
     let scheduled = text(&c, ".totals [data-state=SCHEDULED] .n").await;
     let retrying = text(&c, ".totals [data-state=RETRYING] .n").await;
-    assert_eq!((scheduled.as_str(), retrying.as_str()), ("2", "1"), "told apart from READY");
+    assert_eq!(
+        (scheduled.as_str(), retrying.as_str()),
+        ("2", "1"),
+        "told apart from READY"
+    );
     shot(&c, "overview").await;
 
     // Each with when it runs, relative and in UTC.
@@ -266,7 +270,10 @@ async fn the_dashboard_in_chromium() {
     assert_eq!(runs.len(), 2);
     for cell in runs {
         let t = cell.text().await.unwrap();
-        assert!(t.starts_with("in 5") && t.contains(" min (") && t.ends_with(" UTC)"), "{t}");
+        assert!(
+            t.starts_with("in 5") && t.contains(" min (") && t.ends_with(" UTC)"),
+            "{t}"
+        );
     }
     shot(&c, "scheduled").await;
     c.goto(&format!("{base}/")).await.unwrap();

@@ -230,6 +230,25 @@ impl StoreReader for SqliteReader {
         Ok(out)
     }
 
+    fn job_due_counts(&mut self, now: Timestamp, limit: u32) -> Result<Vec<(String, JobState, u64)>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::JOB_DUE_COUNTS).map_err(map_err)?;
+        let mut rows = st.query(rusqlite::params![now.as_millis(), limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let c = Cols::new(row, None);
+            let state = c.text(1, "state")?;
+            // A state no writer wrote (an edit by hand) is left as it is.
+            if let Some(state) = JobState::parse(&state) {
+                out.push((
+                    c.text(0, "queue")?,
+                    state,
+                    u64::try_from(c.int(2, "count")?).unwrap_or(0),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     fn queue_totals(&mut self) -> Result<QueueTotals, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::QUEUE_TOTALS).map_err(map_err)?;
         let mut rows = st.query([]).map_err(map_err)?;

@@ -29,6 +29,7 @@ statements! {
     EVENT_NEXT_SEQ = "event_next_seq.sql";
     JOB_COUNTS_ADD = "job_counts_add.sql";
     JOB_DELETE = "job_delete.sql";
+    JOB_DUE_COUNTS = "job_due_counts.sql";
     JOB_DEPENDENTS = "job_dependents.sql";
     JOB_DEPS_ANY = "job_deps_any.sql";
     JOB_DEP_INSERT = "job_dep_insert.sql";

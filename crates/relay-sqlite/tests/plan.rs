@@ -51,7 +51,8 @@ fn claim_probes_the_ready_index_once_per_class() {
     let probes = steps
         .iter()
         .filter(|s| {
-            s.starts_with("SEARCH jobs USING") && s.contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at")
+            s.starts_with("SEARCH jobs USING")
+                && s.contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at")
         })
         .count();
     assert_eq!(probes, 4, "{steps:#?}");
@@ -247,6 +248,15 @@ fn the_throughput_history_is_read_and_pruned_by_its_key() {
 #[test]
 fn stats_read_the_counts_and_seek_the_oldest_ready_job() {
     let conn = schema();
+    // Due jobs not promoted yet: a range of the due index, never a scan.
+    let steps = plan(&conn, include_str!("../sql/job_due_counts.sql"));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH jobs USING INDEX jobs_due (ready_at<?)")),
+        "{steps:#?}"
+    );
+    assert!(!steps.iter().any(|s| s.starts_with("SCAN jobs")), "{steps:#?}");
     let steps = plan(&conn, include_str!("../sql/queue_counts.sql"));
     assert!(
         steps.iter().all(|s| !s.contains("jobs")),

@@ -265,6 +265,11 @@ pub struct Prefetched {
 /// returns.
 pub const REAP_BATCH: usize = 256;
 
+/// How many due SCHEDULED and RETRYING jobs a read of stats looks at to
+/// count them READY (`StoreReader::job_due_counts`). The writers promote
+/// them within a reap interval, so with one running there are none.
+pub const DUE_LOOK: u32 = 10_000;
+
 /// Most finished jobs one prune pass deletes.
 pub const PRUNE_BATCH: usize = 1000;
 
@@ -632,6 +637,10 @@ pub trait StoreReader: Send {
     fn queue_busiest(&mut self, limit: u32) -> Result<Vec<String>, StoreError>;
     /// Every queue at once.
     fn queue_totals(&mut self) -> Result<QueueTotals, StoreError>;
+    /// SCHEDULED and RETRYING jobs due by `now` that no writer has promoted
+    /// to READY yet, by queue and state, among the `limit` earliest (see
+    /// [`DUE_LOOK`]): what stats count READY instead.
+    fn job_due_counts(&mut self, now: Timestamp, limit: u32) -> Result<Vec<(String, JobState, u64)>, StoreError>;
     /// Every schedule, by name.
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
     /// As [`Store::mark_get`].

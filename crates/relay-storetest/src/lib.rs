@@ -187,6 +187,7 @@ macro_rules! conformance {
             lifecycle::lease_many_across_queues,
             lifecycle::stats_counts_and_oldest_age,
             scheduling::scheduled_and_retrying_are_told_apart_from_ready,
+            scheduling::stats_count_a_due_job_ready_before_any_writer_promotes_it,
             lifecycle::stats_come_a_page_at_a_time,
             lifecycle::jobs_survive_reopen,
             lifecycle::lease_wait_is_woken_by_submit,

@@ -113,17 +113,18 @@ pub fn scheduled_and_retrying_are_told_apart_from_ready(new_db: &NewDb) {
     let events = relay.events(failing).unwrap().len();
     clock.advance(Duration::from_secs(600));
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while counts(&relay) != (1, 1, 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never promoted: {:?}",
-            counts(&relay)
-        );
+    while relay.get(failing).unwrap().state() != JobState::Ready {
+        assert!(std::time::Instant::now() < deadline, "never promoted");
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert_eq!(counts(&relay), (1, 1, 0));
     let job = relay.get(failing).unwrap();
     assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 1));
-    assert_eq!(relay.events(failing).unwrap().len(), events, "a promotion writes no event");
+    assert_eq!(
+        relay.events(failing).unwrap().len(),
+        events,
+        "a promotion writes no event"
+    );
     let age = relay.stats().unwrap().queues["q"].oldest_ready_age;
     assert_eq!(age, Some(Duration::ZERO), "waiting since it came due");
 
@@ -140,4 +141,38 @@ pub fn scheduled_and_retrying_are_told_apart_from_ready(new_db: &NewDb) {
     let mut got: Vec<JobId> = got.iter().map(|l| l.id).collect();
     got.sort();
     assert_eq!(got, [failing, soon]);
+}
+
+/// A due job no writer has promoted yet (none ran since it came due: a
+/// file only read, a server stopped) is counted READY by stats, as a lease
+/// would take it; the writers' first batch promotes it.
+pub fn stats_count_a_due_job_ready_before_any_writer_promotes_it(new_db: &NewDb) {
+    use relay::JobState;
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    // Idle writers never reap by themselves here: only a batch does.
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    let relay = db.open(options).unwrap();
+    let id = relay
+        .submit(NewJob::new("q", "k", Vec::new()).delay(Duration::from_secs(60)))
+        .unwrap();
+    let counts = |relay: &relay::Relay| {
+        let s = relay.stats().unwrap();
+        let q = &s.queues["q"];
+        let n = |st| q.counts.get(&st).copied().unwrap_or(0);
+        let total = relay.queue_totals().unwrap().counts;
+        let t = |st| total.get(&st).copied().unwrap_or(0);
+        (
+            (n(JobState::Ready), n(JobState::Scheduled)),
+            (t(JobState::Ready), t(JobState::Scheduled)),
+        )
+    };
+    assert_eq!(counts(&relay), ((0, 1), (0, 1)));
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Scheduled, "not promoted yet");
+    assert_eq!(counts(&relay), ((1, 0), (1, 0)), "counted READY all the same");
+    // A claim's batch promotes it (and takes it).
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(l.id, id);
+    assert_eq!(counts(&relay), ((0, 0), (0, 0)));
 }

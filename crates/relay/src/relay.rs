@@ -1132,7 +1132,14 @@ impl Relay {
     ///
     /// As [`Relay::stats`].
     pub fn queue_totals(&self) -> Result<QueueTotals> {
-        self.engine.readers.with(|r| r.queue_totals())
+        let now = self.engine.options.clock.now();
+        self.engine.readers.with(|r| {
+            let mut totals = r.queue_totals()?;
+            for (_, state, n) in r.job_due_counts(now, relay_store::DUE_LOOK)? {
+                crate::engine::reads::count_due_as_ready(&mut totals.counts, state, n);
+            }
+            Ok(totals)
+        })
     }
 
     /// The stats of the `limit` queues with the most READY jobs; when

@@ -213,6 +213,21 @@ impl Engine {
     }
 }
 
+/// Moves `n` jobs of `state` (SCHEDULED or RETRYING, due but not promoted
+/// yet) to READY in `counts`: what a lease would take now is READY.
+pub(crate) fn count_due_as_ready(
+    counts: &mut BTreeMap<relay_core::JobState, u64>,
+    state: relay_core::JobState,
+    n: u64,
+) {
+    let Some(c) = counts.get_mut(&state) else {
+        return;
+    };
+    let moved = n.min(*c);
+    *c -= moved;
+    *counts.entry(relay_core::JobState::Ready).or_insert(0) += moved;
+}
+
 fn stats_between(
     r: &mut dyn relay_store::StoreReader,
     now: Timestamp,
@@ -220,6 +235,13 @@ fn stats_between(
     last: &str,
 ) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
     let mut queues = r.queue_stats(now, first, last)?;
+    // Due jobs no writer has promoted yet (none ran since they came due)
+    // count as READY, as a lease would take them.
+    for (queue, state, n) in r.job_due_counts(now, relay_store::DUE_LOOK)? {
+        if let Some(q) = queues.get_mut(&queue) {
+            count_due_as_ready(&mut q.counts, state, n);
+        }
+    }
     for (name, s) in r.queue_settings_all(first, last)? {
         if s.paused || s.limits != relay_core::QueueLimits::default() || s.retention.is_set() {
             let q = queues.entry(name).or_insert_with(QueueStats::empty);
