@@ -237,8 +237,8 @@ fn priority(args: &Args, i: u64) -> u8 {
     }
 }
 
-/// Ready jobs scheduled a day ahead: in the same index ranges the claim
-/// probes, never due during the run.
+/// Jobs scheduled a day ahead (SCHEDULED): in the same index ranges the
+/// claim probes, never due during the run.
 fn preload(relay: &Relay, args: &Args) -> Result<(), String> {
     let start = Instant::now();
     let mut done = 0;
@@ -376,7 +376,8 @@ fn verify(relay: &Relay, args: &Args, leased: u64, rounds: u64) -> Result<(), St
     let q = stats.queues.get(QUEUE).cloned().unwrap_or_default();
     let n = |s: JobState| q.counts.get(&s).copied().unwrap_or(0);
     let ok = n(JobState::Succeeded) == args.jobs * rounds
-        && n(JobState::Ready) == args.depth
+        && n(JobState::Ready) == 0
+        && n(JobState::Scheduled) == args.depth
         && n(JobState::Leased) == 0
         && n(JobState::Dead) == 0
         && leased == args.jobs;
@@ -384,10 +385,12 @@ fn verify(relay: &Relay, args: &Args, leased: u64, rounds: u64) -> Result<(), St
         return Ok(());
     }
     Err(format!(
-        "verification failed: {} of {} jobs SUCCEEDED (READY {}, LEASED {}, DEAD {}; {} leased); a run that does not verify reports no throughput",
+        "verification failed: {} of {} jobs SUCCEEDED (READY {}, SCHEDULED {} of the {} preloaded, LEASED {}, DEAD {}; {} leased); a run that does not verify reports no throughput",
         n(JobState::Succeeded),
         args.jobs * rounds,
-        n(JobState::Ready).saturating_sub(args.depth),
+        n(JobState::Ready),
+        n(JobState::Scheduled),
+        args.depth,
         n(JobState::Leased),
         n(JobState::Dead),
         leased

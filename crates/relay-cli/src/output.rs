@@ -88,9 +88,14 @@ fn relay_time(t: &str) -> Option<relay::Timestamp> {
 /// due and waits for a worker), "now", then the time itself in UTC:
 /// "in 12 min (2026-12-03 18:05:12 UTC)". An unreadable time as it is.
 fn runs_at(t: &str, now: relay::Timestamp) -> String {
-    let Some(at) = relay_time(t) else {
-        return t.to_owned();
-    };
+    match relay_time(t) {
+        Some(at) => format!("{} ({})", relative(at, now), utc_text(at)),
+        None => t.to_owned(),
+    }
+}
+
+/// "in 12 min", "3 min ago", "now".
+fn relative(at: relay::Timestamp, now: relay::Timestamp) -> String {
     let ms = at.as_millis().saturating_sub(now.as_millis());
     let span = |ms: i64| {
         let s = ms.unsigned_abs() / 1000;
@@ -101,12 +106,11 @@ fn runs_at(t: &str, now: relay::Timestamp) -> String {
             _ => format!("{} days", s / 86_400),
         }
     };
-    let relative = match ms {
+    match ms {
         -999..=999 => "now".to_owned(),
         1000.. => format!("in {}", span(ms)),
         _ => format!("{} ago", span(ms)),
-    };
-    format!("{relative} ({})", utc_text(at))
+    }
 }
 
 /// "2026-12-03 18:05:12 UTC".
@@ -241,7 +245,8 @@ impl Out {
         field("max_attempts", j.max_attempts.to_string());
         if matches!(j.state, State::Ready | State::Scheduled | State::Retrying) {
             let now = relay::Clock::now(&relay::SystemClock);
-            field("ready_at", format!("{} ({})", j.ready_at, runs_at(&j.ready_at, now)));
+            let when = relay_time(&j.ready_at).map(|at| relative(at, now));
+            field("ready_at", format!("{} ({})", j.ready_at, or_dash(when)));
         } else {
             field("ready_at", j.ready_at.clone());
         }

@@ -120,7 +120,7 @@ fn submit_lease_ack_show_events_stats_in_text() {
             .unwrap()
             .split_whitespace()
             .collect::<Vec<_>>()
-            .starts_with(&["emails", "0", "0", "0", "1"]),
+            .starts_with(&["emails", "0", "0", "0", "0", "0", "1"]),
         "{stats}"
     );
     // Nothing ready: lease prints nothing and succeeds.
@@ -167,12 +167,12 @@ fn json_output_uses_design_names_and_capital_states() {
             "1h",
         ],
     ));
-    assert_eq!(nack[0]["state"], "READY");
+    assert_eq!(nack[0]["state"], "RETRYING");
     let show = json_lines(&relay(&db.path, &["show", "1", "--json"]));
     let j = &show[0];
     assert_eq!(
         (j["id"].as_i64(), j["state"].as_str(), j["attempts"].as_i64()),
-        (Some(1), Some("READY"), Some(1))
+        (Some(1), Some("RETRYING"), Some(1))
     );
     assert_eq!(
         (
@@ -202,12 +202,13 @@ fn json_output_uses_design_names_and_capital_states() {
     assert_eq!(
         (
             q["READY"].as_u64(),
+            q["RETRYING"].as_u64(),
             q["LEASED"].as_u64(),
             q["SUCCEEDED"].as_u64(),
             q["DEAD"].as_u64(),
             q["CANCELLED"].as_u64()
         ),
-        (Some(1), Some(0), Some(0), Some(0), Some(0))
+        (Some(0), Some(1), Some(0), Some(0), Some(0), Some(0))
     );
     let events = json_lines(&relay(&db.path, &["events", "1", "--json"]));
     assert_eq!(
@@ -389,14 +390,14 @@ fn unique_key_cancel_retry_delete_jobs() {
         &["--json", "extend", "1", "--token", &token, "--lease-for", "2m"],
     ));
     assert!(ext[0]["lease_expires_at"].as_str().unwrap().ends_with('Z'));
-    // Snoozed: READY, but not leased before its time, and no attempt spent.
+    // Snoozed: SCHEDULED, not leased before its time, and no attempt spent.
     let snoozed = ok(&relay(&db.path, &["release", "1", "--token", &token, "--in", "10m"]));
-    assert!(snoozed.starts_with("job 1 READY again at "), "{snoozed}");
+    assert!(snoozed.starts_with("job 1 SCHEDULED, runs in 9 min ("), "{snoozed}");
     assert_eq!(ok(&relay(&db.path, &["lease", "-q", "q"])), "");
     let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
     assert_eq!(
         (shown[0]["state"].as_str(), shown[0]["attempts"].as_i64()),
-        (Some("READY"), Some(0))
+        (Some("SCHEDULED"), Some(0))
     );
     let events = ok(&relay(&db.path, &["events", "1"]));
     assert!(events.lines().last().unwrap().contains("snoozed"), "{events}");
@@ -1069,4 +1070,41 @@ fn the_readme_retention_commands_run_as_written() {
         "{pruned}"
     );
     assert_eq!(relay(&db.path, &["show", id.trim()]).status.code(), Some(3));
+}
+
+/// The README's "Scheduled and retrying jobs" commands, run as written:
+/// `relay stats` prints what the README shows, and `relay jobs` its header
+/// and a row that says when the job runs.
+#[test]
+fn the_readme_scheduled_commands_run_as_written() {
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("## Scheduled and retrying jobs")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the README's section and its commands");
+    let lines: Vec<&str> = section.lines().collect();
+    assert_eq!(lines[0], "relay submit -q emails -k digest --delay 1h");
+    assert_eq!(lines[1], "relay stats");
+    assert_eq!(lines[4], "relay jobs --state scheduled");
+    let shown = |l: &str| l.strip_prefix("# ").unwrap_or(l).to_owned();
+    let db = db();
+    let id = ok(&relay(
+        &db.path,
+        &["submit", "-q", "emails", "-k", "digest", "--delay", "1h"],
+    ));
+    assert_eq!(id, "1\n");
+    let stats = ok(&relay(&db.path, &["stats"]));
+    assert_eq!(stats, format!("{}\n{}\n", shown(lines[2]), shown(lines[3])));
+    let jobs = ok(&relay(&db.path, &["jobs", "--state", "scheduled"]));
+    let mut got = jobs.lines();
+    assert_eq!(got.next(), Some(shown(lines[5]).as_str()));
+    let row = got.next().unwrap_or_default();
+    let want = shown(lines[6]);
+    // The same row but for the times: created now, runs in an hour.
+    assert_eq!(row[..51], want[..51], "{row}");
+    assert!(row.contains("  in 59 min (") && row.ends_with(" UTC)  -"), "{row}");
+    // Nothing is leased before its time.
+    assert_eq!(ok(&relay(&db.path, &["lease", "--queue", "emails"])), "");
 }

@@ -194,7 +194,7 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         let (code, snoozed, err) = run(remote, &["release", "2", "--token", &token, "--in", "10m"]);
         assert_eq!(code, Some(0), "{err}");
         assert!(
-            snoozed.starts_with("job 2 READY again at "),
+            snoozed.starts_with("job 2 SCHEDULED, runs in 9 min ("),
             "remote={remote}: {snoozed}"
         );
         assert_eq!(run(remote, &["lease", "--queue", "later"]).1, "", "remote={remote}");

@@ -242,7 +242,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
             },
         )
         .unwrap();
-    assert_eq!(nacked.state, Some(wire::State::Ready));
+    assert_eq!(nacked.state, Some(wire::State::Retrying));
     assert!(nacked.ready_at.is_some());
     let snoozed = c
         .release(
@@ -254,6 +254,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
         )
         .unwrap();
     assert!(snoozed.ready_at.is_some());
+    assert_eq!(snoozed.state, Some(wire::State::Scheduled));
     assert_eq!(c.cancel(two[1].id).unwrap().state, Some(wire::State::Cancelled));
     assert_eq!(c.retry(two[1].id).unwrap().state, Some(wire::State::Ready));
     assert!(c.delete(two[1].id).unwrap().deleted);

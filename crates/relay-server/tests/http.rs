@@ -198,14 +198,14 @@ fn the_whole_job_life_cycle() {
         &format!("/v1/jobs/{id2}/release"),
         Some(json!({"token": t4, "in_ms": 3_600_000})),
     );
-    assert_eq!((st, v["state"].as_str()), (200, Some("READY")), "{v}");
+    assert_eq!((st, v["state"].as_str()), (200, Some("SCHEDULED")), "{v}");
     assert!(v["ready_at"].as_str().unwrap().ends_with('Z'), "{v}");
     let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["emails"]})));
     assert_eq!(v["jobs"], json!([]), "not leased before its time");
     let (_, v) = s.call("GET", &format!("/v1/jobs/{id2}"), None);
     assert_eq!(
         (v["state"].as_str(), v["attempts"].as_i64()),
-        (Some("READY"), Some(1)),
+        (Some("SCHEDULED"), Some(1)),
         "{v}"
     );
     let (st, v) = s.call(

@@ -143,7 +143,7 @@ fn a_mixed_work_call_answers_each_item_on_its_own_and_a_repeat_applies_nothing_t
     );
     assert_eq!(code(&items[1]), "lease_lost", "{}", items[1]);
     assert_eq!(items[2]["state"], "DEAD", "max_attempts 1: {}", items[2]);
-    assert_eq!(items[3]["state"], "READY");
+    assert_eq!(items[3]["state"], "SCHEDULED");
     assert!(items[3]["ready_at"].is_string(), "{}", items[3]);
     assert_eq!(code(&items[4]), "not_found");
     let leased: Vec<i64> = v["jobs"]

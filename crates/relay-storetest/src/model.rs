@@ -690,12 +690,22 @@ impl Run<'_> {
             );
             // The counts the store keeps with each batch (stats no longer
             // count the rows) agree with the model after every step.
+            // A due job is counted READY whether or not a writer has
+            // promoted it yet.
+            let now = self.clock.now().as_millis();
+            let counted = |j: &MJob| {
+                if is_pending(j.state) && j.ready_at <= now {
+                    JobState::Ready
+                } else {
+                    j.state
+                }
+            };
             for st in JobState::ALL {
                 let want = self
                     .model
                     .jobs
                     .values()
-                    .filter(|j| j.queue == q && j.state == st)
+                    .filter(|j| j.queue == q && counted(j) == st)
                     .count() as u64;
                 let got = stats
                     .queues
