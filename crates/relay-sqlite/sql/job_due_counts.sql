@@ -5,7 +5,7 @@
 -- running there are none.
 SELECT queue, state, COUNT(*) FROM (
     SELECT queue, state FROM jobs
-    WHERE state IN ('SCHEDULED', 'RETRYING') AND ready_at <= ?1
+    WHERE state BETWEEN 'RETRYING' AND 'SCHEDULED' AND ready_at <= ?1
     ORDER BY ready_at LIMIT ?2
 )
 GROUP BY queue, state

@@ -4,11 +4,11 @@
 -- writer's CPU. The index is used all the same (tests/plan.rs).
 -- The earliest future ready_at in a queue: one probe per class.
 SELECT MIN(t) FROM (
-    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 0 AND ready_at > +?2) AS t
+    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 0 AND ready_at > +?2) AS t
     UNION ALL
-    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 1 AND ready_at > +?2)
+    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 1 AND ready_at > +?2)
     UNION ALL
-    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 2 AND ready_at > +?2)
+    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 2 AND ready_at > +?2)
     UNION ALL
-    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 3 AND ready_at > +?2)
+    SELECT (SELECT MIN(ready_at) FROM jobs WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 3 AND ready_at > +?2)
 )

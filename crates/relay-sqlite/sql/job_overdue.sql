@@ -13,5 +13,5 @@ SELECT * FROM (SELECT id FROM jobs
                ORDER BY lease_expires_at LIMIT {REAP_BATCH})
 UNION ALL
 SELECT * FROM (SELECT id FROM jobs
-               WHERE state IN ('SCHEDULED', 'RETRYING') AND ready_at <= +?1
+               WHERE state BETWEEN 'RETRYING' AND 'SCHEDULED' AND ready_at <= +?1
                ORDER BY ready_at LIMIT {REAP_BATCH})

@@ -3,5 +3,5 @@
 -- limit is a literal (a bound LIMIT re-prepares), replaced by sql.rs for
 -- each page size.
 SELECT id, priority, ready_at FROM jobs
-WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = +?2 AND ready_at <= +?3 AND (ready_at, id) > (+?4, +?5)
+WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = +?2 AND ready_at <= +?3 AND (ready_at, id) > (+?4, +?5)
 ORDER BY ready_at, id LIMIT 1

@@ -8,17 +8,17 @@
 -- The limit is a literal (a bound LIMIT re-prepares): sql.rs makes one copy
 -- of this statement per page size.
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 0 AND ready_at <= +?2
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 0 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 1 AND ready_at <= +?2
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 1 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 2 AND ready_at <= +?2
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 2 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = +?1 AND priority = 3 AND ready_at <= +?2
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 3 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)

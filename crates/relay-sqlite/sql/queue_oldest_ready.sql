@@ -5,7 +5,7 @@
 SELECT c.queue,
        (SELECT MIN(m) FROM (
             SELECT (SELECT MIN(ready_at) FROM jobs INDEXED BY jobs_ready
-                    WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = c.queue AND priority = p.value) AS m
+                    WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = c.queue AND priority = p.value) AS m
             FROM json_each('[0,1,2,3]') AS p))
 FROM job_counts AS c
-WHERE c.state IN ('READY', 'SCHEDULED', 'RETRYING') AND c.n > 0 AND c.queue BETWEEN ?1 AND ?2
+WHERE c.state BETWEEN 'READY' AND 'SCHEDULED' AND c.n > 0 AND c.queue BETWEEN ?1 AND ?2

@@ -159,6 +159,26 @@ pub(crate) fn compact(sql: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The statements write the states waiting to be leased as `state
+    /// BETWEEN 'READY' AND 'SCHEDULED'`, and those waiting for their time
+    /// as `BETWEEN 'RETRYING' AND 'SCHEDULED'` (an IN list costs the claim
+    /// a fifth): exact only while no other state's name sorts between.
+    #[test]
+    fn the_pending_states_are_a_range_of_names() {
+        use relay_core::JobState;
+        let between = |lo: &str, hi: &str| -> Vec<JobState> {
+            let mut v: Vec<JobState> = JobState::ALL
+                .into_iter()
+                .filter(|s| (lo..=hi).contains(&s.as_str()))
+                .collect();
+            v.sort();
+            v
+        };
+        let pending: Vec<JobState> = JobState::ALL.into_iter().filter(|s| s.is_pending()).collect();
+        assert_eq!(between("READY", "SCHEDULED"), pending);
+        assert_eq!(between("RETRYING", "SCHEDULED"), [JobState::Scheduled, JobState::Retrying]);
+    }
+
     use super::compact;
 
     #[test]
