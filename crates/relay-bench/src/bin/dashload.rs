@@ -2,9 +2,10 @@
 //!
 //! 1. Fills a database to `--jobs` jobs (kept between runs: it only adds
 //!    what is missing) in a realistic mix: 4 queues, 8 kinds, one job in
-//!    ten tagged, 70% SUCCEEDED, 10% DEAD (with one of three errors), the
-//!    rest READY (filled in batches of a thousand, to the end of the
-//!    store's ids: a second fill after some READY jobs adds after them).
+//!    ten tagged, `--scheduled` of them SCHEDULED (due in a week; 0.2 by
+//!    default), of the rest one in eight DEAD (with one of three errors)
+//!    and the others SUCCEEDED (filled in batches of a thousand, to the
+//!    end of the store's ids: a second fill adds after the first's).
 //! 2. Starts `relay serve` on it and times each dashboard page and search
 //!    over HTTP (`--requests` each after a warm-up): p50, p95, max.
 //! 3. Bulk: runs `--load` connections that submit, lease and ack in a
@@ -12,8 +13,8 @@
 //!    all" retries every DEAD job of the store (`--bulk` of them are made
 //!    DEAD first), and compares the operations' p99.
 //!
-//! relay-dashload --database PATH|postgres://... [--jobs 1000000] [--requests 50]
-//!                [--load 8] [--seconds 10] [--bulk 100000] [--json]
+//! relay-dashload --database PATH|postgres://... [--jobs 1000000] [--scheduled 0.2]
+//!                [--requests 50] [--load 8] [--seconds 10] [--bulk 100000] [--json]
 
 #[path = "../spawn.rs"]
 mod spawn;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 struct Config {
     database: PathBuf,
     jobs: u64,
+    scheduled: f64,
     requests: usize,
     load: usize,
     seconds: f64,
@@ -55,6 +57,10 @@ fn parse_args() -> Result<Config, String> {
             .map(PathBuf::from)
             .ok_or("--database PATH (or a postgres:// URL) is required: kept between runs, filling it takes a while")?,
         jobs: num("--jobs", 1_000_000.0)? as u64,
+        scheduled: match num("--scheduled", 0.2)? {
+            f if (0.0..=1.0).contains(&f) => f,
+            f => return Err(format!("--scheduled takes a fraction from 0 to 1, got {f}")),
+        },
         requests: num("--requests", 50.0)? as usize,
         load: num("--load", 8.0)? as usize,
         seconds: num("--seconds", 10.0)?,
@@ -79,10 +85,11 @@ fn total(relay: &Relay) -> Result<u64, relay::Error> {
     Ok(relay.stats()?.queues.values().flat_map(|q| q.counts.values()).sum())
 }
 
-/// Adds jobs until the store has `want`: in each thousand, 800 leased at
-/// once and finished (one in eight DEAD, the rest SUCCEEDED), then 200
-/// left READY (due in a week). Prints progress to stderr.
-fn fill(relay: &Relay, want: u64) -> Result<(), relay::Error> {
+/// Adds jobs until the store has `want`: in each thousand, `scheduled` of
+/// them left SCHEDULED (due in a week), the others leased at once and
+/// finished (one in eight DEAD, the rest SUCCEEDED). Prints progress to
+/// stderr.
+fn fill(relay: &Relay, want: u64, scheduled: f64) -> Result<(), relay::Error> {
     let mut have = total(relay)?;
     let start = Instant::now();
     let job = |k: u64| {
@@ -100,7 +107,7 @@ fn fill(relay: &Relay, want: u64) -> Result<(), relay::Error> {
     };
     while have < want {
         let batch = (want - have).min(1000);
-        let finished = batch * 8 / 10;
+        let finished = batch - (batch as f64 * scheduled).round() as u64;
         relay.submit_batch((have..have + finished).map(job).collect())?;
         loop {
             let leased = relay.lease(
@@ -120,7 +127,7 @@ fn fill(relay: &Relay, want: u64) -> Result<(), relay::Error> {
                 .collect();
             relay.complete_batch(done)?;
         }
-        // Due in a week: READY, and never leased by the next batch's loop.
+        // Due in a week: SCHEDULED, and never leased by the next batch's loop.
         let week = Duration::from_secs(7 * 24 * 3600);
         relay.submit_batch((have + finished..have + batch).map(|k| job(k).delay(week)).collect())?;
         have += batch;
@@ -245,7 +252,7 @@ fn summary(lat: &mut Lat) -> Value {
 
 fn run(cfg: &Config) -> Result<Value, String> {
     let relay = open(&cfg.database).map_err(|e| e.to_string())?;
-    fill(&relay, cfg.jobs).map_err(|e| e.to_string())?;
+    fill(&relay, cfg.jobs, cfg.scheduled).map_err(|e| e.to_string())?;
     let stats = relay.stats().map_err(|e| e.to_string())?;
     let count = |st: JobState| -> u64 { stats.queues.values().map(|q| q.counts[&st]).sum() };
     let jobs = total(&relay).map_err(|e| e.to_string())?;
@@ -259,8 +266,9 @@ fn run(cfg: &Config) -> Result<Value, String> {
         .map_or(1, |j| j.id.0 / 2);
     drop(relay);
     eprintln!(
-        "store: {jobs} jobs ({} DEAD, {} READY); starting relay serve",
+        "store: {jobs} jobs ({} DEAD, {} SCHEDULED, {} READY); starting relay serve",
         count(JobState::Dead),
+        count(JobState::Scheduled),
         count(JobState::Ready)
     );
     let (mut child, url, _pid) = spawn::spawn_server(&cfg.database)?;
@@ -270,6 +278,7 @@ fn run(cfg: &Config) -> Result<Value, String> {
             "/jobs".to_owned(),
             "/jobs?queue=mail".to_owned(),
             "/jobs?queue=mail&state=READY".to_owned(),
+            "/jobs?state=SCHEDULED".to_owned(),
             "/jobs?state=DEAD".to_owned(),
             "/jobs?queue=billing&state=DEAD&kind=kind2".to_owned(),
             "/jobs?kind=kind5".to_owned(),
