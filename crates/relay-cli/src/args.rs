@@ -116,7 +116,7 @@ pub enum Command {
     /// it), on a file or a server alike; prints its answer as JSON. E.g. `relay call get 42`,
     /// `relay call list --query state=DEAD`, `relay call pauseQueue emails`.
     Call(CallArgs),
-    /// Cancel a READY, WAITING or LEASED job, or every such job a filter matches.
+    /// Cancel an unfinished job (not yet SUCCEEDED, DEAD or CANCELLED), or every such job a filter matches.
     Cancel(AdminArgs),
     /// Run a DEAD or CANCELLED job again, or every such job a filter matches
     /// (e.g. `relay retry --queue emails --state DEAD --kind send`).
@@ -388,7 +388,7 @@ pub struct FilterArgs {
     /// Only this queue's jobs.
     #[arg(long, short)]
     pub queue: Option<String>,
-    /// WAITING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
+    /// WAITING, SCHEDULED, RETRYING, READY, LEASED, SUCCEEDED, DEAD or CANCELLED.
     #[arg(long, short)]
     pub state: Option<String>,
     /// Only jobs of this kind.

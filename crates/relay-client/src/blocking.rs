@@ -230,7 +230,7 @@ impl Client {
         self.run(calls::release(id, release)?)
     }
 
-    /// Cancels a READY, WAITING or LEASED job.
+    /// Cancels an unfinished job (WAITING, READY, SCHEDULED, RETRYING or LEASED).
     ///
     /// # Errors
     ///

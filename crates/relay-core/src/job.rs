@@ -101,14 +101,16 @@ pub enum JobState {
     /// comes (promoted by the writers; a claim takes a due one as it is);
     /// leaves also by cancel or delete.
     Scheduled,
-    /// Backing off after a failed attempt (a nack or an expired lease with
-    /// a retry delay): its next attempt is at `ready_at`. Becomes READY when
-    /// that comes, as SCHEDULED does.
+    /// Backing off after a failed attempt (a nack with a retry delay, its
+    /// own or the policy's back-off): its next attempt is at `ready_at`.
+    /// Becomes READY when that comes, as SCHEDULED does. (An expired lease
+    /// is READY again at once.)
     Retrying,
     /// Held by one worker under a lease token until `lease.expires_at`.
-    /// Leaves by ack (SUCCEEDED), nack (READY again, or DEAD when attempts are
-    /// spent), release (READY, no attempt counted), lease expiry (like a nack),
-    /// or cancel.
+    /// Leaves by ack (SUCCEEDED), nack (RETRYING, READY without a delay, or
+    /// DEAD when attempts are spent), release (READY, no attempt counted;
+    /// SCHEDULED when snoozed), lease expiry (READY at once, or DEAD), or
+    /// cancel.
     Leased,
     /// Acknowledged by its worker. Final; only delete removes it.
     Succeeded,
@@ -332,7 +334,7 @@ pub struct Job {
     pub priority: Priority,
     /// When the job was submitted.
     pub created_at: Timestamp,
-    /// A key no other unfinished (WAITING, READY or LEASED) job holds at
+    /// A key no other unfinished (not SUCCEEDED, DEAD or CANCELLED) job holds at
     /// the same time: a submit with it returns this job's id and creates
     /// nothing.
     pub unique_key: Option<String>,

@@ -33,8 +33,11 @@ CREATE UNIQUE INDEX jobs_active_key ON jobs (unique_key)
 -- the write lock: no writer can come between).
 UPDATE jobs SET state = CASE WHEN last_error IS NOT NULL THEN 'RETRYING' ELSE 'SCHEDULED' END
 WHERE state = 'READY' AND ready_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER);
-UPDATE job_counts SET n = n - (SELECT COUNT(*) FROM jobs
-                               WHERE jobs.queue = job_counts.queue AND state BETWEEN 'RETRYING' AND 'SCHEDULED')
-WHERE state = 'READY';
+-- One pass over the moved rows (jobs_due) counts them; each queue's READY
+-- count then gives up what its two new rows hold (a primary-key lookup).
 INSERT INTO job_counts (queue, state, n)
 SELECT queue, state, COUNT(*) FROM jobs WHERE state BETWEEN 'RETRYING' AND 'SCHEDULED' GROUP BY queue, state;
+UPDATE job_counts SET n = n - (SELECT SUM(m.n) FROM job_counts AS m
+                               WHERE m.queue = job_counts.queue AND m.state BETWEEN 'RETRYING' AND 'SCHEDULED')
+WHERE state = 'READY'
+  AND EXISTS (SELECT 1 FROM job_counts AS m WHERE m.queue = job_counts.queue AND m.state BETWEEN 'RETRYING' AND 'SCHEDULED');

@@ -1,4 +1,6 @@
--- The earliest ready_at of each queue with jobs waiting to be leased named from ?1 to ?2:
+-- The earliest ready_at of each queue with jobs waiting to be leased
+-- (READY, SCHEDULED, RETRYING: a count row each, hence DISTINCT) named from
+-- ?1 to ?2:
 -- for each priority class, the first entry of jobs_ready (an index seek,
 -- not a walk over the ready jobs), the smallest of the four. Due jobs exist
 -- exactly when it is not in the future, and it is then the oldest of them.
@@ -7,5 +9,5 @@ SELECT c.queue,
             SELECT (SELECT MIN(ready_at) FROM jobs INDEXED BY jobs_ready
                     WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = c.queue AND priority = p.value) AS m
             FROM json_each('[0,1,2,3]') AS p))
-FROM job_counts AS c
-WHERE c.state BETWEEN 'READY' AND 'SCHEDULED' AND c.n > 0 AND c.queue BETWEEN ?1 AND ?2
+FROM (SELECT DISTINCT queue FROM job_counts
+      WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND n > 0 AND queue BETWEEN ?1 AND ?2) AS c

@@ -176,7 +176,10 @@ mod tests {
         };
         let pending: Vec<JobState> = JobState::ALL.into_iter().filter(|s| s.is_pending()).collect();
         assert_eq!(between("READY", "SCHEDULED"), pending);
-        assert_eq!(between("RETRYING", "SCHEDULED"), [JobState::Scheduled, JobState::Retrying]);
+        assert_eq!(
+            between("RETRYING", "SCHEDULED"),
+            [JobState::Scheduled, JobState::Retrying]
+        );
     }
 
     use super::compact;

@@ -382,7 +382,7 @@ pub trait Store {
     /// got an error) and may be reserved again (SQLite) or skipped
     /// (PostgreSQL's sequence).
     fn job_ids(&mut self, n: usize) -> Result<Vec<JobId>, StoreError>;
-    /// The unfinished (READY or LEASED) job holding `key`, if any.
+    /// The unfinished (not SUCCEEDED, DEAD or CANCELLED) job holding `key`, if any.
     fn job_find_active_by_key(&mut self, key: &str) -> Result<Option<JobId>, StoreError>;
     /// Job `id`'s unique key (`None`: the job is missing or has none).
     fn job_unique_key(&mut self, id: JobId) -> Result<Option<String>, StoreError>;

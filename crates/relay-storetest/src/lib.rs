@@ -188,6 +188,7 @@ macro_rules! conformance {
             lifecycle::stats_counts_and_oldest_age,
             scheduling::scheduled_and_retrying_are_told_apart_from_ready,
             scheduling::stats_count_a_due_job_ready_before_any_writer_promotes_it,
+            scheduling::a_backlog_of_due_jobs_is_promoted_pass_after_pass,
             lifecycle::stats_come_a_page_at_a_time,
             lifecycle::jobs_survive_reopen,
             lifecycle::lease_wait_is_woken_by_submit,

@@ -176,3 +176,43 @@ pub fn stats_count_a_due_job_ready_before_any_writer_promotes_it(new_db: &NewDb)
     assert_eq!(l.id, id);
     assert_eq!(counts(&relay), ((0, 0), (0, 0)));
 }
+
+/// A pass promotes as many due jobs as the store returns at once
+/// (`relay_store::REAP_BATCH`); a backlog larger than that (many jobs
+/// scheduled for one instant) is promoted pass after pass at once, not
+/// one pass per reap interval.
+pub fn a_backlog_of_due_jobs_is_promoted_pass_after_pass(new_db: &NewDb) {
+    use relay::{JobFilter, JobState};
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    // Idle writers never reap by themselves here: only what is asked.
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    let relay = db.open(options).unwrap();
+    // More than twice the 256 a pass reads (relay_store::REAP_BATCH).
+    let n = 600;
+    let jobs = (0..n)
+        .map(|_| NewJob::new("q", "k", Vec::new()).delay(Duration::from_secs(60)))
+        .collect();
+    relay.submit_batch(jobs).unwrap();
+    clock.advance(Duration::from_secs(60));
+    relay.reap_expired().unwrap();
+    let scheduled = || {
+        let filter = JobFilter {
+            state: Some(JobState::Scheduled),
+            limit: 1000,
+            ..JobFilter::default()
+        };
+        relay.list(&filter).unwrap().len()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while scheduled() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {n} still SCHEDULED after the first pass",
+            scheduled()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = relay.stats().unwrap();
+    assert_eq!(s.queues["q"].counts[&JobState::Ready], n);
+}

@@ -598,7 +598,7 @@ impl AsyncRelay {
     ///
     /// As [`Relay::queue_totals`].
     pub async fn queue_totals(&self) -> Result<crate::QueueTotals> {
-        self.read(|e| e.readers.with(|r| r.queue_totals())).await
+        self.read(|e| e.queue_totals()).await
     }
 
     /// [`Relay::busiest_queues`], on a blocking thread.

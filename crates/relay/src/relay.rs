@@ -843,7 +843,7 @@ impl Relay {
         self.engine.run(self.engine.run_schedules_op())
     }
 
-    /// Cancels a WAITING, READY or LEASED job: it becomes CANCELLED. Its lease
+    /// Cancels a WAITING, READY, SCHEDULED, RETRYING or LEASED job: it becomes CANCELLED. Its lease
     /// holder's next ack, nack or extend fails with [`Error::InvalidState`];
     /// jobs waiting for it (`depends_on`) are cancelled too, unless they run
     /// anyway ([`NewJob::on_dependency_failure`]).
@@ -981,8 +981,9 @@ impl Relay {
 
     /// Reclaims expired leases now (the engine also does this by itself);
     /// returns how many. Each reclaimed job counts a failed attempt: READY
-    /// again, or DEAD when its attempts are spent. A job whose row does not
-    /// decode is logged and passed over.
+    /// again, or DEAD when its attempts are spent. Also promotes SCHEDULED
+    /// and RETRYING jobs whose time has come to READY (not counted in the
+    /// answer). A job whose row does not decode is logged and passed over.
     ///
     /// # Errors
     ///
@@ -1050,7 +1051,7 @@ impl Relay {
         self.engine.bulk(filter, crate::engine::search::Bulk::Retry)
     }
 
-    /// [`Relay::retry_matching`] for cancel: every READY, WAITING or LEASED
+    /// [`Relay::retry_matching`] for cancel: every unfinished (WAITING, READY, SCHEDULED, RETRYING or LEASED)
     /// job `filter` matches is CANCELLED (a worker holding one loses its
     /// lease).
     ///
@@ -1132,14 +1133,7 @@ impl Relay {
     ///
     /// As [`Relay::stats`].
     pub fn queue_totals(&self) -> Result<QueueTotals> {
-        let now = self.engine.options.clock.now();
-        self.engine.readers.with(|r| {
-            let mut totals = r.queue_totals()?;
-            for (_, state, n) in r.job_due_counts(now, relay_store::DUE_LOOK)? {
-                crate::engine::reads::count_due_as_ready(&mut totals.counts, state, n);
-            }
-            Ok(totals)
-        })
+        self.engine.queue_totals()
     }
 
     /// The stats of the `limit` queues with the most READY jobs; when

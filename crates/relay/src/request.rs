@@ -140,7 +140,7 @@ impl NewJob {
         self
     }
 
-    /// While a job with this key is unfinished (WAITING, READY or LEASED),
+    /// While a job with this key is unfinished (not SUCCEEDED, DEAD or CANCELLED),
     /// submitting the key again returns that job's id and creates nothing.
     #[must_use]
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {

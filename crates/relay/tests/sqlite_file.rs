@@ -104,6 +104,60 @@ fn a_version_1_file_is_migrated_and_keeps_its_jobs() {
     assert_eq!(version, relay_sqlite::SCHEMA_VERSION);
 }
 
+/// A file of schema 11 kept delayed and backing-off jobs READY: version
+/// 12 moves those not yet due to SCHEDULED or RETRYING (by `last_error`),
+/// and their counts with them; a due one stays READY.
+#[test]
+fn a_version_11_file_tells_scheduled_and_retrying_jobs_apart() {
+    let (_dir, path) = temp_db();
+    let conn = Connection::open(&path).unwrap();
+    for m in &relay_sqlite::MIGRATIONS[..11] {
+        conn.execute_batch(m).unwrap();
+    }
+    let later = 4_000_000_000_000_i64; // in 2096
+    conn.execute_batch(&format!(
+        "INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, lease_token, last_error)
+         VALUES ('q', 'k', x'', 1, 'READY', 0, 3, 0, 0, 0, NULL),
+                ('q', 'k', x'', 1, 'READY', 0, 3, {later}, 0, 0, NULL),
+                ('q', 'k', x'', 1, 'READY', 1, 3, {later}, 0, 1, 'boom'),
+                ('r', 'k', x'', 1, 'READY', 0, 3, {later}, 0, 0, NULL),
+                ('r', 'k', x'', 1, 'SUCCEEDED', 1, 3, 0, 0, 1, NULL);
+         UPDATE jobs SET finished_at = 0 WHERE state = 'SUCCEEDED';
+         INSERT INTO job_counts (queue, state, n) VALUES ('q', 'READY', 3), ('r', 'READY', 1), ('r', 'SUCCEEDED', 1);
+         PRAGMA user_version = 11; PRAGMA application_id = 1380273241;"
+    ))
+    .unwrap();
+    drop(conn);
+    let relay = Relay::open(&path).unwrap();
+    let states: Vec<JobState> = (1..=5).map(|id| relay.get(JobId(id)).unwrap().state()).collect();
+    assert_eq!(
+        states,
+        [
+            JobState::Ready,
+            JobState::Scheduled,
+            JobState::Retrying,
+            JobState::Scheduled,
+            JobState::Succeeded
+        ]
+    );
+    let stats = relay.stats().unwrap();
+    let counts = |q: &str| -> Vec<(JobState, u64)> {
+        stats.queues[q]
+            .counts
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(s, n)| (*s, *n))
+            .collect()
+    };
+    assert_eq!(
+        counts("q"),
+        [(JobState::Ready, 1), (JobState::Scheduled, 1), (JobState::Retrying, 1)]
+    );
+    assert_eq!(counts("r"), [(JobState::Scheduled, 1), (JobState::Succeeded, 1)]);
+    let leased = relay.lease(LeaseRequest::new(["q", "r"]).max(10)).unwrap();
+    assert_eq!(leased.iter().map(|l| l.id).collect::<Vec<_>>(), [JobId(1)]);
+}
+
 #[test]
 fn durability_settings_are_in_force() {
     let (_dir, path) = temp_db();

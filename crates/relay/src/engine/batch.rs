@@ -52,6 +52,9 @@ pub(crate) struct BatchCtx<'a> {
     pub waits: Vec<(String, String, f64)>,
     /// This batch fired as many schedules as one batch may: more may be due.
     pub ticks_left: bool,
+    /// The reap read as many overdue jobs as it reads at once: more may
+    /// be waiting.
+    pub reaps_left: bool,
     /// What this batch's prune did, when it pruned.
     pub pruned: Option<crate::Pruned>,
     /// What the passes its operations asked for did (`Hint::Prune`), in
@@ -79,6 +82,7 @@ impl<'a> BatchCtx<'a> {
             leases_lost: 0,
             waits: Vec::new(),
             ticks_left: false,
+            reaps_left: false,
             pruned: None,
             asked_prunes: std::collections::VecDeque::new(),
         }

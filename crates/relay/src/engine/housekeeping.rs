@@ -47,8 +47,9 @@ pub(crate) struct Housekeeping {
     prune_after: AtomicI64,
     /// The last prune pass stopped before the table's end.
     prune_busy: AtomicBool,
-    /// The last tick fired as many schedules as a batch may: the writer
-    /// runs the next batch (and tick) at once instead of waiting.
+    /// The last tick fired as many schedules as a batch may, or the last
+    /// reap read as many overdue jobs as it reads at once: the writer runs
+    /// the next batch (and tick, and reap) at once instead of waiting.
     ticks_left: AtomicBool,
 }
 
@@ -105,6 +106,12 @@ impl Housekeeping {
         if ctx.duties.tick && ctx.ticks_left {
             self.ticks_left.store(true, Ordering::Relaxed);
             self.last_tick.store(i64::MIN, Ordering::Relaxed);
+        }
+        // A backlog of due jobs to promote (or leases to reclaim): the
+        // next batch reaps again, at once.
+        if ctx.reaps_left {
+            self.ticks_left.store(true, Ordering::Relaxed);
+            self.last_reap.store(i64::MIN, Ordering::Relaxed);
         }
     }
 
@@ -224,8 +231,8 @@ pub(crate) fn asked_prunes<'h>(
 pub(crate) fn reap_and_tick(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
     let mut wrote = 0;
     if ctx.duties.reap {
-        match ops::reap(plan, ctx) {
-            Ok(n) => wrote = n,
+        match ops::reap_and_promote(plan, ctx) {
+            Ok((reaped, promoted)) => wrote = reaped + promoted,
             Err(e) if e.is_batch_fatal() => return Err(e),
             Err(e) => tracing::warn!(error = %e, "reclaiming expired leases stopped early; will try again"),
         }

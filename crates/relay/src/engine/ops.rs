@@ -439,12 +439,21 @@ pub(crate) fn delete(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, id: JobId) -> 
     }
 }
 
+/// Reclaims expired leases and promotes due jobs (see [`reap_and_promote`]);
+/// answers how many leases it reclaimed (`Relay::reap_expired`).
+pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+    reap_and_promote(plan, ctx).map(|(reaped, _)| reaped)
+}
+
 /// Reclaims expired leases (each an `Expire` transition with its event)
 /// and promotes SCHEDULED and RETRYING jobs whose time has come to READY
-/// (`Promote`, no event). A corrupt row is reported (once per process) and
-/// passed over: it would otherwise be first in order every time and stop
-/// everything behind it. `delete` removes it.
-pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize> {
+/// (`Promote`, no event); answers how many of each. A pass that read as
+/// many as the store returns at once (`relay_store::REAP_BATCH` of either)
+/// sets `ctx.reaps_left`: the writer runs the next one at once. A corrupt
+/// row is reported (once per process) and passed over: it would otherwise
+/// be first in order every time and stop everything behind it. `delete`
+/// removes it.
+pub(crate) fn reap_and_promote(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<(usize, usize)> {
     let ids = plan.overdue()?;
     let (mut reaped, mut promoted) = (0, 0);
     for id in &ids {
@@ -497,7 +506,8 @@ pub(crate) fn reap(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>) -> Result<usize>
     if promoted > 0 {
         tracing::debug!(count = promoted, "promoted due jobs to READY");
     }
-    Ok(reaped + promoted)
+    ctx.reaps_left = ids.len() >= relay_store::REAP_BATCH;
+    Ok((reaped, promoted))
 }
 
 /// Deletes finished jobs older than `age` (up to 1000 a call).

@@ -137,11 +137,25 @@ impl Engine {
                     }
                 }
             }
+            let due = due(r, now)?;
             let mut queues = BTreeMap::new();
             for q in &names {
-                queues.extend(stats_between(r, now, q, q)?);
+                queues.extend(stats_between_with(r, now, q, q, &due)?);
             }
             Ok(Stats { queues })
+        })
+    }
+
+    /// Counts over every queue at once, a due job that no writer has
+    /// promoted yet counted READY.
+    pub(crate) fn queue_totals(&self) -> Result<relay_core::read::QueueTotals> {
+        let now = self.options.clock.now();
+        self.readers.with(|r| {
+            let mut totals = r.queue_totals()?;
+            for (_, state, n) in due(r, now)? {
+                count_due_as_ready(&mut totals.counts, state, n);
+            }
+            Ok(totals)
         })
     }
 }
@@ -215,11 +229,7 @@ impl Engine {
 
 /// Moves `n` jobs of `state` (SCHEDULED or RETRYING, due but not promoted
 /// yet) to READY in `counts`: what a lease would take now is READY.
-pub(crate) fn count_due_as_ready(
-    counts: &mut BTreeMap<relay_core::JobState, u64>,
-    state: relay_core::JobState,
-    n: u64,
-) {
+fn count_due_as_ready(counts: &mut BTreeMap<relay_core::JobState, u64>, state: relay_core::JobState, n: u64) {
     let Some(c) = counts.get_mut(&state) else {
         return;
     };
@@ -228,18 +238,36 @@ pub(crate) fn count_due_as_ready(
     *counts.entry(relay_core::JobState::Ready).or_insert(0) += moved;
 }
 
+/// Due SCHEDULED and RETRYING jobs that no writer has promoted yet (none
+/// ran since they came due), by queue and state: stats count them READY,
+/// as a lease would take them.
+type Due = Vec<(String, relay_core::JobState, u64)>;
+
+fn due(r: &mut dyn relay_store::StoreReader, now: Timestamp) -> std::result::Result<Due, relay_store::StoreError> {
+    r.job_due_counts(now, relay_store::DUE_LOOK)
+}
+
 fn stats_between(
     r: &mut dyn relay_store::StoreReader,
     now: Timestamp,
     first: &str,
     last: &str,
 ) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
+    let due = due(r, now)?;
+    stats_between_with(r, now, first, last, &due)
+}
+
+fn stats_between_with(
+    r: &mut dyn relay_store::StoreReader,
+    now: Timestamp,
+    first: &str,
+    last: &str,
+    due: &Due,
+) -> std::result::Result<BTreeMap<String, QueueStats>, relay_store::StoreError> {
     let mut queues = r.queue_stats(now, first, last)?;
-    // Due jobs no writer has promoted yet (none ran since they came due)
-    // count as READY, as a lease would take them.
-    for (queue, state, n) in r.job_due_counts(now, relay_store::DUE_LOOK)? {
-        if let Some(q) = queues.get_mut(&queue) {
-            count_due_as_ready(&mut q.counts, state, n);
+    for (queue, state, n) in due {
+        if let Some(q) = queues.get_mut(queue) {
+            count_due_as_ready(&mut q.counts, *state, *n);
         }
     }
     for (name, s) in r.queue_settings_all(first, last)? {
