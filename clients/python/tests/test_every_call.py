@@ -166,8 +166,12 @@ def test_metrics_parse_as_prometheus_text(client: Client):
 
     client.submit("scraped", "k")
     client.submit("scraped", 'say "hi"\\')
-    client.lease(["scraped"], max=2)
+    leased = client.lease(["scraped"], max=2)
     client.lease(["nothing-here"], wait=0.2)
+    # Their outcomes: one succeeded, one failed for good.
+    done = {j.kind: j for j in leased}
+    client.ack(done["k"].id, done["k"].token)
+    client.nack(done['say "hi"\\'].id, done['say "hi"\\'].token, "no", permanent=True)
     families = {f.name: f for f in text_string_to_metric_families(client.metrics())}
     assert families["relay_http_requests"].type == "counter"
     assert families["relay_commits"].type == "counter"
@@ -181,6 +185,18 @@ def test_metrics_parse_as_prometheus_text(client: Client):
     assert waits.type == "histogram"
     kinds = {s.labels["kind"] for s in waits.samples if s.labels.get("queue") == "scraped"}
     assert kinds == {"k", 'say "hi"\\'}, kinds  # a kind's quotes and backslash escaped
+    runs = families["relay_job_run_seconds"]
+    assert runs.type == "histogram"
+    ran = {s.labels["kind"] for s in runs.samples if s.labels.get("queue") == "scraped" and s.name.endswith("_count")}
+    assert ran == {"k", 'say "hi"\\'}, ran
+    outcomes = families["relay_job_outcomes"]
+    assert outcomes.type == "counter"
+    ended = {
+        (s.labels["kind"], s.labels["outcome"]): s.value
+        for s in outcomes.samples
+        if s.labels.get("queue") == "scraped" and s.name.endswith("_total")
+    }
+    assert ended == {("k", "succeeded"): 1, ('say "hi"\\', "dead"): 1}, ended
     for name in ("relay_http_request_seconds", "relay_http_long_poll_seconds"):
         h = families[name]
         assert h.type == "histogram", name

@@ -84,41 +84,13 @@ fn relay_time(t: &str) -> Option<relay::Timestamp> {
         .map(relay::Timestamp::from_millis)
 }
 
-/// When a job runs, as a person reads it: "in 12 min", "3 min ago" (it is
-/// due and waits for a worker), "now", then the time itself in UTC:
-/// "in 12 min (2026-12-03 18:05:12 UTC)". An unreadable time as it is.
+/// When a job runs, as a person reads it: "in 12 min (2026-12-03
+/// 18:05:12 UTC)", "3 min ago (...)" (due, waiting for a worker). An
+/// unreadable time as it is.
 fn runs_at(t: &str, now: relay::Timestamp) -> String {
     match relay_time(t) {
-        Some(at) => format!("{} ({})", relative(at, now), utc_text(at)),
+        Some(at) => format!("{} ({})", at.relative_to(now), at.utc_text()),
         None => t.to_owned(),
-    }
-}
-
-/// "in 12 min", "3 min ago", "now".
-fn relative(at: relay::Timestamp, now: relay::Timestamp) -> String {
-    let ms = at.as_millis().saturating_sub(now.as_millis());
-    let span = |ms: i64| {
-        let s = ms.unsigned_abs() / 1000;
-        match s {
-            0..60 => format!("{s} s"),
-            60..3600 => format!("{} min", s / 60),
-            3600..172_800 => format!("{} h", s / 3600),
-            _ => format!("{} days", s / 86_400),
-        }
-    };
-    match ms {
-        -999..=999 => "now".to_owned(),
-        1000.. => format!("in {}", span(ms)),
-        _ => format!("{} ago", span(ms)),
-    }
-}
-
-/// "2026-12-03 18:05:12 UTC".
-fn utc_text(at: relay::Timestamp) -> String {
-    let t = at.to_rfc3339();
-    match (t.get(..10), t.get(11..19)) {
-        (Some(day), Some(time)) => format!("{day} {time} UTC"),
-        _ => t,
     }
 }
 
@@ -245,7 +217,7 @@ impl Out {
         field("max_attempts", j.max_attempts.to_string());
         if matches!(j.state, State::Ready | State::Scheduled | State::Retrying) {
             let now = relay::Clock::now(&relay::SystemClock);
-            let when = relay_time(&j.ready_at).map(|at| relative(at, now));
+            let when = relay_time(&j.ready_at).map(|at| at.relative_to(now));
             field("ready_at", format!("{} ({})", j.ready_at, or_dash(when)));
         } else {
             field("ready_at", j.ready_at.clone());

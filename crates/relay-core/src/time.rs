@@ -45,6 +45,36 @@ impl Timestamp {
     pub fn since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))
     }
+
+    /// This instant as a person reads it from `now`: "in 12 min", "3 min
+    /// ago", "now" (within a second); seconds, minutes, hours up to two
+    /// days, then days, each rounded down.
+    pub fn relative_to(self, now: Timestamp) -> String {
+        let ms = self.0.saturating_sub(now.0);
+        let span = |ms: i64| {
+            let s = ms.unsigned_abs() / 1000;
+            match s {
+                0..60 => format!("{s} s"),
+                60..3600 => format!("{} min", s / 60),
+                3600..172_800 => format!("{} h", s / 3600),
+                _ => format!("{} days", s / 86_400),
+            }
+        };
+        match ms {
+            -999..=999 => "now".to_owned(),
+            1000.. => format!("in {}", span(ms)),
+            _ => format!("{} ago", span(ms)),
+        }
+    }
+
+    /// `2026-12-03 18:05:12 UTC`: to the second, with the zone.
+    pub fn utc_text(self) -> String {
+        let t = self.to_rfc3339();
+        match (t.get(..10), t.get(11..19)) {
+            (Some(day), Some(time)) => format!("{day} {time} UTC"),
+            _ => t,
+        }
+    }
 }
 
 /// A duration in whole milliseconds, saturating at `i64::MAX`.
@@ -102,6 +132,20 @@ impl Clock for ManualClock {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relative_times_read_as_a_person_says_them() {
+        use super::Timestamp;
+        let now = Timestamp::from_millis(1_764_784_512_000);
+        let at = |s: i64| Timestamp::from_millis(now.as_millis() + s * 1000).relative_to(now);
+        assert_eq!(at(0), "now");
+        assert_eq!(at(59), "in 59 s");
+        assert_eq!(at(12 * 60 + 30), "in 12 min");
+        assert_eq!(at(-3 * 60), "3 min ago");
+        assert_eq!(at(5 * 3600), "in 5 h");
+        assert_eq!(at(-3 * 86_400), "3 days ago");
+        assert_eq!(now.utc_text(), "2025-12-03 17:55:12 UTC");
+    }
+
     use super::*;
 
     #[test]

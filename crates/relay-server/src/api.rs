@@ -181,11 +181,14 @@ pub(crate) async fn metrics(State(s): S) -> Response {
     }
     .await
     .ok();
-    let text = s.metrics.render(
-        &s.relay.metrics(),
-        &s.relay.queue_waits(),
-        queues.as_ref().map(|(t, all)| (t, all)),
-    );
+    let jobs = crate::metrics::JobMetrics {
+        waits: s.relay.queue_waits(),
+        runs: s.relay.job_runs(),
+        outcomes: s.relay.job_outcomes(),
+    };
+    let text = s
+        .metrics
+        .render(&s.relay.metrics(), &jobs, queues.as_ref().map(|(t, all)| (t, all)));
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

@@ -78,7 +78,7 @@ impl Metrics {
     pub(crate) fn render(
         &self,
         relay: &relay::Metrics,
-        waits: &[relay::QueueWait],
+        jobs: &JobMetrics,
         queues: Option<(&relay::Stats, &relay::QueueTotals)>,
     ) -> String {
         let mut out = String::new();
@@ -180,23 +180,32 @@ impl Metrics {
                 totals.paused
             );
         }
+        kind_histogram(
+            &mut out,
+            "relay_queue_wait_seconds",
+            "How long leased jobs waited between becoming ready and being leased",
+            &jobs.waits,
+        );
+        kind_histogram(
+            &mut out,
+            "relay_job_run_seconds",
+            "How long the leases this server handed out ran until their outcome (ack, nack or expiry)",
+            &jobs.runs,
+        );
         let _ = writeln!(
             out,
-            "# HELP relay_queue_wait_seconds How long leased jobs waited between becoming ready and being leased, by queue and kind (at most {} pairs, the rest under \"(other)\").\n# TYPE relay_queue_wait_seconds histogram",
+            "# HELP relay_job_outcomes_total Attempts ended, by outcome (succeeded, failed, dead, expired) and by the queue and kind of their lease; \"(other)\" for leases another process handed out, and past {} pairs.\n# TYPE relay_job_outcomes_total counter",
             relay::WAIT_PAIRS
         );
-        for w in waits {
-            let labels = format!("queue=\"{}\",kind=\"{}\"", label(&w.queue), label(&w.kind));
-            for (b, n) in relay::WAIT_BUCKETS.iter().zip(&w.buckets) {
-                let _ = writeln!(out, "relay_queue_wait_seconds_bucket{{{labels},le=\"{b}\"}} {n}");
-            }
+        for o in &jobs.outcomes {
             let _ = writeln!(
                 out,
-                "relay_queue_wait_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-                w.count
+                "relay_job_outcomes_total{{queue=\"{}\",kind=\"{}\",outcome=\"{}\"}} {}",
+                label(&o.queue),
+                label(&o.kind),
+                o.outcome.as_str(),
+                o.count
             );
-            let _ = writeln!(out, "relay_queue_wait_seconds_sum{{{labels}}} {}", w.sum);
-            let _ = writeln!(out, "relay_queue_wait_seconds_count{{{labels}}} {}", w.count);
         }
         let Ok(routes) = self.routes.lock() else { return out };
         let _ = writeln!(
@@ -226,5 +235,31 @@ impl Metrics {
             r.long_poll.render(&mut out, "relay_http_long_poll_seconds", route);
         }
         out
+    }
+}
+
+/// What `/metrics` shows by queue and kind, from [`relay::Relay`]'s
+/// counters.
+pub(crate) struct JobMetrics {
+    pub(crate) waits: Vec<relay::QueueWait>,
+    pub(crate) runs: Vec<relay::QueueWait>,
+    pub(crate) outcomes: Vec<relay::JobOutcomes>,
+}
+
+/// One histogram family by queue and kind, in seconds.
+fn kind_histogram(out: &mut String, name: &str, help: &str, all: &[relay::QueueWait]) {
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}, by queue and kind (at most {} pairs, the rest under \"(other)\").\n# TYPE {name} histogram",
+        relay::WAIT_PAIRS
+    );
+    for w in all {
+        let labels = format!("queue=\"{}\",kind=\"{}\"", label(&w.queue), label(&w.kind));
+        for (b, n) in relay::WAIT_BUCKETS.iter().zip(&w.buckets) {
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {n}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", w.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", w.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", w.count);
     }
 }

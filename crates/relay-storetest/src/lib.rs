@@ -177,6 +177,7 @@ macro_rules! conformance {
             lifecycle::progress_is_kept_on_the_job,
             lifecycle::expired_and_lost_leases_are_counted,
             lifecycle::queue_waits_are_histograms_by_queue_and_kind,
+            lifecycle::outcomes_and_run_times_by_queue_and_kind,
             search::search_by_every_filter_with_cursor_paging,
             search::bulk_actions_take_every_match_and_pass_over_the_rest,
             search::dead_jobs_are_grouped_by_queue_kind_and_first_line,

@@ -852,3 +852,81 @@ pub fn queue_waits_are_histograms_by_queue_and_kind(new_db: &NewDb) {
     };
     assert_eq!((le(1.0), le(5.0), le(3600.0)), (0, 2, 2), "cumulative buckets");
 }
+
+/// Each attempt's end is counted by outcome under the queue and kind of its
+/// lease, and its lease's run time observed: an ack (succeeded), a nack
+/// with attempts left (failed) or for good (dead), an expiry reclaimed by
+/// this Relay (expired); an end of a lease another Relay handed out counts
+/// under `(other)`, without a run time. Nothing counts for a refused call.
+pub fn outcomes_and_run_times_by_queue_and_kind(new_db: &NewDb) {
+    use relay::Outcome;
+    let db = new_db();
+    let (options, clock) = crate::clocked();
+    let relay = db.open(options.clone()).unwrap();
+    assert!(relay.job_outcomes().is_empty() && relay.job_runs().is_empty());
+    let job = |kind: &str| NewJob::new("mail", kind, Vec::new()).max_attempts(2);
+    for kind in ["send", "send", "send", "bounce"] {
+        relay.submit(job(kind)).unwrap();
+    }
+    let l = relay
+        .lease(LeaseRequest::new(["mail"]).max(4).lease_for(Duration::from_secs(30)))
+        .unwrap();
+    assert_eq!(l.len(), 4);
+    clock.advance(Duration::from_secs(3));
+    relay.ack(l[0].id, l[0].token, None).unwrap();
+    relay.nack(l[1].id, l[1].token, "later", None).unwrap();
+    relay.nack_permanent(l[2].id, l[2].token, "never").unwrap();
+    // A refused ack (a stale token) counts nothing.
+    assert!(
+        relay.ack(l[0].id, l[0].token, None).is_ok(),
+        "a repeated ack is answered Ok"
+    );
+    assert!(relay.ack(l[3].id, relay::LeaseToken(l[3].token.0 + 1), None).is_err());
+    // The "bounce" lease expires and this Relay reclaims it.
+    clock.advance(Duration::from_secs(30));
+    relay.reap_expired().unwrap();
+    let outcomes = |r: &relay::Relay| -> Vec<(String, String, Outcome, u64)> {
+        r.job_outcomes()
+            .into_iter()
+            .map(|o| (o.queue, o.kind, o.outcome, o.count))
+            .collect()
+    };
+    let s = |x: &str| x.to_owned();
+    assert_eq!(
+        outcomes(&relay),
+        [
+            (s("mail"), s("bounce"), Outcome::Expired, 1),
+            (s("mail"), s("send"), Outcome::Succeeded, 1),
+            (s("mail"), s("send"), Outcome::Failed, 1),
+            (s("mail"), s("send"), Outcome::Dead, 1),
+        ]
+    );
+    let runs: Vec<(String, String, u64, f64)> = relay
+        .job_runs()
+        .into_iter()
+        .map(|r| (r.queue, r.kind, r.count, r.sum))
+        .collect();
+    assert_eq!(
+        runs,
+        [(s("mail"), s("bounce"), 1, 33.0), (s("mail"), s("send"), 3, 9.0)],
+        "each lease's run from its lease to its end"
+    );
+    // A lease handed out by another Relay on the same store, acked here.
+    let other = db.open(options).unwrap();
+    let id = other.submit(NewJob::new("digest", "send", Vec::new())).unwrap();
+    let theirs = other.lease(LeaseRequest::new(["digest"])).unwrap().remove(0);
+    assert_eq!(theirs.id, id);
+    relay.ack(id, theirs.token, None).unwrap();
+    assert!(outcomes(&relay).contains(&(s("(other)"), s("(other)"), Outcome::Succeeded, 1)));
+    assert_eq!(
+        relay.job_runs().iter().map(|r| r.count).sum::<u64>(),
+        4,
+        "no run time for it"
+    );
+    // A lease given back is no attempt's end: nothing more is counted.
+    let before = outcomes(&relay);
+    relay.submit(NewJob::new("digest", "wait", Vec::new())).unwrap();
+    let given = relay.lease(LeaseRequest::new(["digest"])).unwrap().remove(0);
+    relay.release(given.id, given.token).unwrap();
+    assert_eq!(outcomes(&relay), before, "a release is no outcome");
+}

@@ -658,6 +658,16 @@ impl AsyncRelay {
         self.engine.deliver.counters.queue_waits()
     }
 
+    /// [`Relay::job_runs`].
+    pub fn job_runs(&self) -> Vec<crate::QueueWait> {
+        self.engine.deliver.counters.job_runs()
+    }
+
+    /// [`Relay::job_outcomes`].
+    pub fn job_outcomes(&self) -> Vec<crate::JobOutcomes> {
+        self.engine.deliver.counters.job_outcomes()
+    }
+
     /// [`Relay::health`].
     pub fn health(&self) -> crate::Health {
         self.engine.health()

@@ -60,7 +60,7 @@ pub mod worker;
 
 pub use async_relay::AsyncRelay;
 pub use engine::housekeeping::Pruned;
-pub use engine::metrics::{Health, Metrics, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
+pub use engine::metrics::{Health, JobOutcomes, Metrics, Outcome, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
 pub use engine::reads::{Orphaned, Stats, StatsPage, StoreInfo, WorkerView};
 pub use engine::search::BULK_CHUNK;
 #[doc(hidden)]

@@ -1202,6 +1202,24 @@ impl Relay {
         self.engine.deliver.counters.queue_waits()
     }
 
+    /// How long leases this Relay handed out ran until their outcome (an
+    /// ack, a nack, or the expiry this Relay reclaimed), by queue and kind,
+    /// since it was opened (its clones and its [`AsyncRelay`] share them):
+    /// a histogram per pair, bounded as [`Relay::queue_waits`] are.
+    /// `/metrics` exports them as `relay_job_run_seconds`.
+    pub fn job_runs(&self) -> Vec<crate::QueueWait> {
+        self.engine.deliver.counters.job_runs()
+    }
+
+    /// How the attempts this Relay ended ended ([`Outcome`](crate::Outcome):
+    /// succeeded, failed, dead, expired), by the queue and kind of their
+    /// lease; an attempt whose lease another process handed out counts
+    /// under `(other)`. `/metrics` exports them as
+    /// `relay_job_outcomes_total`.
+    pub fn job_outcomes(&self) -> Vec<crate::JobOutcomes> {
+        self.engine.deliver.counters.job_outcomes()
+    }
+
     /// Whether this Relay can write, as its last batches found: not ok
     /// after a batch failed as a whole (a full disk, a read-only file, a
     /// store that does not answer) until a later batch commits, and never

@@ -96,24 +96,8 @@ pub(super) fn time(t: Timestamp) -> Markup {
 /// or "3 min ago" when it is due and waits for a worker; then the time
 /// itself, in UTC.
 pub(super) fn runs_at(t: Timestamp) -> Markup {
-    let s = t.to_rfc3339();
-    let utc = format!("{} UTC", s.replace('T', " ").trim_end_matches('Z'));
-    let ms = t.as_millis().saturating_sub(now().as_millis());
-    let span = |ms: i64| {
-        let s = ms.unsigned_abs() / 1000;
-        match s {
-            0..60 => format!("{s} s"),
-            60..3600 => format!("{} min", s / 60),
-            3600..172_800 => format!("{} h", s / 3600),
-            _ => format!("{} days", s / 86_400),
-        }
-    };
-    let relative = match ms {
-        -999..=999 => "now".to_owned(),
-        1000.. => format!("in {}", span(ms)),
-        _ => format!("{} ago", span(ms)),
-    };
-    html! { time.runs datetime=(s) title=(utc) { (relative) " " small { "(" (utc) ")" } } }
+    let utc = t.utc_text();
+    html! { time.runs datetime=(t.to_rfc3339()) title=(utc) { (t.relative_to(now())) " " small { "(" (utc) ")" } } }
 }
 
 fn age(d: Duration) -> String {

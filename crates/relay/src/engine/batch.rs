@@ -50,6 +50,11 @@ pub(crate) struct BatchCtx<'a> {
     pub leases_lost: u64,
     /// How long each job this batch leased waited: queue, kind, seconds.
     pub waits: Vec<(String, String, f64)>,
+    /// The leases this batch handed out: job, token, queue, kind.
+    pub leased: Vec<(JobId, relay_core::LeaseToken, String, String)>,
+    /// The leases this batch ended: job, token, the attempt's outcome
+    /// (none when the lease was given back, snoozed or cancelled).
+    pub ended: Vec<(JobId, relay_core::LeaseToken, Option<super::metrics::Outcome>)>,
     /// This batch fired as many schedules as one batch may: more may be due.
     pub ticks_left: bool,
     /// The reap read as many overdue jobs as it reads at once: more may
@@ -81,6 +86,8 @@ impl<'a> BatchCtx<'a> {
             leases_expired: 0,
             leases_lost: 0,
             waits: Vec::new(),
+            leased: Vec::new(),
+            ended: Vec::new(),
             ticks_left: false,
             reaps_left: false,
             pruned: None,

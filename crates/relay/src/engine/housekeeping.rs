@@ -137,6 +137,9 @@ pub(crate) struct Tallied {
     leases_expired: u64,
     leases_lost: u64,
     waits: Vec<(String, String, f64)>,
+    leased: Vec<(JobId, relay_core::LeaseToken, String, String)>,
+    ended: Vec<(JobId, relay_core::LeaseToken, Option<super::metrics::Outcome>)>,
+    at: Timestamp,
     pruned: Option<crate::Pruned>,
 }
 
@@ -147,6 +150,9 @@ impl Tallied {
             leases_expired: ctx.leases_expired,
             leases_lost: ctx.leases_lost,
             waits: std::mem::take(&mut ctx.waits),
+            leased: std::mem::take(&mut ctx.leased),
+            ended: std::mem::take(&mut ctx.ended),
+            at: ctx.now,
             pruned: ctx.pruned.take(),
         }
     }
@@ -156,6 +162,8 @@ impl Tallied {
         counters.ticks_skipped(self.skipped_ticks);
         counters.leases(self.leases_expired, self.leases_lost);
         counters.waited(&self.waits);
+        counters.leased(self.leased, self.at);
+        counters.ended(&self.ended, self.at);
     }
 }
 

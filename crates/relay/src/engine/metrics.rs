@@ -1,6 +1,7 @@
 //! Counters the writer keeps, read without locks.
 
-use relay_core::Timestamp;
+use relay_core::{JobId, LeaseToken, Timestamp};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -19,7 +20,71 @@ pub(crate) struct Counters {
     leases_expired: AtomicU64,
     leases_lost: AtomicU64,
     /// How long leased jobs waited, by queue and kind.
-    waits: Mutex<std::collections::BTreeMap<(String, String), Waits>>,
+    waits: Mutex<BTreeMap<(String, String), Waits>>,
+    /// The leases this Relay handed out and has not seen end: what a run
+    /// time is measured from.
+    held: Mutex<HashMap<(JobId, LeaseToken), Held>>,
+    /// How long leases ran until their outcome, by queue and kind.
+    runs: Mutex<BTreeMap<(String, String), Waits>>,
+    /// Ends of attempts by queue, kind and outcome.
+    outcomes: Mutex<BTreeMap<(String, String, Outcome), u64>>,
+}
+
+/// A lease this Relay handed out: its job's queue and kind, and when.
+#[derive(Debug)]
+struct Held {
+    queue: String,
+    kind: String,
+    at: Timestamp,
+}
+
+/// Leases handed out longer ago than this are forgotten once many are
+/// held (their ends were seen by another process, or never came): what
+/// bounds the memory of [`Counters::held`].
+const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Leases held in memory before the old ones are looked for.
+const HELD_MAX: usize = 100_000;
+
+/// How an attempt ended, as `relay_job_outcomes_total` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Acknowledged: SUCCEEDED.
+    Succeeded,
+    /// Nacked, with attempts left: RETRYING or READY.
+    Failed,
+    /// Nacked for good, or its last attempt failed or expired: DEAD.
+    Dead,
+    /// Its lease expired, with attempts left: READY again.
+    Expired,
+}
+
+impl Outcome {
+    /// The label's value: `succeeded`, `failed`, `dead`, `expired`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Dead => "dead",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+/// How many attempts of one queue and kind ended one way, since this Relay
+/// was opened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct JobOutcomes {
+    /// The queue (`(other)` for leases another process handed out, or
+    /// past [`WAIT_PAIRS`] pairs).
+    pub queue: String,
+    /// The job kind (likewise).
+    pub kind: String,
+    /// How they ended.
+    pub outcome: Outcome,
+    /// How many.
+    pub count: u64,
 }
 
 /// Upper bounds of [`QueueWait`]'s buckets, in seconds: from 5 ms (a job
@@ -39,20 +104,23 @@ struct Waits {
     sum: f64,
 }
 
-/// How long the jobs of one queue and kind waited between becoming ready
-/// (their `ready_at`) and being leased, since this Relay was opened.
+/// A histogram of one queue and kind, since this Relay was opened: how
+/// long its jobs waited between becoming ready (their `ready_at`) and
+/// being leased ([`Relay::queue_waits`](crate::Relay::queue_waits)), or
+/// how long their leases ran until their outcome
+/// ([`Relay::job_runs`](crate::Relay::job_runs)).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct QueueWait {
     /// The queue (`(other)` past [`WAIT_PAIRS`] pairs).
     pub queue: String,
     /// The job kind (`(other)` past [`WAIT_PAIRS`] pairs).
     pub kind: String,
-    /// Leases that waited at most [`WAIT_BUCKETS`]`[i]` seconds
+    /// Leases that waited (or ran) at most [`WAIT_BUCKETS`]`[i]` seconds
     /// (cumulative, as Prometheus counts them).
     pub buckets: [u64; WAIT_BUCKETS.len()],
     /// Leases counted.
     pub count: u64,
-    /// The waits' sum, in seconds.
+    /// The seconds' sum.
     pub sum: f64,
 }
 
@@ -177,32 +245,85 @@ impl Counters {
         }
         let mut all = self.waits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for (queue, kind, secs) in waits {
-            let key = (queue.clone(), kind.clone());
-            let w = if all.contains_key(&key) || all.len() < WAIT_PAIRS {
-                all.entry(key).or_default()
-            } else {
-                all.entry(("(other)".to_owned(), "(other)".to_owned())).or_default()
-            };
-            for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-                if *secs <= *b {
-                    w.buckets[i] += 1;
-                }
-            }
-            w.count += 1;
-            w.sum += secs;
+            observe(&mut all, queue, kind, *secs);
         }
     }
 
     /// Every (queue, kind)'s wait histogram, in name order.
     pub(crate) fn queue_waits(&self) -> Vec<QueueWait> {
-        let all = self.waits.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        histograms(&self.waits)
+    }
+
+    /// The leases (job, token, queue, kind) a committed batch handed out
+    /// at `at`: their ends are measured from then.
+    pub(crate) fn leased(&self, leases: Vec<(JobId, LeaseToken, String, String)>, at: Timestamp) {
+        if leases.is_empty() {
+            return;
+        }
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if held.len() >= HELD_MAX {
+            let before = Timestamp::from_millis(
+                at.as_millis()
+                    .saturating_sub(relay_core::time::duration_millis(HELD_FOR)),
+            );
+            held.retain(|_, h| h.at >= before);
+        }
+        for (id, token, queue, kind) in leases {
+            held.insert((id, token), Held { queue, kind, at });
+        }
+    }
+
+    /// The leases (job, token, outcome) a committed batch ended at `at`:
+    /// an outcome is counted by the queue and kind of the lease this Relay
+    /// handed out, with its run time (under `(other)`, without one, when
+    /// another process handed it out); a lease ended without one (given
+    /// back, snoozed, cancelled) is only forgotten.
+    pub(crate) fn ended(&self, ends: &[(JobId, LeaseToken, Option<Outcome>)], at: Timestamp) {
+        if ends.is_empty() {
+            return;
+        }
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut runs = self.runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut outcomes = self.outcomes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (id, token, outcome) in ends {
+            let Some(outcome) = outcome else {
+                // Given back or cancelled: no outcome, no run time.
+                held.remove(&(*id, *token));
+                continue;
+            };
+            let (queue, kind) = match held.remove(&(*id, *token)) {
+                Some(h) => {
+                    observe(&mut runs, &h.queue, &h.kind, at.since(h.at).as_secs_f64());
+                    (h.queue, h.kind)
+                }
+                None => ("(other)".to_owned(), "(other)".to_owned()),
+            };
+            // Bounded as the histograms are: at most WAIT_PAIRS pairs'
+            // worth of (queue, kind, outcome) series.
+            let key =
+                if outcomes.contains_key(&(queue.clone(), kind.clone(), *outcome)) || outcomes.len() < WAIT_PAIRS * 4 {
+                    (queue, kind, *outcome)
+                } else {
+                    ("(other)".to_owned(), "(other)".to_owned(), *outcome)
+                };
+            *outcomes.entry(key).or_insert(0) += 1;
+        }
+    }
+
+    /// Every (queue, kind)'s run-time histogram, in name order.
+    pub(crate) fn job_runs(&self) -> Vec<QueueWait> {
+        histograms(&self.runs)
+    }
+
+    /// Every (queue, kind, outcome)'s count, in name order.
+    pub(crate) fn job_outcomes(&self) -> Vec<JobOutcomes> {
+        let all = self.outcomes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         all.iter()
-            .map(|((queue, kind), w)| QueueWait {
+            .map(|((queue, kind, outcome), n)| JobOutcomes {
                 queue: queue.clone(),
                 kind: kind.clone(),
-                buckets: w.buckets,
-                count: w.count,
-                sum: w.sum,
+                outcome: *outcome,
+                count: *n,
             })
             .collect()
     }
@@ -224,4 +345,35 @@ impl Counters {
             leases_lost: self.leases_lost.load(Relaxed),
         }
     }
+}
+
+/// Adds `secs` to the histogram of (queue, kind), or of `(other)` once
+/// [`WAIT_PAIRS`] pairs have one.
+fn observe(all: &mut BTreeMap<(String, String), Waits>, queue: &str, kind: &str, secs: f64) {
+    let key = (queue.to_owned(), kind.to_owned());
+    let w = if all.contains_key(&key) || all.len() < WAIT_PAIRS {
+        all.entry(key).or_default()
+    } else {
+        all.entry(("(other)".to_owned(), "(other)".to_owned())).or_default()
+    };
+    for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+        if secs <= *b {
+            w.buckets[i] += 1;
+        }
+    }
+    w.count += 1;
+    w.sum += secs;
+}
+
+fn histograms(all: &Mutex<BTreeMap<(String, String), Waits>>) -> Vec<QueueWait> {
+    let all = all.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.iter()
+        .map(|((queue, kind), w)| QueueWait {
+            queue: queue.clone(),
+            kind: kind.clone(),
+            buckets: w.buckets,
+            count: w.count,
+            sum: w.sum,
+        })
+        .collect()
 }

@@ -4,6 +4,7 @@
 //! plan (the store writes the whole batch afterwards).
 
 use crate::engine::batch::BatchCtx;
+use crate::engine::metrics::Outcome;
 use crate::engine::plan::{Gate, Plan};
 use crate::error::{Error, Result};
 use crate::request::{LeaseBatch, LeasedJob, Submitted, ValidJob, ValidLease, ValidSchedule};
@@ -350,6 +351,7 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
     for (j, was_ready) in jobs.iter().zip(&waited_since) {
         let secs = ctx.now.since(*was_ready).as_secs_f64();
         ctx.waits.push((j.queue.clone(), j.kind.clone(), secs));
+        ctx.leased.push((j.id, j.token, j.queue.clone(), j.kind.clone()));
     }
     let mut next_ready_at: Option<Timestamp> = None;
     if jobs.is_empty() {
@@ -421,6 +423,22 @@ pub(crate) fn act(
         settle(plan, ctx, id, (!deleted).then_some(status.state))?;
     }
     ctx.made_ready |= status.state == JobState::Ready && status.ready_at <= ctx.now;
+    // A lease ended: an attempt's outcome (counted by queue and kind once
+    // the batch commits), or a lease given back, snoozed, cancelled or
+    // deleted (no outcome; its run is forgotten).
+    if let Some(lease) = &cur.lease {
+        let still_held = !deleted && status.lease.as_ref().is_some_and(|l| l.token == lease.token);
+        if !still_held {
+            let dead = status.state == JobState::Dead;
+            let outcome = match action {
+                Action::Ack { .. } => Some(Outcome::Succeeded),
+                Action::Nack { .. } => Some(if dead { Outcome::Dead } else { Outcome::Failed }),
+                Action::Expire { .. } => Some(if dead { Outcome::Dead } else { Outcome::Expired }),
+                _ => None,
+            };
+            ctx.ended.push((id, lease.token, outcome));
+        }
+    }
     Ok(status)
 }
 

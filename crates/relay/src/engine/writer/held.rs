@@ -103,10 +103,15 @@ impl Writer {
         }
         drop(changes);
         let made_ready = ctx.made_ready;
+        // What it counts (an attempt's end, say), once committed.
+        let tallied = matches!(applied, Some(Ok(true))).then(|| super::housekeeping::Tallied::take(&mut ctx));
         self.store.seal_reads(false);
         match applied {
             Some(Ok(true)) => {
                 self.committed(1, 0);
+                if let Some(t) = tallied {
+                    t.add(&self.deliver.counters, &self.housekeeping);
+                }
                 Some((Ok(()), made_ready))
             }
             Some(Err(CommitFailed::MaybeApplied(e))) => {
