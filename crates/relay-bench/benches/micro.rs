@@ -114,6 +114,7 @@ mod encode {
             timeout: None,
             traceparent: None,
             tags: Vec::new(),
+            group: None,
             progress: None,
             status: JobStatus::new_ready(NOW, 20),
         }

@@ -104,6 +104,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     }
     if args.max_leased.is_some() || args.rate.is_some() {
         let limits = relay::QueueLimits {
+            max_leased_per_group: None,
             max_leased: args.max_leased,
             rate: args.rate,
             poison_after: None,

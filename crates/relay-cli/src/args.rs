@@ -184,6 +184,11 @@ pub struct SubmitArgs {
     /// A label to find the job by (`relay jobs --tag`); repeat for more (at most 8).
     #[arg(long)]
     pub tag: Vec<String>,
+    /// The group (a tenant, a customer) the job belongs to: the queue's
+    /// claims take groups in turn, and `relay limit --max-leased-per-group`
+    /// bounds each group's leases.
+    #[arg(long)]
+    pub group: Option<String>,
 }
 
 /// What a job is: for `submit`, and the job a schedule's ticks enqueue.
@@ -326,6 +331,9 @@ pub struct LimitArgs {
     /// At most this many of the queue's jobs LEASED at once, all workers together.
     #[arg(allow_negative_numbers = true, long, value_name = "N")]
     pub max_leased: Option<u32>,
+    /// At most this many jobs of one group (`submit --group`) LEASED at once, all workers together.
+    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    pub max_leased_per_group: Option<u32>,
     /// At most N leases per period: 100/s, 5/min, 1000/h, 20/10s.
     #[arg(long, value_name = "N/PERIOD", value_parser = rate)]
     pub rate: Option<relay::RateLimit>,

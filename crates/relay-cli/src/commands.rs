@@ -110,6 +110,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Schedule(c) => schedule(t, c, out)?,
         Command::Limit(a) => {
             let limits = relay::QueueLimits {
+                max_leased_per_group: a.max_leased_per_group,
                 max_leased: a.max_leased,
                 rate: a.rate,
                 poison_after: a.poison_after,
@@ -381,6 +382,7 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         depends_on: a.depends_on,
         traceparent: a.traceparent,
         tags: a.tag,
+        group: a.group,
         ..job_args(a.job)?
     })
 }
@@ -405,5 +407,6 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         on_dependency_failure: wire::DependencyFailure::Cancel,
         traceparent: None,
         tags: Vec::new(),
+        group: None,
     })
 }

@@ -225,6 +225,7 @@ impl Out {
         field("created_at", j.created_at.clone());
         field("finished_at", or_dash(j.finished_at.as_ref()));
         field("unique_key", or_dash(j.unique_key.as_ref()));
+        field("group", or_dash(j.group.as_ref()));
         field("lease_token", j.lease_token.to_string());
         field("lease_expires_at", or_dash(j.lease_expires_at.as_ref()));
         field("leased_by", or_dash(j.leased_by.as_ref()));
@@ -375,7 +376,12 @@ impl Out {
         if self.json {
             return self.json(v);
         }
-        let text = limits_text(v.max_leased, v.rate_limit.as_ref(), v.poison_after);
+        let text = limits_text(
+            v.max_leased,
+            v.max_leased_per_group,
+            v.rate_limit.as_ref(),
+            v.poison_after,
+        );
         self.line(&format!(
             "queue {}: {}",
             v.queue,
@@ -525,7 +531,12 @@ impl Out {
         for (q, st) in &v.queues {
             let age = st.oldest_ready_age_ms.map_or_else(|| "-".to_owned(), duration_text);
             let mut name = if st.paused { format!("{q} (paused)") } else { q.clone() };
-            let limits = limits_text(st.max_leased, st.rate_limit.as_ref(), st.poison_after);
+            let limits = limits_text(
+                st.max_leased,
+                st.max_leased_per_group,
+                st.rate_limit.as_ref(),
+                st.poison_after,
+            );
             if !limits.is_empty() {
                 name = format!("{name} [{limits}]");
             }
@@ -537,10 +548,18 @@ impl Out {
 
 /// "at most 5 leased, 100 leases per 1s, DEAD after 5 lease expiries"
 /// (empty without limits).
-fn limits_text(max_leased: Option<u32>, rate: Option<&wire::Rate>, poison_after: Option<u32>) -> String {
+fn limits_text(
+    max_leased: Option<u32>,
+    per_group: Option<u32>,
+    rate: Option<&wire::Rate>,
+    poison_after: Option<u32>,
+) -> String {
     let mut parts = Vec::new();
     if let Some(n) = max_leased {
         parts.push(format!("at most {n} leased"));
+    }
+    if let Some(n) = per_group {
+        parts.push(format!("at most {n} leased per group"));
     }
     if let Some(r) = rate {
         parts.push(format!("{} leases per {}", r.limit, duration_text(r.per_ms)));

@@ -33,6 +33,7 @@ pub struct Submit {
     pub on_dependency_failure: wire::DependencyFailure,
     pub traceparent: Option<String>,
     pub tags: Vec<String>,
+    pub group: Option<String>,
 }
 
 impl Submit {
@@ -52,6 +53,7 @@ impl Submit {
         job.lease_for_ms = self.lease_for.map(millis);
         job.timeout_ms = self.timeout.map(millis);
         job.traceparent = self.traceparent;
+        job.group = self.group;
         if !self.tags.is_empty() {
             job.tags = Some(self.tags);
         }
@@ -229,6 +231,7 @@ impl Target {
             max_leased: limits.max_leased,
             rate_limit: limits.rate.map(conv::rate),
             poison_after: limits.poison_after,
+            max_leased_per_group: limits.max_leased_per_group,
         };
         self.send::<calls::SetQueueLimits>(&queue.to_owned(), &NONE, &wanted)
     }

@@ -347,9 +347,10 @@ fn every_call_round_trips_and_answers_keep_every_field() {
             per_ms: 1_000,
         }),
         poison_after: Some(5),
+        max_leased_per_group: Some(2),
     };
     let set = c.set_limits("q", &limits).unwrap();
-    assert_eq!(set.poison_after, Some(5));
+    assert_eq!((set.poison_after, set.max_leased_per_group), (Some(5), Some(2)));
     assert_eq!((set.max_leased, set.rate_limit), (limits.max_leased, limits.rate_limit));
     let stats = c.stats().unwrap();
     let q = &stats.queues["q"];

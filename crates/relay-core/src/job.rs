@@ -338,6 +338,10 @@ pub struct Job {
     /// the same time: a submit with it returns this job's id and creates
     /// nothing.
     pub unique_key: Option<String>,
+    /// The group (a tenant, a customer) the job belongs to: a queue's
+    /// claims take groups in turn, and `max_leased_per_group` bounds how
+    /// many of one group are LEASED at once.
+    pub group: Option<String>,
     /// What the worker's ack reported, if anything.
     pub result: Option<Vec<u8>>,
     /// How long each lease of this job lasts, when the job says so (else

@@ -194,6 +194,11 @@ pub struct QueueLimits {
     /// At most this many of the queue's jobs LEASED at once, all workers
     /// together.
     pub max_leased: Option<u32>,
+    /// At most this many jobs of one group (`NewJob::group`) LEASED at
+    /// once, all workers together: one tenant's jobs never take more than
+    /// that many of the queue's workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_leased_per_group: Option<u32>,
     /// At most `limit` leases in each window of `per`.
     pub rate: Option<RateLimit>,
     /// A job of the queue whose lease expires this many times (since it
@@ -247,7 +252,7 @@ impl QueueLimits {
     /// Some limit on leases is set (a queue without one needs no lock or
     /// count when its jobs are claimed; `poison_after` is not one).
     pub fn is_set(&self) -> bool {
-        self.max_leased.is_some() || self.rate.is_some()
+        self.max_leased.is_some() || self.rate.is_some() || self.max_leased_per_group.is_some()
     }
 
     /// Refuses limits that could not work: zero (pause the queue instead),
@@ -256,8 +261,8 @@ impl QueueLimits {
     ///
     /// # Errors
     ///
-    /// [`InvalidInput`] for field `max_leased` when it is 0 or above
-    /// [`MAX_LIMIT`]; for field `rate_limit` when the rate's `limit` is out
+    /// [`InvalidInput`] for field `max_leased` (or
+    /// `max_leased_per_group`) when it is 0 or above [`MAX_LIMIT`]; for field `rate_limit` when the rate's `limit` is out
     /// of that range or its `per` lies outside 1 ms to [`MAX_RATE_PERIOD`];
     /// for field `poison_after` above [`MAX_POISON_AFTER`].
     pub fn validate(&self) -> Result<(), InvalidInput> {
@@ -271,6 +276,14 @@ impl QueueLimits {
             if n == 0 || n > MAX_LIMIT {
                 return Err(InvalidInput::new(
                     "max_leased",
+                    format!("must be 1-{MAX_LIMIT}, got {n} (to stop a queue's leases, pause it)"),
+                ));
+            }
+        }
+        if let Some(n) = self.max_leased_per_group {
+            if n == 0 || n > MAX_LIMIT {
+                return Err(InvalidInput::new(
+                    "max_leased_per_group",
                     format!("must be 1-{MAX_LIMIT}, got {n} (to stop a queue's leases, pause it)"),
                 ));
             }
@@ -450,6 +463,7 @@ mod tests {
     #[test]
     fn limits_refuse_zero_and_out_of_range() {
         let ok = QueueLimits {
+            max_leased_per_group: None,
             max_leased: Some(5),
             rate: Some(RateLimit {
                 limit: 100,

@@ -226,6 +226,23 @@ impl Limits {
         Ok(())
     }
 
+    /// A group key: 1 to [`MAX_KEY_LEN`] characters (counted as `char`s),
+    /// of any kind.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidInput`] for field `group` when `g` is empty or longer.
+    pub fn group(&self, g: &str) -> Result<(), InvalidInput> {
+        let n = g.chars().count();
+        if n == 0 || n > MAX_KEY_LEN {
+            return Err(InvalidInput::new(
+                "group",
+                format!("must be 1-{MAX_KEY_LEN} characters, got {n}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// An attempt budget: 1-1000.
     ///
     /// # Errors

@@ -1,1 +1,8 @@
-SELECT MIN(ready_at) FROM relay_jobs WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND queue = $1 AND ready_at > $2
+-- The earliest future ready_at of a queue's jobs waiting to be leased:
+-- those without a group (relay_jobs_ready), then the grouped ones
+-- (relay_jobs_group_wait).
+SELECT LEAST(
+    (SELECT MIN(ready_at) FROM relay_jobs
+     WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND grp IS NULL AND queue = $1 AND ready_at > $2),
+    (SELECT MIN(ready_at) FROM relay_jobs
+     WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND grp IS NOT NULL AND queue = $1 AND ready_at > $2))

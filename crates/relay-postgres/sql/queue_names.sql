@@ -13,7 +13,7 @@ SELECT name FROM (
 UNION
 SELECT name FROM (
     SELECT name COLLATE "C" AS name FROM relay_queues
-    WHERE (paused OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL
+    WHERE (paused OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL OR max_leased_per_group IS NOT NULL
                    OR keep_succeeded IS NOT NULL OR keep_dead IS NOT NULL OR keep_cancelled IS NOT NULL)
       AND name COLLATE "C" > $1
     ORDER BY 1 LIMIT $2

@@ -58,6 +58,7 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
         progress: col::<Option<&str>>(row, 22, "progress", j)?
             .map(|t| relay_store::decode::progress(id, t))
             .transpose()?,
+        group: col(row, 23, "grp", j)?,
         status: status(row, 8, 19, j)?,
     })
 }
@@ -96,6 +97,7 @@ pub(crate) fn queue_settings(row: &Row) -> Result<(String, QueueSettings), Store
                 col(row, 9, "keep_dead", None)?,
                 col(row, 10, "keep_cancelled", None)?,
             ],
+            max_leased_per_group: col(row, 11, "max_leased_per_group", None)?,
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());

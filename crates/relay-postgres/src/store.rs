@@ -129,9 +129,17 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
                 priority: decode::priority(row, 4, Some(id))?,
                 ready_at: Timestamp::from_millis(decode::col(row, 11, "ready_at", Some(id))?),
             };
+            let turn = match (
+                decode::col::<Option<i64>>(row, 24, "turn", Some(id))?,
+                decode::col::<Option<String>>(row, 23, "grp", Some(id))?,
+            ) {
+                (Some(turn), Some(group)) => Some(relay_store::Turn { turn, group }),
+                _ => None,
+            };
             Ok(ReadyRow {
                 candidate,
                 job: Some(decode::job(row)),
+                turn,
             })
         })
         .collect()
@@ -339,6 +347,7 @@ impl Store for PgStore {
         }
         let limited_st = self.pipe.stmt(include_str!("../sql/queue_settings_limited.sql"))?;
         let counts_st = self.pipe.stmt(include_str!("../sql/queue_leased_counts.sql"))?;
+        let groups_st = self.pipe.stmt(include_str!("../sql/queue_group_leased.sql"))?;
         let queues_st = self.pipe.stmt(include_str!("../sql/queue_settings.sql"))?;
         let overdue_st = self
             .pipe
@@ -360,6 +369,7 @@ impl Store for PgStore {
         if !names.is_empty() {
             reqs.push(Req::Read(&limited_st, vec![&names]));
             reqs.push(Req::Read(&counts_st, vec![&names, &now]));
+            reqs.push(Req::Read(&groups_st, vec![&names, &now]));
             reqs.push(Req::Read(&queues_st, vec![&names]));
         }
         if p.overdue {
@@ -380,6 +390,7 @@ impl Store for PgStore {
         }
         let mut answers = self.pipe.run(reqs)?.into_iter();
         let (mut queues, mut leased) = (Vec::new(), Vec::new());
+        let mut group_leased: Vec<(String, Vec<(String, u64)>)> = Vec::new();
         if !names.is_empty() {
             for r in rows(answers.next()) {
                 queues.push(decode::queue_settings(&r)?);
@@ -387,6 +398,19 @@ impl Store for PgStore {
             for r in rows(answers.next()) {
                 let n: i64 = decode::col(&r, 1, "count", None)?;
                 leased.push((decode::col(&r, 0, "queue", None)?, u64::try_from(n).unwrap_or(0)));
+            }
+            for (q, s) in &queues {
+                if s.limits.max_leased_per_group.is_some() {
+                    group_leased.push((q.clone(), Vec::new()));
+                }
+            }
+            for r in rows(answers.next()) {
+                let queue: String = decode::col(&r, 0, "queue", None)?;
+                let n: i64 = decode::col(&r, 2, "count", None)?;
+                let group = (decode::col(&r, 1, "grp", None)?, u64::try_from(n).unwrap_or(0));
+                if let Some((_, gs)) = group_leased.iter_mut().find(|(q, _)| *q == queue) {
+                    gs.push(group);
+                }
             }
             for r in rows(answers.next()) {
                 queues.push(decode::queue_settings(&r)?);
@@ -417,6 +441,7 @@ impl Store for PgStore {
             statuses,
             queues,
             leased,
+            group_leased,
             ready,
             dependents,
         })
@@ -473,6 +498,35 @@ impl Store for PgStore {
         let row = self.query_one(include_str!("../sql/job_leased_count.sql"), &[&queue, &now.as_millis()])?;
         let n: i64 = decode::col(&row, 0, "count", None)?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
+        let names = [queue];
+        let rows = self.query(
+            include_str!("../sql/queue_group_leased.sql"),
+            &[&names.as_slice(), &now.as_millis()],
+        )?;
+        rows.iter()
+            .map(|r| {
+                let n: i64 = decode::col(r, 2, "count", None)?;
+                Ok((decode::col(r, 1, "grp", None)?, u64::try_from(n).unwrap_or(0)))
+            })
+            .collect()
+    }
+
+    fn job_fair_after(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        after: (i64, JobId),
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(
+            self.locking(include_str!("../sql/job_fair_after.sql")),
+            &[&queue, &i64::from(priority.get()), &after.0, &after.1 .0, &limit],
+        )?;
+        ready_rows(&rows)
     }
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
@@ -671,6 +725,7 @@ impl PgStore {
             &jobs.traceparent,
             &jobs.tags,
             &minute,
+            &jobs.group,
         ]);
         self.alone(&st, &params)
     }
@@ -703,6 +758,7 @@ impl PgStore {
             &row.traceparent,
             &row.tags,
             &minute,
+            &row.group,
         ]);
         self.alone(&st, &params)
     }

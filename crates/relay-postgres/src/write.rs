@@ -96,6 +96,8 @@ pub(crate) struct QueueCols<'a> {
     at: Vec<i64>,
     poison_after: Vec<Option<i64>>,
     keep: [Vec<Option<i64>>; 3],
+    /// `$14`, after the statement's count.
+    max_leased_per_group: Vec<Option<i64>>,
 }
 
 impl<'a> QueueCols<'a> {
@@ -125,6 +127,10 @@ impl<'a> QueueCols<'a> {
                     .map(|q| q.settings.retention.cancelled.map(Keep::to_millis))
                     .collect(),
             ],
+            max_leased_per_group: qs
+                .iter()
+                .map(|q| q.settings.limits.max_leased_per_group.map(i))
+                .collect(),
         }
     }
 
@@ -241,6 +247,8 @@ pub(crate) struct InsertCols<'a> {
     pub(crate) traceparent: Vec<Option<&'a str>>,
     /// Each job's tags as a JSON array (`$23`; `$30`), NULL for none.
     pub(crate) tags: Vec<Option<String>>,
+    /// Each job's group (`$25`; `$32`), NULL for none.
+    pub(crate) group: Vec<Option<&'a str>>,
 }
 
 impl<'a> InsertCols<'a> {
@@ -286,6 +294,7 @@ impl<'a> InsertCols<'a> {
                 .iter()
                 .map(|j| (!j.tags.is_empty()).then(|| serde_json::Value::from(j.tags.to_vec()).to_string()))
                 .collect(),
+            group: ins.iter().map(|j| j.group).collect(),
         }
     }
 
@@ -296,6 +305,7 @@ impl<'a> InsertCols<'a> {
             i,
             traceparent: self.traceparent[i],
             tags: self.tags[i].as_deref(),
+            group: self.group[i],
         }
     }
 
@@ -332,6 +342,7 @@ pub(crate) struct InsertRow<'c, 'a> {
     i: usize,
     pub(crate) traceparent: Option<&'a str>,
     pub(crate) tags: Option<&'c str>,
+    pub(crate) group: Option<&'a str>,
 }
 
 impl InsertRow<'_, '_> {
@@ -553,6 +564,7 @@ impl<'a> Writes<'a> {
         if *queues > 0 {
             let mut p = self.queues.params();
             p.push(queues);
+            p.push(&self.queues.max_leased_per_group);
             reqs.push(Req::Write(&self.queues_st, p));
         }
         for s in &self.schedules {
@@ -588,6 +600,7 @@ impl<'a> Writes<'a> {
             p.push(&self.inserts.traceparent);
             p.push(&self.inserts.tags);
             p.push(&self.minute);
+            p.push(&self.inserts.group);
             reqs.push(Req::Write(&self.insert_st, p));
         }
         if *deps > 0 {

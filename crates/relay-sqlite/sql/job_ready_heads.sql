@@ -2,23 +2,42 @@
 -- SQLite re-prepare the statement each time it is bound after a reset
 -- (rusqlite's statement cache clears bindings), measured as most of the
 -- writer's CPU. The index is used all the same (tests/plan.rs).
--- The oldest due jobs of each class (READY, or SCHEDULED or RETRYING and
--- not promoted yet): four probes of jobs_ready, each
--- one index seek, so the cost does not grow with the number of waiting jobs.
+-- The oldest due jobs without a group of each class (READY, or SCHEDULED or
+-- RETRYING and not promoted yet): four probes of jobs_ready; then the
+-- grouped READY jobs of each class in turn order: four probes of jobs_fair.
+-- Each is one index seek, so the cost grows neither with the number of
+-- waiting jobs nor with the number of groups.
 -- The limit is a literal (a bound LIMIT re-prepares): sql.rs makes one copy
 -- of this statement per page size.
-SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 0 AND ready_at <= +?2
+SELECT * FROM (SELECT id, priority, ready_at, NULL, NULL FROM jobs
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND grp IS NULL AND queue = +?1 AND priority = 0 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
-SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 1 AND ready_at <= +?2
+SELECT * FROM (SELECT id, priority, ready_at, NULL, NULL FROM jobs
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND grp IS NULL AND queue = +?1 AND priority = 1 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
-SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 2 AND ready_at <= +?2
+SELECT * FROM (SELECT id, priority, ready_at, NULL, NULL FROM jobs
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND grp IS NULL AND queue = +?1 AND priority = 2 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
 UNION ALL
-SELECT * FROM (SELECT id, priority, ready_at FROM jobs
-               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND queue = +?1 AND priority = 3 AND ready_at <= +?2
+SELECT * FROM (SELECT id, priority, ready_at, NULL, NULL FROM jobs
+               WHERE state BETWEEN 'READY' AND 'SCHEDULED' AND grp IS NULL AND queue = +?1 AND priority = 3 AND ready_at <= +?2
                ORDER BY ready_at, id LIMIT 1)
+
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
+               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 0
+               ORDER BY turn, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
+               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 1
+               ORDER BY turn, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
+               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 2
+               ORDER BY turn, id LIMIT 1)
+UNION ALL
+SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
+               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 3
+               ORDER BY turn, id LIMIT 1)

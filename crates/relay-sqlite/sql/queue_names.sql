@@ -7,7 +7,7 @@ SELECT queue FROM (
 UNION
 SELECT name FROM (
     SELECT name FROM queues
-    WHERE (paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL
+    WHERE (paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL OR max_leased_per_group IS NOT NULL
                   OR keep_succeeded IS NOT NULL OR keep_dead IS NOT NULL OR keep_cancelled IS NOT NULL) AND name > ?1
     ORDER BY name LIMIT ?2)
 ORDER BY 1 LIMIT ?2

@@ -7,6 +7,6 @@ SELECT NULL, NULL,
             SELECT queue FROM job_counts WHERE n <> 0
             UNION
             SELECT name FROM queues
-            WHERE paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL
+            WHERE paused <> 0 OR max_leased IS NOT NULL OR rate_limit IS NOT NULL OR poison_after IS NOT NULL OR max_leased_per_group IS NOT NULL
                   OR keep_succeeded IS NOT NULL OR keep_dead IS NOT NULL OR keep_cancelled IS NOT NULL)),
        (SELECT COUNT(*) FROM queues WHERE paused <> 0)

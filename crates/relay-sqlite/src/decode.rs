@@ -137,6 +137,7 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
             .opt_text(22, "progress")?
             .map(|t| relay_store::decode::progress(id, &t))
             .transpose()?,
+        group: c.opt_text(23, "grp")?,
         status: c.status(8, 19)?,
     })
 }
@@ -179,6 +180,7 @@ pub(crate) fn queue_settings(row: &Row<'_>) -> Result<(String, QueueSettings), S
                 c.opt_int(9, "keep_dead")?,
                 c.opt_int(10, "keep_cancelled")?,
             ],
+            max_leased_per_group: c.opt_int(11, "max_leased_per_group")?,
         })
     };
     let settings = relay_store::decode::queue_settings(&name, raw());

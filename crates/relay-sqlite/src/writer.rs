@@ -4,7 +4,7 @@
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
 use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
-use relay_store::{Behaviour, Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer};
+use relay_store::{Behaviour, Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer, Turn};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::borrow::Borrow;
 
@@ -90,9 +90,22 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
             // The rest of the row is read only for the job a claim takes
             // (in-process, a second statement costs less than decoding
             // candidates that are passed over).
+            let candidate = candidate(row)?;
+            let c = Cols::new(row, Some(candidate.id));
+            let turn = match (c.opt_int(3, "turn")?, c.opt_text(4, "grp")?) {
+                (Some(turn), Some(group)) => Some(Turn { turn, group }),
+                (None, None) => None,
+                _ => {
+                    return Err(StoreError::corrupt(
+                        Some(candidate.id),
+                        "a grouped READY job without its turn",
+                    ))
+                }
+            };
             out.push(ReadyRow {
-                candidate: candidate(row)?,
+                candidate,
                 job: None,
+                turn,
             });
         }
         Ok(out)
@@ -209,6 +222,7 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 s.waiting_on,
                 j.traceparent,
                 tags_json(j.tags),
+                j.group,
             ],
         )?;
         self.inserted.push(j.id.0);
@@ -464,6 +478,33 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut st = self
+            .conn()
+            .prepare_cached(&crate::sql::JOB_GROUP_LEASED)
+            .map_err(map_err)?;
+        let rows = st
+            .query_map(params![queue, now.as_millis()], |r| {
+                Ok((r.get::<_, String>(0)?, u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0)))
+            })
+            .map_err(map_err)?;
+        rows.map(|r| r.map_err(map_err)).collect()
+    }
+
+    fn job_fair_after(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        after: (i64, JobId),
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let (i, _) = crate::sql::page(limit);
+        self.candidates(
+            &crate::sql::JOB_FAIR_AFTER_PAGES[i],
+            params![queue, priority.get(), after.0, after.1 .0],
+        )
+    }
+
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let (i, _) = crate::sql::page(limit);
         self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()])
@@ -594,7 +635,8 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                     s.limits.poison_after,
                     s.retention.succeeded.map(relay_core::Keep::to_millis),
                     s.retention.dead.map(relay_core::Keep::to_millis),
-                    s.retention.cancelled.map(relay_core::Keep::to_millis)
+                    s.retention.cancelled.map(relay_core::Keep::to_millis),
+                    s.limits.max_leased_per_group
                 ],
             )?;
         }

@@ -359,3 +359,80 @@ fn the_prune_reads_its_window_along_the_primary_key() {
     }
     assert_seeks_only("job_delete_finished", include_str!("../sql/job_delete_finished.sql"));
 }
+
+/// Groups: the claim of grouped jobs is one seek of `jobs_fair` per class
+/// and the next page one seek, whatever the number of groups and jobs (a
+/// thousand groups of twenty READY jobs are in place); a group's count of
+/// leases is a range of the lease index; what the turn triggers read is a
+/// seek each; and the claim of jobs without a group still reads only
+/// `jobs_ready`, which holds no grouped job.
+#[test]
+fn the_grouped_claim_seeks_whatever_the_number_of_groups() {
+    let conn = schema();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
+                           lease_token, grp)
+         SELECT 'q0', 'k', x'', i % 4, 'READY', 0, 3, i, i, 0, 'g' || (i % 1000) FROM n;
+         ANALYZE;",
+    )
+    .unwrap();
+    let turns: i64 = conn
+        .query_row("SELECT count(DISTINCT turn) FROM jobs WHERE grp IS NOT NULL", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(turns >= 5, "the insert trigger gave turns: {turns}");
+    for sql in pages(include_str!("../sql/job_ready_heads.sql")) {
+        let steps = plan(&conn, &sql);
+        let fair = steps
+            .iter()
+            .filter(|s| s.contains("COVERING INDEX jobs_fair (queue=? AND priority=?)"))
+            .count();
+        let ready = steps
+            .iter()
+            .filter(|s| s.contains("COVERING INDEX jobs_ready (queue=? AND priority=? AND ready_at"))
+            .count();
+        assert_eq!((fair, ready), (4, 4), "{steps:#?}");
+        for step in &steps {
+            assert!(
+                !step.starts_with("SCAN jobs") && !step.contains("TEMP B-TREE"),
+                "{steps:#?}"
+            );
+        }
+    }
+    for sql in pages(include_str!("../sql/job_fair_after.sql")) {
+        let steps = plan(&conn, &sql);
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert!(
+            // SQLite seeks the turn and passes over the ids of that turn
+            // already read: at most one job a group.
+            steps[0].starts_with("SEARCH jobs USING COVERING INDEX jobs_fair (queue=? AND priority=? AND turn>?)"),
+            "{steps:#?}"
+        );
+    }
+    let steps = plan(&conn, include_str!("../sql/job_group_leased.sql"));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH jobs USING INDEX jobs_lease_expiry (lease_expires_at>?)")),
+        "{steps:#?}"
+    );
+    // The triggers' two reads (migrations/0013_groups.sql).
+    let last = "SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
+                WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND grp = ?2 AND id <> ?3";
+    let front = "SELECT turn FROM jobs INDEXED BY jobs_fair
+                 WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?2 AND id <> ?3
+                 ORDER BY turn, id LIMIT 1";
+    for sql in [last, front] {
+        assert_seeks_only("a turn trigger's read", sql);
+    }
+    assert_seeks_only("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql"));
+    let steps = plan(&conn, include_str!("../sql/queue_oldest_ready.sql"));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH jobs USING COVERING INDEX jobs_group_wait (queue=?)")),
+        "{steps:#?}"
+    );
+}

@@ -307,6 +307,7 @@ pub struct RawQueue {
     /// `keep_cancelled`): milliseconds, -1 for forever, NULL for the
     /// engine's default.
     pub keep: [Option<i64>; 3],
+    pub max_leased_per_group: Option<i64>,
 }
 
 /// A queue's stored retention (`RawQueue::keep`), or why a column is out
@@ -402,6 +403,10 @@ impl RawQueue {
                 .ok_or_else(|| format!("column {name}: {v} is out of range"))
         };
         let max_leased = self.max_leased.map(|v| limit("max_leased", v)).transpose()?;
+        let max_leased_per_group = self
+            .max_leased_per_group
+            .map(|v| limit("max_leased_per_group", v))
+            .transpose()?;
         let rate = match (self.rate_limit, self.rate_per_ms) {
             (None, None) => None,
             (Some(n), Some(ms)) => {
@@ -431,6 +436,7 @@ impl RawQueue {
             paused: self.paused,
             limits: QueueLimits {
                 max_leased,
+                max_leased_per_group,
                 rate,
                 poison_after,
             },
@@ -460,6 +466,7 @@ mod queue_tests {
             window_count: 0,
             poison_after: None,
             keep: [None, Some(-1), Some(5)],
+            max_leased_per_group: None,
         };
         let s = super::queue_settings("q", Ok(raw));
         assert!(s.paused, "held");
@@ -481,6 +488,7 @@ mod queue_tests {
             window_count: 3,
             poison_after: Some(3),
             keep: [Some(0), Some(-1), None],
+            max_leased_per_group: None,
         };
         assert!(ok.clone().settings().is_ok());
         for bad in [

@@ -45,6 +45,9 @@ pub struct JobInsert<'a> {
     pub timeout: Option<Duration>,
     pub traceparent: Option<&'a str>,
     pub tags: &'a [String],
+    /// Its group (see `Job::group`); the store gives a grouped job its
+    /// turn whenever it becomes READY.
+    pub group: Option<&'a str>,
 }
 
 /// An existing job's new status. The guard (`expect_state`,
@@ -214,6 +217,17 @@ pub struct FieldsWrite<'a> {
 pub struct ReadyRow {
     pub candidate: Candidate,
     pub job: Option<Result<Job, StoreError>>,
+    /// A grouped job's turn and group: it was read from the grouped jobs'
+    /// classes, in `(turn, id)` order.
+    pub turn: Option<Turn>,
+}
+
+/// Where a grouped READY job stands: claims take each class of a queue's
+/// grouped jobs in `(turn, id)` order (see `Job::group`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub turn: i64,
+    pub group: String,
 }
 
 /// One job's status as [`Store::job_get_statuses`] read it (an error
@@ -252,6 +266,9 @@ pub struct Prefetched {
     /// hold a lease that has not expired, counted after its row was locked
     /// (see [`Store::job_leased_count`]).
     pub leased: Vec<(String, u64)>,
+    /// For each queue with a `max_leased_per_group`: its groups' unexpired
+    /// leases (see [`Store::job_group_leased`]).
+    pub group_leased: Vec<(String, Vec<(String, u64)>)>,
     /// One list per queue of [`Prefetch::ready`], in the same order; a
     /// queue those settings pause may have none read (a claim skips it).
     pub ready: Vec<Vec<ReadyRow>>,
@@ -420,9 +437,13 @@ pub trait Store {
             self.queue_settings(&names)?
         };
         let mut leased = Vec::new();
+        let mut group_leased = Vec::new();
         for (q, s) in &queues {
             if s.limits.max_leased.is_some() {
                 leased.push((q.clone(), self.job_leased_count(q, p.now)?));
+            }
+            if s.limits.max_leased_per_group.is_some() {
+                group_leased.push((q.clone(), self.job_group_leased(q, p.now)?));
             }
         }
         let dependents = self.job_dependents(p.may_finish)?;
@@ -440,6 +461,7 @@ pub trait Store {
             statuses,
             queues,
             leased,
+            group_leased,
             ready,
             dependents,
         })
@@ -481,10 +503,15 @@ pub trait Store {
     /// expired ones first). Costs the number of unexpired leases, not the
     /// queue's depth.
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError>;
-    /// The oldest due READY jobs of `queue` (`ready_at` at or before
-    /// `now`): at least `limit` of each priority class that has that many
-    /// (fewer means the class has no more; more is allowed), each class
-    /// in `(ready_at, id)` order.
+    /// How many of `queue`'s jobs of each group hold a lease that has not
+    /// expired at `now` (groups with none left out), for its
+    /// `max_leased_per_group`. Costs the number of unexpired leases.
+    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError>;
+    /// The oldest due READY jobs of `queue` without a group (`ready_at` at
+    /// or before `now`): at least `limit` of each priority class that has
+    /// that many (fewer means the class has no more; more is allowed), each
+    /// class in `(ready_at, id)` order; then, as many of each class of its
+    /// grouped READY jobs in `(turn, id)` order (with [`ReadyRow::turn`]).
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError>;
     /// The next page of one class: its due READY jobs after `after` in
     /// `(ready_at, id)` order, at least `limit` of them if there are that
@@ -494,6 +521,16 @@ pub trait Store {
         queue: &str,
         now: Timestamp,
         after: Candidate,
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError>;
+    /// The next page of one class of `queue`'s grouped READY jobs: after
+    /// `after` (a turn and an id) in `(turn, id)` order, at least `limit`
+    /// of them if there are that many.
+    fn job_fair_after(
+        &mut self,
+        queue: &str,
+        priority: Priority,
+        after: (i64, JobId),
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError>;
     /// The earliest `ready_at` after `now` among `queue`'s jobs waiting to

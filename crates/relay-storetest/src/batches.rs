@@ -293,6 +293,7 @@ pub fn claims_in_one_batch_share_the_queue_limit(new_db: &NewDb) {
         .set_queue_limits(
             "q",
             relay::QueueLimits {
+                max_leased_per_group: None,
                 max_leased: Some(3),
                 rate: None,
                 poison_after: None,
@@ -364,6 +365,7 @@ pub fn a_limit_set_partway_through_a_batch_counts_its_earlier_leases(new_db: &Ne
                 b.set_queue_limits(
                     "q",
                     relay::QueueLimits {
+                        max_leased_per_group: None,
                         max_leased: Some(4),
                         rate: None,
                         poison_after: None,

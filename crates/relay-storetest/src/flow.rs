@@ -166,6 +166,7 @@ pub fn a_pause_is_seen_by_another_relay_on_the_store(new_db: &NewDb) {
 
 fn max_leased(n: u32) -> QueueLimits {
     QueueLimits {
+        max_leased_per_group: None,
         max_leased: Some(n),
         rate: None,
         poison_after: None,
@@ -214,6 +215,7 @@ pub fn max_leased_caps_the_queue_and_not_the_others(new_db: &NewDb) {
 pub fn a_rate_limit_allows_its_count_per_window(new_db: &NewDb) {
     let (relay, clock, db) = open_clocked(new_db);
     let limits = QueueLimits {
+        max_leased_per_group: None,
         max_leased: None,
         rate: Some(RateLimit {
             limit: 3,
@@ -248,6 +250,7 @@ pub fn bad_limits_are_refused_and_change_nothing(new_db: &NewDb) {
     let (relay, _clock, _db) = open_clocked(new_db);
     relay.set_queue_limits("q", max_leased(4)).unwrap();
     let rate = |limit, per| QueueLimits {
+        max_leased_per_group: None,
         max_leased: None,
         rate: Some(RateLimit { limit, per }),
         poison_after: None,

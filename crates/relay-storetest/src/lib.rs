@@ -18,6 +18,7 @@ pub mod deps;
 pub mod fencing;
 pub mod flow;
 pub mod group_commit;
+pub mod groups;
 pub mod input;
 pub mod lifecycle;
 pub mod marks;
@@ -178,6 +179,11 @@ macro_rules! conformance {
             lifecycle::expired_and_lost_leases_are_counted,
             lifecycle::queue_waits_are_histograms_by_queue_and_kind,
             lifecycle::outcomes_and_run_times_by_queue_and_kind,
+            groups::groups_are_taken_in_turn,
+            groups::a_job_back_in_its_group_waits_its_turn,
+            groups::a_delayed_grouped_job_takes_its_turn_when_it_comes_due,
+            groups::max_leased_per_group_bounds_each_group,
+            groups::group_input_is_checked,
             search::search_by_every_filter_with_cursor_paging,
             search::bulk_actions_take_every_match_and_pass_over_the_rest,
             search::dead_jobs_are_grouped_by_queue_kind_and_first_line,

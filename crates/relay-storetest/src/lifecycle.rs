@@ -624,6 +624,7 @@ pub fn stats_come_a_page_at_a_time(new_db: &NewDb) {
         .set_queue_limits(
             "qx",
             relay::QueueLimits {
+                max_leased_per_group: None,
                 max_leased: Some(2),
                 rate: None,
                 poison_after: None,

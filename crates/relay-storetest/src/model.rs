@@ -610,6 +610,7 @@ impl Run<'_> {
             } => {
                 self.model.before_write(now, false);
                 let limits = relay::QueueLimits {
+                    max_leased_per_group: None,
                     max_leased,
                     rate: rate.map(|(limit, per_s)| relay::RateLimit {
                         limit,

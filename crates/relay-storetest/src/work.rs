@@ -18,6 +18,7 @@ fn count(kinds: &[String], kind: &str) -> usize {
 pub fn complete_and_lease_answers_each_outcome_and_leases_in_one_commit(new_db: &NewDb) {
     let (relay, _clock, _db) = open_clocked(new_db);
     let limits = QueueLimits {
+        max_leased_per_group: None,
         max_leased: Some(4),
         rate: None,
         poison_after: None,

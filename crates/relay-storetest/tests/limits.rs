@@ -133,6 +133,7 @@ fn submit(relay: &Relay, n: usize) {
 fn max_leased_is_never_exceeded(db: &str) {
     let relay = Relay::connect(db, Options::default()).unwrap();
     let limits = QueueLimits {
+        max_leased_per_group: None,
         max_leased: Some(5),
         rate: None,
         poison_after: None,
@@ -180,6 +181,7 @@ fn max_leased_is_never_exceeded(db: &str) {
 fn a_rate_limit_holds_over_ten_seconds(db: &str, rate: RateLimit, jobs: usize) {
     let relay = Relay::connect(db, Options::default()).unwrap();
     let limits = QueueLimits {
+        max_leased_per_group: None,
         max_leased: None,
         rate: Some(rate),
         poison_after: None,

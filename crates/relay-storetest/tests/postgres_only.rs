@@ -157,6 +157,7 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
     };
     let relay = PgDb::fresh_at(url.clone()).open(options).unwrap();
     let limits = relay::QueueLimits {
+        max_leased_per_group: None,
         max_leased: Some(3),
         rate: None,
         poison_after: None,

@@ -675,6 +675,7 @@ impl Relay {
     /// let relay = Relay::in_memory()?;
     /// relay.set_queue_limits("smtp", QueueLimits {
     ///     max_leased: Some(5),
+    ///     max_leased_per_group: None, // or at most N of one group (NewJob::group)
     ///     rate: Some(RateLimit { limit: 100, per: Duration::from_secs(1) }),
     ///     poison_after: None, // the engine's default: 3 lease expiries
     /// })?;

@@ -110,6 +110,7 @@ pub fn job(j: &Job) -> w::Job {
         timeout_ms: j.timeout.map(ms),
         traceparent: j.traceparent.clone(),
         tags: j.tags.clone(),
+        group: j.group.clone(),
         waiting_on: s.waiting_on,
         progress: j.progress.as_ref().map(|p| w::Progress {
             fraction: p.fraction,
@@ -221,6 +222,7 @@ pub fn queue_limits(queue: String, l: QueueLimits) -> w::QueueLimits {
         max_leased: l.max_leased,
         rate_limit: l.rate.map(rate),
         poison_after: l.poison_after,
+        max_leased_per_group: l.max_leased_per_group,
     }
 }
 
@@ -233,6 +235,7 @@ pub fn queue_stats(s: &QueueStats) -> w::QueueStats {
         max_leased: s.limits.max_leased,
         rate_limit: s.limits.rate.map(rate),
         poison_after: s.limits.poison_after,
+        max_leased_per_group: s.limits.max_leased_per_group,
     }
 }
 
@@ -387,6 +390,9 @@ impl TryFrom<w::NewJob> for NewJob {
         if let Some(tags) = b.tags {
             job = job.tags(tags);
         }
+        if let Some(g) = b.group {
+            job = job.group(g);
+        }
         Ok(job)
     }
 }
@@ -462,6 +468,7 @@ pub fn limits(b: w::Limits) -> Result<QueueLimits, RequestError> {
     };
     Ok(QueueLimits {
         max_leased: b.max_leased,
+        max_leased_per_group: b.max_leased_per_group,
         rate,
         poison_after: b.poison_after,
     })
@@ -619,6 +626,7 @@ mod tests {
             timeout: Some(Duration::from_secs(90)),
             traceparent: None,
             tags: vec!["vip".into()],
+            group: None,
             progress: None,
             status,
         };

@@ -189,6 +189,18 @@ impl Store for GatedStore {
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.job_leased_count(queue, now)
     }
+    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
+        self.inner.job_group_leased(queue, now)
+    }
+    fn job_fair_after(
+        &mut self,
+        queue: &str,
+        priority: relay::Priority,
+        after: (i64, JobId),
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        self.inner.job_fair_after(queue, priority, after, limit)
+    }
     fn job_dependents(&mut self, parents: &[JobId]) -> Result<Vec<relay_store::DependentRead>, StoreError> {
         self.inner.job_dependents(parents)
     }

@@ -522,6 +522,7 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
         .set_queue_limits(
             "q",
             relay::QueueLimits {
+                max_leased_per_group: None,
                 max_leased: Some(3),
                 rate: None,
                 poison_after: None,

@@ -76,6 +76,9 @@ pub struct Job {
     /// What its handler last reported of its run; absent until one does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
+    /// The group it belongs to; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -317,6 +320,9 @@ pub struct QueueStats {
     /// times is DEAD (absent: the server's default, 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poison_after: Option<u32>,
+    /// At most this many jobs of one group LEASED at once (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leased_per_group: Option<u32>,
 }
 
 /// `GET /v1/stats`: a page of queues, by name.
@@ -391,6 +397,9 @@ pub struct QueueLimits {
     /// server's default, 3).
     #[serde(default)]
     pub poison_after: Option<u32>,
+    /// At most this many jobs of one group LEASED at once (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leased_per_group: Option<u32>,
 }
 
 /// A queue's retention: `GET` and `PUT /v1/queues/{queue}/retention`.

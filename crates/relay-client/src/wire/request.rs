@@ -120,6 +120,12 @@ pub struct NewJob {
         schemars(length(max = 8), inner(pattern(r"^[^\u0000-\u001f\u007f-\u009f,]{1,64}$")))
     )]
     pub tags: Option<Vec<String>>,
+    /// The group (a tenant) the job belongs to: its queue's claims take
+    /// groups in turn, and `max_leased_per_group` bounds each group's
+    /// leases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 256)))]
+    pub group: Option<String>,
 }
 
 impl NewJob {
@@ -436,6 +442,11 @@ pub struct Limits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 0, max = 1000)))]
     pub poison_after: Option<u32>,
+    /// At most this many jobs of one group LEASED at once. Left out when
+    /// `None`, as `poison_after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1_000_000)))]
+    pub max_leased_per_group: Option<u32>,
 }
 
 /// A rate limit: `limit` leases per `per_ms` milliseconds.

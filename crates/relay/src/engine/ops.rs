@@ -125,6 +125,7 @@ fn insert(
         timeout: j.timeout,
         traceparent: j.traceparent.clone(),
         tags: j.tags.clone(),
+        group: j.group.clone(),
         progress: None,
         status: status.clone(),
     })?;
@@ -344,7 +345,7 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
         waited_since.push(job.status.ready_at);
         let status = next.status_after(&job.status).clone();
         persist(plan, job.id, next, None)?;
-        plan.count_lease(&job.queue)?;
+        plan.count_lease(&job.queue, job.group.as_deref())?;
         jobs.push(LeasedJob::new(job, status, lease_for));
     }
     // Counted once the claim has succeeded (a failed one is undone).
@@ -413,8 +414,8 @@ pub(crate) fn act(
         && (deleted || status.state != JobState::Leased);
     let counted = if unleased { plan.counted_queue_of(id)? } else { None };
     persist(plan, id, next, result)?;
-    if let Some(queue) = counted {
-        plan.count_unlease(&queue);
+    if let Some((queue, group)) = counted {
+        plan.count_unlease(&queue, group.as_deref());
     }
     if let Some(key) = retaken {
         plan.retake_key(key, id);
@@ -673,6 +674,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         on_dependency_failure: DependencyFailure::Cancel,
         traceparent: None,
         tags: Vec::new(),
+        group: None,
     };
     let skipped = skipped_ticks(&s, ctx.now)?;
     insert(plan, ctx, &job, Some((&s.name, s.next_at, skipped)))?;

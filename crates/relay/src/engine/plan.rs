@@ -25,7 +25,7 @@ mod deps;
 mod marks;
 mod queues;
 mod schedules;
-use claim::Pool;
+use claim::{Pool, CLASSES};
 use deps::{Deps, DepsMark};
 use marks::MarkEntry;
 pub(crate) use queues::Gate;
@@ -197,7 +197,7 @@ pub(crate) struct Mark {
     events: usize,
     deps: DepsMark,
     readied: usize,
-    cursors: Vec<[usize; 4]>,
+    cursors: Vec<[usize; CLASSES]>,
 }
 
 /// A batch being planned: the store to read from, and what the batch has
@@ -328,7 +328,7 @@ impl<'s> Plan<'s> {
         }
         self.overdue = reap.then_some(overdue);
         for (queue, _) in &ready {
-            self.keep_queue_read(queue, &got.queues, &got.leased);
+            self.keep_queue_read(queue, &got.queues, &got.leased, &got.group_leased);
         }
         for ((queue, limit), rows) in ready.iter().zip(got.ready) {
             // A paused queue's jobs may not have been read: its pool is
@@ -890,6 +890,7 @@ impl<'s> Plan<'s> {
                         timeout: row.timeout,
                         traceparent: row.traceparent.as_deref(),
                         tags: &row.tags,
+                        group: row.group.as_deref(),
                     });
                 }
                 (Some((state, token)), false) => {

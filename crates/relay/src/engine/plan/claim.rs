@@ -3,22 +3,38 @@
 
 use super::{Entry, Gate, Plan, Slot, PAGE_MAX};
 use crate::error::Result;
-use relay_core::{Candidate, Timestamp};
+use relay_core::{Candidate, Priority, Timestamp};
 use relay_store::{ReadyRow, StoreError};
 
+/// A queue's classes of candidates: its four priority classes of jobs
+/// without a group (`0..4`), then its four of grouped jobs (`4..8`).
+pub(super) const CLASSES: usize = 8;
+
+/// Grouped candidates of one class passed over in a batch because their
+/// group had its `max_leased_per_group` before the class counts as spent:
+/// what bounds a claim's reads when one group at its limit holds the front
+/// of the line (its jobs come one a turn, so a group below its limit is
+/// found within a turn or so of each group at it).
+const FULL_GROUPS_SKIPPED: usize = 1024;
+
 /// One priority class of a queue's READY jobs as read from the store, in
-/// `(ready_at, id)` order: `next` is the first not yet passed over.
+/// `(ready_at, id)` order, or, for grouped jobs, `(turn, id)` order:
+/// `next` is the first not yet passed over.
 #[derive(Default)]
 pub(super) struct Class {
     pub(super) rows: Vec<Candidate>,
+    /// For a class of grouped jobs: each row's turn and group.
+    turns: Vec<(i64, String)>,
     pub(super) next: usize,
     /// The store may hold more after the last row read.
     pub(super) more: bool,
+    /// Candidates passed over for their group's limit.
+    skipped: usize,
 }
 
 pub(super) struct Pool {
     pub(super) queue: String,
-    pub(super) classes: [Class; 4],
+    pub(super) classes: [Class; CLASSES],
 }
 
 impl Plan<'_> {
@@ -88,7 +104,7 @@ impl Plan<'_> {
                 continue;
             }
             let pi = self.pool(q)?;
-            for p in 0..4 {
+            for p in 0..CLASSES {
                 if let Some(c) = self.class_head(pi, p)? {
                     out.push((qi, c));
                 }
@@ -108,6 +124,11 @@ impl Plan<'_> {
                 continue;
             };
             let Some(row) = e.row.as_deref() else { continue };
+            // A grouped job takes its turn when the batch writes it: it is
+            // claimed in the batches after.
+            if row.group.is_some() {
+                continue;
+            }
             let Some(qi) = queues.iter().position(|q| *q == row.queue) else {
                 continue;
             };
@@ -139,9 +160,13 @@ impl Plan<'_> {
             queue: queue.to_owned(),
             classes: Default::default(),
         };
-        let mut counts = [0usize; 4];
-        for r in rows {
-            let p = usize::from(r.candidate.priority.get()).min(3);
+        let mut counts = [0usize; CLASSES];
+        for mut r in rows {
+            let mut p = usize::from(r.candidate.priority.get()).min(3);
+            if let Some(t) = r.turn.take() {
+                p += 4;
+                pool.classes[p].turns.push((t.turn, t.group));
+            }
             counts[p] += 1;
             pool.classes[p].rows.push(r.candidate);
             self.remember(r);
@@ -171,17 +196,35 @@ impl Plan<'_> {
         self.jobs.insert(id, slot);
     }
 
-    /// The first candidate of one class that is still claimable, reading
-    /// the next page from the store when the pool runs out.
+    /// The first candidate of one class that is still claimable (for a
+    /// class of grouped jobs, whose group is below its queue's
+    /// `max_leased_per_group`), reading the next page from the store when
+    /// the pool runs out.
     fn class_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
+        let grouped = p >= 4;
         loop {
             let class = &self.pools[pi].classes[p];
             if let Some(c) = class.rows.get(class.next).copied() {
-                let ok = match self.jobs.get(&c.id) {
+                let mut ok = match self.jobs.get(&c.id) {
                     Some(Slot::Row(e)) => e.claimable(self.now),
                     Some(Slot::Missing) => false,
                     Some(Slot::Corrupt(..)) | None => true,
                 };
+                if ok && grouped {
+                    let pool = &self.pools[pi];
+                    let group = pool.classes[p].turns.get(pool.classes[p].next).map(|t| t.1.clone());
+                    let queue = pool.queue.clone();
+                    if let Some(group) = group {
+                        if !self.group_open(&queue, &group)? {
+                            ok = false;
+                            let class = &mut self.pools[pi].classes[p];
+                            class.skipped += 1;
+                            if class.skipped > FULL_GROUPS_SKIPPED {
+                                return Ok(None);
+                            }
+                        }
+                    }
+                }
                 if ok {
                     return Ok(Some(c));
                 }
@@ -194,16 +237,31 @@ impl Plan<'_> {
             let Some(after) = class.rows.last().copied() else {
                 return Ok(None);
             };
+            let last_turn = class.turns.last().map(|t| t.0);
             let queue = self.pools[pi].queue.clone();
             let limit = self.demand.get(&queue).copied().unwrap_or(1).clamp(16, PAGE_MAX);
-            let rows = self.store.job_ready_after(&queue, self.now, after, limit)?;
+            let rows = match (grouped, last_turn) {
+                (false, _) => self.store.job_ready_after(&queue, self.now, after, limit)?,
+                (true, Some(turn)) => {
+                    let priority = Priority::ALL[(p - 4).min(3)];
+                    self.store.job_fair_after(&queue, priority, (turn, after.id), limit)?
+                }
+                (true, None) => Vec::new(),
+            };
             let class = &mut self.pools[pi].classes[p];
             class.more = rows.len() >= limit;
-            class.rows.extend(rows.iter().map(|r| r.candidate));
             if rows.is_empty() {
                 return Ok(None);
             }
-            for r in rows {
+            for mut r in rows {
+                let class = &mut self.pools[pi].classes[p];
+                class.rows.push(r.candidate);
+                if grouped {
+                    // A row without a turn here would leave the turns
+                    // behind the rows: a corrupt one is passed over.
+                    let t = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
+                    class.turns.push(t);
+                }
                 self.remember(r);
             }
         }

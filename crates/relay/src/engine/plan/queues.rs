@@ -19,6 +19,10 @@ pub(super) struct QueueEntry {
     /// For a queue with `max_leased`: its LEASED jobs, counting this
     /// batch's claims (`None` until read).
     pub(super) leased: Option<u64>,
+    /// For a queue with `max_leased_per_group`: the LEASED jobs of each of
+    /// its groups that has any, counting this batch's claims (`None` until
+    /// read).
+    pub(super) group_leased: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 impl QueueEntry {
@@ -30,6 +34,7 @@ impl QueueEntry {
             written: false,
             locked,
             leased: None,
+            group_leased: None,
         }
     }
 }
@@ -46,7 +51,13 @@ pub(crate) enum Gate {
 impl Plan<'_> {
     /// Keeps the settings (and, for a limited queue, the lease count) a
     /// batch's first reads brought of `queue` (none: the defaults).
-    pub(super) fn keep_queue_read(&mut self, queue: &str, read: &[(String, QueueSettings)], leased: &[(String, u64)]) {
+    pub(super) fn keep_queue_read(
+        &mut self,
+        queue: &str,
+        read: &[(String, QueueSettings)],
+        leased: &[(String, u64)],
+        group_leased: &[(String, Vec<(String, u64)>)],
+    ) {
         let settings = read
             .iter()
             .find(|(q, _)| q == queue)
@@ -54,6 +65,10 @@ impl Plan<'_> {
             .unwrap_or_default();
         let mut entry = QueueEntry::read(settings);
         entry.leased = leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
+        entry.group_leased = group_leased
+            .iter()
+            .find(|(q, _)| q == queue)
+            .map(|(_, gs)| gs.iter().cloned().collect());
         self.queues.insert(queue.to_owned(), entry);
     }
 
@@ -79,9 +94,11 @@ impl Plan<'_> {
         if !self.queues.get(name).is_some_and(|e| e.locked) {
             let settings = self.store.queue_lock(name, self.now)?;
             let leased = self.queues.get(name).and_then(|e| e.leased);
+            let group_leased = self.queues.get(name).and_then(|e| e.group_leased.clone());
             let mut entry = QueueEntry::read(settings);
             entry.locked = true;
             entry.leased = leased;
+            entry.group_leased = group_leased;
             self.queues.insert(name.to_owned(), entry);
         }
         self.queue(name)
@@ -133,6 +150,52 @@ impl Plan<'_> {
         Ok(Gate::Open)
     }
 
+    /// Whether a claim may take a job of `group` in queue `name`: the
+    /// queue has no `max_leased_per_group`, or the group is below it.
+    pub(crate) fn group_open(&mut self, name: &str, group: &str) -> Result<bool> {
+        let Some(max) = self.queue(name)?.limits.max_leased_per_group else {
+            return Ok(true);
+        };
+        if self.queues.get(name).is_some_and(|e| e.group_leased.is_none()) {
+            // Set partway through this batch: the store's counts, plus
+            // the leases this batch planned.
+            let mut counts: std::collections::BTreeMap<String, u64> =
+                self.store.job_group_leased(name, self.now)?.into_iter().collect();
+            for g in self.planned_group_leases(name) {
+                *counts.entry(g).or_default() += 1;
+            }
+            if let Some(e) = self.queues.get_mut(name) {
+                e.group_leased = Some(counts);
+            }
+        }
+        let n = self
+            .queues
+            .get(name)
+            .and_then(|e| e.group_leased.as_ref())
+            .and_then(|gs| gs.get(group).copied())
+            .unwrap_or(0);
+        Ok(n < u64::from(max))
+    }
+
+    /// The groups of queue `name`'s jobs this batch leased, one entry per
+    /// lease. Scans the batch's jobs: only for a limit set partway through.
+    fn planned_group_leases(&self, name: &str) -> Vec<String> {
+        self.jobs
+            .values()
+            .filter_map(|s| match s {
+                Slot::Row(e)
+                    if e.written
+                        && !e.deleted
+                        && e.status.state == JobState::Leased
+                        && e.base.is_none_or(|(state, _)| state != JobState::Leased) =>
+                {
+                    e.row.as_ref().filter(|r| r.queue == name).and_then(|r| r.group.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Jobs of queue `name` this batch leased (not LEASED in the store).
     /// Scans the batch's jobs: only for a limit set partway through a batch.
     fn planned_leases(&self, name: &str) -> u64 {
@@ -153,11 +216,16 @@ impl Plan<'_> {
         u64::try_from(n).unwrap_or(u64::MAX)
     }
 
-    /// The queue of job `id`, which is about to give up an unexpired
-    /// lease, where this batch counts that queue's leases (a `max_leased`
-    /// read for a claim); `None` otherwise, without a read.
-    pub(crate) fn counted_queue_of(&mut self, id: relay_core::JobId) -> Result<Option<String>> {
-        if !self.queues.values().any(|e| e.leased.is_some()) {
+    /// The queue (and group) of job `id`, which is about to give up an
+    /// unexpired lease, where this batch counts that queue's leases (a
+    /// `max_leased` or `max_leased_per_group` read for a claim); `None`
+    /// otherwise, without a read.
+    pub(crate) fn counted_queue_of(&mut self, id: relay_core::JobId) -> Result<Option<(String, Option<String>)>> {
+        if !self
+            .queues
+            .values()
+            .any(|e| e.leased.is_some() || e.group_leased.is_some())
+        {
             return Ok(None);
         }
         // A row that cannot be read whole is not counted: the claim then
@@ -166,13 +234,14 @@ impl Plan<'_> {
         Ok(self
             .queues
             .get(&job.queue)
-            .is_some_and(|e| e.leased.is_some())
-            .then_some(job.queue))
+            .is_some_and(|e| e.leased.is_some() || e.group_leased.is_some())
+            .then_some((job.queue, job.group)))
     }
 
-    /// One of `name`'s leases ended in this batch (an ack, nack, release,
-    /// cancel...): a claim later in the batch may take its slot.
-    pub(crate) fn count_unlease(&mut self, name: &str) {
+    /// One of `name`'s leases (of `group`) ended in this batch (an ack,
+    /// nack, release, cancel...): a claim later in the batch may take its
+    /// slot.
+    pub(crate) fn count_unlease(&mut self, name: &str, group: Option<&str>) {
         let Some(e) = self.queues.get_mut(name) else { return };
         if self.logging {
             self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
@@ -180,11 +249,16 @@ impl Plan<'_> {
         if let Some(n) = e.leased.as_mut() {
             *n = n.saturating_sub(1);
         }
+        if let (Some(gs), Some(g)) = (e.group_leased.as_mut(), group) {
+            if let Some(n) = gs.get_mut(g) {
+                *n = n.saturating_sub(1);
+            }
+        }
     }
 
-    /// A claim took one of `name`'s jobs: it counts against the queue's
-    /// limits.
-    pub(crate) fn count_lease(&mut self, name: &str) -> Result<()> {
+    /// A claim took one of `name`'s jobs (of `group`): it counts against
+    /// the queue's limits.
+    pub(crate) fn count_lease(&mut self, name: &str, group: Option<&str>) -> Result<()> {
         let limited = self.queues.get(name).is_some_and(|e| e.settings.limits.is_set());
         if !limited {
             return Ok(());
@@ -198,6 +272,9 @@ impl Plan<'_> {
         }
         if let Some(n) = e.leased.as_mut() {
             *n += 1;
+        }
+        if let (Some(gs), Some(g)) = (e.group_leased.as_mut(), group) {
+            *gs.entry(g.to_owned()).or_default() += 1;
         }
         if let Some(r) = e.settings.limits.rate {
             r.take(&mut e.settings.window, now);

@@ -1,0 +1,155 @@
+//! Groups (tenants): a queue's claims take its groups in turn, and its
+//! `max_leased_per_group` bounds each group's leases.
+
+use crate::{open_clocked, NewDb};
+use relay::{Error, JobState, LeaseRequest, LeasedJob, NewJob, QueueLimits, Relay};
+use std::time::Duration;
+
+fn grouped(group: &str) -> NewJob {
+    NewJob::new("q", "k", group.as_bytes().to_vec()).group(group)
+}
+
+/// The groups of what one lease call took, in the order it took them.
+fn take(relay: &Relay, max: u32) -> Vec<LeasedJob> {
+    relay
+        .lease(LeaseRequest::new(["q"]).max(max).lease_for(Duration::from_secs(600)))
+        .unwrap()
+}
+
+fn groups_of(jobs: &[LeasedJob]) -> Vec<String> {
+    jobs.iter()
+        .map(|j| String::from_utf8(j.payload.clone()).unwrap())
+        .collect()
+}
+
+/// A group with many jobs waiting does not hold back the groups with few:
+/// one job of each group a round, in the order the groups' jobs came,
+/// within one claim and from claim to claim.
+pub fn groups_are_taken_in_turn(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    relay.submit_batch((0..30).map(|_| grouped("big")).collect()).unwrap();
+    for g in ["a", "b"] {
+        relay.submit_batch((0..3).map(|_| grouped(g)).collect()).unwrap();
+    }
+    let id = relay.submit(grouped("c")).unwrap();
+    assert_eq!(relay.get(id).unwrap().group.as_deref(), Some("c"), "kept on the job");
+    // One claim of 7 takes the first round and most of the second.
+    let first = take(&relay, 7);
+    assert_eq!(groups_of(&first), ["big", "a", "b", "c", "big", "a", "b"]);
+    // Claim after claim, the rounds go on where they stopped.
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        order.extend(groups_of(&take(&relay, 1)));
+    }
+    assert_eq!(order, ["big", "a", "b", "big", "big"]);
+    // Within a group, its own jobs in the order they came.
+    let big: Vec<i64> = first.iter().filter(|j| j.payload == b"big").map(|j| j.id.0).collect();
+    assert!(big.windows(2).all(|w| w[0] < w[1]), "{big:?}");
+}
+
+/// A job of a group that comes back READY (a lease given back, a failed
+/// attempt without back-off) waits behind the group's other READY jobs, as
+/// one submitted then would; a group whose jobs were all taken starts again
+/// at the front of the line, not behind its old turns.
+pub fn a_job_back_in_its_group_waits_its_turn(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let ids: Vec<_> = (0..3)
+        .map(|i| relay.submit(NewJob::new("q", "k", vec![i]).group("a")).unwrap())
+        .collect();
+    let l = take(&relay, 1).remove(0);
+    assert_eq!(l.id, ids[0]);
+    relay.release(l.id, l.token).unwrap();
+    let order: Vec<_> = (0..3).map(|_| take(&relay, 1).remove(0).id).collect();
+    assert_eq!(order, [ids[1], ids[2], ids[0]]);
+    // Group "a" has nothing READY now; "b" has ten waiting. A new job of
+    // "a" is taken within a round, not after the ten.
+    relay.submit_batch((0..10).map(|_| grouped("b")).collect()).unwrap();
+    take(&relay, 2);
+    relay.submit(grouped("a")).unwrap();
+    let next = groups_of(&take(&relay, 2));
+    assert!(next.contains(&"a".to_owned()), "{next:?}");
+}
+
+/// A delayed grouped job is claimed once the writer promotes it, at the
+/// front of the line at that moment (its turn is given when it becomes
+/// READY, not when it was submitted).
+pub fn a_delayed_grouped_job_takes_its_turn_when_it_comes_due(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    relay.submit_batch((0..20).map(|_| grouped("big")).collect()).unwrap();
+    let late = relay.submit(grouped("late").delay(Duration::from_secs(10))).unwrap();
+    assert_eq!(relay.get(late).unwrap().state(), JobState::Scheduled);
+    assert_eq!(groups_of(&take(&relay, 5)), ["big"; 5]);
+    clock.advance(Duration::from_secs(10));
+    relay.reap_expired().unwrap(); // promotes it
+    assert_eq!(relay.get(late).unwrap().state(), JobState::Ready);
+    let next = groups_of(&take(&relay, 2));
+    assert!(next.contains(&"late".to_owned()), "{next:?}");
+}
+
+/// `max_leased_per_group` bounds each group's unexpired leases across
+/// every Relay on the store; a claim takes other groups' jobs past a group
+/// at its limit; an ended lease frees a slot (within the batch too); an
+/// expired one no longer counts.
+pub fn max_leased_per_group_bounds_each_group(new_db: &NewDb) {
+    let (relay, clock, db) = open_clocked(new_db);
+    let limits = QueueLimits {
+        max_leased_per_group: Some(2),
+        ..QueueLimits::default()
+    };
+    relay.set_queue_limits("q", limits).unwrap();
+    assert_eq!(relay.stats().unwrap().queues["q"].limits.max_leased_per_group, Some(2));
+    relay.submit_batch((0..10).map(|_| grouped("x")).collect()).unwrap();
+    relay.submit_batch((0..3).map(|_| grouped("y")).collect()).unwrap();
+    relay.submit(NewJob::new("q", "k", b"none".to_vec())).unwrap();
+    let first = take(&relay, 10);
+    let mut got = groups_of(&first);
+    got.sort();
+    assert_eq!(got, ["none", "x", "x", "y", "y"]);
+    assert!(take(&relay, 10).is_empty(), "both groups at their limit");
+    // Another Relay on the same store counts the same leases.
+    let (mut options, _) = crate::clocked();
+    options.clock = clock.clone();
+    let other = db.open(options).unwrap();
+    assert!(other.lease(LeaseRequest::new(["q"]).max(10)).unwrap().is_empty());
+    // An ack frees its group's slot.
+    let x = first.iter().find(|j| j.payload == b"x").unwrap();
+    relay.ack(x.id, x.token, None).unwrap();
+    assert_eq!(groups_of(&take(&relay, 10)), ["x"]);
+    // Expired leases no longer count: two of each group again.
+    clock.advance(Duration::from_secs(601));
+    let again = groups_of(&take(&relay, 10));
+    assert_eq!(again.iter().filter(|g| *g == "x").count(), 2, "{again:?}");
+    assert_eq!(
+        again.iter().filter(|g| *g == "y").count(),
+        1,
+        "{again:?}: y has one left"
+    );
+    // Lifting the limit lifts it.
+    relay.set_queue_limits("q", QueueLimits::default()).unwrap();
+    let rest = groups_of(&take(&relay, 20));
+    assert!(rest.iter().filter(|g| *g == "x").count() > 2, "{rest:?}");
+}
+
+/// A group key is 1-256 characters and a limit 1-1,000,000: anything else
+/// is refused alone, and nothing is written.
+pub fn group_input_is_checked(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    for bad in [String::new(), "g".repeat(257)] {
+        let e = relay.submit(NewJob::new("q", "k", Vec::new()).group(bad)).unwrap_err();
+        assert!(matches!(&e, Error::InvalidInput(i) if i.field == "group"), "{e:?}");
+    }
+    let e = relay
+        .set_queue_limits(
+            "q",
+            QueueLimits {
+                max_leased_per_group: Some(0),
+                ..QueueLimits::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidInput(i) if i.field == "max_leased_per_group"),
+        "{e:?}"
+    );
+    assert!(relay.stats().unwrap().queues.is_empty(), "nothing written");
+}
