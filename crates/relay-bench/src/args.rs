@@ -77,6 +77,15 @@ pub struct Args {
     /// 1000/s. Lease+ack throughput is then the rate.
     #[arg(long, value_name = "N/PERIOD")]
     pub rate: Option<relay::RateLimit>,
+    /// Spread the jobs over N groups (`NewJob::group`, job i in group
+    /// `g{i % N}`): the claim then takes groups in turn, and the row
+    /// measures what that costs.
+    #[arg(long, value_name = "N")]
+    pub groups: Option<u32>,
+    /// Before the run, limit the bench queue to this many LEASED jobs of
+    /// one group at once (with --groups).
+    #[arg(long, value_name = "N", requires = "groups")]
+    pub max_leased_per_group: Option<u32>,
     /// Before the lease+ack phase, submit one more job (queue
     /// `bench-fan-in`) that depends on every job of the run: each ack then
     /// also counts that job's wait down, and the row measures what a
@@ -91,9 +100,10 @@ pub struct Args {
 }
 
 impl Args {
-    /// The bench queue has a limit (`--max-leased`, `--rate`).
+    /// The bench queue has a limit (`--max-leased`, `--rate`,
+    /// `--max-leased-per-group`).
     pub fn limited(&self) -> bool {
-        self.max_leased.is_some() || self.rate.is_some()
+        self.max_leased.is_some() || self.rate.is_some() || self.max_leased_per_group.is_some()
     }
 
     pub fn options(&self) -> relay::Options {
@@ -124,6 +134,9 @@ impl Args {
         }
         if self.fan_in && (self.jobs > 10_000 || self.processes.len() > 1 || self.depth > 0) {
             return Err("--fan-in makes one job wait for every job of one run: at most --jobs 10000, one --processes count, no --depth".into());
+        }
+        if self.groups == Some(0) {
+            return Err("--groups must be at least 1".into());
         }
         if self.payload_bytes > 1 << 20 {
             return Err("--payload-bytes must be at most 1 MiB (Relay's default payload limit)".into());

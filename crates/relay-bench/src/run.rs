@@ -102,9 +102,9 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     if args.depth > 0 {
         preload(&relay, args)?;
     }
-    if args.max_leased.is_some() || args.rate.is_some() {
+    if args.limited() {
         let limits = relay::QueueLimits {
-            max_leased_per_group: None,
+            max_leased_per_group: args.max_leased_per_group,
             max_leased: args.max_leased,
             rate: args.rate,
             poison_after: None,
@@ -330,7 +330,10 @@ fn submit_phase(relay: &Relay, args: &Args) -> Result<Phase, String> {
         let mut samples = Vec::new();
         let mut i = u64::from(t);
         while i < args.jobs {
-            let job = NewJob::new(QUEUE, "bench", payload(args)).priority(priority(args, i));
+            let mut job = NewJob::new(QUEUE, "bench", payload(args)).priority(priority(args, i));
+            if let Some(n) = args.groups {
+                job = job.group(format!("g{}", i % u64::from(n)));
+            }
             let start = Instant::now();
             relay.submit(job).map_err(|e| format!("submit: {e}"))?;
             samples.push(start.elapsed());

@@ -35,9 +35,11 @@ CREATE INDEX jobs_group_wait ON jobs (queue, ready_at, state, grp)
 -- A grouped job that becomes READY takes its turn. Written as triggers so
 -- that whatever writes the file gives it one (and the writer's statements
 -- stay as they are for jobs without a group, which the WHEN clauses pass
--- over).
+-- over). Relay's own insert of a grouped job gives the turn in the row it
+-- writes (sql/job_insert_grouped.sql): the insert trigger is for rows
+-- written without one.
 CREATE TRIGGER jobs_turn_insert AFTER INSERT ON jobs
-WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY'
+WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY' AND NEW.turn IS NULL
 BEGIN
     UPDATE jobs SET turn = max(
         coalesce((SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn

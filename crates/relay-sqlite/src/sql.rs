@@ -42,6 +42,7 @@ statements! {
     JOB_GET = "job_get.sql";
     JOB_GET_STATUS = "job_get_status.sql";
     JOB_INSERT = "job_insert.sql";
+    JOB_INSERT_GROUPED = "job_insert_grouped.sql";
     JOB_IDS = "job_ids.sql";
     JOB_LEASED_COUNT = "job_leased_count.sql";
     JOB_UNIQUE_KEY = "job_unique_key.sql";

@@ -197,8 +197,13 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
     fn insert(&mut self, j: &JobInsert<'_>) -> Result<(), StoreError> {
         let s = j.status;
         let lease = s.lease.as_ref();
+        let sql = if j.group.is_some() {
+            &crate::sql::JOB_INSERT_GROUPED
+        } else {
+            &crate::sql::JOB_INSERT
+        };
         self.exec(
-            &crate::sql::JOB_INSERT,
+            sql,
             params![
                 j.id.0,
                 j.queue,

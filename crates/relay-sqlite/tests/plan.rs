@@ -292,6 +292,7 @@ fn hot_statements_are_never_reprepared() {
         ("job_counts_add", include_str!("../sql/job_counts_add.sql")),
         ("queue_settings", include_str!("../sql/queue_settings.sql")),
         ("job_leased_count", include_str!("../sql/job_leased_count.sql")),
+        ("job_group_leased", include_str!("../sql/job_group_leased.sql")),
         (
             "job_find_active_by_key",
             include_str!("../sql/job_find_active_by_key.sql"),
@@ -300,6 +301,7 @@ fn hot_statements_are_never_reprepared() {
     let paged: Vec<(String, String)> = pages(include_str!("../sql/job_ready_heads.sql"))
         .into_iter()
         .chain(pages(include_str!("../sql/job_ready_after.sql")))
+        .chain(pages(include_str!("../sql/job_fair_after.sql")))
         .map(|sql| (format!("claim page {}", sql.len()), sql))
         .collect();
     let hot = hot
@@ -427,6 +429,53 @@ fn the_grouped_claim_seeks_whatever_the_number_of_groups() {
     for sql in [last, front] {
         assert_seeks_only("a turn trigger's read", sql);
     }
+    assert_seeks_only("job_insert_grouped", include_str!("../sql/job_insert_grouped.sql"));
+    // Relay's insert of a grouped job gives it its turn, and is prepared
+    // once however its values change.
+    let sql = include_str!("../sql/job_insert_grouped.sql");
+    for i in 0..50i64 {
+        let mut st = conn.prepare_cached(sql).unwrap();
+        let group = format!("g{}", i % 7);
+        st.execute(rusqlite::params![
+            1_000_000 + i,
+            "q0",
+            "k",
+            b"",
+            i % 4,
+            "READY",
+            0,
+            3,
+            i,
+            i,
+            None::<i64>,
+            None::<String>,
+            None::<Vec<u8>>,
+            0,
+            None::<i64>,
+            None::<String>,
+            None::<String>,
+            None::<i64>,
+            None::<i64>,
+            0,
+            None::<String>,
+            None::<String>,
+            group
+        ])
+        .unwrap();
+    }
+    let n = conn
+        .prepare_cached(sql)
+        .unwrap()
+        .get_status(rusqlite::StatementStatus::RePrepare);
+    assert_eq!(n, 0, "job_insert_grouped was re-prepared {n} times in 50 runs");
+    let untaken: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM jobs WHERE id >= 1000000 AND turn IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(untaken, 0, "every grouped job inserted READY has a turn");
     assert_seeks_only("job_next_ready_at", include_str!("../sql/job_next_ready_at.sql"));
     let steps = plan(&conn, include_str!("../sql/queue_oldest_ready.sql"));
     assert!(
