@@ -132,6 +132,8 @@ class Job:
     waiting_on: int = 0
     traceparent: Optional[str] = None
     tags: List[str] = field(default_factory=list)
+    #: The group (tenant) it belongs to, if any.
+    group: Optional[str] = None
     #: What its handler last reported of its run (``fraction`` 0-1,
     #: ``message``, ``at``, ``attempt``); None until one does.
     progress: Optional[Dict[str, Any]] = None
@@ -187,12 +189,14 @@ class QueueLimits:
     """A queue's limits: at most ``max_leased`` of its jobs LEASED at once,
     at most ``rate_limit["limit"]`` leases per ``rate_limit["per_ms"]``
     (None: no such limit); a job whose lease expires ``poison_after`` times
-    is DEAD (None: the server's default, 3)."""
+    is DEAD (None: the server's default, 3); at most ``max_leased_per_group``
+    jobs of one group LEASED at once (None: no such limit)."""
 
     queue: str
     max_leased: Optional[int] = None
     rate_limit: Optional[Dict[str, int]] = None
     poison_after: Optional[int] = None
+    max_leased_per_group: Optional[int] = None
 
 
 Keep = Union[float, str, None]
@@ -291,6 +295,10 @@ class NewJob:
     #: ``unique_key``: while the key's job has not started, a debounced
     #: submit replaces its payload and moves its run time to now + this.
     debounce: Optional[float] = None
+    #: The group (a tenant, a customer, 1-256 characters) the job belongs
+    #: to: the queue's claims take groups in turn, and its
+    #: ``max_leased_per_group`` bounds each group's leases.
+    group: Optional[str] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -310,6 +318,7 @@ class NewJob:
             ("on_dependency_failure", self.on_dependency_failure),
             ("traceparent", self.traceparent),
             ("tags", list(self.tags) if self.tags else None),
+            ("group", self.group),
         ]:
             if value is not None:
                 b[key] = value
@@ -596,6 +605,7 @@ class Client:
         idempotency_key: Optional[str] = None,
         throttle: Optional[float] = None,
         debounce: Optional[float] = None,
+        group: Optional[str] = None,
     ) -> Submitted:
         """Submits one job; returns its id (for a ``unique_key`` an
         unfinished job holds, that job's id). Durable when it returns.
@@ -615,7 +625,13 @@ class Client:
         ``delay``, ``run_at`` or ``throttle``) the job runs that long after
         the last submit of the key: while the key's job has not started, a
         debounced submit replaces its payload and moves its run time to now
-        + ``debounce`` (and returns its id, ``existing``)."""
+        + ``debounce`` (and returns its id, ``existing``).
+
+        With ``group`` (a tenant, a customer) the queue's claims take the
+        job's group in turn with the others (one job of each group with jobs
+        READY a round), so a group with many jobs waiting never holds back
+        one with few; the queue's ``max_leased_per_group`` bounds how many of
+        one group are LEASED at once."""
         job = NewJob(
             queue,
             kind,
@@ -634,6 +650,7 @@ class Client:
             idempotency_key=idempotency_key,
             throttle=throttle,
             debounce=debounce,
+            group=group,
         )
         v = self._call("POST", "/v1/jobs", job.body())
         return Submitted(v["id"], bool(v.get("existing", False)))
@@ -924,16 +941,20 @@ class Client:
         max_leased: Optional[int] = None,
         rate_limit: Optional[Tuple[int, float]] = None,
         poison_after: Optional[int] = None,
+        max_leased_per_group: Optional[int] = None,
     ) -> QueueLimits:
         """Replaces the queue's limits: at most ``max_leased`` jobs LEASED
         at once, at most ``rate_limit = (n, seconds)`` leases per that many
         seconds; one left out (None) is lifted. A job whose lease expires
         ``poison_after`` times (its handler crashes or hangs its worker) is
         DEAD, whatever attempts it has left (None: the server's default, 3;
-        0: never by expiries alone)."""
+        0: never by expiries alone). At most ``max_leased_per_group`` jobs of
+        one group (``submit(group=...)``) LEASED at once."""
         body: Dict[str, Any] = {"max_leased": max_leased, "rate_limit": None}
         if poison_after is not None:  # left out otherwise: older servers refuse the field
             body["poison_after"] = poison_after
+        if max_leased_per_group is not None:  # likewise
+            body["max_leased_per_group"] = max_leased_per_group
         if rate_limit is not None:
             body["rate_limit"] = {"limit": rate_limit[0], "per_ms": _ms(rate_limit[1])}
         return _read(QueueLimits, self._call("PUT", f"/v1/queues/{_segment(queue)}/limits", body))

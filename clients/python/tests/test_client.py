@@ -132,6 +132,21 @@ def test_tags(client: Client):
     assert client.get(client.submit("tags", "k")).tags == []
 
 
+def test_groups_take_turns_and_their_limit_holds(client: Client):
+    for _ in range(5):
+        client.submit("tenants", "k", "big", group="big")
+    client.submit("tenants", "k", "small", group="small")
+    assert client.get(client.submit("tenants", "k", "small", group="small")).group == "small"
+    # One of each group a round: the small group's two before the big one's third.
+    order = [j.payload for j in client.lease(["tenants"], max=4)]
+    assert order == ["big", "small", "big", "small"]
+    client.set_queue_limits("tenants", max_leased_per_group=2)
+    assert client.get_queue("tenants")["max_leased_per_group"] == 2
+    assert client.lease(["tenants"], max=10) == [], "big already holds two leases"
+    with pytest.raises(InvalidInput):
+        client.submit("tenants", "k", group="")
+
+
 def test_work_answers_a_mixed_batch_item_by_item_and_repeats_safely(client: Client):
     a, stale, doomed, later, raw = client.submit_batch([NewJob("w", "k", {"i": i}, max_attempts=3) for i in range(5)])
     next1, next2 = client.submit_batch([NewJob("w", "k", b"\x00next") for _ in range(2)])

@@ -32,6 +32,12 @@ export interface NewJob {
   /** Short labels to find the job by (at most 8). */
   tags?: string[];
   /**
+   * The group (a tenant, a customer; 1-256 characters) the job belongs to:
+   * the queue's claims take groups in turn (one job of each group with jobs
+   * READY a round), and its `maxLeasedPerGroup` bounds each group's leases.
+   */
+  group?: string;
+  /**
    * Makes the submit safe to repeat: for 24 h a submit with this key (1-256
    * characters) answers the first one's job and creates nothing, whatever
    * state that job is in.
@@ -102,6 +108,8 @@ export interface Job {
   waitingOn: number;
   traceparent: string | null;
   tags: string[];
+  /** The group (tenant) it belongs to; absent when none. */
+  group?: string;
   /** What its handler last reported of its run (`progress`); absent until one does. */
   progress?: Progress;
   payload: Payload;
@@ -229,6 +237,8 @@ export interface QueueLimits {
   rateLimit: RateLimit | null;
   /** A job whose lease expires this many times is DEAD (null: the server's default, 3). */
   poisonAfter: number | null;
+  /** At most this many jobs of one group LEASED at once; absent when none. */
+  maxLeasedPerGroup?: number;
 }
 
 /** How long a finished job is kept: milliseconds after it finished (0: at the next prune), or `"forever"`. */
@@ -408,6 +418,7 @@ function jobBody(j: NewJob): Obj {
     ["on_dependency_failure", j.onDependencyFailure],
     ["traceparent", j.traceparent],
     ["tags", j.tags?.length ? j.tags : undefined],
+    ["group", j.group],
   ];
   for (const [k, v] of optional) if (v !== undefined) body[k] = v;
   return body;
@@ -774,11 +785,12 @@ export class Client {
    * once, at most `rateLimit.limit` leases per `rateLimit.perMs`; one left
    * out is lifted. A job whose lease expires `poisonAfter` times (its handler
    * crashes or hangs its worker) is DEAD, whatever attempts it has left
-   * (left out: the server's default, 3; 0: never by expiries alone).
+   * (left out: the server's default, 3; 0: never by expiries alone). At most
+   * `maxLeasedPerGroup` jobs of one group (`submit({ group })`) LEASED at once.
    */
   async setQueueLimits(
     queue: string,
-    limits: { maxLeased?: number; rateLimit?: RateLimit; poisonAfter?: number } = {},
+    limits: { maxLeased?: number; rateLimit?: RateLimit; poisonAfter?: number; maxLeasedPerGroup?: number } = {},
   ): Promise<QueueLimits> {
     const body: Obj = {
       max_leased: limits.maxLeased ?? null,
@@ -786,6 +798,7 @@ export class Client {
     };
     // Left out otherwise: a server older than the field refuses it.
     if (limits.poisonAfter !== undefined) body.poison_after = limits.poisonAfter;
+    if (limits.maxLeasedPerGroup !== undefined) body.max_leased_per_group = limits.maxLeasedPerGroup;
     return camel(await this.call("PUT", `/v1/queues/${seg(queue)}/limits`, body));
   }
 

@@ -86,6 +86,20 @@ test("tags", async () => {
   assert.deepEqual((await client.get(await client.submit({ queue: "tags", kind: "k" }))).tags, []);
 });
 
+test("groups take turns, and their limit holds", async () => {
+  for (let i = 0; i < 5; i++) await client.submit({ queue: "tenants", kind: "k", payload: "big", group: "big" });
+  await client.submit({ queue: "tenants", kind: "k", payload: "small", group: "small" });
+  const id = await client.submit({ queue: "tenants", kind: "k", payload: "small", group: "small" });
+  assert.equal((await client.get(id)).group, "small");
+  // One of each group a round: the small group's two before the big one's third.
+  const order = (await client.lease(["tenants"], { max: 4 })).map((j) => j.payload);
+  assert.deepEqual(order, ["big", "small", "big", "small"]);
+  const limits = await client.setQueueLimits("tenants", { maxLeasedPerGroup: 2 });
+  assert.equal(limits.maxLeasedPerGroup, 2);
+  assert.deepEqual(await client.lease(["tenants"], { max: 10 }), [], "big already holds two leases");
+  await assert.rejects(client.submit({ queue: "tenants", kind: "k", group: "" }), InvalidInput);
+});
+
 test("work: a mixed batch answered item by item, with a lease; repeating it applies nothing twice", async () => {
   const [a, stale, doomed, later, bytes, next] = await client.submitBatch([0, 1, 2, 3, 4, 5].map((i) => ({ queue: "mix", kind: "k", payload: { i } })));
   const held = new Map((await client.lease(["mix"], { max: 5 })).map((j) => [j.id, j]));

@@ -449,12 +449,26 @@ fn the_overview_shows_counts_and_the_hours_throughput() {
     // A queue's limits, its poison-pill count among them.
     let limits = relay::QueueLimits {
         max_leased: Some(4),
+        max_leased_per_group: Some(2),
         poison_after: Some(5),
         ..Default::default()
     };
     d.relay.set_queue_limits("mail", limits).unwrap();
     let page = d.get("/", &[]).body;
-    assert!(page.contains("≤ 4 leased DEAD after 5 expiries"), "{page}");
+    assert!(
+        page.contains("≤ 4 leased ≤ 2 leased a group DEAD after 5 expiries"),
+        "{page}"
+    );
+    // A job's group, on its page (escaped as any field).
+    let grouped = d
+        .relay
+        .submit(NewJob::new("tenants", "k", Vec::new()).group("<i>acme</i>"))
+        .unwrap();
+    let page = d.get(&format!("/jobs/{}", grouped.0), &[]).body;
+    assert!(
+        page.contains("<dt>Group</dt><dd><code>&lt;i&gt;acme&lt;/i&gt;</code></dd>"),
+        "{page}"
+    );
     // A queue's page charts that queue's hour only.
     d.relay.submit(NewJob::new("other", "k", Vec::new())).unwrap();
     let page = d.get("/jobs?queue=mail", &[]).body;

@@ -228,6 +228,7 @@ pub(crate) async fn overview(
                                     td { @if let Some(a) = qs.oldest_ready_age { (age(a)) } @else { "–" } }
                                     td {
                                         @if let Some(m) = qs.limits.max_leased { "≤ " (m) " leased " }
+                                        @if let Some(m) = qs.limits.max_leased_per_group { "≤ " (m) " leased a group " }
                                         @if let Some(r) = qs.limits.rate { (r.limit) " per " (age(r.per)) " " }
                                         @match qs.limits.poison_after {
                                             Some(0) => { "expiries never kill" }
@@ -417,6 +418,7 @@ pub(crate) async fn job(
                 dt { "Lease expires" } dd { (time(l.expires_at)) }
             }
             @if let Some(k) = &job.unique_key { dt { "Unique key" } dd { code { (k) } } }
+            @if let Some(g) = &job.group { dt { "Group" } dd { code { (g) } } }
             @if !job.tags.is_empty() {
                 dt { "Tags" } dd { @for t in &job.tags { a.tag href={ "/jobs?tag=" (encode(t)) } { (t) } " " } }
             }
