@@ -1108,3 +1108,52 @@ fn the_readme_scheduled_commands_run_as_written() {
     // Nothing is leased before its time.
     assert_eq!(ok(&relay(&db.path, &["lease", "--queue", "emails"])), "");
 }
+
+/// README, "Groups: a fair share for each tenant": its commands, run as
+/// written, print what it shows.
+#[test]
+fn the_readme_group_commands_run_as_written() {
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("## Groups: a fair share for each tenant")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the README's section and its commands");
+    let db = db();
+    let mut shown = Vec::new();
+    let mut printed = String::new();
+    for line in section.lines() {
+        if let Some(out) = line.strip_prefix("# ") {
+            shown.push(out.to_owned());
+            continue;
+        }
+        let args = shell_words(line);
+        assert_eq!(args[0], "relay", "{line}");
+        let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+        let out = ok(&relay(&db.path, &args));
+        if args[0] == "lease" {
+            printed = out;
+        }
+    }
+    let want: String = shown.iter().map(|l| format!("{l}\n")).collect();
+    assert_eq!(printed, want);
+}
+
+/// A command line as the README writes it: words, and '...' kept whole.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut rest = line.trim();
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('\'') {
+            let end = quoted.find('\'').expect("a closing quote");
+            words.push(quoted[..end].to_owned());
+            rest = quoted[end + 1..].trim_start();
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            words.push(rest[..end].to_owned());
+            rest = rest[end..].trim_start();
+        }
+    }
+    words
+}
