@@ -2,3 +2,10 @@
 //! the WAL and fsync paths really run).
 
 relay_storetest::conformance!(relay_storetest::SqliteFile::fresh);
+
+/// The model with groups: exact where a batch's rows are written one
+/// after another (see `relay_storetest::model`).
+#[test]
+fn matches_the_model_with_groups() {
+    relay_storetest::model::matches_the_model_with_groups(&relay_storetest::SqliteFile::fresh);
+}
