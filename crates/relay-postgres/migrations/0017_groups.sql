@@ -3,8 +3,8 @@
 -- how many jobs of one group are LEASED at once (max_leased_per_group).
 ALTER TABLE relay_jobs ADD COLUMN IF NOT EXISTS grp TEXT;
 -- A grouped job's place in its queue's round of groups, given each time it
--- becomes READY (the trigger below): one after the group's last READY job,
--- and never before the queue's first READY one of its class. So a group's
+-- becomes READY (the trigger below): one after the group's last READY job
+-- of its class, and never before the class's first READY one. So a group's
 -- k-th waiting job comes in the k-th round, whatever the other groups
 -- hold. NULL for jobs without a group.
 ALTER TABLE relay_jobs ADD COLUMN IF NOT EXISTS turn BIGINT;
@@ -21,8 +21,10 @@ CREATE INDEX relay_jobs_ready ON relay_jobs (queue, priority, ready_at, id)
 CREATE INDEX relay_jobs_fair ON relay_jobs (queue, priority, turn, id)
     WHERE state = 'READY' AND grp IS NOT NULL;
 
--- A group's last turn, for the next job of the group that becomes READY.
-CREATE INDEX relay_jobs_group_turn ON relay_jobs (queue, grp, turn)
+-- A group's last turn in a class, for the next job of the group that
+-- becomes READY in it (per class: a group's backlog of one priority does
+-- not push back its jobs of another).
+CREATE INDEX relay_jobs_group_turn ON relay_jobs (queue, priority, grp, turn)
     WHERE state = 'READY' AND grp IS NOT NULL;
 
 -- Grouped jobs waiting to be leased by their time: the oldest ready one of
@@ -41,7 +43,8 @@ CREATE OR REPLACE FUNCTION relay_job_turn() RETURNS trigger LANGUAGE plpgsql AS 
 BEGIN
     NEW.turn := GREATEST(
         (SELECT max(turn) + 1 FROM relay_jobs
-         WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND grp = NEW.grp AND id <> NEW.id),
+         WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
+           AND grp = NEW.grp AND id <> NEW.id),
         (SELECT turn FROM relay_jobs
          WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority AND id <> NEW.id
          ORDER BY turn, id LIMIT 1),

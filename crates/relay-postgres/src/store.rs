@@ -501,15 +501,11 @@ impl Store for PgStore {
     }
 
     fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
-        let names = [queue];
-        let rows = self.query(
-            include_str!("../sql/queue_group_leased.sql"),
-            &[&names.as_slice(), &now.as_millis()],
-        )?;
+        let rows = self.query(include_str!("../sql/job_group_leased.sql"), &[&queue, &now.as_millis()])?;
         rows.iter()
             .map(|r| {
-                let n: i64 = decode::col(r, 2, "count", None)?;
-                Ok((decode::col(r, 1, "grp", None)?, u64::try_from(n).unwrap_or(0)))
+                let n: i64 = decode::col(r, 1, "count", None)?;
+                Ok((decode::col(r, 0, "grp", None)?, u64::try_from(n).unwrap_or(0)))
             })
             .collect()
     }

@@ -4,7 +4,7 @@
 ALTER TABLE jobs ADD COLUMN grp TEXT;
 -- A grouped job's place in its queue's round of groups, given each time it
 -- becomes READY (the triggers below): one after the group's last READY
--- job, and never before the queue's first READY one of its class. So a
+-- job of its class, and never before the class's first READY one. So a
 -- group's k-th waiting job comes in the k-th round, whatever the other
 -- groups hold. NULL for jobs without a group.
 ALTER TABLE jobs ADD COLUMN turn INTEGER;
@@ -22,8 +22,10 @@ CREATE INDEX jobs_ready ON jobs (queue, priority, ready_at, id, state, grp)
 CREATE INDEX jobs_fair ON jobs (queue, priority, turn, id, ready_at, grp)
     WHERE state = 'READY' AND grp IS NOT NULL;
 
--- A group's last turn, for the next job of the group that becomes READY.
-CREATE INDEX jobs_group_turn ON jobs (queue, grp, turn)
+-- A group's last turn in a class, for the next job of the group that
+-- becomes READY in it (per class: a group's backlog of one priority does
+-- not push back its jobs of another).
+CREATE INDEX jobs_group_turn ON jobs (queue, priority, grp, turn)
     WHERE state = 'READY' AND grp IS NOT NULL;
 
 -- Grouped jobs waiting to be leased by their time: the oldest ready one of
@@ -43,8 +45,8 @@ WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY' AND NEW.turn IS NULL
 BEGIN
     UPDATE jobs SET turn = max(
         coalesce((SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
-                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND grp = NEW.grp
-                    AND id <> NEW.id), 0),
+                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
+                    AND grp = NEW.grp AND id <> NEW.id), 0),
         coalesce((SELECT turn FROM jobs INDEXED BY jobs_fair
                   WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
                     AND id <> NEW.id
@@ -57,8 +59,8 @@ WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY' AND OLD.state <> 'READY'
 BEGIN
     UPDATE jobs SET turn = max(
         coalesce((SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
-                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND grp = NEW.grp
-                    AND id <> NEW.id), 0),
+                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
+                    AND grp = NEW.grp AND id <> NEW.id), 0),
         coalesce((SELECT turn FROM jobs INDEXED BY jobs_fair
                   WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
                     AND id <> NEW.id

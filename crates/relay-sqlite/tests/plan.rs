@@ -422,7 +422,7 @@ fn the_grouped_claim_seeks_whatever_the_number_of_groups() {
     );
     // The triggers' two reads (migrations/0013_groups.sql).
     let last = "SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
-                WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND grp = ?2 AND id <> ?3";
+                WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?4 AND grp = ?2 AND id <> ?3";
     let front = "SELECT turn FROM jobs INDEXED BY jobs_fair
                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?2 AND id <> ?3
                  ORDER BY turn, id LIMIT 1";

@@ -386,6 +386,43 @@ pub fn a_limit_set_partway_through_a_batch_counts_its_earlier_leases(new_db: &Ne
     one_commit_since(&relay, &before);
 }
 
+/// A `max_leased_per_group` set partway through a batch counts the group's
+/// leases committed before the batch and those the batch took before it.
+pub fn a_group_limit_set_partway_through_a_batch_counts_earlier_leases(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    for i in 0..8u8 {
+        relay.submit(NewJob::new("q", "k", vec![i]).group("acme")).unwrap();
+    }
+    // One lease of the group committed before the batch.
+    assert_eq!(relay.lease(LeaseRequest::new(["q"])).unwrap().len(), 1);
+    let before = relay.metrics();
+    let (first, limit, second) = one_batch(&relay, |r| {
+        let (a, b, c) = (r.clone(), r.clone(), r.clone());
+        (
+            start(async move { a.lease(LeaseRequest::new(["q"]).max(2)).await }),
+            start(async move {
+                b.set_queue_limits(
+                    "q",
+                    relay::QueueLimits {
+                        max_leased_per_group: Some(4),
+                        ..relay::QueueLimits::default()
+                    },
+                )
+                .await
+            }),
+            start(async move { c.lease(LeaseRequest::new(["q"]).max(5)).await }),
+        )
+    });
+    assert_eq!(block_on(first).unwrap().len(), 2);
+    block_on(limit).unwrap();
+    assert_eq!(
+        block_on(second).unwrap().len(),
+        1,
+        "1 leased before the batch and 2 in it, under a limit of 4: one more"
+    );
+    one_commit_since(&relay, &before);
+}
+
 /// A child submitted, and its parent acked, in one batch; beside them a
 /// submit naming an unknown job fails alone.
 pub fn a_dependent_submitted_and_its_parent_acked_in_one_batch(new_db: &NewDb) {

@@ -153,3 +153,50 @@ pub fn group_input_is_checked(new_db: &NewDb) {
     );
     assert!(relay.stats().unwrap().queues.is_empty(), "nothing written");
 }
+
+/// A group's backlog in one priority class does not push back its jobs of
+/// another: there, it takes turns with that class's groups from the front.
+pub fn a_groups_turns_are_kept_per_priority_class(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let job = |g: &str, p: u8| NewJob::new("q", "k", g.as_bytes().to_vec()).group(g).priority(p);
+    relay.submit_batch((0..10).map(|_| job("b", 3)).collect()).unwrap();
+    relay.submit_batch((0..10).map(|_| job("a", 1)).collect()).unwrap();
+    relay.submit(job("a", 3)).unwrap();
+    let urgent = groups_of(&take(&relay, 2));
+    assert_eq!(urgent, ["b", "a"], "a's urgent job in the first round of its class");
+}
+
+/// A group at its `max_leased_per_group` with a long line of READY jobs
+/// holds back no other group, however far that group's turns run ahead of
+/// the held one's.
+pub fn a_group_at_its_limit_holds_back_no_other_group(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let limits = QueueLimits {
+        max_leased_per_group: Some(1),
+        ..QueueLimits::default()
+    };
+    relay.set_queue_limits("q", limits).unwrap();
+    let n = 1_100;
+    relay.submit_batch((0..n).map(|_| grouped("held")).collect()).unwrap();
+    relay.submit_batch((0..n).map(|_| grouped("free")).collect()).unwrap();
+    // "held" takes its one lease and keeps it; "free" acks each of its.
+    let first = take(&relay, 2);
+    assert_eq!(groups_of(&first), ["held", "free"]);
+    relay.ack(first[1].id, first[1].token, None).unwrap();
+    let mut free = 1;
+    loop {
+        let got = take(&relay, 250);
+        if got.is_empty() {
+            break;
+        }
+        assert!(groups_of(&got).iter().all(|g| g == "free"), "{:?}", groups_of(&got));
+        for j in &got {
+            relay.ack(j.id, j.token, None).unwrap();
+        }
+        free += got.len();
+    }
+    assert_eq!(
+        free, n,
+        "every job of the free group leased while the other stayed at its limit"
+    );
+}

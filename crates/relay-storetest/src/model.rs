@@ -261,8 +261,8 @@ impl Model {
     }
 
     /// Job `id` has just become READY: a grouped one takes its turn, one
-    /// after its group's last READY job and never before the front of its
-    /// class (0 for the first).
+    /// after its group's last READY job of its class and never before the
+    /// class's front (0 for the first).
     fn give_turn(&mut self, id: i64) {
         self.readied.insert(id);
         let Some(j) = self.jobs.get(&id) else { return };
@@ -276,7 +276,10 @@ impl Model {
                 .filter(move |(o, x)| **o != id && x.state == JobState::Ready && x.queue == q && x.group.is_some())
                 .map(|(_, x)| x)
         };
-        let last = others().filter(|x| x.group == Some(g)).map(|x| x.turn + 1).max();
+        let last = others()
+            .filter(|x| x.group == Some(g) && x.priority == p)
+            .map(|x| x.turn + 1)
+            .max();
         let front = others().filter(|x| x.priority == p).map(|x| x.turn).min();
         let turn = last.unwrap_or(0).max(front.unwrap_or(0)).max(0);
         if let Some(j) = self.jobs.get_mut(&id) {

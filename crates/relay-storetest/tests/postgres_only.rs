@@ -878,6 +878,7 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     for (job, field) in [
         (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
         (NewJob::new("q", "k", Vec::new()).tags(["x"]), "tags"),
+        (NewJob::new("q", "k", Vec::new()).group("acme"), "group"),
         (
             NewJob::new("q", "k", Vec::new()).idempotency_key("i"),
             "idempotency_key",

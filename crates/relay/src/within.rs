@@ -60,6 +60,7 @@ impl Engine {
             (job.throttle.is_some(), "throttle", LATER),
             (job.debounce.is_some(), "debounce", LATER),
             (!job.depends_on.is_empty(), "depends_on", LATER),
+            (job.group.is_some(), "group", LATER),
         ];
         if let Some((_, field, reason)) = refused.into_iter().find(|(refuse, ..)| *refuse) {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(field, reason)));

@@ -10,13 +10,6 @@ use relay_store::{ReadyRow, StoreError};
 /// without a group (`0..4`), then its four of grouped jobs (`4..8`).
 pub(super) const CLASSES: usize = 8;
 
-/// Grouped candidates of one class passed over in a batch because their
-/// group had its `max_leased_per_group` before the class counts as spent:
-/// what bounds a claim's reads when one group at its limit holds the front
-/// of the line (its jobs come one a turn, so a group below its limit is
-/// found within a turn or so of each group at it).
-const FULL_GROUPS_SKIPPED: usize = 1024;
-
 /// One priority class of a queue's READY jobs as read from the store, in
 /// `(ready_at, id)` order, or, for grouped jobs, `(turn, id)` order:
 /// `next` is the first not yet passed over.
@@ -28,8 +21,6 @@ pub(super) struct Class {
     pub(super) next: usize,
     /// The store may hold more after the last row read.
     pub(super) more: bool,
-    /// Candidates passed over for their group's limit.
-    skipped: usize,
 }
 
 pub(super) struct Pool {
@@ -51,13 +42,18 @@ impl Plan<'_> {
         let now = self.now;
         self.pools.iter().any(|p| {
             p.classes.iter().any(|c| {
-                c.rows[c.next.min(c.rows.len())..]
-                    .iter()
-                    .any(|r| match self.jobs.get(&r.id) {
-                        Some(Slot::Row(e)) => e.claimable(now),
-                        Some(Slot::Missing) => false,
-                        Some(Slot::Corrupt(..)) | None => true,
-                    })
+                let from = c.next.min(c.rows.len());
+                c.rows[from..].iter().enumerate().any(|(i, r)| {
+                    // A grouped row of a group at its limit is no candidate
+                    // for anyone until one of its leases ends.
+                    let full = c.turns.get(from + i).is_some_and(|(_, g)| self.group_full(&p.queue, g));
+                    !full
+                        && match self.jobs.get(&r.id) {
+                            Some(Slot::Row(e)) => e.claimable(now),
+                            Some(Slot::Missing) => false,
+                            Some(Slot::Corrupt(..)) | None => true,
+                        }
+                })
             })
         })
     }
@@ -214,14 +210,12 @@ impl Plan<'_> {
                     let pool = &self.pools[pi];
                     let group = pool.classes[p].turns.get(pool.classes[p].next).map(|t| t.1.clone());
                     let queue = pool.queue.clone();
+                    // A group at its limit is passed over, however long its
+                    // line: every row of it is read (its jobs stand one a
+                    // turn), and the next group below its limit taken.
                     if let Some(group) = group {
                         if !self.group_open(&queue, &group)? {
                             ok = false;
-                            let class = &mut self.pools[pi].classes[p];
-                            class.skipped += 1;
-                            if class.skipped > FULL_GROUPS_SKIPPED {
-                                return Ok(None);
-                            }
                         }
                     }
                 }

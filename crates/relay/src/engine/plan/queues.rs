@@ -177,6 +177,16 @@ impl Plan<'_> {
         Ok(n < u64::from(max))
     }
 
+    /// Whether this batch counts `group` of queue `name` at its
+    /// `max_leased_per_group` (from what it read; no store read).
+    pub(super) fn group_full(&self, name: &str, group: &str) -> bool {
+        let Some(e) = self.queues.get(name) else { return false };
+        let (Some(max), Some(gs)) = (e.settings.limits.max_leased_per_group, e.group_leased.as_ref()) else {
+            return false;
+        };
+        gs.get(group).is_some_and(|n| *n >= u64::from(max))
+    }
+
     /// The groups of queue `name`'s jobs this batch leased, one entry per
     /// lease. Scans the batch's jobs: only for a limit set partway through.
     fn planned_group_leases(&self, name: &str) -> Vec<String> {
