@@ -7,98 +7,13 @@
 //! operator's `sqlite3`/`psql`) and rebuilt from the event log. On SQLite
 //! and on PostgreSQL.
 
+mod common;
+
+use common::{workers, Peek};
 use relay::{NewJob, Options, QueueLimits, Relay};
 use relay_storetest::pg::PgServer;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
-
-/// How an outside connection reads the store.
-enum Peek {
-    Sqlite(rusqlite::Connection),
-    Pg(postgres::Client),
-}
-
-impl Peek {
-    fn open(db: &str) -> Self {
-        match relay::StoreUrl::parse(db) {
-            relay::StoreUrl::Postgres(url) => Peek::Pg(postgres::Client::connect(url, postgres::NoTls).unwrap()),
-            relay::StoreUrl::File(path) => Peek::Sqlite(rusqlite::Connection::open(path).unwrap()),
-        }
-    }
-
-    fn jobs(&self) -> &'static str {
-        match self {
-            Peek::Sqlite(_) => "jobs",
-            Peek::Pg(_) => "relay_jobs",
-        }
-    }
-
-    /// Rows of (text, number) from a query written for either store
-    /// (`{jobs}` and `{events}` name the tables).
-    fn pairs(&mut self, sql: &str) -> Vec<(String, i64)> {
-        let events = match self {
-            Peek::Sqlite(_) => "job_events",
-            Peek::Pg(_) => "relay_job_events",
-        };
-        let sql = sql.replace("{jobs}", self.jobs()).replace("{events}", events);
-        match self {
-            Peek::Sqlite(c) => {
-                let mut st = c.prepare(&sql).unwrap();
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect()
-            }
-            Peek::Pg(c) => c
-                .query(&sql, &[])
-                .unwrap()
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect(),
-        }
-    }
-
-    fn count(&mut self, where_: &str) -> i64 {
-        let sql = format!("SELECT 'n', count(*) FROM {{jobs}} WHERE {where_}");
-        self.pairs(&sql)[0].1
-    }
-}
-
-/// Worker processes, killed when dropped (also when an assertion fails:
-/// none is left running after the test).
-struct Workers(Vec<Child>);
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Four worker processes (the worker runtime on queue `q`, eight handlers
-/// each, every handler sleeping `sleep_ms`), their output drained.
-fn workers(db: &str, sleep_ms: u64) -> Workers {
-    let children = (0..4)
-        .map(|_| {
-            let mut child = Command::new(CHILD)
-                .args(["runtime", db, "8", &sleep_ms.to_string(), "30000"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap();
-            let out = BufReader::new(child.stdout.take().unwrap());
-            std::thread::spawn(move || out.lines().map_while(Result::ok).for_each(drop));
-            child
-        })
-        .collect();
-    Workers(children)
-}
 
 /// The big group's `big` jobs first, then `small` jobs of each of
 /// `groups` other groups.
@@ -123,7 +38,7 @@ fn small_groups_come_before_the_big_one(db: &str) {
     submit(&relay, 100_000, 999, 10);
     eprintln!("submitted 109,990 jobs in {:?}", started.elapsed());
     let mut peek = Peek::open(db);
-    let children = workers(db, 0);
+    let children = workers(db, 4, 8, 0, 30_000);
     let deadline = Instant::now() + Duration::from_secs(300);
     let not_waiting = "state NOT IN ('READY', 'SCHEDULED', 'RETRYING')";
     loop {
@@ -160,7 +75,7 @@ fn max_leased_per_group_is_never_exceeded(db: &str) {
     submit(&relay, 300, 30, 10);
     let total = 600;
     let mut peek = Peek::open(db);
-    let children = workers(db, 10);
+    let children = workers(db, 4, 8, 10, 30_000);
     let deadline = Instant::now() + Duration::from_secs(180);
     let (mut samples, mut most) = (0u64, 0i64);
     loop {

@@ -4,67 +4,12 @@
 //! operator's `sqlite3`/`psql`), and its event log is the record of when
 //! each lease was taken. On SQLite and on PostgreSQL.
 
+mod common;
+
+use common::{workers, Peek};
 use relay::{NewJob, Options, QueueLimits, RateLimit, Relay};
 use relay_storetest::pg::PgServer;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
-
-/// How an outside connection reads the store.
-enum Peek {
-    Sqlite(rusqlite::Connection),
-    Pg(postgres::Client),
-}
-
-impl Peek {
-    fn open(db: &str) -> Self {
-        match relay::StoreUrl::parse(db) {
-            relay::StoreUrl::Postgres(url) => Peek::Pg(postgres::Client::connect(url, postgres::NoTls).unwrap()),
-            relay::StoreUrl::File(path) => Peek::Sqlite(rusqlite::Connection::open(path).unwrap()),
-        }
-    }
-
-    /// One number from a query in both dialects (table names differ).
-    fn count(&mut self, where_: &str) -> i64 {
-        match self {
-            Peek::Sqlite(c) => c
-                .query_row(&format!("SELECT count(*) FROM jobs WHERE {where_}"), [], |r| r.get(0))
-                .unwrap(),
-            Peek::Pg(c) => c
-                .query_one(&format!("SELECT count(*) FROM relay_jobs WHERE {where_}"), &[])
-                .unwrap()
-                .get(0),
-        }
-    }
-
-    /// When each lease was taken (ms), in order.
-    fn lease_times(&mut self) -> Vec<i64> {
-        self.event_times("'leased'").into_iter().map(|(at, _)| at).collect()
-    }
-
-    /// When each event of the `kinds` (an SQL list) was recorded (ms),
-    /// with its kind, in order of time.
-    fn event_times(&mut self, kinds: &str) -> Vec<(i64, String)> {
-        let sql = |t: &str| format!("SELECT at, kind FROM {t} WHERE kind IN ({kinds}) ORDER BY at");
-        match self {
-            Peek::Sqlite(c) => {
-                let mut st = c.prepare(&sql("job_events")).unwrap();
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect()
-            }
-            Peek::Pg(c) => c
-                .query(&sql("relay_job_events"), &[])
-                .unwrap()
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect(),
-        }
-    }
-}
 
 /// The most of `times` (sorted) within any `span` ms: `[t, t + span)`.
 fn most_within(times: &[i64], span: i64) -> usize {
@@ -93,38 +38,6 @@ fn most_leased_by_the_events(mut events: Vec<(i64, String)>) -> i64 {
     most
 }
 
-/// Worker processes, killed when dropped (also when an assertion fails:
-/// none is left running after the test).
-struct Workers(Vec<Child>);
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Three worker processes (the worker runtime on queue `q`, eight
-/// handlers each, every handler sleeping `sleep_ms`), their output drained.
-fn workers(db: &str, sleep_ms: u64) -> Workers {
-    let children = (0..3)
-        .map(|_| {
-            let mut child = Command::new(CHILD)
-                .args(["runtime", db, "8", &sleep_ms.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .unwrap();
-            let out = BufReader::new(child.stdout.take().unwrap());
-            std::thread::spawn(move || out.lines().map_while(Result::ok).for_each(drop));
-            child
-        })
-        .collect();
-    Workers(children)
-}
-
 fn submit(relay: &Relay, n: usize) {
     let jobs = (0..n).map(|_| NewJob::new("q", "k", Vec::new())).collect();
     relay.submit_batch(jobs).unwrap();
@@ -141,7 +54,7 @@ fn max_leased_is_never_exceeded(db: &str) {
     relay.set_queue_limits("q", limits).unwrap();
     submit(&relay, 400);
     let mut peek = Peek::open(db);
-    let children = workers(db, 15);
+    let children = workers(db, 3, 8, 15, 1_000);
     let deadline = Instant::now() + Duration::from_secs(120);
     let (mut samples, mut most) = (0u64, 0i64);
     loop {
@@ -189,7 +102,7 @@ fn a_rate_limit_holds_over_ten_seconds(db: &str, rate: RateLimit, jobs: usize) {
     relay.set_queue_limits("q", limits).unwrap();
     submit(&relay, jobs);
     let mut peek = Peek::open(db);
-    let children = workers(db, 0);
+    let children = workers(db, 3, 8, 0, 1_000);
     // Until ten seconds after the first lease have passed in the leases
     // themselves: the window is the limit's, not the processes' start-up.
     let deadline = Instant::now() + Duration::from_secs(90);
