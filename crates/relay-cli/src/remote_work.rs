@@ -368,6 +368,7 @@ fn leased(j: &wire::LeasedJob) -> Option<LeasedJob> {
         lease_for,
         timeout: j.timeout_ms.map(Duration::from_millis),
         traceparent: j.traceparent.clone(),
+        group: j.group.clone(),
     })
 }
 

@@ -525,6 +525,27 @@ impl Store for PgStore {
         ready_rows(&rows)
     }
 
+    fn job_group_next(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        after: &[(&str, i64, JobId)],
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        if after.is_empty() {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let groups: Vec<&str> = after.iter().map(|a| a.0).collect();
+        let turns: Vec<i64> = after.iter().map(|a| a.1).collect();
+        let ids: Vec<i64> = after.iter().map(|a| a.2 .0).collect();
+        let rows = self.query(
+            self.locking(include_str!("../sql/job_group_next.sql")),
+            &[&queue, &i64::from(priority.get()), &groups, &turns, &ids, &limit],
+        )?;
+        ready_rows(&rows)
+    }
+
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.query(

@@ -4,7 +4,8 @@
 -- writer's CPU. The index is used all the same (tests/plan.rs).
 -- The oldest due jobs without a group of each class (READY, or SCHEDULED or
 -- RETRYING and not promoted yet): four probes of jobs_ready; then the
--- grouped READY jobs of each class in turn order: four probes of jobs_fair.
+-- heads of the groups of each class (each group's first READY job) in turn
+-- order: four probes of jobs_fair.
 -- Each is one index seek, so the cost grows neither with the number of
 -- waiting jobs nor with the number of groups.
 -- The limit is a literal (a bound LIMIT re-prepares): sql.rs makes one copy
@@ -27,17 +28,17 @@ SELECT * FROM (SELECT id, priority, ready_at, NULL, NULL FROM jobs
 
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
-               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 0
+               WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = +?1 AND priority = 0
                ORDER BY turn, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
-               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 1
+               WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = +?1 AND priority = 1
                ORDER BY turn, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
-               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 2
+               WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = +?1 AND priority = 2
                ORDER BY turn, id LIMIT 1)
 UNION ALL
 SELECT * FROM (SELECT id, priority, ready_at, turn, grp FROM jobs
-               WHERE state = 'READY' AND grp IS NOT NULL AND queue = +?1 AND priority = 3
+               WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = +?1 AND priority = 3
                ORDER BY turn, id LIMIT 1)

@@ -59,6 +59,7 @@ statements! {
     JOB_READY_AFTER = "job_ready_after.sql";
     JOB_READY_HEADS = "job_ready_heads.sql";
     JOB_FAIR_AFTER = "job_fair_after.sql";
+    JOB_GROUP_NEXT = "job_group_next.sql";
     JOB_GROUP_LEASED = "job_group_leased.sql";
     JOB_SET_FIELDS = "job_set_fields.sql";
     JOB_SET_STATUS = "job_set_status.sql";
@@ -104,6 +105,8 @@ pub(crate) static JOB_READY_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| page
 pub(crate) static JOB_READY_AFTER_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| paged(&JOB_READY_AFTER));
 /// `job_fair_after.sql` for each of [`PAGES`].
 pub(crate) static JOB_FAIR_AFTER_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| paged(&JOB_FAIR_AFTER));
+/// `job_group_next.sql` for each of [`PAGES`].
+pub(crate) static JOB_GROUP_NEXT_PAGES: LazyLock<[String; 8]> = LazyLock::new(|| paged(&JOB_GROUP_NEXT));
 
 /// The page of [`PAGES`] for `limit` rows: its index and size.
 pub(crate) fn page(limit: usize) -> (usize, usize) {

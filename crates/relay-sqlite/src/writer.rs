@@ -510,6 +510,24 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         )
     }
 
+    fn job_group_next(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        after: &[(&str, i64, JobId)],
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let (i, _) = crate::sql::page(limit);
+        let mut out = Vec::new();
+        for (group, turn, id) in after {
+            out.extend(self.candidates(
+                &crate::sql::JOB_GROUP_NEXT_PAGES[i],
+                params![queue, priority.get(), group, turn, id.0],
+            )?);
+        }
+        Ok(out)
+    }
+
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let (i, _) = crate::sql::page(limit);
         self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()])

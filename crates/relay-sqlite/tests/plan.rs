@@ -302,6 +302,7 @@ fn hot_statements_are_never_reprepared() {
         .into_iter()
         .chain(pages(include_str!("../sql/job_ready_after.sql")))
         .chain(pages(include_str!("../sql/job_fair_after.sql")))
+        .chain(pages(include_str!("../sql/job_group_next.sql")))
         .map(|sql| (format!("claim page {}", sql.len()), sql))
         .collect();
     let hot = hot
@@ -420,15 +421,46 @@ fn the_grouped_claim_seeks_whatever_the_number_of_groups() {
             .any(|s| s.starts_with("SEARCH jobs USING INDEX jobs_lease_expiry (lease_expires_at>?)")),
         "{steps:#?}"
     );
-    // The triggers' two reads (migrations/0013_groups.sql).
+    // A group's line, read on once the claim took its head: one seek of
+    // jobs_group_turn, in its order.
+    for sql in pages(include_str!("../sql/job_group_next.sql")) {
+        let steps = plan(&conn, &sql);
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert!(
+            steps[0].starts_with(
+                "SEARCH jobs USING COVERING INDEX jobs_group_turn (queue=? AND priority=? AND grp=? AND turn>?)"
+            ),
+            "{steps:#?}"
+        );
+    }
+    // The triggers' reads (migrations/0013_groups.sql, 0014_group_heads.sql).
     let last = "SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
                 WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?4 AND grp = ?2 AND id <> ?3";
     let front = "SELECT turn FROM jobs INDEXED BY jobs_fair
-                 WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?2 AND id <> ?3
+                 WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = ?1 AND priority = ?2 AND id <> ?3
                  ORDER BY turn, id LIMIT 1";
-    for sql in [last, front] {
-        assert_seeks_only("a turn trigger's read", sql);
+    let alone = "SELECT NOT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_group_turn
+                 WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?4 AND grp = ?2 AND id <> ?3)";
+    let next = "UPDATE jobs SET head = 1
+                WHERE id = (SELECT id FROM jobs INDEXED BY jobs_group_turn
+                            WHERE state = 'READY' AND grp IS NOT NULL AND queue = ?1 AND priority = ?2 AND grp = ?3
+                            ORDER BY turn, id LIMIT 1)";
+    for sql in [last, front, alone, next] {
+        assert_seeks_only("a turn or head trigger's statement", sql);
     }
+    // Only heads are in jobs_fair: one a group, the first of its line.
+    let heads: (i64, i64, i64) = conn
+        .query_row(
+            "SELECT count(*), count(DISTINCT queue || '/' || priority || '/' || grp),
+                    sum(turn = (SELECT min(o.turn) FROM jobs o WHERE o.state = 'READY' AND o.queue = j.queue
+                                AND o.priority = j.priority AND o.grp = j.grp))
+             FROM jobs j WHERE state = 'READY' AND head = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    // (A group's jobs are all of one class here: i % 4 follows i % 1000.)
+    assert_eq!(heads, (1000, 1000, 1000), "one head a group and class, its first");
     assert_seeks_only("job_insert_grouped", include_str!("../sql/job_insert_grouped.sql"));
     // Relay's insert of a grouped job gives it its turn, and is prepared
     // once however its values change.

@@ -523,14 +523,26 @@ pub trait Store {
         after: Candidate,
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError>;
-    /// The next page of one class of `queue`'s grouped READY jobs: after
-    /// `after` (a turn and an id) in `(turn, id)` order, at least `limit`
-    /// of them if there are that many.
+    /// The next page of one class of `queue`'s group heads (each group's
+    /// first READY job of the class): after `after` (a turn and an id) in
+    /// `(turn, id)` order, at least `limit` of them if there are that many.
     fn job_fair_after(
         &mut self,
         queue: &str,
         priority: Priority,
         after: (i64, JobId),
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError>;
+    /// The lines of groups whose heads a claim took: for each `(group,
+    /// turn, id)` of `after`, that group's next READY jobs of class
+    /// `priority` after `(turn, id)` in `(turn, id)` order, at least
+    /// `limit` of them if it has that many (fewer means it has no more).
+    /// Rows with [`ReadyRow::turn`], the groups one after the other.
+    fn job_group_next(
+        &mut self,
+        queue: &str,
+        priority: Priority,
+        after: &[(&str, i64, JobId)],
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError>;
     /// The earliest `ready_at` after `now` among `queue`'s jobs waiting to

@@ -922,3 +922,89 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
         "{e}"
     );
 }
+
+/// A group's head (migrations/0018_group_heads.sql) survives two
+/// transactions racing: one takes the group's only READY job (its head)
+/// while another makes a second job of the group READY. Neither sees the
+/// other's row, so without the trigger's lock the second job would not be
+/// made a head and the first hands the head to nobody: the group's jobs
+/// would never be claimed again. Also: a free head is share-locked by the
+/// transaction that lines a job up behind it, so a claim passes it over
+/// until that commits, and an UPDATE that takes it waits and then hands
+/// the head on.
+#[test]
+fn a_group_never_loses_its_head_to_a_race() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let grouped = |g: &str| NewJob::new("q", "k", Vec::new()).group(g);
+    let later = |g: &str| grouped(g).delay(Duration::from_secs(3600));
+    let heads = |c: &mut postgres::Client, g: &str| -> Vec<i64> {
+        c.query(
+            "SELECT id FROM relay_jobs WHERE state = 'READY' AND head AND grp = $1 ORDER BY id",
+            &[&g],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    let mut c1 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut c2 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let leave = "UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000 WHERE id = $1";
+    let enter =
+        "UPDATE relay_jobs SET state = 'READY', ready_at = (extract(epoch FROM now()) * 1000)::BIGINT WHERE id = $1";
+
+    // The head leaves first, then a job enters while that is uncommitted.
+    let h = relay.submit(grouped("a")).unwrap().0;
+    let j = relay.submit(later("a")).unwrap().0;
+    assert_eq!(heads(&mut c1, "a"), [h]);
+    c1.batch_execute("BEGIN").unwrap();
+    c1.execute(leave, &[&h]).unwrap();
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    c2.batch_execute("COMMIT").unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(heads(&mut c1, "a"), [j], "the job that entered heads the group");
+
+    // A job enters first (the head share-locked), then a claim looks.
+    let h = relay.submit(grouped("b")).unwrap().0;
+    let j = relay.submit(later("b")).unwrap().0;
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    assert_eq!(heads(&mut c1, "b"), [h], "the entering job stands behind the head");
+    c1.batch_execute("BEGIN").unwrap();
+    let claimable = c1
+        .query("SELECT id FROM relay_jobs WHERE id = $1 FOR UPDATE SKIP LOCKED", &[&h])
+        .unwrap();
+    assert!(
+        claimable.is_empty(),
+        "the head is passed over while a job lines up behind it"
+    );
+    c1.batch_execute("ROLLBACK").unwrap();
+    // An UPDATE taking the head waits for that transaction, then hands on.
+    std::thread::scope(|s| {
+        let taker = s.spawn(|| {
+            let mut c3 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            c3.execute(leave, &[&h]).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!taker.is_finished(), "the UPDATE waits for the share lock");
+        c2.batch_execute("COMMIT").unwrap();
+        taker.join().unwrap();
+    });
+    assert_eq!(
+        heads(&mut c1, "b"),
+        [j],
+        "the head handed to the job lined up behind it"
+    );
+
+    // And the jobs are claimed.
+    let got = relay
+        .lease(LeaseRequest::new(["q"]).max(10))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id.0)
+        .collect::<Vec<_>>();
+    assert_eq!(got.len(), 2, "{got:?}");
+}

@@ -529,6 +529,8 @@ pub struct LeasedJob {
     /// The trace context the job was submitted in (see
     /// [`NewJob::traceparent`]), if any.
     pub traceparent: Option<String>,
+    /// The job's group (see [`NewJob::group`]), if it has one.
+    pub group: Option<String>,
 }
 
 impl LeasedJob {
@@ -551,6 +553,7 @@ impl LeasedJob {
             lease_for,
             timeout: job.timeout,
             traceparent: job.traceparent,
+            group: job.group,
         }
     }
 }

@@ -141,6 +141,7 @@ pub fn leased(l: &LeasedJob) -> w::LeasedJob {
         lease_for_ms: ms(l.lease_for),
         timeout_ms: l.timeout.map(ms),
         traceparent: l.traceparent.clone(),
+        group: l.group.clone(),
         payload,
         payload_base64,
     }

@@ -158,6 +158,46 @@ fn a_version_11_file_tells_scheduled_and_retrying_jobs_apart() {
     assert_eq!(leased.iter().map(|l| l.id).collect::<Vec<_>>(), [JobId(1)]);
 }
 
+/// A file of schema 13 had every grouped READY job in the claim's index:
+/// version 14 keeps only each group's first of a class there (its head),
+/// and the claim reads the rest of each line behind it, so every job is
+/// still leased, in turn order.
+#[test]
+fn a_version_13_file_keeps_its_groups_lines() {
+    let (_dir, path) = temp_db();
+    let conn = Connection::open(&path).unwrap();
+    for m in &relay_sqlite::MIGRATIONS[..13] {
+        conn.execute_batch(m).unwrap();
+    }
+    // Two groups of three READY jobs (turns given by the version-13
+    // triggers: a0 b0 a1 b1 a2 b2), written in group order.
+    conn.execute_batch(
+        "INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at, lease_token, grp)
+         VALUES ('q', 'a0', x'', 1, 'READY', 0, 3, 0, 0, 0, 'a'), ('q', 'a1', x'', 1, 'READY', 0, 3, 0, 0, 0, 'a'),
+                ('q', 'a2', x'', 1, 'READY', 0, 3, 0, 0, 0, 'a'), ('q', 'b0', x'', 1, 'READY', 0, 3, 0, 0, 0, 'b'),
+                ('q', 'b1', x'', 1, 'READY', 0, 3, 0, 0, 0, 'b'), ('q', 'b2', x'', 1, 'READY', 0, 3, 0, 0, 0, 'b');
+         INSERT INTO job_counts (queue, state, n) VALUES ('q', 'READY', 6);
+         PRAGMA user_version = 13; PRAGMA application_id = 1380273241;",
+    )
+    .unwrap();
+    drop(conn);
+    let relay = Relay::open(&path).unwrap();
+    let heads: Vec<String> = {
+        let conn = Connection::open(&path).unwrap();
+        let mut st = conn
+            .prepare("SELECT kind FROM jobs WHERE state = 'READY' AND head = 1 ORDER BY kind")
+            .unwrap();
+        st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(heads, ["a0", "b0"]);
+    let mut kinds = Vec::new();
+    for _ in 0..6 {
+        let got = relay.lease(LeaseRequest::new(["q"])).unwrap();
+        kinds.extend(got.into_iter().map(|l| l.kind));
+    }
+    assert_eq!(kinds, ["a0", "b0", "a1", "b1", "a2", "b2"]);
+}
+
 #[test]
 fn durability_settings_are_in_force() {
     let (_dir, path) = temp_db();

@@ -172,6 +172,9 @@ pub struct LeasedJob {
     pub timeout_ms: Option<u64>,
     /// The trace context it continues.
     pub traceparent: Option<String>,
+    /// Its group (tenant), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]

@@ -240,6 +240,10 @@ pub(crate) struct Plan<'s> {
     /// Numbers the undo scopes (operations, and marked parts of them),
     /// so that each saves an entry once however often it writes it.
     op: u32,
+    /// A claim took a grouped job: the store hands its group's head to the
+    /// next of its line when the batch is written, a job other processes'
+    /// claims could not see before (their waiting lessees are told).
+    grouped_leased: bool,
 }
 
 /// Most rows of one class read for a claim at a time.
@@ -270,7 +274,14 @@ impl<'s> Plan<'s> {
             depth: 0,
             logging: false,
             op: 0,
+            grouped_leased: false,
         }
+    }
+
+    /// Whether a claim of this batch took a grouped job (see
+    /// `grouped_leased`).
+    pub(crate) fn grouped_leased(&self) -> bool {
+        self.grouped_leased
     }
 
     /// The store, for housekeeping writes made before planning (pruning).

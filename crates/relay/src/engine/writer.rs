@@ -753,6 +753,9 @@ fn plan_and_apply(
         }
     }
     let left = batch.iter().any(|op| op.claims()) && plan.locks_candidates() && plan.left_candidates();
+    // A grouped job taken hands its group's head on when the batch is
+    // written: that next job is new to every other claim.
+    ctx.made_ready |= plan.grouped_leased();
     let (changes, store) = plan.changes();
     if ctx.made_ready {
         store.notify_ready()?;

@@ -1,9 +1,10 @@
 //! The claim's side of the plan: each claimed queue's pages of READY jobs,
 //! the candidates a claim chooses among, and what a batch leaves.
 
+use super::HashMap;
 use super::{Entry, Gate, Plan, Slot, PAGE_MAX};
 use crate::error::Result;
-use relay_core::{Candidate, Priority, Timestamp};
+use relay_core::{Candidate, JobId, Priority, Timestamp};
 use relay_store::{ReadyRow, StoreError};
 
 /// A queue's classes of candidates: its four priority classes of jobs
@@ -13,14 +14,54 @@ pub(super) const CLASSES: usize = 8;
 /// One priority class of a queue's READY jobs as read from the store, in
 /// `(ready_at, id)` order, or, for grouped jobs, `(turn, id)` order:
 /// `next` is the first not yet passed over.
+///
+/// A class of grouped jobs reads the store's heads (each group's first
+/// READY job) page by page, and a group's line behind its head once this
+/// batch has taken the head (`pending`): the lines' rows are merged in by
+/// `(turn, id)`, so the batch takes one group's jobs one a turn as the
+/// store would have them without heads.
 #[derive(Default)]
 pub(super) struct Class {
     pub(super) rows: Vec<Candidate>,
     /// For a class of grouped jobs: each row's turn and group.
     turns: Vec<(i64, String)>,
     pub(super) next: usize,
-    /// The store may hold more after the last row read.
+    /// The store may hold more after the last row read (of a class of
+    /// grouped jobs: more heads after `heads_after`).
     pub(super) more: bool,
+    /// The last head read: the next page of heads starts after it.
+    heads_after: Option<(i64, JobId)>,
+    /// Each group read: its last row read, and whether its line may hold
+    /// more after it.
+    lines: HashMap<String, ((i64, JobId), bool)>,
+    /// Groups whose last row read this batch passed (took) while their
+    /// line may hold more: the line is read on from that row when the
+    /// class's next candidate could stand behind it.
+    pending: Vec<(String, i64, JobId)>,
+}
+
+impl Class {
+    /// Merges grouped rows into the rows not yet passed, by `(turn, id)`.
+    fn merge(&mut self, turn: i64, group: String, c: Candidate) {
+        let key = (turn, c.id);
+        let from = self.next.min(self.rows.len());
+        let at = from
+            + self.turns[from..]
+                .iter()
+                .zip(&self.rows[from..])
+                .take_while(|((t, _), r)| (*t, r.id) <= key)
+                .count();
+        self.rows.insert(at, c);
+        self.turns.insert(at, (turn, group));
+    }
+
+    /// Notes a grouped row read: its group's line has read up to it.
+    fn note_line(&mut self, turn: i64, group: &str, id: JobId, more: bool) {
+        let e = self.lines.entry(group.to_owned()).or_insert(((turn, id), more));
+        if (turn, id) >= e.0 {
+            *e = ((turn, id), more);
+        }
+    }
 }
 
 pub(super) struct Pool {
@@ -161,7 +202,10 @@ impl Plan<'_> {
             let mut p = usize::from(r.candidate.priority.get()).min(3);
             if let Some(t) = r.turn.take() {
                 p += 4;
-                pool.classes[p].turns.push((t.turn, t.group));
+                let class = &mut pool.classes[p];
+                class.heads_after = Some((t.turn, r.candidate.id));
+                class.note_line(t.turn, &t.group, r.candidate.id, true);
+                class.turns.push((t.turn, t.group));
             }
             counts[p] += 1;
             pool.classes[p].rows.push(r.candidate);
@@ -197,28 +241,17 @@ impl Plan<'_> {
     /// `max_leased_per_group`), reading the next page from the store when
     /// the pool runs out.
     fn class_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
-        let grouped = p >= 4;
+        if p >= 4 {
+            return self.fair_head(pi, p);
+        }
         loop {
             let class = &self.pools[pi].classes[p];
             if let Some(c) = class.rows.get(class.next).copied() {
-                let mut ok = match self.jobs.get(&c.id) {
+                let ok = match self.jobs.get(&c.id) {
                     Some(Slot::Row(e)) => e.claimable(self.now),
                     Some(Slot::Missing) => false,
                     Some(Slot::Corrupt(..)) | None => true,
                 };
-                if ok && grouped {
-                    let pool = &self.pools[pi];
-                    let group = pool.classes[p].turns.get(pool.classes[p].next).map(|t| t.1.clone());
-                    let queue = pool.queue.clone();
-                    // A group at its limit is passed over, however long its
-                    // line: every row of it is read (its jobs stand one a
-                    // turn), and the next group below its limit taken.
-                    if let Some(group) = group {
-                        if !self.group_open(&queue, &group)? {
-                            ok = false;
-                        }
-                    }
-                }
                 if ok {
                     return Ok(Some(c));
                 }
@@ -231,33 +264,140 @@ impl Plan<'_> {
             let Some(after) = class.rows.last().copied() else {
                 return Ok(None);
             };
-            let last_turn = class.turns.last().map(|t| t.0);
             let queue = self.pools[pi].queue.clone();
             let limit = self.demand.get(&queue).copied().unwrap_or(1).clamp(16, PAGE_MAX);
-            let rows = match (grouped, last_turn) {
-                (false, _) => self.store.job_ready_after(&queue, self.now, after, limit)?,
-                (true, Some(turn)) => {
-                    let priority = Priority::ALL[(p - 4).min(3)];
-                    self.store.job_fair_after(&queue, priority, (turn, after.id), limit)?
-                }
-                (true, None) => Vec::new(),
-            };
+            let rows = self.store.job_ready_after(&queue, self.now, after, limit)?;
             let class = &mut self.pools[pi].classes[p];
             class.more = rows.len() >= limit;
             if rows.is_empty() {
                 return Ok(None);
             }
-            for mut r in rows {
-                let class = &mut self.pools[pi].classes[p];
-                class.rows.push(r.candidate);
-                if grouped {
-                    // A row without a turn here would leave the turns
-                    // behind the rows: a corrupt one is passed over.
-                    let t = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
-                    class.turns.push(t);
-                }
+            for r in rows {
+                self.pools[pi].classes[p].rows.push(r.candidate);
                 self.remember(r);
             }
         }
+    }
+
+    /// [`Plan::class_head`] for a class of grouped jobs. A group at its
+    /// limit is passed over in one row, its head: the rest of its line is
+    /// not read.
+    fn fair_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
+        loop {
+            let class = &self.pools[pi].classes[p];
+            let Some(c) = class.rows.get(class.next).copied() else {
+                // Passed every row read: more heads, else the lines of the
+                // groups whose last rows this batch took.
+                if class.more {
+                    self.read_heads(pi, p)?;
+                } else if !class.pending.is_empty() {
+                    self.read_lines(pi, p)?;
+                } else {
+                    return Ok(None);
+                }
+                continue;
+            };
+            let (turn, group) = class
+                .turns
+                .get(class.next)
+                .cloned()
+                .unwrap_or((i64::MIN, String::new()));
+            // A row read from a line may stand after heads not read yet,
+            // and a line not read on yet may hold rows before this one
+            // (its next job's turn is at least one more than its last's).
+            if class.more && class.heads_after.is_some_and(|h| (turn, c.id) > h) {
+                self.read_heads(pi, p)?;
+                continue;
+            }
+            if class.pending.iter().any(|(_, t, _)| t.saturating_add(1) <= turn) {
+                self.read_lines(pi, p)?;
+                continue;
+            }
+            let claimable = match self.jobs.get(&c.id) {
+                Some(Slot::Row(e)) => e.claimable(self.now),
+                Some(Slot::Missing) => false,
+                Some(Slot::Corrupt(..)) | None => true,
+            };
+            let queue = self.pools[pi].queue.clone();
+            let open = group.is_empty() || self.group_open(&queue, &group)?;
+            if claimable && open {
+                return Ok(Some(c));
+            }
+            let class = &mut self.pools[pi].classes[p];
+            class.next += 1;
+            // Taken (or gone) while its group may take more: the group's
+            // line goes on after it. A group at its limit is passed over.
+            if open
+                && !claimable
+                && class
+                    .lines
+                    .get(&group)
+                    .is_some_and(|(last, more)| *more && *last == (turn, c.id))
+            {
+                class.pending.push((group, turn, c.id));
+            }
+        }
+    }
+
+    /// Reads the class's next page of heads, after the last one read.
+    fn read_heads(&mut self, pi: usize, p: usize) -> Result<()> {
+        let class = &mut self.pools[pi].classes[p];
+        let Some(after) = class.heads_after else {
+            class.more = false;
+            return Ok(());
+        };
+        let queue = self.pools[pi].queue.clone();
+        let limit = self.demand.get(&queue).copied().unwrap_or(1).clamp(16, PAGE_MAX);
+        let priority = Priority::ALL[(p - 4).min(3)];
+        let rows = self.store.job_fair_after(&queue, priority, after, limit)?;
+        let class = &mut self.pools[pi].classes[p];
+        class.more = rows.len() >= limit;
+        for mut r in rows {
+            let class = &mut self.pools[pi].classes[p];
+            // A row without a turn is corrupt: it is read again with its
+            // job (and fails alone) rather than merged.
+            let (turn, group) = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
+            if turn != i64::MIN {
+                class.heads_after = Some((turn, r.candidate.id));
+                class.note_line(turn, &group, r.candidate.id, true);
+            }
+            class.merge(turn, group, r.candidate);
+            self.remember(r);
+        }
+        Ok(())
+    }
+
+    /// Reads on the lines of the class's pending groups, a share of the
+    /// queue's demand each.
+    fn read_lines(&mut self, pi: usize, p: usize) -> Result<()> {
+        let pending = std::mem::take(&mut self.pools[pi].classes[p].pending);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let queue = self.pools[pi].queue.clone();
+        let demand = self.demand.get(&queue).copied().unwrap_or(1);
+        let limit = (demand / pending.len()).clamp(4, PAGE_MAX);
+        let priority = Priority::ALL[(p - 4).min(3)];
+        let after: Vec<(&str, i64, JobId)> = pending.iter().map(|(g, t, id)| (g.as_str(), *t, *id)).collect();
+        let rows = self.store.job_group_next(&queue, priority, &after, limit)?;
+        let mut read: HashMap<String, usize> = HashMap::default();
+        for mut r in rows {
+            let Some(t) = r.turn.take() else { continue };
+            let class = &mut self.pools[pi].classes[p];
+            *read.entry(t.group.clone()).or_default() += 1;
+            class.note_line(t.turn, &t.group, r.candidate.id, true);
+            class.merge(t.turn, t.group, r.candidate);
+            self.remember(r);
+        }
+        // A line that gave fewer than asked has no more.
+        let class = &mut self.pools[pi].classes[p];
+        for (g, _, _) in &pending {
+            if read.get(g).copied().unwrap_or(0) < limit {
+                if let Some(l) = class.lines.get_mut(g) {
+                    l.1 = false;
+                }
+            }
+        }
+        Ok(())
     }
 }
