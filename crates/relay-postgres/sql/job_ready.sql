@@ -1,6 +1,6 @@
 -- The claim's candidates: the oldest due jobs without a group of each
 -- class (READY, or SCHEDULED or RETRYING and not promoted yet), then the
--- heads of each class's groups (each group's first READY job) in turn order, up to $3 of each, whole
+-- grouped READY jobs of each class in turn order, up to $3 of each, whole
 -- rows (a claim needs nothing more), in one round trip.
 -- SKIP LOCKED: jobs another Relay process is claiming are passed over, so
 -- processes never wait on each other; the rows returned stay locked until
@@ -28,7 +28,7 @@ CROSS JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
            state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, turn
     FROM relay_jobs
-    WHERE state = 'READY' AND grp IS NOT NULL AND head AND queue = $1 AND priority = p.prio
+    WHERE state = 'READY' AND grp IS NOT NULL AND queue = $1 AND priority = p.prio
       AND ($4::BOOLEAN OR NOT EXISTS (SELECT 1 FROM relay_queues q WHERE q.name = $1 AND q.paused))
     ORDER BY turn, id
     LIMIT $3

@@ -275,6 +275,12 @@ impl Store for PgStore {
             busy_is_transient: true,
             locks_candidates: true,
             applies_unread: true,
+            // Every grouped READY job is a candidate: with heads only, a
+            // group's jobs were claimed by one transaction at a time (a
+            // head another one holds is passed over), and one group
+            // drained at 0.06x (docs/ARCHITECTURE.md, "Groups in the
+            // claim").
+            group_heads: false,
         }
     }
 
@@ -521,27 +527,6 @@ impl Store for PgStore {
         let rows = self.query(
             self.locking(include_str!("../sql/job_fair_after.sql")),
             &[&queue, &i64::from(priority.get()), &after.0, &after.1 .0, &limit],
-        )?;
-        ready_rows(&rows)
-    }
-
-    fn job_group_next(
-        &mut self,
-        queue: &str,
-        priority: relay_core::Priority,
-        after: &[(&str, i64, JobId)],
-        limit: usize,
-    ) -> Result<Vec<ReadyRow>, StoreError> {
-        if after.is_empty() {
-            return Ok(Vec::new());
-        }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let groups: Vec<&str> = after.iter().map(|a| a.0).collect();
-        let turns: Vec<i64> = after.iter().map(|a| a.1).collect();
-        let ids: Vec<i64> = after.iter().map(|a| a.2 .0).collect();
-        let rows = self.query(
-            self.locking(include_str!("../sql/job_group_next.sql")),
-            &[&queue, &i64::from(priority.get()), &groups, &turns, &ids, &limit],
         )?;
         ready_rows(&rows)
     }

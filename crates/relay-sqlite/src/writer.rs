@@ -353,10 +353,12 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     }
 
     /// A file on disk: a failed commit is final (see
-    /// [`Behaviour::failed_commit_is_final`]).
+    /// [`Behaviour::failed_commit_is_final`]); only groups' heads are claim
+    /// candidates (migrations/0014_group_heads.sql).
     fn behaviour(&self) -> Behaviour {
         Behaviour {
             failed_commit_is_final: self.on_disk,
+            group_heads: true,
             ..Behaviour::default()
         }
     }

@@ -347,6 +347,13 @@ pub struct Behaviour {
     /// in the batch ([`Store::apply_unread`]): the one this process wrote
     /// when it leased the job, kept by the engine.
     pub applies_unread: bool,
+    /// Only each group's first READY job of a class (its head) is among
+    /// the grouped claim candidates ([`Store::job_ready`],
+    /// [`Store::job_fair_after`]): the claim reads a group's line behind
+    /// it with [`Store::job_group_next`] once it took the head. (`false`:
+    /// every grouped READY job is a candidate, and a group at its limit is
+    /// passed over row by row.)
+    pub group_heads: bool,
 }
 
 /// The writer's connection: used by one thread, inside transactions the
@@ -523,9 +530,10 @@ pub trait Store {
         after: Candidate,
         limit: usize,
     ) -> Result<Vec<ReadyRow>, StoreError>;
-    /// The next page of one class of `queue`'s group heads (each group's
-    /// first READY job of the class): after `after` (a turn and an id) in
-    /// `(turn, id)` order, at least `limit` of them if there are that many.
+    /// The next page of one class of `queue`'s grouped READY jobs (only
+    /// the groups' heads where [`Behaviour::group_heads`]): after `after`
+    /// (a turn and an id) in `(turn, id)` order, at least `limit` of them
+    /// if there are that many.
     fn job_fair_after(
         &mut self,
         queue: &str,
@@ -538,13 +546,18 @@ pub trait Store {
     /// `priority` after `(turn, id)` in `(turn, id)` order, at least
     /// `limit` of them if it has that many (fewer means it has no more).
     /// Rows with [`ReadyRow::turn`], the groups one after the other.
+    /// Called only where [`Behaviour::group_heads`]; the default reads
+    /// nothing.
     fn job_group_next(
         &mut self,
         queue: &str,
         priority: Priority,
         after: &[(&str, i64, JobId)],
         limit: usize,
-    ) -> Result<Vec<ReadyRow>, StoreError>;
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        let _ = (queue, priority, after, limit);
+        Ok(Vec::new())
+    }
     /// The earliest `ready_at` after `now` among `queue`'s jobs waiting to
     /// be leased (READY, SCHEDULED, RETRYING).
     fn job_next_ready_at(&mut self, queue: &str, now: Timestamp) -> Result<Option<Timestamp>, StoreError>;

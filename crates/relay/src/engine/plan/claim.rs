@@ -279,9 +279,11 @@ impl Plan<'_> {
         }
     }
 
-    /// [`Plan::class_head`] for a class of grouped jobs. A group at its
-    /// limit is passed over in one row, its head: the rest of its line is
-    /// not read.
+    /// [`Plan::class_head`] for a class of grouped jobs. Where the store
+    /// holds only heads (`Behaviour::group_heads`), a group at its limit is
+    /// passed over in one row, its head: the rest of its line is not read.
+    /// Elsewhere every grouped READY job is read, and a group at its limit
+    /// is passed over row by row.
     fn fair_head(&mut self, pi: usize, p: usize) -> Result<Option<Candidate>> {
         loop {
             let class = &self.pools[pi].classes[p];
@@ -320,6 +322,7 @@ impl Plan<'_> {
             };
             let queue = self.pools[pi].queue.clone();
             let open = group.is_empty() || self.group_open(&queue, &group)?;
+            let heads = self.store.behaviour().group_heads;
             if claimable && open {
                 return Ok(Some(c));
             }
@@ -329,6 +332,7 @@ impl Plan<'_> {
             // line goes on after it. A group at its limit is passed over.
             if open
                 && !claimable
+                && heads
                 && class
                     .lines
                     .get(&group)
