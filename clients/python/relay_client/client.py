@@ -97,6 +97,8 @@ class LeasedJob:
     #: The W3C trace context the job was submitted in (continue the trace
     #: from it in the handler), or None.
     traceparent: Optional[str] = None
+    #: The group (tenant) the job belongs to, or None.
+    group: Optional[str] = None
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeasedJob":

@@ -138,8 +138,9 @@ def test_groups_take_turns_and_their_limit_holds(client: Client):
     client.submit("tenants", "k", "small", group="small")
     assert client.get(client.submit("tenants", "k", "small", group="small")).group == "small"
     # One of each group a round: the small group's two before the big one's third.
-    order = [j.payload for j in client.lease(["tenants"], max=4)]
-    assert order == ["big", "small", "big", "small"]
+    leased = client.lease(["tenants"], max=4)
+    assert [j.payload for j in leased] == ["big", "small", "big", "small"]
+    assert [j.group for j in leased] == ["big", "small", "big", "small"]
     client.set_queue_limits("tenants", max_leased_per_group=2)
     assert client.get_queue("tenants")["max_leased_per_group"] == 2
     assert client.lease(["tenants"], max=10) == [], "big already holds two leases"

@@ -93,6 +93,8 @@ export interface LeasedJob {
   payload: Payload;
   /** The W3C trace context the job was submitted in, or null. */
   traceparent: string | null;
+  /** The group (tenant) it belongs to; absent when none. */
+  group?: string;
 }
 
 /** A job as the server reads it back (`raw` holds every field). */

@@ -92,8 +92,9 @@ test("groups take turns, and their limit holds", async () => {
   const id = await client.submit({ queue: "tenants", kind: "k", payload: "small", group: "small" });
   assert.equal((await client.get(id)).group, "small");
   // One of each group a round: the small group's two before the big one's third.
-  const order = (await client.lease(["tenants"], { max: 4 })).map((j) => j.payload);
-  assert.deepEqual(order, ["big", "small", "big", "small"]);
+  const leased = await client.lease(["tenants"], { max: 4 });
+  assert.deepEqual(leased.map((j) => j.payload), ["big", "small", "big", "small"]);
+  assert.deepEqual(leased.map((j) => j.group), ["big", "small", "big", "small"]);
   const limits = await client.setQueueLimits("tenants", { maxLeasedPerGroup: 2 });
   assert.equal(limits.maxLeasedPerGroup, 2);
   assert.deepEqual(await client.lease(["tenants"], { max: 10 }), [], "big already holds two leases");
