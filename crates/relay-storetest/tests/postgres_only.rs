@@ -922,3 +922,273 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
         "{e}"
     );
 }
+
+/// A group's head (migrations/0018_group_heads.sql) survives two
+/// transactions racing: one takes the group's only READY job (its head)
+/// while another makes a second job of the group READY. Neither sees the
+/// other's row, so without the group's lock the second job would not be
+/// made a head and the first hands the head to nobody: the group's jobs
+/// would never be claimed again. Also: a transaction that takes the head
+/// waits for one that lined a job up behind it, and then hands the head
+/// on to that job; two transactions taking a group's two heads at once
+/// leave it one.
+#[test]
+fn a_group_never_loses_its_head_to_a_race() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let grouped = |g: &str| NewJob::new("q", "k", Vec::new()).group(g);
+    let later = |g: &str| grouped(g).delay(Duration::from_secs(3600));
+    let heads = |c: &mut postgres::Client, g: &str| -> Vec<i64> {
+        c.query(
+            "SELECT id FROM relay_jobs WHERE state = 'READY' AND head AND grp = $1 ORDER BY id",
+            &[&g],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    let mut c1 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut c2 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // A job taken out of READY, then the heads seen to, as a Relay batch
+    // does last (sql/apply_heads.sql).
+    let leave = "WITH t AS (UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000
+                            WHERE id = $1 RETURNING id)
+                 SELECT id FROM t";
+    let heads_for = "SELECT relay_heads_for(ARRAY[$1]::BIGINT[])";
+    let take = |c: &mut postgres::Client, id: i64| {
+        c.execute(leave, &[&id]).unwrap();
+        c.execute(heads_for, &[&id]).unwrap();
+    };
+    let enter =
+        "UPDATE relay_jobs SET state = 'READY', ready_at = (extract(epoch FROM now()) * 1000)::BIGINT WHERE id = $1";
+
+    // The head leaves first, then a job enters while that is uncommitted.
+    let h = relay.submit(grouped("a")).unwrap().0;
+    let j = relay.submit(later("a")).unwrap().0;
+    assert_eq!(heads(&mut c1, "a"), [h]);
+    c1.batch_execute("BEGIN").unwrap();
+    take(&mut c1, h);
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    c2.batch_execute("COMMIT").unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(heads(&mut c1, "a"), [j], "the job that entered heads the group");
+
+    // A job enters first, behind the head; then a transaction takes the
+    // head.
+    let h = relay.submit(grouped("b")).unwrap().0;
+    let j = relay.submit(later("b")).unwrap().0;
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    assert_eq!(heads(&mut c1, "b"), [h], "the entering job stands behind the head");
+    // An UPDATE taking the head waits for that transaction, then hands on.
+    std::thread::scope(|s| {
+        let taker = s.spawn(|| {
+            let mut c3 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            take(&mut c3, h);
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!taker.is_finished(), "seeing to the heads waits for the group's lock");
+        c2.batch_execute("COMMIT").unwrap();
+        taker.join().unwrap();
+    });
+    assert_eq!(
+        heads(&mut c1, "b"),
+        [j],
+        "the head handed to the job lined up behind it"
+    );
+
+    // Two jobs entering an empty group at once both head it; then two
+    // transactions each take one of those heads. Each sees the other's
+    // head still READY: unless the second waits for the first, neither
+    // hands the head on, and the third job is never claimed.
+    let j1 = relay.submit(later("c")).unwrap().0;
+    let j2 = relay.submit(later("c")).unwrap().0;
+    let k = relay.submit(later("c")).unwrap().0;
+    c1.batch_execute("BEGIN").unwrap();
+    c1.execute(enter, &[&j1]).unwrap();
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j2]).unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    c2.batch_execute("COMMIT").unwrap();
+    assert_eq!(heads(&mut c1, "c"), [j1, j2], "both head the group");
+    c1.execute(enter, &[&k]).unwrap();
+    c1.batch_execute("BEGIN").unwrap();
+    take(&mut c1, j1);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            c2.batch_execute("BEGIN").unwrap();
+            take(&mut c2, j2);
+            c2.batch_execute("COMMIT").unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        c1.batch_execute("COMMIT").unwrap();
+        other.join().unwrap();
+    });
+    assert_eq!(heads(&mut c1, "c"), [k], "the head handed to the third");
+
+    // One transaction holds the head; another reads past it and holds the
+    // next job (as a claim's candidate it may not take). The first takes
+    // the head and can lock no other job to hand it to; the second, seeing
+    // to the heads of what it holds before it commits, heads the group
+    // with that job.
+    let h = relay.submit(grouped("d")).unwrap().0;
+    let n = relay.submit(grouped("d")).unwrap().0;
+    assert_eq!(heads(&mut c1, "d"), [h]);
+    c1.batch_execute("BEGIN").unwrap();
+    c1.query("SELECT id FROM relay_jobs WHERE id = $1 FOR UPDATE", &[&h])
+        .unwrap();
+    c2.batch_execute("BEGIN").unwrap();
+    let past = c2
+        .query(
+            "SELECT j.id FROM relay_jobs j WHERE j.state = 'READY' AND j.grp = 'd'
+             ORDER BY j.turn, j.id LIMIT 1 FOR UPDATE SKIP LOCKED",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(past.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<_>>(), [n]);
+    take(&mut c1, h);
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(
+        heads(&mut c1, "d"),
+        Vec::<i64>::new(),
+        "the held job could not be made the head"
+    );
+    c2.execute(heads_for, &[&n]).unwrap();
+    c2.batch_execute("COMMIT").unwrap();
+    assert_eq!(heads(&mut c1, "d"), [n], "the holder made its job the head");
+
+    // And the jobs are claimed.
+    let got = relay
+        .lease(LeaseRequest::new(["q"]).max(10))
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id.0)
+        .collect::<Vec<_>>();
+    assert_eq!(got.len(), 4, "{got:?}");
+
+    // A claim reads past a head another transaction holds: it takes the
+    // next job of the group rather than nothing.
+    let h = relay.submit(grouped("e")).unwrap().0;
+    let n = relay.submit(grouped("e")).unwrap().0;
+    c1.batch_execute("BEGIN").unwrap();
+    c1.query("SELECT id FROM relay_jobs WHERE id = $1 FOR UPDATE", &[&h])
+        .unwrap();
+    let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    assert_eq!(
+        got.iter().map(|l| l.id.0).collect::<Vec<_>>(),
+        [n],
+        "read past the held head"
+    );
+    c1.batch_execute("ROLLBACK").unwrap();
+}
+
+/// The group triggers' reads (migrations/0018_group_heads.sql) and the
+/// claim's reads of heads and lines are planned on their indexes even as
+/// generic plans made over an empty table, which is when a connection
+/// first runs them and how they then stay (the writer forces generic
+/// plans). The group's lock is taken in the trigger before these, so a
+/// plan that scans the queue's grouped jobs (relay_jobs_group_wait, its
+/// first column only the queue, looked as cheap once) costs every lease
+/// and submit of the group. Each statement as the triggers write it, with
+/// NEW's or OLD's columns as parameters.
+#[test]
+fn the_group_heads_reads_use_their_indexes_planned_on_an_empty_table() {
+    let url = PgServer::shared().new_database();
+    drop(PgDb::fresh_at(url.clone()).open(Options::default()).unwrap()); // migrates
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("SET plan_cache_mode = force_generic_plan").unwrap();
+    let plan = |c: &mut postgres::Client, sql: &str, args: &str| -> String {
+        c.batch_execute(&format!("DEALLOCATE ALL; PREPARE s AS {sql}")).unwrap();
+        c.query(&format!("EXPLAIN EXECUTE s({args})"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let cases = [
+        (
+            "the group's last turn",
+            "SELECT turn FROM relay_jobs
+             WHERE state = 'READY' AND grp IS NOT NULL AND queue = $1 AND priority = $2 AND grp = $3 AND id <> $4
+             ORDER BY turn DESC, id DESC LIMIT 1",
+            "'q', 1, 'g', 5",
+            "relay_jobs_group_turn",
+        ),
+        (
+            "the class's front",
+            "SELECT turn FROM relay_jobs
+             WHERE state = 'READY' AND grp IS NOT NULL AND head AND queue = $1 AND priority = $2 AND id <> $3
+             ORDER BY turn, id LIMIT 1",
+            "'q', 1, 5",
+            "relay_jobs_fair",
+        ),
+        (
+            "another head of the group",
+            "SELECT 1 FROM relay_jobs
+             WHERE state = 'READY' AND head AND queue = $1 AND priority = $2 AND grp = $3 AND id <> $4
+             ORDER BY id LIMIT 1",
+            "'q', 1, 'g', 5",
+            "relay_jobs_group_head",
+        ),
+        (
+            "the next of the line",
+            "SELECT id FROM relay_jobs
+             WHERE state = 'READY' AND grp IS NOT NULL AND NOT head AND queue = $1 AND priority = $2 AND grp = $3
+               AND id <> $4
+             ORDER BY turn, id LIMIT 1
+             FOR UPDATE SKIP LOCKED",
+            "'q', 1, 'g', 5",
+            "relay_jobs_group_turn",
+        ),
+        (
+            "job_ready",
+            include_str!("../../relay-postgres/sql/job_ready.sql"),
+            "'q', 100000, 8, false",
+            "relay_jobs_fair",
+        ),
+        (
+            "job_fair_after",
+            include_str!("../../relay-postgres/sql/job_fair_after.sql"),
+            "'q', 1, 3, 500, 8",
+            "relay_jobs_fair",
+        ),
+        (
+            "job_group_next",
+            include_str!("../../relay-postgres/sql/job_group_next.sql"),
+            "'q', 1, ARRAY['g', 'h'], ARRAY[3, 4]::BIGINT[], ARRAY[500, 501]::BIGINT[], 8",
+            "relay_jobs_group_turn",
+        ),
+    ];
+    for (name, sql, args, index) in cases {
+        let p = plan(&mut c, sql, args);
+        assert!(!p.contains("Seq Scan on relay_jobs"), "{name} scans relay_jobs:\n{p}");
+        assert!(
+            !p.contains("relay_jobs_group_wait"),
+            "{name} reads the queue's waiting jobs:\n{p}"
+        );
+        assert!(p.contains(index), "{name} does not use {index}:\n{p}");
+        if !name.starts_with("job_") {
+            assert!(!p.contains("Sort"), "{name} sorts:\n{p}");
+        }
+    }
+    // The triggers hold these statements as written here.
+    let migration = include_str!("../../relay-postgres/migrations/0018_group_heads.sql");
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (name, sql) in [
+        ("last", "ORDER BY turn DESC, id DESC LIMIT 1"),
+        ("head", "AND grp = OLD.grp AND id <> OLD.id ORDER BY id LIMIT 1"),
+        (
+            "next",
+            "AND grp = g AND id <> leaving ORDER BY turn, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        ),
+    ] {
+        assert!(
+            squash(migration).contains(sql),
+            "the trigger's {name} read changed: check its plan here"
+        );
+    }
+}
