@@ -60,7 +60,7 @@ CREATE OR REPLACE FUNCTION relay_group_lock_key(queue TEXT, priority BIGINT, grp
 LANGUAGE sql IMMUTABLE AS $$ SELECT hashtext(queue || chr(1) || priority::TEXT || chr(1) || grp) $$;
 
 -- A grouped job that becomes READY takes its turn (as in version 17) and
--- heads its group's line if the group has no other READY job of its class.
+-- heads its group's line if the group has no READY head of its class.
 -- That is read once the group's lock is held shared: every transaction
 -- that took a head of the group before has committed (and handed it on),
 -- and any that takes one later waits for this one to commit, and then
@@ -84,7 +84,16 @@ BEGIN
       AND id <> NEW.id
     ORDER BY turn, id LIMIT 1;
     NEW.turn := GREATEST(last + 1, front, 0);
-    NEW.head := last IS NULL OR NOT free;
+    IF free AND last IS NOT NULL THEN
+        -- (A group left without a head by another program heals here.)
+        PERFORM 1 FROM relay_jobs
+        WHERE state = 'READY' AND head AND queue = NEW.queue AND priority = NEW.priority AND grp = NEW.grp
+          AND id <> NEW.id
+        ORDER BY id LIMIT 1;
+        NEW.head := NOT FOUND;
+    ELSE
+        NEW.head := true;
+    END IF;
     RETURN NEW;
 END
 $$;

@@ -1069,6 +1069,21 @@ fn a_group_never_loses_its_head_to_a_race() {
         .collect::<Vec<_>>();
     assert_eq!(got.len(), 4, "{got:?}");
 
+    // A group left without a head (another program took it out of READY
+    // without relay_heads_for) gets one when a job of it next becomes
+    // READY.
+    let h = relay.submit(grouped("f")).unwrap().0;
+    let j = relay.submit(later("f")).unwrap().0;
+    c1.execute("UPDATE relay_jobs SET head = false WHERE id = $1", &[&h])
+        .unwrap();
+    assert_eq!(heads(&mut c1, "f"), Vec::<i64>::new(), "headless");
+    c1.execute(enter, &[&j]).unwrap();
+    assert_eq!(heads(&mut c1, "f"), [j], "the job that entered heads the group");
+    // j is claimed, and hands the head on to the job before it.
+    let ids = |got: Vec<relay::LeasedJob>| got.iter().map(|l| l.id.0).collect::<Vec<_>>();
+    assert_eq!(ids(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap()), [j]);
+    assert_eq!(ids(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap()), [h]);
+
     // A claim reads past a head another transaction holds: it takes the
     // next job of the group rather than nothing.
     let h = relay.submit(grouped("e")).unwrap().0;
