@@ -60,7 +60,7 @@ CREATE OR REPLACE FUNCTION relay_group_lock_key(queue TEXT, priority BIGINT, grp
 LANGUAGE sql IMMUTABLE AS $$ SELECT hashtext(queue || chr(1) || priority::TEXT || chr(1) || grp) $$;
 
 -- A grouped job that becomes READY takes its turn (as in version 17) and
--- heads its group's line if the group has no READY head of its class.
+-- heads its group's line if the group has no other READY job of its class.
 -- That is read once the group's lock is held shared: every transaction
 -- that took a head of the group before has committed (and handed it on),
 -- and any that takes one later waits for this one to commit, and then
@@ -84,16 +84,7 @@ BEGIN
       AND id <> NEW.id
     ORDER BY turn, id LIMIT 1;
     NEW.turn := GREATEST(last + 1, front, 0);
-    IF free AND last IS NOT NULL THEN
-        -- (A group left without a head by another program heals here.)
-        PERFORM 1 FROM relay_jobs
-        WHERE state = 'READY' AND head AND queue = NEW.queue AND priority = NEW.priority AND grp = NEW.grp
-          AND id <> NEW.id
-        ORDER BY id LIMIT 1;
-        NEW.head := NOT FOUND;
-    ELSE
-        NEW.head := true;
-    END IF;
+    NEW.head := last IS NULL OR NOT free;
     RETURN NEW;
 END
 $$;
@@ -131,8 +122,9 @@ $$;
 -- priority, group), so batches never wait for each other in a circle; each
 -- waits for the transactions that made jobs READY behind the head (they
 -- saw it, so did not head the group themselves) and for the batches before
--- it, and then sees what they did. A group without a READY head gets the
--- first job of its line this transaction can lock: one another
+-- it, and then sees what they did. A group whose first READY job is not a
+-- head (it has no head, but for a race that left it two) gets the first
+-- job of its line this transaction can lock: one another
 -- transaction holds is passed over, and that one gives the group a head
 -- when it calls this in turn. Returns how many heads it made.
 CREATE OR REPLACE FUNCTION relay_heads_for(ids BIGINT[]) RETURNS INTEGER LANGUAGE plpgsql AS $$
@@ -149,11 +141,12 @@ BEGIN
         SELECT g.queue, g.priority, g.grp
         FROM (SELECT DISTINCT queue, priority, grp FROM relay_jobs WHERE id = ANY(ids) AND grp IS NOT NULL) AS g
         LEFT JOIN LATERAL (
-            SELECT 1 AS one FROM relay_jobs h
-            WHERE h.state = 'READY' AND h.head AND h.queue = g.queue AND h.priority = g.priority AND h.grp = g.grp
-            ORDER BY h.id LIMIT 1
-        ) AS has ON true
-        WHERE has.one IS NULL
+            SELECT f.head FROM relay_jobs f
+            WHERE f.state = 'READY' AND f.grp IS NOT NULL AND f.queue = g.queue AND f.priority = g.priority
+              AND f.grp = g.grp
+            ORDER BY f.turn, f.id LIMIT 1
+        ) AS first ON true
+        WHERE first.head IS NOT TRUE
     ), n AS (
         SELECT x.id
         FROM headless AS g
@@ -176,7 +169,7 @@ $$;
 -- for one group. Other changes that take a head out of READY are Relay's
 -- own batches, which call relay_heads_for; another program that does so
 -- calls it too (SELECT relay_heads_for(ARRAY[id])), or the group's jobs
--- wait until one of its jobs next becomes READY.
+-- are not claimed until something does.
 CREATE OR REPLACE FUNCTION relay_job_head_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(1380468548, relay_group_lock_key(OLD.queue, OLD.priority, OLD.grp));

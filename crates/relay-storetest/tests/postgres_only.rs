@@ -1070,19 +1070,19 @@ fn a_group_never_loses_its_head_to_a_race() {
     assert_eq!(got.len(), 4, "{got:?}");
 
     // A group left without a head (another program took it out of READY
-    // without relay_heads_for) gets one when a job of it next becomes
-    // READY.
+    // without relay_heads_for) has its jobs claimed once that is called.
     let h = relay.submit(grouped("f")).unwrap().0;
-    let j = relay.submit(later("f")).unwrap().0;
+    let j = relay.submit(grouped("f")).unwrap().0;
     c1.execute("UPDATE relay_jobs SET head = false WHERE id = $1", &[&h])
         .unwrap();
-    assert_eq!(heads(&mut c1, "f"), Vec::<i64>::new(), "headless");
-    c1.execute(enter, &[&j]).unwrap();
-    assert_eq!(heads(&mut c1, "f"), [j], "the job that entered heads the group");
-    // j is claimed, and hands the head on to the job before it.
+    assert!(
+        relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap().is_empty(),
+        "headless"
+    );
+    c1.execute(heads_for, &[&h]).unwrap();
+    assert_eq!(heads(&mut c1, "f"), [h]);
     let ids = |got: Vec<relay::LeasedJob>| got.iter().map(|l| l.id.0).collect::<Vec<_>>();
-    assert_eq!(ids(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap()), [j]);
-    assert_eq!(ids(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap()), [h]);
+    assert_eq!(ids(relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap()), [h, j]);
 
     // A claim reads past a head another transaction holds: it takes the
     // next job of the group rather than nothing.
@@ -1150,6 +1150,14 @@ fn the_group_heads_reads_use_their_indexes_planned_on_an_empty_table() {
             "relay_jobs_group_head",
         ),
         (
+            "the first of the line",
+            "SELECT f.head FROM relay_jobs f
+             WHERE f.state = 'READY' AND f.grp IS NOT NULL AND f.queue = $1 AND f.priority = $2 AND f.grp = $3
+             ORDER BY f.turn, f.id LIMIT 1",
+            "'q', 1, 'g'",
+            "relay_jobs_group_turn",
+        ),
+        (
             "the next of the line",
             "SELECT id FROM relay_jobs
              WHERE state = 'READY' AND grp IS NOT NULL AND NOT head AND queue = $1 AND priority = $2 AND grp = $3
@@ -1196,6 +1204,7 @@ fn the_group_heads_reads_use_their_indexes_planned_on_an_empty_table() {
     for (name, sql) in [
         ("last", "ORDER BY turn DESC, id DESC LIMIT 1"),
         ("head", "AND grp = OLD.grp AND id <> OLD.id ORDER BY id LIMIT 1"),
+        ("first", "AND f.grp = g.grp ORDER BY f.turn, f.id LIMIT 1"),
         (
             "next",
             "AND grp = g AND id <> leaving ORDER BY turn, id LIMIT 1 FOR UPDATE SKIP LOCKED",
