@@ -6,7 +6,7 @@ use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
 
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 17;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -25,7 +25,6 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0015_workers.sql"),
     include_str!("../migrations/0016_scheduled.sql"),
     include_str!("../migrations/0017_groups.sql"),
-    include_str!("../migrations/0018_group_heads.sql"),
 ];
 /// The schema's functions (`relay_submit`), each in its current definition
 /// and only there: run after the migrations whenever `migrate()` applies

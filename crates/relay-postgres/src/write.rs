@@ -404,8 +404,7 @@ impl<'a> EventCols<'a> {
 /// Nothing but jobs' rows and their events: no queue settings, schedules,
 /// deletes or dependency edges.
 fn jobs_and_events_only(c: &Changes<'_>) -> bool {
-    c.held_ready.is_empty()
-        && c.queues.is_empty()
+    c.queues.is_empty()
         && c.marks.is_empty()
         && c.fields.is_empty()
         && c.schedules.is_empty()
@@ -457,9 +456,6 @@ pub(crate) struct Writes<'a> {
     /// `sql/apply_update_one.sql`, for a batch of one transition and its
     /// one event.
     one: Option<Statement>,
-    /// `sql/apply_heads.sql`, for the jobs of `Changes::held_ready`.
-    heads_st: Option<Statement>,
-    held: Vec<i64>,
 }
 
 /// The columns of a batch's marks (`sql/apply_marks.sql`), the batch's
@@ -551,12 +547,6 @@ impl<'a> Writes<'a> {
             } else {
                 None
             },
-            heads_st: if c.held_ready.is_empty() {
-                None
-            } else {
-                Some(pipe.stmt(include_str!("../sql/apply_heads.sql"))?)
-            },
-            held: c.held_ready.iter().map(|id| id.0).collect(),
         })
     }
 
@@ -624,9 +614,6 @@ impl<'a> Writes<'a> {
             let mut p = self.events.params();
             p.push(events);
             reqs.push(Req::Write(&self.events_st, p));
-        }
-        if let Some(st) = &self.heads_st {
-            reqs.push(Req::Write(st, vec![&self.held]));
         }
         reqs
     }

@@ -183,14 +183,6 @@ pub struct Changes<'a> {
     /// When the batch was planned: its minute is the one its tallies and
     /// inserts count in.
     pub at: Timestamp,
-    /// Where the store locks claim candidates and holds only groups'
-    /// heads: jobs that may be grouped that this batch takes out of READY
-    /// (one may be its group's head), or read (and so holds locked) and
-    /// leaves READY while not their group's head (another transaction
-    /// handing a head on passes over a job it cannot lock, so one of these
-    /// may be all that is left of its group). The store makes sure each
-    /// of their groups has a head before the batch commits.
-    pub held_ready: Vec<JobId>,
 }
 
 impl Changes<'_> {
@@ -205,7 +197,6 @@ impl Changes<'_> {
             && self.events.is_empty()
             && self.marks.is_empty()
             && self.fields.is_empty()
-            && self.held_ready.is_empty()
     }
 }
 
@@ -237,28 +228,6 @@ pub struct ReadyRow {
 pub struct Turn {
     pub turn: i64,
     pub group: String,
-    /// Read from a page of heads ([`Store::job_ready`],
-    /// [`Store::job_fair_after`], where [`Behaviour::group_heads`]): the
-    /// head's `(turn, id)`, the page's keyset. The row is the head itself,
-    /// or, where another transaction holds the head, the first job of the
-    /// head's group this one could lock (PostgreSQL). `None` for a row of
-    /// a group's line ([`Store::job_group_next`]).
-    pub head: Option<(i64, JobId)>,
-    /// No job of the head's group could be locked (all held by other
-    /// transactions): the row is the head's, and no candidate.
-    pub held: bool,
-}
-
-impl Turn {
-    /// A row of a group's line, or of a store without heads.
-    pub fn new(turn: i64, group: String) -> Self {
-        Turn {
-            turn,
-            group,
-            head: None,
-            held: false,
-        }
-    }
 }
 
 /// One job's status as [`Store::job_get_statuses`] read it (an error

@@ -858,51 +858,7 @@ impl<'s> Plan<'s> {
 
     /// What the batch writes, for [`Store::apply`]; then the store to apply
     /// it with.
-    /// `Changes::held_ready`: where the store locks the candidates it
-    /// reads and holds only groups' heads, the jobs of groups whose head
-    /// the store must see to before the batch commits: the grouped jobs
-    /// it takes out of READY (one may be a head), and those it read and
-    /// leaves READY that are not a head (rows of groups' lines and rows
-    /// read past a held head that no claim took, jobs an operation read
-    /// READY and left so). A job whose row was not read may be grouped.
-    fn held_ready(&self) -> Vec<JobId> {
-        let b = self.store.behaviour();
-        if !(b.locks_candidates && b.group_heads) {
-            return Vec::new();
-        }
-        let ready =
-            |s: Option<&Slot>| matches!(s, Some(Slot::Row(e)) if !e.deleted && e.status.state == JobState::Ready);
-        let mut out: Vec<JobId> = Vec::new();
-        let mut candidates: std::collections::HashSet<JobId> = std::collections::HashSet::new();
-        for pool in &self.pools {
-            for class in &pool.classes[CLASSES / 2..] {
-                candidates.extend(class.rows.iter().map(|c| c.id));
-                out.extend(class.non_heads().iter().filter(|id| ready(self.jobs.get(id))));
-            }
-        }
-        for (id, slot) in &self.jobs {
-            if let Slot::Row(e) = slot {
-                let read_ready = e.base.is_some_and(|(state, _)| state == JobState::Ready);
-                let grouped = e.row.as_ref().is_none_or(|r| r.group.is_some());
-                if !(read_ready && grouped) || e.deleted {
-                    continue;
-                }
-                // Taken out of READY (leased, cancelled...): it may have
-                // been its group's head. Left READY: held, unless it is a
-                // head a claim read.
-                let left = !ready(Some(slot));
-                if left || !candidates.contains(id) {
-                    out.push(*id);
-                }
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
     pub(crate) fn changes(&mut self) -> (Changes<'_>, &mut dyn Store) {
-        let held = self.held_ready();
         let mut ch = Changes {
             queues: queues::writes(&self.queues, self.now),
             schedules: schedules::writes(&self.schedules),
@@ -975,7 +931,6 @@ impl<'s> Plan<'s> {
         ch.updates_taking_keys = taking.len();
         ch.updates.append(&mut taking);
         (ch.dependents, ch.settled) = self.dependency_writes();
-        ch.held_ready = held;
         for ev in &self.events {
             let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
                 continue;

@@ -38,20 +38,9 @@ pub(super) struct Class {
     /// line may hold more: the line is read on from that row when the
     /// class's next candidate could stand behind it.
     pending: Vec<(String, i64, JobId)>,
-    /// Grouped rows read that are not their group's head (rows of lines,
-    /// and rows read past a head another transaction holds): where the
-    /// store locks candidates, one this batch leaves READY may be all
-    /// that is left of its group when the head's holder hands the head
-    /// on, past it (see `Plan::held_ready`).
-    non_heads: Vec<JobId>,
 }
 
 impl Class {
-    /// See `non_heads`.
-    pub(super) fn non_heads(&self) -> &[JobId] {
-        &self.non_heads
-    }
-
     /// Merges grouped rows into the rows not yet passed, by `(turn, id)`.
     fn merge(&mut self, turn: i64, group: String, c: Candidate) {
         let key = (turn, c.id);
@@ -64,23 +53,6 @@ impl Class {
                 .count();
         self.rows.insert(at, c);
         self.turns.insert(at, (turn, group));
-    }
-
-    /// Notes a row of a page of heads: the page's keyset moves to its
-    /// head. False for a head whose group's jobs other transactions hold
-    /// all (no candidate).
-    fn read_head(&mut self, t: &relay_store::Turn, id: JobId) -> bool {
-        let head = t.head.unwrap_or((t.turn, id));
-        self.heads_after = Some(head);
-        if t.held {
-            return false;
-        }
-        if head != (t.turn, id) {
-            // Read past a head another transaction holds.
-            self.non_heads.push(id);
-        }
-        self.note_line(t.turn, &t.group, id, true);
-        true
     }
 
     /// Notes a grouped row read: its group's line has read up to it.
@@ -230,15 +202,12 @@ impl Plan<'_> {
             let mut p = usize::from(r.candidate.priority.get()).min(3);
             if let Some(t) = r.turn.take() {
                 p += 4;
-                counts[p] += 1;
                 let class = &mut pool.classes[p];
-                if !class.read_head(&t, r.candidate.id) {
-                    continue;
-                }
+                class.heads_after = Some((t.turn, r.candidate.id));
+                class.note_line(t.turn, &t.group, r.candidate.id, true);
                 class.turns.push((t.turn, t.group));
-            } else {
-                counts[p] += 1;
             }
+            counts[p] += 1;
             pool.classes[p].rows.push(r.candidate);
             self.remember(r);
         }
@@ -391,15 +360,11 @@ impl Plan<'_> {
             let class = &mut self.pools[pi].classes[p];
             // A row without a turn is corrupt: it is read again with its
             // job (and fails alone) rather than merged.
-            let (turn, group) = match r.turn.take() {
-                Some(t) => {
-                    if !class.read_head(&t, r.candidate.id) {
-                        continue;
-                    }
-                    (t.turn, t.group)
-                }
-                None => (i64::MIN, String::new()),
-            };
+            let (turn, group) = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
+            if turn != i64::MIN {
+                class.heads_after = Some((turn, r.candidate.id));
+                class.note_line(turn, &group, r.candidate.id, true);
+            }
             class.merge(turn, group, r.candidate);
             self.remember(r);
         }
@@ -423,7 +388,6 @@ impl Plan<'_> {
         for mut r in rows {
             let Some(t) = r.turn.take() else { continue };
             let class = &mut self.pools[pi].classes[p];
-            class.non_heads.push(r.candidate.id);
             *read.entry(t.group.clone()).or_default() += 1;
             class.note_line(t.turn, &t.group, r.candidate.id, true);
             class.merge(t.turn, t.group, r.candidate);
