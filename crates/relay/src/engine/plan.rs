@@ -244,6 +244,8 @@ pub(crate) struct Plan<'s> {
     /// next of its line when the batch is written, a job other processes'
     /// claims could not see before (their waiting lessees are told).
     grouped_leased: bool,
+    /// The store's `Behaviour::group_heads`, read once.
+    group_heads: bool,
 }
 
 /// Most rows of one class read for a claim at a time.
@@ -251,6 +253,7 @@ const PAGE_MAX: usize = 128;
 
 impl<'s> Plan<'s> {
     pub(crate) fn new(store: &'s mut dyn Store, now: Timestamp) -> Self {
+        let group_heads = store.behaviour().group_heads;
         Self {
             store,
             now,
@@ -275,6 +278,7 @@ impl<'s> Plan<'s> {
             logging: false,
             op: 0,
             grouped_leased: false,
+            group_heads,
         }
     }
 

@@ -55,8 +55,12 @@ impl Class {
         self.turns.insert(at, (turn, group));
     }
 
-    /// Notes a grouped row read: its group's line has read up to it.
-    fn note_line(&mut self, turn: i64, group: &str, id: JobId, more: bool) {
+    /// Notes a grouped row read: its group's line has read up to it. (Only
+    /// where the store holds heads: elsewhere no line is read.)
+    fn note_line(&mut self, heads: bool, turn: i64, group: &str, id: JobId, more: bool) {
+        if !heads {
+            return;
+        }
         let e = self.lines.entry(group.to_owned()).or_insert(((turn, id), more));
         if (turn, id) >= e.0 {
             *e = ((turn, id), more);
@@ -80,7 +84,6 @@ impl Plan<'_> {
     /// no claim took: when the batch commits they are free again, and a
     /// lessee that found nothing meanwhile should look again.
     pub(crate) fn left_candidates(&self) -> bool {
-        let now = self.now;
         self.pools.iter().any(|p| {
             p.classes.iter().any(|c| {
                 let from = c.next.min(c.rows.len());
@@ -88,15 +91,21 @@ impl Plan<'_> {
                     // A grouped row of a group at its limit is no candidate
                     // for anyone until one of its leases ends.
                     let full = c.turns.get(from + i).is_some_and(|(_, g)| self.group_full(&p.queue, g));
-                    !full
-                        && match self.jobs.get(&r.id) {
-                            Some(Slot::Row(e)) => e.claimable(now),
-                            Some(Slot::Missing) => false,
-                            Some(Slot::Corrupt(..)) | None => true,
-                        }
+                    !full && self.candidate_claimable(r.id)
                 })
             })
         })
+    }
+
+    /// Whether candidate `id` may still be claimed: as read, unless this
+    /// batch changed it, or deleted it. A row not read whole (or corrupt)
+    /// is read when a claim takes it, and judged then.
+    fn candidate_claimable(&self, id: JobId) -> bool {
+        match self.jobs.get(&id) {
+            Some(Slot::Row(e)) => e.claimable(self.now),
+            Some(Slot::Missing) => false,
+            Some(Slot::Corrupt(..)) | None => true,
+        }
     }
 
     /// The earliest `ready_at` after now among READY jobs of `queue`. The
@@ -193,6 +202,7 @@ impl Plan<'_> {
 
     /// Keeps the first page of `queue`'s READY jobs (read `limit` a class).
     pub(super) fn add_pool(&mut self, queue: &str, limit: usize, rows: Vec<ReadyRow>) -> usize {
+        let heads = self.group_heads;
         let mut pool = Pool {
             queue: queue.to_owned(),
             classes: Default::default(),
@@ -204,7 +214,7 @@ impl Plan<'_> {
                 p += 4;
                 let class = &mut pool.classes[p];
                 class.heads_after = Some((t.turn, r.candidate.id));
-                class.note_line(t.turn, &t.group, r.candidate.id, true);
+                class.note_line(heads, t.turn, &t.group, r.candidate.id, true);
                 class.turns.push((t.turn, t.group));
             }
             counts[p] += 1;
@@ -247,12 +257,7 @@ impl Plan<'_> {
         loop {
             let class = &self.pools[pi].classes[p];
             if let Some(c) = class.rows.get(class.next).copied() {
-                let ok = match self.jobs.get(&c.id) {
-                    Some(Slot::Row(e)) => e.claimable(self.now),
-                    Some(Slot::Missing) => false,
-                    Some(Slot::Corrupt(..)) | None => true,
-                };
-                if ok {
+                if self.candidate_claimable(c.id) {
                     return Ok(Some(c));
                 }
                 self.pools[pi].classes[p].next += 1;
@@ -315,14 +320,9 @@ impl Plan<'_> {
                 self.read_lines(pi, p)?;
                 continue;
             }
-            let claimable = match self.jobs.get(&c.id) {
-                Some(Slot::Row(e)) => e.claimable(self.now),
-                Some(Slot::Missing) => false,
-                Some(Slot::Corrupt(..)) | None => true,
-            };
+            let claimable = self.candidate_claimable(c.id);
             let queue = self.pools[pi].queue.clone();
             let open = group.is_empty() || self.group_open(&queue, &group)?;
-            let heads = self.store.behaviour().group_heads;
             if claimable && open {
                 return Ok(Some(c));
             }
@@ -332,7 +332,7 @@ impl Plan<'_> {
             // line goes on after it. A group at its limit is passed over.
             if open
                 && !claimable
-                && heads
+                && self.group_heads
                 && class
                     .lines
                     .get(&group)
@@ -345,6 +345,7 @@ impl Plan<'_> {
 
     /// Reads the class's next page of heads, after the last one read.
     fn read_heads(&mut self, pi: usize, p: usize) -> Result<()> {
+        let heads = self.group_heads;
         let class = &mut self.pools[pi].classes[p];
         let Some(after) = class.heads_after else {
             class.more = false;
@@ -363,7 +364,7 @@ impl Plan<'_> {
             let (turn, group) = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
             if turn != i64::MIN {
                 class.heads_after = Some((turn, r.candidate.id));
-                class.note_line(turn, &group, r.candidate.id, true);
+                class.note_line(heads, turn, &group, r.candidate.id, true);
             }
             class.merge(turn, group, r.candidate);
             self.remember(r);
@@ -374,6 +375,7 @@ impl Plan<'_> {
     /// Reads on the lines of the class's pending groups, a share of the
     /// queue's demand each.
     fn read_lines(&mut self, pi: usize, p: usize) -> Result<()> {
+        let heads = self.group_heads;
         let pending = std::mem::take(&mut self.pools[pi].classes[p].pending);
         if pending.is_empty() {
             return Ok(());
@@ -389,7 +391,7 @@ impl Plan<'_> {
             let Some(t) = r.turn.take() else { continue };
             let class = &mut self.pools[pi].classes[p];
             *read.entry(t.group.clone()).or_default() += 1;
-            class.note_line(t.turn, &t.group, r.candidate.id, true);
+            class.note_line(heads, t.turn, &t.group, r.candidate.id, true);
             class.merge(t.turn, t.group, r.candidate);
             self.remember(r);
         }

@@ -269,7 +269,7 @@ impl Plan<'_> {
     /// A claim took one of `name`'s jobs (of `group`): it counts against
     /// the queue's limits.
     pub(crate) fn count_lease(&mut self, name: &str, group: Option<&str>) -> Result<()> {
-        self.grouped_leased |= group.is_some() && self.store.behaviour().group_heads;
+        self.grouped_leased |= group.is_some() && self.group_heads;
         let limited = self.queues.get(name).is_some_and(|e| e.settings.limits.is_set());
         if !limited {
             return Ok(());
