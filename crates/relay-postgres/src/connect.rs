@@ -126,7 +126,11 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
 /// before its WAL is flushed). A session that starts with it off (a role's,
 /// a database's or the URL's `options=-c synchronous_commit=off`) gets it
 /// set back to `on` for Relay's own session and read again.
-pub(crate) fn check_durability(session: &mut dyn Session) -> Result<(), StoreError> {
+///
+/// Returns the `synchronous_commit` Relay's transactions run with: behind
+/// a pooler in transaction mode (`pooled`) no session is Relay's own, so
+/// each transaction sets it (`SET LOCAL`) to this value.
+pub(crate) fn check_durability(session: &mut dyn Session, pooled: bool) -> Result<String, StoreError> {
     let fsync = session.show("fsync")?;
     if fsync != "on" {
         return Err(StoreError::Setting {
@@ -135,7 +139,12 @@ pub(crate) fn check_durability(session: &mut dyn Session) -> Result<(), StoreErr
             got: fsync,
         });
     }
-    if session.show("synchronous_commit")? == "off" {
+    let sync = session.show("synchronous_commit")?;
+    if sync == "off" && pooled {
+        tracing::info!("synchronous_commit is off for this database or role; Relay sets it on in each of its transactions");
+        return Ok("on".into());
+    }
+    if sync == "off" {
         session.exec("SET synchronous_commit = on")?;
         let got = session.show("synchronous_commit")?;
         if got == "off" {
@@ -146,8 +155,13 @@ pub(crate) fn check_durability(session: &mut dyn Session) -> Result<(), StoreErr
             });
         }
         tracing::info!("synchronous_commit was off for this session; Relay set it on for its own connection");
+        return Ok("on".into());
     }
-    Ok(())
+    // PostgreSQL's own names only: the value goes into a statement.
+    Ok(match sync.as_str() {
+        "local" | "remote_write" | "remote_apply" => sync,
+        _ => "on".into(),
+    })
 }
 
 /// A connection a setting can be read and changed on.
@@ -157,9 +171,17 @@ pub(crate) trait Session {
 }
 
 impl Session for Client {
+    /// By the simple protocol: nothing prepared, so a pooler in
+    /// transaction mode cannot lose it between two round trips.
     fn show(&mut self, name: &'static str) -> Result<String, StoreError> {
-        let row = self.query_one(&format!("SHOW {name}"), &[]).map_err(map_err)?;
-        crate::decode::col(&row, 0, name, None)
+        let messages = self.simple_query(&format!("SHOW {name}")).map_err(map_err)?;
+        messages
+            .iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::corrupt(None, format!("SHOW {name} returned no row")))
     }
 
     fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -171,14 +193,23 @@ impl Session for Client {
 /// table), without creating anything.
 pub fn has_schema(url: &str) -> Result<bool, StoreError> {
     let mut client = connect(url)?;
-    let row = client
-        .query_one("SELECT to_regclass('relay_schema') IS NOT NULL", &[])
+    let messages = client
+        .simple_query("SELECT to_regclass('relay_schema') IS NOT NULL")
         .map_err(map_err)?;
-    crate::decode::col(&row, 0, "to_regclass", None)
+    let got = messages.iter().find_map(|m| match m {
+        postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+        _ => None,
+    });
+    Ok(got.as_deref() == Some("t"))
 }
 
+/// In a transaction of its own: a pooler in transaction mode gives the
+/// statement's prepare and its run the same server session only there.
 pub(crate) fn check_version(client: &mut Client) -> Result<(), StoreError> {
-    relay_store::decode::schema_version(stored_version(client)?.unwrap_or(0), SCHEMA_VERSION).map(drop)
+    let mut tx = client.transaction().map_err(map_err)?;
+    let version = stored_version(&mut tx)?;
+    tx.commit().map_err(map_err)?;
+    relay_store::decode::schema_version(version.unwrap_or(0), SCHEMA_VERSION).map(drop)
 }
 
 /// The version in `relay_schema` (`None` before the first migration wrote it).
@@ -204,6 +235,16 @@ pub(crate) fn map_err(e: postgres::Error) -> StoreError {
         // a set-based write that changed fewer rows than planned (RLY01,
         // migration 0002): the writer plans the batch again.
         Some(c) if c == SqlState::UNIQUE_VIOLATION || c.code() == "RLY01" => StoreError::Busy,
+        // A named statement gone, or taken by another client: its session
+        // was handed to someone else in between (a pooler in transaction
+        // mode that Relay was not told of).
+        Some(c) if c == SqlState::INVALID_SQL_STATEMENT_NAME || c == SqlState::DUPLICATE_PSTATEMENT => StoreError::Io {
+            message: format!(
+                "{}: is Relay connecting through a pooler in transaction mode (PgBouncer's pool_mode = transaction)? Then set RELAY_PG_POOLER=transaction (PgBackend::pooler), and RELAY_PG_LISTEN_URL to a direct connection for wake-ups",
+                with_causes(&e)
+            ),
+            source: Box::new(e),
+        },
         Some(c) if c == SqlState::DISK_FULL => StoreError::Full {
             message: e.to_string(),
             source: Box::new(e),

@@ -26,11 +26,13 @@ mod connect;
 mod decode;
 mod pipe;
 mod reader;
+mod stmt;
 mod store;
 mod within;
 mod write;
 
 pub use connect::{has_schema, SCHEMA_VERSION};
+pub use stmt::Pooler;
 use postgres::fallible_iterator::FallibleIterator;
 use reader::{Conn, PgReader};
 use relay_store::{Backend, StoreError, StoreReader, WatchGuard, WriterStore};
@@ -48,6 +50,8 @@ pub struct PgBackend {
     url: String,
     writers: Option<usize>,
     skip_locked: Option<bool>,
+    pooler: Option<Pooler>,
+    listen_url: Option<String>,
     /// Job ids drawn and not yet handed out, shared by the writers.
     ids: Arc<std::sync::Mutex<Vec<relay_core::JobId>>>,
 }
@@ -59,6 +63,8 @@ impl PgBackend {
             url: url.into(),
             writers: None,
             skip_locked: None,
+            pooler: None,
+            listen_url: None,
             ids: Arc::default(),
         }
     }
@@ -94,6 +100,56 @@ impl PgBackend {
         })
     }
 
+    /// Tells Relay that `url` reaches the server through a connection
+    /// pooler and in which mode. With [`Pooler::Transaction`] (PgBouncer's
+    /// `pool_mode = transaction`) Relay keeps nothing in a server session
+    /// between transactions: statements go unnamed (their parameter types
+    /// learnt once), the settings the writer relies on are set in each
+    /// transaction, and wake-ups come over [`PgBackend::listen_url`] or,
+    /// without it, by polling (every `Options::poll_interval`). Also
+    /// `RELAY_PG_POOLER=transaction`.
+    pub fn pooler(mut self, pooler: Pooler) -> Self {
+        self.pooler = Some(pooler);
+        self
+    }
+
+    /// A direct connection (not through a pooler in transaction mode) for
+    /// `LISTEN`: wake-ups when another process commits ready jobs. Only
+    /// needed with [`Pooler::Transaction`], where a `LISTEN` sent through
+    /// the pooler would hear nothing. Also `RELAY_PG_LISTEN_URL`.
+    pub fn listen_url(mut self, url: impl Into<String>) -> Self {
+        self.listen_url = Some(url.into());
+        self
+    }
+
+    /// The pooler mode: as set, else `RELAY_PG_POOLER`, else none.
+    fn pooler_mode(&self) -> Pooler {
+        self.pooler.unwrap_or_else(|| {
+            let Ok(v) = std::env::var("RELAY_PG_POOLER") else {
+                return Pooler::None;
+            };
+            Pooler::parse(&v).unwrap_or_else(|| {
+                tracing::warn!(value = %v, "RELAY_PG_POOLER is neither transaction nor none; taken as none");
+                Pooler::None
+            })
+        })
+    }
+
+    /// Where `LISTEN` connects: the listen URL as set, else
+    /// `RELAY_PG_LISTEN_URL`; else the store's own URL unless that goes
+    /// through a pooler in transaction mode (then nowhere: waiters poll).
+    fn listen_at(&self) -> Option<String> {
+        let given = self
+            .listen_url
+            .clone()
+            .or_else(|| std::env::var("RELAY_PG_LISTEN_URL").ok().filter(|v| !v.trim().is_empty()));
+        match (given, self.pooler_mode()) {
+            (Some(url), _) => Some(url),
+            (None, Pooler::None) => Some(self.url.clone()),
+            (None, Pooler::Transaction) => None,
+        }
+    }
+
     /// Runs `n` writers (1-16) instead of the default (see
     /// [`Backend::writers`]).
     pub fn with_writers(mut self, n: usize) -> Self {
@@ -109,12 +165,14 @@ impl PgBackend {
 
 impl Backend for PgBackend {
     fn open_writer(&self) -> Result<Box<WriterStore>, StoreError> {
-        let pipe = store::open_writer(&self.url)?;
+        let pooler = self.pooler_mode();
+        let pipe = store::open_writer(&self.url, pooler)?;
         Ok(Box::new(PgStore::new(
             pipe,
             self.url.clone(),
             Arc::clone(&self.ids),
             self.skips_locked(),
+            pooler,
         )))
     }
 
@@ -122,7 +180,7 @@ impl Backend for PgBackend {
         let mut client = connect::connect(&self.url)?;
         connect::check_version(&mut client)?;
         Ok(Box::new(PgReader {
-            conn: Conn::new(client),
+            conn: Conn::new(client, self.pooler_mode()),
         }))
     }
 
@@ -157,8 +215,16 @@ impl Backend for PgBackend {
 
     /// A connection of its own that LISTENs for `relay_ready` and wakes this
     /// process's waiting lessees whenever any process commits ready jobs.
+    /// Behind a pooler in transaction mode without a listen URL: none
+    /// (waiters poll), since a `LISTEN` through the pooler hears nothing.
     fn watch_ready(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<Option<WatchGuard>, StoreError> {
-        let mut client = connect::connect(&self.url)?;
+        let Some(url) = self.listen_at() else {
+            tracing::info!(
+                "PostgreSQL through a pooler in transaction mode and no listen URL: waiting lessees poll (set RELAY_PG_LISTEN_URL to a direct connection for wake-ups)"
+            );
+            return Ok(None);
+        };
+        let mut client = connect::connect(&url)?;
         client
             .batch_execute(include_str!("../sql/listen_ready.sql"))
             .map_err(connect::map_err)?;

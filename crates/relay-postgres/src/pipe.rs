@@ -9,13 +9,15 @@
 //! first, in the same flight as the batch's first reads.
 
 use crate::connect::map_err;
+use crate::stmt::{typed, Pooler, Stmt};
 use relay_store::StoreError;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Client, NoTls, Row};
 
 /// One pipelined request's answer.
 pub(crate) enum Answer {
@@ -26,9 +28,9 @@ pub(crate) enum Answer {
 
 /// One request of a flight.
 pub(crate) enum Req<'a> {
-    Read(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    Read(&'a Stmt, Vec<&'a (dyn ToSql + Sync)>),
     /// A statement that writes (and returns rows, like any query).
-    Write(&'a Statement, Vec<&'a (dyn ToSql + Sync)>),
+    Write(&'a Stmt, Vec<&'a (dyn ToSql + Sync)>),
     /// Statements without parameters (the simple protocol).
     Simple(&'a str),
 }
@@ -38,16 +40,48 @@ type Fut<'a> = Pin<Box<dyn Future<Output = Result<Answer, tokio_postgres::Error>
 pub(crate) struct Pipe {
     rt: tokio::runtime::Runtime,
     client: Client,
-    /// Prepared statements by the address and length of their text: the
-    /// texts are static, and hashing them whole (a kilobyte or more, some
-    /// twenty per batch) was 3.5% of a writer's time (perf, 1x1).
-    stmts: HashMap<(usize, usize), Statement>,
+    /// Statements by the address and length of their text: the texts are
+    /// static, and hashing them whole (a kilobyte or more, some twenty per
+    /// batch) was 3.5% of a writer's time (perf, 1x1).
+    stmts: HashMap<(usize, usize), Stmt>,
     /// `BEGIN` is owed: sent with the transaction's first request.
     begin_owed: bool,
+    /// Behind a pooler in transaction mode (see [`Pooler`]).
+    pooled: bool,
+    /// What starts a transaction: `BEGIN`, or behind a pooler `BEGIN` with
+    /// the session settings the writer relies on, set for the transaction.
+    begin_sql: String,
+    /// Where `typer` connects.
+    url: String,
+    /// Behind a pooler: a second connection that learns statements'
+    /// parameter types (see `crate::stmt`), opened when first needed.
+    typer: Option<Client>,
+}
+
+/// A connection whose driver task runs on `rt` (driven whenever the
+/// writer waits on the runtime: every request).
+fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, StoreError> {
+    let (client, connection) = rt
+        .block_on(tokio_postgres::connect(url, NoTls))
+        .map_err(|e| StoreError::Io {
+            message: format!(
+                "cannot connect to PostgreSQL at {}: {} ({})",
+                crate::connect::redact(url),
+                crate::connect::with_causes(&e),
+                crate::connect::connect_hint(&e)
+            ),
+            source: Box::new(e),
+        })?;
+    rt.spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "the PostgreSQL connection of the writer closed");
+        }
+    });
+    Ok(client)
 }
 
 impl Pipe {
-    pub(crate) fn connect(url: &str) -> Result<Self, StoreError> {
+    pub(crate) fn connect(url: &str, pooler: Pooler) -> Result<Self, StoreError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -55,29 +89,47 @@ impl Pipe {
                 message: "cannot start the PostgreSQL writer's runtime".into(),
                 source: Box::new(e),
             })?;
-        let (client, connection) = rt
-            .block_on(tokio_postgres::connect(url, NoTls))
-            .map_err(|e| StoreError::Io {
-                message: format!(
-                    "cannot connect to PostgreSQL at {}: {} ({})",
-                    crate::connect::redact(url),
-                    crate::connect::with_causes(&e),
-                    crate::connect::connect_hint(&e)
-                ),
-                source: Box::new(e),
-            })?;
-        // Driven whenever the writer waits on the runtime (every request).
-        rt.spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "the PostgreSQL connection of the writer closed");
-            }
-        });
+        let client = open(&rt, url)?;
         Ok(Self {
             rt,
             client,
             stmts: HashMap::new(),
             begin_owed: false,
+            pooled: pooler == Pooler::Transaction,
+            begin_sql: "BEGIN".into(),
+            url: url.to_owned(),
+            typer: None,
         })
+    }
+
+    /// Behind a pooler in transaction mode: each transaction sets what the
+    /// writer's session would otherwise keep (see `store::open_writer`),
+    /// `synchronous_commit` as it was read at connect (`on` where it was
+    /// `off`), since a server session may come from the pool with another
+    /// client's `SET` on it.
+    pub(crate) fn pin_settings(&mut self, synchronous_commit: &str) {
+        self.begin_sql = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL synchronous_commit = {synchronous_commit}"
+        );
+    }
+
+    pub(crate) fn pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// A setting's value, by the simple protocol (nothing prepared).
+    pub(crate) fn show(&mut self, name: &'static str) -> Result<String, StoreError> {
+        let messages = self
+            .rt
+            .block_on(self.client.simple_query(&format!("SHOW {name}")))
+            .map_err(|e| self.error(e))?;
+        messages
+            .iter()
+            .find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .ok_or_else(|| StoreError::corrupt(None, format!("SHOW {name} returned no row")))
     }
 
     /// The connection is known to be closed. The connection task runs only
@@ -90,15 +142,44 @@ impl Pipe {
         self.client.is_closed()
     }
 
-    /// The prepared statement for `sql` (prepared once per connection).
-    pub(crate) fn stmt(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
+    /// The statement for `sql`: prepared once per connection, or behind a
+    /// pooler its parameter types learnt once (see `crate::stmt`).
+    pub(crate) fn stmt(&mut self, sql: &'static str) -> Result<Stmt, StoreError> {
         let key = (sql.as_ptr() as usize, sql.len());
         if let Some(s) = self.stmts.get(&key) {
             return Ok(s.clone());
         }
-        let s = self.rt.block_on(self.client.prepare(sql)).map_err(|e| self.error(e))?;
+        let s = if self.pooled {
+            Stmt::Unnamed(sql, self.learn_types(sql)?)
+        } else {
+            Stmt::Prepared(self.rt.block_on(self.client.prepare(sql)).map_err(|e| self.error(e))?)
+        };
         self.stmts.insert(key, s.clone());
         Ok(s)
+    }
+
+    /// `sql`'s parameter types, learnt on the second connection: prepared
+    /// inside a transaction and closed before its `COMMIT`, so the pooled
+    /// session it ran on keeps nothing.
+    fn learn_types(&mut self, sql: &'static str) -> Result<Arc<[tokio_postgres::types::Type]>, StoreError> {
+        if self.typer.as_ref().is_none_or(Client::is_closed) {
+            self.typer = Some(open(&self.rt, &self.url)?);
+        }
+        let Some(typer) = self.typer.as_ref() else {
+            return Err(StoreError::Busy);
+        };
+        let learnt = self.rt.block_on(async {
+            typer.batch_execute("BEGIN").await?;
+            let types = match typer.prepare(sql).await {
+                // Dropping the statement sends its Close, ahead of the COMMIT.
+                Ok(st) => Ok(Arc::from(st.params())),
+                Err(e) => Err(e),
+            };
+            let end = typer.batch_execute(if types.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
+            let types = types?;
+            end.map(|()| types)
+        });
+        learnt.map_err(|e| self.error(e))
     }
 
     /// The transaction starts with the next request.
@@ -127,19 +208,43 @@ impl Pipe {
 
     /// Runs one statement on its own, outside any transaction (autocommit:
     /// atomic by itself), in place of the owed transaction.
+    ///
+    /// Behind a pooler it runs in a transaction of its own (`BEGIN` with
+    /// the settings, the statement, `COMMIT`, in one flight): a statement
+    /// on its own would run with whatever settings its pooled session has.
     pub(crate) fn autocommit(
         &mut self,
-        st: &Statement,
+        st: &Stmt,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
         self.begin_owed = false;
-        self.rt.block_on(self.client.query(st, params))
+        if !self.pooled {
+            return match st {
+                Stmt::Prepared(s) => self.rt.block_on(self.client.query(s, params)),
+                Stmt::Unnamed(sql, types) => self.rt.block_on(self.client.query_typed(sql, &typed(params, types))),
+            };
+        }
+        let answers = self.transaction(vec![Req::Write(st, params.to_vec()), Req::Simple("COMMIT")]);
+        // The first failure in the order sent (a refused write leaves the
+        // COMMIT to roll back); else the write's rows, after `BEGIN`'s answer.
+        let mut rows = Vec::new();
+        for (i, answer) in answers.into_iter().enumerate() {
+            match answer {
+                Err(e) => return Err(e),
+                Ok(Answer::Rows(r)) if i == 1 => rows = r,
+                Ok(_) => {}
+            }
+        }
+        Ok(rows)
     }
 
     /// Sends an owed `BEGIN` now, alone: before a write made as a query.
     pub(crate) fn begin_now(&mut self) -> Result<(), StoreError> {
         if std::mem::take(&mut self.begin_owed) {
-            self.simple("BEGIN")?;
+            let begin = std::mem::take(&mut self.begin_sql);
+            let sent = self.simple(&begin);
+            self.begin_sql = begin;
+            sent?;
         }
         Ok(())
     }
@@ -185,15 +290,15 @@ impl Pipe {
     ) -> Result<Vec<Result<Answer, tokio_postgres::Error>>, StoreError> {
         let writes = reqs.iter().any(|r| !matches!(r, Req::Read(..)));
         if self.begin_owed && writes {
-            self.begin_owed = false;
-            self.simple("BEGIN")?;
+            self.begin_now()?;
         }
         let begin = std::mem::take(&mut self.begin_owed);
         let client = &self.client;
+        let begin_sql = self.begin_sql.as_str();
         let mut futs: Vec<Fut<'_>> = Vec::with_capacity(reqs.len() + 1);
         if begin {
             futs.push(Box::pin(async move {
-                client.batch_execute("BEGIN").await.map(|()| Answer::Done)
+                client.batch_execute(begin_sql).await.map(|()| Answer::Done)
             }));
         }
         futs.extend(reqs.into_iter().map(|r| send(client, r)));
@@ -216,7 +321,7 @@ impl Pipe {
     pub(crate) fn transaction(&mut self, reqs: Vec<Req<'_>>) -> Vec<Result<Answer, tokio_postgres::Error>> {
         self.begin_owed = false;
         let client = &self.client;
-        let futs: Vec<Fut<'_>> = std::iter::once(Req::Simple("BEGIN"))
+        let futs: Vec<Fut<'_>> = std::iter::once(Req::Simple(self.begin_sql.as_str()))
             .chain(reqs)
             .map(|r| send(client, r))
             .collect();
@@ -237,8 +342,11 @@ impl Pipe {
 /// its answer.
 fn send<'a>(client: &'a Client, r: Req<'a>) -> Fut<'a> {
     match r {
-        Req::Read(st, params) | Req::Write(st, params) => {
+        Req::Read(Stmt::Prepared(st), params) | Req::Write(Stmt::Prepared(st), params) => {
             Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
+        }
+        Req::Read(Stmt::Unnamed(sql, types), params) | Req::Write(Stmt::Unnamed(sql, types), params) => {
+            Box::pin(async move { client.query_typed(sql, &typed(&params, types)).await.map(Answer::Rows) })
         }
         Req::Simple(sql) => Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) }),
     }

@@ -3,37 +3,69 @@
 
 use crate::connect::map_err;
 use crate::decode;
-use postgres::{Client, Statement};
+use crate::stmt::{typed, Pooler, Stmt};
+use postgres::types::ToSql;
+use postgres::{Client, Row};
+use std::sync::Arc;
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
 use relay_store::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, StoreError, StoreReader, Throughput};
 use std::collections::{BTreeMap, HashMap};
 
-/// A connection with its prepared statements (prepared once, by SQL text).
+/// A connection with its statements (prepared once, by SQL text; behind a
+/// pooler in transaction mode, their parameter types learnt once: see
+/// `crate::stmt`).
 pub(crate) struct Conn {
     pub client: Client,
-    stmts: HashMap<&'static str, Statement>,
+    stmts: HashMap<&'static str, Stmt>,
+    pooled: bool,
 }
 
 impl Conn {
-    pub(crate) fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client, pooler: Pooler) -> Self {
         Self {
             client,
             stmts: HashMap::new(),
+            pooled: pooler == Pooler::Transaction,
         }
     }
 
-    fn stmt(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
+    fn stmt(&mut self, sql: &'static str) -> Result<Stmt, StoreError> {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(sql).map_err(map_err)?;
+        let s = if self.pooled {
+            // Prepared and closed inside one transaction: the pooled
+            // session keeps nothing.
+            let mut tx = self.client.transaction().map_err(map_err)?;
+            let types: Arc<[postgres::types::Type]> = Arc::from(tx.prepare(sql).map_err(map_err)?.params());
+            tx.commit().map_err(map_err)?;
+            Stmt::Unnamed(sql, types)
+        } else {
+            Stmt::Prepared(self.client.prepare(sql).map_err(map_err)?)
+        };
         self.stmts.insert(sql, s.clone());
         Ok(s)
     }
 
+    pub(crate) fn query(&mut self, st: &Stmt, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
+        match st {
+            Stmt::Prepared(s) => self.client.query(s, params),
+            Stmt::Unnamed(sql, types) => self.client.query_typed(sql, &typed(params, types)),
+        }
+    }
+
+    /// The first row, if any.
+    pub(crate) fn query_opt(
+        &mut self,
+        st: &Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, postgres::Error> {
+        Ok(self.query(st, params)?.into_iter().next())
+    }
+
     fn job_get(&mut self, id: JobId) -> Result<Option<Job>, StoreError> {
         let st = self.stmt(include_str!("../sql/job_get.sql"))?;
-        match self.client.query_opt(&st, &[&id.0]).map_err(map_err)? {
+        match self.query_opt(&st, &[&id.0]).map_err(map_err)? {
             Some(row) => decode::job(&row).map(Some),
             None => Ok(None),
         }
@@ -55,7 +87,7 @@ impl StoreReader for PgReader {
             return Ok(Vec::new());
         }
         let st = self.conn.stmt(include_str!("../sql/job_get_many.sql"))?;
-        let rows = self.conn.client.query(&st, &[&ids]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&ids]).map_err(map_err)?;
         rows.iter().map(decode::job).collect()
     }
 
@@ -70,7 +102,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(sql)?;
         let rows = self
             .conn
-            .client
             .query(
                 &st,
                 &[
@@ -96,7 +127,6 @@ impl StoreReader for PgReader {
         let window = i64::from(relay_store::DEAD_GROUP_WINDOW);
         let rows = self
             .conn
-            .client
             .query(&st, &[&i64::from(limit), &window])
             .map_err(map_err)?;
         rows.iter()
@@ -120,7 +150,7 @@ impl StoreReader for PgReader {
     fn throughput(&mut self, since: Timestamp) -> Result<Vec<Throughput>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/throughput_since.sql"))?;
         let since = relay_store::minute_of(since).as_millis();
-        let rows = self.conn.client.query(&st, &[&since]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&since]).map_err(map_err)?;
         rows.iter().map(throughput_row).collect()
     }
 
@@ -129,11 +159,11 @@ impl StoreReader for PgReader {
         let rows = match queue {
             Some(q) => {
                 let st = self.conn.stmt(include_str!("../sql/throughput_queue.sql"))?;
-                self.conn.client.query(&st, &[&since, &q])
+                self.conn.query(&st, &[&since, &q])
             }
             None => {
                 let st = self.conn.stmt(include_str!("../sql/throughput_total.sql"))?;
-                self.conn.client.query(&st, &[&since])
+                self.conn.query(&st, &[&since])
             }
         }
         .map_err(map_err)?;
@@ -144,7 +174,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/job_events.sql"))?;
         let rows = self
             .conn
-            .client
             .query(&st, &[&id.0, &after, &i64::from(limit)])
             .map_err(map_err)?;
         rows.iter()
@@ -170,7 +199,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/queue_counts.sql"))?;
         let counts = self
             .conn
-            .client
             .query(&st, &[&first, &last])
             .map_err(map_err)?
             .iter()
@@ -185,7 +213,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/queue_oldest_ready.sql"))?;
         let oldest = self
             .conn
-            .client
             .query(&st, &[&first, &last])
             .map_err(map_err)?
             .iter()
@@ -196,7 +223,7 @@ impl StoreReader for PgReader {
 
     fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/workers_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[]).map_err(map_err)?;
         let mut out = Vec::new();
         for row in &rows {
             let read = (|| -> Result<(String, String, i64, Option<i64>), StoreError> {
@@ -216,7 +243,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/mark_get.sql"))?;
         let row = self
             .conn
-            .client
             .query_opt(&st, &[&key, &now.as_millis()])
             .map_err(map_err)?;
         match row {
@@ -227,13 +253,13 @@ impl StoreReader for PgReader {
 
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/schedules_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[]).map_err(map_err)?;
         rows.iter().map(decode::schedule).collect()
     }
 
     fn queue_settings_all(&mut self, first: &str, last: &str) -> Result<Vec<(String, QueueSettings)>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_settings_all.sql"))?;
-        let rows = self.conn.client.query(&st, &[&first, &last]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&first, &last]).map_err(map_err)?;
         rows.iter().map(decode::queue_settings).collect()
     }
 
@@ -241,7 +267,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/queue_names.sql"))?;
         let rows = self
             .conn
-            .client
             .query(&st, &[&after, &i64::from(limit)])
             .map_err(map_err)?;
         rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
@@ -249,7 +274,7 @@ impl StoreReader for PgReader {
 
     fn queue_busiest(&mut self, limit: u32) -> Result<Vec<String>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_busiest.sql"))?;
-        let rows = self.conn.client.query(&st, &[&i64::from(limit)]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&i64::from(limit)]).map_err(map_err)?;
         rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
     }
 
@@ -257,7 +282,6 @@ impl StoreReader for PgReader {
         let st = self.conn.stmt(include_str!("../sql/job_due_counts.sql"))?;
         let rows = self
             .conn
-            .client
             .query(&st, &[&now.as_millis(), &i64::from(limit)])
             .map_err(map_err)?;
         let mut out = Vec::new();
@@ -274,7 +298,7 @@ impl StoreReader for PgReader {
 
     fn queue_totals(&mut self) -> Result<QueueTotals, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_totals.sql"))?;
-        let rows = self.conn.client.query(&st, &[]).map_err(map_err)?;
+        let rows = self.conn.query(&st, &[]).map_err(map_err)?;
         let mut counts = Vec::new();
         let mut totals = QueueTotals::default();
         for r in &rows {

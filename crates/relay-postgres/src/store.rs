@@ -6,7 +6,8 @@ use crate::pipe::{Answer, Pipe, Req};
 use crate::write::{only_new_jobs, InsertCols, Writes};
 
 mod unread;
-use postgres::{Row, Statement};
+use crate::stmt::{Pooler, Stmt};
+use postgres::Row;
 use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Schedule, Timestamp};
 use relay_store::{Behaviour, Changes, CommitFailed, Prefetch, Prefetched, ReadyRow, StatusRead, Store, StoreError};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,8 @@ pub(crate) struct PgStore {
     sealed: bool,
     /// Candidates locked with `SKIP LOCKED` (see `PgBackend::skip_locked`).
     skip_locked: bool,
+    /// How the connection reaches the server (see [`Pooler`]).
+    pooler: Pooler,
 }
 
 /// `sql` without its `SKIP LOCKED` (see `PgBackend::skip_locked`): made
@@ -44,12 +47,18 @@ const ID_BLOCK: usize = 256;
 
 /// The writer's connection: the schema migrated (on a connection of its
 /// own), the session's durability settings read back.
-pub(crate) fn open_writer(url: &str) -> Result<Pipe, StoreError> {
+pub(crate) fn open_writer(url: &str, pooler: Pooler) -> Result<Pipe, StoreError> {
     let mut client = crate::connect::connect(url)?;
     crate::connect::migrate(&mut client)?;
     drop(client);
-    let mut pipe = Pipe::connect(url)?;
-    crate::connect::check_durability(&mut pipe)?;
+    let mut pipe = Pipe::connect(url, pooler)?;
+    let pooled = pipe.pooled();
+    let synchronous_commit = crate::connect::check_durability(&mut pipe, pooled)?;
+    if pipe.pooled() {
+        // No session is the writer's own: each transaction sets these.
+        pipe.pin_settings(&synchronous_commit);
+        return Ok(pipe);
+    }
     // The writer's statements take arrays and always run the same plan
     // (index lookups by id, one seek per class): planning them afresh for
     // each batch (PostgreSQL's custom plans for the first executions, and
@@ -65,16 +74,7 @@ pub(crate) fn open_writer(url: &str) -> Result<Pipe, StoreError> {
 
 impl crate::connect::Session for Pipe {
     fn show(&mut self, name: &'static str) -> Result<String, StoreError> {
-        let sql = match name {
-            "fsync" => "SHOW fsync",
-            "synchronous_commit" => "SHOW synchronous_commit",
-            _ => return Err(StoreError::corrupt(None, format!("no query for setting {name}"))),
-        };
-        let rows = self.query(sql, &[])?;
-        let row = rows
-            .first()
-            .ok_or_else(|| StoreError::corrupt(None, format!("SHOW {name} returned no row")))?;
-        decode::col(row, 0, name, None)
+        Pipe::show(self, name)
     }
 
     fn exec(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -83,7 +83,7 @@ impl crate::connect::Session for Pipe {
 }
 
 impl PgStore {
-    pub(crate) fn new(pipe: Pipe, url: String, ids: Arc<Mutex<Vec<JobId>>>, skip_locked: bool) -> Self {
+    pub(crate) fn new(pipe: Pipe, url: String, ids: Arc<Mutex<Vec<JobId>>>, skip_locked: bool, pooler: Pooler) -> Self {
         Self {
             pipe,
             url,
@@ -91,6 +91,7 @@ impl PgStore {
             notify: false,
             sealed: false,
             skip_locked,
+            pooler,
         }
     }
 
@@ -246,7 +247,7 @@ impl Store for PgStore {
             // that met it was answered already): connect again, with the
             // same checks as at open. Statements are prepared anew.
             tracing::warn!("the PostgreSQL connection of the writer dropped; connecting again");
-            self.pipe = open_writer(&self.url)?;
+            self.pipe = open_writer(&self.url, self.pooler)?;
         }
         self.notify = false;
         self.pipe.begin();
@@ -767,7 +768,7 @@ impl PgStore {
 
     /// Runs one statement on its own (autocommit). Refused by the server:
     /// it changed nothing; any other failure: it may have been applied.
-    fn alone(&mut self, st: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<(), CommitFailed> {
+    fn alone(&mut self, st: &Stmt, params: &[&(dyn ToSql + Sync)]) -> Result<(), CommitFailed> {
         match self.pipe.autocommit(st, params) {
             Ok(_) => Ok(()),
             Err(e) if crate::pipe::refused(&e) => Err(CommitFailed::NotApplied(map_err(e))),

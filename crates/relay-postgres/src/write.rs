@@ -6,7 +6,7 @@ use relay_core::Timestamp;
 use relay_core::{Keep, Recurrence};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Statement;
+use crate::stmt::Stmt;
 
 fn i(v: u32) -> i64 {
     i64::from(v)
@@ -425,22 +425,22 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
 /// nine statements (and one per schedule), each checking its own row count.
 pub(crate) struct Writes<'a> {
-    queues_st: Statement,
+    queues_st: Stmt,
     queues: QueueCols<'a>,
-    schedule_put_st: Statement,
-    schedule_delete_st: Statement,
+    schedule_put_st: Stmt,
+    schedule_delete_st: Stmt,
     schedules: Vec<ScheduleRow<'a>>,
-    delete_st: Statement,
-    update_st: Statement,
-    insert_st: Statement,
-    events_st: Statement,
-    deps_st: Statement,
+    delete_st: Stmt,
+    update_st: Stmt,
+    insert_st: Stmt,
+    events_st: Stmt,
+    deps_st: Stmt,
     deps: DepCols,
-    settled_st: Statement,
+    settled_st: Stmt,
     settled: Vec<i64>,
-    marks_st: Statement,
+    marks_st: Stmt,
     marks: MarkCols<'a>,
-    fields_st: Statement,
+    fields_st: Stmt,
     field_ids: Vec<i64>,
     payloads: Vec<Option<&'a [u8]>>,
     progress: Vec<Option<&'a str>>,
@@ -455,7 +455,7 @@ pub(crate) struct Writes<'a> {
     minute: i64,
     /// `sql/apply_update_one.sql`, for a batch of one transition and its
     /// one event.
-    one: Option<Statement>,
+    one: Option<Stmt>,
 }
 
 /// The columns of a batch's marks (`sql/apply_marks.sql`), the batch's
@@ -620,7 +620,7 @@ impl<'a> Writes<'a> {
 
     /// The one transition and its event (if any) as the scalars of
     /// `sql/apply_update_one.sql` (see [`one_transition`]).
-    fn one_req<'s>(&'s self, st: &'s Statement) -> Req<'s> {
+    fn one_req<'s>(&'s self, st: &'s Stmt) -> Req<'s> {
         /// The event's columns where there is none (`$23` says so).
         static NO_EVENT: (Option<i64>, i64, &str) = (None, 0, "");
         let u = if self.plain.ids.is_empty() {

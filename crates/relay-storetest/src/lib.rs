@@ -82,6 +82,9 @@ pub struct PgDb {
     owned: bool,
     /// Candidates locked with `SKIP LOCKED` (see `PgBackend::skip_locked`).
     skip_locked: bool,
+    /// The same database through PgBouncer in transaction mode, which
+    /// Relays then open (`LISTEN` on `url`, directly).
+    pooled: Option<String>,
 }
 
 impl PgDb {
@@ -91,6 +94,7 @@ impl PgDb {
             url,
             owned: false,
             skip_locked: true,
+            pooled: None,
         }
     }
 
@@ -101,7 +105,32 @@ impl PgDb {
             url: pg::PgServer::shared().new_database(),
             owned: true,
             skip_locked: true,
+            pooled: None,
         })
+    }
+
+    /// [`PgDb::fresh`], its Relays connecting through PgBouncer in
+    /// transaction mode (`Pooler::Transaction`), with `LISTEN` on a direct
+    /// connection.
+    pub fn fresh_through_pgbouncer() -> Box<dyn TestDb> {
+        Box::new(Self::through_pgbouncer())
+    }
+
+    /// [`PgDb::fresh_through_pgbouncer`], as itself.
+    pub fn through_pgbouncer() -> Self {
+        let url = pg::PgServer::shared().new_database();
+        let name = url.rsplit_once('/').map(|(_, n)| n.to_owned()).unwrap_or_default();
+        Self {
+            pooled: Some(pg::PgBouncer::shared().url_of(&name)),
+            url,
+            owned: true,
+            skip_locked: true,
+        }
+    }
+
+    /// The URL Relays open: through the pooler, if there is one.
+    pub fn relay_url(&self) -> &str {
+        self.pooled.as_deref().unwrap_or(&self.url)
     }
 
     /// [`PgDb::fresh`], its Relays locking candidates without `SKIP
@@ -111,6 +140,7 @@ impl PgDb {
             url: pg::PgServer::shared().new_database(),
             owned: true,
             skip_locked: false,
+            pooled: None,
         })
     }
 
@@ -129,17 +159,25 @@ impl Drop for PgDb {
     }
 }
 
+impl PgDb {
+    fn backend(&self) -> relay_postgres::PgBackend {
+        let backend = relay_postgres::PgBackend::new(self.relay_url()).skip_locked(self.skip_locked);
+        match self.pooled {
+            Some(_) => backend
+                .pooler(relay_postgres::Pooler::Transaction)
+                .listen_url(self.url.clone()),
+            None => backend,
+        }
+    }
+}
+
 impl TestDb for PgDb {
     fn open(&self, options: Options) -> relay::Result<Relay> {
-        let backend = relay_postgres::PgBackend::new(self.url.clone()).skip_locked(self.skip_locked);
-        Relay::with_backend(Arc::new(backend), options)
+        Relay::with_backend(Arc::new(self.backend()), options)
     }
 
     fn open_one_writer(&self, options: Options) -> relay::Result<Relay> {
-        let backend = relay_postgres::PgBackend::new(self.url.clone())
-            .with_writers(1)
-            .skip_locked(self.skip_locked);
-        Relay::with_backend(Arc::new(backend), options)
+        Relay::with_backend(Arc::new(self.backend().with_writers(1)), options)
     }
 }
 

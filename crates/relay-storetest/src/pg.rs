@@ -263,3 +263,135 @@ impl Drop for PgServer {
         }
     }
 }
+
+/// A real PgBouncer in transaction mode (`pool_mode = transaction`) in
+/// front of the shared test server, started on first use on a free
+/// loopback port (as the `postgres` user when run as root: PgBouncer
+/// refuses root) and stopped when the test process exits. Debian's
+/// `pgbouncer` package (1.18: no protocol-level prepared statements);
+/// `scripts/test-deps` installs it.
+pub struct PgBouncer {
+    /// `postgres://postgres@127.0.0.1:PORT` (a database name follows).
+    base: String,
+    dir: std::path::PathBuf,
+}
+
+static BOUNCER: OnceLock<PgBouncer> = OnceLock::new();
+
+extern "C" fn stop_bouncer_at_exit() {
+    if let Some(b) = BOUNCER.get() {
+        b.stop();
+    }
+}
+
+impl PgBouncer {
+    /// The pooler shared by every test of this process.
+    pub fn shared() -> &'static PgBouncer {
+        BOUNCER.get_or_init(|| {
+            let bouncer = Self::start(PgServer::shared());
+            // SAFETY: registering a plain extern "C" function with atexit.
+            unsafe {
+                libc::atexit(stop_bouncer_at_exit);
+            }
+            bouncer
+        })
+    }
+
+    /// The URL of `database` through the pooler.
+    pub fn url_of(&self, database: &str) -> String {
+        format!("{}/{database}", self.base)
+    }
+
+    /// The pooler's log (its errors say why a client was refused).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
+    }
+
+    fn start(server: &PgServer) -> PgBouncer {
+        let binary = ["pgbouncer", "/usr/sbin/pgbouncer"]
+            .into_iter()
+            .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+            .unwrap_or_else(|| {
+                panic!("PgBouncer is not installed: run scripts/test-deps (Debian's pgbouncer package)")
+            });
+        // The server's host and port, from its admin URL.
+        let hostport = server
+            .admin_url
+            .rsplit_once('/')
+            .and_then(|(base, _)| base.rsplit_once('@').map(|(_, hp)| hp.to_owned()))
+            .unwrap_or_else(|| panic!("cannot read a host and port from {}", server.admin_url));
+        let (host, pg_port) = hostport.rsplit_once(':').unwrap_or((hostport.as_str(), "5432"));
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("relay-pgbouncer-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("users.txt"), "\"postgres\" \"\"\n").unwrap();
+        let config = format!(
+            "[databases]\n\
+             * = host={host} port={pg_port}\n\
+             [pgbouncer]\n\
+             listen_addr = 127.0.0.1\n\
+             listen_port = {port}\n\
+             unix_socket_dir =\n\
+             auth_type = trust\n\
+             auth_file = {dir}/users.txt\n\
+             pool_mode = transaction\n\
+             max_client_conn = 2000\n\
+             default_pool_size = 20\n\
+             server_idle_timeout = 10\n\
+             ignore_startup_parameters = extra_float_digits\n\
+             logfile = {dir}/pgbouncer.log\n\
+             pidfile = {dir}/pgbouncer.pid\n",
+            dir = dir.display()
+        );
+        let ini = dir.join("pgbouncer.ini");
+        std::fs::write(&ini, config).unwrap();
+        let mut cmd = if is_root() {
+            let out = Command::new("chown")
+                .args(["-R", "postgres:postgres", dir.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "chown: {}", String::from_utf8_lossy(&out.stderr));
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--", binary]);
+            c
+        } else {
+            Command::new(binary)
+        };
+        let out = cmd
+            .args(["-d", ini.to_str().unwrap()])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"));
+        let bouncer = PgBouncer {
+            base: format!("postgres://postgres@127.0.0.1:{port}"),
+            dir,
+        };
+        assert!(
+            out.status.success(),
+            "pgbouncer did not start: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            bouncer.log()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "pgbouncer is not listening on 127.0.0.1:{port} after 20 s:\n{}",
+                bouncer.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bouncer
+    }
+
+    fn stop(&self) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pgbouncer.pid")) {
+            if let Ok(pid) = pid.trim().parse::<i32>() {
+                // SAFETY: kill with a pid PgBouncer wrote; no memory involved.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
