@@ -274,6 +274,8 @@ pub struct PgBouncer {
     /// `postgres://postgres@127.0.0.1:PORT` (a database name follows).
     base: String,
     dir: std::path::PathBuf,
+    /// Stopped when dropped (the shared one is stopped at exit instead).
+    owned: bool,
 }
 
 static BOUNCER: OnceLock<PgBouncer> = OnceLock::new();
@@ -297,6 +299,14 @@ impl PgBouncer {
         })
     }
 
+    /// A pooler of the test's own in front of `server`, stopped when
+    /// dropped.
+    pub fn private(server: &PgServer) -> PgBouncer {
+        let mut b = Self::start(server);
+        b.owned = true;
+        b
+    }
+
     /// The URL of `database` through the pooler.
     pub fn url_of(&self, database: &str) -> String {
         format!("{}/{database}", self.base)
@@ -310,7 +320,12 @@ impl PgBouncer {
     fn start(server: &PgServer) -> PgBouncer {
         let binary = ["pgbouncer", "/usr/sbin/pgbouncer"]
             .into_iter()
-            .find(|b| Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+            .find(|b| {
+                Command::new(b)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
             .unwrap_or_else(|| {
                 panic!("PgBouncer is not installed: run scripts/test-deps (Debian's pgbouncer package)")
             });
@@ -364,6 +379,7 @@ impl PgBouncer {
         let bouncer = PgBouncer {
             base: format!("postgres://postgres@127.0.0.1:{port}"),
             dir,
+            owned: false,
         };
         assert!(
             out.status.success(),
@@ -393,5 +409,13 @@ impl PgBouncer {
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        if self.owned {
+            self.stop();
+        }
     }
 }

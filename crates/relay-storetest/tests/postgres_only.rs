@@ -922,3 +922,114 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
         "{e}"
     );
 }
+
+/// Through PgBouncer in transaction mode, `LISTEN` on the direct listen
+/// URL wakes a lessee of one Relay at another's submit, as without the
+/// pooler.
+#[test]
+fn through_pgbouncer_a_submit_wakes_a_lessee_over_the_listen_url() {
+    let db = PgDb::through_pgbouncer();
+    let waiting = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let other = db.open(Options::default()).unwrap();
+    let start = Instant::now();
+    let got = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            waiting
+                .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(30)))
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        other.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+        w.join().unwrap()
+    });
+    assert_eq!(got.len(), 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "woken by NOTIFY, not by polling: {:?}",
+        start.elapsed()
+    );
+}
+
+/// Through PgBouncer in transaction mode with no listen URL, a `LISTEN`
+/// through the pooler would hear nothing: Relay opens without one, and
+/// waiting lessees find other Relays' jobs by polling.
+#[test]
+fn through_pgbouncer_without_a_listen_url_lessees_poll() {
+    let db = PgDb::through_pgbouncer();
+    let open = || {
+        let backend = relay_postgres::PgBackend::new(db.relay_url()).pooler(relay_postgres::Pooler::Transaction);
+        Relay::with_backend(
+            std::sync::Arc::new(backend),
+            Options {
+                poll_interval: Duration::from_millis(200),
+                ..Options::default()
+            },
+        )
+        .unwrap()
+    };
+    let (waiting, other) = (open(), open());
+    let got = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            waiting
+                .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(20)))
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let id = other.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+        (id, w.join().unwrap())
+    });
+    assert_eq!(got.1.iter().map(|j| j.id).collect::<Vec<_>>(), vec![got.0]);
+}
+
+/// Behind a pooler in transaction mode no server session is Relay's own:
+/// a database whose sessions start with `synchronous_commit = off` would
+/// have Relay's commits answered before their WAL is flushed. Each of the
+/// writer's transactions sets it on (`SET LOCAL`). Seen from the server,
+/// on a server and pooler of the test's own, as in
+/// `a_session_without_synchronous_commit_is_put_right`: 20 submits in a
+/// row make 20 WAL flushes.
+#[test]
+fn through_pgbouncer_a_database_without_synchronous_commit_still_waits_for_the_flush() {
+    use relay_storetest::pg::PgBouncer;
+    let server = PgServer::private("-c wal_writer_delay=10s");
+    let url = server.new_database();
+    let name = url.rsplit_once('/').unwrap().1.to_owned();
+    let mut probe = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    probe
+        .batch_execute(&format!("ALTER DATABASE {name} SET synchronous_commit = off"))
+        .unwrap();
+    let bouncer = PgBouncer::private(&server);
+    let backend = relay_postgres::PgBackend::new(bouncer.url_of(&name))
+        .pooler(relay_postgres::Pooler::Transaction)
+        .listen_url(url.clone());
+    let relay = Relay::with_backend(std::sync::Arc::new(backend), Options::default()).unwrap();
+    let mut fresh = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let show: String = fresh.query_one("SHOW synchronous_commit", &[]).unwrap().get(0);
+    assert_eq!(show, "off", "the database's setting is in force for its sessions");
+    let syncs = |c: &mut postgres::Client| -> i64 {
+        std::thread::sleep(Duration::from_millis(2500));
+        c.query_one("SELECT wal_sync FROM pg_stat_wal", &[]).unwrap().get(0)
+    };
+    let before = syncs(&mut probe);
+    for _ in 0..20 {
+        relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    }
+    let mut flushed = syncs(&mut probe) - before;
+    for _ in 0..4 {
+        if flushed >= 18 {
+            break;
+        }
+        flushed = syncs(&mut probe) - before;
+    }
+    assert!(
+        flushed >= 18,
+        "20 submits in a row through the pooler made {flushed} WAL flushes: the writer commits without waiting for them"
+    );
+    drop(relay);
+    drop(bouncer);
+}
