@@ -1157,3 +1157,58 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     words
 }
+
+/// README, "PostgreSQL": its commands through PgBouncer in transaction
+/// mode, run as written, against the test's server and a real PgBouncer in
+/// front of it (the README's ports are `scripts/pg-dev`'s: 55432 the
+/// server, 56432 the pooler).
+#[test]
+fn the_readme_pgbouncer_commands_run_as_written() {
+    use relay_storetest::pg::{PgBouncer, PgServer};
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("Behind PgBouncer in transaction mode")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("the README's paragraph and its commands");
+    let direct = PgServer::shared().new_database();
+    let name = direct.rsplit_once('/').unwrap().1.to_owned();
+    let pooled = PgBouncer::shared().url_of(&name);
+    let mut lines = section.lines();
+    assert_eq!(
+        lines.next(),
+        Some("scripts/pg-dev start && scripts/pg-dev pgbouncer && scripts/pg-dev createdb jobs")
+    );
+    let mut env = Vec::new();
+    let mut outputs = Vec::new();
+    let mut shown = Vec::new();
+    for line in lines {
+        let line = line
+            .replace("postgres://postgres@127.0.0.1:55432/jobs", &direct)
+            .replace("postgres://postgres@127.0.0.1:56432/jobs", &pooled);
+        if let Some(out) = line.strip_prefix("# ") {
+            shown.push((outputs.len(), out.to_owned()));
+        } else if let Some(set) = line.strip_prefix("export ") {
+            let (k, v) = set.split_once('=').unwrap();
+            env.push((k.to_owned(), v.to_owned()));
+        } else {
+            let words = shell_words(&line);
+            assert_eq!(words[0], "relay", "{line}");
+            let out = Command::new(RELAY)
+                .args(&words[1..])
+                .env_remove("RELAY_DB")
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .output()
+                .unwrap();
+            outputs.push(ok(&out));
+        }
+    }
+    assert_eq!(env.len(), 2);
+    assert_eq!(outputs.len(), 2);
+    for (after, want) in shown {
+        assert_eq!(outputs[after - 1].trim_end(), want);
+    }
+    let leased: Vec<&str> = outputs[1].trim_end().split('\t').collect();
+    assert_eq!(leased, ["1", "1", "send", "1", r#"{"to":"ada"}"#]);
+}

@@ -141,7 +141,9 @@ pub(crate) fn check_durability(session: &mut dyn Session, pooled: bool) -> Resul
     }
     let sync = session.show("synchronous_commit")?;
     if sync == "off" && pooled {
-        tracing::info!("synchronous_commit is off for this database or role; Relay sets it on in each of its transactions");
+        tracing::info!(
+            "synchronous_commit is off for this database or role; Relay sets it on in each of its transactions"
+        );
         return Ok("on".into());
     }
     if sync == "off" {

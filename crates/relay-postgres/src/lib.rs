@@ -32,13 +32,13 @@ mod within;
 mod write;
 
 pub use connect::{has_schema, SCHEMA_VERSION};
-pub use stmt::Pooler;
 use postgres::fallible_iterator::FallibleIterator;
 use reader::{Conn, PgReader};
 use relay_store::{Backend, StoreError, StoreReader, WatchGuard, WriterStore};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+pub use stmt::Pooler;
 use store::PgStore;
 pub use within::{submit_in, submit_in_blocking, SubmitArgs, WithinError};
 /// The drivers [`submit_in`] and [`submit_in_blocking`] take connections of.
@@ -139,10 +139,11 @@ impl PgBackend {
     /// `RELAY_PG_LISTEN_URL`; else the store's own URL unless that goes
     /// through a pooler in transaction mode (then nowhere: waiters poll).
     fn listen_at(&self) -> Option<String> {
-        let given = self
-            .listen_url
-            .clone()
-            .or_else(|| std::env::var("RELAY_PG_LISTEN_URL").ok().filter(|v| !v.trim().is_empty()));
+        let given = self.listen_url.clone().or_else(|| {
+            std::env::var("RELAY_PG_LISTEN_URL")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        });
         match (given, self.pooler_mode()) {
             (Some(url), _) => Some(url),
             (None, Pooler::None) => Some(self.url.clone()),

@@ -51,11 +51,20 @@ pub(crate) struct Pipe {
     /// What starts a transaction: `BEGIN`, or behind a pooler `BEGIN` with
     /// the session settings the writer relies on, set for the transaction.
     begin_sql: String,
-    /// Where `typer` connects.
-    url: String,
-    /// Behind a pooler: a second connection that learns statements'
-    /// parameter types (see `crate::stmt`), opened when first needed.
-    typer: Option<Client>,
+    /// A transaction is open on the server (its `BEGIN` sent, its end not
+    /// yet): behind a pooler, what is learnt about a statement then is
+    /// learnt inside it.
+    open_tx: bool,
+    /// Behind a pooler: statements first met inside a transaction, run
+    /// unwrapped until their functions are made before the next one (see
+    /// [`Pipe::learn`]).
+    unwrapped: Vec<&'static str>,
+}
+
+/// `sql` ends the transaction it runs in.
+fn ends_tx(sql: &str) -> bool {
+    let t = sql.trim_end().trim_end_matches(';').trim_end();
+    t.ends_with("COMMIT") || t.ends_with("ROLLBACK")
 }
 
 /// A connection whose driver task runs on `rt` (driven whenever the
@@ -97,8 +106,8 @@ impl Pipe {
             begin_owed: false,
             pooled: pooler == Pooler::Transaction,
             begin_sql: "BEGIN".into(),
-            url: url.to_owned(),
-            typer: None,
+            open_tx: false,
+            unwrapped: Vec::new(),
         })
     }
 
@@ -150,7 +159,7 @@ impl Pipe {
             return Ok(s.clone());
         }
         let s = if self.pooled {
-            Stmt::Unnamed(sql, self.learn_types(sql)?)
+            self.learn(sql)?
         } else {
             Stmt::Prepared(self.rt.block_on(self.client.prepare(sql)).map_err(|e| self.error(e))?)
         };
@@ -158,28 +167,58 @@ impl Pipe {
         Ok(s)
     }
 
-    /// `sql`'s parameter types, learnt on the second connection: prepared
-    /// inside a transaction and closed before its `COMMIT`, so the pooled
-    /// session it ran on keeps nothing.
-    fn learn_types(&mut self, sql: &'static str) -> Result<Arc<[tokio_postgres::types::Type]>, StoreError> {
-        if self.typer.as_ref().is_none_or(Client::is_closed) {
-            self.typer = Some(open(&self.rt, &self.url)?);
-        }
-        let Some(typer) = self.typer.as_ref() else {
-            return Err(StoreError::Busy);
-        };
+    /// Behind a pooler: `sql` as an unnamed statement, its parameter types
+    /// learnt by preparing it and closing it again inside one transaction
+    /// (the batch's own, or one of its own when none is open), so the
+    /// pooled session keeps nothing. A statement that returns rows runs
+    /// through its function (see `crate::stmt`), made here if no Relay made
+    /// it yet, under a lock on its name (two Relays starting at once make
+    /// it once). Inside a batch's transaction the function is only looked
+    /// for, never made (were the batch rolled back, it would be gone):
+    /// the statement then runs unwrapped until [`Pipe::wrap_unwrapped`],
+    /// before the next batch, makes it.
+    fn learn(&mut self, sql: &'static str) -> Result<Stmt, StoreError> {
+        let in_tx = self.open_tx;
+        let client = &self.client;
         let learnt = self.rt.block_on(async {
-            typer.batch_execute("BEGIN").await?;
-            let types = match typer.prepare(sql).await {
-                // Dropping the statement sends its Close, ahead of the COMMIT.
-                Ok(st) => Ok(Arc::from(st.params())),
-                Err(e) => Err(e),
-            };
-            let end = typer.batch_execute(if types.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
-            let types = types?;
-            end.map(|()| types)
+            if in_tx {
+                return describe(client, sql, false).await.map(|(st, wrapped)| (st, !wrapped));
+            }
+            // A role that may not create functions runs the statement
+            // unwrapped: planned at every run, and working.
+            let mut make = true;
+            loop {
+                client.batch_execute("BEGIN").await?;
+                let made = describe(client, sql, make).await;
+                let end = client.batch_execute(if made.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
+                match made {
+                    Ok((st, _)) => return end.map(|()| (st, false)),
+                    Err(e) if make && refused(&e) => {
+                        tracing::warn!(error = %crate::connect::with_causes(&e), "cannot make the function of a statement; it runs unwrapped, planned at every run");
+                        make = false;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         });
-        learnt.map_err(|e| self.error(e))
+        let (stmt, later) = learnt.map_err(|e| self.error(e))?;
+        if later {
+            self.unwrapped.push(sql);
+        }
+        Ok(stmt)
+    }
+
+    /// Makes the functions of the statements first met inside a
+    /// transaction (see [`Pipe::learn`]); called between transactions.
+    pub(crate) fn wrap_unwrapped(&mut self) -> Result<(), StoreError> {
+        if self.open_tx || self.unwrapped.is_empty() {
+            return Ok(());
+        }
+        for sql in std::mem::take(&mut self.unwrapped) {
+            let stmt = self.learn(sql)?;
+            self.stmts.insert((sql.as_ptr() as usize, sql.len()), stmt);
+        }
+        Ok(())
     }
 
     /// The transaction starts with the next request.
@@ -221,7 +260,9 @@ impl Pipe {
         if !self.pooled {
             return match st {
                 Stmt::Prepared(s) => self.rt.block_on(self.client.query(s, params)),
-                Stmt::Unnamed(sql, types) => self.rt.block_on(self.client.query_typed(sql, &typed(params, types))),
+                Stmt::Unnamed(sql, types) => self
+                    .rt
+                    .block_on(self.client.query_typed(sql.as_ref(), &typed(params, types))),
             };
         }
         let answers = self.transaction(vec![Req::Write(st, params.to_vec()), Req::Simple("COMMIT")]);
@@ -245,6 +286,7 @@ impl Pipe {
             let sent = self.simple(&begin);
             self.begin_sql = begin;
             sent?;
+            self.open_tx = true;
         }
         Ok(())
     }
@@ -256,6 +298,7 @@ impl Pipe {
         if std::mem::take(&mut self.begin_owed) {
             return Ok(());
         }
+        self.open_tx = false;
         self.simple(sql)
     }
 
@@ -293,6 +336,8 @@ impl Pipe {
             self.begin_now()?;
         }
         let begin = std::mem::take(&mut self.begin_owed);
+        let ends = reqs.iter().any(|r| matches!(r, Req::Simple(sql) if ends_tx(sql)));
+        self.open_tx = (self.open_tx || begin) && !ends;
         let client = &self.client;
         let begin_sql = self.begin_sql.as_str();
         let mut futs: Vec<Fut<'_>> = Vec::with_capacity(reqs.len() + 1);
@@ -320,6 +365,7 @@ impl Pipe {
     /// failure ends the session, and nothing after it runs.
     pub(crate) fn transaction(&mut self, reqs: Vec<Req<'_>>) -> Vec<Result<Answer, tokio_postgres::Error>> {
         self.begin_owed = false;
+        self.open_tx = false;
         let client = &self.client;
         let futs: Vec<Fut<'_>> = std::iter::once(Req::Simple(self.begin_sql.as_str()))
             .chain(reqs)
@@ -346,7 +392,12 @@ fn send<'a>(client: &'a Client, r: Req<'a>) -> Fut<'a> {
             Box::pin(async move { client.query(st, &params).await.map(Answer::Rows) })
         }
         Req::Read(Stmt::Unnamed(sql, types), params) | Req::Write(Stmt::Unnamed(sql, types), params) => {
-            Box::pin(async move { client.query_typed(sql, &typed(&params, types)).await.map(Answer::Rows) })
+            Box::pin(async move {
+                client
+                    .query_typed(sql.as_ref(), &typed(&params, types))
+                    .await
+                    .map(Answer::Rows)
+            })
         }
         Req::Simple(sql) => Box::pin(async move { client.batch_execute(sql).await.map(|()| Answer::Done) }),
     }
@@ -387,4 +438,46 @@ async fn in_order<'a>(mut futs: Vec<Fut<'a>>) -> Vec<Result<Answer, tokio_postgr
 pub(crate) fn refused(e: &tokio_postgres::Error) -> bool {
     e.as_db_error()
         .is_some_and(|d| d.parsed_severity() == Some(tokio_postgres::error::Severity::Error))
+}
+
+/// What [`Pipe::learn`] learns of `sql` on `client`, inside a transaction
+/// already open: the statement as it will run, and whether it runs through
+/// its function (or needs none: it returns no rows). `make`: the function
+/// may be made here.
+async fn describe(client: &Client, sql: &'static str, make: bool) -> Result<(Stmt, bool), tokio_postgres::Error> {
+    use tokio_postgres::types::Type;
+    // Dropping the statement sends its Close, ahead of the transaction's end.
+    let (params, columns) = {
+        let st = client.prepare(sql).await?;
+        let columns: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
+        (st.params().to_vec(), columns)
+    };
+    let plain = Stmt::Unnamed(Arc::from(sql), Arc::from(params.clone()));
+    if columns.is_empty() {
+        return Ok((plain, true));
+    }
+    let keyed = format!("{}\n{sql}", crate::connect::SCHEMA_VERSION);
+    let name: String = client
+        .query_typed_one("SELECT 'relay_q_' || left(md5($1), 24)", &[(&keyed, Type::TEXT)])
+        .await?
+        .try_get(0)?;
+    if make {
+        client
+            .query_typed("SELECT pg_advisory_xact_lock(hashtext($1))", &[(&name, Type::TEXT)])
+            .await?;
+    }
+    let exists: bool = client
+        .query_typed_one("SELECT to_regproc($1) IS NOT NULL", &[(&name, Type::TEXT)])
+        .await?
+        .try_get(0)?;
+    if !exists && !make {
+        return Ok((plain, false));
+    }
+    if !exists {
+        client
+            .batch_execute(&crate::stmt::function_sql(&name, sql, &params, &columns))
+            .await?;
+    }
+    let call = crate::stmt::call_sql(&name, params.len());
+    Ok((Stmt::Unnamed(Arc::from(call), Arc::from(params)), true))
 }

@@ -6,10 +6,10 @@ use crate::decode;
 use crate::stmt::{typed, Pooler, Stmt};
 use postgres::types::ToSql;
 use postgres::{Client, Row};
-use std::sync::Arc;
 use relay_core::{Job, JobId, JobState, QueueSettings, Schedule, Timestamp};
 use relay_store::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, StoreError, StoreReader, Throughput};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// A connection with its statements (prepared once, by SQL text; behind a
 /// pooler in transaction mode, their parameter types learnt once: see
@@ -39,7 +39,7 @@ impl Conn {
             let mut tx = self.client.transaction().map_err(map_err)?;
             let types: Arc<[postgres::types::Type]> = Arc::from(tx.prepare(sql).map_err(map_err)?.params());
             tx.commit().map_err(map_err)?;
-            Stmt::Unnamed(sql, types)
+            Stmt::Unnamed(Arc::from(sql), types)
         } else {
             Stmt::Prepared(self.client.prepare(sql).map_err(map_err)?)
         };
@@ -50,7 +50,7 @@ impl Conn {
     pub(crate) fn query(&mut self, st: &Stmt, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, postgres::Error> {
         match st {
             Stmt::Prepared(s) => self.client.query(s, params),
-            Stmt::Unnamed(sql, types) => self.client.query_typed(sql, &typed(params, types)),
+            Stmt::Unnamed(sql, types) => self.client.query_typed(sql.as_ref(), &typed(params, types)),
         }
     }
 
@@ -125,10 +125,7 @@ impl StoreReader for PgReader {
     fn job_dead_groups(&mut self, limit: u32) -> Result<Vec<DeadGroup>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_dead_groups.sql"))?;
         let window = i64::from(relay_store::DEAD_GROUP_WINDOW);
-        let rows = self
-            .conn
-            .query(&st, &[&i64::from(limit), &window])
-            .map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&i64::from(limit), &window]).map_err(map_err)?;
         rows.iter()
             .map(|r| {
                 Ok(DeadGroup {
@@ -241,10 +238,7 @@ impl StoreReader for PgReader {
 
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/mark_get.sql"))?;
-        let row = self
-            .conn
-            .query_opt(&st, &[&key, &now.as_millis()])
-            .map_err(map_err)?;
+        let row = self.conn.query_opt(&st, &[&key, &now.as_millis()]).map_err(map_err)?;
         match row {
             Some(row) => decode::col(&row, 0, "value", None),
             None => Ok(None),
@@ -265,10 +259,7 @@ impl StoreReader for PgReader {
 
     fn queue_names(&mut self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/queue_names.sql"))?;
-        let rows = self
-            .conn
-            .query(&st, &[&after, &i64::from(limit)])
-            .map_err(map_err)?;
+        let rows = self.conn.query(&st, &[&after, &i64::from(limit)]).map_err(map_err)?;
         rows.iter().map(|r| decode::col(r, 0, "queue", None)).collect()
     }
 

@@ -250,6 +250,7 @@ impl Store for PgStore {
             self.pipe = open_writer(&self.url, self.pooler)?;
         }
         self.notify = false;
+        self.pipe.wrap_unwrapped()?;
         self.pipe.begin();
         Ok(())
     }

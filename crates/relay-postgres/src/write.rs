@@ -2,11 +2,11 @@
 //! (`sql/apply_*.sql`), pipelined with the COMMIT by the writer.
 
 use crate::pipe::{Pipe, Req};
+use crate::stmt::Stmt;
 use relay_core::Timestamp;
 use relay_core::{Keep, Recurrence};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
 use tokio_postgres::types::ToSql;
-use crate::stmt::Stmt;
 
 fn i(v: u32) -> i64 {
     i64::from(v)

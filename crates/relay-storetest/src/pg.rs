@@ -270,6 +270,11 @@ impl Drop for PgServer {
 /// refuses root) and stopped when the test process exits. Debian's
 /// `pgbouncer` package (1.18: no protocol-level prepared statements);
 /// `scripts/test-deps` installs it.
+///
+/// A test drops its database while its Relays may still be at work (the
+/// database goes first when dropped with them): a client of the pooler
+/// then waits for a server session that cannot be made, so waits are cut
+/// to 10 s (`query_wait_timeout`; 120 s by default).
 pub struct PgBouncer {
     /// `postgres://postgres@127.0.0.1:PORT` (a database name follows).
     base: String,
@@ -290,7 +295,7 @@ impl PgBouncer {
     /// The pooler shared by every test of this process.
     pub fn shared() -> &'static PgBouncer {
         BOUNCER.get_or_init(|| {
-            let bouncer = Self::start(PgServer::shared());
+            let bouncer = Self::start(PgServer::shared(), 20);
             // SAFETY: registering a plain extern "C" function with atexit.
             unsafe {
                 libc::atexit(stop_bouncer_at_exit);
@@ -302,7 +307,14 @@ impl PgBouncer {
     /// A pooler of the test's own in front of `server`, stopped when
     /// dropped.
     pub fn private(server: &PgServer) -> PgBouncer {
-        let mut b = Self::start(server);
+        Self::private_with_sessions(server, 20)
+    }
+
+    /// [`PgBouncer::private`], with at most `sessions` server sessions per
+    /// database (one: every client's transactions share one session, so
+    /// whatever a client leaves in it, the next one finds).
+    pub fn private_with_sessions(server: &PgServer, sessions: u32) -> PgBouncer {
+        let mut b = Self::start(server, sessions);
         b.owned = true;
         b
     }
@@ -317,7 +329,7 @@ impl PgBouncer {
         std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
     }
 
-    fn start(server: &PgServer) -> PgBouncer {
+    fn start(server: &PgServer, sessions: u32) -> PgBouncer {
         let binary = ["pgbouncer", "/usr/sbin/pgbouncer"]
             .into_iter()
             .find(|b| {
@@ -351,8 +363,10 @@ impl PgBouncer {
              auth_file = {dir}/users.txt\n\
              pool_mode = transaction\n\
              max_client_conn = 2000\n\
-             default_pool_size = 20\n\
+             default_pool_size = {sessions}\n\
              server_idle_timeout = 10\n\
+             query_wait_timeout = 10\n\
+             server_login_retry = 1\n\
              ignore_startup_parameters = extra_float_digits\n\
              logfile = {dir}/pgbouncer.log\n\
              pidfile = {dir}/pgbouncer.pid\n",

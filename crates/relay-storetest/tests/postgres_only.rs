@@ -1033,3 +1033,87 @@ fn through_pgbouncer_a_database_without_synchronous_commit_still_waits_for_the_f
     drop(relay);
     drop(bouncer);
 }
+
+/// Through a pooler in transaction mode each transaction may run on the
+/// server session another client used last. With one session for every
+/// client, two Relays (each two writers and readers) take turns on it:
+/// every job is submitted, leased and acknowledged, and no prepared
+/// statement is left in the session, where it would be in the way of the
+/// next client (`prepared statement "s3" already exists`) or missing from
+/// the next session (`... does not exist`).
+#[test]
+fn through_a_one_session_pool_two_relays_take_turns_and_leave_no_statement_behind() {
+    use relay_storetest::pg::PgBouncer;
+    let server = PgServer::private("");
+    let url = server.new_database();
+    let name = url.rsplit_once('/').unwrap().1.to_owned();
+    let bouncer = PgBouncer::private_with_sessions(&server, 1);
+    let open = || {
+        let backend = relay_postgres::PgBackend::new(bouncer.url_of(&name))
+            .pooler(relay_postgres::Pooler::Transaction)
+            .listen_url(url.clone());
+        Relay::with_backend(std::sync::Arc::new(backend), Options::default()).unwrap()
+    };
+    let relays = [open(), open()];
+    for (i, relay) in relays.iter().enumerate() {
+        let jobs = (0..100)
+            .map(|j| NewJob::new("q", "k", format!("{i}-{j}").into_bytes()))
+            .collect();
+        relay.submit_batch(jobs).unwrap();
+    }
+    let done: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = relays
+            .iter()
+            .map(|relay| {
+                s.spawn(move || {
+                    let mut done = 0;
+                    loop {
+                        let jobs = relay.lease(LeaseRequest::new(["q"]).max(7)).unwrap();
+                        if jobs.is_empty() {
+                            return done;
+                        }
+                        for job in jobs {
+                            relay.ack(job.id, job.token, None).unwrap();
+                            done += 1;
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert_eq!(done, 200);
+    let stats = relays[0].stats().unwrap();
+    assert_eq!(
+        stats.queues["q"].counts.get(&relay::JobState::Succeeded),
+        Some(&200),
+        "{stats:?}"
+    );
+    // The one session, as the next client of the pooler finds it.
+    let mut next = postgres::Client::connect(&bouncer.url_of(&name), postgres::NoTls).unwrap();
+    let left: Vec<String> = next
+        .simple_query("SELECT name FROM pg_prepared_statements")
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "prepared statements left in the pooled session: {left:?}"
+    );
+    // The writer's statements that return rows ran through functions,
+    // whose plans the session keeps (made once, by whichever Relay first
+    // needed each).
+    let made = next
+        .simple_query("SELECT count(*) FROM pg_proc WHERE proname LIKE 'relay\\_q\\_%'")
+        .unwrap()
+        .into_iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse::<i64>().ok()),
+            _ => None,
+        });
+    assert!(made.is_some_and(|n| n >= 5), "the statements' functions: {made:?}");
+}
