@@ -199,7 +199,15 @@ fn corrupt_queue_and_schedule_rows_fail_alone_and_can_be_repaired() {
 /// and the killed process's leases run again elsewhere after they expire.
 #[test]
 fn four_processes_share_one_database_and_survive_a_kill_9() {
-    four_processes_and_a_kill_9(true, 30_000);
+    four_processes_and_a_kill_9(true, 30_000, false);
+}
+
+/// The same with every process reaching the database through PgBouncer
+/// in transaction mode (`RELAY_PG_POOLER=transaction`, `LISTEN` on the
+/// direct URL): their transactions share the pool's server sessions.
+#[test]
+fn four_processes_through_pgbouncer_survive_a_kill_9() {
+    four_processes_and_a_kill_9(true, 10_000, true);
 }
 
 /// The same with `SKIP LOCKED` turned off in every process
@@ -207,16 +215,22 @@ fn four_processes_share_one_database_and_survive_a_kill_9() {
 /// waited for and checked again, and still no job is run twice.
 #[test]
 fn four_processes_without_skip_locked_survive_a_kill_9() {
-    four_processes_and_a_kill_9(false, 10_000);
+    four_processes_and_a_kill_9(false, 10_000, false);
 }
 
-fn four_processes_and_a_kill_9(skip_locked: bool, total: usize) {
+fn four_processes_and_a_kill_9(skip_locked: bool, total: usize, pooled: bool) {
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     const CHILD: &str = env!("CARGO_BIN_EXE_relay-testchild");
     let url = PgServer::shared().new_database();
     let relay = PgDb::fresh_at(url.clone()).open(Options::default()).unwrap();
+    let (child_url, pooler) = if pooled {
+        let name = url.rsplit_once('/').unwrap().1;
+        (relay_storetest::pg::PgBouncer::shared().url_of(name), "transaction")
+    } else {
+        (url.clone(), "none")
+    };
     for chunk in 0..total / 1000 {
         relay
             .submit_batch(
@@ -229,8 +243,10 @@ fn four_processes_and_a_kill_9(skip_locked: bool, total: usize) {
     let mut children: Vec<_> = (0..4)
         .map(|_| {
             Command::new(CHILD)
-                .args(["work", &url, "8", "0"])
+                .args(["work", &child_url, "8", "0"])
                 .env("RELAY_PG_SKIP_LOCKED", if skip_locked { "on" } else { "off" })
+                .env("RELAY_PG_POOLER", pooler)
+                .env("RELAY_PG_LISTEN_URL", &url)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
