@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod args;
 mod floor;
+mod group_commit;
 mod matrix;
 mod report;
 mod run;

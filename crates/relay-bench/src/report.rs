@@ -21,6 +21,10 @@ pub struct Report {
     /// PostgreSQL with `--baseline`: the textbook queue, same run.
     #[serde(default)]
     pub baseline: Option<crate::textbook::Baseline>,
+    /// PostgreSQL with `--baseline`: the pipelined group-commit writer,
+    /// same run.
+    #[serde(default)]
+    pub group_commit: Option<crate::group_commit::GroupCommit>,
     /// `--processes` with several counts: each count's lease+ack phase.
     #[serde(default)]
     pub by_processes: Vec<(u32, Phase)>,
@@ -82,6 +86,22 @@ pub fn baseline_line(r: &Report, b: &crate::textbook::Baseline) {
         b.lease_ack.p50_us,
         x(r.submit.jobs_per_sec, b.submit.jobs_per_sec),
         x(r.lease_ack.jobs_per_sec, b.lease_ack.jobs_per_sec),
+    );
+}
+
+/// `--baseline`: the group-commit writer's numbers and Relay's as multiples.
+pub fn group_commit_line(r: &Report, g: &crate::group_commit::GroupCommit) {
+    let x = |relay: f64, base: f64| relay / base.max(1e-9);
+    println!(
+        "baseline: a pipelined group-commit writer (one connection, {} callers, {} commits): submit {:.0} jobs/s (p50 {:.0} µs), lease+ACK {:.0} jobs/s (p50 {:.0} µs); Relay = {:.2}x submit, {:.2}x lease+ACK",
+        g.callers,
+        g.commits,
+        g.submit.jobs_per_sec,
+        g.submit.p50_us,
+        g.lease_ack.jobs_per_sec,
+        g.lease_ack.p50_us,
+        x(r.submit.jobs_per_sec, g.submit.jobs_per_sec),
+        x(r.lease_ack.jobs_per_sec, g.lease_ack.jobs_per_sec),
     );
 }
 

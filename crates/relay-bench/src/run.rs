@@ -39,6 +39,9 @@ pub fn single(args: &Args) -> Result<(), String> {
         if let Some(b) = &r.baseline {
             report::baseline_line(&r, b);
         }
+        if let Some(g) = &r.group_commit {
+            report::group_commit_line(&r, g);
+        }
         report::processes_lines(&r.by_processes);
     }
     Ok(())
@@ -166,6 +169,18 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     } else {
         None
     };
+    let group_commit = if args.baseline {
+        progress(
+            args,
+            &format!(
+                "baseline: a pipelined group-commit writer on one connection, {} callers",
+                args.threads()
+            ),
+        );
+        Some(crate::group_commit::run(args, &target)?)
+    } else {
+        None
+    };
     Ok(Report {
         workers: args.workers,
         concurrency: args.concurrency,
@@ -179,6 +194,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         depth: args.depth,
         payload_bytes: args.payload_bytes,
         baseline,
+        group_commit,
         by_processes: if args.processes.len() > 1 {
             by_processes
         } else {

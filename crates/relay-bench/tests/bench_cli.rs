@@ -203,8 +203,9 @@ fn postgres_databases_run_and_a_used_one_is_refused() {
     assert!(stderr(&again).contains("already holds 200 jobs"), "{}", stderr(&again));
 }
 
-/// `--baseline` runs the textbook queue on the same PostgreSQL in the same
-/// run, verifies it, and gives Relay's throughput as a multiple of it;
+/// `--baseline` runs the textbook queue and a pipelined group-commit
+/// writer on the same PostgreSQL in the same run, verifies each, and
+/// gives Relay's throughput as a multiple of each;
 /// on SQLite it is refused (the fsync floor is SQLite's baseline).
 #[test]
 fn the_postgres_baseline_runs_beside_relay() {
@@ -228,12 +229,28 @@ fn the_postgres_baseline_runs_beside_relay() {
         let rate = b[phase]["jobs_per_sec"].as_f64().unwrap_or(0.0);
         assert!(rate > 0.0, "baseline {phase}: {b}");
     }
+    // The pipelined group-commit writer: verified (the run fails where a
+    // job does not end DONE), its callers' transitions grouped into fewer
+    // commits than transitions (300 submits, 300 leases, 300 acks).
+    let g = &r["group_commit"];
+    assert_eq!(g["callers"].as_u64(), Some(8));
+    for phase in ["submit", "lease_ack"] {
+        let rate = g[phase]["jobs_per_sec"].as_f64().unwrap_or(0.0);
+        assert!(rate > 0.0, "group commit {phase}: {g}");
+    }
+    let commits = g["commits"].as_u64().unwrap_or(0);
+    assert!(
+        (1..900).contains(&commits),
+        "group commit: {commits} commits for 900 transitions: {g}"
+    );
     let url = relay_storetest::pg::PgServer::shared().new_database();
     let out = bench(&[&args[..], &["--database", &url]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("baseline: the textbook queue on 8 connections") && text.contains("x lease+ACK"),
+        text.contains("baseline: the textbook queue on 8 connections")
+            && text.contains("baseline: a pipelined group-commit writer (one connection, 8 callers")
+            && text.contains("x lease+ACK"),
         "{text}"
     );
     let dir = tempfile::tempdir().unwrap();
