@@ -34,16 +34,44 @@ const FUNCTIONS: &str = include_str!("../migrations/functions.sql");
 /// The advisory lock that serializes migrations ("RELY").
 const MIGRATION_LOCK: i64 = 0x5245_4C59;
 
-pub(crate) fn connect(url: &str) -> Result<Client, StoreError> {
-    Client::connect(url, NoTls).map_err(|e| StoreError::Io {
+/// How long a request may go unacknowledged by the server's machine before
+/// the connection is given up (`TCP_USER_TIMEOUT`), unless the URL says
+/// (`?tcp_user_timeout=SECONDS`): a link that went dead (a cable, a
+/// switch, a host that vanished) is then found in this time, the calls
+/// that met it are answered, and the writer connects again, rather than
+/// every call waiting out the kernel's retransmissions (some 15 minutes).
+/// A busy server does not trip it: its machine acknowledges the bytes.
+const TCP_USER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `url` as the driver's configuration, with Relay's defaults.
+pub(crate) fn config(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e: postgres::Error| StoreError::Io {
         message: format!(
-            "cannot connect to PostgreSQL at {}: {} ({})",
+            "cannot read the PostgreSQL URL {}: {} (postgres://user[:password]@host[:port]/database[?option=value&...])",
             redact(url),
-            with_causes(&e),
-            connect_hint(&e)
+            with_causes(&e)
         ),
         source: Box::new(e),
-    })
+    })?;
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    Ok(config)
+}
+
+pub(crate) fn connect(url: &str) -> Result<Client, StoreError> {
+    let config = config(url)?;
+    postgres::Config::from(config)
+        .connect(NoTls)
+        .map_err(|e| StoreError::Io {
+            message: format!(
+                "cannot connect to PostgreSQL at {}: {} ({})",
+                redact(url),
+                with_causes(&e),
+                connect_hint(&e)
+            ),
+            source: Box::new(e),
+        })
 }
 
 /// `e` and every error under it ("error connecting to server: Connection
@@ -255,5 +283,29 @@ pub(crate) fn map_err(e: postgres::Error) -> StoreError {
             message: e.to_string(),
             source: Box::new(e),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A dead link is given up after 30 s unless the URL says otherwise;
+    /// a URL that does not parse is an error that shows the form.
+    #[test]
+    fn a_dead_link_is_given_up_unless_the_url_says_otherwise() {
+        let default = config("postgres://relay@db.example/jobs").unwrap();
+        assert_eq!(default.get_tcp_user_timeout(), Some(&Duration::from_secs(30)));
+        let given = config("postgres://relay@db.example/jobs?tcp_user_timeout=5").unwrap();
+        assert_eq!(given.get_tcp_user_timeout(), Some(&Duration::from_secs(5)));
+        let Err(e) = config("postgres://relay:secret@db.example/jobs?no_such_option=1") else {
+            panic!("an unknown option was taken");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("postgres://user[:password]@host") && !text.contains("secret"),
+            "{text}"
+        );
     }
 }

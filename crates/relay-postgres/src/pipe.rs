@@ -70,17 +70,16 @@ fn ends_tx(sql: &str) -> bool {
 /// A connection whose driver task runs on `rt` (driven whenever the
 /// writer waits on the runtime: every request).
 fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, StoreError> {
-    let (client, connection) = rt
-        .block_on(tokio_postgres::connect(url, NoTls))
-        .map_err(|e| StoreError::Io {
-            message: format!(
-                "cannot connect to PostgreSQL at {}: {} ({})",
-                crate::connect::redact(url),
-                crate::connect::with_causes(&e),
-                crate::connect::connect_hint(&e)
-            ),
-            source: Box::new(e),
-        })?;
+    let config = crate::connect::config(url)?;
+    let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(|e| StoreError::Io {
+        message: format!(
+            "cannot connect to PostgreSQL at {}: {} ({})",
+            crate::connect::redact(url),
+            crate::connect::with_causes(&e),
+            crate::connect::connect_hint(&e)
+        ),
+        source: Box::new(e),
+    })?;
     rt.spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %e, "the PostgreSQL connection of the writer closed");
