@@ -5,6 +5,7 @@
 use postgres::error::SqlState;
 use postgres::{Client, NoTls};
 use relay_store::StoreError;
+use std::time::Duration;
 
 pub const SCHEMA_VERSION: i64 = 17;
 const MIGRATIONS: &[&str] = &[
@@ -41,7 +42,9 @@ const MIGRATION_LOCK: i64 = 0x5245_4C59;
 /// that met it are answered, and the writer connects again, rather than
 /// every call waiting out the kernel's retransmissions (some 15 minutes).
 /// A busy server does not trip it: its machine acknowledges the bytes.
-const TCP_USER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Keepalive probes after this long idle (see [`config`]).
+const KEEPALIVES_IDLE: Duration = Duration::from_secs(30);
 
 /// `url` as the driver's configuration, with Relay's defaults.
 pub(crate) fn config(url: &str) -> Result<tokio_postgres::Config, StoreError> {
@@ -55,6 +58,13 @@ pub(crate) fn config(url: &str) -> Result<tokio_postgres::Config, StoreError> {
     })?;
     if config.get_tcp_user_timeout().is_none() {
         config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    // An idle connection (the LISTEN one, a reader between reads) sends
+    // nothing a dead link could fail: keepalive probes every 30 s make it
+    // (the driver's own default is two hours; a URL's keepalives_idle
+    // other than that is kept).
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(KEEPALIVES_IDLE);
     }
     Ok(config)
 }
@@ -289,7 +299,6 @@ pub(crate) fn map_err(e: postgres::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// A dead link is given up after 30 s unless the URL says otherwise;
     /// a URL that does not parse is an error that shows the form.
@@ -297,6 +306,7 @@ mod tests {
     fn a_dead_link_is_given_up_unless_the_url_says_otherwise() {
         let default = config("postgres://relay@db.example/jobs").unwrap();
         assert_eq!(default.get_tcp_user_timeout(), Some(&Duration::from_secs(30)));
+        assert_eq!(default.get_keepalives_idle(), Duration::from_secs(30));
         let given = config("postgres://relay@db.example/jobs?tcp_user_timeout=5").unwrap();
         assert_eq!(given.get_tcp_user_timeout(), Some(&Duration::from_secs(5)));
         let Err(e) = config("postgres://relay:secret@db.example/jobs?no_such_option=1") else {

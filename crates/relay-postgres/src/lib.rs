@@ -225,15 +225,19 @@ impl Backend for PgBackend {
             );
             return Ok(None);
         };
-        let mut client = connect::connect(&url)?;
-        client
-            .batch_execute(include_str!("../sql/listen_ready.sql"))
-            .map_err(connect::map_err)?;
+        let listen = move || -> Result<postgres::Client, StoreError> {
+            let mut client = connect::connect(&url)?;
+            client
+                .batch_execute(include_str!("../sql/listen_ready.sql"))
+                .map_err(connect::map_err)?;
+            Ok(client)
+        };
+        let mut client = listen()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("relay-pg-listen".into())
-            .spawn(move || {
+            .spawn(move || loop {
                 while !stopping.load(Ordering::Relaxed) {
                     let mut notes = client.notifications();
                     // Wakes on the first notification: a timeout iterator
@@ -248,7 +252,34 @@ impl Backend for PgBackend {
                             wake();
                         }
                         Ok(None) => {}
-                        Err(_) => return, // connection lost: waiters fall back to polling
+                        Err(_) => break,
+                    }
+                }
+                // The connection is gone (a restart, a dead link,
+                // pg_terminate_backend): waiters poll meanwhile, and the
+                // thread connects again, waiting longer after each failure
+                // (a quarter second, doubling, at most 5 s).
+                let mut delay = Duration::from_millis(250);
+                if !stopping.load(Ordering::Relaxed) {
+                    tracing::warn!("the LISTEN connection closed; waiting lessees poll until it is back");
+                }
+                loop {
+                    let until = std::time::Instant::now() + delay;
+                    while std::time::Instant::now() < until {
+                        if stopping.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    match listen() {
+                        Ok(c) => {
+                            client = c;
+                            tracing::info!("the LISTEN connection is back");
+                            // Whatever was committed while it was gone.
+                            wake();
+                            break;
+                        }
+                        Err(_) => delay = (delay * 2).min(Duration::from_secs(5)),
                     }
                 }
             })

@@ -1133,3 +1133,63 @@ fn through_a_one_session_pool_two_relays_take_turns_and_leave_no_statement_behin
         });
     assert!(made.is_some_and(|n| n >= 5), "the statements' functions: {made:?}");
 }
+
+/// The LISTEN connection dropped (a server restart, a dead link, an
+/// operator's pg_terminate_backend): it connects again by itself, so a
+/// lessee waiting in one Relay is again woken at another's submit, not
+/// left to poll. (It was left to poll for the rest of the process's life.)
+#[test]
+fn the_listen_connection_comes_back_after_it_dropped() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    // With a 60 s poll, only a notification can wake the waiter in time.
+    let waiting = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let other = db.open(Options::default()).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let listening = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN relay_ready%'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(listening(&mut admin), 2, "each Relay listens");
+    let ended: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND query LIKE 'LISTEN relay_ready%') t",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 2);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while listening(&mut admin) < 2 {
+        assert!(Instant::now() < deadline, "the LISTEN connections never came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let start = Instant::now();
+    let got = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            waiting
+                .lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(30)))
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        other.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+        w.join().unwrap()
+    });
+    assert_eq!(got.len(), 1, "the waiter was never woken");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "woken by NOTIFY, not by polling: {:?}",
+        start.elapsed()
+    );
+}
