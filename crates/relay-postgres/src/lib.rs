@@ -114,9 +114,10 @@ impl PgBackend {
     }
 
     /// A direct connection (not through a pooler in transaction mode) for
-    /// `LISTEN`: wake-ups when another process commits ready jobs. Only
-    /// needed with [`Pooler::Transaction`], where a `LISTEN` sent through
-    /// the pooler would hear nothing. Also `RELAY_PG_LISTEN_URL`.
+    /// `LISTEN`: wake-ups when another process commits ready jobs. Used
+    /// only with [`Pooler::Transaction`], where a `LISTEN` sent through
+    /// the pooler would hear nothing (elsewhere `LISTEN` goes to the
+    /// store's own URL). Also `RELAY_PG_LISTEN_URL`.
     pub fn listen_url(mut self, url: impl Into<String>) -> Self {
         self.listen_url = Some(url.into());
         self
@@ -135,9 +136,9 @@ impl PgBackend {
         })
     }
 
-    /// Where `LISTEN` connects: the listen URL as set, else
-    /// `RELAY_PG_LISTEN_URL`; else the store's own URL unless that goes
-    /// through a pooler in transaction mode (then nowhere: waiters poll).
+    /// Where `LISTEN` connects: the store's own URL; behind a pooler in
+    /// transaction mode, the listen URL as set, else `RELAY_PG_LISTEN_URL`,
+    /// else nowhere (waiters poll).
     fn listen_at(&self) -> Option<String> {
         let given = self.listen_url.clone().or_else(|| {
             std::env::var("RELAY_PG_LISTEN_URL")
@@ -145,9 +146,13 @@ impl PgBackend {
                 .filter(|v| !v.trim().is_empty())
         });
         match (given, self.pooler_mode()) {
-            (Some(url), _) => Some(url),
-            (None, Pooler::None) => Some(self.url.clone()),
+            (Some(url), Pooler::Transaction) => Some(url),
             (None, Pooler::Transaction) => None,
+            (Some(_), Pooler::None) => {
+                tracing::warn!("a listen URL is only used behind a pooler in transaction mode (RELAY_PG_POOLER=transaction); LISTEN goes to the store's own URL");
+                Some(self.url.clone())
+            }
+            (None, Pooler::None) => Some(self.url.clone()),
         }
     }
 

@@ -59,6 +59,9 @@ pub(crate) struct Pipe {
     /// unwrapped until their functions are made before the next one (see
     /// [`Pipe::learn`]).
     unwrapped: Vec<&'static str>,
+    /// Behind a pooler: statements that return rows run through functions
+    /// (off where this role may not make or run them).
+    wrap: bool,
 }
 
 /// `sql` ends the transaction it runs in.
@@ -107,6 +110,7 @@ impl Pipe {
             begin_sql: "BEGIN".into(),
             open_tx: false,
             unwrapped: Vec::new(),
+            wrap: true,
         })
     }
 
@@ -179,20 +183,24 @@ impl Pipe {
     fn learn(&mut self, sql: &'static str) -> Result<Stmt, StoreError> {
         let in_tx = self.open_tx;
         let client = &self.client;
+        let (begin, wrap) = (self.begin_sql.as_str(), self.wrap);
         let learnt = self.rt.block_on(async {
             if in_tx {
-                return describe(client, sql, false).await.map(|(st, wrapped)| (st, !wrapped));
+                return describe(client, sql, false, wrap).await.map(|(st, wrapped)| (st, !wrapped));
             }
-            // A role that may not create functions runs the statement
-            // unwrapped: planned at every run, and working.
-            let mut make = true;
+            // The settings of every transaction (a function made here is
+            // committed as durably as the batches that call it).
+            let mut make = wrap;
             loop {
-                client.batch_execute("BEGIN").await?;
-                let made = describe(client, sql, make).await;
+                client.batch_execute(begin).await?;
+                let made = describe(client, sql, make, wrap && make).await;
                 let end = client.batch_execute(if made.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
                 match made {
                     Ok((st, _)) => return end.map(|()| (st, false)),
-                    Err(e) if make && refused(&e) => {
+                    // A role that may not create functions, or a read-only
+                    // session: the statement runs unwrapped, planned at
+                    // every run, and working.
+                    Err(e) if make && may_not_create(&e) => {
                         tracing::warn!(error = %crate::connect::with_causes(&e), "cannot make the function of a statement; it runs unwrapped, planned at every run");
                         make = false;
                     }
@@ -213,9 +221,22 @@ impl Pipe {
         if self.open_tx || self.unwrapped.is_empty() {
             return Ok(());
         }
-        for sql in std::mem::take(&mut self.unwrapped) {
-            let stmt = self.learn(sql)?;
-            self.stmts.insert((sql.as_ptr() as usize, sql.len()), stmt);
+        let mut left = std::mem::take(&mut self.unwrapped);
+        while let Some(sql) = left.pop() {
+            match self.learn(sql) {
+                Ok(stmt) => {
+                    self.stmts.insert((sql.as_ptr() as usize, sql.len()), stmt);
+                }
+                // Tried again before the next batch; this one runs with
+                // the statements as they are (a dropped connection is
+                // found by the batch itself).
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot make a statement's function now; trying again before the next batch");
+                    left.push(sql);
+                    self.unwrapped.extend(left);
+                    return Ok(());
+                }
+            }
         }
         Ok(())
     }
@@ -347,6 +368,7 @@ impl Pipe {
         }
         futs.extend(reqs.into_iter().map(|r| send(client, r)));
         let mut answers = self.rt.block_on(in_order(futs));
+        self.forget_lost_functions(&answers);
         if begin {
             let first = answers.remove(0);
             first.map_err(|e| self.error(e))?;
@@ -370,7 +392,33 @@ impl Pipe {
             .chain(reqs)
             .map(|r| send(client, r))
             .collect();
-        self.rt.block_on(in_order(futs))
+        let answers = self.rt.block_on(in_order(futs));
+        self.forget_lost_functions(&answers);
+        answers
+    }
+
+    /// Behind a pooler: a statement's function that is gone (a server
+    /// restored from a backup, a failover, dropped by hand: 42883) or may
+    /// not be run by this role (42501) fails every batch that calls it, so
+    /// what was learnt is forgotten and learnt again at the next batch
+    /// (without functions where running them was refused).
+    fn forget_lost_functions(&mut self, answers: &[Result<Answer, tokio_postgres::Error>]) {
+        use tokio_postgres::error::SqlState;
+        if !self.pooled {
+            return;
+        }
+        for e in answers.iter().filter_map(|a| a.as_ref().err()) {
+            let Some(code) = e.code() else { continue };
+            if *code == SqlState::UNDEFINED_FUNCTION || *code == SqlState::INSUFFICIENT_PRIVILEGE {
+                if *code == SqlState::INSUFFICIENT_PRIVILEGE {
+                    self.wrap = false;
+                }
+                tracing::warn!(error = %crate::connect::with_causes(e), "a statement's function failed; the writer learns its statements again");
+                self.stmts.clear();
+                self.unwrapped.clear();
+                return;
+            }
+        }
     }
 
     /// One request, in its own flight (with an owed `BEGIN`).
@@ -443,7 +491,12 @@ pub(crate) fn refused(e: &tokio_postgres::Error) -> bool {
 /// already open: the statement as it will run, and whether it runs through
 /// its function (or needs none: it returns no rows). `make`: the function
 /// may be made here.
-async fn describe(client: &Client, sql: &'static str, make: bool) -> Result<(Stmt, bool), tokio_postgres::Error> {
+async fn describe(
+    client: &Client,
+    sql: &'static str,
+    make: bool,
+    wrap: bool,
+) -> Result<(Stmt, bool), tokio_postgres::Error> {
     use tokio_postgres::types::Type;
     // Dropping the statement sends its Close, ahead of the transaction's end.
     let (params, columns) = {
@@ -452,7 +505,7 @@ async fn describe(client: &Client, sql: &'static str, make: bool) -> Result<(Stm
         (st.params().to_vec(), columns)
     };
     let plain = Stmt::Unnamed(Arc::from(sql), Arc::from(params.clone()));
-    if columns.is_empty() {
+    if columns.is_empty() || !wrap {
         return Ok((plain, true));
     }
     let keyed = format!("{}\n{sql}", crate::connect::SCHEMA_VERSION);
@@ -479,4 +532,12 @@ async fn describe(client: &Client, sql: &'static str, make: bool) -> Result<(Stm
     }
     let call = crate::stmt::call_sql(&name, params.len());
     Ok((Stmt::Unnamed(Arc::from(call), Arc::from(params)), true))
+}
+
+/// The error says this role or session may not create a function
+/// (insufficient privilege, a read-only transaction).
+fn may_not_create(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code()
+        .is_some_and(|c| *c == SqlState::INSUFFICIENT_PRIVILEGE || *c == SqlState::READ_ONLY_SQL_TRANSACTION)
 }

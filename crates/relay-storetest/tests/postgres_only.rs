@@ -1193,3 +1193,50 @@ fn the_listen_connection_comes_back_after_it_dropped() {
         start.elapsed()
     );
 }
+
+/// Through PgBouncer, a statement's function that goes away while Relay
+/// runs (a server restored from a backup, a failover, an operator's DROP)
+/// fails at most the batches that met it: the writers learn their
+/// statements again, make the functions anew, and later calls succeed.
+#[test]
+fn through_pgbouncer_functions_dropped_under_a_running_relay_are_made_again() {
+    let db = PgDb::through_pgbouncer();
+    let relay = db.open(Options::default()).unwrap();
+    let round = |relay: &Relay| -> Result<(), relay::Error> {
+        relay.submit(NewJob::new("q", "k", Vec::new()))?;
+        for job in relay.lease(LeaseRequest::new(["q"]).max(10))? {
+            relay.ack(job.id, job.token, None)?;
+        }
+        Ok(())
+    };
+    round(&relay).unwrap();
+    let direct = db.url().to_owned();
+    let mut admin = postgres::Client::connect(&direct, postgres::NoTls).unwrap();
+    let count = |admin: &mut postgres::Client| -> i64 {
+        admin
+            .query_one("SELECT count(*) FROM pg_proc WHERE proname LIKE 'relay\\_q\\_%'", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert!(count(&mut admin) >= 3, "the statements' functions were made");
+    admin
+        .batch_execute(
+            "DO $$ DECLARE f regprocedure; BEGIN \
+             FOR f IN SELECT oid::regprocedure FROM pg_proc WHERE proname LIKE 'relay\\_q\\_%' LOOP \
+             EXECUTE 'DROP FUNCTION ' || f; END LOOP; END $$",
+        )
+        .unwrap();
+    assert_eq!(count(&mut admin), 0);
+    let mut failed = 0;
+    let mut ok = 0;
+    for _ in 0..20 {
+        match round(&relay) {
+            Ok(()) => ok += 1,
+            Err(relay::Error::Storage(_) | relay::Error::Busy | relay::Error::MaybeApplied(_)) => failed += 1,
+            Err(e) => panic!("unexpected error: {e:?}"),
+        }
+    }
+    assert!(failed <= 4, "{failed} of 20 rounds failed after the DROP");
+    assert!(ok >= 16, "{ok} of 20 rounds succeeded after the DROP");
+    assert!(count(&mut admin) >= 3, "the functions were made again");
+}
