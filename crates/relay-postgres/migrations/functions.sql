@@ -11,7 +11,7 @@
 --
 -- relay_submit: transactional enqueue from any language (since version 5;
 -- the traceparent, lease length and timeout arguments since 6; counted in
--- the throughput history since 8). `relay_submit(...)` submits a job inside
+-- the throughput history since 8; the group since 18). `relay_submit(...)` submits a job inside
 -- the caller's own transaction: the job exists if and only if that
 -- transaction commits, and the NOTIFY it sends (delivered at commit) wakes
 -- waiting lessees of every Relay process. The checks are the library's
@@ -24,6 +24,7 @@
 --   SELECT relay_submit('emails', 'send', '{}', p_priority => 2, p_delay_ms => 60000, p_unique_key => 'order-7');
 --   SELECT relay_submit('emails', 'send', '{}',
 --                       p_traceparent => '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+--   SELECT relay_submit('emails', 'send', '{}', p_group => 'tenant-42');
 CREATE OR REPLACE FUNCTION relay_submit(
     p_queue        TEXT,
     p_kind         TEXT,
@@ -34,7 +35,8 @@ CREATE OR REPLACE FUNCTION relay_submit(
     p_unique_key   TEXT   DEFAULT NULL,
     p_lease_for_ms BIGINT DEFAULT NULL,
     p_timeout_ms   BIGINT DEFAULT NULL,
-    p_traceparent  TEXT   DEFAULT NULL
+    p_traceparent  TEXT   DEFAULT NULL,
+    p_group        TEXT   DEFAULT NULL
 ) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -74,6 +76,9 @@ BEGIN
         RAISE EXCEPTION 'relay_submit: invalid traceparent %: expected 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lowercase',
             quote_nullable(p_traceparent) USING ERRCODE = '22023';
     END IF;
+    IF p_group IS NOT NULL AND char_length(p_group) NOT BETWEEN 1 AND 256 THEN
+        RAISE EXCEPTION 'relay_submit: invalid group: 1-256 characters' USING ERRCODE = '22023';
+    END IF;
     IF p_unique_key IS NOT NULL THEN
         IF char_length(p_unique_key) NOT BETWEEN 1 AND 256 THEN
             RAISE EXCEPTION 'relay_submit: invalid unique_key: 1-256 characters' USING ERRCODE = '22023';
@@ -86,10 +91,10 @@ BEGIN
     END IF;
     ready_ms := now_ms + p_delay_ms;
     INSERT INTO relay_jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
-                            unique_key, lease_token, lease_for_ms, timeout_ms, traceparent)
+                            unique_key, lease_token, lease_for_ms, timeout_ms, traceparent, grp)
     VALUES (p_queue, p_kind, p_payload, p_priority, CASE WHEN p_delay_ms > 0 THEN 'SCHEDULED' ELSE 'READY' END,
             0, p_max_attempts, ready_ms, now_ms, p_unique_key, 0,
-            p_lease_for_ms, p_timeout_ms, p_traceparent)
+            p_lease_for_ms, p_timeout_ms, p_traceparent, p_group)
     RETURNING id INTO new_id;
     -- The "submitted" event, as the engine writes it (keys in sorted order).
     INSERT INTO relay_job_events (job_id, seq, at, kind, data)

@@ -25,6 +25,7 @@ pub struct SubmitArgs<'a> {
     pub lease_for_ms: Option<i64>,
     pub timeout_ms: Option<i64>,
     pub traceparent: Option<&'a str>,
+    pub group: Option<&'a str>,
 }
 
 /// Why [`submit_in`] wrote nothing.
@@ -39,7 +40,7 @@ pub enum WithinError {
 }
 
 impl SubmitArgs<'_> {
-    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 10] {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 11] {
         [
             &self.queue,
             &self.kind,
@@ -51,6 +52,7 @@ impl SubmitArgs<'_> {
             &self.lease_for_ms,
             &self.timeout_ms,
             &self.traceparent,
+            &self.group,
         ]
     }
 }

@@ -703,6 +703,17 @@ fn relay_submit_enqueues_inside_the_callers_transaction() {
         .get(0);
     assert_eq!(first, again);
 
+    // A group, as NewJob::group gives it.
+    let grouped: i64 = c
+        .query_one("SELECT relay_submit('tenants', 'k', '', p_group => 'tenant-42')", &[])
+        .unwrap()
+        .get(0);
+    let leased = relay.lease(LeaseRequest::new(["tenants"])).unwrap();
+    assert_eq!(
+        leased.iter().map(|j| (j.id.0, j.group.as_deref())).collect::<Vec<_>>(),
+        [(grouped, Some("tenant-42"))]
+    );
+
     // Bad arguments: SQLSTATE 22023 naming the field; the caller's
     // transaction is aborted, so its own writes go too.
     let before = count(&mut c);
@@ -713,6 +724,7 @@ fn relay_submit_enqueues_inside_the_callers_transaction() {
         ("relay_submit('q', 'k', '', p_delay_ms => -1)", "delay_ms"),
         ("relay_submit('q', 'k', '', p_max_attempts => 0)", "max_attempts"),
         ("relay_submit('q', 'k', NULL)", "payload"),
+        ("relay_submit('q', 'k', '', p_group => '')", "group"),
     ] {
         let mut tx = c.transaction().unwrap();
         tx.execute("CREATE TABLE IF NOT EXISTS orders (id INT)", &[]).unwrap();
@@ -865,8 +877,17 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
         .submit_in_pg(&mut tx, NewJob::new("q", "k", Vec::new()).unique_key("order-3"))
         .unwrap();
     assert_eq!(a, b);
+    // A group: the job takes its group's turn like any other grouped job.
+    let grouped = relay
+        .submit_in_pg(&mut tx, NewJob::new("grouped", "k", Vec::new()).group("acme"))
+        .unwrap();
     tx.commit().unwrap();
     assert_eq!(relay.get(a).unwrap().state(), relay::JobState::Ready);
+    let leased = relay.lease(LeaseRequest::new(["grouped"])).unwrap();
+    assert_eq!(
+        leased.iter().map(|j| (j.id, j.group.as_deref())).collect::<Vec<_>>(),
+        [(grouped, Some("acme"))]
+    );
 
     // relay_submit's jobs are in the counts and the throughput history as
     // the engine's own submits are (the rolled-back one and the
@@ -894,7 +915,7 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     for (job, field) in [
         (NewJob::new("q", "k", Vec::new()).depends_on([a]), "depends_on"),
         (NewJob::new("q", "k", Vec::new()).tags(["x"]), "tags"),
-        (NewJob::new("q", "k", Vec::new()).group("acme"), "group"),
+        (NewJob::new("q", "k", Vec::new()).group(""), "group"),
         (
             NewJob::new("q", "k", Vec::new()).idempotency_key("i"),
             "idempotency_key",
@@ -1239,4 +1260,40 @@ fn through_pgbouncer_functions_dropped_under_a_running_relay_are_made_again() {
     assert!(failed <= 4, "{failed} of 20 rounds failed after the DROP");
     assert!(ok >= 16, "{ok} of 20 rounds succeeded after the DROP");
     assert!(count(&mut admin) >= 3, "the functions were made again");
+}
+
+/// A database at schema 17 has `relay_submit` without `p_group`; its
+/// upgrade leaves one `relay_submit`, the new one, so calls that leave
+/// the defaults out are not ambiguous between the two signatures.
+#[test]
+fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
+    let url = PgServer::shared().new_database();
+    drop(PgDb::fresh_at(url.clone()).open(Options::default()).unwrap());
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // Version 17 as it was: the function with the old arguments.
+    c.batch_execute(
+        "DROP FUNCTION relay_submit(TEXT, TEXT, BYTEA, INT, BIGINT, INT, TEXT, BIGINT, BIGINT, TEXT, TEXT);
+         CREATE FUNCTION relay_submit(p_queue TEXT, p_kind TEXT, p_payload BYTEA DEFAULT '', p_priority INT DEFAULT 1,
+             p_delay_ms BIGINT DEFAULT 0, p_max_attempts INT DEFAULT 20, p_unique_key TEXT DEFAULT NULL,
+             p_lease_for_ms BIGINT DEFAULT NULL, p_timeout_ms BIGINT DEFAULT NULL, p_traceparent TEXT DEFAULT NULL)
+             RETURNS BIGINT LANGUAGE sql AS 'SELECT -1::BIGINT';
+         UPDATE relay_schema SET version = 17;",
+    )
+    .unwrap();
+    let relay = PgDb::fresh_at(url.clone()).open(Options::default()).unwrap();
+    let versions: i64 = c.query_one("SELECT version FROM relay_schema", &[]).unwrap().get(0);
+    assert_eq!(versions, 18);
+    let functions: i64 = c
+        .query_one("SELECT count(*) FROM pg_proc WHERE proname = 'relay_submit'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(functions, 1, "one relay_submit");
+    let id: i64 = c
+        .query_one("SELECT relay_submit('q', 'k', '', p_group => 'g')", &[])
+        .unwrap()
+        .get(0);
+    assert!(id > 0);
+    let plain: i64 = c.query_one("SELECT relay_submit('q', 'k')", &[]).unwrap().get(0);
+    assert!(plain > id);
+    assert_eq!(relay.get(relay::JobId(id)).unwrap().group.as_deref(), Some("g"));
 }

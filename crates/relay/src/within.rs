@@ -60,7 +60,6 @@ impl Engine {
             (job.throttle.is_some(), "throttle", LATER),
             (job.debounce.is_some(), "debounce", LATER),
             (!job.depends_on.is_empty(), "depends_on", LATER),
-            (job.group.is_some(), "group", LATER),
         ];
         if let Some((_, field, reason)) = refused.into_iter().find(|(refuse, ..)| *refuse) {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(field, reason)));
@@ -83,6 +82,7 @@ pub(crate) fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_po
         lease_for_ms: job.lease_for.map(relay_core::time::duration_millis),
         timeout_ms: job.timeout.map(relay_core::time::duration_millis),
         traceparent: job.traceparent.as_deref(),
+        group: job.group.as_deref(),
     }
 }
 
