@@ -74,15 +74,20 @@ pub(crate) fn connect(url: &str) -> Result<Client, StoreError> {
     let config = config(url)?;
     postgres::Config::from(config)
         .connect(NoTls)
-        .map_err(|e| StoreError::Io {
-            message: format!(
-                "cannot connect to PostgreSQL at {}: {} ({})",
-                redact(url),
-                with_causes(&e),
-                connect_hint(&e)
-            ),
-            source: Box::new(e),
-        })
+        .map_err(|e| cannot_connect(url, e))
+}
+
+/// A connection to `url` failed: the cause, and what to do about it.
+pub(crate) fn cannot_connect(url: &str, e: postgres::Error) -> StoreError {
+    StoreError::Io {
+        message: format!(
+            "cannot connect to PostgreSQL at {}: {} ({})",
+            redact(url),
+            with_causes(&e),
+            connect_hint(&e)
+        ),
+        source: Box::new(e),
+    }
 }
 
 /// `e` and every error under it ("error connecting to server: Connection

@@ -74,15 +74,9 @@ fn ends_tx(sql: &str) -> bool {
 /// writer waits on the runtime: every request).
 fn open(rt: &tokio::runtime::Runtime, url: &str) -> Result<Client, StoreError> {
     let config = crate::connect::config(url)?;
-    let (client, connection) = rt.block_on(config.connect(NoTls)).map_err(|e| StoreError::Io {
-        message: format!(
-            "cannot connect to PostgreSQL at {}: {} ({})",
-            crate::connect::redact(url),
-            crate::connect::with_causes(&e),
-            crate::connect::connect_hint(&e)
-        ),
-        source: Box::new(e),
-    })?;
+    let (client, connection) = rt
+        .block_on(config.connect(NoTls))
+        .map_err(|e| crate::connect::cannot_connect(url, e))?;
     rt.spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %e, "the PostgreSQL connection of the writer closed");
