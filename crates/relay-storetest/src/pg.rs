@@ -281,6 +281,8 @@ pub struct PgBouncer {
     dir: std::path::PathBuf,
     /// Stopped when dropped (the shared one is stopped at exit instead).
     owned: bool,
+    binary: &'static str,
+    port: u16,
 }
 
 static BOUNCER: OnceLock<PgBouncer> = OnceLock::new();
@@ -372,45 +374,76 @@ impl PgBouncer {
              pidfile = {dir}/pgbouncer.pid\n",
             dir = dir.display()
         );
-        let ini = dir.join("pgbouncer.ini");
-        std::fs::write(&ini, config).unwrap();
-        let mut cmd = if is_root() {
+        std::fs::write(dir.join("pgbouncer.ini"), config).unwrap();
+        if is_root() {
             let out = Command::new("chown")
                 .args(["-R", "postgres:postgres", dir.to_str().unwrap()])
                 .output()
                 .unwrap();
             assert!(out.status.success(), "chown: {}", String::from_utf8_lossy(&out.stderr));
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--", binary]);
-            c
-        } else {
-            Command::new(binary)
-        };
-        let out = cmd
-            .args(["-d", ini.to_str().unwrap()])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"));
+        }
         let bouncer = PgBouncer {
             base: format!("postgres://postgres@127.0.0.1:{port}"),
             dir,
             owned: false,
+            binary,
+            port,
         };
+        bouncer.launch();
+        bouncer
+    }
+
+    /// Starts the pooler on its configuration and waits until it listens.
+    fn launch(&self) {
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--", self.binary]);
+            c
+        } else {
+            Command::new(self.binary)
+        };
+        let ini = self.dir.join("pgbouncer.ini");
+        let out = cmd
+            .args(["-d", ini.to_str().unwrap()])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.binary));
         assert!(
             out.status.success(),
             "pgbouncer did not start: {}\n{}",
             String::from_utf8_lossy(&out.stderr),
-            bouncer.log()
+            self.log()
         );
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
                 Instant::now() < deadline,
-                "pgbouncer is not listening on 127.0.0.1:{port} after 20 s:\n{}",
-                bouncer.log()
+                "pgbouncer is not listening on 127.0.0.1:{} after 20 s:\n{}",
+                self.port,
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        bouncer
+    }
+
+    /// Stops the pooler at once (SIGTERM: every client's connection is
+    /// closed), as an operator's restart does, and starts it again on the
+    /// same port.
+    pub fn restart(&self) {
+        let pid = std::fs::read_to_string(self.dir.join("pgbouncer.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+            .expect("the pooler's pid file");
+        // SAFETY: kill with a pid PgBouncer wrote; no memory involved.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // SAFETY: signal 0 only asks whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            assert!(Instant::now() < deadline, "pgbouncer did not stop within 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.launch();
     }
 
     fn stop(&self) {

@@ -1297,3 +1297,57 @@ fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
     assert!(plain > id);
     assert_eq!(relay.get(relay::JobId(id)).unwrap().group.as_deref(), Some("g"));
 }
+
+/// The pooler restarts under a running Relay (an operator's upgrade or
+/// config change: every client connection closed at once). The calls that
+/// met it get typed errors, the writers and readers connect again, and
+/// later calls succeed; nothing answered is lost.
+#[test]
+fn through_pgbouncer_a_restart_of_the_pooler_is_survived() {
+    use relay_storetest::pg::PgBouncer;
+    let server = PgServer::private("");
+    let url = server.new_database();
+    let name = url.rsplit_once('/').unwrap().1.to_owned();
+    let bouncer = PgBouncer::private(&server);
+    let backend = relay_postgres::PgBackend::new(bouncer.url_of(&name))
+        .pooler(relay_postgres::Pooler::Transaction)
+        .listen_url(url.clone());
+    let relay = Relay::with_backend(std::sync::Arc::new(backend), Options::default()).unwrap();
+    let mut answered = Vec::new();
+    for i in 0..20 {
+        answered.push(
+            relay
+                .submit(NewJob::new("q", "k", format!("before-{i}").into_bytes()))
+                .unwrap(),
+        );
+    }
+    bouncer.restart();
+    let mut failed = 0;
+    for i in 0..40 {
+        match relay.submit(NewJob::new("q", "k", format!("after-{i}").into_bytes())) {
+            Ok(id) => answered.push(id),
+            Err(relay::Error::Storage(_) | relay::Error::Busy | relay::Error::MaybeApplied(_)) => failed += 1,
+            Err(e) => panic!("unexpected error after the restart: {e:?}"),
+        }
+    }
+    assert!(failed <= 4, "{failed} of 40 submits failed after the restart");
+    let mut read = None;
+    for _ in 0..4 {
+        if let Ok(stats) = relay.stats() {
+            read = Some(stats);
+            break;
+        }
+    }
+    let stats = read.expect("reads never recovered after the restart");
+    let held = stats.queues["q"].counts.values().sum::<u64>();
+    assert!(
+        held >= answered.len() as u64,
+        "{held} jobs for {} answered",
+        answered.len()
+    );
+    for id in &answered {
+        assert_eq!(relay.get(*id).unwrap().kind, "k");
+    }
+    let leased = relay.lease(LeaseRequest::new(["q"]).max(100)).unwrap();
+    assert!(!leased.is_empty());
+}
