@@ -159,9 +159,23 @@ pub(crate) fn migrate(client: &mut Client) -> Result<(), StoreError> {
     }
     if from < MIGRATIONS.len() {
         tx.batch_execute(FUNCTIONS).map_err(map_err)?;
+        tx.batch_execute(DROP_STATEMENT_FUNCTIONS).map_err(map_err)?;
     }
     tx.commit().map_err(map_err)
 }
+
+/// The functions that wrap statements behind a pooler (`relay_q_*`, see
+/// `crate::stmt`) are named by the schema version and the statement's
+/// text: those of the versions before are dropped when the schema moves
+/// on (a Relay that still calls one learns its statements again).
+const DROP_STATEMENT_FUNCTIONS: &str = "DO $$
+DECLARE f regprocedure;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+             WHERE p.proname LIKE 'relay\\_q\\_%' AND p.pronamespace = current_schema()::regnamespace LOOP
+        EXECUTE 'DROP FUNCTION ' || f;
+    END LOOP;
+END $$";
 
 /// Reads back the server settings promise 1 rests on, for the writer's
 /// session: `fsync` must be on (a crash of the server's machine could

@@ -1264,7 +1264,8 @@ fn through_pgbouncer_functions_dropped_under_a_running_relay_are_made_again() {
 
 /// A database at schema 17 has `relay_submit` without `p_group`; its
 /// upgrade leaves one `relay_submit`, the new one, so calls that leave
-/// the defaults out are not ambiguous between the two signatures.
+/// the defaults out are not ambiguous between the two signatures. The
+/// statement functions a pooled Relay made for the version before go.
 #[test]
 fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
     let url = PgServer::shared().new_database();
@@ -1277,6 +1278,8 @@ fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
              p_delay_ms BIGINT DEFAULT 0, p_max_attempts INT DEFAULT 20, p_unique_key TEXT DEFAULT NULL,
              p_lease_for_ms BIGINT DEFAULT NULL, p_timeout_ms BIGINT DEFAULT NULL, p_traceparent TEXT DEFAULT NULL)
              RETURNS BIGINT LANGUAGE sql AS 'SELECT -1::BIGINT';
+         CREATE FUNCTION relay_q_of_version_17(BIGINT) RETURNS TABLE(relay_c0 BIGINT)
+             LANGUAGE sql AS 'SELECT $1';
          UPDATE relay_schema SET version = 17;",
     )
     .unwrap();
@@ -1288,6 +1291,14 @@ fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
         .unwrap()
         .get(0);
     assert_eq!(functions, 1, "one relay_submit");
+    let stale: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_proc WHERE proname = 'relay_q_of_version_17'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(stale, 0, "the statement functions of the version before are dropped");
     let id: i64 = c
         .query_one("SELECT relay_submit('q', 'k', '', p_group => 'g')", &[])
         .unwrap()
