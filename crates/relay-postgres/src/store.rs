@@ -124,6 +124,33 @@ impl PgStore {
 fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
     rows.iter()
         .map(|row| {
+            // A page of heads (job_ready.sql, job_fair_after.sql): the
+            // head's key after the job's columns.
+            let head = if row.len() > 28 {
+                let turn: Option<i64> = decode::col(row, 25, "head_turn", None)?;
+                let id: Option<i64> = decode::col(row, 26, "head_id", None)?;
+                turn.zip(id).map(|(t, i)| (t, JobId(i)))
+            } else {
+                None
+            };
+            if let (Some((turn, head_id)), None) = (head, decode::col::<Option<i64>>(row, 0, "id", None)?) {
+                // Every READY job of the head's group is held by other
+                // transactions (or none is left): the head's key only.
+                let group: String = decode::col(row, 27, "head_grp", Some(head_id))?;
+                return Ok(ReadyRow {
+                    candidate: Candidate {
+                        id: head_id,
+                        priority: decode::priority(row, 28, Some(head_id))?,
+                        ready_at: Timestamp::from_millis(0),
+                    },
+                    job: None,
+                    turn: Some(relay_store::Turn {
+                        head,
+                        held: true,
+                        ..relay_store::Turn::new(turn, group)
+                    }),
+                });
+            }
             let id = JobId(decode::col(row, 0, "id", None)?);
             let candidate = Candidate {
                 id,
@@ -134,7 +161,10 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
                 decode::col::<Option<i64>>(row, 24, "turn", Some(id))?,
                 decode::col::<Option<String>>(row, 23, "grp", Some(id))?,
             ) {
-                (Some(turn), Some(group)) => Some(relay_store::Turn { turn, group }),
+                (Some(turn), Some(group)) => Some(relay_store::Turn {
+                    head,
+                    ..relay_store::Turn::new(turn, group)
+                }),
                 _ => None,
             };
             Ok(ReadyRow {
@@ -277,12 +307,10 @@ impl Store for PgStore {
             busy_is_transient: true,
             locks_candidates: true,
             applies_unread: true,
-            // Every grouped READY job is a candidate: with heads only, a
-            // group's jobs were claimed by one transaction at a time (a
-            // head another one holds is passed over), and one group
-            // drained at 0.06x (docs/ARCHITECTURE.md, "Groups in the
-            // claim").
-            group_heads: false,
+            // Heads only (relay_group_heads, migrations/0019_group_heads.sql);
+            // a head another transaction holds is read past
+            // (sql/job_ready.sql).
+            group_heads: true,
         }
     }
 
@@ -529,6 +557,27 @@ impl Store for PgStore {
         let rows = self.query(
             self.locking(include_str!("../sql/job_fair_after.sql")),
             &[&queue, &i64::from(priority.get()), &after.0, &after.1 .0, &limit],
+        )?;
+        ready_rows(&rows)
+    }
+
+    fn job_group_next(
+        &mut self,
+        queue: &str,
+        priority: relay_core::Priority,
+        after: &[(&str, i64, JobId)],
+        limit: usize,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        if after.is_empty() {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let groups: Vec<&str> = after.iter().map(|a| a.0).collect();
+        let turns: Vec<i64> = after.iter().map(|a| a.1).collect();
+        let ids: Vec<i64> = after.iter().map(|a| a.2 .0).collect();
+        let rows = self.query(
+            self.locking(include_str!("../sql/job_group_next.sql")),
+            &[&queue, &i64::from(priority.get()), &groups, &turns, &ids, &limit],
         )?;
         ready_rows(&rows)
     }

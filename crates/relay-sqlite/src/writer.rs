@@ -82,7 +82,8 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
             .map_err(map_err)
     }
 
-    fn candidates(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<ReadyRow>, StoreError> {
+    /// Claim candidates; `heads`: grouped rows are their groups' heads.
+    fn candidates(&self, sql: &str, params: impl rusqlite::Params, heads: bool) -> Result<Vec<ReadyRow>, StoreError> {
         let mut st = self.conn().prepare_cached(sql).map_err(map_err)?;
         let mut rows = st.query(params).map_err(map_err)?;
         let mut out = Vec::new();
@@ -93,7 +94,10 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
             let candidate = candidate(row)?;
             let c = Cols::new(row, Some(candidate.id));
             let turn = match (c.opt_int(3, "turn")?, c.opt_text(4, "grp")?) {
-                (Some(turn), Some(group)) => Some(Turn { turn, group }),
+                (Some(turn), Some(group)) => Some(Turn {
+                    head: heads.then_some((turn, candidate.id)),
+                    ..Turn::new(turn, group)
+                }),
                 (None, None) => None,
                 _ => {
                     return Err(StoreError::corrupt(
@@ -509,6 +513,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         self.candidates(
             &crate::sql::JOB_FAIR_AFTER_PAGES[i],
             params![queue, priority.get(), after.0, after.1 .0],
+            true,
         )
     }
 
@@ -525,6 +530,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             out.extend(self.candidates(
                 &crate::sql::JOB_GROUP_NEXT_PAGES[i],
                 params![queue, priority.get(), group, turn, id.0],
+                false,
             )?);
         }
         Ok(out)
@@ -532,7 +538,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
 
     fn job_ready(&mut self, queue: &str, now: Timestamp, limit: usize) -> Result<Vec<ReadyRow>, StoreError> {
         let (i, _) = crate::sql::page(limit);
-        self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()])
+        self.candidates(&crate::sql::JOB_READY_PAGES[i], params![queue, now.as_millis()], true)
     }
 
     fn job_ready_after(
@@ -552,6 +558,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 after.ready_at.as_millis(),
                 after.id.0
             ],
+            false,
         )
     }
 

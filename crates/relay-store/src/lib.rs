@@ -228,6 +228,29 @@ pub struct ReadyRow {
 pub struct Turn {
     pub turn: i64,
     pub group: String,
+    /// Read from a page of heads ([`Store::job_ready`],
+    /// [`Store::job_fair_after`], where [`Behaviour::group_heads`]): the
+    /// head's `(turn, id)`, the page's keyset. The row is the head itself,
+    /// or, where another transaction holds the head, the first job of the
+    /// head's group this one could lock (PostgreSQL). `None` for a row of
+    /// a group's line ([`Store::job_group_next`]) or of a store without
+    /// heads.
+    pub head: Option<(i64, JobId)>,
+    /// No job of the head's group could be locked (all held by other
+    /// transactions): the row is the head's key only, and no candidate.
+    pub held: bool,
+}
+
+impl Turn {
+    /// A row of a group's line, or of a store without heads.
+    pub fn new(turn: i64, group: String) -> Self {
+        Turn {
+            turn,
+            group,
+            head: None,
+            held: false,
+        }
+    }
 }
 
 /// One job's status as [`Store::job_get_statuses`] read it (an error

@@ -1285,7 +1285,7 @@ fn the_upgrade_to_18_replaces_relay_submit_rather_than_adding_a_second() {
     .unwrap();
     let relay = PgDb::fresh_at(url.clone()).open(Options::default()).unwrap();
     let versions: i64 = c.query_one("SELECT version FROM relay_schema", &[]).unwrap().get(0);
-    assert_eq!(versions, 18);
+    assert_eq!(versions, relay_postgres::SCHEMA_VERSION);
     let functions: i64 = c
         .query_one("SELECT count(*) FROM pg_proc WHERE proname = 'relay_submit'", &[])
         .unwrap()
@@ -1361,4 +1361,312 @@ fn through_pgbouncer_a_restart_of_the_pooler_is_survived() {
     }
     let leased = relay.lease(LeaseRequest::new(["q"]).max(100)).unwrap();
     assert!(!leased.is_empty());
+}
+
+/// The heads of `queue`'s groups as relay_group_heads holds them, and as
+/// they are (each group's first READY job of a class by `(turn, id)`).
+fn heads_held_and_true(c: &mut postgres::Client) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+    let held = c
+        .query(
+            "SELECT grp, job FROM relay_group_heads ORDER BY queue, priority, grp",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let truth = c
+        .query(
+            "SELECT grp, id FROM (
+                 SELECT DISTINCT ON (queue, priority, grp) queue, priority, grp, id FROM relay_jobs
+                 WHERE state = 'READY' AND grp IS NOT NULL ORDER BY queue, priority, grp, turn, id) AS h
+             ORDER BY queue, priority, grp",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    (held, truth)
+}
+
+/// A group's head is kept by whichever transaction commits last among
+/// those that changed its READY jobs (migrations/0019_group_heads.sql),
+/// whatever the interleaving: no transaction waits for another before its
+/// commit, and a claim reads past a head another transaction holds.
+#[test]
+fn a_group_keeps_its_head_whatever_the_interleaving() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let grouped = |g: &str| NewJob::new("q", "k", Vec::new()).group(g);
+    let later = |g: &str| grouped(g).delay(Duration::from_secs(3600));
+    let head = |c: &mut postgres::Client, g: &str| -> Option<i64> {
+        c.query_opt("SELECT job FROM relay_group_heads WHERE grp = $1", &[&g])
+            .unwrap()
+            .map(|r| r.get(0))
+    };
+    let mut c1 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut c2 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let leave = "UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000 WHERE id = $1";
+    let enter =
+        "UPDATE relay_jobs SET state = 'READY', ready_at = (extract(epoch FROM now()) * 1000)::BIGINT WHERE id = $1";
+
+    // The head leaves; a job enters while that is uncommitted, and commits
+    // first.
+    let h = relay.submit(grouped("a")).unwrap().0;
+    let j = relay.submit(later("a")).unwrap().0;
+    assert_eq!(head(&mut c1, "a"), Some(h));
+    c1.batch_execute("BEGIN").unwrap();
+    c1.execute(leave, &[&h]).unwrap();
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    c2.batch_execute("COMMIT").unwrap();
+    assert_eq!(
+        head(&mut c1, "a"),
+        Some(h),
+        "the head is still READY to the one that committed"
+    );
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(head(&mut c1, "a"), Some(j), "the job that entered heads the group");
+
+    // A job enters first, behind the head; the head leaves in another
+    // transaction that commits first (seeing no other READY job).
+    let h = relay.submit(grouped("b")).unwrap().0;
+    let j = relay.submit(later("b")).unwrap().0;
+    c2.batch_execute("BEGIN").unwrap();
+    c2.execute(enter, &[&j]).unwrap();
+    c1.batch_execute("BEGIN").unwrap();
+    c1.execute(leave, &[&h]).unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(head(&mut c1, "b"), None, "no READY job left that it could see");
+    c2.batch_execute("COMMIT").unwrap();
+    assert_eq!(
+        head(&mut c1, "b"),
+        Some(j),
+        "the one that committed last headed the group"
+    );
+
+    // A savepoint rolled back takes its note with it; a job deleted while
+    // READY hands the head on.
+    let h = relay.submit(grouped("c")).unwrap().0;
+    let j = relay.submit(grouped("c")).unwrap().0;
+    c1.batch_execute("BEGIN; SAVEPOINT s").unwrap();
+    c1.execute(leave, &[&h]).unwrap();
+    c1.batch_execute("ROLLBACK TO SAVEPOINT s; COMMIT").unwrap();
+    assert_eq!(head(&mut c1, "c"), Some(h));
+    c1.execute("DELETE FROM relay_jobs WHERE id = $1", &[&h]).unwrap();
+    assert_eq!(head(&mut c1, "c"), Some(j));
+
+    // A claim reads past a head another transaction holds: it takes the
+    // next job of the group rather than nothing.
+    let h = relay.submit(grouped("e")).unwrap().0;
+    let n = relay.submit(grouped("e")).unwrap().0;
+    let ids = |got: Vec<relay::LeasedJob>| got.iter().map(|l| l.id.0).collect::<Vec<_>>();
+    c1.batch_execute("BEGIN").unwrap();
+    c1.query("SELECT id FROM relay_jobs WHERE id = $1 FOR UPDATE", &[&h])
+        .unwrap();
+    let got = relay.lease(LeaseRequest::new(["q"]).max(10)).unwrap();
+    let got = ids(got);
+    assert!(got.contains(&n), "read past the held head: {got:?}");
+    assert!(!got.contains(&h));
+    c1.batch_execute("ROLLBACK").unwrap();
+
+    // relay_submit inside a caller's transaction heads its group when that
+    // commits, and everything READY is claimed.
+    c2.batch_execute("BEGIN").unwrap();
+    let s: i64 = c2
+        .query_one("SELECT relay_submit('q', 'k', '', p_group => 'f')", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(head(&mut c1, "f"), None);
+    c2.batch_execute("COMMIT").unwrap();
+    assert_eq!(head(&mut c1, "f"), Some(s));
+    let (held, truth) = heads_held_and_true(&mut c1);
+    assert_eq!(held, truth);
+    let got = ids(relay.lease(LeaseRequest::new(["q"]).max(100)).unwrap());
+    let ready: i64 = c1
+        .query_one("SELECT count(*) FROM relay_jobs WHERE state = 'READY'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(ready, 0, "every READY job claimed ({got:?})");
+    let heads: i64 = c1
+        .query_one("SELECT count(*) FROM relay_group_heads", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(heads, 0, "no head left");
+}
+
+/// Six connections change the READY jobs of four shared groups at once,
+/// each transaction touching its groups in a random order and committing
+/// with others: no transaction waits for another in a circle (no
+/// deadlock), and relay_group_heads ends exactly as the jobs are.
+#[test]
+fn group_heads_stay_right_under_concurrent_writers() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    const THREADS: usize = 6;
+    let groups = ["g0", "g1", "g2", "g3"];
+    // Each thread its own jobs (so no two wait on a job row), of every
+    // group, half READY.
+    let mut owned: Vec<Vec<i64>> = Vec::new();
+    for _ in 0..THREADS {
+        let jobs: Vec<NewJob> = (0..40)
+            .map(|i| {
+                let j = NewJob::new("q", "k", Vec::new()).group(groups[i % groups.len()]);
+                if i % 2 == 0 {
+                    j
+                } else {
+                    j.delay(Duration::from_secs(3600))
+                }
+            })
+            .collect();
+        owned.push(relay.submit_batch(jobs).unwrap().iter().map(|id| id.0).collect());
+    }
+    // Three times: whether the last commits meet is a matter of timing.
+    for wave in 0..3 {
+        let failures = std::sync::Mutex::new(Vec::<String>::new());
+        let barrier = std::sync::Barrier::new(THREADS);
+        std::thread::scope(|s| {
+            for (t, ids) in owned.iter().enumerate() {
+                let url = &url;
+                let failures = &failures;
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                    let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1) ^ ((wave as u64) << 32);
+                    let mut next = |n: usize| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        (seed % n as u64) as usize
+                    };
+                    for round in 0..=60 {
+                        let run = (|| -> Result<(), postgres::Error> {
+                            let mut tx = c.transaction()?;
+                            // The last round of every connection commits at
+                            // once: each reads the heads of its groups while
+                            // the others have not committed.
+                            let last = round == 60;
+                            for _ in 0..if last { 12 } else { 1 + next(6) } {
+                                let id = ids[next(ids.len())];
+                                if next(2) == 0 {
+                                    tx.execute(
+                                        "UPDATE relay_jobs SET state = 'READY',
+                                             ready_at = (extract(epoch FROM now()) * 1000)::BIGINT
+                                         WHERE id = $1 AND state <> 'READY'",
+                                        &[&id],
+                                    )?;
+                                } else {
+                                    tx.execute(
+                                        "UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000
+                                         WHERE id = $1 AND state = 'READY'",
+                                        &[&id],
+                                    )?;
+                                }
+                            }
+                            if last {
+                                barrier.wait();
+                            }
+                            tx.commit()
+                        })();
+                        if let Err(e) = run {
+                            failures.lock().unwrap().push(format!("{e:?}"));
+                        }
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap();
+        assert!(
+            failures.is_empty(),
+            "{} transactions failed: {:?}",
+            failures.len(),
+            &failures[..1]
+        );
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let (held, truth) = heads_held_and_true(&mut c);
+        assert_eq!(held, truth, "relay_group_heads as the jobs are, wave {wave}");
+        assert_eq!(truth.len(), groups.len());
+    }
+}
+
+/// The claim's cost does not grow with the jobs of a group at its
+/// `max_leased_per_group` (docs/ARCHITECTURE.md, "Groups in the claim"):
+/// only the group's head is read, not its line. Counted by PostgreSQL
+/// itself: the entries of the indexes of READY and grouped jobs (the
+/// claim's, the heads', the groups' lines; not the leases' or the primary
+/// key) that the writer's backend read for 300 claims of a
+/// free group beside a held group of 2,000 READY jobs (its turns running
+/// ahead of the free group's, so that a claim reading every grouped READY
+/// job passes over a growing run of them: about 150,000 for these
+/// claims).
+#[test]
+fn a_group_at_its_limit_costs_the_claim_a_few_index_entries() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let grouped = |g: &str| NewJob::new("q", "k", Vec::new()).group(g);
+    {
+        let relay = db.open(Options::default()).unwrap();
+        relay
+            .set_queue_limits(
+                "q",
+                relay::QueueLimits {
+                    max_leased_per_group: Some(1),
+                    ..relay::QueueLimits::default()
+                },
+            )
+            .unwrap();
+        relay
+            .submit_batch((0..2_000).map(|_| grouped("held")).collect())
+            .unwrap();
+        relay
+            .submit_batch((0..2_000).map(|_| grouped("free")).collect())
+            .unwrap();
+        let first = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
+        assert_eq!(first.len(), 2);
+        let free = first.iter().find(|j| j.group.as_deref() == Some("free")).unwrap();
+        relay.ack(free.id, free.token, None).unwrap();
+    }
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // Index entries read on the jobs and heads tables, once the backends
+    // that read them have ended (a backend reports its counts at the
+    // latest when it exits).
+    let mut read = || -> i64 {
+        let mut last = -1;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(200));
+            let n: i64 = c
+                .query_one(
+                    "SELECT coalesce(sum(idx_tup_read), 0)::BIGINT FROM pg_stat_all_indexes
+                     WHERE relname IN ('relay_jobs', 'relay_group_heads')
+                       AND (indexrelname LIKE '%group%' OR indexrelname LIKE '%fair%' OR indexrelname LIKE '%ready%')",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if n == last {
+                return n;
+            }
+            last = n;
+        }
+        last
+    };
+    let before = read();
+    let claims = 300i64;
+    {
+        let relay = db.open(Options::default()).unwrap();
+        for _ in 0..claims {
+            let got = relay.lease(LeaseRequest::new(["q"]).max(1)).unwrap();
+            assert_eq!(got.len(), 1, "the free group's next job");
+            assert_eq!(got[0].group.as_deref(), Some("free"));
+            relay.ack(got[0].id, got[0].token, None).unwrap();
+        }
+    }
+    let entries = read() - before;
+    assert!(
+        entries <= claims * 40,
+        "{entries} index entries read for {claims} claims beside a held group"
+    );
 }

@@ -55,6 +55,18 @@ impl Class {
         self.turns.insert(at, (turn, group));
     }
 
+    /// Notes a row of a page of heads: the page's keyset moves to its
+    /// head. False for a head whose group's jobs other transactions hold
+    /// all (no candidate).
+    fn read_head(&mut self, heads: bool, t: &relay_store::Turn, id: JobId) -> bool {
+        self.heads_after = Some(t.head.unwrap_or((t.turn, id)));
+        if t.held {
+            return false;
+        }
+        self.note_line(heads, t.turn, &t.group, id, true);
+        true
+    }
+
     /// Notes a grouped row read: its group's line has read up to it. (Only
     /// where the store holds heads: elsewhere no line is read.)
     fn note_line(&mut self, heads: bool, turn: i64, group: &str, id: JobId, more: bool) {
@@ -212,12 +224,15 @@ impl Plan<'_> {
             let mut p = usize::from(r.candidate.priority.get()).min(3);
             if let Some(t) = r.turn.take() {
                 p += 4;
+                counts[p] += 1;
                 let class = &mut pool.classes[p];
-                class.heads_after = Some((t.turn, r.candidate.id));
-                class.note_line(heads, t.turn, &t.group, r.candidate.id, true);
+                if !class.read_head(heads, &t, r.candidate.id) {
+                    continue;
+                }
                 class.turns.push((t.turn, t.group));
+            } else {
+                counts[p] += 1;
             }
-            counts[p] += 1;
             pool.classes[p].rows.push(r.candidate);
             self.remember(r);
         }
@@ -361,11 +376,15 @@ impl Plan<'_> {
             let class = &mut self.pools[pi].classes[p];
             // A row without a turn is corrupt: it is read again with its
             // job (and fails alone) rather than merged.
-            let (turn, group) = r.turn.take().map_or((i64::MIN, String::new()), |t| (t.turn, t.group));
-            if turn != i64::MIN {
-                class.heads_after = Some((turn, r.candidate.id));
-                class.note_line(heads, turn, &group, r.candidate.id, true);
-            }
+            let (turn, group) = match r.turn.take() {
+                Some(t) => {
+                    if !class.read_head(heads, &t, r.candidate.id) {
+                        continue;
+                    }
+                    (t.turn, t.group)
+                }
+                None => (i64::MIN, String::new()),
+            };
             class.merge(turn, group, r.candidate);
             self.remember(r);
         }

@@ -1,0 +1,215 @@
+-- Relay schema, version 19: the claim of grouped jobs reads each group's
+-- head (its first READY job of a class) from a table of heads, one row a
+-- group, rather than every grouped READY job. A group at its
+-- max_leased_per_group is then passed over in one row however long its
+-- line, so the claim's cost no longer grows with the jobs of groups at
+-- their limit; the rest of a group's line is read by relay_jobs_group_turn
+-- as the claim takes its jobs (sql/job_group_next.sql).
+--
+-- How the heads stay right with many writers (docs/ARCHITECTURE.md,
+-- "Groups in the claim"): a transaction that changes which jobs of a
+-- group are READY (a job enters READY, leaves it, is deleted while READY)
+-- notes the group (relay_heads_note, by the row triggers below), and when
+-- it commits (a deferred constraint trigger) it takes the noted groups'
+-- advisory locks, all in one order, and then reads each group's first
+-- READY job afresh and writes it into relay_group_heads. The locks are
+-- taken at the commit only, after every other lock the transaction holds,
+-- and nothing is waited for while they are held but the locks after them
+-- in that order: no two transactions ever wait for each other in a circle.
+-- The later of two transactions that change one group reads after the
+-- earlier committed, so the last to commit leaves the group's head as it
+-- is. No job row is locked or written for a head: the triggers only read
+-- relay_jobs. Whatever writes relay_jobs (Relay's batches, relay_submit in
+-- a caller's transaction, an operator's SQL) keeps the heads so.
+CREATE TABLE IF NOT EXISTS relay_group_heads (
+    queue    TEXT   NOT NULL,
+    priority BIGINT NOT NULL,
+    grp      TEXT   NOT NULL,
+    -- The head's turn and id: the claim's order and its pages' keyset.
+    turn     BIGINT NOT NULL,
+    job      BIGINT NOT NULL,
+    PRIMARY KEY (queue, priority, grp)
+);
+-- The claim of grouped jobs: the heads of a class in turn order, one seek
+-- however many groups and jobs there are.
+CREATE INDEX IF NOT EXISTS relay_group_heads_turn ON relay_group_heads (queue, priority, turn, job);
+
+-- The claim no longer reads every grouped READY job in turn order.
+DROP INDEX IF EXISTS relay_jobs_fair;
+DROP INDEX IF EXISTS relay_jobs_group_turn;
+-- Made again last (below): the planner breaks ties between indexes by
+-- their age, and this one, whose first column is only the queue, must lose
+-- them (the triggers' plans are generic, made once per connection, often
+-- while the table is empty and every index looks alike).
+DROP INDEX IF EXISTS relay_jobs_group_wait;
+-- A group's line in a class, in turn order: its head, the claim's reads
+-- past a head another transaction holds and of the line behind a head it
+-- took, and the group's last turn (the next job of the group that becomes
+-- READY in it).
+CREATE INDEX relay_jobs_group_turn ON relay_jobs (queue, priority, grp, turn, id)
+    WHERE state = 'READY' AND grp IS NOT NULL;
+CREATE INDEX relay_jobs_group_wait ON relay_jobs (queue, ready_at)
+    WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND grp IS NOT NULL;
+
+-- The heads of the READY jobs there are now.
+DELETE FROM relay_group_heads;
+INSERT INTO relay_group_heads (queue, priority, grp, turn, job)
+SELECT DISTINCT ON (queue, priority, grp) queue, priority, grp, COALESCE(turn, 0), id
+FROM relay_jobs
+WHERE state = 'READY' AND grp IS NOT NULL
+ORDER BY queue, priority, grp, turn, id;
+
+-- A group's advisory lock (key space 'RHGD', then the group's hash; groups
+-- sharing a hash only wait for each other).
+CREATE OR REPLACE FUNCTION relay_group_lock_key(queue TEXT, priority BIGINT, grp TEXT) RETURNS INTEGER
+LANGUAGE sql IMMUTABLE AS $$ SELECT hashtext(queue || chr(1) || priority::TEXT || chr(1) || grp) $$;
+
+-- Notes a group whose READY jobs this transaction changed, for its commit
+-- (relay_heads_commit). Kept in two transaction-local settings, so that
+-- the note goes with the transaction (or the savepoint) it was made in:
+-- `relay.heads`, the groups as JSON arrays [queue, priority, group]
+-- joined by commas, and `relay.heads_seen`, their md5s, each group noted
+-- once however many of its jobs change (a token of fixed length between
+-- commas matches only itself).
+CREATE OR REPLACE FUNCTION relay_heads_note(q TEXT, p BIGINT, g TEXT) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    key TEXT := jsonb_build_array(q, p, g)::TEXT;
+    token TEXT := md5(key);
+    seen TEXT := COALESCE(current_setting('relay.heads_seen', true), '');
+BEGIN
+    IF seen = '' THEN
+        PERFORM set_config('relay.heads_seen', ',' || token || ',', true);
+        PERFORM set_config('relay.heads', key, true);
+    ELSIF position(',' || token || ',' IN seen) = 0 THEN
+        PERFORM set_config('relay.heads_seen', seen || token || ',', true);
+        PERFORM set_config('relay.heads', current_setting('relay.heads') || ',' || key, true);
+    END IF;
+END
+$$;
+
+-- Gives each group of `keys` (a JSON array of [queue, priority, group])
+-- its head as its READY jobs are now: the groups' locks first, all in one
+-- order, then (a statement of its own, so a new snapshot, which sees every
+-- transaction that changed these groups and committed before the locks
+-- were had) each group's first READY job of its class written into
+-- relay_group_heads, or its row deleted when it has none. Also for an
+-- operator who changed relay_jobs with the triggers off.
+CREATE OR REPLACE FUNCTION relay_heads_fix(keys JSONB) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(1380468548, l.h)
+    FROM (SELECT DISTINCT relay_group_lock_key(e->>0, (e->>1)::BIGINT, e->>2) AS h
+          FROM jsonb_array_elements(keys) AS e
+          ORDER BY 1) AS l;
+    WITH k AS (
+        SELECT DISTINCT e->>0 AS queue, (e->>1)::BIGINT AS priority, e->>2 AS grp
+        FROM jsonb_array_elements(keys) AS e
+    ), f AS MATERIALIZED (
+        SELECT k.queue, k.priority, k.grp, x.turn, x.id
+        FROM k
+        LEFT JOIN LATERAL (
+            SELECT j.turn, j.id FROM relay_jobs j
+            WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = k.queue AND j.priority = k.priority
+              AND j.grp = k.grp
+            ORDER BY j.turn, j.id LIMIT 1
+        ) AS x ON true
+    ), gone AS (
+        DELETE FROM relay_group_heads h USING f
+        WHERE f.id IS NULL AND h.queue = f.queue AND h.priority = f.priority AND h.grp = f.grp
+    )
+    INSERT INTO relay_group_heads (queue, priority, grp, turn, job)
+    SELECT f.queue, f.priority, f.grp, COALESCE(f.turn, 0), f.id FROM f WHERE f.id IS NOT NULL
+    ORDER BY f.queue, f.priority, f.grp
+    ON CONFLICT (queue, priority, grp) DO UPDATE SET turn = EXCLUDED.turn, job = EXCLUDED.job
+    WHERE (relay_group_heads.turn, relay_group_heads.job) IS DISTINCT FROM (EXCLUDED.turn, EXCLUDED.job);
+END
+$$;
+
+-- At the commit (the deferred triggers below, one call for each row they
+-- saw change): the first call sees to every group the transaction noted,
+-- the others find nothing left to do.
+CREATE OR REPLACE FUNCTION relay_heads_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    keys TEXT := COALESCE(current_setting('relay.heads', true), '');
+BEGIN
+    IF keys <> '' THEN
+        PERFORM set_config('relay.heads', '', true);
+        PERFORM set_config('relay.heads_seen', '', true);
+        PERFORM relay_heads_fix(('[' || keys || ']')::JSONB);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- A grouped job that becomes READY takes its turn (as in version 17: one
+-- after its group's last READY job of its class, never before the class's
+-- front, which the heads give) and notes its group.
+CREATE OR REPLACE FUNCTION relay_job_turn() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    last BIGINT;
+    front BIGINT;
+BEGIN
+    SELECT turn INTO last FROM relay_jobs
+    WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
+      AND grp = NEW.grp AND id <> NEW.id
+    ORDER BY turn DESC, id DESC LIMIT 1;
+    SELECT turn INTO front FROM relay_group_heads
+    WHERE queue = NEW.queue AND priority = NEW.priority
+    ORDER BY turn, job LIMIT 1;
+    NEW.turn := GREATEST(last + 1, front, 0);
+    PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
+    RETURN NEW;
+END
+$$;
+
+-- A grouped job that leaves READY (leased, cancelled, made to wait), or
+-- moves to another queue, class or group while READY, or is deleted while
+-- READY, notes its group (and the one it moved to).
+CREATE OR REPLACE FUNCTION relay_job_heads_left() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM relay_heads_note(OLD.queue, OLD.priority, OLD.grp);
+    IF TG_OP = 'UPDATE' AND NEW.state = 'READY' AND NEW.grp IS NOT NULL THEN
+        PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS relay_jobs_heads_leave ON relay_jobs;
+CREATE TRIGGER relay_jobs_heads_leave AFTER UPDATE ON relay_jobs FOR EACH ROW
+    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY'
+          AND (NEW.state <> 'READY' OR NEW.queue <> OLD.queue OR NEW.priority <> OLD.priority
+               OR NEW.grp IS DISTINCT FROM OLD.grp OR NEW.turn IS DISTINCT FROM OLD.turn))
+    EXECUTE FUNCTION relay_job_heads_left();
+DROP TRIGGER IF EXISTS relay_jobs_heads_delete ON relay_jobs;
+CREATE TRIGGER relay_jobs_heads_delete AFTER DELETE ON relay_jobs FOR EACH ROW
+    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY')
+    EXECUTE FUNCTION relay_job_heads_left();
+
+-- At the commit of a transaction that changed a group's READY jobs.
+DROP TRIGGER IF EXISTS relay_jobs_heads_commit_insert ON relay_jobs;
+CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_insert AFTER INSERT ON relay_jobs
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN (NEW.grp IS NOT NULL AND NEW.state = 'READY')
+    EXECUTE FUNCTION relay_heads_commit();
+DROP TRIGGER IF EXISTS relay_jobs_heads_commit_update ON relay_jobs;
+CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_update AFTER UPDATE ON relay_jobs
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN ((OLD.grp IS NOT NULL AND OLD.state = 'READY') OR (NEW.grp IS NOT NULL AND NEW.state = 'READY'))
+    EXECUTE FUNCTION relay_heads_commit();
+DROP TRIGGER IF EXISTS relay_jobs_heads_commit_delete ON relay_jobs;
+CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_delete AFTER DELETE ON relay_jobs
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY')
+    EXECUTE FUNCTION relay_heads_commit();
+
+-- TRUNCATE relay_jobs leaves no head.
+CREATE OR REPLACE FUNCTION relay_heads_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM relay_group_heads;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS relay_jobs_heads_truncate ON relay_jobs;
+CREATE TRIGGER relay_jobs_heads_truncate AFTER TRUNCATE ON relay_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION relay_heads_truncate();
