@@ -575,9 +575,15 @@ fn the_claim_and_the_dependents_read_use_their_indexes() {
          FROM generate_series(1, 50000) AS i;
          INSERT INTO relay_job_deps (parent, child, on_failure)
          SELECT i, CASE WHEN i % 2 = 0 THEN 60000 ELSE i + 1 END, 'cancel' FROM generate_series(1, 50000) AS i;
-         ANALYZE;",
+         INSERT INTO relay_jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
+                                 lease_token, grp)
+         SELECT 'q1', 'k', '', i % 4, 'READY', 0, 3, i, i, 0, 'g' || (i % 1000)
+         FROM generate_series(1, 5000) AS i;",
     )
     .unwrap();
+    // (A statement of its own: the heads are written when the jobs'
+    // transaction commits.)
+    c.batch_execute("ANALYZE;").unwrap();
     let plan = |c: &mut postgres::Client, sql: &str, args: &str| -> String {
         c.batch_execute(&format!("DEALLOCATE ALL; PREPARE s AS {sql}")).unwrap();
         c.query(&format!("EXPLAIN EXECUTE s({args})"), &[])
@@ -605,6 +611,30 @@ fn the_claim_and_the_dependents_read_use_their_indexes() {
             include_str!("../../relay-postgres/sql/job_dependents.sql"),
             "ARRAY[10, 11, 12]::BIGINT[]",
             "relay_job_deps_pkey",
+        ),
+        (
+            "job_ready (the groups' heads)",
+            include_str!("../../relay-postgres/sql/job_ready.sql"),
+            "'q1', 100000, 8, false",
+            "relay_group_heads_turn",
+        ),
+        (
+            "job_fair_after",
+            include_str!("../../relay-postgres/sql/job_fair_after.sql"),
+            "'q1', 1, 3, 500, 8",
+            "relay_group_heads_turn",
+        ),
+        (
+            "job_fair_after (the heads' jobs)",
+            include_str!("../../relay-postgres/sql/job_fair_after.sql"),
+            "'q1', 1, 3, 500, 8",
+            "relay_jobs_group_turn",
+        ),
+        (
+            "job_group_next",
+            include_str!("../../relay-postgres/sql/job_group_next.sql"),
+            "'q1', 1, ARRAY['g1', 'g5'], ARRAY[3, 4]::BIGINT[], ARRAY[500, 501]::BIGINT[], 8",
+            "relay_jobs_group_turn",
         ),
     ];
     for (name, sql, args, index) in cases {
@@ -1669,4 +1699,73 @@ fn a_group_at_its_limit_costs_the_claim_a_few_index_entries() {
         entries <= claims * 40,
         "{entries} index entries read for {claims} claims beside a held group"
     );
+}
+
+/// The group triggers' reads of relay_jobs (migrations/0019_group_heads.sql)
+/// are planned on relay_jobs_group_turn even as generic plans made over an
+/// empty table, which is when a connection first runs them and how they
+/// then stay (the writer forces generic plans): a plan that scans the
+/// queue's grouped jobs (relay_jobs_group_wait, its first column only the
+/// queue, looked as cheap once) would cost every lease and submit of a
+/// group. Each statement as the triggers write it, with NEW's or the key's
+/// columns as parameters.
+#[test]
+fn the_group_triggers_read_relay_jobs_by_its_index_planned_on_an_empty_table() {
+    let url = PgServer::shared().new_database();
+    drop(PgDb::fresh_at(url.clone()).open(Options::default()).unwrap()); // migrates
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("SET plan_cache_mode = force_generic_plan").unwrap();
+    let plan = |c: &mut postgres::Client, sql: &str, args: &str| -> String {
+        c.batch_execute(&format!("DEALLOCATE ALL; PREPARE s AS {sql}")).unwrap();
+        c.query(&format!("EXPLAIN EXECUTE s({args})"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let cases = [
+        (
+            "the group's last turn",
+            "SELECT turn FROM relay_jobs
+             WHERE state = 'READY' AND grp IS NOT NULL AND queue = $1 AND priority = $2 AND grp = $3 AND id <> $4
+             ORDER BY turn DESC, id DESC LIMIT 1",
+            "'q', 1, 'g', 5",
+        ),
+        (
+            "the group's first READY job",
+            "SELECT j.turn, j.id FROM relay_jobs j
+             WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = $1 AND j.priority = $2 AND j.grp = $3
+             ORDER BY j.turn, j.id LIMIT 1",
+            "'q', 1, 'g'",
+        ),
+    ];
+    for (name, sql, args) in cases {
+        let p = plan(&mut c, sql, args);
+        assert!(!p.contains("Seq Scan on relay_jobs"), "{name} scans relay_jobs:\n{p}");
+        assert!(
+            p.contains("relay_jobs_group_turn"),
+            "{name} does not use relay_jobs_group_turn:\n{p}"
+        );
+        assert!(
+            p.lines().any(|l| l.contains("Index Cond") && l.contains("(grp = $3)")),
+            "{name} does not seek its group:\n{p}"
+        );
+        assert!(!p.contains("Sort"), "{name} sorts:\n{p}");
+    }
+    // The migration holds these statements as written here.
+    let migration = include_str!("../../relay-postgres/migrations/0019_group_heads.sql");
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (name, sql) in [
+        (
+            "last",
+            "AND grp = NEW.grp AND id <> NEW.id ORDER BY turn DESC, id DESC LIMIT 1",
+        ),
+        ("first", "AND j.grp = k.grp ORDER BY j.turn, j.id LIMIT 1"),
+    ] {
+        assert!(
+            squash(migration).contains(sql),
+            "the trigger's {name} read changed: check its plan here"
+        );
+    }
 }
