@@ -8,9 +8,10 @@
 --
 -- How the heads stay right with many writers (docs/ARCHITECTURE.md,
 -- "Groups in the claim"): a transaction that changes which jobs of a
--- group are READY (a job enters READY, leaves it, is deleted while READY)
--- notes the group (relay_heads_note, by the row triggers below), and when
--- it commits (a deferred constraint trigger) it takes the noted groups'
+-- group are READY notes the group (relay_heads_note: a job entering READY
+-- by the turn trigger, whatever writes it; one leaving READY by the Relay
+-- batch that takes it out), and when it commits (a deferred constraint
+-- trigger) it takes the noted groups'
 -- advisory locks, all in one order, and then reads each group's first
 -- READY job afresh and writes it into relay_group_heads. The locks are
 -- taken at the commit only, after every other lock the transaction holds,
@@ -19,8 +20,7 @@
 -- The later of two transactions that change one group reads after the
 -- earlier committed, so the last to commit leaves the group's head as it
 -- is. No job row is locked or written for a head: the triggers only read
--- relay_jobs. Whatever writes relay_jobs (Relay's batches, relay_submit in
--- a caller's transaction, an operator's SQL) keeps the heads so.
+-- relay_jobs.
 CREATE TABLE IF NOT EXISTS relay_group_heads (
     queue    TEXT   NOT NULL,
     priority BIGINT NOT NULL,
@@ -64,13 +64,20 @@ ORDER BY queue, priority, grp, turn, id;
 CREATE OR REPLACE FUNCTION relay_group_lock_key(queue TEXT, priority BIGINT, grp TEXT) RETURNS INTEGER
 LANGUAGE sql IMMUTABLE AS $$ SELECT hashtext(queue || chr(1) || priority::TEXT || chr(1) || grp) $$;
 
+-- A row for each transaction that noted a group, until its commit: its
+-- deferred constraint trigger (below) sees to the noted groups then. (No
+-- row lives past its transaction, so the table is unlogged and stays
+-- small.)
+CREATE UNLOGGED TABLE IF NOT EXISTS relay_heads_pending (n BIGINT);
+
 -- Notes a group whose READY jobs this transaction changed, for its commit
 -- (relay_heads_commit). Kept in two transaction-local settings, so that
 -- the note goes with the transaction (or the savepoint) it was made in:
 -- `relay.heads`, the groups as JSON arrays [queue, priority, group]
 -- joined by commas, and `relay.heads_seen`, their md5s, each group noted
 -- once however many of its jobs change (a token of fixed length between
--- commas matches only itself).
+-- commas matches only itself). The transaction's first note also writes
+-- its row of relay_heads_pending, whose trigger runs at the commit.
 CREATE OR REPLACE FUNCTION relay_heads_note(q TEXT, p BIGINT, g TEXT) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -81,6 +88,7 @@ BEGIN
     IF seen = '' THEN
         PERFORM set_config('relay.heads_seen', ',' || token || ',', true);
         PERFORM set_config('relay.heads', key, true);
+        INSERT INTO relay_heads_pending (n) VALUES (1);
     ELSIF position(',' || token || ',' IN seen) = 0 THEN
         PERFORM set_config('relay.heads_seen', seen || token || ',', true);
         PERFORM set_config('relay.heads', current_setting('relay.heads') || ',' || key, true);
@@ -97,50 +105,59 @@ $$;
 -- operator who changed relay_jobs with the triggers off.
 CREATE OR REPLACE FUNCTION relay_heads_fix(keys JSONB) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+    k RECORD;
+    t BIGINT;
+    i BIGINT;
 BEGIN
     PERFORM pg_advisory_xact_lock(1380468548, l.h)
     FROM (SELECT DISTINCT relay_group_lock_key(e->>0, (e->>1)::BIGINT, e->>2) AS h
           FROM jsonb_array_elements(keys) AS e
           ORDER BY 1) AS l;
-    WITH k AS (
-        SELECT DISTINCT e->>0 AS queue, (e->>1)::BIGINT AS priority, e->>2 AS grp
-        FROM jsonb_array_elements(keys) AS e
-    ), f AS MATERIALIZED (
-        SELECT k.queue, k.priority, k.grp, x.turn, x.id
-        FROM k
-        LEFT JOIN LATERAL (
-            SELECT j.turn, j.id FROM relay_jobs j
-            WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = k.queue AND j.priority = k.priority
-              AND j.grp = k.grp
-            ORDER BY j.turn, j.id LIMIT 1
-        ) AS x ON true
-    ), gone AS (
-        DELETE FROM relay_group_heads h USING f
-        WHERE f.id IS NULL AND h.queue = f.queue AND h.priority = f.priority AND h.grp = f.grp
-    )
-    INSERT INTO relay_group_heads (queue, priority, grp, turn, job)
-    SELECT f.queue, f.priority, f.grp, COALESCE(f.turn, 0), f.id FROM f WHERE f.id IS NOT NULL
-    ORDER BY f.queue, f.priority, f.grp
-    ON CONFLICT (queue, priority, grp) DO UPDATE SET turn = EXCLUDED.turn, job = EXCLUDED.job
-    WHERE (relay_group_heads.turn, relay_group_heads.job) IS DISTINCT FROM (EXCLUDED.turn, EXCLUDED.job);
+    -- A group at a time, each statement a seek of relay_jobs_group_turn
+    -- (planned alone: joined to the keys, the planner once read the
+    -- whole class's line for each group).
+    FOR k IN SELECT DISTINCT e->>0 AS queue, (e->>1)::BIGINT AS priority, e->>2 AS grp
+             FROM jsonb_array_elements(keys) AS e
+    LOOP
+        i := NULL;
+        SELECT j.turn, j.id INTO t, i FROM relay_jobs j
+        WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = k.queue AND j.priority = k.priority
+          AND j.grp = k.grp
+        ORDER BY j.turn, j.id LIMIT 1;
+        IF i IS NULL THEN
+            DELETE FROM relay_group_heads h WHERE h.queue = k.queue AND h.priority = k.priority AND h.grp = k.grp;
+        ELSE
+            INSERT INTO relay_group_heads AS h (queue, priority, grp, turn, job)
+            VALUES (k.queue, k.priority, k.grp, COALESCE(t, 0), i)
+            ON CONFLICT (queue, priority, grp) DO UPDATE SET turn = EXCLUDED.turn, job = EXCLUDED.job
+            WHERE (h.turn, h.job) IS DISTINCT FROM (EXCLUDED.turn, EXCLUDED.job);
+        END IF;
+    END LOOP;
 END
 $$;
 
--- At the commit (the deferred triggers below, one call for each row they
--- saw change): the first call sees to every group the transaction noted,
--- the others find nothing left to do.
+-- At the commit of a transaction that noted groups (the deferred trigger
+-- of its relay_heads_pending row): the groups' heads seen to, the notes
+-- and the row cleared (a note made after this, by another deferred
+-- trigger, writes a row of its own, whose trigger runs in turn).
 CREATE OR REPLACE FUNCTION relay_heads_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     keys TEXT := COALESCE(current_setting('relay.heads', true), '');
 BEGIN
+    PERFORM set_config('relay.heads', '', true);
+    PERFORM set_config('relay.heads_seen', '', true);
+    DELETE FROM relay_heads_pending WHERE ctid = NEW.ctid;
     IF keys <> '' THEN
-        PERFORM set_config('relay.heads', '', true);
-        PERFORM set_config('relay.heads_seen', '', true);
         PERFORM relay_heads_fix(('[' || keys || ']')::JSONB);
     END IF;
     RETURN NULL;
 END
 $$;
+DROP TRIGGER IF EXISTS relay_heads_pending_commit ON relay_heads_pending;
+CREATE CONSTRAINT TRIGGER relay_heads_pending_commit AFTER INSERT ON relay_heads_pending
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    EXECUTE FUNCTION relay_heads_commit();
 
 -- A grouped job that becomes READY takes its turn (as in version 17: one
 -- after its group's last READY job of its class, never before the class's
@@ -163,45 +180,24 @@ BEGIN
 END
 $$;
 
--- A grouped job that leaves READY (leased, cancelled, made to wait), or
--- moves to another queue, class or group while READY, or is deleted while
--- READY, notes its group (and the one it moved to).
-CREATE OR REPLACE FUNCTION relay_job_heads_left() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The groups whose READY jobs a Relay batch takes out (leased, cancelled,
+-- made to wait, deleted; one may be its group's head), and those whose
+-- head a claim found with no READY job left: noted by the batch itself
+-- (sql/apply_heads.sql), which knows them from the rows it read. Not by a
+-- trigger: a statement trigger over the transition tables cost 0.76x
+-- lease+ACK on jobs without groups, and a row trigger whose WHEN passes
+-- them over 0.87x (docs/BENCHMARKS.md, "Group heads"). A head left
+-- behind by another program's change is never wrong for the claim, which
+-- takes each group's first READY job whatever the head says; it only
+-- orders the group by an older turn until a claim finds it empty, or the
+-- group's next change, puts it right.
+CREATE OR REPLACE FUNCTION relay_heads_note_all(q TEXT[], p BIGINT[], g TEXT[]) RETURNS BIGINT
+LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM relay_heads_note(OLD.queue, OLD.priority, OLD.grp);
-    IF TG_OP = 'UPDATE' AND NEW.state = 'READY' AND NEW.grp IS NOT NULL THEN
-        PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
-    END IF;
-    RETURN NULL;
+    PERFORM relay_heads_note(k.q, k.p, k.g) FROM unnest(q, p, g) AS k(q, p, g);
+    RETURN cardinality(q);
 END
 $$;
-DROP TRIGGER IF EXISTS relay_jobs_heads_leave ON relay_jobs;
-CREATE TRIGGER relay_jobs_heads_leave AFTER UPDATE ON relay_jobs FOR EACH ROW
-    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY'
-          AND (NEW.state <> 'READY' OR NEW.queue <> OLD.queue OR NEW.priority <> OLD.priority
-               OR NEW.grp IS DISTINCT FROM OLD.grp OR NEW.turn IS DISTINCT FROM OLD.turn))
-    EXECUTE FUNCTION relay_job_heads_left();
-DROP TRIGGER IF EXISTS relay_jobs_heads_delete ON relay_jobs;
-CREATE TRIGGER relay_jobs_heads_delete AFTER DELETE ON relay_jobs FOR EACH ROW
-    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY')
-    EXECUTE FUNCTION relay_job_heads_left();
-
--- At the commit of a transaction that changed a group's READY jobs.
-DROP TRIGGER IF EXISTS relay_jobs_heads_commit_insert ON relay_jobs;
-CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_insert AFTER INSERT ON relay_jobs
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (NEW.grp IS NOT NULL AND NEW.state = 'READY')
-    EXECUTE FUNCTION relay_heads_commit();
-DROP TRIGGER IF EXISTS relay_jobs_heads_commit_update ON relay_jobs;
-CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_update AFTER UPDATE ON relay_jobs
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN ((OLD.grp IS NOT NULL AND OLD.state = 'READY') OR (NEW.grp IS NOT NULL AND NEW.state = 'READY'))
-    EXECUTE FUNCTION relay_heads_commit();
-DROP TRIGGER IF EXISTS relay_jobs_heads_commit_delete ON relay_jobs;
-CREATE CONSTRAINT TRIGGER relay_jobs_heads_commit_delete AFTER DELETE ON relay_jobs
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (OLD.grp IS NOT NULL AND OLD.state = 'READY')
-    EXECUTE FUNCTION relay_heads_commit();
 
 -- TRUNCATE relay_jobs leaves no head.
 CREATE OR REPLACE FUNCTION relay_heads_truncate() RETURNS trigger LANGUAGE plpgsql AS $$

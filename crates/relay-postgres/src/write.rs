@@ -416,6 +416,8 @@ fn jobs_and_events_only(c: &Changes<'_>) -> bool {
 /// Only new jobs and their own events: what `sql/apply_submit.sql` writes.
 pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
     jobs_and_events_only(c)
+        && c.heads.is_empty()
+        && c.heads_unread.is_empty()
         && c.updates.is_empty()
         && c.events
             .iter()
@@ -456,6 +458,9 @@ pub(crate) struct Writes<'a> {
     /// `sql/apply_update_one.sql`, for a batch of one transition and its
     /// one event.
     one: Option<Stmt>,
+    /// `sql/apply_heads.sql` and its columns (`Changes::heads`).
+    heads_st: Option<Stmt>,
+    heads: (Vec<&'a str>, Vec<i64>, Vec<&'a str>, Vec<i64>),
 }
 
 /// The columns of a batch's marks (`sql/apply_marks.sql`), the batch's
@@ -547,16 +552,33 @@ impl<'a> Writes<'a> {
             } else {
                 None
             },
+            heads_st: if c.heads.is_empty() && c.heads_unread.is_empty() {
+                None
+            } else {
+                Some(pipe.stmt(include_str!("../sql/apply_heads.sql"))?)
+            },
+            heads: (
+                c.heads.iter().map(|h| h.0).collect(),
+                c.heads.iter().map(|h| i64::from(h.1.get())).collect(),
+                c.heads.iter().map(|h| h.2).collect(),
+                c.heads_unread.iter().map(|id| id.0).collect(),
+            ),
         })
     }
 
     /// Queue settings, deletes, updates (those taking keys back last),
     /// inserts, dependency edges, events.
     pub(crate) fn reqs(&self) -> Vec<Req<'_>> {
-        if let Some(st) = &self.one {
-            return vec![self.one_req(st)];
-        }
         let mut reqs = Vec::with_capacity(8);
+        // First: the unread jobs' groups are read before they are written.
+        if let Some(st) = &self.heads_st {
+            let h = &self.heads;
+            reqs.push(Req::Write(st, vec![&h.0, &h.1, &h.2, &h.3]));
+        }
+        if let Some(st) = &self.one {
+            reqs.push(self.one_req(st));
+            return reqs;
+        }
         let [queues, deletes, plain, taking, inserts, deps, events] = &self.counts;
         if self.marks.count > 0 {
             reqs.push(Req::Write(&self.marks_st, self.marks.params()));

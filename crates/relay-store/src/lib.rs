@@ -183,6 +183,18 @@ pub struct Changes<'a> {
     /// When the batch was planned: its minute is the one its tallies and
     /// inserts count in.
     pub at: Timestamp,
+    /// Groups (queue, class, group) whose READY jobs this batch takes out
+    /// of READY (leased, cancelled, made to wait, deleted), where the job's
+    /// row was read, and groups whose head a claim found with no READY job
+    /// it could lock ([`Turn::held`]): a store that keeps groups' heads
+    /// apart from the job rows ([`Behaviour::group_heads`] on PostgreSQL)
+    /// sees to their heads when the batch commits. Jobs entering READY are
+    /// the store's own business (a trigger, whatever writes them).
+    pub heads: Vec<(&'a str, Priority, &'a str)>,
+    /// Jobs this batch takes out of READY whose row it did not read (so
+    /// whose group it does not know): a store as for `heads` looks their
+    /// groups up before it writes them.
+    pub heads_unread: Vec<JobId>,
 }
 
 impl Changes<'_> {

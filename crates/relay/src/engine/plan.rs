@@ -16,7 +16,7 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Progress, Timestamp};
+use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Priority, Progress, Timestamp};
 use relay_store::{Changes, EventRow, FieldsWrite, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
@@ -935,6 +935,9 @@ impl<'s> Plan<'s> {
         ch.updates_taking_keys = taking.len();
         ch.updates.append(&mut taking);
         (ch.dependents, ch.settled) = self.dependency_writes();
+        if self.group_heads && self.store.behaviour().locks_candidates {
+            (ch.heads, ch.heads_unread) = heads_left(&self.written, &self.jobs, &self.pools);
+        }
         for ev in &self.events {
             let Some(Slot::Row(e)) = self.jobs.get(&ev.job) else {
                 continue;
@@ -953,6 +956,46 @@ impl<'s> Plan<'s> {
         }
         (ch, self.store)
     }
+}
+
+/// `Changes::heads` and `heads_unread`, where the store keeps groups'
+/// heads apart: the groups whose READY jobs the batch takes out of READY
+/// (the jobs, where their rows were not read), and those whose head a
+/// claim found without a job.
+#[allow(clippy::type_complexity)]
+fn heads_left<'p>(
+    written: &[JobId],
+    jobs: &'p HashMap<JobId, Slot>,
+    pools: &'p [Pool],
+) -> (Vec<(&'p str, Priority, &'p str)>, Vec<JobId>) {
+    let mut out: Vec<(&str, Priority, &str)> = Vec::new();
+    let mut unread = Vec::new();
+    for id in written {
+        let Some(Slot::Row(e)) = jobs.get(id) else {
+            continue;
+        };
+        let was_ready = e.base.is_some_and(|(state, _)| state == JobState::Ready);
+        if !was_ready || (!e.deleted && e.status.state == JobState::Ready) {
+            continue;
+        }
+        match e.row.as_deref() {
+            Some(row) => {
+                if let Some(g) = row.group.as_deref() {
+                    out.push((&row.queue, row.priority, g));
+                }
+            }
+            None => unread.push(*id),
+        }
+    }
+    for pool in pools {
+        for (p, class) in pool.classes.iter().enumerate().skip(CLASSES / 2) {
+            let priority = Priority::ALL[(p - CLASSES / 2).min(3)];
+            out.extend(class.held.iter().map(|g| (pool.queue.as_str(), priority, g.as_str())));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (out, unread)
 }
 
 impl Entry {

@@ -38,6 +38,9 @@ pub(super) struct Class {
     /// line may hold more: the line is read on from that row when the
     /// class's next candidate could stand behind it.
     pending: Vec<(String, i64, JobId)>,
+    /// Groups whose head row came without a job (all held by other
+    /// transactions, or none READY left): see `Changes::heads`.
+    pub(super) held: Vec<String>,
 }
 
 impl Class {
@@ -61,6 +64,7 @@ impl Class {
     fn read_head(&mut self, heads: bool, t: &relay_store::Turn, id: JobId) -> bool {
         self.heads_after = Some(t.head.unwrap_or((t.turn, id)));
         if t.held {
+            self.held.push(t.group.clone());
             return false;
         }
         self.note_line(heads, t.turn, &t.group, id, true);
