@@ -71,55 +71,91 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT hashtext(queue || chr(1) || priority::TEXT |
 CREATE UNLOGGED TABLE IF NOT EXISTS relay_heads_pending (n BIGINT);
 
 -- Notes a group whose READY jobs this transaction changed, for its commit
--- (relay_heads_commit). Kept in two transaction-local settings, so that
--- the note goes with the transaction (or the savepoint) it was made in:
--- `relay.heads`, the groups as JSON arrays [queue, priority, group]
--- joined by commas, and `relay.heads_seen`, their md5s, each group noted
--- once however many of its jobs change (a token of fixed length between
--- commas matches only itself). The transaction's first note also writes
--- its row of relay_heads_pending, whose trigger runs at the commit.
-CREATE OR REPLACE FUNCTION relay_heads_note(q TEXT, p BIGINT, g TEXT) RETURNS void
+-- (relay_heads_commit): `enter` when a job of it entered READY, else only
+-- left it. Kept in transaction-local settings, so that the note goes with
+-- the transaction (or the savepoint) it was made in: `relay.heads` and
+-- `relay.heads_left`, the groups as JSON arrays [queue, priority, group]
+-- joined by commas, and `relay.heads_seen` and `relay.heads_left_seen`,
+-- their md5s, each group noted once on each list however many of its jobs
+-- change (a token of fixed length between commas matches only itself).
+-- The transaction's first note also writes its row of
+-- relay_heads_pending, whose trigger runs at the commit.
+CREATE OR REPLACE FUNCTION relay_heads_note(q TEXT, p BIGINT, g TEXT, enter BOOLEAN DEFAULT true) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     key TEXT := jsonb_build_array(q, p, g)::TEXT;
     token TEXT := md5(key);
-    seen TEXT := COALESCE(current_setting('relay.heads_seen', true), '');
+    list TEXT := CASE WHEN enter THEN 'relay.heads' ELSE 'relay.heads_left' END;
+    seen TEXT := COALESCE(current_setting(list || '_seen', true), '');
 BEGIN
     IF seen = '' THEN
-        PERFORM set_config('relay.heads_seen', ',' || token || ',', true);
-        PERFORM set_config('relay.heads', key, true);
-        INSERT INTO relay_heads_pending (n) VALUES (1);
+        IF COALESCE(current_setting('relay.heads_seen', true), '') = ''
+           AND COALESCE(current_setting('relay.heads_left_seen', true), '') = '' THEN
+            INSERT INTO relay_heads_pending (n) VALUES (1);
+        END IF;
+        PERFORM set_config(list || '_seen', ',' || token || ',', true);
+        PERFORM set_config(list, key, true);
     ELSIF position(',' || token || ',' IN seen) = 0 THEN
-        PERFORM set_config('relay.heads_seen', seen || token || ',', true);
-        PERFORM set_config('relay.heads', current_setting('relay.heads') || ',' || key, true);
+        PERFORM set_config(list || '_seen', seen || token || ',', true);
+        PERFORM set_config(list, current_setting(list) || ',' || key, true);
     END IF;
 END
 $$;
 
--- Gives each group of `keys` (a JSON array of [queue, priority, group])
--- its head as its READY jobs are now: the groups' locks first, all in one
--- order, then (a statement of its own, so a new snapshot, which sees every
--- transaction that changed these groups and committed before the locks
--- were had) each group's first READY job of its class written into
--- relay_group_heads, or its row deleted when it has none. Also for an
--- operator who changed relay_jobs with the triggers off.
-CREATE OR REPLACE FUNCTION relay_heads_fix(keys JSONB) RETURNS void
+-- Gives the groups of `entered` and `left` (JSON arrays of [queue,
+-- priority, group]: groups a job entered READY in, and groups jobs only
+-- left) their heads as their READY jobs are now. The groups' locks first,
+-- all in one order (their hashes): waited for where a job entered READY,
+-- only tried where jobs only left. Then, for each group whose lock it has,
+-- a statement of its own (a new snapshot, which sees every transaction
+-- that changed the group and committed before the lock was had) reads
+-- the group's first READY job and writes it into relay_group_heads, or
+-- deletes the group's row when it has none.
+--
+-- Why a group that jobs only left may be passed over: the transaction
+-- holding its lock is committing a change to it and writes its head from
+-- a snapshot without this transaction's change, so the head it leaves may
+-- be a job this one took, or the group may be left a row with no READY
+-- job. Neither misleads the claim, which takes each group's first READY
+-- job whatever the head says (a row with none is a key-only row, which
+-- the claim notes for its own commit to delete). A group a job entered
+-- must not be passed over: the holder may have seen it empty and deleted
+-- its row, and the job would never be claimed. So lease batches never wait
+-- for one another at their commits (they only take jobs out); batches
+-- that make jobs READY wait for the batches committing the same groups.
+CREATE OR REPLACE FUNCTION relay_heads_fix(entered JSONB, left_only JSONB DEFAULT '[]') RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
+    l RECORD;
     k RECORD;
     t BIGINT;
     i BIGINT;
+    held INTEGER[] := '{}';
 BEGIN
-    PERFORM pg_advisory_xact_lock(1380468548, l.h)
-    FROM (SELECT DISTINCT relay_group_lock_key(e->>0, (e->>1)::BIGINT, e->>2) AS h
-          FROM jsonb_array_elements(keys) AS e
-          ORDER BY 1) AS l;
+    FOR l IN
+        SELECT relay_group_lock_key(e->>0, (e->>1)::BIGINT, e->>2) AS h, bool_or(w) AS wait
+        FROM (SELECT e, true AS w FROM jsonb_array_elements(entered) AS e
+              UNION ALL
+              SELECT e, false FROM jsonb_array_elements(left_only) AS e) AS x
+        GROUP BY 1
+        ORDER BY 1
+    LOOP
+        IF l.wait THEN
+            PERFORM pg_advisory_xact_lock(1380468548, l.h);
+            held := held || l.h;
+        ELSIF pg_try_advisory_xact_lock(1380468548, l.h) THEN
+            held := held || l.h;
+        END IF;
+    END LOOP;
     -- A group at a time, each statement a seek of relay_jobs_group_turn
     -- (planned alone: joined to the keys, the planner once read the
     -- whole class's line for each group).
     FOR k IN SELECT DISTINCT e->>0 AS queue, (e->>1)::BIGINT AS priority, e->>2 AS grp
-             FROM jsonb_array_elements(keys) AS e
+             FROM (SELECT e FROM jsonb_array_elements(entered) AS e
+                   UNION ALL
+                   SELECT e FROM jsonb_array_elements(left_only) AS e) AS x
     LOOP
+        CONTINUE WHEN NOT relay_group_lock_key(k.queue, k.priority, k.grp) = ANY(held);
         i := NULL;
         SELECT j.turn, j.id INTO t, i FROM relay_jobs j
         WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = k.queue AND j.priority = k.priority
@@ -143,13 +179,16 @@ $$;
 -- trigger, writes a row of its own, whose trigger runs in turn).
 CREATE OR REPLACE FUNCTION relay_heads_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    keys TEXT := COALESCE(current_setting('relay.heads', true), '');
+    entered TEXT := COALESCE(current_setting('relay.heads', true), '');
+    left_only TEXT := COALESCE(current_setting('relay.heads_left', true), '');
 BEGIN
     PERFORM set_config('relay.heads', '', true);
     PERFORM set_config('relay.heads_seen', '', true);
+    PERFORM set_config('relay.heads_left', '', true);
+    PERFORM set_config('relay.heads_left_seen', '', true);
     DELETE FROM relay_heads_pending WHERE ctid = NEW.ctid;
-    IF keys <> '' THEN
-        PERFORM relay_heads_fix(('[' || keys || ']')::JSONB);
+    IF entered <> '' OR left_only <> '' THEN
+        PERFORM relay_heads_fix(('[' || entered || ']')::JSONB, ('[' || left_only || ']')::JSONB);
     END IF;
     RETURN NULL;
 END
@@ -194,7 +233,7 @@ $$;
 CREATE OR REPLACE FUNCTION relay_heads_note_all(q TEXT[], p BIGINT[], g TEXT[]) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM relay_heads_note(k.q, k.p, k.g) FROM unnest(q, p, g) AS k(q, p, g);
+    PERFORM relay_heads_note(k.q, k.p, k.g, false) FROM unnest(q, p, g) AS k(q, p, g);
     RETURN cardinality(q);
 END
 $$;
