@@ -232,9 +232,34 @@ $$;
 -- group's next change, puts it right.
 CREATE OR REPLACE FUNCTION relay_heads_note_all(q TEXT[], p BIGINT[], g TEXT[]) RETURNS BIGINT
 LANGUAGE plpgsql AS $$
+DECLARE
+    seen TEXT := COALESCE(current_setting('relay.heads_left_seen', true), '');
+    keys TEXT;
+    tokens TEXT;
+    n BIGINT;
 BEGIN
-    PERFORM relay_heads_note(k.q, k.p, k.g, false) FROM unnest(q, p, g) AS k(q, p, g);
-    RETURN cardinality(q);
+    -- All at once (a note a group cost a batch of 64 some 0.6 ms): the
+    -- groups not noted yet, their keys and tokens appended in one go.
+    SELECT string_agg(x.key, ','), string_agg(x.token, ','), count(*) INTO keys, tokens, n
+    FROM (SELECT DISTINCT y.key, md5(y.key) AS token
+          FROM (SELECT jsonb_build_array(k.q, k.p, k.g)::TEXT AS key FROM unnest(q, p, g) AS k(q, p, g)) AS y) AS x
+    WHERE position(',' || x.token || ',' IN seen) = 0;
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF seen = '' THEN
+        IF COALESCE(current_setting('relay.heads_seen', true), '') = '' THEN
+            INSERT INTO relay_heads_pending (n) VALUES (1);
+        END IF;
+        PERFORM set_config('relay.heads_left_seen', ',' || tokens || ',', true);
+        PERFORM set_config('relay.heads_left', keys, true);
+    ELSE
+        PERFORM set_config('relay.heads_left_seen', seen || tokens || ',', true);
+        PERFORM set_config('relay.heads_left',
+            CASE WHEN COALESCE(current_setting('relay.heads_left', true), '') = '' THEN keys
+                 ELSE current_setting('relay.heads_left') || ',' || keys END, true);
+    END IF;
+    RETURN n;
 END
 $$;
 
