@@ -131,7 +131,19 @@ DECLARE
     t BIGINT;
     i BIGINT;
     held INTEGER[] := '{}';
+    many BOOLEAN := jsonb_array_length(entered) + jsonb_array_length(left_only) > 256;
 BEGIN
+    -- Every fix holds one lock over all groups: shared, or exclusive for a
+    -- transaction that changed more than 256 groups (a bulk submit), which
+    -- then takes no lock a group. (A lock a group for thousands of groups
+    -- would fill the server's lock table, max_locks_per_transaction times
+    -- max_connections entries.) Taken first, before any group's, by every
+    -- fix, so it adds no wait in a circle.
+    IF many THEN
+        PERFORM pg_advisory_xact_lock(1380468549, 0);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(1380468549, 0);
+    END IF;
     FOR l IN
         SELECT relay_group_lock_key(e->>0, (e->>1)::BIGINT, e->>2) AS h, bool_or(w) AS wait
         FROM (SELECT e, true AS w FROM jsonb_array_elements(entered) AS e
@@ -140,6 +152,7 @@ BEGIN
         GROUP BY 1
         ORDER BY 1
     LOOP
+        EXIT WHEN many;
         IF l.wait THEN
             PERFORM pg_advisory_xact_lock(1380468548, l.h);
             held := held || l.h;
@@ -155,14 +168,23 @@ BEGIN
                    UNION ALL
                    SELECT e FROM jsonb_array_elements(left_only) AS e) AS x
     LOOP
-        CONTINUE WHEN NOT relay_group_lock_key(k.queue, k.priority, k.grp) = ANY(held);
+        CONTINUE WHEN NOT many AND NOT relay_group_lock_key(k.queue, k.priority, k.grp) = ANY(held);
         i := NULL;
         SELECT j.turn, j.id INTO t, i FROM relay_jobs j
         WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = k.queue AND j.priority = k.priority
           AND j.grp = k.grp
         ORDER BY j.turn, j.id LIMIT 1;
         IF i IS NULL THEN
-            DELETE FROM relay_group_heads h WHERE h.queue = k.queue AND h.priority = k.priority AND h.grp = k.grp;
+            -- Only where this statement's snapshot is fresh: a REPEATABLE
+            -- READ or SERIALIZABLE caller reads as of its start, and may
+            -- not see a job that entered READY since (a row left behind is
+            -- harmless; a group with READY jobs and no row is not). Its
+            -- upsert below may fail with 40001 when another transaction
+            -- changed the group's row since it began: the caller retries,
+            -- as at those levels it must.
+            IF current_setting('transaction_isolation') = 'read committed' THEN
+                DELETE FROM relay_group_heads h WHERE h.queue = k.queue AND h.priority = k.priority AND h.grp = k.grp;
+            END IF;
         ELSE
             INSERT INTO relay_group_heads AS h (queue, priority, grp, turn, job)
             VALUES (k.queue, k.priority, k.grp, COALESCE(t, 0), i)

@@ -209,6 +209,8 @@ impl Changes<'_> {
             && self.events.is_empty()
             && self.marks.is_empty()
             && self.fields.is_empty()
+            && self.heads.is_empty()
+            && self.heads_unread.is_empty()
     }
 }
 

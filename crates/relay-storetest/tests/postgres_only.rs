@@ -1395,7 +1395,9 @@ fn through_pgbouncer_a_restart_of_the_pooler_is_survived() {
 
 /// The heads of `queue`'s groups as relay_group_heads holds them, and as
 /// they are (each group's first READY job of a class by `(turn, id)`).
-fn heads_held_and_true(c: &mut postgres::Client) -> (Vec<(String, i64)>, Vec<(String, i64)>) {
+type Heads = Vec<(String, i64)>;
+
+fn heads_held_and_true(c: &mut postgres::Client) -> (Heads, Heads) {
     let held = c
         .query(
             "SELECT grp, job FROM relay_group_heads ORDER BY queue, priority, grp",
@@ -1527,20 +1529,43 @@ fn a_group_keeps_its_head_whatever_the_interleaving() {
     relay.delete(relay::JobId(h)).unwrap();
     assert_eq!(head(&mut c1, "c"), Some(j), "deleted by Relay");
 
+    // A note made in a savepoint that is rolled back goes with it, and a
+    // note after it is still seen to at the commit.
+    let s1 = relay.submit(later("s1")).unwrap().0;
+    let s2 = relay.submit(later("s2")).unwrap().0;
+    c1.batch_execute("BEGIN; SAVEPOINT s").unwrap();
+    c1.execute(enter, &[&s1]).unwrap();
+    c1.batch_execute("ROLLBACK TO SAVEPOINT s").unwrap();
+    c1.execute(enter, &[&s2]).unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    assert_eq!(head(&mut c1, "s1"), None);
+    assert_eq!(head(&mut c1, "s2"), Some(s2), "the note after the rolled back one");
+
     // Another program takes the last READY job of a group out without
     // noting it: the head is left behind, and the first claim that finds
-    // it empty puts it right.
-    let h = relay.submit(grouped("d")).unwrap().0;
+    // it empty puts it right, though it leases nothing (the queue holds
+    // nothing else).
+    let d = NewJob::new("other", "k", Vec::new()).group("d");
+    let h = relay.submit(d).unwrap().0;
     c1.execute(
         "UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000 WHERE id = $1",
         &[&h],
     )
     .unwrap();
     assert_eq!(head(&mut c1, "d"), Some(h), "left behind");
-    relay.lease(LeaseRequest::new(["q"]).max(100)).unwrap();
+    assert!(relay.lease(LeaseRequest::new(["other"]).max(100)).unwrap().is_empty());
     assert_eq!(head(&mut c1, "d"), None, "put right by the claim");
     c1.execute(enter, &[&h]).unwrap();
     assert_eq!(head(&mut c1, "d"), Some(h));
+
+    // A transaction that changes more groups than a lock each would allow
+    // (a bulk submit) heads them all.
+    let many: Vec<NewJob> = (0..300)
+        .map(|i| NewJob::new("bulk", "k", Vec::new()).group(format!("m{i}")))
+        .collect();
+    relay.submit_batch(many).unwrap();
+    let (held, truth) = heads_held_and_true(&mut c1);
+    assert_eq!(held, truth, "after a submit of 300 groups");
 
     // A claim reads past a head another transaction holds: it takes the
     // next job of the group rather than nothing.
@@ -1556,6 +1581,24 @@ fn a_group_keeps_its_head_whatever_the_interleaving() {
     assert!(!got.contains(&h));
     c1.batch_execute("ROLLBACK").unwrap();
 
+    // The job read past a held head stands at its own turn among the
+    // other groups' heads: behind another group's first job of an earlier
+    // turn, though its group's head comes first in the page.
+    let rp = |g: &str| NewJob::new("rp", "k", Vec::new()).group(g);
+    let h = relay.submit(rp("e1")).unwrap().0; // turn 0
+    let n = relay.submit(rp("e1")).unwrap().0; // turn 1
+    let k = relay.submit(rp("e2")).unwrap().0; // turn 0
+    c1.batch_execute("BEGIN").unwrap();
+    c1.query("SELECT id FROM relay_jobs WHERE id = $1 FOR UPDATE", &[&h])
+        .unwrap();
+    let got = ids(relay.lease(LeaseRequest::new(["rp"]).max(2)).unwrap());
+    assert_eq!(
+        got,
+        [k, n],
+        "turn 0 before the held group's turn 1, in the order claimed"
+    );
+    c1.batch_execute("ROLLBACK").unwrap();
+
     // relay_submit inside a caller's transaction heads its group when that
     // commits, and everything READY is claimed.
     c2.batch_execute("BEGIN").unwrap();
@@ -1568,14 +1611,17 @@ fn a_group_keeps_its_head_whatever_the_interleaving() {
     assert_eq!(head(&mut c1, "f"), Some(s));
     let (held, truth) = heads_held_and_true(&mut c1);
     assert_eq!(held, truth);
-    let got = ids(relay.lease(LeaseRequest::new(["q"]).max(100)).unwrap());
+    let got = ids(relay.lease(LeaseRequest::new(["q", "other", "rp"]).max(100)).unwrap());
     let ready: i64 = c1
-        .query_one("SELECT count(*) FROM relay_jobs WHERE state = 'READY'", &[])
+        .query_one(
+            "SELECT count(*) FROM relay_jobs WHERE state = 'READY' AND queue <> 'bulk'",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert_eq!(ready, 0, "every READY job claimed ({got:?})");
     let heads: i64 = c1
-        .query_one("SELECT count(*) FROM relay_group_heads", &[])
+        .query_one("SELECT count(*) FROM relay_group_heads WHERE queue <> 'bulk'", &[])
         .unwrap()
         .get(0);
     assert_eq!(heads, 0, "no head left");
@@ -1709,15 +1755,18 @@ fn group_heads_stay_right_under_concurrent_writers() {
 /// The claim's cost does not grow with the jobs of a group at its
 /// `max_leased_per_group` (docs/ARCHITECTURE.md, "Groups in the claim"):
 /// only the group's head is read, not its line. Counted by PostgreSQL
-/// itself: the entries of the indexes of READY and grouped jobs (the
-/// claim's, the heads', the groups' lines; not the leases' or the primary
-/// key) that the writer's backend read for 600 claims of a
-/// free group beside a held group of 2,000 READY jobs (its turns running
-/// ahead of the free group's, so that a claim reading every grouped READY
-/// job passes over a growing run of them: about 200,000 for these
-/// claims; the count grows with the square of the claims).
+/// itself: the live rows fetched through the indexes of READY and grouped
+/// jobs (the claim's, the heads', the groups' lines; not the leases' or
+/// the primary key) by the writer's backend for 600 claims of a free group
+/// beside a held group of 2,000 READY jobs (its turns running ahead of the
+/// free group's, so that a claim reading every grouped READY job passes
+/// over a growing run of them; the count grows with the square of the
+/// claims). Live rows, not index entries: the entries of jobs already
+/// taken stay in the indexes until a vacuum, and are passed over or not
+/// as other transactions on the server let them be marked dead (168,220
+/// entries in one run beside other tests, 6,002 alone).
 #[test]
-fn a_group_at_its_limit_costs_the_claim_a_few_index_entries() {
+fn a_group_at_its_limit_costs_the_claim_a_few_rows() {
     let url = PgServer::shared().new_database();
     let db = PgDb::fresh_at(url.clone());
     let grouped = |g: &str| NewJob::new("q", "k", Vec::new()).group(g);
@@ -1748,12 +1797,26 @@ fn a_group_at_its_limit_costs_the_claim_a_few_index_entries() {
     // that read them have ended (a backend reports its counts at the
     // latest when it exits).
     let mut read = || -> i64 {
+        // Once the other backends of the database have ended.
+        for _ in 0..100 {
+            let others: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if others == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let mut last = -1;
         for _ in 0..50 {
             std::thread::sleep(Duration::from_millis(200));
             let n: i64 = c
                 .query_one(
-                    "SELECT coalesce(sum(idx_tup_read), 0)::BIGINT FROM pg_stat_all_indexes
+                    "SELECT coalesce(sum(idx_tup_fetch), 0)::BIGINT FROM pg_stat_all_indexes
                      WHERE relname IN ('relay_jobs', 'relay_group_heads')
                        AND (indexrelname LIKE '%group%' OR indexrelname LIKE '%fair%' OR indexrelname LIKE '%ready%')",
                     &[],
@@ -1779,10 +1842,10 @@ fn a_group_at_its_limit_costs_the_claim_a_few_index_entries() {
         }
     }
     let entries = read() - before;
-    eprintln!("{entries} index entries read for {claims} claims");
+    eprintln!("{entries} rows fetched for {claims} claims");
     assert!(
         entries <= claims * 80,
-        "{entries} index entries read for {claims} claims beside a held group"
+        "{entries} rows fetched for {claims} claims beside a held group"
     );
 }
 

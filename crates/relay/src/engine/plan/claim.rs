@@ -62,7 +62,8 @@ impl Class {
     /// head. False for a head whose group's jobs other transactions hold
     /// all (no candidate).
     fn read_head(&mut self, heads: bool, t: &relay_store::Turn, id: JobId) -> bool {
-        self.heads_after = Some(t.head.unwrap_or((t.turn, id)));
+        let key = t.head.unwrap_or((t.turn, id));
+        self.heads_after = Some(self.heads_after.map_or(key, |h| h.max(key)));
         if t.held {
             self.held.push(t.group.clone());
             return false;
@@ -233,11 +234,13 @@ impl Plan<'_> {
                 if !class.read_head(heads, &t, r.candidate.id) {
                     continue;
                 }
-                class.turns.push((t.turn, t.group));
+                // By (turn, id): a row read past a head another
+                // transaction holds stands at its own, later turn.
+                class.merge(t.turn, t.group, r.candidate);
             } else {
                 counts[p] += 1;
+                pool.classes[p].rows.push(r.candidate);
             }
-            pool.classes[p].rows.push(r.candidate);
             self.remember(r);
         }
         for (c, n) in pool.classes.iter_mut().zip(counts) {
