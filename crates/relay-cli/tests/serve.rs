@@ -193,8 +193,11 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         let token = lease.split('\t').nth(1).unwrap().to_owned();
         let (code, snoozed, err) = run(remote, &["release", "2", "--token", &token, "--in", "10m"]);
         assert_eq!(code, Some(0), "{err}");
+        // 9 min once a millisecond has passed since the release; 10 when
+        // the answer comes within the same one (seen in a fresh-clone CI run).
         assert!(
-            snoozed.starts_with("job 2 SCHEDULED, runs in 9 min ("),
+            snoozed.starts_with("job 2 SCHEDULED, runs in 9 min (")
+                || snoozed.starts_with("job 2 SCHEDULED, runs in 10 min ("),
             "remote={remote}: {snoozed}"
         );
         assert_eq!(run(remote, &["lease", "--queue", "later"]).1, "", "remote={remote}");

@@ -1930,3 +1930,77 @@ fn the_group_triggers_read_relay_jobs_by_its_index_planned_on_an_empty_table() {
         );
     }
 }
+
+/// A caller at REPEATABLE READ reads as of its start, at its commit too:
+/// its fix never deletes a head row (here its snapshot shows the group
+/// empty while another transaction made a job READY since), and a grouped
+/// `relay_submit` whose group's row changed since it began fails with
+/// 40001, to be retried, leaving nothing behind.
+#[test]
+fn a_repeatable_read_caller_never_leaves_a_group_without_its_head() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let head = |c: &mut postgres::Client, g: &str| -> Option<i64> {
+        c.query_opt("SELECT job FROM relay_group_heads WHERE grp = $1", &[&g])
+            .unwrap()
+            .map(|r| r.get(0))
+    };
+    let mut c1 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut c2 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+
+    // The last READY job of the group is taken out by a REPEATABLE READ
+    // transaction whose snapshot predates another job entering READY.
+    let h = relay.submit(NewJob::new("q", "k", Vec::new()).group("g")).unwrap().0;
+    c1.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1 FROM relay_jobs LIMIT 1")
+        .unwrap();
+    let j = relay.submit(NewJob::new("q", "k", Vec::new()).group("g")).unwrap().0;
+    c1.query(
+        "WITH t AS (UPDATE relay_jobs SET state = 'SCHEDULED', ready_at = ready_at + 3600000
+                    WHERE id = $1 RETURNING queue, priority, grp)
+         SELECT relay_heads_note_all(array_agg(queue), array_agg(priority), array_agg(grp)) FROM t",
+        &[&h],
+    )
+    .unwrap();
+    c1.batch_execute("COMMIT").unwrap();
+    assert!(head(&mut c2, "g").is_some(), "the group keeps a head row");
+    let got: Vec<i64> = relay
+        .lease(LeaseRequest::new(["q"]).max(10))
+        .unwrap()
+        .iter()
+        .map(|l| l.id.0)
+        .collect();
+    assert_eq!(got, [j]);
+
+    // A grouped relay_submit at REPEATABLE READ, the group's row changed
+    // since the transaction began.
+    let k = relay.submit(NewJob::new("q", "k", Vec::new()).group("h")).unwrap().0;
+    c1.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1 FROM relay_jobs LIMIT 1")
+        .unwrap();
+    relay.submit(NewJob::new("q", "k", Vec::new()).group("h")).unwrap();
+    relay.lease(LeaseRequest::new(["q"]).max(1)).unwrap(); // takes k: the row changes
+    c1.query("SELECT relay_submit('q', 'k', '', p_group => 'h')", &[])
+        .unwrap();
+    let end = c1.batch_execute("COMMIT");
+    if let Err(e) = &end {
+        assert_eq!(
+            e.code(),
+            Some(&postgres::error::SqlState::T_R_SERIALIZATION_FAILURE),
+            "{e}"
+        );
+    }
+    let ready: i64 = c2
+        .query_one(
+            "SELECT count(*) FROM relay_jobs WHERE grp = 'h' AND state = 'READY'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        ready,
+        if end.is_ok() { 2 } else { 1 },
+        "k taken, the other READY, and the submit if committed"
+    );
+    assert!(head(&mut c2, "h").is_some(), "group h keeps a head row");
+    let _ = k;
+}
