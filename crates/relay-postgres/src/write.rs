@@ -4,7 +4,7 @@
 use crate::pipe::{Pipe, Req};
 use crate::stmt::Stmt;
 use relay_core::Timestamp;
-use relay_core::{Keep, Recurrence};
+use relay_core::{JobState, Keep, Recurrence};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
 use tokio_postgres::types::ToSql;
 
@@ -461,6 +461,10 @@ pub(crate) struct Writes<'a> {
     /// `sql/apply_heads.sql` and its columns (`Changes::heads`).
     heads_st: Option<Stmt>,
     heads: (Vec<&'a str>, Vec<i64>, Vec<&'a str>, Vec<i64>),
+    /// `sql/apply_turns.sql` and the jobs the updates make READY, in the
+    /// batch's order, when there are two or more.
+    turns_st: Option<Stmt>,
+    entering: Vec<i64>,
 }
 
 /// The columns of a batch's marks (`sql/apply_marks.sql`), the batch's
@@ -511,6 +515,12 @@ impl<'a> Writes<'a> {
         let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
         let (plain, taking) = c.updates.split_at(split);
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
+        let entering: Vec<i64> = c
+            .updates
+            .iter()
+            .filter(|u| u.status.state == JobState::Ready && u.expect_state != JobState::Ready)
+            .map(|u| u.id.0)
+            .collect();
         Ok(Self {
             queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
             queues: QueueCols::new(&c.queues),
@@ -563,6 +573,12 @@ impl<'a> Writes<'a> {
                 c.heads.iter().map(|h| h.2).collect(),
                 c.heads_unread.iter().map(|id| id.0).collect(),
             ),
+            turns_st: if entering.len() > 1 {
+                Some(pipe.stmt(include_str!("../sql/apply_turns.sql"))?)
+            } else {
+                None
+            },
+            entering,
         })
     }
 
@@ -609,6 +625,9 @@ impl<'a> Writes<'a> {
                 p.extend_from_slice(&[count, &cols.succeeded, &cols.failed, &cols.dead, &self.minute]);
                 reqs.push(Req::Write(&self.update_st, p));
             }
+        }
+        if let Some(st) = &self.turns_st {
+            reqs.push(Req::Write(st, vec![&self.entering]));
         }
         if self.field_count > 0 {
             reqs.push(Req::Write(

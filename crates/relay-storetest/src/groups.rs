@@ -86,6 +86,24 @@ pub fn a_delayed_grouped_job_takes_its_turn_when_it_comes_due(new_db: &NewDb) {
     assert!(next.contains(&"late".to_owned()), "{next:?}");
 }
 
+/// Jobs of one group that come due together take their turns in the
+/// order they came due, not in the order they were submitted: one pass
+/// promotes them all (on PostgreSQL in one statement, whose rows are
+/// written in an order of the server's choosing).
+pub fn jobs_of_a_group_due_together_keep_the_order_they_came_due(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let delays = [40, 10, 30, 20];
+    let ids: Vec<_> = delays
+        .iter()
+        .map(|s| relay.submit(grouped("g").delay(Duration::from_secs(*s))).unwrap())
+        .collect();
+    clock.advance(Duration::from_secs(60));
+    relay.reap_expired().unwrap(); // promotes all four in one pass
+    assert!(ids.iter().all(|id| relay.get(*id).unwrap().state() == JobState::Ready));
+    let order: Vec<_> = (0..4).map(|_| take(&relay, 1).remove(0).id).collect();
+    assert_eq!(order, [ids[1], ids[3], ids[2], ids[0]], "by time due");
+}
+
 /// `max_leased_per_group` bounds each group's unexpired leases across
 /// every Relay on the store; a claim takes other groups' jobs past a group
 /// at its limit; an ended lease frees a slot (within the batch too); an

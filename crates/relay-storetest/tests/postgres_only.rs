@@ -1914,6 +1914,16 @@ fn the_group_triggers_read_relay_jobs_by_its_index_planned_on_an_empty_table() {
         !p.contains("relay_jobs_group_turn"),
         "apply_heads reads the groups' lines:\n{p}"
     );
+    // So does the batch's giving again of the turns it gave.
+    let p = plan(
+        &mut c,
+        include_str!("../../relay-postgres/sql/apply_turns.sql"),
+        "ARRAY[5, 6]::BIGINT[]",
+    );
+    assert!(
+        !p.contains("relay_jobs_group_turn"),
+        "apply_turns reads the groups' lines:\n{p}"
+    );
     // The migration holds these statements as written here.
     let migration = include_str!("../../relay-postgres/migrations/0019_group_heads.sql");
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -2003,4 +2013,13 @@ fn a_repeatable_read_caller_never_leaves_a_group_without_its_head() {
     );
     assert!(head(&mut c2, "h").is_some(), "group h keeps a head row");
     let _ = k;
+}
+
+/// The model with groups on PostgreSQL: a batch's jobs made READY keep
+/// the engine's order in their group (`sql/apply_turns.sql`), as on
+/// SQLite, although one statement writes their rows in an order of the
+/// server's choosing.
+#[test]
+fn matches_the_model_with_groups() {
+    relay_storetest::model::matches_the_model_with_groups(&PgDb::fresh, 150);
 }
