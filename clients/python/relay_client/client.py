@@ -237,6 +237,8 @@ class JobTemplate:
     payload: Payload = None
     priority: Optional[int] = None
     max_attempts: Optional[int] = None
+    #: The group (a tenant) of each tick's job: see :meth:`Client.submit`.
+    group: Optional[str] = None
 
     def body(self) -> Dict[str, Any]:
         b: Dict[str, Any] = {"queue": self.queue, "kind": self.kind}
@@ -245,6 +247,8 @@ class JobTemplate:
             b["priority"] = self.priority
         if self.max_attempts is not None:
             b["max_attempts"] = self.max_attempts
+        if self.group is not None:
+            b["group"] = self.group
         return b
 
 

@@ -135,9 +135,10 @@ def test_schedules_from_put_to_remove(client: Client):
     assert isinstance(made, Schedule)
     assert (made.name, made.cron, made.tz, made.every_ms, made.paused) == ("nightly", "0 3 * * *", "Europe/Paris", None, False)
     assert (made.job.queue, made.job.kind, made.job.payload, made.job.priority) == ("reports", "build", {"full": True}, 2)
-    client.put_schedule("often", JobTemplate("q", "tick", b"\x00raw"), every=60)
+    client.put_schedule("often", JobTemplate("q", "tick", b"\x00raw", group="tenant-7"), every=60)
     assert [s.name for s in client.schedules()] == ["nightly", "often"]
     assert client.schedules()[1].job.payload == b"\x00raw"
+    assert [s.job.group for s in client.schedules()] == [None, "tenant-7"]
     assert client.pause_schedule("often").paused is True
     one = client.get_schedule("often")
     assert (one.name, one.every_ms, one.paused, one.job.payload) == ("often", 60000, True, b"\x00raw")

@@ -273,6 +273,8 @@ export interface JobTemplate {
   payload?: Payload;
   priority?: number;
   maxAttempts?: number;
+  /** The group (a tenant) of each tick's job: see `submit`. */
+  group?: string;
 }
 
 /** A schedule of periodic jobs: `cron` (in `tz`) or `everyMs`, and its times (RFC 3339). */
@@ -878,6 +880,7 @@ export class Client {
     putPayload(template, "payload", job.payload);
     if (job.priority !== undefined) template.priority = job.priority;
     if (job.maxAttempts !== undefined) template.max_attempts = job.maxAttempts;
+    if (job.group !== undefined) template.group = job.group;
     const body: Obj = { job: template };
     if (when.cron !== undefined) body.cron = when.cron;
     if (when.tz !== undefined) body.tz = when.tz;

@@ -98,10 +98,11 @@ test("schedules from put to remove", async () => {
     ["nightly", "0 3 * * *", "Europe/Paris", null, false, null],
   );
   assert.deepEqual(made.job, { queue: "reports", kind: "build", payload: { full: true }, priority: 2, maxAttempts: made.job.maxAttempts });
-  await client.putSchedule("often", { everyMs: 60_000 }, { queue: "q", kind: "tick", payload: new Uint8Array([0, 255]) });
+  await client.putSchedule("often", { everyMs: 60_000 }, { queue: "q", kind: "tick", payload: new Uint8Array([0, 255]), group: "tenant-7" });
   const listed = await client.schedules();
   assert.deepEqual(listed.map((s) => s.name), ["nightly", "often"]);
   assert.deepEqual(listed[1].job.payload, new Uint8Array([0, 255]));
+  assert.deepEqual([listed[0].job.group, listed[1].job.group], [undefined, "tenant-7"]);
   assert.equal((await client.pauseSchedule("often")).paused, true);
   const one = await client.getSchedule("often");
   assert.deepEqual([one.name, one.everyMs, one.paused, one.job.payload], ["often", 60_000, true, new Uint8Array([0, 255])]);

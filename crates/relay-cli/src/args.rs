@@ -184,11 +184,6 @@ pub struct SubmitArgs {
     /// A label to find the job by (`relay jobs --tag`); repeat for more (at most 8).
     #[arg(long)]
     pub tag: Vec<String>,
-    /// The group (a tenant, a customer) the job belongs to: the queue's
-    /// claims take groups in turn, and `relay limit --max-leased-per-group`
-    /// bounds each group's leases.
-    #[arg(long)]
-    pub group: Option<String>,
 }
 
 /// What a job is: for `submit`, and the job a schedule's ticks enqueue.
@@ -206,6 +201,11 @@ pub struct JobArgs {
     /// Attempts before the job is DEAD (default 20).
     #[arg(allow_negative_numbers = true, long)]
     pub max_attempts: Option<u32>,
+    /// The group (a tenant, a customer) the job belongs to: the queue's
+    /// claims take groups in turn, and `relay limit --max-leased-per-group`
+    /// bounds each group's leases.
+    #[arg(long)]
+    pub group: Option<String>,
     /// The payload; `-` reads it from stdin. Empty when omitted.
     pub payload: Option<String>,
 }

@@ -382,7 +382,6 @@ fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {
         depends_on: a.depends_on,
         traceparent: a.traceparent,
         tags: a.tag,
-        group: a.group,
         ..job_args(a.job)?
     })
 }
@@ -407,6 +406,6 @@ fn job_args(a: JobArgs) -> Result<Submit, CliError> {
         on_dependency_failure: wire::DependencyFailure::Cancel,
         traceparent: None,
         tags: Vec::new(),
-        group: None,
+        group: a.group,
     })
 }

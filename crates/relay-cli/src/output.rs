@@ -360,7 +360,10 @@ impl Out {
             } else {
                 v.next_at.clone()
             };
-            let job = format!("{} {}", v.job.queue, v.job.kind);
+            let job = match &v.job.group {
+                Some(g) => format!("{} {} (group {g})", v.job.queue, v.job.kind),
+                None => format!("{} {}", v.job.queue, v.job.kind),
+            };
             self.line(&row([
                 v.name.clone(),
                 when_text(v),

@@ -1143,6 +1143,39 @@ fn the_readme_group_commands_run_as_written() {
     }
     let want: String = shown.iter().map(|l| format!("{l}\n")).collect();
     assert_eq!(printed, want);
+    // Its second block: a schedule with a group, listed (the next tick,
+    // which depends on the day, read as a date-time).
+    let schedules = readme
+        .split("## Groups: a fair share for each tenant")
+        .nth(1)
+        .and_then(|s| s.split("```sh\n").nth(2))
+        .and_then(|s| s.split("```").next())
+        .expect("the README's schedule block");
+    let (mut shown, mut printed) = (Vec::new(), String::new());
+    for line in schedules.lines() {
+        if let Some(out) = line.strip_prefix("# ") {
+            shown.push(out.to_owned());
+            continue;
+        }
+        let args = shell_words(line);
+        let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+        printed = ok(&relay(&db.path, &args));
+    }
+    let tick = |s: &str| -> String {
+        s.split(' ')
+            .map(|w| {
+                if w.len() == 24 && w.ends_with('Z') && w.as_bytes()[10] == b'T' {
+                    "<tick>"
+                } else {
+                    w
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let want: Vec<String> = shown.iter().map(|l| tick(l)).collect();
+    let got: Vec<String> = printed.lines().map(tick).collect();
+    assert_eq!(got, want);
 }
 
 /// A command line as the README writes it: words, and '...' kept whole.

@@ -163,6 +163,8 @@ pub struct Schedule {
     pub priority: Priority,
     /// The attempt budget of each tick's job.
     pub max_attempts: u32,
+    /// The group (a tenant) of each tick's job, if any.
+    pub group: Option<String>,
     /// Ticks while paused enqueue nothing.
     pub paused: bool,
     /// When the schedule was added or last replaced: an interval's ticks

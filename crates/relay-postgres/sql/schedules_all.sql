@@ -1,3 +1,3 @@
 -- Every schedule, by name. Columns as decode::schedule reads them.
-SELECT name, cron, every_ms, tz, queue, kind, payload, priority, max_attempts, paused, created_at, next_at, last_at
+SELECT name, cron, every_ms, tz, queue, kind, payload, priority, max_attempts, paused, created_at, next_at, last_at, grp
 FROM relay_schedules ORDER BY name

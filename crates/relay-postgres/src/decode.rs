@@ -124,7 +124,7 @@ pub(crate) fn finished(row: &Row) -> Result<relay_store::Finished, String> {
 }
 
 /// A `relay_schedules` row: `name, cron, every_ms, tz, queue, kind, payload,
-/// priority, max_attempts, paused, created_at, next_at, last_at`.
+/// priority, max_attempts, paused, created_at, next_at, last_at, grp`.
 pub(crate) fn schedule(row: &Row) -> Result<Schedule, StoreError> {
     relay_store::decode::RawSchedule {
         name: col(row, 0, "schedule name", None)?,
@@ -140,6 +140,7 @@ pub(crate) fn schedule(row: &Row) -> Result<Schedule, StoreError> {
         created_at: col(row, 10, "created_at", None)?,
         next_at: col(row, 11, "next_at", None)?,
         last_at: col(row, 12, "last_at", None)?,
+        group: col(row, 13, "schedule group", None)?,
     }
     .decode()
 }

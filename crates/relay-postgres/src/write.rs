@@ -172,6 +172,7 @@ struct SchedulePut<'a> {
     created_at: i64,
     next_at: i64,
     last_at: Option<i64>,
+    group: Option<&'a str>,
 }
 
 impl<'a> ScheduleRow<'a> {
@@ -194,6 +195,7 @@ impl<'a> ScheduleRow<'a> {
                 created_at: s.created_at.as_millis(),
                 next_at: s.next_at.as_millis(),
                 last_at: s.last_at.map(Timestamp::as_millis),
+                group: s.group.as_deref(),
             }
         });
         Self { name: w.name, put }
@@ -216,6 +218,7 @@ impl<'a> ScheduleRow<'a> {
                 &p.created_at,
                 &p.next_at,
                 &p.last_at,
+                &p.group,
             ],
         }
     }

@@ -401,7 +401,7 @@ fn bulk_actions_by_selection_and_by_filter() {
         .add_schedule(relay::NewSchedule::cron(
             "nightly.report",
             "0 3 * * *",
-            NewJob::new("q", "k", Vec::new()),
+            NewJob::new("q", "k", Vec::new()).group("acme"),
         ))
         .unwrap();
     let page = d.get("/schedules", &h).body;
@@ -409,6 +409,7 @@ fn bulk_actions_by_selection_and_by_filter() {
         page.contains("nightly.report") && page.contains("/schedules/nightly.report/pause"),
         "{page}"
     );
+    assert!(page.contains("group acme"), "the schedule's group: {page}");
     let a = d.post("/schedules/nightly.report/pause", &h, &form(&[("csrf", &csrf)]));
     assert_eq!(a.location.as_deref(), Some("/schedules?done=pause&count=1&failed=0"));
     assert!(d.relay.schedules().unwrap()[0].paused);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 /// Each schema version's migration, in order (applied on open; the plan
@@ -28,6 +28,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0012_scheduled.sql"),
     include_str!("../migrations/0013_groups.sql"),
     include_str!("../migrations/0014_group_heads.sql"),
+    include_str!("../migrations/0015_schedule_groups.sql"),
 ];
 
 /// Where the database lives.

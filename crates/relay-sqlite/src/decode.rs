@@ -207,7 +207,7 @@ pub(crate) fn finished(row: &Row<'_>) -> Result<relay_store::Finished, String> {
 }
 
 /// A `schedules` row: `name, cron, every_ms, tz, queue, kind, payload,
-/// priority, max_attempts, paused, created_at, next_at, last_at`.
+/// priority, max_attempts, paused, created_at, next_at, last_at, grp`.
 pub(crate) fn schedule(row: &Row<'_>) -> Result<Schedule, StoreError> {
     let c = Cols::new(row, None);
     relay_store::decode::RawSchedule {
@@ -226,6 +226,7 @@ pub(crate) fn schedule(row: &Row<'_>) -> Result<Schedule, StoreError> {
         created_at: c.int(10, "created_at")?,
         next_at: c.int(11, "next_at")?,
         last_at: c.opt_int(12, "last_at")?,
+        group: c.opt_text(13, "schedule group")?,
     }
     .decode()
 }

@@ -192,7 +192,8 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 s.paused,
                 s.created_at.as_millis(),
                 s.next_at.as_millis(),
-                s.last_at.map(Timestamp::as_millis)
+                s.last_at.map(Timestamp::as_millis),
+                s.group
             ],
         )
         .map(drop)

@@ -569,6 +569,7 @@ pub struct RawSchedule {
     pub created_at: i64,
     pub next_at: i64,
     pub last_at: Option<i64>,
+    pub group: Option<String>,
 }
 
 impl RawSchedule {
@@ -599,6 +600,7 @@ impl RawSchedule {
             payload: self.payload,
             priority,
             max_attempts,
+            group: self.group,
             paused: self.paused,
             created_at: Timestamp::from_millis(self.created_at),
             next_at: Timestamp::from_millis(self.next_at),

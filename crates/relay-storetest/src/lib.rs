@@ -300,6 +300,7 @@ macro_rules! conformance {
             batches::a_schedule_added_and_removed_in_one_batch,
             batches::a_limit_set_partway_through_a_batch_counts_its_earlier_leases,
             periodic::an_interval_schedule_enqueues_one_job_per_tick,
+            periodic::a_schedules_jobs_carry_its_group,
             periodic::a_cron_schedule_runs_once_a_day_across_daylight_saving_changes,
             periodic::schedules_are_paused_resumed_replaced_and_removed,
             periodic::bad_schedules_are_refused_and_change_nothing,

@@ -85,6 +85,47 @@ pub fn an_interval_schedule_enqueues_one_job_per_tick(new_db: &NewDb) {
     );
 }
 
+/// A schedule's job may carry a group (a tenant): the schedule keeps it
+/// (after reopening too), each tick's job carries it and takes its turn
+/// among the queue's groups, and a group the submit would refuse is
+/// refused here too.
+pub fn a_schedules_jobs_carry_its_group(new_db: &NewDb) {
+    let t0 = Timestamp::from_millis(1_700_000_000_000);
+    let (relay, clock, db, options) = open_at(new_db, t0);
+    let job = NewJob::new("q", "report", b"tick".to_vec()).group("tenant-7");
+    let s = relay
+        .add_schedule(NewSchedule::every("per-tenant", Duration::from_secs(60), job))
+        .unwrap();
+    assert_eq!(s.group.as_deref(), Some("tenant-7"));
+    let bad = NewJob::new("q", "k", Vec::new()).group("x".repeat(300));
+    assert!(matches!(
+        relay.add_schedule(NewSchedule::every("bad", Duration::from_secs(60), bad)),
+        Err(Error::InvalidInput(_))
+    ));
+    drop(relay);
+    let relay = db.open(options).unwrap();
+    assert_eq!(relay.schedules().unwrap()[0].group.as_deref(), Some("tenant-7"), "kept");
+    // A big group's backlog first; the tick's job is taken within a round.
+    relay
+        .submit_batch(
+            (0..50)
+                .map(|_| NewJob::new("q", "k", b"big".to_vec()).group("big"))
+                .collect(),
+        )
+        .unwrap();
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(relay.run_schedules().unwrap(), 1);
+    let got = relay
+        .lease(LeaseRequest::new(["q"]).max(2).lease_for(Duration::from_secs(600)))
+        .unwrap();
+    let tick = got
+        .iter()
+        .find(|j| j.payload == b"tick")
+        .expect("the tick's job in the first round");
+    assert_eq!(tick.group.as_deref(), Some("tenant-7"));
+    assert_eq!(relay.get(tick.id).unwrap().group.as_deref(), Some("tenant-7"));
+}
+
 /// Berlin springs forward on 2026-03-29 and falls back on 2026-10-25; a
 /// 02:30 schedule runs once on each of those days too.
 pub fn a_cron_schedule_runs_once_a_day_across_daylight_saving_changes(new_db: &NewDb) {

@@ -2023,3 +2023,50 @@ fn a_repeatable_read_caller_never_leaves_a_group_without_its_head() {
 fn matches_the_model_with_groups() {
     relay_storetest::model::matches_the_model_with_groups(&PgDb::fresh, 150);
 }
+
+/// An operator's SQL that moves READY jobs to another priority or group
+/// (Relay never does) leaves both lines headed, so every job is still
+/// claimed: the old group's head passes on, the new group gets one
+/// (migrations/0020_schedule_groups.sql). Without the move trigger the
+/// moved jobs' new groups had no head row, and their jobs were never
+/// leased.
+#[test]
+fn a_ready_job_moved_by_sql_to_another_group_or_class_is_still_claimed() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let sub = |g: &str, kind: &str| relay.submit(NewJob::new("q", kind, Vec::new()).group(g)).unwrap().0;
+    let b1 = sub("b", "b1");
+    sub("b", "b2");
+    let d1 = sub("d", "d1");
+    sub("d", "d2");
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.execute("UPDATE relay_jobs SET priority = 3 WHERE id = $1", &[&b1])
+        .unwrap();
+    c.execute("UPDATE relay_jobs SET grp = 'e' WHERE id = $1", &[&d1])
+        .unwrap();
+    c.execute("UPDATE relay_jobs SET grp = NULL WHERE kind = 'd2'", &[])
+        .unwrap();
+    // Every group with READY jobs has its head row, naming its first job.
+    let wrong: Vec<String> = c
+        .query(
+            "SELECT j.queue || '/' || j.priority || '/' || j.grp || ' head ' || coalesce(h.job::TEXT, 'none')
+             FROM (SELECT DISTINCT ON (queue, priority, grp) queue, priority, grp, id FROM relay_jobs
+                   WHERE state = 'READY' AND grp IS NOT NULL ORDER BY queue, priority, grp, turn, id) AS j
+             LEFT JOIN relay_group_heads h USING (queue, priority, grp)
+             WHERE h.job IS DISTINCT FROM j.id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(wrong, Vec::<String>::new());
+    let mut kinds = Vec::new();
+    for _ in 0..10 {
+        let got = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
+        kinds.extend(got.into_iter().map(|l| l.kind));
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["b1", "b2", "d1", "d2"], "every job claimed");
+}

@@ -177,6 +177,7 @@ pub fn schedule(s: &Schedule) -> w::Schedule {
             payload_base64,
             priority: s.priority.get(),
             max_attempts: s.max_attempts,
+            group: s.group.clone(),
         },
         paused: s.paused,
         created_at: time(s.created_at),

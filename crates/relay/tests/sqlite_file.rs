@@ -198,6 +198,84 @@ fn a_version_13_file_keeps_its_groups_lines() {
     assert_eq!(kinds, ["a0", "b0", "a1", "b1", "a2", "b2"]);
 }
 
+/// Each (queue, priority, group) with READY jobs has exactly one head, its
+/// first READY job by (turn, id); the offenders, if any.
+fn heads_wrong(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT queue || '/' || priority || '/' || grp || ': ' || sum(head) || ' heads, first ' ||
+                    (SELECT f.id FROM jobs f WHERE f.state = 'READY' AND f.queue = j.queue
+                       AND f.priority = j.priority AND f.grp = j.grp ORDER BY f.turn, f.id LIMIT 1) ||
+                    ', head ' || coalesce(max(CASE WHEN head = 1 THEN id END), 'none')
+             FROM jobs j WHERE state = 'READY' AND grp IS NOT NULL GROUP BY queue, priority, grp
+             HAVING sum(head) <> 1 OR max(CASE WHEN head = 1 THEN id END) <>
+                    (SELECT f.id FROM jobs f WHERE f.state = 'READY' AND f.queue = j.queue
+                       AND f.priority = j.priority AND f.grp = j.grp ORDER BY f.turn, f.id LIMIT 1)",
+        )
+        .unwrap();
+    st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// Another program that copies a READY grouped row in with its turn (and
+/// no head flag, or one it should not have), or moves a READY job to
+/// another priority or group, leaves every group with exactly one head,
+/// its first job: none of those jobs is left where no claim finds it.
+#[test]
+fn another_programs_rows_leave_every_group_one_head() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let sub = |g: &str, kind: &str| relay.submit(NewJob::new("q", kind, Vec::new()).group(g)).unwrap();
+    sub("a", "a1");
+    let b1 = sub("b", "b1");
+    sub("b", "b2");
+    let d1 = sub("d", "d1");
+    sub("d", "d2");
+    assert_eq!(heads_wrong(&path), Vec::<String>::new());
+    let conn = Connection::open(&path).unwrap();
+    let insert = "INSERT INTO jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at,
+                                    created_at, lease_token, grp, turn, head)
+                  VALUES ('q', ?1, x'', 1, 'READY', 0, 3, 0, 0, 0, ?2, ?3, ?4)";
+    // Before group a's job, without the head flag; alone in a group of
+    // its own; a second head in group b.
+    conn.execute(insert, rusqlite::params!["a0", "a", -5, 0]).unwrap();
+    conn.execute(insert, rusqlite::params!["c0", "c", 7, 0]).unwrap();
+    conn.execute(insert, rusqlite::params!["b9", "b", 99, 1]).unwrap();
+    assert_eq!(heads_wrong(&path), Vec::<String>::new(), "after the inserts");
+    // b's head moved to another class; d's head to another group; one of
+    // d's jobs out of every group.
+    conn.execute("UPDATE jobs SET priority = 3 WHERE id = ?1", [b1.0])
+        .unwrap();
+    conn.execute("UPDATE jobs SET grp = 'e' WHERE id = ?1", [d1.0]).unwrap();
+    assert_eq!(heads_wrong(&path), Vec::<String>::new(), "after the moves");
+    conn.execute("UPDATE jobs SET grp = NULL WHERE kind = 'd2'", [])
+        .unwrap();
+    assert_eq!(heads_wrong(&path), Vec::<String>::new(), "after leaving every group");
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM jobs WHERE grp IS NULL AND head = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 0, "a job in no group heads nothing");
+    conn.execute(
+        "UPDATE job_counts SET n = n + 3 WHERE queue = 'q' AND state = 'READY'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let mut kinds = Vec::new();
+    for _ in 0..20 {
+        let got = relay.lease(LeaseRequest::new(["q"]).max(3)).unwrap();
+        kinds.extend(got.into_iter().map(|l| l.kind));
+    }
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        ["a0", "a1", "b1", "b2", "b9", "c0", "d1", "d2"],
+        "every job claimed"
+    );
+}
+
 #[test]
 fn durability_settings_are_in_force() {
     let (_dir, path) = temp_db();

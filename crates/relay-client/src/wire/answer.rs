@@ -495,6 +495,9 @@ pub struct ScheduledJob {
     pub priority: u8,
     /// Attempts before it is DEAD.
     pub max_attempts: u32,
+    /// Its group (a tenant), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 impl ScheduledJob {

@@ -553,7 +553,7 @@ pub(crate) async fn schedules(
                                 relay::Recurrence::Cron { expr, tz } => { code { (expr) } @if let Some(tz) = tz { " " (tz) } }
                                 relay::Recurrence::Every(d) => { "every " (age(*d)) }
                             } }
-                            td { (sc.queue) " / " (sc.kind) }
+                            td { (sc.queue) " / " (sc.kind) @if let Some(g) = &sc.group { br; small.group { "group " (g) } } }
                             td { (time(sc.next_at)) }
                             td { @if let Some(l) = sc.last_at { (time(l)) } @else { "–" } }
                             td.status { @if sc.paused { span.badge.paused { "PAUSED" } } @else { "active" } }

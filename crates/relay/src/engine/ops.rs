@@ -674,7 +674,7 @@ fn fire(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, mut s: Schedule) -> Result<
         on_dependency_failure: DependencyFailure::Cancel,
         traceparent: None,
         tags: Vec::new(),
-        group: None,
+        group: s.group.clone(),
     };
     let skipped = skipped_ticks(&s, ctx.now)?;
     insert(plan, ctx, &job, Some((&s.name, s.next_at, skipped)))?;
@@ -742,6 +742,7 @@ pub(crate) fn put_schedule(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, new: &Va
         payload: new.job.payload.clone(),
         priority: new.job.priority,
         max_attempts: new.job.max_attempts,
+        group: new.job.group.clone(),
         paused: old.as_ref().is_some_and(|o| o.paused),
         created_at: ctx.now,
         next_at,
