@@ -2,6 +2,35 @@
 -- READY job moved to another group or class keeps both lines headed.
 ALTER TABLE relay_schedules ADD COLUMN IF NOT EXISTS grp TEXT;
 
+-- The turn of a job (p_id) that becomes READY in group p_grp of class
+-- (p_queue, p_priority): one after the group's last READY job of the class,
+-- never before the class's front (the heads give it). As in version 19's
+-- relay_job_turn, which now calls it, and for a job moved between groups.
+CREATE OR REPLACE FUNCTION relay_turn_for(p_queue TEXT, p_priority BIGINT, p_grp TEXT, p_id BIGINT)
+RETURNS BIGINT LANGUAGE plpgsql AS $$
+DECLARE
+    last BIGINT;
+    front BIGINT;
+BEGIN
+    SELECT turn INTO last FROM relay_jobs
+    WHERE state = 'READY' AND grp IS NOT NULL AND queue = p_queue AND priority = p_priority
+      AND grp = p_grp AND id <> p_id
+    ORDER BY turn DESC, id DESC LIMIT 1;
+    SELECT turn INTO front FROM relay_group_heads
+    WHERE queue = p_queue AND priority = p_priority
+    ORDER BY turn, job LIMIT 1;
+    RETURN GREATEST(last + 1, front, 0);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION relay_job_turn() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.turn := relay_turn_for(NEW.queue, NEW.priority, NEW.grp, NEW.id);
+    PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
+    RETURN NEW;
+END
+$$;
+
 -- A READY job moved to another queue, priority or group (Relay never
 -- does: its updates set none of these; an operator's SQL may). Its old
 -- group is noted as one a job left, its new one as one a job entered,
@@ -9,26 +38,16 @@ ALTER TABLE relay_schedules ADD COLUMN IF NOT EXISTS grp TEXT;
 -- then gives both their heads (relay_heads_fix). Without this the new
 -- group could be left with no head, and its jobs never claimed.
 CREATE OR REPLACE FUNCTION relay_job_move() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    last BIGINT;
-    front BIGINT;
 BEGIN
     IF OLD.grp IS NOT NULL THEN
         PERFORM relay_heads_note(OLD.queue, OLD.priority, OLD.grp, false);
     END IF;
     IF NEW.grp IS NULL THEN
         NEW.turn := NULL;
-        RETURN NEW;
+    ELSE
+        NEW.turn := relay_turn_for(NEW.queue, NEW.priority, NEW.grp, NEW.id);
+        PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
     END IF;
-    SELECT turn INTO last FROM relay_jobs
-    WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
-      AND grp = NEW.grp AND id <> NEW.id
-    ORDER BY turn DESC, id DESC LIMIT 1;
-    SELECT turn INTO front FROM relay_group_heads
-    WHERE queue = NEW.queue AND priority = NEW.priority
-    ORDER BY turn, job LIMIT 1;
-    NEW.turn := GREATEST(last + 1, front, 0);
-    PERFORM relay_heads_note(NEW.queue, NEW.priority, NEW.grp);
     RETURN NEW;
 END
 $$;
