@@ -1,88 +1,37 @@
 -- Relay schema, version 15: a schedule's jobs may carry a group, and a
 -- group keeps exactly one head whatever another program writes.
+-- (Relay's own writer runs no triggers: its statements do their work,
+-- src/writer.rs `triggers_off`. These are for every other connection.)
 ALTER TABLE schedules ADD COLUMN grp TEXT;
 
--- Each trigger on jobs costs every insert or update of a job, grouped or
--- not: SQLite runs its program, WHEN clause included, for each row (a
--- frame allocated and freed, measured at some 3.5% of relay-bench's CPU
--- for the four of version 14). So one trigger per kind of write, each
--- doing the work of those before it.
-DROP TRIGGER jobs_turn_insert;
-DROP TRIGGER jobs_turn_update;
-DROP TRIGGER jobs_head_leave;
-
--- A READY grouped job inserted:
--- * without a turn (another program): it takes its turn (one after its
---   group's last READY job of its class, never before the class's front)
---   and heads its group if it had no other READY job of its class;
--- * with its turn already set (Relay's own insert, sql/job_insert_grouped.sql,
---   or another program copying rows): when its head flag disagrees with
---   its place in its group's line (it comes before the group's first
---   READY job, or it is the group's only one, or it claims a head it is
---   not), the flags of the group's first two are set again. Relay's own
---   insert puts the job last, heading only an empty line, so for it this
---   reads one index entry and changes nothing. Without it a copied row
---   could leave its group with no head, and its jobs never claimed.
-CREATE TRIGGER jobs_group_insert AFTER INSERT ON jobs
-WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY'
+-- A READY grouped job inserted with its turn already set (Relay's own
+-- insert, sql/job_insert_grouped.sql, or another program copying rows):
+-- when its head flag disagrees with its place in its group's line (it
+-- comes before the group's first READY job, or it is the group's only
+-- one, or it claims a head it is not), the flags of the group's first two
+-- are set again. Relay's own insert puts the job last, heading only an
+-- empty line, so for it the condition reads one index entry and holds
+-- nothing to do. Without this a copied row could leave its group with no
+-- head, and its jobs never claimed.
+CREATE TRIGGER jobs_head_insert_given AFTER INSERT ON jobs
+WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY' AND NEW.turn IS NOT NULL
+  AND NEW.head IS NOT coalesce(
+      (SELECT NEW.turn < o.turn OR (NEW.turn = o.turn AND NEW.id < o.id)
+       FROM jobs o INDEXED BY jobs_group_turn
+       WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue AND o.priority = NEW.priority
+         AND o.grp = NEW.grp AND o.id <> NEW.id
+       ORDER BY o.turn, o.id LIMIT 1), 1)
 BEGIN
-    UPDATE jobs SET turn = max(
-        coalesce((SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
-                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
-                    AND grp = NEW.grp AND id <> NEW.id), 0),
-        coalesce((SELECT turn FROM jobs INDEXED BY jobs_fair
-                  WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = NEW.queue
-                    AND priority = NEW.priority AND id <> NEW.id
-                  ORDER BY turn, id LIMIT 1), 0)),
-        head = NOT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_group_turn
-                           WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue
-                             AND priority = NEW.priority AND grp = NEW.grp AND id <> NEW.id)
-    WHERE NEW.turn IS NULL AND id = NEW.id;
     UPDATE jobs SET head = (id = (SELECT f.id FROM jobs f INDEXED BY jobs_group_turn
                                   WHERE f.state = 'READY' AND f.grp IS NOT NULL AND f.queue = NEW.queue
                                     AND f.priority = NEW.priority AND f.grp = NEW.grp
                                   ORDER BY f.turn, f.id LIMIT 1))
-    WHERE NEW.turn IS NOT NULL
-      AND NEW.head IS NOT coalesce(
-          (SELECT NEW.turn < o.turn OR (NEW.turn = o.turn AND NEW.id < o.id)
-           FROM jobs o INDEXED BY jobs_group_turn
-           WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue AND o.priority = NEW.priority
-             AND o.grp = NEW.grp AND o.id <> NEW.id
-           ORDER BY o.turn, o.id LIMIT 1), 1)
-      AND (id = NEW.id
-           OR id = (SELECT o.id FROM jobs o INDEXED BY jobs_group_turn
-                    WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue
-                      AND o.priority = NEW.priority AND o.grp = NEW.grp AND o.id <> NEW.id
-                    ORDER BY o.turn, o.id LIMIT 1));
-END;
-
--- A job's state changed:
--- * a grouped job that becomes READY takes its turn and heads its group if
---   it had no other READY job of its class (version 14's jobs_turn_update);
--- * a head that leaves READY (leased, cancelled, made to wait) hands the
---   head to the next of its group's line (version 14's jobs_head_leave).
-CREATE TRIGGER jobs_group_state AFTER UPDATE OF state ON jobs
-WHEN (NEW.grp IS NOT NULL AND NEW.state = 'READY' AND OLD.state <> 'READY')
-  OR (OLD.head = 1 AND OLD.state = 'READY' AND NEW.state <> 'READY' AND OLD.grp IS NOT NULL)
-BEGIN
-    UPDATE jobs SET turn = max(
-        coalesce((SELECT max(turn) + 1 FROM jobs INDEXED BY jobs_group_turn
-                  WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue AND priority = NEW.priority
-                    AND grp = NEW.grp AND id <> NEW.id), 0),
-        coalesce((SELECT turn FROM jobs INDEXED BY jobs_fair
-                  WHERE state = 'READY' AND grp IS NOT NULL AND head = 1 AND queue = NEW.queue
-                    AND priority = NEW.priority AND id <> NEW.id
-                  ORDER BY turn, id LIMIT 1), 0)),
-        head = NOT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_group_turn
-                           WHERE state = 'READY' AND grp IS NOT NULL AND queue = NEW.queue
-                             AND priority = NEW.priority AND grp = NEW.grp AND id <> NEW.id)
-    WHERE NEW.grp IS NOT NULL AND NEW.state = 'READY' AND OLD.state <> 'READY' AND id = NEW.id;
-    UPDATE jobs SET head = 1
-    WHERE OLD.head = 1 AND OLD.state = 'READY' AND NEW.state <> 'READY' AND OLD.grp IS NOT NULL
-      AND id = (SELECT id FROM jobs INDEXED BY jobs_group_turn
-                WHERE state = 'READY' AND grp IS NOT NULL AND queue = OLD.queue AND priority = OLD.priority
-                  AND grp = OLD.grp
-                ORDER BY turn, id LIMIT 1);
+    WHERE id IN (SELECT NEW.id
+                 UNION ALL
+                 SELECT * FROM (SELECT o.id FROM jobs o INDEXED BY jobs_group_turn
+                                WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue
+                                  AND o.priority = NEW.priority AND o.grp = NEW.grp AND o.id <> NEW.id
+                                ORDER BY o.turn, o.id LIMIT 1));
 END;
 
 -- A READY job moved to another queue, priority or group (Relay never

@@ -96,6 +96,8 @@ pub fn within<'c>(
         own: None,
         inserted: Vec::new(),
         queues: writer::Queues::default(),
+        triggers_off: false,
+        ungrouped: std::collections::HashSet::new(),
     })
 }
 
@@ -190,6 +192,11 @@ impl Backend for SqliteBackend {
             }
             _ => None,
         };
+        // Its writes do the triggers' work themselves (writer.rs,
+        // `triggers_off`); other connections, other programs' included,
+        // run them.
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
+            .map_err(connection::map_err)?;
         Ok(Box::new(writer::SqliteStore {
             conn,
             syncer,
@@ -199,6 +206,8 @@ impl Backend for SqliteBackend {
             own: Some(Arc::clone(&self.own)),
             inserted: Vec::new(),
             queues: writer::Queues::default(),
+            triggers_off: true,
+            ungrouped: std::collections::HashSet::new(),
         }))
     }
 

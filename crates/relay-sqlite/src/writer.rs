@@ -3,7 +3,7 @@
 
 use crate::connection::map_err;
 use crate::decode::{self, Cols};
-use relay_core::{Candidate, Job, JobId, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
+use relay_core::{Candidate, Job, JobId, JobState, JobStatus, QueueSettings, Recurrence, Schedule, Timestamp};
 use relay_store::{Behaviour, Changes, JobInsert, JobUpdate, ReadyRow, Store, StoreError, Syncer, Turn};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::borrow::Borrow;
@@ -31,6 +31,21 @@ pub(crate) struct SqliteStore<C = Connection> {
     /// The queues of the jobs this transaction read, for the counts (see
     /// [`Queues`]).
     pub(crate) queues: Queues,
+    /// The writer's own connection, on which SQLite runs no triggers
+    /// (`SQLITE_DBCONFIG_ENABLE_TRIGGER` off): SQLite runs a table's
+    /// triggers' programs for every row written, grouped or not, which
+    /// cost relay-bench some 4-7% of its CPU with no group in use
+    /// (docs/BENCHMARKS.md). Its writes then do what the triggers do for
+    /// other programs: a grouped job that becomes READY takes its turn
+    /// (`job_turn_give.sql`), a head that leaves READY or is deleted
+    /// hands the head on (`job_head_pass.sql`), a deleted job's tags go
+    /// (`job_tags_delete.sql`). False inside a caller's transaction,
+    /// whose connection runs the triggers.
+    pub(crate) triggers_off: bool,
+    /// The jobs without a group this transaction read as claim
+    /// candidates: one of them leaving READY hands no head on, so nothing
+    /// is read for it.
+    pub(crate) ungrouped: std::collections::HashSet<i64>,
 }
 
 /// The queue of each job a transaction read (its status, or the whole
@@ -83,8 +98,16 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
     }
 
     /// Claim candidates; `heads`: grouped rows are their groups' heads.
-    fn candidates(&self, sql: &str, params: impl rusqlite::Params, heads: bool) -> Result<Vec<ReadyRow>, StoreError> {
-        let mut st = self.conn().prepare_cached(sql).map_err(map_err)?;
+    fn candidates(
+        &mut self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        heads: bool,
+    ) -> Result<Vec<ReadyRow>, StoreError> {
+        // The connection field alone: those without a group are noted in
+        // `self.ungrouped`.
+        let conn: &Connection = self.conn.borrow();
+        let mut st = conn.prepare_cached(sql).map_err(map_err)?;
         let mut rows = st.query(params).map_err(map_err)?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
@@ -98,7 +121,12 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                     head: heads.then_some((turn, candidate.id)),
                     ..Turn::new(turn, group)
                 }),
-                (None, None) => None,
+                (None, None) => {
+                    if self.triggers_off {
+                        self.ungrouped.insert(candidate.id.0);
+                    }
+                    None
+                }
                 _ => {
                     return Err(StoreError::corrupt(
                         Some(candidate.id),
@@ -138,22 +166,72 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         ];
         let counted = !u.tally.is_zero() || u.expect_state != s.state;
         let known = self.queues.of(u.id);
-        if !counted || known.is_some() {
-            return match self.exec(&crate::sql::JOB_SET_STATUS, params)? {
-                1 => Ok(known.filter(|_| counted).map(str::to_owned)),
-                _ => Err(unmatched(u.id)),
-            };
-        }
-        let mut st = self
-            .conn()
-            .prepare_cached(&crate::sql::JOB_SET_STATUS_QUEUE)
-            .map_err(map_err)?;
-        let mut rows = st.query(params).map_err(map_err)?;
-        let queue = match rows.next().map_err(map_err)? {
-            Some(row) => row.get::<_, String>(0).map_err(map_err)?,
-            None => return Err(unmatched(u.id)),
+        let queue = if !counted || known.is_some() {
+            match self.exec(&crate::sql::JOB_SET_STATUS, params)? {
+                1 => known.filter(|_| counted).map(str::to_owned),
+                _ => return Err(unmatched(u.id)),
+            }
+        } else {
+            let mut st = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_SET_STATUS_QUEUE)
+                .map_err(map_err)?;
+            let mut rows = st.query(params).map_err(map_err)?;
+            match rows.next().map_err(map_err)? {
+                Some(row) => Some(row.get::<_, String>(0).map_err(map_err)?),
+                None => return Err(unmatched(u.id)),
+            }
         };
-        Ok(Some(queue))
+        if self.triggers_off {
+            self.keep_group(u.id, u.expect_state, s.state)?;
+        }
+        Ok(queue)
+    }
+
+    /// What the triggers do for other programs' writes (see
+    /// `triggers_off`), for job `id`, whose state went `from` -> `to`.
+    fn keep_group(&self, id: JobId, from: JobState, to: JobState) -> Result<(), StoreError> {
+        if to == JobState::Ready && from != JobState::Ready {
+            self.exec(&crate::sql::JOB_TURN_GIVE, [id.0])?;
+        } else if from == JobState::Ready && to != JobState::Ready && !self.ungrouped.contains(&id.0) {
+            let row = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_GROUP_OF)
+                .and_then(|mut st| {
+                    st.query_row([id.0], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ))
+                    })
+                    .optional()
+                })
+                .map_err(map_err)?;
+            if let Some((queue, priority, Some(group), head)) = row {
+                self.exec(&crate::sql::JOB_HEAD_PASS, params![queue, priority, group, head])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After job `id` was deleted (see `triggers_off`): its group's head
+    /// passes on if it was the head of READY jobs, and its tags go.
+    fn deleted(&self, id: JobId, gone: &Deleted) -> Result<(), StoreError> {
+        if !self.triggers_off {
+            return Ok(());
+        }
+        if let (true, Some(group)) = (gone.state == "READY", &gone.group) {
+            self.exec(
+                &crate::sql::JOB_HEAD_PASS,
+                params![gone.queue, gone.priority, group, gone.head],
+            )?;
+        }
+        if let Some(tags) = &gone.tags {
+            self.exec(&crate::sql::JOB_TAGS_DELETE, params![id.0, tags])?;
+        }
+        Ok(())
     }
 
     /// Adds a batch's [`Counts`] to the store: one statement per queue
@@ -307,12 +385,19 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 .prepare_cached(&crate::sql::JOB_DELETE_FINISHED)
                 .and_then(|mut st| {
                     st.query_row(params![id.0, finished_at.as_millis()], |r| {
-                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                        ))
                     })
                     .optional()
                 })
                 .map_err(map_err)?;
-            let Some((queue, state)) = gone else { continue };
+            let Some((queue, state, tags)) = gone else { continue };
+            if let (true, Some(tags)) = (self.triggers_off, &tags) {
+                self.exec(&crate::sql::JOB_TAGS_DELETE, params![id.0, tags])?;
+            }
             self.exec(&crate::sql::JOB_EVENTS_DELETE, [id.0])?;
             self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
             counts.gone(&queue, &state);
@@ -326,6 +411,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         self.next_id = None;
         self.inserted.clear();
         self.queues.clear();
+        self.ungrouped.clear();
         if self.nested {
             return self.exec("SAVEPOINT relay_within", []).map(drop);
         }
@@ -681,14 +767,24 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 .conn()
                 .prepare_cached(&crate::sql::JOB_DELETE)
                 .and_then(|mut st| {
-                    st.query_row([id.0], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-                        .optional()
+                    st.query_row([id.0], |r| {
+                        Ok(Deleted {
+                            queue: r.get(0)?,
+                            state: r.get(1)?,
+                            priority: r.get(2)?,
+                            group: r.get(3)?,
+                            head: r.get(4)?,
+                            tags: r.get(5)?,
+                        })
+                    })
+                    .optional()
                 })
                 .map_err(map_err)?;
-            let Some((queue, state)) = gone else {
+            let Some(gone) = gone else {
                 return Err(unmatched(*id));
             };
-            counts.gone(&queue, &state);
+            self.deleted(*id, &gone)?;
+            counts.gone(&gone.queue, &gone.state);
         }
         for id in &c.settled {
             self.exec(&crate::sql::JOB_DEPS_DELETE, [id.0])?;
@@ -734,6 +830,17 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         }
         Ok(())
     }
+}
+
+/// A deleted job's row, as far as the counts, its group's head and its
+/// tags need it (`sql/job_delete.sql`).
+struct Deleted {
+    queue: String,
+    state: String,
+    priority: i64,
+    group: Option<String>,
+    head: i64,
+    tags: Option<String>,
 }
 
 /// What a batch changes in the counts the dashboard reads: per queue, the

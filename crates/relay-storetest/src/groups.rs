@@ -104,6 +104,19 @@ pub fn jobs_of_a_group_due_together_keep_the_order_they_came_due(new_db: &NewDb)
     assert_eq!(order, [ids[1], ids[3], ids[2], ids[0]], "by time due");
 }
 
+/// A group's head that is deleted or cancelled while READY hands the
+/// group on to its next job, so the rest of the line is still claimed, in
+/// order.
+pub fn a_deleted_or_cancelled_head_hands_its_group_on(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let ids: Vec<_> = (0..4).map(|_| relay.submit(grouped("a")).unwrap()).collect();
+    relay.delete(ids[0]).unwrap();
+    relay.cancel(ids[1]).unwrap();
+    let order: Vec<_> = (0..2).map(|_| take(&relay, 1).remove(0).id).collect();
+    assert_eq!(order, [ids[2], ids[3]]);
+    assert!(take(&relay, 1).is_empty());
+}
+
 /// `max_leased_per_group` bounds each group's unexpired leases across
 /// every Relay on the store; a claim takes other groups' jobs past a group
 /// at its limit; an ended lease frees a slot (within the batch too); an

@@ -724,3 +724,41 @@ fn a_corrupt_dependency_edge_fails_neither_its_batch_nor_its_parent() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+/// A deleted job's tag rows go with it, and a pruned one's: on Relay's own
+/// writer, which runs no triggers, its statements delete them (on other
+/// connections the `job_tags_delete` trigger does), so no tag row is left
+/// naming a job that is gone.
+#[test]
+fn a_deleted_or_pruned_jobs_tags_go_with_it() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let tagged = |kind: &str| {
+        relay
+            .submit(NewJob::new("q", kind, Vec::new()).tags(["billing", "eu"]))
+            .unwrap()
+    };
+    let deleted = tagged("deleted");
+    let pruned = tagged("pruned");
+    let kept = tagged("kept");
+    relay.delete(deleted).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(l.id, pruned);
+    relay.ack(l.id, l.token, None).unwrap();
+    relay
+        .set_retention(
+            "q",
+            relay::Retention {
+                succeeded: Some(relay::Keep::For(std::time::Duration::ZERO)),
+                ..relay::Retention::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(relay.prune().unwrap(), 1);
+    let conn = Connection::open(&path).unwrap();
+    let mut st = conn
+        .prepare("SELECT DISTINCT job_id FROM job_tags ORDER BY job_id")
+        .unwrap();
+    let left: Vec<i64> = st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(left, [kept.0], "tag rows of jobs that are gone");
+}

@@ -1,0 +1,4 @@
+-- A deleted job's tags (?2, its JSON array), by the writer's own
+-- connection, which runs no triggers: what job_tags_delete does for other
+-- programs (migrations/0005_tags.sql).
+DELETE FROM job_tags WHERE job_id = ?1 AND tag IN (SELECT value FROM json_each(?2))
