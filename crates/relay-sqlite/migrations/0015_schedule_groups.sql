@@ -4,23 +4,25 @@
 -- src/writer.rs `triggers_off`. These are for every other connection.)
 ALTER TABLE schedules ADD COLUMN grp TEXT;
 
--- A READY grouped job inserted with its turn already set (Relay's own
--- insert, sql/job_insert_grouped.sql, or another program copying rows):
--- when its head flag disagrees with its place in its group's line (it
--- comes before the group's first READY job, or it is the group's only
--- one, or it claims a head it is not), the flags of the group's first two
--- are set again. Relay's own insert puts the job last, heading only an
--- empty line, so for it the condition reads one index entry and holds
--- nothing to do. Without this a copied row could leave its group with no
--- head, and its jobs never claimed.
+-- A READY grouped job inserted with its turn already set (another program
+-- copying rows; Relay's own writer runs no triggers): when its head flag
+-- disagrees with its place in its group's line (it comes before the
+-- group's first READY job, or it is the group's only one, or it claims a
+-- head it is not), or it heads a line that had a head, the flags of the
+-- group's first two are set again. Without this a copied row could leave
+-- its group with no head, and its jobs never claimed, or with two.
 CREATE TRIGGER jobs_head_insert_given AFTER INSERT ON jobs
 WHEN NEW.grp IS NOT NULL AND NEW.state = 'READY' AND NEW.turn IS NOT NULL
-  AND NEW.head IS NOT coalesce(
-      (SELECT NEW.turn < o.turn OR (NEW.turn = o.turn AND NEW.id < o.id)
-       FROM jobs o INDEXED BY jobs_group_turn
-       WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue AND o.priority = NEW.priority
-         AND o.grp = NEW.grp AND o.id <> NEW.id
-       ORDER BY o.turn, o.id LIMIT 1), 1)
+  AND (NEW.head IS NOT coalesce(
+           (SELECT NEW.turn < o.turn OR (NEW.turn = o.turn AND NEW.id < o.id)
+            FROM jobs o INDEXED BY jobs_group_turn
+            WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue AND o.priority = NEW.priority
+              AND o.grp = NEW.grp AND o.id <> NEW.id
+            ORDER BY o.turn, o.id LIMIT 1), 1)
+       OR (NEW.head = 1
+           AND EXISTS (SELECT 1 FROM jobs o INDEXED BY jobs_group_turn
+                       WHERE o.state = 'READY' AND o.grp IS NOT NULL AND o.queue = NEW.queue
+                         AND o.priority = NEW.priority AND o.grp = NEW.grp AND o.id <> NEW.id)))
 BEGIN
     UPDATE jobs SET head = (id = (SELECT f.id FROM jobs f INDEXED BY jobs_group_turn
                                   WHERE f.state = 'READY' AND f.grp IS NOT NULL AND f.queue = NEW.queue

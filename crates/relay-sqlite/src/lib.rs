@@ -195,8 +195,18 @@ impl Backend for SqliteBackend {
         // Its writes do the triggers' work themselves (writer.rs,
         // `triggers_off`); other connections, other programs' included,
         // run them.
-        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
-            .map_err(connection::map_err)?;
+        // Read back, as every setting is: the writer's statements and the
+        // triggers would both do the same work.
+        if conn
+            .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
+            .map_err(connection::map_err)?
+        {
+            return Err(StoreError::Setting {
+                name: "SQLITE_DBCONFIG_ENABLE_TRIGGER",
+                asked: "0".into(),
+                got: "1".into(),
+            });
+        }
         Ok(Box::new(writer::SqliteStore {
             conn,
             syncer,

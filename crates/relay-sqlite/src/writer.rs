@@ -199,17 +199,12 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
                 .prepare_cached(&crate::sql::JOB_GROUP_OF)
                 .and_then(|mut st| {
                     st.query_row([id.0], |r| {
-                        Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, Option<String>>(2)?,
-                            r.get::<_, i64>(3)?,
-                        ))
+                        Ok((loose_text(r, 0), loose_int(r, 1), loose_text(r, 2), loose_int(r, 3)))
                     })
                     .optional()
                 })
                 .map_err(map_err)?;
-            if let Some((queue, priority, Some(group), head)) = row {
+            if let Some((Some(queue), Some(priority), Some(group), Some(head))) = row {
                 self.exec(&crate::sql::JOB_HEAD_PASS, params![queue, priority, group, head])?;
             }
         }
@@ -222,11 +217,10 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         if !self.triggers_off {
             return Ok(());
         }
-        if let (true, Some(group)) = (gone.state == "READY", &gone.group) {
-            self.exec(
-                &crate::sql::JOB_HEAD_PASS,
-                params![gone.queue, gone.priority, group, gone.head],
-            )?;
+        if let (true, Some(group), Some(priority), Some(head)) =
+            (gone.state == "READY", &gone.group, gone.priority, gone.head)
+        {
+            self.exec(&crate::sql::JOB_HEAD_PASS, params![gone.queue, priority, group, head])?;
         }
         if let Some(tags) = &gone.tags {
             self.exec(&crate::sql::JOB_TAGS_DELETE, params![id.0, tags])?;
@@ -771,10 +765,10 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                         Ok(Deleted {
                             queue: r.get(0)?,
                             state: r.get(1)?,
-                            priority: r.get(2)?,
-                            group: r.get(3)?,
-                            head: r.get(4)?,
-                            tags: r.get(5)?,
+                            priority: loose_int(r, 2),
+                            group: loose_text(r, 3),
+                            head: loose_int(r, 4),
+                            tags: loose_text(r, 5),
                         })
                     })
                     .optional()
@@ -834,13 +828,25 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
 
 /// A deleted job's row, as far as the counts, its group's head and its
 /// tags need it (`sql/job_delete.sql`).
+/// Read loosely (a row edited by hand must still be deletable): a value
+/// of the wrong type is `None`, and what needs it is left undone.
 struct Deleted {
     queue: String,
     state: String,
-    priority: i64,
+    priority: Option<i64>,
     group: Option<String>,
-    head: i64,
+    head: Option<i64>,
     tags: Option<String>,
+}
+
+/// Column `i` as an integer, `None` when it is not one.
+fn loose_int(r: &rusqlite::Row<'_>, i: usize) -> Option<i64> {
+    r.get_ref(i).ok().and_then(|v| v.as_i64().ok())
+}
+
+/// Column `i` as text, `None` when it is not text.
+fn loose_text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
+    r.get_ref(i).ok().and_then(|v| v.as_str().ok()).map(str::to_owned)
 }
 
 /// What a batch changes in the counts the dashboard reads: per queue, the
@@ -882,7 +888,8 @@ impl Counts {
 }
 
 /// A job's tags as stored: a JSON array, NULL for none (its `job_tags`
-/// rows are written beside it, and deleted with it by a trigger).
+/// rows are written beside it, and deleted with it: by the writer's own
+/// statement, `job_tags_delete.sql`, or on other connections a trigger).
 fn tags_json(tags: &[String]) -> Option<String> {
     (!tags.is_empty()).then(|| serde_json::Value::from(tags.to_vec()).to_string())
 }

@@ -241,6 +241,8 @@ fn another_programs_rows_leave_every_group_one_head() {
     conn.execute(insert, rusqlite::params!["a0", "a", -5, 0]).unwrap();
     conn.execute(insert, rusqlite::params!["c0", "c", 7, 0]).unwrap();
     conn.execute(insert, rusqlite::params!["b9", "b", 99, 1]).unwrap();
+    // First in group d, rightly heading it: d's old head gives way.
+    conn.execute(insert, rusqlite::params!["d0", "d", -3, 1]).unwrap();
     assert_eq!(heads_wrong(&path), Vec::<String>::new(), "after the inserts");
     // b's head moved to another class; d's head to another group; one of
     // d's jobs out of every group.
@@ -258,7 +260,7 @@ fn another_programs_rows_leave_every_group_one_head() {
         .unwrap();
     assert_eq!(n, 0, "a job in no group heads nothing");
     conn.execute(
-        "UPDATE job_counts SET n = n + 3 WHERE queue = 'q' AND state = 'READY'",
+        "UPDATE job_counts SET n = n + 4 WHERE queue = 'q' AND state = 'READY'",
         [],
     )
     .unwrap();
@@ -271,7 +273,7 @@ fn another_programs_rows_leave_every_group_one_head() {
     kinds.sort();
     assert_eq!(
         kinds,
-        ["a0", "a1", "b1", "b2", "b9", "c0", "d1", "d2"],
+        ["a0", "a1", "b1", "b2", "b9", "c0", "d0", "d1", "d2"],
         "every job claimed"
     );
 }
@@ -761,4 +763,24 @@ fn a_deleted_or_pruned_jobs_tags_go_with_it() {
         .unwrap();
     let left: Vec<i64> = st.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     assert_eq!(left, [kept.0], "tag rows of jobs that are gone");
+}
+
+/// A READY job whose group, head flag and tags were edited by hand into
+/// values of the wrong kind can still be deleted: what its group's head
+/// and its tags need is read loosely, and left undone when unreadable.
+#[test]
+fn a_hand_edited_grouped_job_can_still_be_deleted() {
+    let (_dir, path) = temp_db();
+    let relay = Relay::open(&path).unwrap();
+    let id = relay
+        .submit(NewJob::new("q", "k", Vec::new()).group("g").tags(["t"]))
+        .unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE jobs SET grp = x'00ff', head = 'x', tags = 'not json' WHERE id = ?1",
+        [id.0],
+    )
+    .unwrap();
+    relay.delete(id).unwrap();
+    assert!(matches!(relay.get(id), Err(Error::NotFound { .. })));
 }
