@@ -2,7 +2,7 @@
 -- `triggers_off`): job ?1 has just become READY; if it has a group, it
 -- takes its turn (one after its group's last READY job of its class,
 -- never before the class's front) and heads its group if it had no other
--- READY job of its class: what jobs_group_state does for other programs
+-- READY job of its class: what jobs_turn_update does for other programs
 -- (migrations/0015_schedule_groups.sql). A job without a group: one row
 -- read, nothing written.
 UPDATE jobs SET turn = max(

@@ -194,9 +194,7 @@ impl Backend for SqliteBackend {
         };
         // Its writes do the triggers' work themselves (writer.rs,
         // `triggers_off`); other connections, other programs' included,
-        // run them.
-        // Read back, as every setting is: the writer's statements and the
-        // triggers would both do the same work.
+        // run them. Read back, as every setting is.
         if conn
             .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
             .map_err(connection::map_err)?

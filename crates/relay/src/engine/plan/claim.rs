@@ -226,11 +226,11 @@ impl Plan<'_> {
         };
         let mut counts = [0usize; CLASSES];
         for mut r in rows {
-            let mut p = usize::from(r.candidate.priority.get()).min(3);
+            // Grouped rows in the four classes after the plain ones.
+            let p = usize::from(r.candidate.priority.get()).min(3) + if r.turn.is_some() { 4 } else { 0 };
+            counts[p] += 1;
+            let class = &mut pool.classes[p];
             if let Some(t) = r.turn.take() {
-                p += 4;
-                counts[p] += 1;
-                let class = &mut pool.classes[p];
                 if !class.read_head(heads, &t, r.candidate.id) {
                     continue;
                 }
@@ -238,8 +238,7 @@ impl Plan<'_> {
                 // transaction holds stands at its own, later turn.
                 class.merge(t.turn, t.group, r.candidate);
             } else {
-                counts[p] += 1;
-                pool.classes[p].rows.push(r.candidate);
+                class.rows.push(r.candidate);
             }
             self.remember(r);
         }
