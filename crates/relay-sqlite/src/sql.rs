@@ -61,7 +61,7 @@ statements! {
     JOB_FAIR_AFTER = "job_fair_after.sql";
     JOB_GROUP_NEXT = "job_group_next.sql";
     JOB_GROUP_LEASED = "job_group_leased.sql";
-    JOB_HEAD_LEAVE = "job_head_leave.sql";
+    JOB_GROUP_OF = "job_group_of.sql";
     JOB_HEAD_PASS = "job_head_pass.sql";
     JOB_TAGS_DELETE = "job_tags_delete.sql";
     JOB_TURN_GIVE = "job_turn_give.sql";

@@ -38,8 +38,7 @@ pub(crate) struct SqliteStore<C = Connection> {
     /// (docs/BENCHMARKS.md). Its writes then do what the triggers do for
     /// other programs: a grouped job that becomes READY takes its turn
     /// (`job_turn_give.sql`), a head that leaves READY or is deleted
-    /// hands the head on (`job_head_leave.sql`, `job_head_pass.sql`), a
-    /// deleted job's tags go
+    /// hands the head on (`job_head_pass.sql`), a deleted job's tags go
     /// (`job_tags_delete.sql`). False inside a caller's transaction,
     /// whose connection runs the triggers.
     pub(crate) triggers_off: bool,
@@ -195,7 +194,19 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         if to == JobState::Ready && from != JobState::Ready {
             self.exec(&crate::sql::JOB_TURN_GIVE, [id.0])?;
         } else if from == JobState::Ready && to != JobState::Ready && !self.ungrouped.contains(&id.0) {
-            self.exec(&crate::sql::JOB_HEAD_LEAVE, [id.0])?;
+            let row = self
+                .conn()
+                .prepare_cached(&crate::sql::JOB_GROUP_OF)
+                .and_then(|mut st| {
+                    st.query_row([id.0], |r| {
+                        Ok((loose_text(r, 0), loose_int(r, 1), loose_text(r, 2), loose_int(r, 3)))
+                    })
+                    .optional()
+                })
+                .map_err(map_err)?;
+            if let Some((Some(queue), Some(priority), Some(group), Some(head))) = row {
+                self.exec(&crate::sql::JOB_HEAD_PASS, params![queue, priority, group, head])?;
+            }
         }
         Ok(())
     }
