@@ -35,33 +35,36 @@ pub(crate) struct UpdateCols<'a> {
 }
 
 impl<'a> UpdateCols<'a> {
-    pub(crate) fn new(ups: &[JobUpdate<'a>]) -> Self {
+    pub(crate) fn new<'u>(ups: impl Iterator<Item = &'u JobUpdate<'a>> + Clone) -> Self
+    where
+        'a: 'u,
+    {
         Self {
-            ids: ups.iter().map(|u| u.id.0).collect(),
-            expect_state: ups.iter().map(|u| u.expect_state.as_str()).collect(),
-            expect_token: ups.iter().map(|u| u.expect_token.0).collect(),
-            state: ups.iter().map(|u| u.status.state.as_str()).collect(),
-            attempts: ups.iter().map(|u| i(u.status.attempts)).collect(),
-            ready_at: ups.iter().map(|u| u.status.ready_at.as_millis()).collect(),
+            ids: ups.clone().map(|u| u.id.0).collect(),
+            expect_state: ups.clone().map(|u| u.expect_state.as_str()).collect(),
+            expect_token: ups.clone().map(|u| u.expect_token.0).collect(),
+            state: ups.clone().map(|u| u.status.state.as_str()).collect(),
+            attempts: ups.clone().map(|u| i(u.status.attempts)).collect(),
+            ready_at: ups.clone().map(|u| u.status.ready_at.as_millis()).collect(),
             finished_at: ups
-                .iter()
+                .clone()
                 .map(|u| u.status.finished_at.map(Timestamp::as_millis))
                 .collect(),
-            token: ups.iter().map(|u| u.status.last_token.0).collect(),
+            token: ups.clone().map(|u| u.status.last_token.0).collect(),
             expires: ups
-                .iter()
+                .clone()
                 .map(|u| u.status.lease.as_ref().map(|l| l.expires_at.as_millis()))
                 .collect(),
             by: ups
-                .iter()
+                .clone()
                 .map(|u| u.status.lease.as_ref().map(|l| l.worker.as_str()))
                 .collect(),
-            error: ups.iter().map(|u| u.status.last_error.as_deref()).collect(),
-            result: ups.iter().map(|u| u.result).collect(),
-            waiting_on: ups.iter().map(|u| i(u.status.waiting_on)).collect(),
-            succeeded: ups.iter().map(|u| i(u.tally.succeeded)).collect(),
-            failed: ups.iter().map(|u| i(u.tally.failed)).collect(),
-            dead: ups.iter().map(|u| i(u.tally.dead)).collect(),
+            error: ups.clone().map(|u| u.status.last_error.as_deref()).collect(),
+            result: ups.clone().map(|u| u.result).collect(),
+            waiting_on: ups.clone().map(|u| i(u.status.waiting_on)).collect(),
+            succeeded: ups.clone().map(|u| i(u.tally.succeeded)).collect(),
+            failed: ups.clone().map(|u| i(u.tally.failed)).collect(),
+            dead: ups.clone().map(|u| i(u.tally.dead)).collect(),
         }
     }
 
@@ -451,11 +454,14 @@ pub(crate) struct Writes<'a> {
     progress: Vec<Option<&'a str>>,
     field_count: i64,
     deletes: Vec<i64>,
+    /// Updates that make jobs READY, written before the others when the
+    /// batch also takes grouped jobs out of READY (see `reqs`).
+    early: UpdateCols<'a>,
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
     inserts: InsertCols<'a>,
     events: EventCols<'a>,
-    counts: [i64; 7],
+    counts: [i64; 8],
     /// The throughput history's minute the batch counts in.
     minute: i64,
     /// `sql/apply_update_one.sql`, for a batch of one transition and its
@@ -518,12 +524,26 @@ impl<'a> Writes<'a> {
         let split = c.updates.len() - c.updates_taking_keys.min(c.updates.len());
         let (plain, taking) = c.updates.split_at(split);
         let n = |len: usize| i64::try_from(len).unwrap_or(i64::MAX);
-        let entering: Vec<i64> = c
-            .updates
-            .iter()
-            .filter(|u| u.status.state == JobState::Ready && u.expect_state != JobState::Ready)
-            .map(|u| u.id.0)
-            .collect();
+        let enters = |u: &JobUpdate| u.status.state == JobState::Ready && u.expect_state != JobState::Ready;
+        let entering: Vec<i64> = c.updates.iter().filter(|u| enters(u)).map(|u| u.id.0).collect();
+        // A job's turn is given as its row is written, after its group's
+        // READY jobs (sql/migrations/0020): a batch that reclaims or
+        // promotes jobs and also takes grouped jobs out of READY (a claim)
+        // writes the jobs entering READY first, so that they queue behind
+        // the jobs the batch found READY, as the engine orders the batch
+        // (promotions, then the claim) and SQLite writes it. In one
+        // statement the rows are written in the plan's order, and a job
+        // written after its group's head was taken went before the head's
+        // successor.
+        let split_entering = !entering.is_empty() && (!c.heads.is_empty() || !c.heads_unread.is_empty());
+        let (early, plain) = if split_entering {
+            (
+                UpdateCols::new(plain.iter().filter(|u| enters(u))),
+                UpdateCols::new(plain.iter().filter(|u| !enters(u))),
+            )
+        } else {
+            (UpdateCols::new([].iter()), UpdateCols::new(plain.iter()))
+        };
         Ok(Self {
             queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
             queues: QueueCols::new(&c.queues),
@@ -546,19 +566,21 @@ impl<'a> Writes<'a> {
             progress: c.fields.iter().map(|f| f.progress).collect(),
             field_count: n(c.fields.len()),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
-            plain: UpdateCols::new(plain),
-            taking: UpdateCols::new(taking),
-            inserts: InsertCols::new(&c.inserts),
-            events: EventCols::new(&c.events),
             counts: [
                 n(c.queues.len()),
                 n(c.deletes.len()),
-                n(plain.len()),
+                n(early.ids.len()),
+                n(plain.ids.len()),
                 n(taking.len()),
                 n(c.inserts.len()),
                 n(c.dependents.len()),
                 n(c.events.len()),
             ],
+            early,
+            plain,
+            taking: UpdateCols::new(taking.iter()),
+            inserts: InsertCols::new(&c.inserts),
+            events: EventCols::new(&c.events),
             minute: relay_store::minute_of(c.at).as_millis(),
             one: if one_transition(c) {
                 Some(pipe.stmt(include_str!("../sql/apply_update_one.sql"))?)
@@ -598,7 +620,7 @@ impl<'a> Writes<'a> {
             reqs.push(self.one_req(st));
             return reqs;
         }
-        let [queues, deletes, plain, taking, inserts, deps, events] = &self.counts;
+        let [queues, deletes, early, plain, taking, inserts, deps, events] = &self.counts;
         if self.marks.count > 0 {
             reqs.push(Req::Write(&self.marks_st, self.marks.params()));
         }
@@ -622,7 +644,7 @@ impl<'a> Writes<'a> {
         if !self.settled.is_empty() {
             reqs.push(Req::Write(&self.settled_st, vec![&self.settled]));
         }
-        for (cols, count) in [(&self.plain, plain), (&self.taking, taking)] {
+        for (cols, count) in [(&self.early, early), (&self.plain, plain), (&self.taking, taking)] {
             if *count > 0 {
                 let mut p = cols.params();
                 p.extend_from_slice(&[count, &cols.succeeded, &cols.failed, &cols.dead, &self.minute]);
@@ -667,11 +689,10 @@ impl<'a> Writes<'a> {
     fn one_req<'s>(&'s self, st: &'s Stmt) -> Req<'s> {
         /// The event's columns where there is none (`$23` says so).
         static NO_EVENT: (Option<i64>, i64, &str) = (None, 0, "");
-        let u = if self.plain.ids.is_empty() {
-            &self.taking
-        } else {
-            &self.plain
-        };
+        let u = [&self.early, &self.plain]
+            .into_iter()
+            .find(|u| !u.ids.is_empty())
+            .unwrap_or(&self.taking);
         let e = &self.events;
         let mut params: Vec<&(dyn ToSql + Sync)> = vec![
             &u.ids[0],

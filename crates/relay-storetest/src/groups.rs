@@ -104,6 +104,31 @@ pub fn jobs_of_a_group_due_together_keep_the_order_they_came_due(new_db: &NewDb)
     assert_eq!(order, [ids[1], ids[3], ids[2], ids[0]], "by time due");
 }
 
+/// A job whose lease expired and that a claim takes back queues behind
+/// the READY jobs of its group as the claim found them, although the same
+/// claim then takes the group's head: it is reclaimed first, then the
+/// claim takes. (PostgreSQL wrote both rows in one statement, in an order
+/// of its plan's, and a job written after the head was taken went before
+/// the head's successor.)
+pub fn a_reclaimed_job_queues_behind_its_groups_ready_jobs(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    // The claim, not the reaper, takes the expired lease back.
+    options.reap_interval = Duration::from_secs(365 * 24 * 3600);
+    let relay = db.open(options).unwrap();
+    let a1 = relay.submit(grouped("a").max_attempts(2)).unwrap();
+    let a2 = relay.submit(grouped("a")).unwrap();
+    let short = LeaseRequest::new(["q"]).lease_for(Duration::from_secs(1));
+    assert_eq!(relay.lease(short).unwrap()[0].id, a1);
+    let b1 = relay.submit(grouped("b")).unwrap();
+    clock.advance(Duration::from_secs(2));
+    // This claim reclaims a1 (behind a2) and takes a2; b1 took its turn
+    // beside a2's.
+    let order: Vec<_> = (0..3).map(|_| take(&relay, 1).remove(0).id).collect();
+    assert_eq!(order, [a2, b1, a1], "a2, b1, then the reclaimed a1");
+    assert_eq!(relay.get(a1).unwrap().status.attempts, 2);
+}
+
 /// A group's head that is deleted or cancelled while READY hands the
 /// group on to its next job, so the rest of the line is still claimed, in
 /// order.

@@ -221,6 +221,7 @@ macro_rules! conformance {
             groups::a_job_back_in_its_group_waits_its_turn,
             groups::a_delayed_grouped_job_takes_its_turn_when_it_comes_due,
             groups::jobs_of_a_group_due_together_keep_the_order_they_came_due,
+            groups::a_reclaimed_job_queues_behind_its_groups_ready_jobs,
             groups::a_deleted_or_cancelled_head_hands_its_group_on,
             groups::max_leased_per_group_bounds_each_group,
             groups::group_input_is_checked,
