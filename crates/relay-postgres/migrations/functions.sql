@@ -91,12 +91,13 @@ BEGIN
     END IF;
     ready_ms := now_ms + p_delay_ms;
     INSERT INTO relay_jobs (queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
-                            unique_key, lease_token, lease_for_ms, timeout_ms, traceparent, grp)
+                            unique_key, lease_token, lease_for_ms, timeout_ms, traceparent, grp, last_seq)
     VALUES (p_queue, p_kind, p_payload, p_priority, CASE WHEN p_delay_ms > 0 THEN 'SCHEDULED' ELSE 'READY' END,
             0, p_max_attempts, ready_ms, now_ms, p_unique_key, 0,
-            p_lease_for_ms, p_timeout_ms, p_traceparent, p_group)
+            p_lease_for_ms, p_timeout_ms, p_traceparent, p_group, 1)
     RETURNING id INTO new_id;
-    -- The "submitted" event, as the engine writes it (keys in sorted order).
+    -- The "submitted" event, as the engine writes it (keys in sorted order):
+    -- the job's first, so its last_seq (migration 0021) is 1.
     INSERT INTO relay_job_events (job_id, seq, at, kind, data)
     VALUES (new_id, 1, now_ms, 'submitted', json_build_object(
         'kind', p_kind, 'priority', p_priority, 'queue', p_queue,

@@ -5,16 +5,16 @@
 -- $1-$20: the job's columns, in apply_insert.sql's order; $21-$24 its
 -- event's seq, at, kind and data; $25 whether to NOTIFY; $26 traceparent;
 -- $27 tags as a JSON array (NULL for none); $28 the throughput minute; $29
--- the job's group.
+-- the job's group. Its last_seq (migration 0021) is its event's.
 WITH j AS (
     INSERT INTO relay_jobs (id, queue, kind, payload, priority, state, attempts, max_attempts, ready_at, created_at,
                             finished_at, unique_key, result, lease_token, lease_expires_at, leased_by, last_error,
-                            lease_for_ms, timeout_ms, waiting_on, traceparent, tags, grp)
+                            lease_for_ms, timeout_ms, waiting_on, traceparent, tags, grp, last_seq)
     VALUES ($1::BIGINT, $2::TEXT, $3::TEXT, $4::BYTEA, $5::BIGINT, $6::TEXT, $7::BIGINT, $8::BIGINT, $9::BIGINT,
             $10::BIGINT, $11::BIGINT, $12::TEXT, $13::BYTEA, $14::BIGINT, $15::BIGINT, $16::TEXT, $17::TEXT,
             $18::BIGINT, $19::BIGINT, $20::BIGINT, $26::TEXT,
             CASE WHEN $27::TEXT IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($27::TEXT::json)) END,
-            $29::TEXT)
+            $29::TEXT, $21::BIGINT)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('READY', 'SCHEDULED', 'RETRYING', 'LEASED', 'WAITING') DO NOTHING
     RETURNING queue
 ), t AS (

@@ -756,7 +756,7 @@ impl PgStore {
             .pipe
             .stmt(include_str!("../sql/apply_submit.sql"))
             .map_err(CommitFailed::NotApplied)?;
-        let jobs = InsertCols::new(&c.inserts);
+        let jobs = InsertCols::new(&c.inserts, &c.events);
         let job: Vec<i64> = c.events.iter().map(|e| e.job.0).collect();
         let ord: Vec<i64> = c.events.iter().map(|e| e.ord).collect();
         let at: Vec<i64> = c.events.iter().map(|e| e.at.as_millis()).collect();
@@ -779,6 +779,7 @@ impl PgStore {
             &jobs.tags,
             &minute,
             &jobs.group,
+            &jobs.last_seq,
         ]);
         self.alone(&st, &params)
     }
@@ -797,7 +798,7 @@ impl PgStore {
             .pipe
             .stmt(include_str!("../sql/apply_submit_one.sql"))
             .map_err(CommitFailed::NotApplied)?;
-        let cols = InsertCols::new(std::slice::from_ref(job));
+        let cols = InsertCols::new(std::slice::from_ref(job), std::slice::from_ref(event));
         let row = cols.row(0);
         let minute = relay_store::minute_of(c.at).as_millis();
         let at = event.at.as_millis();

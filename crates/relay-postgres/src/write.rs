@@ -6,6 +6,7 @@ use crate::stmt::Stmt;
 use relay_core::Timestamp;
 use relay_core::{JobState, Keep, Recurrence};
 use relay_store::{Changes, EventRow, JobInsert, JobUpdate, QueueWrite, ScheduleWrite, StoreError};
+use std::collections::{HashMap, HashSet};
 use tokio_postgres::types::ToSql;
 
 fn i(v: u32) -> i64 {
@@ -32,14 +33,32 @@ pub(crate) struct UpdateCols<'a> {
     succeeded: Vec<i64>,
     failed: Vec<i64>,
     dead: Vec<i64>,
+    /// Per job, its last event number before the batch where the batch
+    /// read it (`$19`), and its events in the batch (`$20`).
+    seq_base: Vec<Option<i64>>,
+    events: Vec<i64>,
+    /// These jobs' events (`$21`-`$25`, `$26` their count), written by
+    /// the same statement (`sql/apply_update.sql`).
+    ev: EventCols<'a>,
+    ev_count: i64,
 }
 
 impl<'a> UpdateCols<'a> {
-    pub(crate) fn new<'u>(ups: impl Iterator<Item = &'u JobUpdate<'a>> + Clone) -> Self
+    /// The columns of `ups`, with their jobs' events from `events` (every
+    /// event of the batch).
+    pub(crate) fn new<'u>(ups: impl Iterator<Item = &'u JobUpdate<'a>> + Clone, events: &[EventRow<'a>]) -> Self
     where
         'a: 'u,
     {
+        let mine: HashSet<i64> = ups.clone().map(|u| u.id.0).collect();
+        let evs: Vec<EventRow<'a>> = events.iter().filter(|e| mine.contains(&e.job.0)).copied().collect();
+        let last = last_ords(&evs);
+        let base: HashMap<i64, i64> = evs.iter().filter_map(|e| Some((e.job.0, e.base?))).collect();
         Self {
+            seq_base: ups.clone().map(|u| base.get(&u.id.0).copied()).collect(),
+            events: ups.clone().map(|u| last.get(&u.id.0).copied().unwrap_or(0)).collect(),
+            ev_count: i64::try_from(evs.len()).unwrap_or(i64::MAX),
+            ev: EventCols::new(&evs),
             ids: ups.clone().map(|u| u.id.0).collect(),
             expect_state: ups.clone().map(|u| u.expect_state.as_str()).collect(),
             expect_token: ups.clone().map(|u| u.expect_token.0).collect(),
@@ -83,6 +102,21 @@ impl<'a> UpdateCols<'a> {
             &self.error,
             &self.result,
             &self.waiting_on,
+        ]
+    }
+
+    /// `$19` on, after the throughput columns and minute.
+    fn event_params(&self) -> [&(dyn ToSql + Sync); 8] {
+        let e = &self.ev;
+        [
+            &self.seq_base,
+            &self.events,
+            &e.job,
+            &e.ord,
+            &e.at,
+            &e.kind,
+            &e.data,
+            &self.ev_count,
         ]
     }
 }
@@ -255,10 +289,15 @@ pub(crate) struct InsertCols<'a> {
     pub(crate) tags: Vec<Option<String>>,
     /// Each job's group (`$25`; `$32`), NULL for none.
     pub(crate) group: Vec<Option<&'a str>>,
+    /// Each job's last event number, its events in the batch being its
+    /// first (`$26`; `$33`): the row's `last_seq` (migration 0021).
+    pub(crate) last_seq: Vec<i64>,
 }
 
 impl<'a> InsertCols<'a> {
-    pub(crate) fn new(ins: &[JobInsert<'a>]) -> Self {
+    /// The columns of `ins`, whose events are among `events`.
+    pub(crate) fn new(ins: &[JobInsert<'a>], events: &[EventRow<'_>]) -> Self {
+        let last = last_ords(events);
         Self {
             ids: ins.iter().map(|j| j.id.0).collect(),
             queue: ins.iter().map(|j| j.queue).collect(),
@@ -301,6 +340,7 @@ impl<'a> InsertCols<'a> {
                 .map(|j| (!j.tags.is_empty()).then(|| serde_json::Value::from(j.tags.to_vec()).to_string()))
                 .collect(),
             group: ins.iter().map(|j| j.group).collect(),
+            last_seq: ins.iter().map(|j| last.get(&j.id.0).copied().unwrap_or(0)).collect(),
         }
     }
 
@@ -407,6 +447,17 @@ impl<'a> EventCols<'a> {
     }
 }
 
+/// Each job's number of events in `events` (the last one's place among
+/// them).
+fn last_ords(events: &[EventRow<'_>]) -> HashMap<i64, i64> {
+    let mut last = HashMap::new();
+    for e in events {
+        let n = last.entry(e.job.0).or_insert(0);
+        *n = e.ord.max(*n);
+    }
+    last
+}
+
 /// Nothing but jobs' rows and their events: no queue settings, schedules,
 /// deletes or dependency edges.
 fn jobs_and_events_only(c: &Changes<'_>) -> bool {
@@ -442,6 +493,7 @@ pub(crate) struct Writes<'a> {
     update_st: Stmt,
     insert_st: Stmt,
     events_st: Stmt,
+    forget_st: Stmt,
     deps_st: Stmt,
     deps: DepCols,
     settled_st: Stmt,
@@ -460,7 +512,10 @@ pub(crate) struct Writes<'a> {
     plain: UpdateCols<'a>,
     taking: UpdateCols<'a>,
     inserts: InsertCols<'a>,
+    /// The events no update writes (`sql/apply_events.sql`), and the jobs
+    /// among theirs that the batch neither inserts nor updates.
     events: EventCols<'a>,
+    forget: Vec<i64>,
     counts: [i64; 8],
     /// The throughput history's minute the batch counts in.
     minute: i64,
@@ -536,14 +591,28 @@ impl<'a> Writes<'a> {
         // written after its group's head was taken went before the head's
         // successor.
         let split_entering = !entering.is_empty() && (!c.heads.is_empty() || !c.heads_unread.is_empty());
+        let ev = &c.events;
         let (early, plain) = if split_entering {
             (
-                UpdateCols::new(plain.iter().filter(|u| enters(u))),
-                UpdateCols::new(plain.iter().filter(|u| !enters(u))),
+                UpdateCols::new(plain.iter().filter(|u| enters(u)), ev),
+                UpdateCols::new(plain.iter().filter(|u| !enters(u)), ev),
             )
         } else {
-            (UpdateCols::new([].iter()), UpdateCols::new(plain.iter()))
+            (UpdateCols::new([].iter(), ev), UpdateCols::new(plain.iter(), ev))
         };
+        // The events the updates do not write: new jobs' and those of jobs
+        // the batch leaves as they are (sql/apply_events.sql), whose
+        // last_seq it forgets.
+        let updated: HashSet<i64> = c.updates.iter().map(|u| u.id.0).collect();
+        let inserted: HashSet<i64> = c.inserts.iter().map(|j| j.id.0).collect();
+        let rest: Vec<EventRow<'a>> = ev.iter().filter(|e| !updated.contains(&e.job.0)).copied().collect();
+        let mut forget: Vec<i64> = rest
+            .iter()
+            .map(|e| e.job.0)
+            .filter(|id| !inserted.contains(id))
+            .collect();
+        forget.sort_unstable();
+        forget.dedup();
         Ok(Self {
             queues_st: pipe.stmt(include_str!("../sql/apply_queues.sql"))?,
             queues: QueueCols::new(&c.queues),
@@ -554,6 +623,7 @@ impl<'a> Writes<'a> {
             update_st: pipe.stmt(include_str!("../sql/apply_update.sql"))?,
             insert_st: pipe.stmt(include_str!("../sql/apply_insert.sql"))?,
             events_st: pipe.stmt(include_str!("../sql/apply_events.sql"))?,
+            forget_st: pipe.stmt(include_str!("../sql/apply_forget.sql"))?,
             deps_st: pipe.stmt(include_str!("../sql/apply_deps.sql"))?,
             deps: DepCols::new(&c.dependents),
             settled_st: pipe.stmt(include_str!("../sql/apply_settled.sql"))?,
@@ -574,13 +644,14 @@ impl<'a> Writes<'a> {
                 n(taking.len()),
                 n(c.inserts.len()),
                 n(c.dependents.len()),
-                n(c.events.len()),
+                n(rest.len()),
             ],
             early,
             plain,
-            taking: UpdateCols::new(taking.iter()),
-            inserts: InsertCols::new(&c.inserts),
-            events: EventCols::new(&c.events),
+            taking: UpdateCols::new(taking.iter(), ev),
+            inserts: InsertCols::new(&c.inserts, ev),
+            events: EventCols::new(&rest),
+            forget,
             minute: relay_store::minute_of(c.at).as_millis(),
             one: if one_transition(c) {
                 Some(pipe.stmt(include_str!("../sql/apply_update_one.sql"))?)
@@ -648,6 +719,7 @@ impl<'a> Writes<'a> {
             if *count > 0 {
                 let mut p = cols.params();
                 p.extend_from_slice(&[count, &cols.succeeded, &cols.failed, &cols.dead, &self.minute]);
+                p.extend_from_slice(&cols.event_params());
                 reqs.push(Req::Write(&self.update_st, p));
             }
         }
@@ -667,6 +739,7 @@ impl<'a> Writes<'a> {
             p.push(&self.inserts.tags);
             p.push(&self.minute);
             p.push(&self.inserts.group);
+            p.push(&self.inserts.last_seq);
             reqs.push(Req::Write(&self.insert_st, p));
         }
         if *deps > 0 {
@@ -675,6 +748,9 @@ impl<'a> Writes<'a> {
                 &self.deps_st,
                 vec![&d.parent, &d.child, &d.on_failure, deps],
             ));
+        }
+        for id in &self.forget {
+            reqs.push(Req::Write(&self.forget_st, vec![id]));
         }
         if *events > 0 {
             let mut p = self.events.params();
@@ -693,7 +769,7 @@ impl<'a> Writes<'a> {
             .into_iter()
             .find(|u| !u.ids.is_empty())
             .unwrap_or(&self.taking);
-        let e = &self.events;
+        let e = &u.ev;
         let mut params: Vec<&(dyn ToSql + Sync)> = vec![
             &u.ids[0],
             &u.expect_state[0],

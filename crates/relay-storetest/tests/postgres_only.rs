@@ -1793,42 +1793,14 @@ fn a_group_at_its_limit_costs_the_claim_a_few_rows() {
         relay.ack(free.id, free.token, None).unwrap();
     }
     let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    // Index entries read on the jobs and heads tables, once the backends
-    // that read them have ended (a backend reports its counts at the
-    // latest when it exits).
+    // Index entries read on the jobs and heads tables.
     let mut read = || -> i64 {
-        // Once the other backends of the database have ended.
-        for _ in 0..100 {
-            let others: i64 = c
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                    &[],
-                )
-                .unwrap()
-                .get(0);
-            if others == 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let mut last = -1;
-        for _ in 0..50 {
-            std::thread::sleep(Duration::from_millis(200));
-            let n: i64 = c
-                .query_one(
-                    "SELECT coalesce(sum(idx_tup_fetch), 0)::BIGINT FROM pg_stat_all_indexes
-                     WHERE relname IN ('relay_jobs', 'relay_group_heads')
-                       AND (indexrelname LIKE '%group%' OR indexrelname LIKE '%fair%' OR indexrelname LIKE '%ready%')",
-                    &[],
-                )
-                .unwrap()
-                .get(0);
-            if n == last {
-                return n;
-            }
-            last = n;
-        }
-        last
+        settled_stat(
+            &mut c,
+            "SELECT coalesce(sum(idx_tup_fetch), 0)::BIGINT FROM pg_stat_all_indexes
+             WHERE relname IN ('relay_jobs', 'relay_group_heads')
+               AND (indexrelname LIKE '%group%' OR indexrelname LIKE '%fair%' OR indexrelname LIKE '%ready%')",
+        )
     };
     let before = read();
     let claims = 600i64;
@@ -2074,4 +2046,142 @@ fn a_ready_job_moved_by_sql_to_another_group_or_class_is_still_claimed() {
     }
     kinds.sort();
     assert_eq!(kinds, ["b1", "b2", "d1", "d2"], "every job claimed");
+}
+
+/// The number `sql` answers from the statistics views, once the
+/// database's other backends have ended (a backend reports its counts at
+/// the latest when it exits) and the number has stopped moving.
+fn settled_stat(c: &mut postgres::Client, sql: &str) -> i64 {
+    for _ in 0..100 {
+        let others: i64 = c
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if others == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut last = -1;
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let n: i64 = c.query_one(sql, &[]).unwrap().get(0);
+        if n == last {
+            return n;
+        }
+        last = n;
+    }
+    last
+}
+
+/// How many times relay_job_events' primary key was searched.
+fn event_index_scans(c: &mut postgres::Client) -> i64 {
+    settled_stat(
+        c,
+        "SELECT coalesce(sum(idx_scan), 0)::BIGINT FROM pg_stat_all_indexes WHERE relname = 'relay_job_events'",
+    )
+}
+
+/// A job's events are numbered from the last number kept in its row
+/// (migration 0021), which the statement that writes the job moves on:
+/// leases, acks, nacks and extends of jobs Relay submitted read nothing
+/// from relay_job_events (they read its highest number for every event
+/// before: an index search each).
+#[test]
+fn events_are_numbered_without_searching_the_events() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let ids = {
+        let relay = db.open(Options::default()).unwrap();
+        let mut ids = relay
+            .submit_batch((0..100).map(|_| NewJob::new("q", "k", Vec::new())).collect())
+            .unwrap();
+        ids.push(relay.submit(NewJob::new("q", "k", Vec::new())).unwrap());
+        ids
+    };
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let before = event_index_scans(&mut c);
+    {
+        let relay = db.open(Options::default()).unwrap();
+        // Batches of transitions, lone ones, a nack, an extend.
+        let mut left = ids.len();
+        while left > 0 {
+            let got = relay.lease(LeaseRequest::new(["q"]).max(25)).unwrap();
+            assert!(!got.is_empty());
+            left -= got.len();
+            for (i, j) in got.iter().enumerate() {
+                match i {
+                    0 => {
+                        relay.nack(j.id, j.token, "again", Some(Duration::ZERO)).unwrap();
+                        let again = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+                        relay.ack(again.id, again.token, None).unwrap();
+                    }
+                    1 => {
+                        relay.extend(j.id, j.token, Duration::from_secs(60)).unwrap();
+                        relay.ack(j.id, j.token, None).unwrap();
+                    }
+                    _ => relay.ack(j.id, j.token, None).unwrap(),
+                }
+            }
+        }
+        for id in &ids {
+            assert_eq!(relay.get(*id).unwrap().state(), relay::JobState::Succeeded);
+        }
+    }
+    let scans = event_index_scans(&mut c) - before;
+    assert_eq!(scans, 0, "searches of relay_job_events' index by the leases and acks");
+    // Each row's last_seq is its last event's number.
+    let off: i64 = c
+        .query_one(
+            "SELECT count(*) FROM relay_jobs AS j
+             WHERE j.last_seq IS DISTINCT FROM (SELECT max(seq) FROM relay_job_events WHERE job_id = j.id)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(off, 0, "jobs whose last_seq is not their last event's number");
+}
+
+/// A job whose last number is not known (a row from before migration 0021,
+/// or one another program wrote events for and set last_seq NULL, as the
+/// migration asks) has its events numbered after those it has, and its
+/// last_seq known again from its next transition.
+#[test]
+fn events_of_a_job_without_a_last_seq_follow_those_it_has() {
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db.open(Options::default()).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(&format!(
+        "BEGIN;
+         INSERT INTO relay_job_events (job_id, seq, at, kind, data) VALUES ({0}, 2, 0, 'note', '\"by hand\"');
+         UPDATE relay_jobs SET last_seq = NULL WHERE id = {0};
+         COMMIT;",
+        id.0
+    ))
+    .unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.append_event(id, "log", &serde_json::json!("x")).unwrap();
+    relay.ack(l.id, l.token, None).unwrap();
+    let events = relay.events(id).unwrap();
+    let got: Vec<(i64, &str)> = events.iter().map(|e| (e.seq, e.kind.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (1, "submitted"),
+            (2, "note"),
+            (3, "leased"),
+            (4, "log"),
+            (5, "succeeded")
+        ]
+    );
+    let last: Option<i64> = c
+        .query_one("SELECT last_seq FROM relay_jobs WHERE id = $1", &[&id.0])
+        .unwrap()
+        .get(0);
+    assert_eq!(last, Some(5));
 }

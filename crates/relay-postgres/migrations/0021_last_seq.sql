@@ -1,0 +1,11 @@
+-- Relay schema, version 21: a job's last event number kept in its row.
+-- Relay's statements number a job's events from it and advance it in the
+-- statement that writes the job (sql/apply_update.sql), where they read
+-- the job's highest number from relay_job_events before (an index read
+-- per event, about a fifth of a lease+ACK batch's statement time:
+-- docs/BENCHMARKS.md). NULL means not known: the number is then read
+-- from the events, as before, and written back with the next transition.
+-- Rows from before this version, and rows another program inserts, start
+-- NULL. Another program that adds events to a job of its own must set the
+-- job's last_seq to NULL (or to the number it wrote) in its transaction.
+ALTER TABLE relay_jobs ADD COLUMN IF NOT EXISTS last_seq BIGINT;
