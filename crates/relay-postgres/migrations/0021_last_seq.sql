@@ -8,4 +8,10 @@
 -- Rows from before this version, and rows another program inserts, start
 -- NULL. Another program that adds events to a job of its own must set the
 -- job's last_seq to NULL (or to the number it wrote) in its transaction.
+-- So must every Relay process be stopped before the upgrade (as for every
+-- migration): one from before this version still running numbers events
+-- from the events and leaves last_seq behind, and the job's next event
+-- from a process of this version then fails on relay_job_events' key
+-- (each batch with it refused) until `UPDATE relay_jobs SET last_seq =
+-- NULL` is run.
 ALTER TABLE relay_jobs ADD COLUMN IF NOT EXISTS last_seq BIGINT;

@@ -1,4 +1,4 @@
--- apply_update.sql and apply_events.sql for a batch of one transition and
+-- apply_update.sql for a batch of one transition and
 -- its event (a lone lease, ack, nack, snooze or extend: the common case), in one
 -- statement with scalar parameters instead of two over one-element arrays
 -- through unnest. The same guard (state and token as the batch read them)

@@ -482,7 +482,8 @@ pub(crate) fn only_new_jobs(c: &Changes<'_>) -> bool {
 }
 
 /// A batch's writes as pipelined requests (`sql/apply_*.sql`): at most
-/// nine statements (and one per schedule), each checking its own row count.
+/// eleven statements (and one per schedule, one per job whose `last_seq`
+/// a user's event forgets), each checking its own row count.
 pub(crate) struct Writes<'a> {
     queues_st: Stmt,
     queues: QueueCols<'a>,
@@ -589,7 +590,11 @@ impl<'a> Writes<'a> {
         // (promotions, then the claim) and SQLite writes it. In one
         // statement the rows are written in the plan's order, and a job
         // written after its group's head was taken went before the head's
-        // successor.
+        // successor. (A finished job retried to READY while taking its
+        // unique key back stays with the updates taking keys, written last
+        // so that a key released in the batch is free first: in a batch
+        // whose claim takes its group's head it may take a turn level with
+        // the head's successor rather than behind it.)
         let split_entering = !entering.is_empty() && (!c.heads.is_empty() || !c.heads_unread.is_empty());
         let ev = &c.events;
         let (early, plain) = if split_entering {
