@@ -519,6 +519,11 @@ pub struct ServeArgs {
     /// after it opened or after its last answer (slow or idle peers).
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub header_timeout: Duration,
+    /// Answer 408 and close the connection when a request's body has not
+    /// arrived whole this long after its head (every route, bulk actions
+    /// included): a slow body holds no more than it sent, no longer.
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub body_timeout: Duration,
     /// The dashboard's session cookies carry `Secure`, so browsers send
     /// them over HTTPS only: for a server behind a TLS proxy.
     #[arg(long)]

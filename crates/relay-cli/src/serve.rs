@@ -22,6 +22,7 @@ pub fn run(relay: Relay, a: ServeArgs, bearer: Option<String>) -> Result<(), Cli
     config.shutdown_grace = a.shutdown_grace;
     config.max_connections = a.max_connections as usize;
     config.header_timeout = a.header_timeout;
+    config.body_timeout = a.body_timeout;
     config.secure_cookies = a.secure_cookies;
     config.metrics_queues = a.metrics_queues;
     if let Err(e) = relay_server::raise_open_file_limit() {

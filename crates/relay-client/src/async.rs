@@ -65,7 +65,7 @@ impl AsyncClient {
         let url = format!("{}{}", self.base, call.path);
         let transport = |e: reqwest::Error| Error::Transport {
             url: self.base.clone(),
-            message: error_chain(&e),
+            message: crate::error::sending(&error_chain(&e)),
         };
         let method = match call.method {
             "GET" => reqwest::Method::GET,

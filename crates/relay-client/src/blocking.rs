@@ -88,9 +88,17 @@ impl Client {
             }
             (_, None) => self.auth(self.agent.post(&url)).send_empty(),
         };
-        let mut res = res.map_err(|e| transport(&e))?;
+        let mut res = res.map_err(|e| transport(&crate::error::sending(&e)))?;
         let status = res.status().as_u16();
-        let text = res.body_mut().read_to_string().map_err(|e| transport(&e))?;
+        // No cap of the client's own: an answer is as large as the server
+        // made it (the server bounds its lists in bytes); ureq's default
+        // of 10 MiB made a big answer read as "cannot reach the server".
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(u64::MAX)
+            .read_to_string()
+            .map_err(|e| transport(&e))?;
         if (200..300).contains(&status) {
             call.answer(status, &text)
         } else {

@@ -53,3 +53,20 @@ impl Error {
         }
     }
 }
+
+/// What a failed send says, with what to do when the server closed the
+/// connection while the request was still being sent: a server answers a
+/// body far over its `--max-body` (more than 64 MiB) and closes, and the
+/// rest of the request meets a closed socket.
+pub(crate) fn sending(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("broken pipe") || lower.contains("connection reset") {
+        format!(
+            "{text} (the server closed the connection while the request was being sent: \
+             it may have refused a body over its --max-body, or stopped)"
+        )
+    } else {
+        text
+    }
+}

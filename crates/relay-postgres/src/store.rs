@@ -401,11 +401,12 @@ impl Store for PgStore {
             .map(|(_, l)| i64::try_from(*l).unwrap_or(i64::MAX))
             .collect();
         let reap = limit(relay_store::REAP_BATCH);
+        let first_page = limits.iter().copied().max().unwrap_or(1);
         let mut reqs = Vec::with_capacity(5 + p.ready.len());
         if !names.is_empty() {
             reqs.push(Req::Read(&limited_st, vec![&names]));
             reqs.push(Req::Read(&counts_st, vec![&names, &now]));
-            reqs.push(Req::Read(&groups_st, vec![&names, &now]));
+            reqs.push(Req::Read(&groups_st, vec![&names, &now, &first_page]));
             reqs.push(Req::Read(&queues_st, vec![&names]));
         }
         if p.overdue {
@@ -435,17 +436,13 @@ impl Store for PgStore {
                 let n: i64 = decode::col(&r, 1, "count", None)?;
                 leased.push((decode::col(&r, 0, "queue", None)?, u64::try_from(n).unwrap_or(0)));
             }
-            for (q, s) in &queues {
-                if s.limits.max_leased_per_group.is_some() {
-                    group_leased.push((q.clone(), Vec::new()));
-                }
-            }
             for r in rows(answers.next()) {
                 let queue: String = decode::col(&r, 0, "queue", None)?;
                 let n: i64 = decode::col(&r, 2, "count", None)?;
                 let group = (decode::col(&r, 1, "grp", None)?, u64::try_from(n).unwrap_or(0));
-                if let Some((_, gs)) = group_leased.iter_mut().find(|(q, _)| *q == queue) {
-                    gs.push(group);
+                match group_leased.iter_mut().find(|(q, _)| *q == queue) {
+                    Some((_, gs)) => gs.push(group),
+                    None => group_leased.push((queue, vec![group])),
                 }
             }
             for r in rows(answers.next()) {
@@ -536,8 +533,19 @@ impl Store for PgStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
-        let rows = self.query(include_str!("../sql/job_group_leased.sql"), &[&queue, &now.as_millis()])?;
+    fn job_group_leased(
+        &mut self,
+        queue: &str,
+        groups: &[&str],
+        now: Timestamp,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self.query(
+            include_str!("../sql/job_group_leased.sql"),
+            &[&queue, &now.as_millis(), &groups],
+        )?;
         rows.iter()
             .map(|r| {
                 let n: i64 = decode::col(r, 1, "count", None)?;

@@ -53,7 +53,7 @@ pub(crate) async fn deadline(State(state): S, req: Request, next: Next) -> Respo
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::MaybeApplied,
-            "the request took too long: its change may or may not have been applied; read it back before retrying (a submit with a unique_key is safe to retry)",
+            "the request took too long: its change may or may not have been applied; read it back before retrying (a submit with an idempotency key, the Idempotency-Key header or the idempotency_key field, is safe to retry as it was)",
         )
         .into_response(),
     }
@@ -115,6 +115,12 @@ pub(crate) fn with_idempotency_key(mut b: wire::NewJob, header: Option<&str>, in
 
 /// A lease request as the library's, and how long it may wait.
 pub(crate) fn lease_request(s: &AppState, b: wire::Lease) -> Result<(LeaseRequest, Duration), ApiError> {
+    // Checked against the server's own bound first: a huge value is over
+    // it, and the bound it is told is that one.
+    let max_wait = u64::try_from(s.config.max_wait.as_millis()).unwrap_or(u64::MAX);
+    if b.wait_ms.is_some_and(|w| w > max_wait) {
+        return Err(ApiError::bad_request(format!("wait_ms must be at most {max_wait}")));
+    }
     let wait = ms("wait_ms", b.wait_ms)?.unwrap_or(Duration::ZERO);
     if wait > s.config.max_wait {
         return Err(ApiError::bad_request(format!(

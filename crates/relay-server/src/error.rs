@@ -63,7 +63,7 @@ impl From<relay::Error> for ApiError {
             E::Busy => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),
             E::Closed => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Closed),
             E::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Corrupt),
-            E::MaybeApplied(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::MaybeApplied),
+            E::MaybeApplied(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::MaybeApplied),
             _ => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Storage),
         };
         Self::new(status, code, e.to_string())

@@ -22,6 +22,7 @@
 
 mod api;
 mod auth;
+mod body;
 mod calls;
 mod conns;
 mod dashboard;
@@ -68,6 +69,10 @@ pub struct ServerConfig {
     /// A connection that has not sent a whole request head this long after
     /// it opened or after its last answer is closed (slow or idle peers).
     pub header_timeout: Duration,
+    /// A request whose body has not arrived whole this long after its
+    /// head is answered 408 and its connection closed, on every route
+    /// (the bulk actions, exempt from `request_timeout`, included).
+    pub body_timeout: Duration,
     /// Connections open at once; at the limit the server stops accepting
     /// (and logs it) until one closes. Lowered to what the process's
     /// open-file limit allows.
@@ -96,6 +101,7 @@ impl ServerConfig {
             max_waiting: 1024,
             request_timeout: Duration::from_secs(90),
             header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             secure_cookies: false,
             shutdown_grace: Duration::from_secs(20),
@@ -110,9 +116,9 @@ impl ServerConfig {
                 self.listen
             )));
         }
-        if self.max_connections == 0 || self.header_timeout.is_zero() {
+        if self.max_connections == 0 || self.header_timeout.is_zero() || self.body_timeout.is_zero() {
             return Err(ServerError::Config(
-                "the connection limit and the header deadline must be above zero".into(),
+                "the connection limit and the header and body deadlines must be above zero".into(),
             ));
         }
         if self.tokens.iter().any(|t| t.trim().is_empty()) {
@@ -252,6 +258,7 @@ macro_rules! api_routes {
             let (mut protected, mut open) = (calls::router(), Router::new());
             $(api_routes!(@add $access, protected, open, $method, $path, $handler);)*
             protected
+                .layer(middleware::from_fn_with_state(Arc::clone(state), body::read_body))
                 .route_layer(middleware::from_fn_with_state(Arc::clone(state), auth::require_token))
                 .merge(open)
         }
@@ -286,6 +293,7 @@ fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(Arc::clone(&state), api::observe))
         .layer(axum::extract::DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), api::deadline))
+        .layer(middleware::from_fn(body::bound_head))
         .with_state(state)
 }
 

@@ -572,13 +572,22 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError> {
+    fn job_group_leased(
+        &mut self,
+        queue: &str,
+        groups: &[&str],
+        now: Timestamp,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names = serde_json::Value::from(groups.to_vec()).to_string();
         let mut st = self
             .conn()
             .prepare_cached(&crate::sql::JOB_GROUP_LEASED)
             .map_err(map_err)?;
         let rows = st
-            .query_map(params![queue, now.as_millis()], |r| {
+            .query_map(params![queue, now.as_millis(), names], |r| {
                 Ok((r.get::<_, String>(0)?, u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0)))
             })
             .map_err(map_err)?;

@@ -416,11 +416,12 @@ fn the_grouped_claim_seeks_whatever_the_number_of_groups() {
     }
     let steps = plan(&conn, include_str!("../sql/job_group_leased.sql"));
     assert!(
-        steps
-            .iter()
-            .any(|s| s.starts_with("SEARCH jobs USING INDEX jobs_lease_expiry (lease_expires_at>?)")),
+        steps.iter().any(|s| s
+            .starts_with("SEARCH j USING COVERING INDEX jobs_group_leased (queue=? AND grp=? AND lease_expires_at>?)")),
         "{steps:#?}"
     );
+    // One seek per group named, never a scan of the queue's leases.
+    assert!(!steps.iter().any(|s| s.starts_with("SCAN j")), "{steps:#?}");
     // A group's line, read on once the claim took its head: one seek of
     // jobs_group_turn, in its order.
     for sql in pages(include_str!("../sql/job_group_next.sql")) {

@@ -303,8 +303,12 @@ pub struct Prefetched {
     /// hold a lease that has not expired, counted after its row was locked
     /// (see [`Store::job_leased_count`]).
     pub leased: Vec<(String, u64)>,
-    /// For each queue with a `max_leased_per_group`: its groups' unexpired
-    /// leases (see [`Store::job_group_leased`]).
+    /// For queues with a `max_leased_per_group`: the lease counts of
+    /// groups the batch's first candidates hold, where other processes
+    /// write (read in the first flight, after the queues' rows were
+    /// locked, see [`Store::job_group_leased`]). Groups left out are read
+    /// when a claim meets them; a store whose batches exclude every other
+    /// writer (SQLite) reads none here.
     pub group_leased: Vec<(String, Vec<(String, u64)>)>,
     /// One list per queue of [`Prefetch::ready`], in the same order; a
     /// queue those settings pause may have none read (a claim skips it).
@@ -481,13 +485,9 @@ pub trait Store {
             self.queue_settings(&names)?
         };
         let mut leased = Vec::new();
-        let mut group_leased = Vec::new();
         for (q, s) in &queues {
             if s.limits.max_leased.is_some() {
                 leased.push((q.clone(), self.job_leased_count(q, p.now)?));
-            }
-            if s.limits.max_leased_per_group.is_some() {
-                group_leased.push((q.clone(), self.job_group_leased(q, p.now)?));
             }
         }
         let dependents = self.job_dependents(p.may_finish)?;
@@ -505,7 +505,7 @@ pub trait Store {
             statuses,
             queues,
             leased,
-            group_leased,
+            group_leased: Vec::new(),
             ready,
             dependents,
         })
@@ -547,10 +547,17 @@ pub trait Store {
     /// expired ones first). Costs the number of unexpired leases, not the
     /// queue's depth.
     fn job_leased_count(&mut self, queue: &str, now: Timestamp) -> Result<u64, StoreError>;
-    /// How many of `queue`'s jobs of each group hold a lease that has not
-    /// expired at `now` (groups with none left out), for its
-    /// `max_leased_per_group`. Costs the number of unexpired leases.
-    fn job_group_leased(&mut self, queue: &str, now: Timestamp) -> Result<Vec<(String, u64)>, StoreError>;
+    /// How many of `queue`'s jobs of each of `groups` hold a lease that
+    /// has not expired at `now` (groups with none left out), for its
+    /// `max_leased_per_group`. Costs the leases of those groups, never
+    /// the queue's other groups: a claim reads the groups it meets, so
+    /// 100,000 leased groups cost it nothing (issue 39).
+    fn job_group_leased(
+        &mut self,
+        queue: &str,
+        groups: &[&str],
+        now: Timestamp,
+    ) -> Result<Vec<(String, u64)>, StoreError>;
     /// The oldest due READY jobs of `queue` without a group (`ready_at` at
     /// or before `now`): at least `limit` of each priority class that has
     /// that many (fewer means the class has no more; more is allowed), each

@@ -53,10 +53,20 @@ pub(crate) fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/queues/{queue}", get(queue_page))
         .route("/queues/{queue}/{action}", post(actions::queue))
         .route("/logout", post(actions::logout))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::body::read_body,
+        ))
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), require_session));
+    let login = Router::new()
+        .route("/login", get(pages::login_form).post(actions::login))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            crate::body::read_login,
+        ));
     Router::new()
         .merge(pages)
-        .route("/login", get(pages::login_form).post(actions::login))
+        .merge(login)
         .route("/assets/{file}", get(asset))
         .layer(middleware::from_fn(security_headers))
 }

@@ -161,6 +161,8 @@ enum Undo {
     Corrupt(JobId, Option<JobId>, String),
     /// A queue's settings before this operation changed them.
     Queue(String, QueueEntry),
+    /// What a claim's count (or an ended lease's) changed in a queue.
+    Count(Box<queues::Counted>),
     /// A schedule before this operation changed it.
     Schedule(String, ScheduleEntry),
     /// A schedule this batch had not read before this operation wrote it.
@@ -437,6 +439,7 @@ impl<'s> Plan<'s> {
                 Some(Undo::Queue(name, entry)) => {
                     self.queues.insert(name, entry);
                 }
+                Some(Undo::Count(c)) => self.uncount(*c),
                 Some(Undo::Schedule(name, entry)) => {
                     self.schedules.insert(name, entry);
                 }

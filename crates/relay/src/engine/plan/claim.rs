@@ -114,6 +114,17 @@ impl Plan<'_> {
         })
     }
 
+    /// The groups of queue `name`'s grouped candidates not yet passed
+    /// over, in the order a claim meets them (with repeats).
+    pub(super) fn candidate_groups<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pools.iter().filter(move |p| p.queue == name).flat_map(|p| {
+            p.classes[4..].iter().flat_map(|c| {
+                let from = c.next.min(c.turns.len());
+                c.turns[from..].iter().map(|(_, g)| g.as_str())
+            })
+        })
+    }
+
     /// Whether candidate `id` may still be claimed: as read, unless this
     /// batch changed it, or deleted it. A row not read whole (or corrupt)
     /// is read when a claim takes it, and judged then.

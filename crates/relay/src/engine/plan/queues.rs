@@ -2,10 +2,13 @@
 //! batch sees them (read with the claim, or locked to change), whether a
 //! claim may take its jobs (`Plan::gate`), and what its claims count.
 
-use super::{Plan, Slot, Undo};
+use super::{HashMap, Plan, Slot, Undo};
 use crate::error::Result;
 use relay_core::{JobState, QueueSettings, Timestamp};
 use relay_store::QueueWrite;
+
+/// Most groups whose counts one read asks the store for.
+const GROUPS_READ_MAX: usize = 512;
 
 /// A queue's settings as this batch sees them.
 #[derive(Clone)]
@@ -19,10 +22,54 @@ pub(super) struct QueueEntry {
     /// For a queue with `max_leased`: its LEASED jobs, counting this
     /// batch's claims (`None` until read).
     pub(super) leased: Option<u64>,
-    /// For a queue with `max_leased_per_group`: the LEASED jobs of each of
-    /// its groups that has any, counting this batch's claims (`None` until
-    /// read).
-    pub(super) group_leased: Option<std::collections::BTreeMap<String, u64>>,
+    /// For a queue with `max_leased_per_group`: its groups' LEASED jobs,
+    /// as this batch counts them (`None` until the limit is known).
+    pub(super) group_leased: Option<GroupCounts>,
+}
+
+/// The unexpired leases of a queue's groups as a batch counts them: the
+/// store's count of each group the batch met, read when it first meets
+/// it, and what the batch's own claims and outcomes changed. Nothing here
+/// grows with the queue's groups, only with those the batch meets, and an
+/// operation's undo is one number (issue 39: every lease cloned a map of
+/// every leased group before).
+#[derive(Clone, Default)]
+pub(super) struct GroupCounts {
+    /// The store's count of each group read.
+    read: HashMap<String, u64>,
+    /// This batch's leases taken (+1 each) and ended (-1), per group.
+    planned: HashMap<String, i64>,
+}
+
+impl GroupCounts {
+    /// Group `g`'s leases, counting this batch's; `None` before its read.
+    fn get(&self, g: &str) -> Option<u64> {
+        let read = *self.read.get(g)?;
+        let planned = self.planned.get(g).copied().unwrap_or(0);
+        Some(read.saturating_add_signed(planned))
+    }
+
+    fn add(&mut self, g: &str, n: i64) {
+        match self.planned.get_mut(g) {
+            Some(p) => *p += n,
+            None => {
+                self.planned.insert(g.to_owned(), n);
+            }
+        }
+    }
+}
+
+/// What a claim's count (or an ended lease's) changed in a queue's entry,
+/// to go back on when its operation fails: the numbers before, never the
+/// entry whole.
+pub(super) struct Counted {
+    queue: String,
+    group: Option<String>,
+    /// What was added to the group's count.
+    added: i64,
+    leased: Option<u64>,
+    settings: QueueSettings,
+    written: bool,
 }
 
 impl QueueEntry {
@@ -65,10 +112,16 @@ impl Plan<'_> {
             .unwrap_or_default();
         let mut entry = QueueEntry::read(settings);
         entry.leased = leased.iter().find(|(q, _)| q == queue).map(|(_, n)| *n);
-        entry.group_leased = group_leased
-            .iter()
-            .find(|(q, _)| q == queue)
-            .map(|(_, gs)| gs.iter().cloned().collect());
+        // The counts the store read with the batch's first candidates (on
+        // PostgreSQL); the others are read when a claim meets the group
+        // (`Plan::group_open`).
+        if entry.settings.limits.max_leased_per_group.is_some() {
+            let mut counts = GroupCounts::default();
+            if let Some((_, read)) = group_leased.iter().find(|(q, _)| q == queue) {
+                counts.read.extend(read.iter().cloned());
+            }
+            entry.group_leased = Some(counts);
+        }
         self.queues.insert(queue.to_owned(), entry);
     }
 
@@ -151,40 +204,69 @@ impl Plan<'_> {
     }
 
     /// Whether a claim may take a job of `group` in queue `name`: the
-    /// queue has no `max_leased_per_group`, or the group is below it.
+    /// queue has no `max_leased_per_group`, or the group is below it. The
+    /// first time the batch meets a group, its count is read from the
+    /// store, with those of the other groups the batch's candidates of
+    /// that queue hold (one read per page of candidates, not per group).
     pub(crate) fn group_open(&mut self, name: &str, group: &str) -> Result<bool> {
         let Some(max) = self.queue(name)?.limits.max_leased_per_group else {
             return Ok(true);
         };
         if self.queues.get(name).is_some_and(|e| e.group_leased.is_none()) {
-            // Set partway through this batch: the store's counts, plus
-            // the leases this batch planned.
-            let mut counts: std::collections::BTreeMap<String, u64> =
-                self.store.job_group_leased(name, self.now)?.into_iter().collect();
+            // Set partway through this batch: the leases it planned.
+            let mut counts = GroupCounts::default();
             for g in self.planned_group_leases(name) {
-                *counts.entry(g).or_default() += 1;
+                counts.add(&g, 1);
             }
             if let Some(e) = self.queues.get_mut(name) {
                 e.group_leased = Some(counts);
+            }
+        }
+        let known = |p: &Self, g: &str| {
+            p.queues
+                .get(name)
+                .and_then(|e| e.group_leased.as_ref())
+                .is_none_or(|c| c.read.contains_key(g))
+        };
+        if !known(self, group) {
+            let mut unread = vec![group.to_owned()];
+            for g in self.candidate_groups(name) {
+                if unread.len() >= GROUPS_READ_MAX {
+                    break;
+                }
+                if !known(self, g) && !unread.iter().any(|u| u == g) {
+                    unread.push(g.to_owned());
+                }
+            }
+            let names: Vec<&str> = unread.iter().map(String::as_str).collect();
+            let found = self.store.job_group_leased(name, &names, self.now)?;
+            if let Some(c) = self.queues.get_mut(name).and_then(|e| e.group_leased.as_mut()) {
+                for g in unread {
+                    c.read.insert(g, 0);
+                }
+                for (g, n) in found {
+                    c.read.insert(g, n);
+                }
             }
         }
         let n = self
             .queues
             .get(name)
             .and_then(|e| e.group_leased.as_ref())
-            .and_then(|gs| gs.get(group).copied())
+            .and_then(|c| c.get(group))
             .unwrap_or(0);
         Ok(n < u64::from(max))
     }
 
     /// Whether this batch counts `group` of queue `name` at its
-    /// `max_leased_per_group` (from what it read; no store read).
+    /// `max_leased_per_group` (from what it read; no store read: a group
+    /// whose count it has not read is not).
     pub(super) fn group_full(&self, name: &str, group: &str) -> bool {
         let Some(e) = self.queues.get(name) else { return false };
-        let (Some(max), Some(gs)) = (e.settings.limits.max_leased_per_group, e.group_leased.as_ref()) else {
+        let (Some(max), Some(c)) = (e.settings.limits.max_leased_per_group, e.group_leased.as_ref()) else {
             return false;
         };
-        gs.get(group).is_some_and(|n| *n >= u64::from(max))
+        c.get(group).is_some_and(|n| n >= u64::from(max))
     }
 
     /// The groups of queue `name`'s jobs this batch leased, one entry per
@@ -253,16 +335,22 @@ impl Plan<'_> {
     /// slot.
     pub(crate) fn count_unlease(&mut self, name: &str, group: Option<&str>) {
         let Some(e) = self.queues.get_mut(name) else { return };
-        if self.logging {
-            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
-        }
+        let counted = self.logging.then(|| Counted {
+            queue: name.to_owned(),
+            group: group.map(str::to_owned),
+            added: -1,
+            leased: e.leased,
+            settings: e.settings,
+            written: e.written,
+        });
         if let Some(n) = e.leased.as_mut() {
             *n = n.saturating_sub(1);
         }
-        if let (Some(gs), Some(g)) = (e.group_leased.as_mut(), group) {
-            if let Some(n) = gs.get_mut(g) {
-                *n = n.saturating_sub(1);
-            }
+        if let (Some(c), Some(g)) = (e.group_leased.as_mut(), group) {
+            c.add(g, -1);
+        }
+        if let Some(counted) = counted {
+            self.undo.push(Undo::Count(Box::new(counted)));
         }
     }
 
@@ -278,20 +366,39 @@ impl Plan<'_> {
         let Some(e) = self.queues.get_mut(name) else {
             return Ok(());
         };
-        if self.logging {
-            self.undo.push(Undo::Queue(name.to_owned(), e.clone()));
-        }
+        let counted = self.logging.then(|| Counted {
+            queue: name.to_owned(),
+            group: group.map(str::to_owned),
+            added: 1,
+            leased: e.leased,
+            settings: e.settings,
+            written: e.written,
+        });
         if let Some(n) = e.leased.as_mut() {
             *n += 1;
         }
-        if let (Some(gs), Some(g)) = (e.group_leased.as_mut(), group) {
-            *gs.entry(g.to_owned()).or_default() += 1;
+        if let (Some(c), Some(g)) = (e.group_leased.as_mut(), group) {
+            c.add(g, 1);
         }
         if let Some(r) = e.settings.limits.rate {
             r.take(&mut e.settings.window, now);
             e.written = true;
         }
+        if let Some(counted) = counted {
+            self.undo.push(Undo::Count(Box::new(counted)));
+        }
         Ok(())
+    }
+
+    /// Goes back on one count (see [`Counted`]).
+    pub(super) fn uncount(&mut self, c: Counted) {
+        let Some(e) = self.queues.get_mut(&c.queue) else { return };
+        e.leased = c.leased;
+        e.settings = c.settings;
+        e.written = c.written;
+        if let (Some(counts), Some(g)) = (e.group_leased.as_mut(), c.group.as_deref()) {
+            counts.add(g, -c.added);
+        }
     }
 }
 
