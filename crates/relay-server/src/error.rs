@@ -135,3 +135,25 @@ fn rejection_error(r: &JsonRejection) -> ApiError {
     };
     ApiError::bad_request(message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 39, item 7: a failed commit (a full disk, a failed fsync)
+    /// answered `maybe_applied` with 500 where the README and the
+    /// OpenAPI document say 503, the status of every "try again after
+    /// reading back" answer. Seen failing: 500.
+    #[test]
+    fn a_failed_commit_is_503_maybe_applied() {
+        let e = relay::Error::MaybeApplied(std::sync::Arc::new(relay::StoreError::Full {
+            message: "no space left on device".into(),
+            source: "ENOSPC".into(),
+        }));
+        let api = ApiError::from(e);
+        assert_eq!(
+            (api.status, api.code),
+            (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::MaybeApplied)
+        );
+    }
+}

@@ -411,6 +411,42 @@ fn auth_refuses_missing_and_wrong_tokens() {
     assert_eq!(s.call_as(None, "GET", "/metrics", None).0, 401);
 }
 
+/// Issue 39, item 7: the scheme of `Authorization` is case-insensitive
+/// (RFC 7235 2.1): `bearer` and `BEARER` were refused. Seen failing: 401.
+#[test]
+fn the_bearer_scheme_is_read_in_any_case() {
+    let s = TestServer::start(Options::default(), |c| c.tokens = vec!["s3cret-token".into()]);
+    let url = format!("{}/v1/stats", s.base);
+    for scheme in ["bearer", "BEARER", "Bearer", "bEaReR"] {
+        let res = TestServer::agent()
+            .get(&url)
+            .header("Authorization", &format!("{scheme} s3cret-token"))
+            .call()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{scheme}");
+    }
+    let res = TestServer::agent()
+        .get(&url)
+        .header("Authorization", "Basic s3cret-token")
+        .call()
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401, "another scheme");
+}
+
+/// Issue 39, item 7: a huge `wait_ms` was refused with "at most
+/// 18446744073709" (the wire's bound) instead of the server's real bound,
+/// `--max-wait`. Seen failing: the message named the wire's bound.
+#[test]
+fn a_wait_over_the_servers_bound_names_that_bound() {
+    let s = TestServer::plain();
+    for wait in [u64::MAX, 18_446_744_073_710, 3_600_000] {
+        let (st, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "wait_ms": wait})));
+        assert_eq!(st, 400, "{v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("wait_ms must be at most 60000"), "{wait}: {message}");
+    }
+}
+
 #[test]
 fn no_token_is_refused_off_loopback() {
     let rt = tokio::runtime::Builder::new_current_thread()
