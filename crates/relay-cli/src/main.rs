@@ -31,7 +31,8 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("relay: {e}");
+            // An error may quote what a worker or a caller wrote.
+            eprintln!("relay: {}", output::printable(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

@@ -118,8 +118,17 @@ impl Out {
         self.json
     }
 
-    /// Writes one line; a closed pipe (`relay jobs | head`) is not an error.
+    /// Writes one line, with every control character in it shown escaped
+    /// (see [`printable`]); a closed pipe (`relay jobs | head`) is not an
+    /// error.
     pub fn line(&self, s: &str) {
+        self.trusted_line(&printable(s));
+    }
+
+    /// Writes one line as it is: for lines whose every piece from the
+    /// store went through [`printable`] and which carry this program's
+    /// own colours.
+    fn trusted_line(&self, s: &str) {
         let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{s}");
     }
@@ -127,7 +136,7 @@ impl Out {
     /// An answer as one line of JSON, as serialized (payloads as stored).
     fn json<T: Serialize>(&self, answer: &T) {
         match serde_json::to_string(answer) {
-            Ok(text) => self.line(&text),
+            Ok(text) => self.trusted_line(&json_printable(&text)),
             // Not expected of the API's types; said rather than dropped.
             Err(e) => eprintln!("relay: an answer that does not serialize: {e}"),
         }
@@ -189,7 +198,7 @@ impl Out {
             (None, false, Some(state), _) => format!("job {id} {}", self.state(state, state.to_string())),
             (None, false, None, _) => format!("job {id} -"),
         };
-        self.line(&text);
+        self.trusted_line(&text); // ids, times and a state: nothing a worker wrote
     }
 
     /// A call's answer (`relay call`): its JSON text, as answered,
@@ -203,7 +212,7 @@ impl Out {
         if self.json {
             return self.json(j);
         }
-        let field = |key: &str, text: String| self.line(&format!("{key:<17}{text}"));
+        let field = |key: &str, text: String| self.trusted_line(&format!("{key:<17}{}", printable(&text)));
         let bytes = |json, base64| match bytes_text(json, base64) {
             t if t.is_empty() => "-".to_owned(),
             t => t,
@@ -211,7 +220,7 @@ impl Out {
         field("id", j.id.to_string());
         field("queue", j.queue.clone());
         field("kind", j.kind.clone());
-        field("state", self.state(j.state, j.state.to_string()));
+        self.trusted_line(&format!("{:<17}{}", "state", self.state(j.state, j.state.to_string())));
         field("priority", j.priority.to_string());
         field("attempts", j.attempts.to_string());
         field("max_attempts", j.max_attempts.to_string());
@@ -263,12 +272,13 @@ impl Out {
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
         let row = |c: [String; 9]| {
+            let c = c.map(|t| printable(&t).into_owned());
             format!(
                 "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {:<24}  {:<35}  {}",
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
             )
         };
-        self.line(&row([
+        self.trusted_line(&row([
             "ID",
             "QUEUE",
             "KIND",
@@ -287,11 +297,12 @@ impl Out {
             } else {
                 "-".to_owned()
             };
-            self.line(&row([
+            let state = self.state(j.state, format!("{:<10}", j.state.as_str()));
+            self.trusted_line(&row([
                 j.id.to_string(),
                 j.queue.clone(),
                 j.kind.clone(),
-                self.state(j.state, format!("{:<10}", j.state.as_str())),
+                state,
                 j.priority.to_string(),
                 format!("{}/{}", j.attempts, j.max_attempts),
                 j.created_at.clone(),
@@ -591,4 +602,49 @@ fn when_text(v: &wire::Schedule) -> String {
 /// 0.29 is 29%, not the 28.999...% of its binary value).
 fn percent(fraction: f64) -> String {
     format!("{:.0}%", (fraction * 100.0 + 1e-9).floor().max(0.0))
+}
+
+/// `text` with every control character (but the line break and the tab,
+/// which move the cursor only forward and down) and every
+/// character that reorders text on screen (bidirectional overrides)
+/// written as an escape (`\u{1b}`): what a worker wrote (a progress
+/// message, a nack's error, a payload) cannot clear, retitle or rewrite
+/// an operator's terminal (issue 39, item 6).
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c, out| out.extend(c.escape_unicode()))
+}
+
+/// JSON text with what [`printable`] escapes written as JSON escapes
+/// (`\u202e`): serde_json escapes the C0 controls but writes DEL, the C1
+/// controls and the bidirectional overrides as they are, and in JSON they
+/// can only stand inside strings, where the escape means the same.
+fn json_printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c, out| {
+        let mut units = [0u16; 2];
+        for u in c.encode_utf16(&mut units) {
+            out.push_str(&format!("\\u{u:04x}"));
+        }
+    })
+}
+
+/// Whether `c` can drive a terminal: a control character but the line
+/// break and the tab, or a bidirectional override.
+fn hostile(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escaped(text: &str, escape: impl Fn(char, &mut String)) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hostile(c) {
+            escape(c, &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }

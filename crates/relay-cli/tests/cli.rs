@@ -1250,3 +1250,37 @@ fn the_readme_pgbouncer_commands_run_as_written() {
     let leased: Vec<&str> = outputs[1].trim_end().split('\t').collect();
     assert_eq!(leased, ["1", "1", "send", "1", r#"{"to":"ada"}"#]);
 }
+
+/// Issue 39, item 6: a nack's error, a payload or a kind may hold control
+/// characters, and `relay show`, `relay jobs`, `relay lease` and `relay
+/// events` printed them raw: a worker could clear an operator's screen or
+/// retitle the terminal. Every control character (but line break and tab) and
+/// every bidirectional override is now printed escaped; `--json` is JSON.
+/// Seen failing before the fix: ESC reached stdout.
+#[test]
+fn text_from_the_store_cannot_drive_the_terminal() {
+    let db = db();
+    let hostile = "\u{1b}[2J\u{1b}]0;pwned\u{7}\rover\u{202e}drawn";
+    // Kinds and queues refuse control characters; payloads and errors
+    // are the caller's text.
+    let id = ok(&relay(&db.path, &["submit", "-q", "q", "-k", "k", hostile]));
+    let id = id.trim();
+    let leased = ok(&relay(&db.path, &["lease", "-q", "q"]));
+    let token = leased.split('\t').nth(1).unwrap().to_owned();
+    ok(&relay(&db.path, &["nack", id, "--token", &token, "--error", hostile]));
+    for args in [vec!["show", id], vec!["events", id]] {
+        let out = ok(&relay(&db.path, &args));
+        assert!(
+            !out.chars()
+                .any(|c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}'),
+            "{args:?} printed a control character: {out:?}"
+        );
+    }
+    let shown = ok(&relay(&db.path, &["show", id]));
+    assert!(shown.contains("\\u{1b}[2J"), "show writes the escape out: {shown}");
+    assert!(!leased.contains('\u{1b}'), "{leased:?}");
+    let shown = ok(&relay(&db.path, &["--json", "show", id]));
+    assert!(!shown.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'), "{shown:?}");
+    let job: Value = serde_json::from_str(shown.trim()).unwrap();
+    assert_eq!(job["last_error"], hostile, "--json keeps the text as stored");
+}
