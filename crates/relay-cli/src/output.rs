@@ -272,7 +272,16 @@ impl Out {
         // The state arrives padded (and maybe coloured: escape codes take
         // no room on the screen, so the padding is done before them).
         let row = |c: [String; 9]| {
-            let c = c.map(|t| printable(&t).into_owned());
+            // Every column but the state (coloured here) is the store's.
+            let mut i = 0;
+            let c = c.map(|t| {
+                i += 1;
+                if i == 4 {
+                    t
+                } else {
+                    printable(&t).into_owned()
+                }
+            });
             format!(
                 "{:>8}  {:<16} {:<20} {} {:>3} {:>8}  {:<24}  {:<35}  {}",
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]

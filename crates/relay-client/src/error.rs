@@ -58,6 +58,7 @@ impl Error {
 /// connection while the request was still being sent: a server answers a
 /// body far over its `--max-body` (more than 64 MiB) and closes, and the
 /// rest of the request meets a closed socket.
+#[cfg(any(feature = "blocking", feature = "async"))]
 pub(crate) fn sending(e: &dyn std::fmt::Display) -> String {
     let text = e.to_string();
     let lower = text.to_ascii_lowercase();
