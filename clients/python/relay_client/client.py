@@ -791,8 +791,23 @@ class Client:
         return Job.from_json(self._call("GET", f"/v1/jobs/{id}"))
 
     def events(self, id: int) -> List[Dict[str, Any]]:
-        """The job's event log, oldest first."""
-        return list(self._call("GET", f"/v1/jobs/{id}/events")["events"])
+        """The job's event log, oldest first (every page of it)."""
+        out: List[Dict[str, Any]] = []
+        after: Optional[int] = None
+        while True:
+            page = self.events_page(id, after=after)
+            out.extend(page["events"])
+            after = page.get("next")
+            if after is None:
+                return out
+
+    def events_page(self, id: int, *, after: Optional[int] = None, limit: Optional[int] = None) -> Dict[str, Any]:
+        """A page of the job's event log: ``events`` after ``seq`` ``after``, at most
+        ``limit`` (1-1000) and 4 MiB of them, and ``next``, the next page's ``after``
+        (None on the last page)."""
+        query = "&".join(f"{k}={v}" for k, v in (("after", after), ("limit", limit)) if v is not None)
+        path = f"/v1/jobs/{id}/events" + (f"?{query}" if query else "")
+        return dict(self._call("GET", path))
 
     def append_event(self, id: int, kind: str, data: JSONValue = None) -> int:
         """Appends an event of your own to the job's log; returns its number."""
@@ -995,7 +1010,15 @@ class Client:
         (``alive``, ``gone``: its heartbeats stopped without a word, or
         ``stopped``), what it is, the jobs it runs (``running``) and, for a
         gone one, the leases it left ``orphaned`` until they expire."""
-        return list(self._call("GET", "/v1/workers")["workers"])
+        out: List[Dict[str, Any]] = []
+        after: Optional[str] = None
+        while True:
+            query = "" if after is None else "?after=" + urllib.parse.quote(after, safe="")
+            page = self._call("GET", "/v1/workers" + query)
+            out.extend(page["workers"])
+            after = page.get("next")
+            if after is None:
+                return out
 
     def prune_from(self, after: int = 0) -> Dict[str, Any]:
         """One pass of the prune: deletes, with their events, the finished

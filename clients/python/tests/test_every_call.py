@@ -270,3 +270,19 @@ def test_lost_leases_are_counted_in_metrics(client: Client):
     assert lost() == before + 1
     client.ack(job.id, job.token)
     assert lost() == before + 1
+
+
+def test_events_come_a_page_at_a_time(client: Client):
+    """Issue 39, item 4: a job's events are answered a page at a time
+    (``limit``, 4 MiB, ``next``); ``events`` follows the pages."""
+    id = client.submit(NewJob("ev", "k", None))
+    for i in range(1050):
+        client.append_event(id, "note", {"i": i})
+    first = client.events_page(id)
+    assert len(first["events"]) == 1000
+    assert first["next"] == first["events"][-1]["seq"]
+    rest = client.events_page(id, after=first["next"])
+    assert [e["seq"] for e in rest["events"]] == list(range(1001, 1052))
+    assert rest["next"] is None
+    assert [e["seq"] for e in client.events(id)] == list(range(1, 1052))
+    assert len(client.events_page(id, limit=10)["events"]) == 10

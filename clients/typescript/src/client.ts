@@ -661,9 +661,33 @@ export class Client {
     return job(await this.call("GET", `/v1/jobs/${id}`));
   }
 
-  /** The job's event log, oldest first. */
+  /** The job's event log, oldest first (every page of it). */
   async events(id: number): Promise<Obj[]> {
-    return (await this.call("GET", `/v1/jobs/${id}/events`)).events;
+    const out: Obj[] = [];
+    let after: number | undefined;
+    for (;;) {
+      const page = await this.eventsPage(id, { after });
+      out.push(...page.events);
+      if (page.next === null || page.next === undefined) return out;
+      after = page.next;
+    }
+  }
+
+  /**
+   * A page of the job's event log: `events` after `seq` `after`, at most `limit`
+   * (1-1000) and 4 MiB of them, and `next`, the next page's `after` (null on the
+   * last page).
+   */
+  async eventsPage(
+    id: number,
+    opts: { after?: number; limit?: number } = {},
+  ): Promise<{ events: Obj[]; next: number | null }> {
+    const q = new URLSearchParams();
+    if (opts.after !== undefined) q.set("after", String(opts.after));
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    const qs = q.toString();
+    const page = await this.call("GET", `/v1/jobs/${id}/events${qs ? `?${qs}` : ""}`);
+    return { events: page.events, next: page.next ?? null };
   }
 
   /** Appends an event of your own to the job's log; returns its number. */
@@ -842,7 +866,15 @@ export class Client {
    * they expire.
    */
   async workers(): Promise<Obj[]> {
-    return camel((await this.call("GET", "/v1/workers")).workers);
+    const out: Obj[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const qs: string = after === null ? "" : `?after=${encodeURIComponent(after)}`;
+      const page = await this.call("GET", `/v1/workers${qs}`);
+      out.push(...camel(page.workers));
+      if (page.next === null || page.next === undefined) return out;
+      after = page.next;
+    }
   }
 
   /** One pass of the prune over the 5,000 jobs after job `after`. */

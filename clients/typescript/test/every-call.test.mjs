@@ -177,3 +177,16 @@ test("progress is kept on the job", async () => {
   await assert.rejects(client.progress(job.id, job.token + 1, 0.5), LeaseLost);
   assert.deepEqual((await client.get(id)).progress, kept, "refused reports change nothing");
 });
+
+test("a job's events come a page at a time (issue 39, item 4)", async () => {
+  const id = await client.submit({ queue: "ev", kind: "k" });
+  for (let i = 0; i < 1050; i++) await client.appendEvent(id, "note", { i });
+  const first = await client.eventsPage(id);
+  assert.equal(first.events.length, 1000);
+  assert.equal(first.next, first.events[999].seq);
+  const rest = await client.eventsPage(id, { after: first.next });
+  assert.deepEqual(rest.events.map((e) => e.seq), Array.from({ length: 51 }, (_, i) => 1001 + i));
+  assert.equal(rest.next, null);
+  assert.equal((await client.events(id)).length, 1051);
+  assert.equal((await client.eventsPage(id, { limit: 10 })).events.length, 10);
+});

@@ -90,7 +90,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
         Command::Retry(a) => admin_or_bulk(t, a, Admin::Retry, wire::BulkAction::Retry, out)?,
         Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, wire::BulkAction::Delete, out)?,
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
-        Command::Events(a) => out.events(&t.events(JobId(a.id))?),
+        Command::Events(a) => t.events(JobId(a.id), |page| out.events(page))?,
         Command::Stats => {
             // A page at a time: memory stays bounded however many queues.
             let mut after = None;
@@ -142,7 +142,18 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             out.retention(&now);
         }
         Command::Workers => {
-            out.workers(&t.send::<relay_client::wire::calls::Workers>(&(), &wire::Nothing {}, &wire::Nothing {})?)
+            // A page at a time (each at most 4 MiB), printed as it comes.
+            let mut query = relay_client::wire::calls::WorkersQuery::default();
+            let mut first = true;
+            loop {
+                let page = t.send::<relay_client::wire::calls::Workers>(&(), &query, &wire::Nothing {})?;
+                out.workers_page(&page, first);
+                first = false;
+                match page.next {
+                    Some(n) => query.after = Some(n),
+                    None => break,
+                }
+            }
         }
         Command::Prune => {
             let mut after = 0;

@@ -435,14 +435,18 @@ impl Out {
         ));
     }
 
-    /// The workers: a line each, then a line for each job it runs and each
-    /// lease it left orphaned.
-    pub fn workers(&self, v: &wire::Workers) {
+    /// A page of the workers: a line each, then a line for each job it
+    /// runs and each lease it left orphaned (the header on the `first`
+    /// page).
+    pub fn workers_page(&self, v: &wire::Workers, first: bool) {
         if self.json {
             return self.json(v);
         }
         if v.workers.is_empty() {
-            return self.line("no workers seen in the last hour (workers register when they start: relay work, the runtimes, the clients' Workers)");
+            if first {
+                self.line("no workers seen in the last hour (workers register when they start: relay work, the runtimes, the clients' Workers)");
+            }
+            return;
         }
         let now = relay::Clock::now(&relay::SystemClock);
         let ago = |t: &str| {
@@ -473,10 +477,12 @@ impl Out {
                 },
             )
         };
-        self.line(&format!(
-            "{:<28} {:<8} {:<16} {:<16} {:>7} {:>5} {:>7}  {}",
-            "WORKER", "STATE", "NAME", "HOST", "PID", "CONC", "RUNNING", "SEEN"
-        ));
+        if first {
+            self.line(&format!(
+                "{:<28} {:<8} {:<16} {:<16} {:>7} {:>5} {:>7}  {}",
+                "WORKER", "STATE", "NAME", "HOST", "PID", "CONC", "RUNNING", "SEEN"
+            ));
+        }
         for w in &v.workers {
             let state = match w.state {
                 wire::WorkerState::Alive => "alive",

@@ -211,8 +211,17 @@ impl Target {
         self.send::<calls::Get>(&id.0, &NONE, &NONE)
     }
 
-    pub fn events(&self, id: JobId) -> Result<Vec<wire::Event>, CliError> {
-        Ok(self.send::<calls::Events>(&id.0, &NONE, &NONE)?.events)
+    /// The job's events, a page at a time (each at most 4 MiB) to `each`.
+    pub fn events(&self, id: JobId, mut each: impl FnMut(&[wire::Event])) -> Result<(), CliError> {
+        let mut query = calls::EventsQuery::default();
+        loop {
+            let page = self.send::<calls::Events>(&id.0, &query, &NONE)?;
+            each(&page.events);
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Pauses (`true`) or resumes a queue.

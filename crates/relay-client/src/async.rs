@@ -227,7 +227,25 @@ impl AsyncClient {
     ///
     /// As [`crate::Client::events`].
     pub async fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
-        self.run(calls::events(id)?).await
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.events_page(id, after, None).await?;
+            all.extend(page.events);
+            match page.next {
+                Some(next) => after = next,
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// [`crate::Client::events_page`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::events_page`].
+    pub async fn events_page(&self, id: i64, after: i64, limit: Option<u32>) -> Result<crate::wire::Events, Error> {
+        self.run(calls::events_page(id, after, limit)?).await
     }
 
     /// [`crate::Client::append_event`], as a future.

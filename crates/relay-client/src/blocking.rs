@@ -274,13 +274,34 @@ impl Client {
         self.run(calls::get(id)?)
     }
 
-    /// A job's event log, oldest first.
+    /// A job's event log, oldest first (every page of it).
     ///
     /// # Errors
     ///
     /// [`Error::Api`] with `not_found`.
     pub fn events(&self, id: i64) -> Result<Vec<Event>, Error> {
-        self.run(calls::events(id)?)
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.events_page(id, after, None)?;
+            all.extend(page.events);
+            match page.next {
+                Some(next) => after = next,
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// A page of a job's event log: the events after `seq` `after` (0:
+    /// from the first), at most `limit` (1-1000; 1000 when `None`) and
+    /// 4 MiB; `next` is the next page's `after`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Api`] with `not_found`, or `invalid_request` for a limit
+    /// out of range.
+    pub fn events_page(&self, id: i64, after: i64, limit: Option<u32>) -> Result<crate::wire::Events, Error> {
+        self.run(calls::events_page(id, after, limit)?)
     }
 
     /// Appends a worker's own event to a job's log.

@@ -2,10 +2,10 @@
 //! answer is read) for both clients to send.
 
 use crate::wire::{
-    self, calls, Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, DeadQuery, Event,
-    Events, Extend, Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Method, Nack,
-    NewJob, NewJobs, NewSchedule, Nothing, Part, QueueLimits, QueuePage, QueuePaused, Release, Schedule,
-    ScheduleRemoved, Schedules, Stats, Submitted, SubmittedBatch, Work, Worked,
+    self, calls, Ack, AppendEvent, Appended, Beaten, Bulk, BulkDone, Changed, DeadGroup, DeadGroups, DeadQuery, Events,
+    Extend, Heartbeat, ItemAnswer, Job, JobPage, Lease, Leased, LeasedJob, Limits, ListQuery, Method, Nack, NewJob,
+    NewJobs, NewSchedule, Nothing, Part, QueueLimits, QueuePage, QueuePaused, Release, Schedule, ScheduleRemoved,
+    Schedules, Stats, Submitted, SubmittedBatch, Work, Worked,
 };
 use crate::Error;
 use serde::de::DeserializeOwned;
@@ -161,9 +161,12 @@ pub(crate) fn get(id: i64) -> Result<Call<Job>, Error> {
     of::<calls::Get>(&id, &NONE, &NONE)
 }
 
-pub(crate) fn events(id: i64) -> Result<Call<Vec<Event>>, Error> {
-    let call = of::<calls::Events>(&id, &NONE, &NONE)?;
-    Ok(Call::unwrap(call, |t| read::<Events>(t).map(|e| e.events)))
+pub(crate) fn events_page(id: i64, after: i64, limit: Option<u32>) -> Result<Call<Events>, Error> {
+    let query = calls::EventsQuery {
+        after: (after > 0).then_some(after),
+        limit,
+    };
+    of::<calls::Events>(&id, &query, &NONE)
 }
 
 pub(crate) fn append_event(id: i64, event: &AppendEvent) -> Result<Call<Appended>, Error> {

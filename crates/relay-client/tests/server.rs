@@ -275,7 +275,7 @@ fn every_call_round_trips_and_answers_keep_every_field() {
         Some((appended.seq, "progress"))
     );
     same(
-        &wire::Events { events },
+        &wire::Events { events, next: None },
         &server.raw(&format!("/v1/jobs/{}/events", two[0].id)),
     );
 

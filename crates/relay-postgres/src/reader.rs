@@ -218,9 +218,12 @@ impl StoreReader for PgReader {
         relay_store::decode::queue_stats(counts, oldest, now)
     }
 
-    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError> {
-        let st = self.conn.stmt(include_str!("../sql/workers_all.sql"))?;
-        let rows = self.conn.query(&st, &[]).map_err(map_err)?;
+    fn workers(&mut self, after: &str, limit: u32) -> Result<relay_store::WorkerRows, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/workers_page.sql"))?;
+        let rows = self.conn.query(&st, &[&after, &i64::from(limit)]).map_err(map_err)?;
+        let next = (rows.len() >= limit as usize)
+            .then(|| rows.last().and_then(|r| r.try_get::<_, String>(0).ok()))
+            .flatten();
         let mut out = Vec::new();
         for row in &rows {
             let read = (|| -> Result<(String, String, i64, Option<i64>), StoreError> {
@@ -233,7 +236,7 @@ impl StoreReader for PgReader {
             })();
             out.extend(relay_store::decode::worker_row(read));
         }
-        Ok(out)
+        Ok((out, next))
     }
 
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {

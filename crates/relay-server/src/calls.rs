@@ -185,25 +185,34 @@ impl Handle for calls::SubmitBatch {
             .enumerate()
             .map(|(i, j)| new_job(with_idempotency_key(j, key.as_deref(), Some(i)), header.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
-        let ids = s.relay.submit_batch(jobs).await?;
+        let done = s.relay.submit_batch_outcome(jobs).await?;
         Ok(wire::SubmittedBatch {
-            ids: ids.into_iter().map(|id| id.0).collect(),
+            ids: done.iter().map(|d| d.id.0).collect(),
+            existing: done.iter().filter(|d| d.existing).map(|d| d.id.0).collect(),
         })
+    }
+
+    /// 200 when every job was found (a batch retried with its idempotency
+    /// key), as a single submit's answer; else 201.
+    fn status(answer: &wire::SubmittedBatch) -> u16 {
+        if !answer.ids.is_empty() && answer.existing.len() == answer.ids.len() {
+            200
+        } else {
+            Self::STATUS
+        }
     }
 }
 
 impl Handle for calls::List {
-    /// Jobs matching the query's filter, newest first; `next` is the
-    /// cursor of the next page (`before`), absent on the last one.
+    /// Jobs matching the query's filter, newest first, a page of at most
+    /// `limit` jobs and [`relay::LIST_PAGE_BYTES`]; `next` is the cursor
+    /// of the next page (`before`), absent on the last one.
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::JobPage, ApiError> {
         let filter = conv::job_filter(r.query)?;
-        let jobs = s.relay.list(&filter).await?;
-        let next = (jobs.len() == filter.limit as usize)
-            .then(|| jobs.last().map(|j| j.id.0))
-            .flatten();
+        let page = s.relay.list_page(&filter, relay::LIST_PAGE_BYTES).await?;
         Ok(wire::JobPage {
-            jobs: jobs.iter().map(conv::job).collect(),
-            next,
+            jobs: page.jobs.iter().map(conv::job).collect(),
+            next: page.next.map(|id| id.0),
         })
     }
 }
@@ -330,9 +339,14 @@ impl Handle for calls::Retry {
 
 impl Handle for calls::Events {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Events, ApiError> {
-        let events = s.relay.events(JobId(r.param)).await?;
+        let (after, limit) = (r.query.after.unwrap_or(0), r.query.limit.unwrap_or(1000));
+        if after < 0 {
+            return Err(ApiError::bad_request(format!("after must be 0 or more, got {after}")));
+        }
+        let page = s.relay.events_page(JobId(r.param), after, limit).await?;
         Ok(wire::Events {
-            events: events.iter().map(conv::event).collect(),
+            events: page.events.iter().map(conv::event).collect(),
+            next: page.next,
         })
     }
 }
@@ -488,10 +502,18 @@ impl Handle for calls::PutWorker {
 }
 
 impl Handle for calls::Workers {
-    async fn handle(s: Arc<AppState>, _: Req<Self>) -> Result<wire::Workers, ApiError> {
-        let all = s.relay.workers().await?;
+    /// A page of the workers, by id (`next`: the next page's `after`).
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Workers, ApiError> {
+        if r.query.after.as_ref().is_some_and(|a| a.len() > 256) {
+            return Err(ApiError::bad_request("after must be a worker's id, at most 256 bytes"));
+        }
+        let page = s
+            .relay
+            .workers_page(r.query.after.clone(), r.query.limit.unwrap_or(1000))
+            .await?;
         Ok(wire::Workers {
-            workers: all.iter().map(conv::worker).collect(),
+            workers: page.workers.iter().map(conv::worker).collect(),
+            next: page.next,
         })
     }
 }

@@ -203,6 +203,9 @@ fn operation<C: Call>(doc: &mut Value, query: Vec<Value>, body: Option<Value>) {
     if C::OPERATION == "submit" {
         op["responses"] = with_existing(op["responses"].take());
     }
+    if C::OPERATION == "submitBatch" {
+        op["responses"]["200"] = json!({"description": "every job was found rather than written (the batch's idempotency key was carried by an earlier submit, or unfinished jobs hold their unique keys): their ids, all in `existing`, nothing written"});
+    }
     let mut params: Vec<Value> = Vec::new();
     match C::param_name() {
         Some("id") => params.extend(id_param().as_array().cloned().unwrap_or_default()),

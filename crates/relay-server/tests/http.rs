@@ -447,6 +447,165 @@ fn a_wait_over_the_servers_bound_names_that_bound() {
     }
 }
 
+/// Issue 39, item 4: `GET /v1/jobs/{id}/events` ignored `limit` and
+/// answered every event at once (50,000 events: one 15 MB answer). It now
+/// answers a page of at most `limit` events and 4 MiB, with `next`. Seen
+/// failing before: `?limit=2` answered all 8 events, without `next`.
+#[test]
+fn a_jobs_events_come_a_bounded_page_at_a_time() {
+    let s = TestServer::plain();
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let big = "e".repeat(900_000);
+    for i in 0..7 {
+        let (st, v) = s.call(
+            "POST",
+            &format!("/v1/jobs/{id}/events"),
+            Some(json!({"kind": "note", "data": {"i": i, "text": big}})),
+        );
+        assert_eq!(st, 201, "{v}");
+    }
+    let (st, v) = s.call("GET", &format!("/v1/jobs/{id}/events?limit=2"), None);
+    assert_eq!(st, 200, "{v}");
+    let seqs = |v: &Value| -> Vec<i64> {
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(seqs(&v), vec![1, 2]);
+    assert_eq!(v["next"], 2);
+    // By bytes: 8 events of up to 900 KB are more than one page of 4 MiB.
+    let (mut after, mut pages, mut all) = (0, 0, Vec::new());
+    loop {
+        let (st, v) = s.call("GET", &format!("/v1/jobs/{id}/events?after={after}"), None);
+        assert_eq!(st, 200);
+        let text = v.to_string();
+        assert!(text.len() < (4 << 20) + 1_000_000, "a page of {} bytes", text.len());
+        all.extend(seqs(&v));
+        pages += 1;
+        match v["next"].as_i64() {
+            Some(n) => after = n,
+            None => break,
+        }
+    }
+    assert_eq!(all, (1..=8).collect::<Vec<_>>(), "every event once, in order");
+    assert!(pages >= 2, "{pages} pages");
+    let (st, v) = s.call("GET", &format!("/v1/jobs/{id}/events?limit=0"), None);
+    assert_eq!(st, 400, "{v}");
+}
+
+/// Issue 39, item 4: `GET /v1/jobs?limit=1000` over 1 MiB payloads was
+/// one 157 MB answer (the server at 494 MB). A page now stops at about
+/// `relay::LIST_PAGE_BYTES` (8 MiB) of jobs, with `next`, and is read a
+/// few jobs at a time. Seen failing before: one page of all 12 jobs of
+/// 900 KB, without `next`.
+#[test]
+fn a_page_of_jobs_is_bounded_in_bytes() {
+    let s = TestServer::plain();
+    let big = "p".repeat(900_000);
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        let (st, v) = s.call(
+            "POST",
+            "/v1/jobs",
+            Some(json!({"queue": "big", "kind": "k", "payload": big})),
+        );
+        assert_eq!(st, 201, "{v}");
+        ids.push(v["id"].as_i64().unwrap());
+    }
+    ids.reverse(); // the list is newest first
+    let (mut seen, mut pages, mut before) = (Vec::new(), 0, None::<i64>);
+    loop {
+        let path = match before {
+            Some(b) => format!("/v1/jobs?queue=big&limit=1000&before={b}"),
+            None => "/v1/jobs?queue=big&limit=1000".to_owned(),
+        };
+        let (st, v) = s.call("GET", &path, None);
+        assert_eq!(st, 200);
+        let size = v.to_string().len();
+        assert!(size <= relay::LIST_PAGE_BYTES + 1_000_000, "a page of {size} bytes");
+        seen.extend(v["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_i64().unwrap()));
+        pages += 1;
+        match v["next"].as_i64() {
+            Some(n) => before = Some(n),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids, "every job once, newest first");
+    assert!(pages >= 2, "12 jobs of 900 KB in {pages} page(s)");
+}
+
+/// Issue 39, item 4: `GET /v1/workers` had no paging (100,000 workers:
+/// one 26 MB answer, the dashboard's page 34 MB every 2 s). It now answers
+/// pages by id of at most `limit` workers and 4 MiB, with `next`; the
+/// dashboard's page shows 200 with a link to the next. Seen failing
+/// before: `?limit=10` answered all 30 workers without `next`.
+#[test]
+fn workers_come_a_bounded_page_at_a_time() {
+    let s = TestServer::plain();
+    let now = "2026-01-01T00:00:00Z";
+    let beat = |running: usize| {
+        json!({
+            "name": "w", "host": "h", "pid": 1, "queues": ["q"], "concurrency": 4, "version": "t",
+            "started_at": now, "beat_every_ms": 5000,
+            "running": (0..running).map(|i| json!({"id": i + 1, "token": 1, "since": now})).collect::<Vec<_>>(),
+        })
+    };
+    for i in 0..30 {
+        // Fifteen of them run 4,000 jobs each (the most a heartbeat may
+        // list is 4,096): about 400 KB apiece.
+        let running = if i % 2 == 0 { 4_000 } else { 0 };
+        let (st, v) = s.call_method("PUT", &format!("/v1/workers/w{i:03}"), beat(running));
+        assert_eq!(st, 200, "{v}");
+    }
+    let ids = |v: &Value| -> Vec<String> {
+        v["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (st, v) = s.call("GET", "/v1/workers?limit=10", None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(ids(&v), (0..10).map(|i| format!("w{i:03}")).collect::<Vec<_>>());
+    assert_eq!(v["next"], "w009");
+    let (mut after, mut all, mut pages) = (String::new(), Vec::new(), 0);
+    loop {
+        let path = if after.is_empty() {
+            "/v1/workers".to_owned()
+        } else {
+            format!("/v1/workers?after={after}")
+        };
+        let (st, v) = s.call("GET", &path, None);
+        assert_eq!(st, 200);
+        assert!(
+            v.to_string().len() < (4 << 20) + 1_000_000,
+            "a page of {} bytes",
+            v.to_string().len()
+        );
+        all.extend(ids(&v));
+        pages += 1;
+        match v["next"].as_str() {
+            Some(n) => after = n.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        all,
+        (0..30).map(|i| format!("w{i:03}")).collect::<Vec<_>>(),
+        "each worker once, by id"
+    );
+    assert!(
+        pages >= 2,
+        "15 workers of ~400 KB are more than one 4 MiB page: {pages} page(s)"
+    );
+}
+
 #[test]
 fn no_token_is_refused_off_loopback() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -835,6 +994,46 @@ fn a_deduplicated_submit_says_so() {
     let (st, again) = s.call("POST", "/v1/jobs", Some(body));
     assert_eq!(st, 200, "{again}");
     assert_eq!(again, json!({"id": first["id"], "existing": true}));
+}
+
+/// Issue 39, item 7: a batch retried with its idempotency key answered
+/// 201 as if new, with no word that nothing was written. It now answers
+/// 200 with every id in `existing`, as a single submit does. Seen failing
+/// before: 201 and no `existing`.
+#[test]
+fn a_batch_retried_with_its_idempotency_key_says_so() {
+    let s = TestServer::plain();
+    let send = || {
+        let mut res = TestServer::agent()
+            .post(&format!("{}/v1/jobs/batch", s.base))
+            .header("Idempotency-Key", "import-42")
+            .send_json(json!({"jobs": [{"queue": "q", "kind": "a"}, {"queue": "q", "kind": "b"}]}))
+            .unwrap();
+        let status = res.status().as_u16();
+        let v: Value = serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap();
+        (status, v)
+    };
+    let (st, first) = send();
+    assert_eq!((st, first.get("existing")), (201, None), "{first}");
+    let (st, again) = send();
+    assert_eq!(st, 200, "{again}");
+    assert_eq!(again["ids"], first["ids"]);
+    assert_eq!(again["existing"], first["ids"], "{again}");
+    // A batch of one job found and one new is 201, naming the one found.
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs/batch",
+        Some(json!({"jobs": [{"queue": "q", "kind": "k", "unique_key": "u1"}]})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let held = v["ids"][0].clone();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs/batch",
+        Some(json!({"jobs": [{"queue": "q", "kind": "k", "unique_key": "u1"}, {"queue": "q", "kind": "k"}]})),
+    );
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(v["existing"], json!([held]), "{v}");
 }
 
 #[test]

@@ -168,11 +168,14 @@ impl StoreReader for SqliteReader {
             .map_err(map_err)
     }
 
-    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError> {
-        let mut st = self.conn.prepare_cached(&crate::sql::WORKERS_ALL).map_err(map_err)?;
-        let mut rows = st.query([]).map_err(map_err)?;
+    fn workers(&mut self, after: &str, limit: u32) -> Result<relay_store::WorkerRows, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::WORKERS_PAGE).map_err(map_err)?;
+        let mut rows = st.query(params![after, limit]).map_err(map_err)?;
         let mut out = Vec::new();
+        let (mut n, mut last) = (0u32, None);
         while let Some(row) = rows.next().map_err(map_err)? {
+            n += 1;
+            last = row.get::<_, String>(0).ok();
             let c = crate::decode::Cols::new(row, None);
             let read = (|| -> Result<_, StoreError> {
                 Ok((
@@ -184,7 +187,7 @@ impl StoreReader for SqliteReader {
             })();
             out.extend(relay_store::decode::worker_row(read));
         }
-        Ok(out)
+        Ok((out, last.filter(|_| n >= limit)))
     }
 
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {

@@ -89,7 +89,7 @@ statements! {
     THROUGHPUT_QUEUE = "throughput_queue.sql";
     WORKER_PUT = "worker_put.sql";
     WORKER_PRUNE = "worker_prune.sql";
-    WORKERS_ALL = "workers_all.sql";
+    WORKERS_PAGE = "workers_page.sql";
     THROUGHPUT_SINCE = "throughput_since.sql";
     THROUGHPUT_TOTAL = "throughput_total.sql";
 }

@@ -751,10 +751,16 @@ pub trait StoreReader: Send {
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
     /// As [`Store::mark_get`].
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
-    /// Every worker's latest heartbeat, by id; a row that does not decode
-    /// is logged and left out.
-    fn workers(&mut self) -> Result<Vec<relay_core::WorkerRecord>, StoreError>;
+    /// A page of workers' latest heartbeats, by id: those after `after`
+    /// (`""`: from the first), at most `limit` rows; a row that does not
+    /// decode is logged and left out. The second value is the next page's
+    /// `after` (the last row's id) when the page read `limit` rows.
+    fn workers(&mut self, after: &str, limit: u32) -> Result<WorkerRows, StoreError>;
 }
+
+/// A page of worker records, and the next page's `after`
+/// ([`StoreReader::workers`]).
+pub type WorkerRows = (Vec<relay_core::WorkerRecord>, Option<String>);
 
 /// Opens a store's connections.
 pub trait Backend: Send + Sync {

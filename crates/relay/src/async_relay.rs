@@ -113,6 +113,15 @@ impl AsyncRelay {
         Ok(done.into_iter().map(|s| s.id).collect())
     }
 
+    /// [`Relay::submit_batch_outcome`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_batch`].
+    pub async fn submit_batch_outcome(&self, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
+        self.engine.run_async(self.engine.submit_op(jobs)?).await
+    }
+
     /// [`Relay::lease`], as a future. A request that waits, when no job is
     /// ready, uses Tokio's timers: it needs a Tokio runtime with its time
     /// driver.
@@ -466,6 +475,15 @@ impl AsyncRelay {
         self.read(move |e| e.events(id)).await
     }
 
+    /// [`Relay::events_page`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::events_page`].
+    pub async fn events_page(&self, id: JobId, after: i64, limit: u32) -> Result<crate::EventPage> {
+        self.read(move |e| e.events_page(id, after, limit)).await
+    }
+
     /// [`Relay::list`], on a blocking thread.
     ///
     /// # Errors
@@ -475,6 +493,16 @@ impl AsyncRelay {
         crate::engine::search::check_filter(filter)?;
         let filter = filter.clone();
         self.read(move |e| e.readers.with(|r| r.job_list(&filter))).await
+    }
+
+    /// [`Relay::list_page`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::list`].
+    pub async fn list_page(&self, filter: &JobFilter, max_bytes: usize) -> Result<crate::JobPage> {
+        let filter = filter.clone();
+        self.read(move |e| e.list_page(&filter, max_bytes)).await
     }
 
     /// [`Relay::retry_matching`], on a blocking thread.
@@ -572,6 +600,15 @@ impl AsyncRelay {
     /// As [`Relay::workers`].
     pub async fn workers(&self) -> Result<Vec<crate::WorkerView>> {
         self.read(|e| e.workers()).await
+    }
+
+    /// [`Relay::workers_page`], on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::workers_page`].
+    pub async fn workers_page(&self, after: Option<String>, limit: u32) -> Result<crate::WorkerPage> {
+        self.read(move |e| e.workers_page(after.as_deref(), limit)).await
     }
 
     /// [`Relay::prune_from`], without blocking.

@@ -61,8 +61,10 @@ pub mod worker;
 pub use async_relay::AsyncRelay;
 pub use engine::housekeeping::Pruned;
 pub use engine::metrics::{Health, JobOutcomes, Metrics, Outcome, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
-pub use engine::reads::{Orphaned, Stats, StatsPage, StoreInfo, WorkerView};
-pub use engine::search::BULK_CHUNK;
+pub use engine::reads::{
+    EventPage, Orphaned, Stats, StatsPage, StoreInfo, WorkerPage, WorkerView, EVENT_PAGE_BYTES, WORKER_PAGE_BYTES,
+};
+pub use engine::search::{JobPage, BULK_CHUNK, LIST_PAGE_BYTES};
 #[doc(hidden)]
 pub use engine::WriterHold;
 pub use error::{Error, Result};

@@ -264,6 +264,17 @@ impl Relay {
         Ok(done.into_iter().map(|s| s.id).collect())
     }
 
+    /// [`Relay::submit_batch`], saying of each job whether it was found
+    /// rather than written ([`Submitted::existing`]: its unique key held,
+    /// or its idempotency key carried by an earlier submit).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::submit_batch`].
+    pub fn submit_batch_outcome(&self, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
+        self.engine.run(self.engine.submit_op(jobs)?)
+    }
+
     /// Submits a job inside your own transaction on this Relay's SQLite
     /// file (transactional enqueue): the job exists if and only if that
     /// transaction commits, so "insert the order, then enqueue its email"
@@ -821,6 +832,21 @@ impl Relay {
         self.engine.workers()
     }
 
+    /// A page of [`Relay::workers`]: those after id `after` (`None`: from
+    /// the first), at most `limit` (1-1000) and about
+    /// [`WORKER_PAGE_BYTES`](crate::WORKER_PAGE_BYTES) of them (at least
+    /// one); `next` is the next page's `after`. A page may hold fewer than
+    /// `limit` with more to follow (workers forgotten after an hour are
+    /// left out).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a `limit` outside 1-1000; else as
+    /// [`Relay::workers`].
+    pub fn workers_page(&self, after: Option<&str>, limit: u32) -> Result<crate::WorkerPage> {
+        self.engine.workers_page(after, limit)
+    }
+
     /// Every schedule, by name, with its next and latest tick.
     ///
     /// # Errors
@@ -1016,6 +1042,21 @@ impl Relay {
         self.engine.events(id)
     }
 
+    /// A page of the job's event log, oldest first: the events after
+    /// `seq` `after` (0: from the first), at most `limit` (1-1000) and at
+    /// most [`EVENT_PAGE_BYTES`](crate::EVENT_PAGE_BYTES) of them (at
+    /// least one); `next` is the next page's `after`.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotFound`]: no job has this id.
+    /// - [`Error::InvalidInput`]: `limit` outside 1-1000.
+    /// - [`Error::Corrupt`] and [`Error::Storage`], as for every read (see
+    ///   [`Relay`]).
+    pub fn events_page(&self, id: JobId, after: i64, limit: u32) -> Result<crate::EventPage> {
+        self.engine.events_page(id, after, limit)
+    }
+
     /// Jobs matching `filter`, newest first, `filter.limit` of them; the
     /// next page is `before` the last one's id. A `since` at or after `until`
     /// is an empty range: it matches nothing.
@@ -1030,6 +1071,21 @@ impl Relay {
     pub fn list(&self, filter: &JobFilter) -> Result<Vec<Job>> {
         crate::engine::search::check_filter(filter)?;
         self.engine.readers.with(|r| r.job_list(filter))
+    }
+
+    /// [`Relay::list`], a page bounded in bytes as well as in count: at
+    /// most `filter.limit` jobs and about `max_bytes` of them (their
+    /// payloads, results and errors; at least one job), read a few at a
+    /// time, so that a page of large jobs costs its bytes and no more
+    /// (the HTTP API answers pages of at most
+    /// [`LIST_PAGE_BYTES`](crate::LIST_PAGE_BYTES)). `next` is the next
+    /// page's `before`; none when no more follow.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::list`].
+    pub fn list_page(&self, filter: &JobFilter, max_bytes: usize) -> Result<crate::JobPage> {
+        self.engine.list_page(filter, max_bytes)
     }
 
     /// Retries every job `filter` matches that can be retried (DEAD or

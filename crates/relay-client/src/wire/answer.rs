@@ -21,8 +21,14 @@ pub struct Submitted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SubmittedBatch {
-    /// The new jobs' ids, in the order given.
+    /// The jobs' ids, in the order given.
     pub ids: Vec<i64>,
+    /// The ids of those found rather than written (an unfinished job held
+    /// the unique key, or an earlier submit carried the idempotency key),
+    /// in the same order; empty when every job is new. The answer is 200
+    /// when every job was found, 201 otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub existing: Vec<i64>,
 }
 
 /// A job, as `GET /v1/jobs/{id}` and the list answer it.
@@ -290,8 +296,12 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Events {
-    /// The events, oldest first.
+    /// The events, oldest first: a page of at most the query's `limit`
+    /// and 4 MiB.
     pub events: Vec<Event>,
+    /// The next page's `after`; none on the last page.
+    #[serde(default)]
+    pub next: Option<i64>,
 }
 
 /// `POST /v1/jobs/{id}/events`'s answer.

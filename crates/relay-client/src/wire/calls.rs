@@ -111,6 +111,8 @@ parts!(
         w::ListQuery,
         w::QueuePage,
         DeadQuery,
+        EventsQuery,
+        WorkersQuery,
         w::Heartbeat,
         w::Limits,
         w::Retention,
@@ -150,6 +152,39 @@ impl Part for w::NewSchedule {
 #[serde(deny_unknown_fields)]
 pub struct DeadQuery {
     /// At most this many groups (1-1000; 100 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    pub limit: Option<u32>,
+}
+
+/// `GET /v1/jobs/{id}/events`'s query: a page of the job's events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Events after this `seq` (the previous page's `next`; from the first
+    /// when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    pub after: Option<i64>,
+    /// At most this many (1-1000; 1000 when left out). A page also stops
+    /// at 4 MiB of events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
+    pub limit: Option<u32>,
+}
+
+/// `GET /v1/workers`'s query: a page of the workers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WorkersQuery {
+    /// Workers after this id (the previous page's `next`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    pub after: Option<String>,
+    /// At most this many (1-1000; 1000 when left out). A page also stops
+    /// at 4 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
@@ -351,7 +386,7 @@ calls! {
     /// Runs a DEAD or CANCELLED job again.
     Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
     /// A job's event log, oldest first.
-    Events = "events": Get "/v1/jobs/{id}/events" (i64, Nothing, Nothing) -> w::Events, 200, [400, 404];
+    Events = "events": Get "/v1/jobs/{id}/events" (i64, EventsQuery, Nothing) -> w::Events, 200, [400, 404];
     /// Appends an event of the caller's own to a job's log.
     AppendEvent = "appendEvent": Post "/v1/jobs/{id}/events" (i64, Nothing, w::AppendEvent) -> w::Appended, 201, [400, 404, 413];
     /// Leases up to `max` ready jobs; with `wait_ms`, waits for one (woken
@@ -414,7 +449,7 @@ calls! {
     /// heartbeats stopped without a word) or stopped, what each runs and
     /// since when, and the leases a gone one left orphaned until they
     /// expire.
-    Workers = "workers": Get "/v1/workers" ((), Nothing, Nothing) -> w::Workers, 200, [];
+    Workers = "workers": Get "/v1/workers" ((), WorkersQuery, Nothing) -> w::Workers, 200, [400];
     /// Every schedule of periodic jobs, by name.
     Schedules = "schedules": Get "/v1/schedules" ((), Nothing, Nothing) -> w::Schedules, 200, [];
     /// Adds a schedule of periodic jobs, or replaces the one of this name

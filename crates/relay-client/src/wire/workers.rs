@@ -79,8 +79,12 @@ pub struct WorkerSeen {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Workers {
-    /// The workers.
+    /// The workers, by id: a page of at most the query's `limit` and
+    /// 4 MiB.
     pub workers: Vec<Worker>,
+    /// The next page's `after`; none on the last page.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// A worker as the server knows it.

@@ -39,17 +39,16 @@ pub(crate) async fn jobs(
         filter.before = before;
         filter
     });
-    let (jobs, problem) = match filter {
-        Ok(filter) => match s.relay.list(&filter).await {
-            Ok(jobs) => (jobs, None),
-            Err(relay::Error::InvalidInput(e)) => (Vec::new(), Some(e.to_string())),
+    // Bounded in bytes too: the list shows no payload, but reads the jobs.
+    let (page, problem) = match filter {
+        Ok(filter) => match s.relay.list_page(&filter, relay::LIST_PAGE_BYTES).await {
+            Ok(page) => (page, None),
+            Err(relay::Error::InvalidInput(e)) => (relay::JobPage::default(), Some(e.to_string())),
             Err(e) => return Err(PageError::from(e)),
         },
-        Err(e) => (Vec::new(), Some(e)),
+        Err(e) => (relay::JobPage::default(), Some(e)),
     };
-    let next = (jobs.len() == PAGE as usize)
-        .then(|| jobs.last().map(|j| j.id))
-        .flatten();
+    let (jobs, next) = (page.jobs, page.next);
     let here = {
         let query = f.query();
         let mut here = format!("/jobs?{query}");

@@ -369,16 +369,43 @@ impl FloorBoundary for str {
     }
 }
 
+/// Events on a job's page at a time: the page's size stays bounded
+/// however long the job's log (50,000 events made a 20.6 MB page).
+const EVENTS_PER_PAGE: u32 = 200;
+
+#[derive(serde::Deserialize)]
+pub(crate) struct JobQuery {
+    #[serde(flatten)]
+    done: Done,
+    /// The timeline's page: events after this `seq` (a string: see
+    /// [`Done`]).
+    events_after: Option<String>,
+}
+
 pub(crate) async fn job(
     State(s): S,
     Extension(v): Extension<Visitor>,
     Path(raw): Path<String>,
-    Query(q): Query<OverviewQuery>,
+    Query(q): Query<JobQuery>,
 ) -> PageResult {
     let id = crate::parse::id(&raw)?;
     let job = s.relay.get(id).await?;
-    let events = s.relay.events(id).await?;
-    let parents: Vec<i64> = events
+    let after = match q.events_after.as_deref().filter(|a| !a.is_empty()) {
+        Some(a) => a
+            .parse::<i64>()
+            .map_err(|_| crate::ApiError::bad_request(format!("events_after {a:?} is not an event's number")))?
+            .max(0),
+        None => 0,
+    };
+    let page = s.relay.events_page(id, after, EVENTS_PER_PAGE).await?;
+    // The job's dependencies are in its first event, `submitted`.
+    let first = if after == 0 {
+        page.events.first().cloned()
+    } else {
+        s.relay.events_page(id, 0, 1).await?.events.into_iter().next()
+    };
+    let events = page.events;
+    let parents: Vec<i64> = first
         .iter()
         .find(|e| e.kind == "submitted")
         .and_then(|e| e.data.get("depends_on"))
@@ -449,6 +476,9 @@ pub(crate) async fn job(
             (bytes_view(r))
         }
         h2 { "Timeline" }
+        @if after > 0 {
+            p { "Events after #" (after) ". " a href={ (here) } { "← From the first" } }
+        }
         table.events {
             thead { tr { th.num { "#" } th { "At" } th { "Event" } th { "Data" } } }
             tbody {
@@ -461,6 +491,9 @@ pub(crate) async fn job(
                     }
                 }
             }
+        }
+        @if let Some(n) = page.next {
+            p { a rel="next" href={ (here) "?events_after=" (n) } { "Next events →" } }
         }
     };
     Ok(layout(&format!("Job {}", id.0), Some("Jobs"), Some((&v, &s)), body))
@@ -574,10 +607,28 @@ pub(crate) async fn schedules(
     Ok(layout("Schedules", Some("Schedules"), Some((&v, &s)), body))
 }
 
-/// Every worker seen in the last hour: alive ones first, what each runs and
-/// for how long; a gone one's orphaned leases and when they expire.
-pub(crate) async fn workers(State(s): S, Extension(v): Extension<Visitor>) -> PageResult {
-    let mut all = s.relay.workers().await?;
+/// Workers on the page at a time (by id): the page's size, and its reload
+/// every 2 s, stay bounded however many workers there are (100,000 made a
+/// 34 MB page).
+const WORKERS_PER_PAGE: u32 = 200;
+
+#[derive(Deserialize)]
+pub(crate) struct WorkersQuery {
+    /// Workers after this id.
+    after: Option<String>,
+}
+
+/// The workers seen in the last hour, a page at a time by id: alive ones
+/// first on the page, what each runs and for how long; a gone one's
+/// orphaned leases and when they expire.
+pub(crate) async fn workers(
+    State(s): S,
+    Extension(v): Extension<Visitor>,
+    Query(q): Query<WorkersQuery>,
+) -> PageResult {
+    let after = q.after.filter(|a| !a.is_empty());
+    let page = s.relay.workers_page(after.clone(), WORKERS_PER_PAGE).await?;
+    let mut all = page.workers;
     let rank = |w: &relay::WorkerView| match w.state {
         relay::WorkerState::Alive => 0,
         relay::WorkerState::Gone => 1,
@@ -602,7 +653,11 @@ pub(crate) async fn workers(State(s): S, Extension(v): Extension<Visitor>) -> Pa
                 p.empty { "No workers seen in the last hour. Workers register when they start: "
                     code { "relay work" } ", the Rust runtime, and the Python and TypeScript Workers." }
             } @else {
-                p.hint { (alive) " alive of " (all.len()) " seen in the last hour. A worker is gone when three of its heartbeats have not come; its leases are orphaned until they expire." }
+                p.hint {
+                    (alive) " alive of " (all.len()) " seen in the last hour"
+                    @if after.is_some() || page.next.is_some() { " on this page (by id)" }
+                    ". A worker is gone when three of its heartbeats have not come; its leases are orphaned until they expire."
+                }
                 table.workers {
                     thead { tr { th { "Worker" } th { "State" } th { "Host" } th.num { "PID" } th { "Queues" } th.num { "Slots" }
                         th { "Running" } th { "Seen" } th { "Up" } th { "Version" } } }
@@ -641,6 +696,12 @@ pub(crate) async fn workers(State(s): S, Extension(v): Extension<Visitor>) -> Pa
                         }
                     }
                 }
+            }
+            @if after.is_some() {
+                p { a href="/workers" { "← From the first" } }
+            }
+            @if let Some(n) = &page.next {
+                p { a rel="next" href={ "/workers?after=" (encode(n)) } { "Next workers →" } }
             }
         }
     };

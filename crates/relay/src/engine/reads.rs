@@ -27,6 +27,25 @@ pub struct StatsPage {
     pub next: Option<String>,
 }
 
+/// A page of a job's events, as returned by
+/// [`Relay::events_page`](crate::Relay::events_page).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct EventPage {
+    /// The page's events, oldest first.
+    pub events: Vec<Event>,
+    /// The next page's `after`: the page's last event's `seq`, when more
+    /// follow.
+    pub next: Option<i64>,
+}
+
+/// Most bytes of events (their kinds and data as JSON) one page carries;
+/// a page holds at least one event, whatever its size.
+pub const EVENT_PAGE_BYTES: usize = 4 << 20;
+
+/// Events read from the store at a time for a page: a page's memory is
+/// its bytes and one such read, however large the events are.
+const EVENT_READ: u32 = 100;
+
 /// Where a Relay's store is and what an answered change survives (for
 /// the dashboard and logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +88,36 @@ impl Engine {
             self.get(id)?; // NotFound for an unknown job, else a job with no events yet
         }
         Ok(events)
+    }
+
+    pub(crate) fn events_page(&self, id: JobId, after: i64, limit: u32) -> Result<EventPage> {
+        crate::engine::search::check_limit(limit)?;
+        let want = limit as usize;
+        let mut page = EventPage::default();
+        let mut bytes = 0usize;
+        let mut from = after;
+        'read: loop {
+            let read = self.readers.with(|r| r.job_events(id, from, EVENT_READ + 1))?;
+            let more = read.len() > EVENT_READ as usize;
+            for e in read.into_iter().take(EVENT_READ as usize) {
+                let size = e.kind.len() + e.data.to_string().len() + 64;
+                let full = page.events.len() == want || (!page.events.is_empty() && bytes + size > EVENT_PAGE_BYTES);
+                if full {
+                    page.next = page.events.last().map(|e| e.seq);
+                    break 'read;
+                }
+                bytes += size;
+                from = e.seq;
+                page.events.push(e);
+            }
+            if !more {
+                break;
+            }
+        }
+        if page.events.is_empty() && after == 0 {
+            self.get(id)?; // NotFound for an unknown job, else a job with no events yet
+        }
+        Ok(page)
     }
 
     pub(crate) fn stats(&self) -> Result<Stats> {
@@ -185,45 +234,108 @@ pub struct Orphaned {
     pub expires_at: Timestamp,
 }
 
+/// A page of workers, as returned by
+/// [`Relay::workers_page`](crate::Relay::workers_page).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkerPage {
+    /// The page's workers seen in the last hour, by id.
+    pub workers: Vec<WorkerView>,
+    /// The next page's `after`, when more may follow.
+    pub next: Option<String>,
+}
+
+/// Most bytes of workers (their heartbeats, about) one page carries; a
+/// page holds at least one worker.
+pub const WORKER_PAGE_BYTES: usize = 4 << 20;
+
+/// Workers read from the store at a time for a page.
+const WORKER_READ: u32 = 100;
+
+/// What a worker weighs in an answer, about.
+fn worker_bytes(w: &relay_core::WorkerRecord) -> usize {
+    let b = &w.beat;
+    let text = b.id.len() + b.name.len() + b.host.len() + b.version.len();
+    text + b.queues.iter().map(|q| q.len() + 4).sum::<usize>() + 96 * b.running.len() + 256
+}
+
 impl Engine {
+    /// Every worker seen in the last hour, a page at a time.
     pub(crate) fn workers(&self) -> Result<Vec<WorkerView>> {
-        let now = self.options.clock.now();
-        self.readers.with(|r| {
-            let mut out = Vec::new();
-            let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
-            for record in r.workers()? {
-                // Forgotten an hour after its last heartbeat, whether or not
-                // a prune has deleted its row yet.
-                if now.as_millis().saturating_sub(record.seen_at.as_millis()) > forget {
-                    continue;
-                }
-                let state = record.state(now);
-                let mut orphaned = Vec::new();
-                if state == relay_core::WorkerState::Gone {
-                    for running in &record.beat.running {
-                        // A job whose row does not decode is left out, not the page.
-                        let job = match r.job_get(running.job) {
-                            Ok(job) => job,
-                            Err(relay_store::StoreError::Corrupt { .. }) => None,
-                            Err(e) => return Err(e),
-                        };
-                        let lease = job.and_then(|j| j.status.lease);
-                        if let Some(l) = lease.filter(|l| l.token == running.token && l.expires_at > now) {
-                            orphaned.push(Orphaned {
-                                running: *running,
-                                expires_at: l.expires_at,
-                            });
-                        }
-                    }
-                }
-                out.push(WorkerView {
-                    record,
-                    state,
-                    orphaned,
-                });
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self.workers_page(after.as_deref(), 1000)?;
+            out.extend(page.workers);
+            match page.next {
+                Some(n) => after = Some(n),
+                None => return Ok(out),
             }
-            Ok(out)
-        })
+        }
+    }
+
+    pub(crate) fn workers_page(&self, after: Option<&str>, limit: u32) -> Result<WorkerPage> {
+        crate::engine::search::check_limit(limit)?;
+        let now = self.options.clock.now();
+        let mut page = WorkerPage::default();
+        let mut bytes = 0usize;
+        let (mut from, mut read) = (after.unwrap_or("").to_owned(), 0u32);
+        loop {
+            let want = (limit - read).min(WORKER_READ);
+            let (records, next) = self.readers.with(|r| r.workers(&from, want))?;
+            for record in records {
+                let size = worker_bytes(&record);
+                if !page.workers.is_empty() && bytes + size > WORKER_PAGE_BYTES {
+                    page.next = page.workers.last().map(|w| w.record.beat.id.clone());
+                    return Ok(page);
+                }
+                bytes += size;
+                if let Some(view) = self.worker_view(record, now)? {
+                    page.workers.push(view);
+                }
+            }
+            read += want;
+            match next {
+                Some(n) if read < limit => from = n,
+                Some(n) => {
+                    page.next = Some(n);
+                    return Ok(page);
+                }
+                None => return Ok(page),
+            }
+        }
+    }
+
+    /// A worker record as seen now; `None` once forgotten (an hour after
+    /// its last heartbeat, whether or not a prune has deleted its row yet).
+    fn worker_view(&self, record: relay_core::WorkerRecord, now: Timestamp) -> Result<Option<WorkerView>> {
+        let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
+        if now.as_millis().saturating_sub(record.seen_at.as_millis()) > forget {
+            return Ok(None);
+        }
+        let state = record.state(now);
+        let mut orphaned = Vec::new();
+        if state == relay_core::WorkerState::Gone {
+            for running in &record.beat.running {
+                // A job whose row does not decode is left out, not the page.
+                let job = match self.readers.with(|r| r.job_get(running.job)) {
+                    Ok(job) => job,
+                    Err(Error::Corrupt { .. }) => None,
+                    Err(e) => return Err(e),
+                };
+                let lease = job.and_then(|j| j.status.lease);
+                if let Some(l) = lease.filter(|l| l.token == running.token && l.expires_at > now) {
+                    orphaned.push(Orphaned {
+                        running: *running,
+                        expires_at: l.expires_at,
+                    });
+                }
+            }
+        }
+        Ok(Some(WorkerView {
+            record,
+            state,
+            orphaned,
+        }))
     }
 }
 

@@ -52,6 +52,64 @@ impl Engine {
     }
 }
 
+/// Most bytes of jobs (payloads, results and errors, as an estimate of
+/// their JSON) one page of [`Relay::list_page`](crate::Relay::list_page)
+/// carries; a page holds at least one job, whatever its size.
+pub const LIST_PAGE_BYTES: usize = 8 << 20;
+
+/// Jobs read from the store at a time for a bounded page: a page's memory
+/// is its bytes and one such read.
+const LIST_READ: u32 = 16;
+
+/// A page of jobs, newest first, and the next page's `before`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobPage {
+    /// The page's jobs, newest first.
+    pub jobs: Vec<relay_core::Job>,
+    /// The next page's `before`: the page's last job, when more may follow.
+    pub next: Option<relay_core::JobId>,
+}
+
+/// What a job weighs in an answer, about: its bytes twice (JSON escapes,
+/// base64), its error, and its other fields.
+fn answer_bytes(j: &relay_core::Job) -> usize {
+    let bytes = j.payload.len() + j.result.as_ref().map_or(0, Vec::len);
+    2 * bytes + j.status.last_error.as_ref().map_or(0, String::len) + 512
+}
+
+impl Engine {
+    /// [`Relay::list_page`](crate::Relay::list_page).
+    pub(crate) fn list_page(&self, filter: &JobFilter, max_bytes: usize) -> Result<JobPage> {
+        check_filter(filter)?;
+        let mut page = JobPage::default();
+        let mut bytes = 0usize;
+        let mut f = filter.clone();
+        let mut left = filter.limit;
+        while left > 0 {
+            f.limit = left.min(LIST_READ);
+            let jobs = self.readers.with(|r| r.job_list(&f))?;
+            let read = jobs.len();
+            for j in jobs {
+                let size = answer_bytes(&j);
+                if !page.jobs.is_empty() && bytes + size > max_bytes {
+                    page.next = page.jobs.last().map(|j| j.id);
+                    return Ok(page);
+                }
+                bytes += size;
+                left -= 1;
+                page.jobs.push(j);
+            }
+            if read < f.limit as usize {
+                return Ok(page);
+            }
+            f.before = page.jobs.last().map(|j| j.id);
+        }
+        // A full page: more may follow.
+        page.next = page.jobs.last().map(|j| j.id);
+        Ok(page)
+    }
+}
+
 pub(crate) fn check_limit(limit: u32) -> Result<()> {
     if limit == 0 || limit > 1000 {
         return Err(Error::InvalidInput(relay_core::InvalidInput::new(
