@@ -250,6 +250,12 @@ pub(crate) struct Plan<'s> {
     group_heads: bool,
 }
 
+/// A job's log takes events appended by callers (`append_event`, which
+/// any holder of an API token may call, its lease or not) until it holds
+/// this many events: one caller cannot grow another's job without bound
+/// (issue 39; 50,000 appended events made a 15 MB log).
+pub const MAX_EVENTS_APPENDED: i64 = 10_000;
+
 /// Most rows of one class read for a claim at a time.
 const PAGE_MAX: usize = 128;
 
@@ -749,7 +755,19 @@ impl<'s> Plan<'s> {
             }
         };
         let ord = self.append_event(id, Cow::Owned(kind), data, |_| Tally::default())?;
-        Ok(base + ord)
+        let seq = base + ord;
+        if seq > MAX_EVENTS_APPENDED {
+            // The operation fails alone and its event is undone with it.
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "events",
+                format!(
+                    "job {id} holds {} events, the most a job's log takes appended events up to \
+                     (the engine's own events, leases and outcomes, are still kept)",
+                    seq - 1
+                ),
+            )));
+        }
+        Ok(seq)
     }
 
     /// Appends an event to job `id`, tallied from the job's status; returns
