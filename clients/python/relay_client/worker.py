@@ -364,6 +364,9 @@ class _Presence:
             "started_at": _now(),
             "beat_every_ms": int(worker.beat_every * 1000),
         }
+        #: The secret the server answered the first heartbeat with: every
+        #: later one carries it (no other client can write this record).
+        self.secret: Optional[str] = None
 
     def send(self, stopped: bool) -> None:
         held = dict(self.loop.held)
@@ -372,7 +375,12 @@ class _Presence:
             {"id": job.id, "token": job.token, "since": started.get(job.id) or _now()} for job in held.values()
         ]
         running.sort(key=lambda r: r["id"])
-        self.w.client.put_worker(self.w.id, dict(self.beat, running=running[:4096], stopped=stopped))
+        beat = dict(self.beat, running=running[:4096], stopped=stopped)
+        if self.secret is not None:
+            beat["secret"] = self.secret
+        seen = self.w.client.put_worker(self.w.id, beat)
+        if isinstance(seen, dict) and seen.get("secret"):
+            self.secret = seen["secret"]
 
     def run(self) -> None:
         failing = False

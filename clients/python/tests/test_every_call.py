@@ -275,7 +275,7 @@ def test_lost_leases_are_counted_in_metrics(client: Client):
 def test_events_come_a_page_at_a_time(client: Client):
     """Issue 39, item 4: a job's events are answered a page at a time
     (``limit``, 4 MiB, ``next``); ``events`` follows the pages."""
-    id = client.submit(NewJob("ev", "k", None))
+    id = client.submit("ev", "k")
     for i in range(1050):
         client.append_event(id, "note", {"i": i})
     first = client.events_page(id)

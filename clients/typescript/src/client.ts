@@ -855,7 +855,7 @@ export class Client {
    * host, pid, queues, concurrency, version, `started_at`, `beat_every_ms`,
    * `running` (`[{id, token, since}]`) and, in its last, `stopped`.
    */
-  async putWorker(workerId: string, beat: Obj): Promise<{ id: string; stopped: boolean }> {
+  async putWorker(workerId: string, beat: Obj): Promise<{ id: string; stopped: boolean; secret?: string }> {
     return camel(await this.call("PUT", `/v1/workers/${seg(workerId)}`, beat));
   }
 

@@ -175,6 +175,8 @@ export class Worker {
   private presenceFailing = false;
   /** The heartbeat in flight, awaited before the last (a later "alive" would undo "stopped"). */
   private presenceInFlight?: Promise<unknown>;
+  /** The secret the server answered the first heartbeat with: every later one carries it. */
+  private presenceSecret?: string;
 
   /** Tells the server this worker is alive and what it runs (`PUT /v1/workers/{id}`); with `stopped`, that it stopped. */
   private async presence(stopped: boolean): Promise<void> {
@@ -184,7 +186,8 @@ export class Worker {
           .map((r) => ({ id: r.job.id, token: r.job.token, since: r.since }))
           .sort((a, b) => a.id - b.id)
           .slice(0, 4096);
-    await this.client.putWorker(this.id, {
+    const seen = await this.client.putWorker(this.id, {
+      ...(this.presenceSecret === undefined ? {} : { secret: this.presenceSecret }),
       name: this.name.slice(0, 64),
       host: hostname().slice(0, 255),
       pid: process.pid,
@@ -196,6 +199,7 @@ export class Worker {
       running,
       stopped,
     });
+    if (typeof seen?.secret === "string") this.presenceSecret = seen.secret;
   }
 
   private presenceLoop(): void {

@@ -496,6 +496,9 @@ fn worker_name(a: &WorkArgs) -> String {
 struct Presence {
     id: String,
     beat: wire::WorkerBeat,
+    /// The secret the server answered this worker's first heartbeat with:
+    /// every later heartbeat carries it.
+    secret: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Presence {
@@ -514,7 +517,9 @@ impl Presence {
                 beat_every_ms: millis(a.beat_every),
                 running: Vec::new(),
                 stopped: false,
+                secret: None,
             },
+            secret: std::sync::Arc::default(),
         }
     }
 
@@ -522,6 +527,8 @@ impl Presence {
     fn send(&self, shared: &Shared, stopped: bool) -> Result<(), relay_client::Error> {
         let mut beat = self.beat.clone();
         beat.stopped = stopped;
+        beat.secret
+            .clone_from(&self.secret.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         if !stopped {
             let running = shared.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             beat.running = running
@@ -535,11 +542,14 @@ impl Presence {
             beat.running.sort_by_key(|r| r.id);
         }
         let none = wire::Nothing {};
-        shared
+        let seen = shared
             .remote
             .client
-            .send::<wire::calls::PutWorker>(&self.id, &none, &beat)
-            .map(drop)
+            .send::<wire::calls::PutWorker>(&self.id, &none, &beat)?;
+        if let Some(secret) = seen.secret {
+            *self.secret.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(secret);
+        }
+        Ok(())
     }
 
     /// A heartbeat every `--beat-every` until the runner stops; one that

@@ -236,14 +236,31 @@ impl Store for PgStore {
         Ok(window)
     }
 
-    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError> {
+    fn worker_put(
+        &mut self,
+        id: &str,
+        beat: &str,
+        seen_at: Timestamp,
+        stopped: bool,
+        owner: &relay_store::WorkerOwner<'_>,
+    ) -> Result<bool, StoreError> {
         self.pipe.begin_now()?; // a write: never in a flight with BEGIN
         let at = seen_at.as_millis();
-        self.query(
+        let forgotten = owner.forgotten_before.as_millis();
+        let rows = self.query(
             include_str!("../sql/worker_put.sql"),
-            &[&id, &beat, &at, &stopped.then_some(at)],
-        )
-        .map(drop)
+            &[
+                &id,
+                &beat,
+                &at,
+                &stopped.then_some(at),
+                &owner.presented,
+                &owner.remote,
+                &forgotten,
+                &owner.keep,
+            ],
+        )?;
+        Ok(!rows.is_empty())
     }
 
     fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {

@@ -100,3 +100,29 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 fn unauthorized(message: &str) -> ApiError {
     ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
 }
+
+/// A new worker secret (`PUT /v1/workers/{id}`'s first answer): 32 random
+/// bytes, hex.
+pub(crate) fn worker_secret() -> Result<String, ApiError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Storage,
+            format!("no randomness for a worker's secret: {e}; retry"),
+        )
+    })?;
+    Ok(hex(&bytes))
+}
+
+/// The SHA-256 of `text`, hex: what the store keeps of a worker's secret
+/// (a leaked row gives no secret, and comparing digests leaks nothing of
+/// the secret through timing).
+pub(crate) fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(text.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

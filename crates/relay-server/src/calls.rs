@@ -489,15 +489,25 @@ impl Handle for calls::Prune {
 }
 
 impl Handle for calls::PutWorker {
+    /// Written only by the worker that made the record: the first
+    /// heartbeat of an id is answered with a secret, every later one must
+    /// carry it (403 `forbidden` otherwise; nothing written).
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::WorkerSeen, ApiError> {
         let stopped = r.body.stopped;
+        let presented = r.body.secret.as_deref().map(crate::auth::sha256_hex);
+        let fresh = crate::auth::worker_secret()?;
+        let claim = relay::WorkerClaim::Remote {
+            presented: presented.clone(),
+            fresh: crate::auth::sha256_hex(&fresh),
+        };
         let beat = conv::worker_beat(r.param, r.body)?;
-        if stopped {
-            s.relay.worker_stopped(&beat).await?;
-        } else {
-            s.relay.worker_beat(&beat).await?;
-        }
-        Ok(wire::WorkerSeen { id: beat.id, stopped })
+        s.relay.worker_beat_as(&beat, stopped, claim).await?;
+        Ok(wire::WorkerSeen {
+            id: beat.id,
+            stopped,
+            // A record it made (it presented none): its secret from now on.
+            secret: presented.is_none().then_some(fresh),
+        })
     }
 }
 

@@ -60,6 +60,7 @@ impl From<relay::Error> for ApiError {
             E::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
             E::Conflict { .. } => (StatusCode::CONFLICT, ErrorCode::Conflict),
             E::InvalidInput(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidInput),
+            E::WorkerTaken { .. } => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
             E::Busy => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),
             E::Closed => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Closed),
             E::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Corrupt),

@@ -606,6 +606,40 @@ fn workers_come_a_bounded_page_at_a_time() {
     );
 }
 
+/// Issue 39, item 5: any client with a token could overwrite another
+/// worker's record (`PUT /v1/workers/{id}`). The first heartbeat of an id
+/// is answered with a secret; a later one without it, or with another, is
+/// refused 403 `forbidden` and changes nothing. Seen failing before: the
+/// intruder's heartbeat was taken (200) and renamed the worker.
+#[test]
+fn a_workers_record_is_written_only_with_its_secret() {
+    let s = TestServer::plain();
+    let beat = |name: &str, secret: Option<&str>| {
+        let mut b =
+            json!({"name": name, "concurrency": 1, "started_at": "2026-01-01T00:00:00Z", "beat_every_ms": 5000});
+        if let Some(secret) = secret {
+            b["secret"] = json!(secret);
+        }
+        b
+    };
+    let (st, v) = s.call_method("PUT", "/v1/workers/w1", beat("owner", None));
+    assert_eq!(st, 200, "{v}");
+    let secret = v["secret"]
+        .as_str()
+        .expect("the first heartbeat's answer holds a secret")
+        .to_owned();
+    assert!(secret.len() >= 32, "{secret}");
+    for presented in [None, Some("not-the-secret")] {
+        let (st, v) = s.call_method("PUT", "/v1/workers/w1", beat("intruder", presented));
+        assert_eq!((st, code(&v)), (403, "forbidden"), "{v}");
+    }
+    let (_, workers) = s.call("GET", "/v1/workers", None);
+    assert_eq!(workers["workers"][0]["name"], "owner", "{workers}");
+    let (st, v) = s.call_method("PUT", "/v1/workers/w1", beat("owner", Some(&secret)));
+    assert_eq!(st, 200, "{v}");
+    assert!(v.get("secret").is_none(), "a secret is given once: {v}");
+}
+
 #[test]
 fn no_token_is_refused_off_loopback() {
     let rt = tokio::runtime::Builder::new_current_thread()

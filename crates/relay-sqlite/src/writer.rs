@@ -362,10 +362,26 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         Ok(window)
     }
 
-    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError> {
+    fn worker_put(
+        &mut self,
+        id: &str,
+        beat: &str,
+        seen_at: Timestamp,
+        stopped: bool,
+        owner: &relay_store::WorkerOwner<'_>,
+    ) -> Result<bool, StoreError> {
         let at = seen_at.as_millis();
-        self.exec(&crate::sql::WORKER_PUT, params![id, beat, at, stopped.then_some(at)])
-            .map(drop)
+        let params = params![
+            id,
+            beat,
+            at,
+            stopped.then_some(at),
+            owner.presented,
+            owner.remote,
+            owner.forgotten_before.as_millis(),
+            owner.keep
+        ];
+        Ok(self.exec(&crate::sql::WORKER_PUT, params)? == 1)
     }
 
     fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {

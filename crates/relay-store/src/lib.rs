@@ -663,10 +663,19 @@ pub trait Store {
     fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError>;
     /// Records worker `id`'s heartbeat (`beat`: its JSON, as
     /// [`relay_core::WorkerBeat`] serializes), seen at `seen_at`; with
-    /// `stopped`, it said it stopped then. Written at once, in the batch's
-    /// transaction (a heartbeat is repeated whole, so one lost with a failed
-    /// batch is replaced by the next).
-    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError>;
+    /// `stopped`, it said it stopped then, if `owner` may write it (see
+    /// [`WorkerOwner`]): false, and nothing written, when the record is
+    /// another's. Written at once, in the batch's transaction (a heartbeat
+    /// is repeated whole, so one lost with a failed batch is replaced by
+    /// the next).
+    fn worker_put(
+        &mut self,
+        id: &str,
+        beat: &str,
+        seen_at: Timestamp,
+        stopped: bool,
+        owner: &WorkerOwner<'_>,
+    ) -> Result<bool, StoreError>;
     /// Deletes the workers last seen before `before`; returns how many.
     /// Housekeeping, beside [`Store::job_delete_finished`].
     fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError>;
@@ -756,6 +765,25 @@ pub trait StoreReader: Send {
     /// decode is logged and left out. The second value is the next page's
     /// `after` (the last row's id) when the page read `limit` rows.
     fn workers(&mut self, after: &str, limit: u32) -> Result<WorkerRows, StoreError>;
+}
+
+/// Who writes a worker's record ([`Store::worker_put`]). A record is
+/// written by whoever made it: a caller over HTTP presents the hash of
+/// the secret its first heartbeat was answered with; a worker inside a
+/// Relay process writes records made that way (no secret). A record last
+/// seen before `forgotten_before` is free to anyone.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerOwner<'a> {
+    /// The SHA-256 (hex) of the secret presented, if any.
+    pub presented: Option<&'a str>,
+    /// The caller is over HTTP: it must present a secret to write a
+    /// record that exists.
+    pub remote: bool,
+    /// The hash the record keeps (the presented one, a new secret's, or
+    /// none for an in-process worker).
+    pub keep: Option<&'a str>,
+    /// Records last seen before this are forgotten.
+    pub forgotten_before: Timestamp,
 }
 
 /// A page of worker records, and the next page's `after`

@@ -253,6 +253,8 @@ macro_rules! conformance {
             lifecycle::the_prune_goes_past_the_jobs_it_keeps,
             workers::workers_are_alive_gone_or_stopped,
             workers::workers_not_seen_for_an_hour_are_forgotten,
+            workers::a_workers_record_is_written_only_by_its_maker,
+            workers::a_record_naming_another_workers_lease_orphans_nothing,
             fencing::expired_lease_is_lost_and_next_holder_acks,
             fencing::cancelled_lease_is_lost,
             fencing::extend_keeps_the_job,

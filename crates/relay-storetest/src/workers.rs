@@ -127,3 +127,113 @@ pub fn workers_not_seen_for_an_hour_are_forgotten(new_db: &NewDb) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Issue 39, item 5: any client could overwrite another worker's record.
+/// A record made over HTTP is written only with its secret's hash; one
+/// made in-process by no remote claim; a forgotten one by anyone. Two
+/// first heartbeats of one id: the second is refused. Refused writes
+/// change nothing. Seen failing before (every write was taken).
+pub fn a_workers_record_is_written_only_by_its_maker(new_db: &NewDb) {
+    let db = new_db();
+    let (options, clock) = crate::clocked();
+    let relay = db.open(options).unwrap();
+    let remote = |presented: Option<&str>, fresh: &str| relay::WorkerClaim::Remote {
+        presented: presented.map(str::to_owned),
+        fresh: fresh.to_owned(),
+    };
+    let mut first = beat("r", Duration::from_secs(5), Vec::new());
+    relay.worker_beat_as(&first, false, remote(None, "hash-1")).unwrap();
+    // Another client's first heartbeat of the same id, and wrong secrets.
+    let mut other = first.clone();
+    other.name = "intruder".into();
+    for claim in [remote(None, "hash-2"), remote(Some("hash-2"), "hash-3")] {
+        let err = relay.worker_beat_as(&other, false, claim).unwrap_err();
+        assert!(
+            matches!(err, Error::WorkerTaken { ref worker } if worker == "r"),
+            "{err:?}"
+        );
+    }
+    assert!(matches!(
+        relay.worker_beat(&other).unwrap_err(),
+        Error::WorkerTaken { .. }
+    ));
+    let name = |id: &str| {
+        relay
+            .workers()
+            .unwrap()
+            .into_iter()
+            .find(|w| w.record.beat.id == id)
+            .map(|w| w.record.beat.name)
+    };
+    assert_eq!(name("r").as_deref(), Some("name-r"), "refused writes change nothing");
+    // Its maker, with its secret's hash, writes it (also its last beat).
+    first.concurrency = 3;
+    relay
+        .worker_beat_as(&first, false, remote(Some("hash-1"), "hash-9"))
+        .unwrap();
+    relay
+        .worker_beat_as(&first, true, remote(Some("hash-1"), "hash-9"))
+        .unwrap();
+    // In-process records: no remote claim writes them.
+    relay
+        .worker_beat(&beat("local", Duration::from_secs(5), Vec::new()))
+        .unwrap();
+    let err = relay
+        .worker_beat_as(&other_of("local"), false, remote(None, "hash-4"))
+        .unwrap_err();
+    assert!(matches!(err, Error::WorkerTaken { .. }), "{err:?}");
+    relay
+        .worker_beat(&beat("local", Duration::from_secs(5), Vec::new()))
+        .unwrap();
+    // Forgotten (an hour unseen): the id is free again.
+    clock.advance(Duration::from_secs(3700));
+    relay.worker_beat_as(&other, false, remote(None, "hash-5")).unwrap();
+    assert_eq!(name("r").as_deref(), Some("intruder"));
+}
+
+fn other_of(id: &str) -> WorkerBeat {
+    let mut b = beat(id, Duration::from_secs(5), Vec::new());
+    b.name = "intruder".into();
+    b
+}
+
+/// Issue 39, item 5: a client could invent a "gone" worker listing a live
+/// worker's job and lease, which then showed as orphaned. A gone worker's
+/// lease is orphaned only if the job is leased under that worker's name.
+/// Seen failing before: the invented worker showed the job as orphaned.
+pub fn a_record_naming_another_workers_lease_orphans_nothing(new_db: &NewDb) {
+    let db = new_db();
+    let (mut options, clock) = crate::clocked();
+    options.reap_interval = Duration::from_secs(3600);
+    let relay = db.open(options).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let leased = relay
+        .lease(
+            LeaseRequest::new(["q"])
+                .worker("name-real")
+                .lease_for(Duration::from_secs(600)),
+        )
+        .unwrap()
+        .remove(0);
+    let held = Running {
+        job: id,
+        token: leased.token,
+        since: clock.now(),
+    };
+    relay
+        .worker_beat(&beat("fake", Duration::from_secs(1), vec![held]))
+        .unwrap();
+    relay
+        .worker_beat(&beat("real", Duration::from_secs(1), vec![held]))
+        .unwrap();
+    clock.advance(Duration::from_secs(10)); // both gone: three beats missed
+    let all = relay.workers().unwrap();
+    let orphans = |id: &str| all.iter().find(|w| w.record.beat.id == id).map(|w| w.orphaned.len());
+    assert_eq!(all[0].state, WorkerState::Gone);
+    assert_eq!(
+        orphans("fake"),
+        Some(0),
+        "a lease held under another name is not the invented worker's"
+    );
+    assert_eq!(orphans("real"), Some(1), "its own lease is orphaned");
+}

@@ -581,7 +581,9 @@ impl AsyncRelay {
     ///
     /// As [`Relay::worker_beat`].
     pub async fn worker_beat(&self, beat: &crate::WorkerBeat) -> Result<()> {
-        self.engine.run_async(self.engine.worker_beat_op(beat, false)?).await
+        self.engine
+            .run_async(self.engine.worker_beat_op(beat, false, crate::WorkerClaim::Local)?)
+            .await
     }
 
     /// [`Relay::worker_stopped`], without blocking.
@@ -590,7 +592,25 @@ impl AsyncRelay {
     ///
     /// As [`Relay::worker_beat`].
     pub async fn worker_stopped(&self, beat: &crate::WorkerBeat) -> Result<()> {
-        self.engine.run_async(self.engine.worker_beat_op(beat, true)?).await
+        self.engine
+            .run_async(self.engine.worker_beat_op(beat, true, crate::WorkerClaim::Local)?)
+            .await
+    }
+
+    /// [`Relay::worker_beat_as`], without blocking.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::worker_beat_as`].
+    pub async fn worker_beat_as(
+        &self,
+        beat: &crate::WorkerBeat,
+        stopped: bool,
+        claim: crate::WorkerClaim,
+    ) -> Result<()> {
+        self.engine
+            .run_async(self.engine.worker_beat_op(beat, stopped, claim)?)
+            .await
     }
 
     /// [`Relay::workers`], on a blocking thread.

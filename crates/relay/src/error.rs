@@ -60,6 +60,16 @@ pub enum Error {
         /// The unfinished job that holds `key` now.
         holder: JobId,
     },
+    /// A worker's heartbeat for an id whose record another worker made:
+    /// over HTTP, a heartbeat must carry the secret the id's first
+    /// heartbeat was answered with. Nothing changed.
+    #[error(
+        "worker {worker} is registered by another worker: send the secret its first heartbeat was answered with, or register under an id of your own"
+    )]
+    WorkerTaken {
+        /// The worker id refused.
+        worker: String,
+    },
     /// The input was refused before anything was written. Nothing changed.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

@@ -59,6 +59,7 @@ mod within;
 pub mod worker;
 
 pub use async_relay::AsyncRelay;
+pub use engine::calls::WorkerClaim;
 pub use engine::housekeeping::Pruned;
 pub use engine::metrics::{Health, JobOutcomes, Metrics, Outcome, QueueWait, WriteFailure, WAIT_BUCKETS, WAIT_PAIRS};
 pub use engine::reads::{

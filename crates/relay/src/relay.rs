@@ -808,7 +808,8 @@ impl Relay {
     /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`] and
     ///   [`Error::Closed`], as for every write (see [`Relay`]).
     pub fn worker_beat(&self, beat: &crate::WorkerBeat) -> Result<()> {
-        self.engine.run(self.engine.worker_beat_op(beat, false)?)
+        self.engine
+            .run(self.engine.worker_beat_op(beat, false, crate::WorkerClaim::Local)?)
     }
 
     /// A worker's last heartbeat: it stopped, with nothing running.
@@ -817,7 +818,24 @@ impl Relay {
     ///
     /// As [`Relay::worker_beat`].
     pub fn worker_stopped(&self, beat: &crate::WorkerBeat) -> Result<()> {
-        self.engine.run(self.engine.worker_beat_op(beat, true)?)
+        self.engine
+            .run(self.engine.worker_beat_op(beat, true, crate::WorkerClaim::Local)?)
+    }
+
+    /// A heartbeat (or, with `stopped`, the last one) of a worker outside
+    /// this process, as the server's `PUT /v1/workers/{id}` sends it: a
+    /// record is written only by the worker that made it. Written when the
+    /// id has no record (or one forgotten, an hour unseen), or when `claim`
+    /// presents the hash of the secret the record was made with; a record
+    /// made by [`Relay::worker_beat`] (in-process) is written by no remote
+    /// claim.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WorkerTaken`] when the record is another's (nothing
+    /// written); else as [`Relay::worker_beat`].
+    pub fn worker_beat_as(&self, beat: &crate::WorkerBeat, stopped: bool, claim: crate::WorkerClaim) -> Result<()> {
+        self.engine.run(self.engine.worker_beat_op(beat, stopped, claim)?)
     }
 
     /// Every worker the store knows (alive, gone or stopped in the last

@@ -288,8 +288,15 @@ impl Store for GatedStore {
     fn job_delete_finished(&mut self, jobs: &[(JobId, Timestamp)]) -> Result<u64, StoreError> {
         self.inner.job_delete_finished(jobs)
     }
-    fn worker_put(&mut self, id: &str, beat: &str, seen_at: Timestamp, stopped: bool) -> Result<(), StoreError> {
-        self.inner.worker_put(id, beat, seen_at, stopped)
+    fn worker_put(
+        &mut self,
+        id: &str,
+        beat: &str,
+        seen_at: Timestamp,
+        stopped: bool,
+        owner: &relay_store::WorkerOwner<'_>,
+    ) -> Result<bool, StoreError> {
+        self.inner.worker_put(id, beat, seen_at, stopped, owner)
     }
     fn worker_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.worker_prune(before)

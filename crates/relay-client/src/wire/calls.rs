@@ -444,7 +444,7 @@ calls! {
     /// alive and what it runs (the runtimes send one every 5 s); its last
     /// says it stopped. `{worker}` is the worker's id, its own, unique to
     /// its run (1-64 of A-Z a-z 0-9 _ . -).
-    PutWorker = "putWorker": Put "/v1/workers/{worker}" (String, Nothing, w::WorkerBeat) -> w::WorkerSeen, 200, [400, 413];
+    PutWorker = "putWorker": Put "/v1/workers/{worker}" (String, Nothing, w::WorkerBeat) -> w::WorkerSeen, 200, [400, 403, 413];
     /// Every worker seen in the last hour, by id: alive, gone (its
     /// heartbeats stopped without a word) or stopped, what each runs and
     /// since when, and the leases a gone one left orphaned until they

@@ -49,6 +49,13 @@ pub struct WorkerBeat {
     /// Its last heartbeat: it stopped (its running jobs are ignored).
     #[serde(default)]
     pub stopped: bool,
+    /// The secret this worker's first heartbeat was answered with
+    /// ([`WorkerSeen::secret`]): every later heartbeat of the id carries
+    /// it, and one without it (or with another) is refused with 403, so
+    /// no other client can write this worker's record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 128)))]
+    pub secret: Option<String>,
 }
 
 /// A job a worker runs: its lease, and since when.
@@ -73,6 +80,10 @@ pub struct WorkerSeen {
     pub id: String,
     /// Whether it stopped.
     pub stopped: bool,
+    /// On the heartbeat that made the record: the secret every later
+    /// heartbeat of this id must carry ([`WorkerBeat::secret`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
 /// `GET /v1/workers`: every worker seen in the last hour, by id.

@@ -322,7 +322,12 @@ impl Engine {
         })
     }
 
-    pub(crate) fn worker_beat_op(&self, beat: &relay_core::WorkerBeat, stopped: bool) -> Result<Pending<()>> {
+    pub(crate) fn worker_beat_op(
+        &self,
+        beat: &relay_core::WorkerBeat,
+        stopped: bool,
+        claim: WorkerClaim,
+    ) -> Result<Pending<()>> {
         beat.validate(&self.options.limits)?;
         let mut beat = beat.clone();
         if stopped {
@@ -335,7 +340,26 @@ impl Engine {
             ))
         })?;
         Ok(Pending::new(Hint::None, move |plan, ctx| {
-            Ok(plan.store().worker_put(&beat.id, &json, ctx.now, stopped)?)
+            let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
+            let (presented, keep) = match &claim {
+                WorkerClaim::Local => (None, None),
+                WorkerClaim::Remote { presented, fresh } => {
+                    (presented.as_deref(), Some(presented.as_deref().unwrap_or(fresh)))
+                }
+            };
+            let owner = relay_store::WorkerOwner {
+                presented,
+                remote: matches!(claim, WorkerClaim::Remote { .. }),
+                keep,
+                forgotten_before: relay_core::Timestamp::from_millis(ctx.now.as_millis().saturating_sub(forget)),
+            };
+            if plan.store().worker_put(&beat.id, &json, ctx.now, stopped, &owner)? {
+                Ok(())
+            } else {
+                Err(crate::Error::WorkerTaken {
+                    worker: beat.id.clone(),
+                })
+            }
         }))
     }
 
@@ -351,6 +375,22 @@ impl Engine {
     pub(crate) fn reap_op(&self) -> Pending<usize> {
         Pending::new(Hint::None, ops::reap)
     }
+}
+
+/// Who sends a worker's heartbeat: a worker in this process, or a caller
+/// over HTTP with the hash (SHA-256, hex) of the secret it presents, and
+/// that of a fresh secret for a record it makes.
+#[derive(Debug, Clone)]
+pub enum WorkerClaim {
+    /// A worker inside this Relay process.
+    Local,
+    /// A caller over HTTP.
+    Remote {
+        /// The hash of the secret it sent, if any.
+        presented: Option<String>,
+        /// The hash of the secret it is answered with if the record is new.
+        fresh: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -114,8 +114,8 @@ impl Engine {
                 break;
             }
         }
-        if page.events.is_empty() && after == 0 {
-            self.get(id)?; // NotFound for an unknown job, else a job with no events yet
+        if page.events.is_empty() {
+            self.get(id)?; // NotFound for an unknown job, else none (more) yet
         }
         Ok(page)
     }
@@ -322,8 +322,13 @@ impl Engine {
                     Err(Error::Corrupt { .. }) => None,
                     Err(e) => return Err(e),
                 };
+                // Held under this worker's name, with the token it lists: a
+                // record that names another worker's lease shows nothing.
                 let lease = job.and_then(|j| j.status.lease);
-                if let Some(l) = lease.filter(|l| l.token == running.token && l.expires_at > now) {
+                let held = |l: &relay_core::Lease| {
+                    l.token == running.token && l.expires_at > now && l.worker == record.beat.name
+                };
+                if let Some(l) = lease.filter(held) {
                     orphaned.push(Orphaned {
                         running: *running,
                         expires_at: l.expires_at,
