@@ -22,7 +22,7 @@ pub enum Error {
     },
     /// The server could not be reached, or the connection broke during the
     /// call. A write may or may not have been applied: read it back (or
-    /// retry a submit that has a unique key).
+    /// retry a submit that carries an idempotency key).
     #[error("cannot reach the server at {url}: {message}")]
     Transport {
         /// The server's base URL.

@@ -494,6 +494,14 @@ impl Handle for calls::PutWorker {
     /// carry it (403 `forbidden` otherwise; nothing written).
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::WorkerSeen, ApiError> {
         let stopped = r.body.stopped;
+        if let Some(secret) = &r.body.secret {
+            let n = secret.chars().count();
+            if n == 0 || n > 128 {
+                return Err(ApiError::bad_request(format!(
+                    "secret must be 1-128 characters (the one the worker's first heartbeat was answered with), got {n}"
+                )));
+            }
+        }
         let presented = r.body.secret.as_deref().map(crate::auth::sha256_hex);
         let fresh = crate::auth::worker_secret()?;
         let claim = relay::WorkerClaim::Remote {

@@ -343,6 +343,10 @@ fn errors() -> Value {
     for (code, what) in [
         ("400", "bad request"),
         ("401", "missing or wrong token"),
+        (
+            "403",
+            "refused whatever the token: a worker id whose record another worker made (send its secret)",
+        ),
         ("404", "no such job"),
         (
             "409",

@@ -38,6 +38,13 @@ fn a_change_cut_off_by_the_deadline_is_answered_maybe_applied() {
     drop(hold);
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["error"]["code"], "maybe_applied", "{body}");
+    // Issue 39, item 7: what makes a retry safe is the idempotency key
+    // (a unique key dedupes only while its job is unfinished).
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("idempotency key") && !message.contains("unique_key"),
+        "{message}"
+    );
     // It was applied after all: what the answer had to allow for.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !relay.stats().unwrap().queues.contains_key("q") {

@@ -98,7 +98,8 @@ pub enum Error {
     Storage(#[source] Arc<StoreError>),
     /// The commit itself failed (an I/O error during the write or fsync):
     /// this change may or may not be on disk. Read it back, or retry a
-    /// submit with a `unique_key` so that it cannot run twice.
+    /// submit that carries an idempotency key (`NewJob::idempotency_key`),
+    /// which cannot run twice.
     #[error("commit failed, so this change may or may not be on disk: {0}")]
     MaybeApplied(#[source] Arc<StoreError>),
     /// The operating system would not give Relay a thread or a runtime it
