@@ -1002,10 +1002,12 @@ class Client:
         ``queues``, ``concurrency``, ``version``, ``started_at`` (RFC 3339),
         ``beat_every_ms``, ``running`` (``[{"id", "token", "since"}]``) and,
         in its last, ``stopped``. ``worker_id`` is the worker's own (1-64 of
-        A-Z a-z 0-9 _ . -), unique to its run. The first heartbeat's answer
-        carries a ``secret``: every later heartbeat of the id must send it
-        as ``secret`` (else :class:`~relay_client.errors.Forbidden`), so no
-        other client can write this worker's record."""
+        A-Z a-z 0-9 _ . -), unique to its run. Send a ``secret`` of your own
+        (1-128 characters) with every heartbeat of the id, from the first
+        (or take the one the first answer holds when you sent none): a
+        heartbeat without it, or with another, is refused
+        (:class:`~relay_client.errors.Forbidden`), so no other client can
+        write this worker's record."""
         return dict(self._call("PUT", f"/v1/workers/{_segment(worker_id)}", beat))
 
     def workers(self) -> List[Dict[str, Any]]:

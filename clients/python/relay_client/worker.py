@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import random
+import secrets
 import socket
 from datetime import datetime, timezone
 
@@ -364,9 +365,10 @@ class _Presence:
             "started_at": _now(),
             "beat_every_ms": int(worker.beat_every * 1000),
         }
-        #: The secret the server answered the first heartbeat with: every
-        #: later one carries it (no other client can write this record).
-        self.secret: Optional[str] = None
+        #: This worker's secret, sent with every heartbeat from the first:
+        #: no other client can write its record, and a first heartbeat
+        #: whose answer was lost is simply sent again.
+        self.secret: str = secrets.token_hex(32)
 
     def send(self, stopped: bool) -> None:
         held = dict(self.loop.held)
@@ -375,12 +377,8 @@ class _Presence:
             {"id": job.id, "token": job.token, "since": started.get(job.id) or _now()} for job in held.values()
         ]
         running.sort(key=lambda r: r["id"])
-        beat = dict(self.beat, running=running[:4096], stopped=stopped)
-        if self.secret is not None:
-            beat["secret"] = self.secret
-        seen = self.w.client.put_worker(self.w.id, beat)
-        if isinstance(seen, dict) and seen.get("secret"):
-            self.secret = seen["secret"]
+        beat = dict(self.beat, running=running[:4096], stopped=stopped, secret=self.secret)
+        self.w.client.put_worker(self.w.id, beat)
 
     def run(self) -> None:
         failing = False

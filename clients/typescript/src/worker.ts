@@ -25,6 +25,7 @@
  *   `run()` reject with it.
  */
 
+import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Client, LeasedJob, LeaseRequest, Outcome, OutcomeAnswer, Payload } from "./client.js";
 import { BadAnswer } from "./client.js";
@@ -175,8 +176,8 @@ export class Worker {
   private presenceFailing = false;
   /** The heartbeat in flight, awaited before the last (a later "alive" would undo "stopped"). */
   private presenceInFlight?: Promise<unknown>;
-  /** The secret the server answered the first heartbeat with: every later one carries it. */
-  private presenceSecret?: string;
+  /** This worker's secret, sent with every heartbeat from the first: no other client can write its record, and a first heartbeat whose answer was lost is simply sent again. */
+  private readonly presenceSecret = randomBytes(32).toString("hex");
 
   /** Tells the server this worker is alive and what it runs (`PUT /v1/workers/{id}`); with `stopped`, that it stopped. */
   private async presence(stopped: boolean): Promise<void> {
@@ -186,8 +187,8 @@ export class Worker {
           .map((r) => ({ id: r.job.id, token: r.job.token, since: r.since }))
           .sort((a, b) => a.id - b.id)
           .slice(0, 4096);
-    const seen = await this.client.putWorker(this.id, {
-      ...(this.presenceSecret === undefined ? {} : { secret: this.presenceSecret }),
+    await this.client.putWorker(this.id, {
+      secret: this.presenceSecret,
       name: this.name.slice(0, 64),
       host: hostname().slice(0, 255),
       pid: process.pid,
@@ -199,7 +200,6 @@ export class Worker {
       running,
       stopped,
     });
-    if (typeof seen?.secret === "string") this.presenceSecret = seen.secret;
   }
 
   private presenceLoop(): void {

@@ -496,8 +496,10 @@ fn worker_name(a: &WorkArgs) -> String {
 struct Presence {
     id: String,
     beat: wire::WorkerBeat,
-    /// The secret the server answered this worker's first heartbeat with:
-    /// every later heartbeat carries it.
+    /// This worker's secret, sent with every heartbeat from the first (no
+    /// other client can write its record, and a first heartbeat whose
+    /// answer was lost is simply sent again); without randomness, the
+    /// one the server answers the first heartbeat with.
     secret: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
@@ -519,7 +521,7 @@ impl Presence {
                 stopped: false,
                 secret: None,
             },
-            secret: std::sync::Arc::default(),
+            secret: std::sync::Arc::new(std::sync::Mutex::new(own_secret())),
         }
     }
 
@@ -584,6 +586,14 @@ impl Presence {
             eprintln!("relay work: could not tell the server this worker stopped ({e}); it shows as gone after its missed heartbeats");
         }
     }
+}
+
+/// 32 random bytes in hex: this worker's secret (`None` without a source
+/// of randomness: the server's answer then gives one).
+fn own_secret() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An item's error code saying the job is no longer this runner's.

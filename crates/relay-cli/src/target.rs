@@ -266,10 +266,24 @@ impl Target {
         self.send::<calls::Stats>(&(), &wire::QueuePage { after, limit: None }, &NONE)
     }
 
-    /// Jobs matching `filter`, newest first.
+    /// Jobs matching `filter`, newest first: `filter.limit` of them, over
+    /// as many pages as the answers' byte bound makes.
     pub fn jobs(&self, filter: JobFilter) -> Result<Vec<wire::Job>, CliError> {
-        let query = wire::ListQuery::new(conv::filter(&filter), filter.before.map(|b| b.0), Some(filter.limit));
-        Ok(self.send::<calls::List>(&(), &query, &NONE)?.jobs)
+        let mut out: Vec<wire::Job> = Vec::new();
+        let mut before = filter.before.map(|b| b.0);
+        loop {
+            let left = filter
+                .limit
+                .saturating_sub(u32::try_from(out.len()).unwrap_or(u32::MAX));
+            let query = wire::ListQuery::new(conv::filter(&filter), before, Some(left));
+            let page = self.send::<calls::List>(&(), &query, &NONE)?;
+            let full = page.jobs.len() >= left as usize;
+            out.extend(page.jobs);
+            match page.next {
+                Some(n) if !full => before = Some(n),
+                _ => return Ok(out),
+            }
+        }
     }
 
     /// Retries, cancels or deletes (`action`) every job `filter` matches;

@@ -1070,4 +1070,14 @@ fn a_body_over_max_body_and_a_big_answer_are_read_as_the_servers_answers() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let jobs: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(jobs.len(), 16, "{stdout:.300}");
+    // A list of them comes in pages of about 8 MiB: the CLI follows them
+    // to the --limit it was given.
+    let out = Command::new(RELAY)
+        .args(["--server", &url, "--json", "jobs", "--queue", "big", "--limit", "16"])
+        .env_remove("RELAY_DB")
+        .env_remove("RELAY_SERVER")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 16);
 }

@@ -522,8 +522,13 @@ impl Handle for calls::PutWorker {
 impl Handle for calls::Workers {
     /// A page of the workers, by id (`next`: the next page's `after`).
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Workers, ApiError> {
-        if r.query.after.as_ref().is_some_and(|a| a.len() > 256) {
-            return Err(ApiError::bad_request("after must be a worker's id, at most 256 bytes"));
+        if let Some(a) = &r.query.after {
+            let id = a.len() <= 64 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+            if !id {
+                return Err(ApiError::bad_request(
+                    "after must be a worker's id (1-64 of A-Z a-z 0-9 _ . -): the previous page's next",
+                ));
+            }
         }
         let page = s
             .relay

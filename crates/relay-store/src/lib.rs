@@ -769,9 +769,10 @@ pub trait StoreReader: Send {
 
 /// Who writes a worker's record ([`Store::worker_put`]). A record is
 /// written by whoever made it: a caller over HTTP presents the hash of
-/// the secret its first heartbeat was answered with; a worker inside a
-/// Relay process writes records made that way (no secret). A record last
-/// seen before `forgotten_before` is free to anyone.
+/// its secret (its own, or the one its first heartbeat was answered
+/// with); a worker inside a Relay process presents `local`, its records'
+/// mark. A record last seen before `forgotten_before`, or one without a
+/// mark (written before the marks), is free to anyone.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerOwner<'a> {
     /// The SHA-256 (hex) of the secret presented, if any.
@@ -779,8 +780,8 @@ pub struct WorkerOwner<'a> {
     /// The caller is over HTTP: it must present a secret to write a
     /// record that exists.
     pub remote: bool,
-    /// The hash the record keeps (the presented one, a new secret's, or
-    /// none for an in-process worker).
+    /// The hash the record keeps (the presented one, or a new secret's;
+    /// an in-process worker's mark, `local`).
     pub keep: Option<&'a str>,
     /// Records last seen before this are forgotten.
     pub forgotten_before: Timestamp,

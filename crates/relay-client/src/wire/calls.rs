@@ -181,7 +181,7 @@ pub struct EventsQuery {
 pub struct WorkersQuery {
     /// Workers after this id (the previous page's `next`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(length(max = 256)))]
+    #[cfg_attr(feature = "schema", schemars(pattern(r"^[A-Za-z0-9_.-]{0,64}$")))]
     pub after: Option<String>,
     /// At most this many (1-1000; 1000 when left out). A page also stops
     /// at 4 MiB.

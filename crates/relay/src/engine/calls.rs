@@ -342,7 +342,7 @@ impl Engine {
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             let forget = relay_core::time::duration_millis(relay_core::presence::FORGET_AFTER);
             let (presented, keep) = match &claim {
-                WorkerClaim::Local => (None, None),
+                WorkerClaim::Local => (Some(LOCAL_WORKER), Some(LOCAL_WORKER)),
                 WorkerClaim::Remote { presented, fresh } => {
                     (presented.as_deref(), Some(presented.as_deref().unwrap_or(fresh)))
                 }
@@ -376,6 +376,9 @@ impl Engine {
         Pending::new(Hint::None, ops::reap)
     }
 }
+
+/// What marks a worker record made in-process (never a SHA-256 in hex).
+const LOCAL_WORKER: &str = "local";
 
 /// Who sends a worker's heartbeat: a worker in this process, or a caller
 /// over HTTP with the hash (SHA-256, hex) of the secret it presents, and

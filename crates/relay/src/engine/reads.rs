@@ -97,9 +97,12 @@ impl Engine {
         let mut bytes = 0usize;
         let mut from = after;
         'read: loop {
-            let read = self.readers.with(|r| r.job_events(id, from, EVENT_READ + 1))?;
-            let more = read.len() > EVENT_READ as usize;
-            for e in read.into_iter().take(EVENT_READ as usize) {
+            let n = u32::try_from(want - page.events.len())
+                .unwrap_or(u32::MAX)
+                .min(EVENT_READ);
+            let read = self.readers.with(|r| r.job_events(id, from, n + 1))?;
+            let more = read.len() > n as usize;
+            for e in read.into_iter().take(n as usize + 1) {
                 let size = e.kind.len() + e.data.to_string().len() + 64;
                 let full = page.events.len() == want || (!page.events.is_empty() && bytes + size > EVENT_PAGE_BYTES);
                 if full {

@@ -89,6 +89,11 @@ impl Engine {
             f.limit = left.min(LIST_READ);
             let jobs = self.readers.with(|r| r.job_list(&f))?;
             let read = jobs.len();
+            // Fewer than asked: the end, or rows deleted (pruned) between
+            // the search and their reads. One id searched past the last
+            // row read says which (a page never ends early on a prune).
+            let short = read < f.limit as usize;
+            let last = jobs.last().map(|j| j.id).or(f.before);
             for j in jobs {
                 let size = answer_bytes(&j);
                 if !page.jobs.is_empty() && bytes + size > max_bytes {
@@ -99,8 +104,18 @@ impl Engine {
                 left -= 1;
                 page.jobs.push(j);
             }
-            if read < f.limit as usize {
-                return Ok(page);
+            if short {
+                let probe = JobFilter {
+                    limit: 1,
+                    before: last,
+                    ..filter.clone()
+                };
+                let Some(&more) = self.readers.with(|r| r.job_search(&probe))?.first() else {
+                    return Ok(page);
+                };
+                // Read on from that row (`before` is exclusive).
+                f.before = Some(relay_core::JobId(more.0 + 1));
+                continue;
             }
             f.before = page.jobs.last().map(|j| j.id);
         }
