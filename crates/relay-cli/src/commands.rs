@@ -142,18 +142,11 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             out.retention(&now);
         }
         Command::Workers => {
-            // A page at a time (each at most 4 MiB), printed as it comes.
-            let mut query = relay_client::wire::calls::WorkersQuery::default();
             let mut first = true;
-            loop {
-                let page = t.send::<relay_client::wire::calls::Workers>(&(), &query, &wire::Nothing {})?;
-                out.workers_page(&page, first);
+            t.workers(|page| {
+                out.workers_page(page, first);
                 first = false;
-                match page.next {
-                    Some(n) => query.after = Some(n),
-                    None => break,
-                }
-            }
+            })?;
         }
         Command::Prune => {
             let mut after = 0;

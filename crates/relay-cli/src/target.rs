@@ -224,6 +224,19 @@ impl Target {
         }
     }
 
+    /// The workers, a page at a time (each at most 4 MiB) to `each`.
+    pub fn workers(&self, mut each: impl FnMut(&wire::Workers)) -> Result<(), CliError> {
+        let mut query = calls::WorkersQuery::default();
+        loop {
+            let page = self.send::<calls::Workers>(&(), &query, &NONE)?;
+            each(&page);
+            match page.next {
+                Some(next) => query.after = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// Pauses (`true`) or resumes a queue.
     pub fn pause(&self, queue: &str, paused: bool) -> Result<wire::QueuePaused, CliError> {
         let queue = queue.to_owned();

@@ -72,6 +72,20 @@ pub(super) struct Counted {
     written: bool,
 }
 
+impl Counted {
+    /// Queue `name`'s entry `e` before `added` is counted for `group`.
+    fn before(name: &str, group: Option<&str>, added: i64, e: &QueueEntry) -> Self {
+        Self {
+            queue: name.to_owned(),
+            group: group.map(str::to_owned),
+            added,
+            leased: e.leased,
+            settings: e.settings,
+            written: e.written,
+        }
+    }
+}
+
 impl QueueEntry {
     pub(super) fn read(settings: QueueSettings) -> Self {
         // Rows with limits are read locked (`Prefetched::queues`).
@@ -335,14 +349,7 @@ impl Plan<'_> {
     /// slot.
     pub(crate) fn count_unlease(&mut self, name: &str, group: Option<&str>) {
         let Some(e) = self.queues.get_mut(name) else { return };
-        let counted = self.logging.then(|| Counted {
-            queue: name.to_owned(),
-            group: group.map(str::to_owned),
-            added: -1,
-            leased: e.leased,
-            settings: e.settings,
-            written: e.written,
-        });
+        let counted = self.logging.then(|| Counted::before(name, group, -1, e));
         if let Some(n) = e.leased.as_mut() {
             *n = n.saturating_sub(1);
         }
@@ -366,14 +373,7 @@ impl Plan<'_> {
         let Some(e) = self.queues.get_mut(name) else {
             return Ok(());
         };
-        let counted = self.logging.then(|| Counted {
-            queue: name.to_owned(),
-            group: group.map(str::to_owned),
-            added: 1,
-            leased: e.leased,
-            settings: e.settings,
-            written: e.written,
-        });
+        let counted = self.logging.then(|| Counted::before(name, group, 1, e));
         if let Some(n) = e.leased.as_mut() {
             *n += 1;
         }
