@@ -535,7 +535,7 @@ class _Loop:
         return self.busy == 0 and not self.pending and not self.polling and not self.in_flight
 
     def lease(self, slots: int, wait: float) -> LeaseRequest:
-        return LeaseRequest(self.w.queues, min(slots, LEASE_MAX), self.w.lease_for, wait, self.w.name)
+        return LeaseRequest(self.w.queues, min(slots, LEASE_MAX), self.w.lease_for, wait, self.w.id)
 
     # -- jobs coming and going ---------------------------------------------
 

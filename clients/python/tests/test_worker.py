@@ -196,6 +196,8 @@ def test_the_worker_says_it_is_alive_what_it_runs_and_that_it_stopped(client: Cl
     assert w["version"].startswith("relay-python ")
     assert sorted(r["id"] for r in w["running"]) == sorted(ids)
     assert w["orphaned"] == []
+    # Its leases name its id (only its record can show them orphaned).
+    assert [client.get(i).raw["leased_by"] for i in ids] == [worker.id, worker.id]
     release.set()
     wait_for("both jobs to succeed", lambda: worker.stats.succeeded == 2)
     worker.stop()

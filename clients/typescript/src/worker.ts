@@ -311,7 +311,7 @@ export class Worker {
   private send(reports: Report[], withLease = true): void {
     const max = withLease ? Math.min(this.free(), LEASE_MAX) : 0;
     const lease: LeaseRequest | undefined =
-      max > 0 ? { queues: this.queues, max, leaseForMs: this.leaseForMs, waitMs: reports.length ? 0 : this.pollMs, worker: this.name } : undefined;
+      max > 0 ? { queues: this.queues, max, leaseForMs: this.leaseForMs, waitMs: reports.length ? 0 : this.pollMs, worker: this.id } : undefined;
     const poll = reports.length === 0;
     if (poll) this.polling = true;
     else this.reporting++;

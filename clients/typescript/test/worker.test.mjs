@@ -141,6 +141,8 @@ test("the worker says it is alive, what it runs, and that it stopped", async () 
   assert.match(w.version, /^relay-typescript /);
   assert.deepEqual(w.running.map((r) => r.id).sort((a, b) => a - b), ids.sort((a, b) => a - b));
   assert.deepEqual(w.orphaned, []);
+  // Its leases name its id (only its record can show them orphaned).
+  for (const id of ids) assert.equal((await client.get(id)).raw.leased_by, worker.id);
   release();
   await waitFor("both jobs to succeed", async () => worker.stats.succeeded === 2);
   worker.stop();

@@ -139,20 +139,20 @@ pub fn run(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
         drained: (Mutex::new(false), Condvar::new()),
         signalled: AtomicBool::new(false),
     });
+    let presence = Presence::new(&shared.args);
     watch_signals(Arc::clone(&shared))?;
     {
         let s = Arc::clone(&shared);
         std::thread::spawn(move || heartbeat(&s));
     }
-    let presence = Presence::new(&shared.args);
     let beating = {
         let (s, p) = (Arc::clone(&shared), presence.clone());
         std::thread::spawn(move || p.beat_until_stopped(&s))
     };
     let threads: Vec<_> = (0..shared.args.concurrency.max(1))
         .map(|_| {
-            let s = Arc::clone(&shared);
-            std::thread::spawn(move || lease_loop(&s))
+            let (s, id) = (Arc::clone(&shared), presence.id.clone());
+            std::thread::spawn(move || lease_loop(&s, id))
         })
         .collect();
     // Wait for a stop (a signal, or a fatal answer from a lease loop).
@@ -268,13 +268,13 @@ fn release(shared: &Shared, id: JobId, token: LeaseToken) {
 
 /// One thread: lease a job, run it, then report its outcome and lease the
 /// next in one call, until stopped. A fatal answer (a refused token, a bad
-/// queue name) ends the runner.
-fn lease_loop(shared: &Shared) -> Result<(), CliError> {
+/// queue name) ends the runner. It leases under this run's worker id, so
+/// only this run's record can show its leases orphaned.
+fn lease_loop(shared: &Shared, id: String) -> Result<(), CliError> {
     let a = &shared.args;
-    let worker = worker_name(a);
     let req = wire::Lease {
         queues: a.queue.clone(),
-        worker: Some(worker),
+        worker: Some(id),
         max: Some(1),
         lease_for_ms: Some(millis(a.lease_for)),
         wait_ms: Some(millis(POLL)),
@@ -483,7 +483,8 @@ fn heartbeat(shared: &Shared) {
     }
 }
 
-/// The lease holder's name: `--worker`, else `pid-<pid>`.
+/// This worker's name: `--worker`, else `pid-<pid>` (its id, which its
+/// leases name, is the name with a random suffix).
 fn worker_name(a: &WorkArgs) -> String {
     a.worker
         .clone()

@@ -30,7 +30,10 @@ pub struct WorkerBeat {
     /// 0-9 _ . -: it appears in URLs), chosen by the worker; see
     /// [`worker_id`].
     pub id: String,
-    /// The lease holder's name it leases under (as in events).
+    /// The name it was given (many runs may share one). Its leases name
+    /// its `id` as their holder: a gone worker's leases show as orphaned
+    /// only when they name the record's id, which no other client can
+    /// write.
     pub name: String,
     /// The host it runs on.
     pub host: String,

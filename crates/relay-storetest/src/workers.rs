@@ -30,7 +30,7 @@ pub fn workers_are_alive_gone_or_stopped(new_db: &NewDb) {
     let leased = relay
         .lease(
             LeaseRequest::new(["q"])
-                .worker("name-a")
+                .worker("a")
                 .lease_for(Duration::from_secs(60)),
         )
         .unwrap()
@@ -199,8 +199,11 @@ fn other_of(id: &str) -> WorkerBeat {
 
 /// Issue 39, item 5: a client could invent a "gone" worker listing a live
 /// worker's job and lease, which then showed as orphaned. A gone worker's
-/// lease is orphaned only if the job is leased under that worker's name.
-/// Seen failing before: the invented worker showed the job as orphaned.
+/// lease is orphaned only if the job is leased under that worker's id
+/// (runtimes lease under their id; only a record's maker writes it), even
+/// when the invented worker copies the live one's name. Seen failing before:
+/// the invented worker showed the job as orphaned (first with any name,
+/// then, while leases named the worker's name, with a copied name).
 pub fn a_record_naming_another_workers_lease_orphans_nothing(new_db: &NewDb) {
     let db = new_db();
     let (mut options, clock) = crate::clocked();
@@ -210,7 +213,7 @@ pub fn a_record_naming_another_workers_lease_orphans_nothing(new_db: &NewDb) {
     let leased = relay
         .lease(
             LeaseRequest::new(["q"])
-                .worker("name-real")
+                .worker("real")
                 .lease_for(Duration::from_secs(600)),
         )
         .unwrap()
@@ -221,7 +224,10 @@ pub fn a_record_naming_another_workers_lease_orphans_nothing(new_db: &NewDb) {
         since: clock.now(),
     };
     relay
-        .worker_beat(&beat("fake", Duration::from_secs(1), vec![held]))
+        .worker_beat(&WorkerBeat {
+            name: "name-real".into(), // the live worker's name, copied
+            ..beat("fake", Duration::from_secs(1), vec![held])
+        })
         .unwrap();
     relay
         .worker_beat(&beat("real", Duration::from_secs(1), vec![held]))
@@ -233,7 +239,7 @@ pub fn a_record_naming_another_workers_lease_orphans_nothing(new_db: &NewDb) {
     assert_eq!(
         orphans("fake"),
         Some(0),
-        "a lease held under another name is not the invented worker's"
+        "a lease held under another worker's id is not the invented worker's"
     );
     assert_eq!(orphans("real"), Some(1), "its own lease is orphaned");
 }

@@ -944,8 +944,9 @@ impl Relay {
     ///
     /// # Errors
     ///
-    /// - [`Error::InvalidInput`]: `kind` is not a valid label, or `data` is
-    ///   larger than the payload limit; nothing was sent.
+    /// - [`Error::InvalidInput`]: `kind` is not a valid label, `data` is
+    ///   over 4 KiB of JSON, or the job's log already holds 10,000 events;
+    ///   nothing was changed.
     /// - [`Error::NotFound`]: no job has this id; nothing was changed.
     /// - [`Error::Busy`], [`Error::Storage`], [`Error::MaybeApplied`],
     ///   [`Error::Corrupt`] and [`Error::Closed`], as for every write (see

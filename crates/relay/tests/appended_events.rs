@@ -37,3 +37,27 @@ fn a_jobs_log_takes_appended_events_up_to_its_bound() {
     assert_eq!(kinds.len(), 10_002);
     assert_eq!(&kinds[10_000..], ["leased", "succeeded"]);
 }
+
+/// Issue 39, item 5, in bytes: an appended event's data is at most 4 KiB
+/// of JSON, so a job's appended events hold at most 10,000 x 4 KiB (40 MiB)
+/// whoever appends them. Past it the append fails alone, naming the bound,
+/// and changes nothing. Seen failing before the bound: a 1 MB note was
+/// taken (the bound was the payload limit, 1 MiB per event).
+#[test]
+fn an_appended_events_data_is_bounded_in_bytes() {
+    let relay = Relay::in_memory().unwrap();
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    // A JSON string of n bytes is n - 2 characters between its quotes.
+    let note = |n: usize| json!("x".repeat(n - 2));
+    relay.append_event(id, "note", &note(4096)).unwrap();
+    for n in [4097, 1_000_000] {
+        match relay.append_event(id, "note", &note(n)).unwrap_err() {
+            Error::InvalidInput(e) => {
+                assert_eq!(e.field, "event data");
+                assert!(e.reason.contains("at most 4096 bytes"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(relay.events(id).unwrap().len(), 2, "submitted, then the one note");
+}

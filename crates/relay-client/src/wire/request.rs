@@ -292,7 +292,9 @@ pub struct AppendEvent {
     /// What happened (e.g. `progress`).
     #[cfg_attr(feature = "schema", schemars(pattern(r"^[^\u0000-\u001f\u007f-\u009f]{1,64}$")))]
     pub kind: String,
-    /// Its details.
+    /// Its details: at most 4 KiB of JSON. A job's log takes appended
+    /// events until it holds 10,000 events (400 `invalid_input` past
+    /// either bound).
     #[serde(default)]
     pub data: Value,
 }

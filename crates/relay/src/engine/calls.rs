@@ -216,6 +216,18 @@ impl Engine {
         self.options.limits.label("event kind", kind)?;
         let data = data.to_string();
         check_body(&self.options.limits, "event data", data.as_bytes())?;
+        if data.len() > crate::engine::plan::MAX_APPENDED_EVENT_BYTES {
+            return Err(relay_core::InvalidInput::new(
+                "event data",
+                format!(
+                    "is {} bytes of JSON; an appended event's data is at most {} bytes \
+                     (keep larger records in the job's result or your own storage)",
+                    data.len(),
+                    crate::engine::plan::MAX_APPENDED_EVENT_BYTES
+                ),
+            )
+            .into());
+        }
         let kind = kind.to_owned();
         Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, _ctx| {
             ops::append_event(plan, id, &kind, &data)

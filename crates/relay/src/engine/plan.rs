@@ -256,6 +256,11 @@ pub(crate) struct Plan<'s> {
 /// (issue 39; 50,000 appended events made a 15 MB log).
 pub const MAX_EVENTS_APPENDED: i64 = 10_000;
 
+/// An appended event's data (`append_event`) is at most this many bytes of
+/// JSON: with [`MAX_EVENTS_APPENDED`], a job's appended events hold at most
+/// 40 MiB, whoever appends them (issue 39).
+pub const MAX_APPENDED_EVENT_BYTES: usize = 4096;
+
 /// Most rows of one class read for a claim at a time.
 const PAGE_MAX: usize = 128;
 

@@ -325,11 +325,12 @@ impl Engine {
                     Err(Error::Corrupt { .. }) => None,
                     Err(e) => return Err(e),
                 };
-                // Held under this worker's name, with the token it lists: a
-                // record that names another worker's lease shows nothing.
+                // Held under this worker's id, with the token it lists: a
+                // record that names another worker's lease shows nothing
+                // (only its maker writes a record, and ids are unique).
                 let lease = job.and_then(|j| j.status.lease);
                 let held = |l: &relay_core::Lease| {
-                    l.token == running.token && l.expires_at > now && l.worker == record.beat.name
+                    l.token == running.token && l.expires_at > now && l.worker == record.beat.id
                 };
                 if let Some(l) = lease.filter(held) {
                     orphaned.push(Orphaned {

@@ -130,6 +130,9 @@ pub(crate) struct Pool {
     in_flight: InFlight,
     completer: Completer,
     buffer: Mutex<std::collections::VecDeque<Buffered>>,
+    /// This run's worker id: its heartbeats' record and the holder its
+    /// leases name, so only this run's record can show them orphaned.
+    id: String,
 }
 
 impl Pool {
@@ -139,7 +142,9 @@ impl Pool {
         // Outcomes are gathered into batches only with prefetch: measured,
         // the extra hop costs more than it saves when each slot holds one job.
         let completer = Completer::start(relay.clone(), w.prefetch > 0);
+        let id = relay_core::presence::worker_id(&w.name, fastrand::u32(..));
         Self {
+            id,
             w,
             relay,
             slots,
@@ -205,7 +210,7 @@ impl Pool {
     fn beat(&self) -> crate::WorkerBeat {
         let pid = std::process::id();
         crate::WorkerBeat {
-            id: relay_core::presence::worker_id(&self.w.name, fastrand::u32(..)),
+            id: self.id.clone(),
             name: self.w.name.clone(),
             host: whoami::hostname().unwrap_or_default(),
             pid,
@@ -224,7 +229,7 @@ impl Pool {
         let buffered = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).len();
         let want = permits.len() + self.w.prefetch.saturating_sub(buffered);
         let req = LeaseRequest::new(self.w.queues.clone())
-            .worker(self.w.name.clone())
+            .worker(self.id.clone())
             .max(u32::try_from(want).unwrap_or(1).clamp(1, crate::MAX_LEASE_BATCH))
             .lease_for(self.w.lease_for)
             .wait(self.w.poll);
