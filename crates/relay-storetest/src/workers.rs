@@ -28,11 +28,7 @@ pub fn workers_are_alive_gone_or_stopped(new_db: &NewDb) {
     let relay = db.open(options).unwrap();
     let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
     let leased = relay
-        .lease(
-            LeaseRequest::new(["q"])
-                .worker("a")
-                .lease_for(Duration::from_secs(60)),
-        )
+        .lease(LeaseRequest::new(["q"]).worker("a").lease_for(Duration::from_secs(60)))
         .unwrap()
         .remove(0);
     let held = Running {
