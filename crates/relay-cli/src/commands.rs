@@ -32,7 +32,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Work(a) => {
             return match (&cli.server, cli.db) {
                 (Some(_), Some(_)) => Err(CliError::Usage("give --db or --server, not both".into())),
-                (Some(url), None) => crate::remote_work::run(Remote::new(url, cli.bearer.clone())?, a, &out),
+                (Some(url), None) => crate::work::run_remote(Remote::new(url, cli.bearer.clone())?, a, &out),
                 (None, db) => crate::work::run(open(db, options)?, a, &out),
             }
         }

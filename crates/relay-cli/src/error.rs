@@ -5,7 +5,7 @@ use relay_client::wire::ErrorCode;
 use std::fmt;
 
 /// A failure of one command, with the exit status it maps to.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum CliError {
     Relay(Error),
     Usage(String),
@@ -62,6 +62,8 @@ impl fmt::Display for CliError {
         }
     }
 }
+
+impl std::error::Error for CliError {}
 
 impl CliError {
     pub fn exit_code(&self) -> u8 {

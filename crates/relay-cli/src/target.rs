@@ -314,6 +314,9 @@ impl Target {
 pub struct Remote {
     pub client: relay_client::Client,
     token_given: bool,
+    /// The server's address and token, for an async client of it.
+    base: String,
+    token: Option<String>,
 }
 
 impl Remote {
@@ -332,10 +335,24 @@ impl Remote {
         }
         let token_given = token.is_some();
         let mut client = relay_client::Client::new(base);
-        if let Some(t) = token {
-            client = client.with_token(t);
+        if let Some(t) = &token {
+            client = client.with_token(t.clone());
         }
-        Ok(Self { client, token_given })
+        Ok(Self {
+            client,
+            token_given,
+            base: base.to_owned(),
+            token,
+        })
+    }
+
+    /// An async client of the same server, with the same token.
+    pub fn async_client(&self) -> relay_client::AsyncClient {
+        let client = relay_client::AsyncClient::new(&self.base);
+        match &self.token {
+            Some(t) => client.with_token(t.clone()),
+            None => client,
+        }
     }
 
     /// The client's error as the CLI's: the server's code, or an I/O error;

@@ -5,27 +5,57 @@
 use crate::args::WorkArgs;
 use crate::error::CliError;
 use crate::exec::{self, ExecConfig};
+use crate::http_backend::HttpBackend;
 use crate::output::Out;
-use relay::worker::{Finished, Outcome, Worker, WorkerStats};
-use relay::Relay;
+use crate::target::Remote;
+use relay::worker::{Finished, Outage, Outcome, Worker, WorkerStats};
+use relay::{Error, Relay};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// `relay work` on a file (or a PostgreSQL URL): the worker runtime on
+/// this process's store.
 pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
     let limit = relay.options().limits.max_payload_bytes;
+    let worker = Worker::new(relay, a.queue.clone()).version(format!("relay work {}", env!("CARGO_PKG_VERSION")));
+    drive(worker, a, limit, out)
+}
+
+/// `relay --server URL work`: the same runtime over the server's HTTP API
+/// (leases by long-poll, answered at once by a submit on the server); a
+/// server that does not answer is retried with back-off (up to 30 s), said
+/// once per outage; a refused token or an answer it cannot read stops it.
+pub fn run_remote(remote: Remote, a: WorkArgs, out: &Out) -> Result<(), CliError> {
+    let max_result = a.max_result;
+    let worker = Worker::over(HttpBackend::new(remote), a.queue.clone())
+        .version(format!("relay work {} (over HTTP)", env!("CARGO_PKG_VERSION")))
+        .poll(LONG_POLL)
+        .on_outage(|o| match o {
+            Outage::Began(e) => eprintln!("relay work: {e}; retrying with back-off until it answers"),
+            Outage::Ended => eprintln!("relay work: the server answers again"),
+            _ => {}
+        });
+    drive(worker, a, max_result, out)
+}
+
+/// How long one lease call waits on the server for a job.
+const LONG_POLL: Duration = Duration::from_secs(2);
+
+/// Runs `worker` with `--exec` as the handler of every kind, its output as
+/// the flags say, until it is stopped.
+fn drive(worker: Worker, a: WorkArgs, result_limit: usize, out: &Out) -> Result<(), CliError> {
     let cfg = ExecConfig {
         command: a.exec.clone(),
         timeout: a.timeout,
-        max_result: a.max_result.min(limit),
+        max_result: a.max_result.min(result_limit),
     };
-    let mut worker = Worker::new(relay, a.queue.clone())
+    let mut worker = worker
         .concurrency(a.concurrency)
         .lease_for(a.lease_for)
         .grace(a.grace)
         .beat_every(a.beat_every)
-        .version(format!("relay work {}", env!("CARGO_PKG_VERSION")))
         .fallback_handler(move |ctx| exec::run(ctx, &cfg));
     if let Some(w) = a.worker {
         worker = worker.name(w);
@@ -49,7 +79,11 @@ pub fn run(relay: Relay, a: WorkArgs, out: &Out) -> Result<(), CliError> {
     if let Some(p) = progress {
         let _ = p.join();
     }
-    let s = result?;
+    let s = result.map_err(|e| match &e {
+        // The server's refusal, as the CLI tells it (a 401 names --auth).
+        Error::Backend { source, .. } => source.downcast_ref::<CliError>().cloned().unwrap_or(CliError::Relay(e)),
+        _ => CliError::Relay(e),
+    })?;
     if !out.is_json() {
         eprintln!(
             "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",

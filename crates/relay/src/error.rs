@@ -119,6 +119,19 @@ pub enum Error {
     /// have been applied: read it back.
     #[error("relay is closed")]
     Closed,
+    /// A worker's backend other than this process's store (a Relay server
+    /// reached over HTTP, see [`crate::worker::Backend`]) failed the call:
+    /// `transient` when it could not be reached or answered that it cannot
+    /// now (trying again later may succeed), else it refused the call (a
+    /// token, an answer that could not be read). Whether the call was
+    /// applied is unknown when it could not be reached.
+    #[error("{source}")]
+    Backend {
+        /// What went wrong, as the backend tells it.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+        /// Whether trying again later may succeed.
+        transient: bool,
+    },
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! What a handler sees of its job, and what it returns.
 
-use crate::{LeasedJob, Relay};
+use super::Backend;
+use crate::LeasedJob;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -91,7 +92,9 @@ impl fmt::Display for JobError {
 #[derive(Clone)]
 pub struct JobContext {
     job: Arc<LeasedJob>,
-    relay: Relay,
+    backend: Arc<dyn Backend>,
+    /// The worker's runtime: the blocking calls run their future on it.
+    runtime: tokio::runtime::Handle,
     lost: Arc<AtomicBool>,
 }
 
@@ -108,17 +111,33 @@ impl std::fmt::Debug for JobContext {
 }
 
 impl JobContext {
-    pub(crate) fn new(job: LeasedJob, relay: Relay) -> Self {
+    pub(crate) fn new(job: LeasedJob, backend: Arc<dyn Backend>, runtime: tokio::runtime::Handle) -> Self {
         Self {
             job: Arc::new(job),
-            relay,
+            backend,
+            runtime,
             lost: Arc::new(AtomicBool::new(false)),
         }
     }
 
-    /// Now, by the Relay's clock.
+    /// Now, by the backend's clock.
     pub(crate) fn now(&self) -> crate::Timestamp {
-        self.relay.options().clock.now()
+        self.backend.now()
+    }
+
+    /// Runs a call to the backend to its end from blocking code: on a
+    /// thread of its own, so that it may be called from any thread (a
+    /// blocking handler's, one it started, even a runtime's).
+    fn block_on<T: Send>(&self, call: super::BoxFuture<'_, crate::Result<T>>) -> crate::Result<T> {
+        std::thread::scope(|s| {
+            match std::thread::Builder::new()
+                .name("relay-call".into())
+                .spawn_scoped(s, || self.runtime.block_on(call))
+            {
+                Ok(t) => t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(e) => Err(crate::Error::resources("a thread for a worker's call", e)),
+            }
+        })
     }
 
     /// The leased job: its id, token, payload, attempt, lease...
@@ -173,19 +192,21 @@ impl JobContext {
     ///
     /// # Errors
     ///
-    /// As [`Relay::append_event`]. The lease is not checked: the event is
+    /// As [`crate::Relay::append_event`]. The lease is not checked: the event is
     /// recorded even after the lease is lost, as long as the job exists.
     pub fn event(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
-        self.relay.append_event(self.job.id, kind, data)
+        self.block_on(self.backend.append_event(self.job.id, kind.to_owned(), data.clone()))
     }
 
     /// [`JobContext::event`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Relay::append_event`].
+    /// As [`crate::Relay::append_event`].
     pub async fn event_async(&self, kind: &str, data: &serde_json::Value) -> crate::Result<i64> {
-        self.relay.to_async().append_event(self.job.id, kind, data).await
+        self.backend
+            .append_event(self.job.id, kind.to_owned(), data.clone())
+            .await
     }
 
     /// Reports how far along the job is (`fraction` from 0 to 1, and what
@@ -195,20 +216,21 @@ impl JobContext {
     ///
     /// # Errors
     ///
-    /// As [`Relay::progress`]: [`crate::Error::LeaseLost`] once the lease
+    /// As [`crate::Relay::progress`]: [`crate::Error::LeaseLost`] once the lease
     /// is gone.
     pub fn progress(&self, fraction: f64, message: Option<&str>) -> crate::Result<()> {
-        self.relay.progress(self.job.id, self.job.token, fraction, message)
+        let message = message.map(str::to_owned);
+        self.block_on(self.backend.progress(self.job.id, self.job.token, fraction, message))
     }
 
     /// [`JobContext::progress`], as a future.
     ///
     /// # Errors
     ///
-    /// As [`Relay::progress`].
+    /// As [`crate::Relay::progress`].
     pub async fn progress_async(&self, fraction: f64, message: Option<&str>) -> crate::Result<()> {
-        self.relay
-            .to_async()
+        let message = message.map(str::to_owned);
+        self.backend
             .progress(self.job.id, self.job.token, fraction, message)
             .await
     }

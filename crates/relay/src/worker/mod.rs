@@ -47,13 +47,15 @@
 //! (so the pool never runs more than `concurrency` handlers). Async handlers
 //! are cancelled at their next `.await`.
 
+mod backend;
 mod context;
 mod run;
 mod shutdown;
 
+pub use backend::{Backend, BoxFuture, LeaseAsk};
 pub use context::{JobContext, JobError, JobResult};
 use run::OnFinish;
-pub use run::{Finished, Outcome, WorkerStats};
+pub use run::{Finished, Outage, Outcome, WorkerStats};
 pub use shutdown::Shutdown;
 
 use crate::{Error, Relay, Result};
@@ -80,7 +82,7 @@ pub(crate) struct Registered {
 
 /// A pool of handlers working the given queues. Configure, then [`Worker::run`].
 pub struct Worker {
-    pub(crate) relay: Relay,
+    pub(crate) backend: Arc<dyn Backend>,
     pub(crate) queues: Vec<String>,
     pub(crate) name: String,
     pub(crate) concurrency: usize,
@@ -97,6 +99,7 @@ pub struct Worker {
     pub(crate) shutdown: Shutdown,
     pub(crate) stats: Arc<WorkerStats>,
     pub(crate) on_finish: Option<OnFinish>,
+    pub(crate) on_outage: Option<run::OnOutage>,
     pub(crate) beat_every: Duration,
     pub(crate) version: String,
 }
@@ -106,7 +109,6 @@ impl std::fmt::Debug for Worker {
         let mut kinds: Vec<&String> = self.handlers.keys().collect();
         kinds.sort();
         f.debug_struct("Worker")
-            .field("relay", &self.relay)
             .field("queues", &self.queues)
             .field("name", &self.name)
             .field("concurrency", &self.concurrency)
@@ -122,8 +124,14 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     /// A worker for `queues` with one slot; add handlers, then run it.
     pub fn new<Q: Into<String>>(relay: Relay, queues: impl IntoIterator<Item = Q>) -> Self {
+        Self::over(relay.to_async(), queues)
+    }
+
+    /// A worker for `queues` that talks to `backend` (a Relay server, say)
+    /// instead of a store in this process; otherwise as [`Worker::new`].
+    pub fn over<Q: Into<String>>(backend: impl Backend, queues: impl IntoIterator<Item = Q>) -> Self {
         Self {
-            relay,
+            backend: Arc::new(backend),
             queues: queues.into_iter().map(Into::into).collect(),
             name: format!("worker-{}", std::process::id()),
             concurrency: 1,
@@ -139,6 +147,7 @@ impl Worker {
             shutdown: Shutdown::default(),
             stats: Arc::new(WorkerStats::default()),
             on_finish: None,
+            on_outage: None,
             beat_every: relay_core::presence::DEFAULT_BEAT_EVERY,
             version: format!("relay-rust {}", env!("CARGO_PKG_VERSION")),
         }
@@ -189,6 +198,15 @@ impl Worker {
     #[must_use]
     pub fn prefetch(mut self, n: usize) -> Self {
         self.prefetch = n.min(crate::MAX_LEASE_BATCH as usize);
+        self
+    }
+
+    /// How long one lease waits for a job when none is ready (default
+    /// 500 ms): a submit answers it at once, so this is how often an idle
+    /// worker asks again (a server's long-poll).
+    #[must_use]
+    pub fn poll(mut self, d: Duration) -> Self {
+        self.poll = d.min(crate::MAX_WAIT);
         self
     }
 
@@ -274,6 +292,16 @@ impl Worker {
         self
     }
 
+    /// Called when a call to the store or server fails in a way that may
+    /// pass (the server away, a busy store), once per outage, and when
+    /// calls succeed again; the worker meanwhile tries again with back-off
+    /// (up to 30 s). By default both are logged (`tracing`).
+    #[must_use]
+    pub fn on_outage(mut self, f: impl Fn(Outage<'_>) + Send + Sync + 'static) -> Self {
+        self.on_outage = Some(Arc::new(f));
+        self
+    }
+
     /// A handle that stops this worker from another thread.
     pub fn shutdown_handle(&self) -> Shutdown {
         self.shutdown.clone()
@@ -306,7 +334,7 @@ impl Worker {
         crate::LeaseRequest::new(self.queues.clone())
             .worker(self.name.clone())
             .lease_for(self.lease_for)
-            .validate(&self.relay.options().limits)?;
+            .validate(&self.backend.limits())?;
         Ok(())
     }
 
@@ -323,9 +351,16 @@ impl Worker {
     /// - [`Error::Resources`]: its runtime could not be started. Nothing was
     ///   leased.
     ///
-    /// Errors met while running (a failed lease, a lost lease, an outcome
-    /// that could not be recorded) are logged and counted, not returned: a job
-    /// whose outcome was not recorded runs again after its lease expires.
+    /// - An error that will not pass (the relay closed; a server that
+    ///   refuses the worker's token or answers what it cannot read): the
+    ///   worker stops leasing, drains as on a graceful shutdown, and returns
+    ///   it.
+    ///
+    /// Other errors met while running (a failed lease, a lost lease, an
+    /// outcome that could not be recorded) are told to
+    /// [`Worker::on_outage`] or logged, and counted, not returned: an
+    /// outcome is tried again until its lease would have expired; a job
+    /// whose outcome was not recorded runs again after that.
     pub fn run(self) -> Result<WorkerStatsSnapshot> {
         self.check()?;
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -357,8 +392,8 @@ impl Worker {
     /// # Errors
     ///
     /// [`Error::InvalidInput`] when the worker is misconfigured (see
-    /// [`Worker::run`]); nothing was leased. Errors met while running are
-    /// logged and counted, not returned.
+    /// [`Worker::run`]); nothing was leased. An error that will not pass,
+    /// after the drain (see [`Worker::run`]).
     pub async fn run_async(self) -> Result<WorkerStatsSnapshot> {
         self.check()?;
         run::Pool::new(self).run().await

@@ -1,11 +1,12 @@
 //! The pool at work: the lease loop, one task per job (handler, heartbeat,
 //! timeout, outcome), and the drain on shutdown.
 
+use super::backend::{transient, Backend, LeaseAsk};
 use super::shutdown::{Phase, Shutdown};
 use super::{Handler, JobContext, JobError, JobResult, Registered, Worker};
-use crate::{AsyncRelay, Error, JobId, LeaseRequest, LeaseToken, LeasedJob, Result};
+use crate::{Error, JobId, LeaseToken, LeasedJob, Result};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -112,6 +113,25 @@ pub struct Finished {
 /// The callback told of each finished job.
 pub(crate) type OnFinish = Arc<dyn Fn(&Finished) + Send + Sync>;
 
+/// What [`Worker::on_outage`](super::Worker::on_outage) is told.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Outage<'a> {
+    /// A call failed in a way that may pass (the server away, a busy
+    /// store): the worker tries again with back-off. Told once per outage.
+    Began(&'a Error),
+    /// Calls succeed again.
+    Ended,
+}
+
+/// The callback told of outages.
+pub(crate) type OnOutage = Arc<dyn Fn(Outage<'_>) + Send + Sync>;
+
+/// Longest pause between tries of a backend that does not answer.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// First pause after a failed call.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
 /// The jobs whose handlers run: each one's lease, context and start.
 type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext, crate::Timestamp)>>>;
 
@@ -125,7 +145,7 @@ struct Buffered {
 
 pub(crate) struct Pool {
     w: Worker,
-    relay: AsyncRelay,
+    backend: Arc<dyn Backend>,
     slots: Arc<Semaphore>,
     in_flight: InFlight,
     completer: Completer,
@@ -133,20 +153,60 @@ pub(crate) struct Pool {
     /// This run's worker id: its heartbeats' record and the holder its
     /// leases name, so only this run's record can show them orphaned.
     id: String,
+    /// Told of outages once each.
+    outage: Outages,
+    /// The pause before the next lease after a failed one.
+    backoff: Mutex<Duration>,
+    /// An error that will not pass: the worker drains and returns it.
+    fatal: Mutex<Option<Error>>,
+}
+
+/// Whether calls are failing now, and whom to tell when that changes.
+#[derive(Clone)]
+struct Outages {
+    failing: Arc<AtomicBool>,
+    tell: Option<OnOutage>,
+}
+
+impl Outages {
+    fn failed(&self, e: &Error) {
+        if !self.failing.swap(true, Relaxed) {
+            match &self.tell {
+                Some(f) => f(Outage::Began(e)),
+                None => tracing::warn!(error = %e, "a call failed; trying again with back-off"),
+            }
+        }
+    }
+
+    fn answered(&self) {
+        if self.failing.swap(false, Relaxed) {
+            match &self.tell {
+                Some(f) => f(Outage::Ended),
+                None => tracing::info!("calls succeed again"),
+            }
+        }
+    }
 }
 
 impl Pool {
     pub(crate) fn new(w: Worker) -> Self {
-        let relay = w.relay.to_async();
+        let backend = Arc::clone(&w.backend);
         let slots = Arc::new(Semaphore::new(w.concurrency));
+        let outage = Outages {
+            failing: Arc::default(),
+            tell: w.on_outage.clone(),
+        };
         // Outcomes are gathered into batches only with prefetch: measured,
         // the extra hop costs more than it saves when each slot holds one job.
-        let completer = Completer::start(relay.clone(), w.prefetch > 0);
+        let completer = Completer::start(Arc::clone(&backend), w.prefetch > 0, outage.clone());
         let id = relay_core::presence::worker_id(&w.name, fastrand::u32(..));
         Self {
             id,
+            outage,
+            backoff: Mutex::new(FIRST_BACKOFF),
+            fatal: Mutex::default(),
             w,
-            relay,
+            backend,
             slots,
             in_flight: Arc::default(),
             completer,
@@ -164,7 +224,7 @@ impl Pool {
         // Aborted when dropped: a caller that drops `run_async` leaves no
         // heartbeats saying it is alive.
         let presence = AbortOnDrop(tokio::spawn(presence(
-            self.relay.clone(),
+            Arc::clone(&self.backend),
             beat.clone(),
             Arc::clone(&self.in_flight),
         )));
@@ -200,10 +260,13 @@ impl Pool {
         }
         self.drain(tasks).await;
         drop(presence);
-        if let Err(e) = self.relay.worker_stopped(&beat).await {
+        if let Err(e) = self.backend.beat(beat, true).await {
             tracing::warn!(error = %e, "could not record this worker's stop; it shows as gone once its heartbeats are missed");
         }
-        Ok(self.w.stats.snapshot())
+        match self.fatal() {
+            Some(e) => Err(e),
+            None => Ok(self.w.stats.snapshot()),
+        }
     }
 
     /// This worker as its heartbeats describe it (without its running jobs).
@@ -217,7 +280,7 @@ impl Pool {
             queues: self.w.queues.clone(),
             concurrency: u32::try_from(self.w.concurrency).unwrap_or(u32::MAX),
             version: self.w.version.clone(),
-            started_at: self.w.relay.options().clock.now(),
+            started_at: self.backend.now(),
             beat_every: self.w.beat_every,
             running: Vec::new(),
         }
@@ -228,18 +291,26 @@ impl Pool {
     async fn lease_into(&self, tasks: &mut JoinSet<()>, mut permits: Vec<OwnedSemaphorePermit>) {
         let buffered = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).len();
         let want = permits.len() + self.w.prefetch.saturating_sub(buffered);
-        let req = LeaseRequest::new(self.w.queues.clone())
-            .worker(self.id.clone())
-            .max(u32::try_from(want).unwrap_or(1).clamp(1, crate::MAX_LEASE_BATCH))
-            .lease_for(self.w.lease_for)
-            .wait(self.w.poll);
+        let lease = LeaseAsk {
+            queues: self.w.queues.clone(),
+            worker: self.id.clone(),
+            max: u32::try_from(want).unwrap_or(1).clamp(1, crate::MAX_LEASE_BATCH),
+            lease_for: self.w.lease_for,
+            wait: self.w.poll,
+        };
         let mut phase = self.w.shutdown.subscribe();
-        match self.relay.lease_until(req, phase.changed()).await {
+        let stop = Box::pin(async move {
+            let _ = phase.changed().await;
+        });
+        match self.backend.lease(lease, stop).await {
             Ok(jobs) => {
+                self.outage.answered();
+                *self.backoff.lock().unwrap_or_else(PoisonError::into_inner) = FIRST_BACKOFF;
+                let runtime = tokio::runtime::Handle::current();
                 for job in jobs {
-                    let ctx = JobContext::new(job.clone(), self.w.relay.clone());
+                    let ctx = JobContext::new(job.clone(), Arc::clone(&self.backend), runtime.clone());
                     // Renewed by the lease's own length (the job's, where it has one).
-                    let heartbeat = tokio::spawn(heartbeat(self.relay.clone(), ctx.clone(), job.lease_for));
+                    let heartbeat = tokio::spawn(heartbeat(Arc::clone(&self.backend), ctx.clone(), job.lease_for));
                     let b = Buffered { job, heartbeat, ctx };
                     match permits.pop() {
                         Some(permit) => {
@@ -249,11 +320,36 @@ impl Pool {
                     }
                 }
             }
+            Err(e) if transient(&e) => {
+                self.outage.failed(&e);
+                let pause = {
+                    let mut backoff = self.backoff.lock().unwrap_or_else(PoisonError::into_inner);
+                    let pause = *backoff;
+                    *backoff = (pause * 2).min(MAX_BACKOFF);
+                    pause
+                };
+                let mut phase = self.w.shutdown.subscribe();
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    _ = phase.changed() => {}
+                }
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "lease failed; retrying in 1s");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                // It will not pass (a refused token, an answer that cannot
+                // be read, a closed relay): stop, drain, and say why.
+                tracing::error!(error = %e, "the worker stops: {e}");
+                self.fatal
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(e);
+                self.w.shutdown.graceful();
             }
         }
+    }
+
+    /// The error that stopped the worker, if one did.
+    fn fatal(&self) -> Option<Error> {
+        self.fatal.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 
     fn job_task(
@@ -312,7 +408,7 @@ impl Pool {
         }
         for (id, (token, ctx)) in left {
             ctx.mark_lost();
-            match self.relay.release(id, token).await {
+            match self.backend.release(id, token).await {
                 Ok(()) => {
                     self.w.stats.released.fetch_add(1, Relaxed);
                     self.w.stats.in_flight.fetch_sub(1, Relaxed);
@@ -341,7 +437,7 @@ impl Drop for AbortOnDrop {
 /// Sends the worker's heartbeat every `beat_every`, with the jobs it runs,
 /// until aborted. A heartbeat that fails is logged and sent again at the
 /// next.
-async fn presence(relay: AsyncRelay, mut beat: crate::WorkerBeat, in_flight: InFlight) {
+async fn presence(backend: Arc<dyn Backend>, mut beat: crate::WorkerBeat, in_flight: InFlight) {
     let mut failing = false;
     loop {
         beat.running = in_flight
@@ -356,7 +452,7 @@ async fn presence(relay: AsyncRelay, mut beat: crate::WorkerBeat, in_flight: InF
             .take(relay_core::presence::MAX_RUNNING)
             .collect();
         beat.running.sort_by_key(|r| r.job);
-        match relay.worker_beat(&beat).await {
+        match backend.beat(beat.clone(), false).await {
             Ok(()) => failing = false,
             Err(e) if !failing => {
                 failing = true;
@@ -421,20 +517,33 @@ impl JobRun {
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
-        let call = self
-            .completer
-            .complete(completion)
-            .await
-            .map(|s| match (&result, s.state) {
-                (Ok(_), _) => Outcome::Succeeded,
-                (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
-                (Err(e), crate::JobState::Dead) => Outcome::Dead {
-                    error: e.message.clone(),
-                },
-                (Err(e), _) => Outcome::Failed {
-                    error: e.message.clone(),
-                },
-            });
+        // Tried again while the backend is away, until the lease would have
+        // expired anyway (the job then runs again).
+        let give_up = tokio::time::Instant::now() + self.ctx.job().lease_for;
+        let mut pause = FIRST_BACKOFF;
+        let call = loop {
+            match self.completer.complete(completion.clone()).await {
+                Err(e) if transient(&e) && tokio::time::Instant::now() + pause < give_up => {
+                    self.completer.outage.failed(&e);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_BACKOFF);
+                }
+                done => break done,
+            }
+        };
+        if call.is_ok() {
+            self.completer.outage.answered();
+        }
+        let call = call.map(|state| match (&result, state) {
+            (Ok(_), _) => Outcome::Succeeded,
+            (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
+            (Err(e), crate::JobState::Dead) => Outcome::Dead {
+                error: e.message.clone(),
+            },
+            (Err(e), _) => Outcome::Failed {
+                error: e.message.clone(),
+            },
+        });
         let outcome = match call {
             Ok(o) => o,
             // Another lease holds it, or the job finished meanwhile (a
@@ -463,28 +572,31 @@ impl JobRun {
 /// was being committed, instead of one per job.
 #[derive(Clone)]
 struct Completer {
-    relay: AsyncRelay,
+    backend: Arc<dyn Backend>,
     tx: Option<CompleteTx>,
+    outage: Outages,
 }
 
-type CompleteTx = tokio::sync::mpsc::UnboundedSender<(
-    crate::Completion,
-    tokio::sync::oneshot::Sender<Result<crate::JobStatus>>,
-)>;
+type CompleteTx =
+    tokio::sync::mpsc::UnboundedSender<(crate::Completion, tokio::sync::oneshot::Sender<Result<crate::JobState>>)>;
 
 /// Most outcomes recorded by one operation.
 const COMPLETE_BATCH: usize = 256;
 
 impl Completer {
-    fn start(relay: AsyncRelay, batching: bool) -> Self {
+    fn start(backend: Arc<dyn Backend>, batching: bool, outage: Outages) -> Self {
         if !batching {
-            return Self { tx: None, relay };
+            return Self {
+                tx: None,
+                backend,
+                outage,
+            };
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
             crate::Completion,
-            tokio::sync::oneshot::Sender<Result<crate::JobStatus>>,
+            tokio::sync::oneshot::Sender<Result<crate::JobState>>,
         )>();
-        let r = relay.clone();
+        let r = Arc::clone(&backend);
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
                 let mut batch = vec![first];
@@ -495,7 +607,7 @@ impl Completer {
                     }
                 }
                 let (completions, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
-                match r.complete_batch(completions).await {
+                match r.complete(completions).await {
                     Ok(results) => {
                         for (reply, r) in replies.into_iter().zip(results) {
                             let _ = reply.send(r);
@@ -509,14 +621,18 @@ impl Completer {
                 }
             }
         });
-        Self { tx: Some(tx), relay }
+        Self {
+            tx: Some(tx),
+            backend,
+            outage,
+        }
     }
 
-    async fn complete(&self, c: crate::Completion) -> Result<crate::JobStatus> {
+    async fn complete(&self, c: crate::Completion) -> Result<crate::JobState> {
         let Some(tx) = &self.tx else {
             return self
-                .relay
-                .complete_batch(vec![c])
+                .backend
+                .complete(vec![c])
                 .await?
                 .pop()
                 .unwrap_or(Err(Error::Closed));
@@ -613,12 +729,12 @@ fn humantime_short(d: Duration) -> String {
 }
 
 /// Extends the lease every third of its duration while the handler runs.
-async fn heartbeat(relay: AsyncRelay, ctx: JobContext, lease_for: Duration) {
+async fn heartbeat(backend: Arc<dyn Backend>, ctx: JobContext, lease_for: Duration) {
     let every = lease_for / 3;
     loop {
         tokio::time::sleep(every).await;
-        match relay.extend(ctx.id(), ctx.job().token, lease_for).await {
-            Ok(_) => {}
+        match backend.extend(ctx.id(), ctx.job().token, lease_for).await {
+            Ok(()) => {}
             Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => {
                 ctx.mark_lost();
                 return;
