@@ -395,7 +395,7 @@ impl Handle for calls::Stats {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Stats, ApiError> {
         let (after, limit) = queue_page(r.query)?;
         let first = after.is_none();
-        let page = s.relay.stats_page(after, limit).await?;
+        let page = s.relay.stats_page(after.as_deref(), limit).await?;
         let totals = match first {
             true => Some(s.relay.queue_totals().await?),
             false => None,
@@ -407,7 +407,7 @@ impl Handle for calls::Stats {
 impl Handle for calls::Queues {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueNames, ApiError> {
         let (after, limit) = queue_page(r.query)?;
-        let page = s.relay.stats_page(after, limit).await?;
+        let page = s.relay.stats_page(after.as_deref(), limit).await?;
         Ok(wire::QueueNames {
             queues: page.queues.into_keys().collect(),
             next: page.next,
@@ -417,7 +417,7 @@ impl Handle for calls::Queues {
 
 impl Handle for calls::GetQueue {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueInfo, ApiError> {
-        let stats = s.relay.queue_stats(r.param.clone()).await?;
+        let stats = s.relay.queue_stats(&r.param).await?;
         Ok(wire::QueueInfo {
             queue: r.param,
             stats: conv::queue_stats(&stats),
@@ -457,7 +457,7 @@ impl Handle for calls::SetQueueLimits {
 
 impl Handle for calls::GetRetention {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::QueueRetention, ApiError> {
-        let stats = s.relay.queue_stats(r.param.clone()).await?;
+        let stats = s.relay.queue_stats(&r.param).await?;
         Ok(conv::queue_retention(
             r.param,
             stats.retention,
@@ -532,7 +532,7 @@ impl Handle for calls::Workers {
         }
         let page = s
             .relay
-            .workers_page(r.query.after.clone(), r.query.limit.unwrap_or(1000))
+            .workers_page(r.query.after.as_deref(), r.query.limit.unwrap_or(1000))
             .await?;
         Ok(wire::Workers {
             workers: page.workers.iter().map(conv::worker).collect(),

@@ -48,6 +48,7 @@
 mod async_relay;
 mod engine;
 mod error;
+mod facade;
 mod options;
 mod relay;
 mod request;

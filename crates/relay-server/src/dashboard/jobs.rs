@@ -62,7 +62,7 @@ pub(crate) async fn jobs(
     let history = match opt(&f.queue) {
         Some(queue) => {
             let since = hour_start();
-            let rows = s.relay.throughput_of(since, Some(queue.to_owned())).await?;
+            let rows = s.relay.throughput_of(since, Some(&*queue)).await?;
             Some(super::chart::chart(&rows, since))
         }
         None => None,

@@ -171,7 +171,7 @@ pub(crate) async fn overview(
     Query(q): Query<OverviewQuery>,
 ) -> PageResult {
     let after = q.after.filter(|a| !a.is_empty());
-    let stats = s.relay.stats_page(after.clone(), QUEUES_PER_PAGE).await?;
+    let stats = s.relay.stats_page(after.as_deref(), QUEUES_PER_PAGE).await?;
     let all = s.relay.queue_totals().await?;
     let since = hour_start();
     let minutes = s.relay.throughput_of(since, None).await?;
@@ -627,7 +627,7 @@ pub(crate) async fn workers(
     Query(q): Query<WorkersQuery>,
 ) -> PageResult {
     let after = q.after.filter(|a| !a.is_empty());
-    let page = s.relay.workers_page(after.clone(), WORKERS_PER_PAGE).await?;
+    let page = s.relay.workers_page(after.as_deref(), WORKERS_PER_PAGE).await?;
     let mut all = page.workers;
     let rank = |w: &relay::WorkerView| match w.state {
         relay::WorkerState::Alive => 0,
