@@ -81,8 +81,16 @@ impl HttpBackend {
             match leased(&j) {
                 Some(job) => jobs.push(job),
                 None => {
-                    eprintln!("relay work: the server sent a job this worker cannot read, given back: {j:?}");
-                    let _ = self.release_now(JobId(j.id), LeaseToken(j.token)).await;
+                    // Given back it would be leased again at once, forever:
+                    // failed for good, with what was wrong, for an operator.
+                    eprintln!("relay work: the server sent a job this worker cannot read; failing it: {j:?}");
+                    let error = "the job as leased could not be read by relay work (its payload or priority); \
+                                 see the worker's log";
+                    let work = wire::Work {
+                        outcomes: vec![wire::Outcome::nack_permanent(j.id, j.token, error)],
+                        lease: None,
+                    };
+                    let _ = self.client.work(&work).await;
                 }
             }
         }

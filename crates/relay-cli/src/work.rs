@@ -79,18 +79,21 @@ fn drive(worker: Worker, a: WorkArgs, result_limit: usize, out: &Out) -> Result<
     if let Some(p) = progress {
         let _ = p.join();
     }
-    let s = result.map_err(|e| match &e {
-        // The server's refusal, as the CLI tells it (a 401 names --auth).
-        Error::Backend { source, .. } => source.downcast_ref::<CliError>().cloned().unwrap_or(CliError::Relay(e)),
-        _ => CliError::Relay(e),
-    })?;
-    if !out.is_json() {
+    // Said also when an error stopped it (what it did before), not when
+    // its settings were refused (it never ran).
+    let s = stats.snapshot();
+    let ran = !matches!(result, Err(Error::InvalidInput(_)));
+    if ran && !out.is_json() {
         eprintln!(
             "relay work: stopped: {} succeeded, {} failed, {} dead, {} released",
             s.succeeded, s.failed, s.dead, s.released
         );
     }
-    Ok(())
+    result.map(drop).map_err(|e| match &e {
+        // The server's refusal, as the CLI tells it (a 401 names --auth).
+        Error::Backend { source, .. } => source.downcast_ref::<CliError>().cloned().unwrap_or(CliError::Relay(e)),
+        _ => CliError::Relay(e),
+    })
 }
 
 pub(crate) fn finished_text(f: &Finished) -> String {

@@ -132,9 +132,12 @@ fn sigterm_releases_a_running_job() {
     let (_server, url) = serve(&db, 0);
     let relay = Relay::open(&db).unwrap();
     let id = relay.submit(NewJob::new("q", "slow", Vec::new())).unwrap();
-    let child = runner(&url, &["--exec", "sleep 60", "--grace", "300ms"]);
-    wait_for("the job to be leased", || {
+    let pid_file = dir.path().join("command.pid");
+    let cmd = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    let child = runner(&url, &["--exec", &cmd, "--grace", "300ms"]);
+    wait_for("the job to be leased and its command to start", || {
         relay.get(id).unwrap().state() == JobState::Leased
+            && std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
     });
     let started = Instant::now();
     let (ok, _, err) = stop(child);
@@ -147,6 +150,15 @@ fn sigterm_releases_a_running_job() {
     assert_eq!((job.state(), job.status.attempts), (JobState::Ready, 0), "{err}");
     assert_eq!(relay.events(id).unwrap().last().unwrap().kind, "released");
     assert!(err.contains("1 released"), "{err}");
+    // Its command was stopped with it: a released job must not run on here
+    // while another worker runs it.
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+    let proc = std::path::Path::new("/proc").join(&pid);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proc.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!proc.exists(), "the command (pid {pid}) outlived its runner");
 }
 
 #[test]

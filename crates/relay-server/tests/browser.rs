@@ -412,7 +412,7 @@ async fn the_dashboard_in_chromium() {
     let lease = relay
         .lease(
             LeaseRequest::new(["imports"])
-                .worker("importer-7")
+                .worker("importer-7-0badc0de") // runtimes lease under their worker id
                 .lease_for(Duration::from_secs(600)),
         )
         .unwrap()

@@ -150,3 +150,13 @@ pub(crate) fn transient(e: &Error) -> bool {
         _ => false,
     }
 }
+
+/// Whether the error will not pass however long the worker waits: the
+/// relay is closed, the store refuses the request as invalid, or a backend
+/// elsewhere refuses the worker (its token, an answer it cannot read).
+pub(crate) fn fatal(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Closed | Error::InvalidInput(_) | Error::Backend { transient: false, .. }
+    )
+}

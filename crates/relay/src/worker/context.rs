@@ -125,16 +125,19 @@ impl JobContext {
         self.backend.now()
     }
 
-    /// Runs a call to the backend to its end from blocking code: on a
-    /// thread of its own, so that it may be called from any thread (a
-    /// blocking handler's, one it started, even a runtime's).
+    /// Runs a call to the backend to its end from blocking code (a sync
+    /// handler, or a thread it started), on a thread of its own with the
+    /// worker's runtime. A backend that needs the runtime's drivers (a
+    /// server's, over HTTP) is driven by the runtime's worker threads: from
+    /// async code, use the `_async` methods, which never block one. A call
+    /// the stopped runtime cannot finish answers [`crate::Error::Closed`].
     fn block_on<T: Send>(&self, call: super::BoxFuture<'_, crate::Result<T>>) -> crate::Result<T> {
         std::thread::scope(|s| {
             match std::thread::Builder::new()
                 .name("relay-call".into())
                 .spawn_scoped(s, || self.runtime.block_on(call))
             {
-                Ok(t) => t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Ok(t) => t.join().unwrap_or(Err(crate::Error::Closed)),
                 Err(e) => Err(crate::Error::resources("a thread for a worker's call", e)),
             }
         })

@@ -202,11 +202,11 @@ impl Worker {
     }
 
     /// How long one lease waits for a job when none is ready (default
-    /// 500 ms): a submit answers it at once, so this is how often an idle
-    /// worker asks again (a server's long-poll).
+    /// 500 ms, at least 10 ms): a submit answers it at once, so this is how
+    /// often an idle worker asks again (a server's long-poll).
     #[must_use]
     pub fn poll(mut self, d: Duration) -> Self {
-        self.poll = d.min(crate::MAX_WAIT);
+        self.poll = d.clamp(Duration::from_millis(10), crate::MAX_WAIT);
         self
     }
 

@@ -1,7 +1,7 @@
 //! The pool at work: the lease loop, one task per job (handler, heartbeat,
 //! timeout, outcome), and the drain on shutdown.
 
-use super::backend::{transient, Backend, LeaseAsk};
+use super::backend::{fatal, transient, Backend, LeaseAsk};
 use super::shutdown::{Phase, Shutdown};
 use super::{Handler, JobContext, JobError, JobResult, Registered, Worker};
 use crate::{Error, JobId, LeaseToken, LeasedJob, Result};
@@ -131,6 +131,9 @@ pub(crate) type OnOutage = Arc<dyn Fn(Outage<'_>) + Send + Sync>;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// First pause after a failed call.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// How long a stopping worker waits, after the grace period, for handlers
+/// told that their lease is gone and for outcomes being recorded.
+const SETTLE: Duration = Duration::from_secs(3);
 
 /// The jobs whose handlers run: each one's lease, context and start.
 type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext, crate::Timestamp)>>>;
@@ -223,10 +226,12 @@ impl Pool {
         let beat = self.beat();
         // Aborted when dropped: a caller that drops `run_async` leaves no
         // heartbeats saying it is alive.
+        let (stop_beats, beats_stopped) = tokio::sync::oneshot::channel();
         let presence = AbortOnDrop(tokio::spawn(presence(
             Arc::clone(&self.backend),
             beat.clone(),
             Arc::clone(&self.in_flight),
+            beats_stopped,
         )));
         let mut tasks = JoinSet::new();
         let mut phase = self.w.shutdown.subscribe();
@@ -259,7 +264,10 @@ impl Pool {
             while tasks.try_join_next().is_some() {}
         }
         self.drain(tasks).await;
-        drop(presence);
+        // The heartbeat under way ends first: a late "alive" must not undo
+        // "stopped".
+        let _ = stop_beats.send(());
+        presence.finish().await;
         if let Err(e) = self.backend.beat(beat, true).await {
             tracing::warn!(error = %e, "could not record this worker's stop; it shows as gone once its heartbeats are missed");
         }
@@ -310,7 +318,12 @@ impl Pool {
                 for job in jobs {
                     let ctx = JobContext::new(job.clone(), Arc::clone(&self.backend), runtime.clone());
                     // Renewed by the lease's own length (the job's, where it has one).
-                    let heartbeat = tokio::spawn(heartbeat(Arc::clone(&self.backend), ctx.clone(), job.lease_for));
+                    let heartbeat = tokio::spawn(heartbeat(
+                        Arc::clone(&self.backend),
+                        ctx.clone(),
+                        job.lease_for,
+                        self.outage.clone(),
+                    ));
                     let b = Buffered { job, heartbeat, ctx };
                     match permits.pop() {
                         Some(permit) => {
@@ -320,7 +333,7 @@ impl Pool {
                     }
                 }
             }
-            Err(e) if transient(&e) => {
+            Err(e) if !fatal(&e) => {
                 self.outage.failed(&e);
                 let pause = {
                     let mut backoff = self.backoff.lock().unwrap_or_else(PoisonError::into_inner);
@@ -329,9 +342,11 @@ impl Pool {
                     pause
                 };
                 let mut phase = self.w.shutdown.subscribe();
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    _ = phase.changed() => {}
+                if self.w.shutdown.phase() == Phase::Running {
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        _ = phase.changed() => {}
+                    }
                 }
             }
             Err(e) => {
@@ -342,7 +357,7 @@ impl Pool {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .get_or_insert(e);
-                self.w.shutdown.graceful();
+                self.w.shutdown.drain();
             }
         }
     }
@@ -419,14 +434,37 @@ impl Pool {
                 }
             }
         }
-        // Async handlers stop at their next await; blocking ones cannot be
-        // interrupted, and their late outcome will be refused (LeaseLost).
+        // Handlers told their lease is gone (a command is stopped within a
+        // fraction of a second) and outcomes still being recorded get a
+        // moment to end; then async handlers stop at their next await, and
+        // blocking ones, which cannot be interrupted, have their late
+        // outcome refused (LeaseLost).
+        let settle = tokio::time::Instant::now() + SETTLE;
+        while !tasks.is_empty() {
+            tokio::select! {
+                next = tasks.join_next() => if next.is_none() { break },
+                () = tokio::time::sleep_until(settle) => break,
+            }
+        }
+        if !tasks.is_empty() {
+            tracing::warn!(
+                tasks = tasks.len(),
+                "stopping with handlers or outcomes still running; their jobs run again after their leases expire"
+            );
+        }
         tasks.abort_all();
     }
 }
 
 /// A task aborted when its handle is dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    /// Waits for the task to end by itself.
+    async fn finish(mut self) {
+        let _ = (&mut self.0).await;
+    }
+}
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -437,7 +475,12 @@ impl Drop for AbortOnDrop {
 /// Sends the worker's heartbeat every `beat_every`, with the jobs it runs,
 /// until aborted. A heartbeat that fails is logged and sent again at the
 /// next.
-async fn presence(backend: Arc<dyn Backend>, mut beat: crate::WorkerBeat, in_flight: InFlight) {
+async fn presence(
+    backend: Arc<dyn Backend>,
+    mut beat: crate::WorkerBeat,
+    in_flight: InFlight,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
     let mut failing = false;
     loop {
         beat.running = in_flight
@@ -460,7 +503,10 @@ async fn presence(backend: Arc<dyn Backend>, mut beat: crate::WorkerBeat, in_fli
             }
             Err(_) => {}
         }
-        tokio::time::sleep(beat.beat_every).await;
+        tokio::select! {
+            () = tokio::time::sleep(beat.beat_every) => {}
+            _ = &mut stop => return,
+        }
     }
 }
 
@@ -729,16 +775,17 @@ fn humantime_short(d: Duration) -> String {
 }
 
 /// Extends the lease every third of its duration while the handler runs.
-async fn heartbeat(backend: Arc<dyn Backend>, ctx: JobContext, lease_for: Duration) {
+async fn heartbeat(backend: Arc<dyn Backend>, ctx: JobContext, lease_for: Duration, outage: Outages) {
     let every = lease_for / 3;
     loop {
         tokio::time::sleep(every).await;
         match backend.extend(ctx.id(), ctx.job().token, lease_for).await {
             Ok(()) => {}
-            Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => {
+            Err(Error::LeaseLost { .. } | Error::InvalidState { .. } | Error::NotFound { .. }) => {
                 ctx.mark_lost();
                 return;
             }
+            Err(e) if !fatal(&e) => outage.failed(&e),
             Err(e) => tracing::warn!(job = %ctx.id(), error = %e, "heartbeat failed; trying again"),
         }
     }

@@ -39,6 +39,19 @@ impl Shutdown {
         });
     }
 
+    /// Stops leasing and drains, as a first [`Shutdown::graceful`], but
+    /// never skips the grace period of a drain already under way: the
+    /// runtime's own stop (an error that will not pass).
+    pub(crate) fn drain(&self) {
+        self.tx.send_if_modified(|p| {
+            let running = *p == Phase::Running;
+            if running {
+                *p = Phase::Draining;
+            }
+            running
+        });
+    }
+
     /// Stop at once: release every job in flight now.
     pub fn now(&self) {
         self.tx.send_replace(Phase::Stopping);
