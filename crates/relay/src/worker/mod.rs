@@ -49,13 +49,15 @@
 
 mod backend;
 mod context;
+mod job;
+mod report;
 mod run;
 mod shutdown;
 
 pub use backend::{Backend, BoxFuture, LeaseAsk};
 pub use context::{JobContext, JobError, JobResult};
-use run::OnFinish;
-pub use run::{Finished, Outage, Outcome, WorkerStats};
+use report::OnFinish;
+pub use report::{Finished, Outage, Outcome, WorkerStats};
 pub use shutdown::Shutdown;
 
 use crate::{Error, Relay, Result};
@@ -99,7 +101,7 @@ pub struct Worker {
     pub(crate) shutdown: Shutdown,
     pub(crate) stats: Arc<WorkerStats>,
     pub(crate) on_finish: Option<OnFinish>,
-    pub(crate) on_outage: Option<run::OnOutage>,
+    pub(crate) on_outage: Option<report::OnOutage>,
     pub(crate) beat_every: Duration,
     pub(crate) version: String,
 }
@@ -400,4 +402,4 @@ impl Worker {
     }
 }
 
-pub use run::WorkerStatsSnapshot;
+pub use report::WorkerStatsSnapshot;

@@ -1,142 +1,21 @@
 //! The pool at work: the lease loop, one task per job (handler, heartbeat,
 //! timeout, outcome), and the drain on shutdown.
 
-use super::backend::{fatal, transient, Backend, LeaseAsk};
+use super::backend::{fatal, Backend, LeaseAsk};
+use super::job::{heartbeat, tell_finished, Completer, JobRun};
+use super::report::{InFlight, Outages, Outcome, WorkerStatsSnapshot, FIRST_BACKOFF, MAX_BACKOFF};
 use super::shutdown::{Phase, Shutdown};
-use super::{Handler, JobContext, JobError, JobResult, Registered, Worker};
+use super::{JobContext, Worker};
 use crate::{Error, JobId, LeaseToken, LeasedJob, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-/// Live counters of a worker.
-#[derive(Debug, Default)]
-pub struct WorkerStats {
-    /// Jobs acked.
-    pub succeeded: AtomicU64,
-    /// Jobs nacked and to be retried.
-    pub failed: AtomicU64,
-    /// Jobs nacked for good (attempts spent, permanent, or no handler).
-    pub dead: AtomicU64,
-    /// Jobs given back untried at shutdown.
-    pub released: AtomicU64,
-    /// Jobs put back for later by their handlers ([`JobError::snooze`]).
-    pub snoozed: AtomicU64,
-    /// Jobs whose outcome was not recorded: the lease was lost (another
-    /// worker may hold the job, or it finished meanwhile), or the call
-    /// failed (the job runs again after its lease expires).
-    pub lost: AtomicU64,
-    /// Jobs running now: their handlers started, their outcomes not yet
-    /// recorded.
-    pub in_flight: AtomicU64,
-}
-
-/// The counters at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct WorkerStatsSnapshot {
-    /// Acked.
-    pub succeeded: u64,
-    /// Nacked and to be retried.
-    pub failed: u64,
-    /// Nacked for good (attempts spent, permanent, or no handler).
-    pub dead: u64,
-    /// Given back untried at shutdown.
-    pub released: u64,
-    /// Put back for later by their handlers ([`JobError::snooze`]).
-    pub snoozed: u64,
-    /// The lease was lost before the outcome could be recorded.
-    pub lost: u64,
-    /// Running: handler started, outcome not yet recorded.
-    pub in_flight: u64,
-}
-
-impl WorkerStats {
-    /// The counters now (each read on its own: not one atomic moment).
-    pub fn snapshot(&self) -> WorkerStatsSnapshot {
-        WorkerStatsSnapshot {
-            succeeded: self.succeeded.load(Relaxed),
-            failed: self.failed.load(Relaxed),
-            dead: self.dead.load(Relaxed),
-            released: self.released.load(Relaxed),
-            snoozed: self.snoozed.load(Relaxed),
-            lost: self.lost.load(Relaxed),
-            in_flight: self.in_flight.load(Relaxed),
-        }
-    }
-}
-
-/// What became of one job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Acked.
-    Succeeded,
-    /// Nacked; it will run again.
-    Failed {
-        /// The handler's error, as recorded.
-        error: String,
-    },
-    /// Nacked for good.
-    Dead {
-        /// The handler's error, as recorded.
-        error: String,
-    },
-    /// Given back untried at shutdown: READY again at once.
-    Released,
-    /// Put back for later by its handler; runs again after `delay`.
-    Snoozed {
-        /// How long until the job may be leased again.
-        delay: Duration,
-    },
-    /// The lease was gone when the outcome was reported.
-    Lost,
-}
-
-/// One finished job, for logs and progress displays.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    /// The job's id.
-    pub id: JobId,
-    /// Its kind.
-    pub kind: String,
-    /// Which attempt this was (1 for the first).
-    pub attempt: u32,
-    /// What became of it.
-    pub outcome: Outcome,
-    /// From the start of its handler to its recorded outcome (zero for a
-    /// job released at shutdown).
-    pub took: Duration,
-}
-
-/// The callback told of each finished job.
-pub(crate) type OnFinish = Arc<dyn Fn(&Finished) + Send + Sync>;
-
-/// What [`Worker::on_outage`](super::Worker::on_outage) is told.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Outage<'a> {
-    /// A call failed in a way that may pass (the server away, a busy
-    /// store): the worker tries again with back-off. Told once per outage.
-    Began(&'a Error),
-    /// Calls succeed again.
-    Ended,
-}
-
-/// The callback told of outages.
-pub(crate) type OnOutage = Arc<dyn Fn(Outage<'_>) + Send + Sync>;
-
-/// Longest pause between tries of a backend that does not answer.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// First pause after a failed call.
-const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// How long a stopping worker waits, after the grace period, for handlers
 /// told that their lease is gone and for outcomes being recorded.
 const SETTLE: Duration = Duration::from_secs(3);
-
-/// The jobs whose handlers run: each one's lease, context and start.
-type InFlight = Arc<Mutex<HashMap<JobId, (LeaseToken, JobContext, crate::Timestamp)>>>;
 
 /// A leased job waiting for a free slot (with `prefetch`), its lease
 /// already kept alive.
@@ -164,41 +43,11 @@ pub(crate) struct Pool {
     fatal: Mutex<Option<Error>>,
 }
 
-/// Whether calls are failing now, and whom to tell when that changes.
-#[derive(Clone)]
-struct Outages {
-    failing: Arc<AtomicBool>,
-    tell: Option<OnOutage>,
-}
-
-impl Outages {
-    fn failed(&self, e: &Error) {
-        if !self.failing.swap(true, Relaxed) {
-            match &self.tell {
-                Some(f) => f(Outage::Began(e)),
-                None => tracing::warn!(error = %e, "a call failed; trying again with back-off"),
-            }
-        }
-    }
-
-    fn answered(&self) {
-        if self.failing.swap(false, Relaxed) {
-            match &self.tell {
-                Some(f) => f(Outage::Ended),
-                None => tracing::info!("calls succeed again"),
-            }
-        }
-    }
-}
-
 impl Pool {
     pub(crate) fn new(w: Worker) -> Self {
         let backend = Arc::clone(&w.backend);
         let slots = Arc::new(Semaphore::new(w.concurrency));
-        let outage = Outages {
-            failing: Arc::default(),
-            tell: w.on_outage.clone(),
-        };
+        let outage = Outages::new(w.on_outage.clone());
         // Outcomes are gathered into batches only with prefetch: measured,
         // the extra hop costs more than it saves when each slot holds one job.
         let completer = Completer::start(Arc::clone(&backend), w.prefetch > 0, outage.clone());
@@ -427,7 +276,7 @@ impl Pool {
                 Ok(()) => {
                     self.w.stats.released.fetch_add(1, Relaxed);
                     self.w.stats.in_flight.fetch_sub(1, Relaxed);
-                    report(&self.w.on_finish, &ctx, Outcome::Released, Duration::ZERO);
+                    tell_finished(&self.w.on_finish, &ctx, Outcome::Released, Duration::ZERO);
                 }
                 Err(e) => {
                     tracing::warn!(job = %id, error = %e, "could not release at shutdown; it runs again after its lease expires")
@@ -506,287 +355,6 @@ async fn presence(
         tokio::select! {
             () = tokio::time::sleep(beat.beat_every) => {}
             _ = &mut stop => return,
-        }
-    }
-}
-
-/// Everything one job's task needs.
-struct JobRun {
-    ctx: JobContext,
-    completer: Completer,
-    heartbeat: tokio::task::JoinHandle<()>,
-    in_flight: InFlight,
-    stats: Arc<WorkerStats>,
-    on_finish: Option<OnFinish>,
-    queues: String,
-}
-
-impl JobRun {
-    async fn go(self, registered: Option<Registered>, timeout: Option<Duration>, permit: OwnedSemaphorePermit) {
-        let (id, token) = (self.ctx.id(), self.ctx.job().token);
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, (token, self.ctx.clone(), self.ctx.now()));
-        self.stats.in_flight.fetch_add(1, Relaxed);
-        let started = Instant::now();
-        let result = match registered {
-            None => Err(JobError::permanent(format!(
-                "no handler for kind {:?} on this worker (queues: {}); register one with Worker::handler",
-                self.ctx.kind(),
-                self.queues
-            ))),
-            Some(r) => run_handler(r.handler, self.ctx.clone(), timeout, permit).await,
-        };
-        self.heartbeat.abort();
-        // Whoever takes the job out of the in-flight map reports its outcome:
-        // a shutdown may already have released it.
-        if self
-            .in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id)
-            .is_none()
-        {
-            return;
-        }
-        self.stats.in_flight.fetch_sub(1, Relaxed);
-        let outcome = self.record(result).await;
-        report(&self.on_finish, &self.ctx, outcome, started.elapsed());
-    }
-
-    async fn record(&self, result: JobResult) -> Outcome {
-        let (id, token) = (self.ctx.id(), self.ctx.job().token);
-        let completion = match &result {
-            Ok(out) => crate::Completion::ack(id, token, out.clone()),
-            Err(JobError { snooze: Some(d), .. }) => crate::Completion::snooze(id, token, *d),
-            Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
-            Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
-        };
-        // Tried again while the backend is away, until the lease would have
-        // expired anyway (the job then runs again).
-        let give_up = tokio::time::Instant::now() + self.ctx.job().lease_for;
-        let mut pause = FIRST_BACKOFF;
-        let call = loop {
-            match self.completer.complete(completion.clone()).await {
-                Err(e) if transient(&e) && tokio::time::Instant::now() + pause < give_up => {
-                    self.completer.outage.failed(&e);
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_BACKOFF);
-                }
-                done => break done,
-            }
-        };
-        if call.is_ok() {
-            self.completer.outage.answered();
-        }
-        let call = call.map(|state| match (&result, state) {
-            (Ok(_), _) => Outcome::Succeeded,
-            (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
-            (Err(e), crate::JobState::Dead) => Outcome::Dead {
-                error: e.message.clone(),
-            },
-            (Err(e), _) => Outcome::Failed {
-                error: e.message.clone(),
-            },
-        });
-        let outcome = match call {
-            Ok(o) => o,
-            // Another lease holds it, or the job finished meanwhile (a
-            // cancel): either way this run's outcome does not count.
-            Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => Outcome::Lost,
-            Err(e) => {
-                tracing::warn!(job = %id, error = %e, "could not record the outcome; the job runs again after its lease expires");
-                Outcome::Lost
-            }
-        };
-        let counter = match outcome {
-            Outcome::Succeeded => &self.stats.succeeded,
-            Outcome::Failed { .. } => &self.stats.failed,
-            Outcome::Dead { .. } => &self.stats.dead,
-            Outcome::Released => &self.stats.released,
-            Outcome::Snoozed { .. } => &self.stats.snoozed,
-            Outcome::Lost => &self.stats.lost,
-        };
-        counter.fetch_add(1, Relaxed);
-        outcome
-    }
-}
-
-/// Gathers the outcomes of finished jobs and records them in batches: one
-/// writer operation for every outcome that arrived while the previous batch
-/// was being committed, instead of one per job.
-#[derive(Clone)]
-struct Completer {
-    backend: Arc<dyn Backend>,
-    tx: Option<CompleteTx>,
-    outage: Outages,
-}
-
-type CompleteTx =
-    tokio::sync::mpsc::UnboundedSender<(crate::Completion, tokio::sync::oneshot::Sender<Result<crate::JobState>>)>;
-
-/// Most outcomes recorded by one operation.
-const COMPLETE_BATCH: usize = 256;
-
-impl Completer {
-    fn start(backend: Arc<dyn Backend>, batching: bool, outage: Outages) -> Self {
-        if !batching {
-            return Self {
-                tx: None,
-                backend,
-                outage,
-            };
-        }
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
-            crate::Completion,
-            tokio::sync::oneshot::Sender<Result<crate::JobState>>,
-        )>();
-        let r = Arc::clone(&backend);
-        tokio::spawn(async move {
-            while let Some(first) = rx.recv().await {
-                let mut batch = vec![first];
-                while batch.len() < COMPLETE_BATCH {
-                    match rx.try_recv() {
-                        Ok(next) => batch.push(next),
-                        Err(_) => break,
-                    }
-                }
-                let (completions, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
-                match r.complete(completions).await {
-                    Ok(results) => {
-                        for (reply, r) in replies.into_iter().zip(results) {
-                            let _ = reply.send(r);
-                        }
-                    }
-                    Err(e) => {
-                        for reply in replies {
-                            let _ = reply.send(Err(e.clone()));
-                        }
-                    }
-                }
-            }
-        });
-        Self {
-            tx: Some(tx),
-            backend,
-            outage,
-        }
-    }
-
-    async fn complete(&self, c: crate::Completion) -> Result<crate::JobState> {
-        let Some(tx) = &self.tx else {
-            return self
-                .backend
-                .complete(vec![c])
-                .await?
-                .pop()
-                .unwrap_or(Err(Error::Closed));
-        };
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        tx.send((c, reply)).map_err(|_| Error::Closed)?;
-        rx.await.map_err(|_| Error::Closed)?
-    }
-}
-
-fn report(on_finish: &Option<OnFinish>, ctx: &JobContext, outcome: Outcome, took: Duration) {
-    if let Some(f) = on_finish {
-        let job = ctx.job();
-        f(&Finished {
-            id: job.id,
-            kind: job.kind.clone(),
-            attempt: job.attempt,
-            outcome,
-            took,
-        });
-    }
-}
-
-/// Runs the handler holding its pool slot; a panic or a timeout becomes an
-/// error. A blocking handler keeps its slot until it really returns.
-async fn run_handler(
-    handler: Handler,
-    ctx: JobContext,
-    timeout: Option<Duration>,
-    permit: OwnedSemaphorePermit,
-) -> JobResult {
-    use tracing::Instrument;
-    // The job's span: a child of the trace it was submitted in (see trace.rs).
-    let job = ctx.job();
-    let span = tracing::info_span!(
-        "relay.job",
-        job.id = job.id.0,
-        job.kind = %job.kind,
-        job.queue = %job.queue,
-        job.attempt = job.attempt
-    );
-    if let Some(tp) = &job.traceparent {
-        crate::trace::set_parent(&span, tp);
-    }
-    let mut task = match handler {
-        Handler::Sync(f) => tokio::task::spawn_blocking(move || {
-            let _slot = permit;
-            span.in_scope(|| f(&ctx))
-        }),
-        Handler::Async(f) => {
-            let fut = span.in_scope(|| f(ctx));
-            tokio::spawn(
-                async move {
-                    let _slot = permit;
-                    fut.await
-                }
-                .instrument(span),
-            )
-        }
-    };
-    let joined = match timeout {
-        None => (&mut task).await,
-        Some(t) => match tokio::time::timeout(t, &mut task).await {
-            Ok(j) => j,
-            Err(_) => {
-                task.abort();
-                return Err(JobError::new(format!("timed out after {}", humantime_short(t))));
-            }
-        },
-    };
-    match joined {
-        Ok(result) => result,
-        Err(e) if e.is_panic() => Err(JobError::new(format!(
-            "handler panicked: {}",
-            panic_message(e.into_panic())
-        ))),
-        Err(_) => Err(JobError::new("handler was cancelled")),
-    }
-}
-
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(a non-string panic payload)".to_owned())
-}
-
-fn humantime_short(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
-
-/// Extends the lease every third of its duration while the handler runs.
-async fn heartbeat(backend: Arc<dyn Backend>, ctx: JobContext, lease_for: Duration, outage: Outages) {
-    let every = lease_for / 3;
-    loop {
-        tokio::time::sleep(every).await;
-        match backend.extend(ctx.id(), ctx.job().token, lease_for).await {
-            Ok(()) => {}
-            Err(Error::LeaseLost { .. } | Error::InvalidState { .. } | Error::NotFound { .. }) => {
-                ctx.mark_lost();
-                return;
-            }
-            Err(e) if !fatal(&e) => outage.failed(&e),
-            Err(e) => tracing::warn!(job = %ctx.id(), error = %e, "heartbeat failed; trying again"),
         }
     }
 }
