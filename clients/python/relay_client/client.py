@@ -761,7 +761,8 @@ class Client:
         return WorkAnswer(answers, [LeasedJob.from_json(j) for j in v["jobs"]])
 
     def heartbeat(self, leases: Iterable[HeldLease], lease_for: float = 30.0) -> List[LeaseExtension]:
-        """Extends 1-10,000 leases in one call, each to its own length (a
+        """Extends up to 10,000 leases in one call (none: a no-op that
+        answers none), each to its own length (a
         ``(id, token, lease_for)``) or ``lease_for`` from now. Each is
         answered on its own, in the order given (:class:`LeaseExtension`);
         one answered ``lost`` is not this worker's any more."""

@@ -199,6 +199,11 @@ def test_work_refuses_a_bad_call_as_a_whole(client: Client):
         Outcome.ack(id, job.token, {1, 2})  # not JSON: refused where it is made
 
 
+def test_an_empty_heartbeat_renews_nothing(client: Client):
+    """Issue 42: a worker holding nothing renews nothing (it was a 400)."""
+    assert client.heartbeat([]) == []
+
+
 def test_heartbeat_extends_many_leases_and_answers_each(client: Client):
     ids = client.submit_batch([NewJob("h", "k") for _ in range(4)])
     jobs = {j.id: j for j in client.lease(["h"], max=4, lease_for=5)}

@@ -152,6 +152,10 @@ test("work: a mixed batch answered item by item, with a lease; repeating it appl
   assert.equal((await client.get(next)).state, "LEASED");
 });
 
+test("heartbeat: an empty one renews nothing (issue 42: it was a 400)", async () => {
+  assert.deepEqual(await client.heartbeat([]), []);
+});
+
 test("heartbeat: many leases extended in one call, each answered", async () => {
   const [held, done, gone] = await client.submitBatch([0, 1, 2].map(() => ({ queue: "hb", kind: "k" })));
   const jobs = new Map((await client.lease(["hb"], { max: 3, leaseForMs: 5_000 })).map((j) => [j.id, j]));

@@ -477,7 +477,8 @@ pub struct WorkArgs {
     /// On SIGINT/SIGTERM, how long running commands get before their jobs are released.
     #[arg(long, value_parser = duration, default_value = "10s")]
     pub grace: Duration,
-    /// The lease holder's name (default: worker-<pid>).
+    /// This worker's name (default: worker-<pid>); its leases name its id,
+    /// the name and a random suffix.
     #[arg(long, short)]
     pub worker: Option<String>,
     /// Most bytes of stdout kept as the job's result.

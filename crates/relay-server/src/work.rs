@@ -150,9 +150,9 @@ fn refused(id: i64, e: relay::Error) -> wire::ItemAnswer {
 impl Handle for calls::Heartbeat {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Beaten, ApiError> {
         let b = r.body;
-        if b.leases.is_empty() || b.leases.len() > wire::MAX_ITEMS {
+        if b.leases.len() > wire::MAX_ITEMS {
             return Err(ApiError::bad_request(format!(
-                "leases must hold 1-{} items",
+                "leases must hold at most {} items",
                 wire::MAX_ITEMS
             )));
         }
@@ -174,6 +174,10 @@ impl Handle for calls::Heartbeat {
                 Ok((JobId(l.id), LeaseToken(l.token), lease_for))
             })
             .collect::<Result<Vec<_>, ApiError>>()?;
+        // A worker holding no jobs renews none: nothing to write.
+        if leases.is_empty() {
+            return Ok(wire::Beaten { leases: Vec::new() });
+        }
         let done = s.relay.extend_batch(leases).await?;
         let leases = b
             .leases

@@ -447,6 +447,19 @@ fn a_wait_over_the_servers_bound_names_that_bound() {
     }
 }
 
+/// Issue 42: a worker holding no jobs renews none: `POST /v1/heartbeat`
+/// with no leases answers none (the clients' "work + heartbeat" examples
+/// crashed on the 400 once their queue was empty). Seen failing before:
+/// 400 "leases must hold 1-10000 items". A bad length is still refused.
+#[test]
+fn an_empty_heartbeat_renews_nothing() {
+    let s = TestServer::plain();
+    let (st, v) = s.call("POST", "/v1/heartbeat", Some(json!({"leases": []})));
+    assert_eq!((st, &v), (200, &json!({"leases": []})), "{v}");
+    let (st, v) = s.call("POST", "/v1/heartbeat", Some(json!({"leases": [], "lease_for_ms": 0})));
+    assert_eq!(st, 400, "{v}");
+}
+
 /// Issue 39, item 4: `GET /v1/jobs/{id}/events` ignored `limit` and
 /// answered every event at once (50,000 events: one 15 MB answer). It now
 /// answers a page of at most `limit` events and 4 MiB, with `next`. Seen

@@ -141,8 +141,9 @@ pub struct Worked {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
-    /// The leases (1-[`MAX_ITEMS`]).
-    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = MAX_ITEMS)))]
+    /// The leases (at most [`MAX_ITEMS`]; none renews nothing and
+    /// answers none).
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_ITEMS)))]
     pub leases: Vec<HeldLease>,
     /// Each lease's new length from now, where it gives none (30 s when
     /// left out).
