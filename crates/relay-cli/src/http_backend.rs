@@ -5,7 +5,7 @@
 //! record through `PUT /v1/workers/{id}` with a secret of its own.
 
 use crate::error::CliError;
-use crate::target::Remote;
+use crate::target::{millis, Remote};
 use relay::worker::{Backend, BoxFuture, LeaseAsk};
 use relay::{Clock, Completion, CompletionOutcome, Error, JobId, JobState, LeaseToken, LeasedJob, Priority};
 use relay_client::wire::{self, ErrorCode};
@@ -319,8 +319,4 @@ fn own_secret() -> Option<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

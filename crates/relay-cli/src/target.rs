@@ -93,7 +93,8 @@ pub enum Admin {
     Release(LeaseToken, Option<Duration>),
 }
 
-fn millis(d: Duration) -> u64 {
+/// A duration in whole milliseconds, as the wire takes it.
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
