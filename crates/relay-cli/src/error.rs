@@ -73,12 +73,12 @@ impl CliError {
                 3
             }
             Self::Relay(Error::LeaseLost { .. }) => 4,
-            Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. }) => 5,
+            Self::Relay(Error::InvalidState { .. } | Error::Conflict { .. } | Error::StepBound { .. }) => 5,
             Self::Remote { code, .. } | Self::Refused { code, .. } => match code {
                 ErrorCode::InvalidInput | ErrorCode::InvalidRequest => 2,
                 ErrorCode::NotFound | ErrorCode::DependencyNotFound => 3,
                 ErrorCode::LeaseLost => 4,
-                ErrorCode::InvalidState | ErrorCode::Conflict => 5,
+                ErrorCode::InvalidState | ErrorCode::Conflict | ErrorCode::StepBound => 5,
                 _ => 1,
             },
             _ => 1,

@@ -241,6 +241,33 @@ impl Backend for HttpBackend {
         })
     }
 
+    fn record_step(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        name: String,
+        output: Vec<u8>,
+    ) -> BoxFuture<'_, relay::Result<Option<relay::Step>>> {
+        Box::pin(async move {
+            let body = wire::RecordStep::new(token.0, &name, &output);
+            match self
+                .client
+                .send::<wire::calls::RecordStep>(&id.0, &wire::Nothing {}, &body)
+                .await
+            {
+                Ok(done) => match done.earlier {
+                    None if done.recorded => Ok(None),
+                    Some(s) => relay::wire::step_of(&s)
+                        .map(Some)
+                        .map_err(|_| self.unreadable("a step's record")),
+                    None => Err(self.unreadable("a step record neither taken nor standing")),
+                },
+                Err(relay_client::Error::Api { code, .. }) if gone(code) => Err(Error::LeaseLost { id }),
+                Err(e) => Err(self.error(e)),
+            }
+        })
+    }
+
     fn now(&self) -> relay::Timestamp {
         relay::SystemClock.now()
     }
@@ -301,6 +328,7 @@ fn leased(j: &wire::LeasedJob) -> Option<LeasedJob> {
         timeout: j.timeout_ms.map(Duration::from_millis),
         traceparent: j.traceparent.clone(),
         group: j.group.clone(),
+        steps: j.steps.iter().map(relay::wire::step_of).collect::<Result<_, _>>().ok()?,
     })
 }
 

@@ -359,6 +359,10 @@ pub struct Job {
     pub tags: Vec<String>,
     /// What a handler last reported of its run, kept on the job.
     pub progress: Option<Progress>,
+    /// The steps its handlers have recorded, in the order they were
+    /// recorded: a new attempt returns a recorded step's output without
+    /// running it again (see [`Step`]).
+    pub steps: Vec<Step>,
     /// The part transitions change: state, attempts, lease and so on.
     pub status: JobStatus,
 }
@@ -420,7 +424,77 @@ impl Progress {
     }
 }
 
+/// A step of a job's handler whose output is recorded: a later attempt of
+/// the job (after a crash, a nack, an expired lease, a retry) returns
+/// `output` for `name` without running the step again. Recorded only
+/// under the job's current lease; the first record of a name stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The handler's name for it, unique in the job (at most
+    /// [`MAX_STEP_NAME`] characters).
+    pub name: String,
+    /// The attempt that recorded it.
+    pub attempt: u32,
+    /// When it was recorded.
+    pub at: Timestamp,
+    /// What the step returned: bytes, JSON by convention.
+    pub output: Vec<u8>,
+}
+
+/// Most steps one job may record.
+pub const MAX_STEPS: usize = 1000;
+/// Most bytes of output one job's steps may record, all together.
+pub const MAX_STEP_BYTES: usize = 1 << 20;
+/// Longest step name, in characters.
+pub const MAX_STEP_NAME: usize = 256;
+
+impl Step {
+    /// The reason a step name is refused, if it is: empty, too long, or
+    /// holding control characters.
+    pub fn check_name(name: &str) -> Result<(), crate::InvalidInput> {
+        let n = name.chars().count();
+        if n == 0 || n > MAX_STEP_NAME {
+            return Err(crate::InvalidInput::new(
+                "step",
+                format!("a step name is 1 to {MAX_STEP_NAME} characters, got {n}"),
+            ));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(crate::InvalidInput::new(
+                "step",
+                format!("a step name holds no control characters, got {name:?}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reason an output is refused before anything is read, if it is:
+    /// alone larger than every step of a job may hold.
+    pub fn check_output(output: &[u8]) -> Result<(), crate::InvalidInput> {
+        if output.len() > MAX_STEP_BYTES {
+            return Err(crate::InvalidInput::new(
+                "output",
+                format!(
+                    "a step's output is at most {MAX_STEP_BYTES} bytes (all of a job's steps together), got {}",
+                    output.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Job {
+    /// The job's recorded step called `name`, if any.
+    pub fn step(&self, name: &str) -> Option<&Step> {
+        self.steps.iter().find(|s| s.name == name)
+    }
+
+    /// Bytes of output this job's steps hold.
+    pub fn step_bytes(&self) -> usize {
+        self.steps.iter().map(|s| s.output.len()).sum()
+    }
+
     /// The job's state, `self.status.state`.
     pub fn state(&self) -> JobState {
         self.status.state

@@ -47,7 +47,7 @@ pub mod time;
 pub mod transition;
 pub mod validate;
 
-pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Progress};
+pub use job::{DependencyFailure, Job, JobId, JobState, JobStatus, Lease, LeaseToken, Priority, Progress, Step};
 pub use periodic::{Recurrence, Schedule};
 pub use presence::{Running, WorkerBeat, WorkerRecord, WorkerState};
 pub use queue::{Keep, QueueLimits, QueueSettings, RateLimit, RateWindow, Retention};

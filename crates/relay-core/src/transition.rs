@@ -99,6 +99,17 @@ pub enum Action<'a> {
         /// What the handler is doing.
         message: Option<&'a str>,
     },
+    /// The lease holder records a step's output (LEASED -> LEASED,
+    /// nothing else changes; a "step" event; the engine keeps the output
+    /// on the job).
+    Step {
+        /// The token of the lease recording.
+        token: LeaseToken,
+        /// The step's name.
+        name: &'a str,
+        /// Bytes of its output.
+        bytes: usize,
+    },
     /// A debounced submit of the job's unique key found it not started
     /// yet (WAITING, or READY or SCHEDULED and never leased): it runs at
     /// `ready_at` instead, pushed back by the debounce window (SCHEDULED
@@ -146,6 +157,7 @@ impl Action<'_> {
             Self::Delete => "delete",
             Self::Debounce { .. } => "debounce",
             Self::Progress { .. } => "progress",
+            Self::Step { .. } => "step",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
             Self::Promote => "promote",
@@ -196,6 +208,8 @@ pub enum EventKind {
     Debounced,
     /// Its lease holder reported how far along it is.
     Progress,
+    /// Its lease holder recorded a step's output.
+    Step,
 }
 
 impl EventKind {
@@ -214,6 +228,7 @@ impl EventKind {
             Self::Unblocked => "unblocked",
             Self::Debounced => "debounced",
             Self::Progress => "progress",
+            Self::Step => "step",
         }
     }
 }
@@ -513,6 +528,10 @@ pub fn transition(
                 data["message"] = json!(m);
             }
             Ok(update(cur.clone(), EventKind::Progress, data))
+        }
+        Action::Step { token, name, bytes } => {
+            holder(id, cur, token, now, "record a step of")?;
+            Ok(update(cur.clone(), EventKind::Step, json!({ "name": name, "bytes": bytes })))
         }
         Action::Debounce { ready_at } => {
             if !cur.not_started() {

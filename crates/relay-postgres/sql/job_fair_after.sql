@@ -8,7 +8,7 @@ FROM (SELECT turn, job, grp FROM relay_group_heads
       LIMIT $5) AS g
 LEFT JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
-               state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, turn
+               state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, steps, turn
     FROM relay_jobs j
     WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = $1 AND j.priority = $2 AND j.grp = g.grp
     ORDER BY j.turn, j.id

@@ -7,7 +7,7 @@ SELECT n.*
 FROM unnest($3::TEXT[], $4::BIGINT[], $5::BIGINT[]) AS g(grp, turn, id)
 CROSS JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
-           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, turn
+           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, steps, turn
     FROM relay_jobs j
     WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = $1 AND j.priority = $2 AND j.grp = g.grp
       AND (j.turn, j.id) > (g.turn, g.id)

@@ -19,7 +19,7 @@ SELECT h.*, NULL::BIGINT AS head_turn, NULL::BIGINT AS head_id, NULL::TEXT AS he
 FROM (VALUES (0::BIGINT), (1), (2), (3)) AS p(prio)
 CROSS JOIN LATERAL (
     SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
-           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, turn
+           state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, steps, turn
     FROM relay_jobs
     WHERE state IN ('READY', 'SCHEDULED', 'RETRYING') AND grp IS NULL AND queue = $1 AND priority = p.prio
       AND ready_at <= $2
@@ -40,7 +40,7 @@ CROSS JOIN LATERAL (
           LIMIT $3) AS g
     LEFT JOIN LATERAL (
         SELECT id, queue, kind, payload, priority, created_at, unique_key, result,
-               state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, turn
+               state, attempts, max_attempts, ready_at, finished_at, lease_token, lease_expires_at, leased_by, last_error, lease_for_ms, timeout_ms, waiting_on, traceparent, tags, progress, grp, steps, turn
         FROM relay_jobs j
         WHERE j.state = 'READY' AND j.grp IS NOT NULL AND j.queue = $1 AND j.priority = p.prio AND j.grp = g.grp
         ORDER BY j.turn, j.id

@@ -7,7 +7,7 @@ use postgres::{Client, NoTls};
 use relay_store::StoreError;
 use std::time::Duration;
 
-pub const SCHEMA_VERSION: i64 = 23;
+pub const SCHEMA_VERSION: i64 = 24;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0021_last_seq.sql"),
     include_str!("../migrations/0022_group_leased.sql"),
     include_str!("../migrations/0023_worker_owner.sql"),
+    include_str!("../migrations/0024_steps.sql"),
 ];
 /// The schema's functions (`relay_submit`), each in its current definition
 /// and only there: run after the migrations whenever `migrate()` applies

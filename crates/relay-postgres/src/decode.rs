@@ -59,6 +59,10 @@ pub(crate) fn job(row: &Row) -> Result<Job, StoreError> {
             .map(|t| relay_store::decode::progress(id, t))
             .transpose()?,
         group: col(row, 23, "grp", j)?,
+        steps: col::<Option<&[u8]>>(row, 24, "steps", j)?
+            .map(|b| relay_store::decode::steps(id, b))
+            .transpose()?
+            .unwrap_or_default(),
         status: status(row, 8, 19, j)?,
     })
 }

@@ -126,9 +126,9 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
         .map(|row| {
             // A page of heads (job_ready.sql, job_fair_after.sql): the
             // head's key after the job's columns.
-            let head = if row.len() > 28 {
-                let turn: Option<i64> = decode::col(row, 25, "head_turn", None)?;
-                let id: Option<i64> = decode::col(row, 26, "head_id", None)?;
+            let head = if row.len() > 29 {
+                let turn: Option<i64> = decode::col(row, 26, "head_turn", None)?;
+                let id: Option<i64> = decode::col(row, 27, "head_id", None)?;
                 turn.zip(id).map(|(t, i)| (t, JobId(i)))
             } else {
                 None
@@ -136,11 +136,11 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
             if let (Some((turn, head_id)), None) = (head, decode::col::<Option<i64>>(row, 0, "id", None)?) {
                 // Every READY job of the head's group is held by other
                 // transactions (or none is left): the head's key only.
-                let group: String = decode::col(row, 27, "head_grp", Some(head_id))?;
+                let group: String = decode::col(row, 28, "head_grp", Some(head_id))?;
                 return Ok(ReadyRow {
                     candidate: Candidate {
                         id: head_id,
-                        priority: decode::priority(row, 28, Some(head_id))?,
+                        priority: decode::priority(row, 29, Some(head_id))?,
                         ready_at: Timestamp::from_millis(0),
                     },
                     job: None,
@@ -158,7 +158,7 @@ fn ready_rows(rows: &[Row]) -> Result<Vec<ReadyRow>, StoreError> {
                 ready_at: Timestamp::from_millis(decode::col(row, 11, "ready_at", Some(id))?),
             };
             let turn = match (
-                decode::col::<Option<i64>>(row, 24, "turn", Some(id))?,
+                decode::col::<Option<i64>>(row, 25, "turn", Some(id))?,
                 decode::col::<Option<String>>(row, 23, "grp", Some(id))?,
             ) {
                 (Some(turn), Some(group)) => Some(relay_store::Turn {

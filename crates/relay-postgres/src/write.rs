@@ -505,6 +505,7 @@ pub(crate) struct Writes<'a> {
     field_ids: Vec<i64>,
     payloads: Vec<Option<&'a [u8]>>,
     progress: Vec<Option<&'a str>>,
+    steps: Vec<Option<&'a [u8]>>,
     field_count: i64,
     deletes: Vec<i64>,
     /// Updates that make jobs READY, written before the others when the
@@ -639,6 +640,7 @@ impl<'a> Writes<'a> {
             field_ids: c.fields.iter().map(|f| f.id.0).collect(),
             payloads: c.fields.iter().map(|f| f.payload).collect(),
             progress: c.fields.iter().map(|f| f.progress).collect(),
+            steps: c.fields.iter().map(|f| f.steps).collect(),
             field_count: n(c.fields.len()),
             deletes: c.deletes.iter().map(|id| id.0).collect(),
             counts: [
@@ -731,12 +733,6 @@ impl<'a> Writes<'a> {
         if let Some(st) = &self.turns_st {
             reqs.push(Req::Write(st, vec![&self.entering]));
         }
-        if self.field_count > 0 {
-            reqs.push(Req::Write(
-                &self.fields_st,
-                vec![&self.field_ids, &self.payloads, &self.progress, &self.field_count],
-            ));
-        }
         if *inserts > 0 {
             let mut p = self.inserts.params();
             p.push(inserts);
@@ -746,6 +742,19 @@ impl<'a> Writes<'a> {
             p.push(&self.inserts.group);
             p.push(&self.inserts.last_seq);
             reqs.push(Req::Write(&self.insert_st, p));
+        }
+        // After the inserts: a job inserted in this batch may take fields too.
+        if self.field_count > 0 {
+            reqs.push(Req::Write(
+                &self.fields_st,
+                vec![
+                    &self.field_ids,
+                    &self.payloads,
+                    &self.progress,
+                    &self.steps,
+                    &self.field_count,
+                ],
+            ));
         }
         if *deps > 0 {
             let d = &self.deps;

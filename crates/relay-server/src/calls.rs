@@ -301,6 +301,18 @@ impl Handle for calls::Progress {
     }
 }
 
+impl Handle for calls::RecordStep {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::StepRecorded, ApiError> {
+        let b = r.body;
+        let output = conv::bytes_of("output", b.output, b.output_base64)?.unwrap_or_default();
+        let earlier = s
+            .relay
+            .record_step(JobId(r.param), LeaseToken(b.token), &b.name, output)
+            .await?;
+        Ok(relay::wire::step_recorded(earlier.as_ref()))
+    }
+}
+
 impl Handle for calls::Release {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
         let (id, token) = (JobId(r.param), LeaseToken(r.body.token));

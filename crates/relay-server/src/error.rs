@@ -59,6 +59,7 @@ impl From<relay::Error> for ApiError {
             E::LeaseLost { .. } => (StatusCode::CONFLICT, ErrorCode::LeaseLost),
             E::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
             E::Conflict { .. } => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            E::StepBound { .. } => (StatusCode::CONFLICT, ErrorCode::StepBound),
             E::InvalidInput(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidInput),
             E::WorkerTaken { .. } => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
             E::Busy => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),

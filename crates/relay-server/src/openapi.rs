@@ -291,6 +291,18 @@ fn request_body(operation: &str) -> Option<Value> {
             "result",
             "result_base64",
         ),
+        "recordStep" => not_both(
+            {
+                let mut b = token_body(json!({
+                    "name": {"type": "string", "minLength": 1, "maxLength": 256, "pattern": r"^[^\u0000-\u001f\u007f-\u009f]+$"},
+                    "output": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
+                    "output_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with output)."}}));
+                b["required"] = json!(["token", "name"]);
+                b
+            },
+            "output",
+            "output_base64",
+        ),
         "work" => work_body(),
         "putSchedule" => schedule_body(),
         _ => return None,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The schema version this build writes (PRAGMA user_version).
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 /// PRAGMA application_id of a Relay database: "RELY".
 const APPLICATION_ID: i64 = 0x5245_4C59;
 /// Each schema version's migration, in order (applied on open; the plan
@@ -31,6 +31,7 @@ pub const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0015_schedule_groups.sql"),
     include_str!("../migrations/0016_group_leased.sql"),
     include_str!("../migrations/0017_worker_owner.sql"),
+    include_str!("../migrations/0018_steps.sql"),
 ];
 
 /// Where the database lives.

@@ -138,6 +138,11 @@ pub(crate) fn job(row: &Row<'_>) -> Result<Job, StoreError> {
             .map(|t| relay_store::decode::progress(id, &t))
             .transpose()?,
         group: c.opt_text(23, "grp")?,
+        steps: c
+            .opt_blob(24, "steps")?
+            .map(|b| relay_store::decode::steps(id, &b))
+            .transpose()?
+            .unwrap_or_default(),
         status: c.status(8, 19)?,
     })
 }

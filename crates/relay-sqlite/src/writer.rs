@@ -820,15 +820,16 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                 }
             }
         }
-        for f in &c.fields {
-            if self.exec(&crate::sql::JOB_SET_FIELDS, params![f.id.0, f.payload, f.progress])? != 1 {
-                return Err(unmatched(f.id));
-            }
-        }
         for j in &c.inserts {
             self.insert(j)?;
             counts.minute(j.queue, [1, 0, 0, 0]);
             counts.state(j.queue, j.status.state.as_str(), 1);
+        }
+        // After the inserts: a job inserted in this batch may take fields too.
+        for f in &c.fields {
+            if self.exec(&crate::sql::JOB_SET_FIELDS, params![f.id.0, f.payload, f.progress, f.steps])? != 1 {
+                return Err(unmatched(f.id));
+            }
         }
         self.count(c.at, &counts)?;
         for d in &c.dependents {

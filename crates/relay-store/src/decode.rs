@@ -47,6 +47,93 @@ pub fn progress_text(p: &relay_core::Progress) -> String {
     serde_json::to_string(p).unwrap_or_default()
 }
 
+/// A job's recorded steps as a store keeps them (`steps` column), in the
+/// order they were recorded: their count (u32), then for each, the name's length (u16), the name
+/// (UTF-8), the attempt (u32), the time (i64 milliseconds) and the
+/// output's length (u32) and bytes, integers little-endian, after a
+/// format byte (1). Binary, not JSON: outputs are bytes, and a lease
+/// carries them on the hot path.
+pub fn steps_bytes(steps: &[relay_core::Step]) -> Vec<u8> {
+    let n: usize = steps.iter().map(|s| 18 + s.name.len() + s.output.len()).sum();
+    let mut b = Vec::with_capacity(1 + n);
+    b.push(STEPS_FORMAT);
+    // At most MAX_STEPS (1,000), checked before a step is recorded.
+    b.extend_from_slice(&(steps.len() as u32).to_le_bytes());
+    for s in steps {
+        // Names are at most 256 characters (1,024 bytes) and outputs at
+        // most 1 MiB, both checked before a step is recorded.
+        b.extend_from_slice(&(s.name.len() as u16).to_le_bytes());
+        b.extend_from_slice(s.name.as_bytes());
+        b.extend_from_slice(&s.attempt.to_le_bytes());
+        b.extend_from_slice(&s.at.as_millis().to_le_bytes());
+        b.extend_from_slice(&(s.output.len() as u32).to_le_bytes());
+        b.extend_from_slice(&s.output);
+    }
+    b
+}
+
+const STEPS_FORMAT: u8 = 1;
+
+/// A job's stored steps ([`steps_bytes`]), or `Corrupt` naming the job when
+/// they do not decode whole (fewer steps than counted, a name that is not
+/// UTF-8, bytes left over, a name twice, more than the bounds allow).
+pub fn steps(job: JobId, bytes: &[u8]) -> Result<Vec<relay_core::Step>, StoreError> {
+    let corrupt = |why: String| StoreError::corrupt(Some(job), format!("column steps: {why}"));
+    let mut r = bytes;
+    let mut take = |n: usize, what: &str| -> Result<&[u8], StoreError> {
+        if r.len() < n {
+            return Err(corrupt(format!("ends inside a step's {what}")));
+        }
+        let (head, rest) = r.split_at(n);
+        r = rest;
+        Ok(head)
+    };
+    let format = take(1, "format byte")?[0];
+    if format != STEPS_FORMAT {
+        return Err(corrupt(format!("format {format} is not one this Relay reads (1)")));
+    }
+    let count = u32::from_le_bytes(take(4, "count")?.try_into().unwrap_or_default()) as usize;
+    if count > relay_core::job::MAX_STEPS {
+        return Err(corrupt(format!(
+            "{count} steps, over the bound of {}",
+            relay_core::job::MAX_STEPS
+        )));
+    }
+    let mut steps: Vec<relay_core::Step> = Vec::with_capacity(count);
+    let mut total = 0usize;
+    for _ in 0..count {
+        let len = take(2, "name length")?;
+        let len = u16::from_le_bytes([len[0], len[1]]) as usize;
+        let name = std::str::from_utf8(take(len, "name")?)
+            .map_err(|e| corrupt(format!("a step name is not UTF-8: {e}")))?
+            .to_owned();
+        let attempt = u32::from_le_bytes(take(4, "attempt")?.try_into().unwrap_or_default());
+        let at = i64::from_le_bytes(take(8, "time")?.try_into().unwrap_or_default());
+        let out = u32::from_le_bytes(take(4, "output length")?.try_into().unwrap_or_default()) as usize;
+        let output = take(out, "output")?.to_vec();
+        total += output.len();
+        if steps.iter().any(|s| s.name == name) {
+            return Err(corrupt(format!("step {name:?} is recorded twice")));
+        }
+        steps.push(relay_core::Step {
+            name,
+            attempt,
+            at: Timestamp::from_millis(at),
+            output,
+        });
+    }
+    if !r.is_empty() {
+        return Err(corrupt(format!("{} bytes left over after the last step", r.len())));
+    }
+    if total > relay_core::job::MAX_STEP_BYTES {
+        return Err(corrupt(format!(
+            "{total} bytes of output, over the bound of {}",
+            relay_core::job::MAX_STEP_BYTES
+        )));
+    }
+    Ok(steps)
+}
+
 /// A store's schema version, checked against the newest this build knows:
 /// `SchemaTooNew` when a newer Relay wrote it (this one must not touch it).
 pub fn schema_version(found: i64, supported: i64) -> Result<i64, StoreError> {
@@ -208,6 +295,44 @@ impl RawStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steps_round_trip_and_a_damaged_column_is_corrupt() {
+        let steps = vec![
+            relay_core::Step {
+                name: "charge".into(),
+                attempt: 1,
+                at: Timestamp::from_millis(1_700_000_000_123),
+                output: br#"{"charge":"ch_1"}"#.to_vec(),
+            },
+            relay_core::Step {
+                name: "e\u{301}mail".into(),
+                attempt: 2,
+                at: Timestamp::from_millis(-5),
+                output: vec![0, 255, 7],
+            },
+        ];
+        let b = steps_bytes(&steps);
+        assert_eq!(super::steps(JobId(4), &b).unwrap(), steps);
+        assert_eq!(super::steps(JobId(4), &steps_bytes(&[])).unwrap(), vec![]);
+        // Cut anywhere inside, one byte more, another format: Corrupt, never
+        // a panic or a shorter list.
+        for cut in 0..b.len() {
+            let e = super::steps(JobId(4), &b[..cut]);
+            assert!(
+                matches!(e, Err(StoreError::Corrupt { job: Some(JobId(4)), .. })),
+                "cut at {cut}: {e:?}"
+            );
+        }
+        let mut longer = b.clone();
+        longer.push(0);
+        assert!(super::steps(JobId(4), &longer).is_err());
+        let mut other = b.clone();
+        other[0] = 2;
+        assert!(super::steps(JobId(4), &other).is_err());
+        let twice = steps_bytes(&[steps[0].clone(), steps[0].clone()]);
+        assert!(super::steps(JobId(4), &twice).is_err());
+    }
 
     fn ready() -> RawStatus {
         RawStatus {

@@ -177,7 +177,7 @@ pub struct Changes<'a> {
     pub events: Vec<EventRow<'a>>,
     pub marks: Vec<MarkWrite<'a>>,
     /// Fields of existing jobs this batch replaces besides their status
-    /// (a debounced submit's payload, a holder's progress), each job also
+    /// (a debounced submit's payload, a holder's progress and steps), each job also
     /// in `updates`, whose guard keeps it as read.
     pub fields: Vec<FieldsWrite<'a>>,
     /// When the batch was planned: its minute is the one its tallies and
@@ -214,13 +214,15 @@ impl Changes<'_> {
     }
 }
 
-/// An existing job's new payload and progress (each unchanged when
-/// `None`; the progress as its stored text, see [`decode::progress_text`]).
+/// An existing job's new payload, progress and steps (each unchanged when
+/// `None`; the progress as its stored text, see [`decode::progress_text`],
+/// the steps as [`decode::steps_bytes`] writes them, all of them).
 #[derive(Debug, Clone, Copy)]
 pub struct FieldsWrite<'a> {
     pub id: JobId,
     pub payload: Option<&'a [u8]>,
     pub progress: Option<&'a str>,
+    pub steps: Option<&'a [u8]>,
 }
 
 /// A READY job offered to a claim: its place in the queue, decoded

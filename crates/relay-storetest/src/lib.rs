@@ -28,6 +28,7 @@ pub mod pg;
 pub mod retries;
 pub mod scheduling;
 pub mod search;
+pub mod steps;
 pub mod throughput;
 pub mod unique;
 pub mod visitors;
@@ -214,6 +215,9 @@ macro_rules! conformance {
             lifecycle::events_and_user_events,
             lifecycle::traceparent_is_kept_and_handed_out,
             lifecycle::progress_is_kept_on_the_job,
+            steps::recorded_steps_come_with_every_later_lease,
+            steps::a_stale_lease_cannot_record_a_step,
+            steps::steps_are_bounded_per_job,
             lifecycle::expired_and_lost_leases_are_counted,
             lifecycle::queue_waits_are_histograms_by_queue_and_kind,
             lifecycle::outcomes_and_run_times_by_queue_and_kind,

@@ -70,6 +70,22 @@ pub enum Error {
         /// The worker id refused.
         worker: String,
     },
+    /// A step record would take the job past a bound of its steps: `bound`
+    /// is `"steps"` (how many a job records) or `"step_bytes"` (their
+    /// output, all together). Nothing changed; record less (keep large
+    /// outputs in your own storage and record where), or split the work
+    /// into jobs.
+    #[error("job {id}: recording this step would make its {bound} {would_be}, over the bound of {limit}; record less (large outputs belong in your own storage, with the step recording where), or split the work into more jobs")]
+    StepBound {
+        /// The job recording.
+        id: JobId,
+        /// `"steps"` or `"step_bytes"`.
+        bound: &'static str,
+        /// The bound.
+        limit: u64,
+        /// What the record would have made it.
+        would_be: u64,
+    },
     /// The input was refused before anything was written. Nothing changed.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),

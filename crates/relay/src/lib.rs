@@ -86,8 +86,9 @@ pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Keep, Lease, LeaseToken, Limits,
     ManualClock, Priority, Progress, QueueLimits, RateLimit, Recurrence, Retention, RetryPolicy, Running, Schedule,
-    SystemClock, Timestamp, WorkerBeat, WorkerRecord, WorkerState,
+    Step, SystemClock, Timestamp, WorkerBeat, WorkerRecord, WorkerState,
 };
+pub use relay_core::job::{MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME};
 /// The PostgreSQL drivers [`Relay::submit_in_pg`] and
 /// [`AsyncRelay::submit_in_pg`] take transactions of.
 #[cfg(feature = "postgres")]

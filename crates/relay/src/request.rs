@@ -531,6 +531,10 @@ pub struct LeasedJob {
     pub traceparent: Option<String>,
     /// The job's group (see [`NewJob::group`]), if it has one.
     pub group: Option<String>,
+    /// The steps earlier runs of the job recorded (see
+    /// [`crate::Relay::record_step`]), in the order they were recorded: a
+    /// handler returns their outputs instead of running them again.
+    pub steps: Vec<relay_core::Step>,
 }
 
 impl LeasedJob {
@@ -554,6 +558,7 @@ impl LeasedJob {
             timeout: job.timeout,
             traceparent: job.traceparent,
             group: job.group,
+            steps: job.steps,
         }
     }
 }

@@ -111,6 +111,7 @@ pub fn job(j: &Job) -> w::Job {
         traceparent: j.traceparent.clone(),
         tags: j.tags.clone(),
         group: j.group.clone(),
+        steps: j.steps.iter().map(step).collect(),
         waiting_on: s.waiting_on,
         progress: j.progress.as_ref().map(|p| w::Progress {
             fraction: p.fraction,
@@ -142,8 +143,44 @@ pub fn leased(l: &LeasedJob) -> w::LeasedJob {
         timeout_ms: l.timeout.map(ms),
         traceparent: l.traceparent.clone(),
         group: l.group.clone(),
+        steps: l.steps.iter().map(step).collect(),
         payload,
         payload_base64,
+    }
+}
+
+/// A recorded step.
+pub fn step(s: &relay_core::Step) -> w::Step {
+    let (output, output_base64) = bytes_pair(&s.output);
+    w::Step {
+        name: s.name.clone(),
+        attempt: s.attempt,
+        at: time(s.at),
+        bytes: s.output.len() as u64,
+        output,
+        output_base64,
+    }
+}
+
+/// A recorded step as a client reads it back (a lease answer's, a job's).
+///
+/// # Errors
+///
+/// `at` is not RFC 3339, `output_base64` is not base64.
+pub fn step_of(s: &w::Step) -> Result<relay_core::Step, RequestError> {
+    Ok(relay_core::Step {
+        name: s.name.clone(),
+        attempt: s.attempt,
+        at: rfc3339("at", &s.at)?,
+        output: s.output().map_err(RequestError)?.to_vec(),
+    })
+}
+
+/// What a step record did.
+pub fn step_recorded(earlier: Option<&relay_core::Step>) -> w::StepRecorded {
+    w::StepRecorded {
+        recorded: earlier.is_none(),
+        earlier: earlier.map(step),
     }
 }
 
@@ -630,9 +667,29 @@ mod tests {
             tags: vec!["vip".into()],
             group: None,
             progress: None,
+            steps: vec![
+                relay_core::Step {
+                    name: "charge".into(),
+                    attempt: 1,
+                    at: Timestamp::from_millis(1_764_442_800_123),
+                    output: br#"{"charge":"ch_1"}"#.to_vec(),
+                },
+                relay_core::Step {
+                    name: "pdf".into(),
+                    attempt: 2,
+                    at: Timestamp::from_millis(1_764_442_800_124),
+                    output: vec![0x80],
+                },
+            ],
             status,
         };
         let v = value(&job(&j));
+        assert_eq!(v["steps"][0]["output"], json!({"charge": "ch_1"}));
+        assert_eq!(v["steps"][0]["bytes"], 17);
+        assert_eq!(v["steps"][1]["output_base64"], "gA==");
+        // A client reads each step back as it was recorded.
+        let back: Vec<relay_core::Step> = job(&j).steps.iter().map(|s| step_of(s).unwrap()).collect();
+        assert_eq!(back, j.steps);
         assert_eq!(v["id"], 7);
         assert_eq!(v["state"], "READY");
         assert_eq!(v["payload"], json!({"a": 1}), "JSON bytes are shown as their value");

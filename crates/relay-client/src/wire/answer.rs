@@ -85,6 +85,10 @@ pub struct Job {
     /// The group it belongs to; absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The steps its handlers recorded, in the order they were recorded;
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -141,6 +145,53 @@ pub struct Progress {
     pub token: i64,
 }
 
+/// A step a job's handler recorded: a later attempt returns its output
+/// instead of running it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Step {
+    /// The handler's name for it.
+    pub name: String,
+    /// The attempt that recorded it.
+    pub attempt: u32,
+    /// When it was recorded.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub at: String,
+    /// Bytes of its output.
+    pub bytes: u64,
+    /// Its output: the JSON value recorded (null: none); absent when the
+    /// bytes are not JSON (then `output_base64`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub output: Option<JsonText>,
+    /// Its output as base64, when it is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_base64: Option<String>,
+}
+
+impl Step {
+    /// The output's bytes.
+    ///
+    /// # Errors
+    ///
+    /// `output_base64` is not base64.
+    pub fn output(&self) -> Result<Bytes, String> {
+        Bytes::from_pair(self.output.as_ref(), self.output_base64.as_deref())
+    }
+}
+
+/// What `POST /v1/jobs/{id}/steps` did: `recorded` when this record was
+/// taken, else the record of the name that stood already (the first record
+/// of a name wins), whose output the handler goes on with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepRecorded {
+    /// True when this record was taken; false when `earlier` stands.
+    pub recorded: bool,
+    /// The record that stood already, when this one was not taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<Step>,
+}
+
 /// A page of `GET /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -181,6 +232,10 @@ pub struct LeasedJob {
     /// Its group (tenant), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The steps earlier runs recorded (a handler returns their outputs
+    /// instead of running them again); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -619,6 +674,9 @@ pub enum ErrorCode {
     InvalidState,
     /// Another unfinished job holds the unique key (409).
     Conflict,
+    /// A step record would take the job past its 1,000 steps or 1 MiB of
+    /// step output (409): nothing was recorded.
+    StepBound,
     /// The body is over the server's limit (413).
     PayloadTooLarge,
     /// Too many lease requests are waiting (429): retry shortly.
@@ -661,6 +719,7 @@ impl ErrorCode {
             Self::LeaseLost => "lease_lost",
             Self::InvalidState => "invalid_state",
             Self::Conflict => "conflict",
+            Self::StepBound => "step_bound",
             Self::PayloadTooLarge => "payload_too_large",
             Self::TooManyWaiting => "too_many_waiting",
             Self::Busy => "busy",

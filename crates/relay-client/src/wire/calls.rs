@@ -118,7 +118,7 @@ parts!(
         w::Retention,
         w::PruneFrom,
         w::WorkerBeat;
-    by_hand: w::Ack, w::Work
+    by_hand: w::Ack, w::Work, w::RecordStep
 );
 
 impl Part for w::Bulk {
@@ -377,6 +377,12 @@ calls! {
     /// Reports how far along a leased job is (its holder only): kept on the
     /// job (`progress` in its answers) and logged as a "progress" event.
     Progress = "progress": Post "/v1/jobs/{id}/progress" (i64, Nothing, w::ReportProgress) -> w::Changed, 200, [400, 404, 409, 413];
+    /// Records the output of a step of a leased job (its holder only): kept
+    /// on the job (`steps` in its answers) and given with every later lease
+    /// of it, so a new attempt does not run the step again. The first
+    /// record of a name stands (`recorded: false` answers it); 409
+    /// `step_bound` past a job's 1,000 steps or 1 MiB of output.
+    RecordStep = "recordStep": Post "/v1/jobs/{id}/steps" (i64, Nothing, w::RecordStep) -> w::StepRecorded, 200, [400, 404, 409, 413];
     /// Gives a leased job back untried (the attempt is not counted): READY
     /// at once, or with `in_ms`, snoozed: READY again after that long, with
     /// a "snoozed" event.

@@ -223,6 +223,41 @@ impl Ack {
     }
 }
 
+/// `POST /v1/jobs/{id}/steps`: a lease holder records a step's output
+/// (kept on the job; a later attempt is leased with it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordStep {
+    /// The lease's token.
+    pub token: i64,
+    /// The step's name, unique in the job.
+    pub name: String,
+    /// The output as a JSON value, kept as its JSON text.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub output: Option<Box<RawValue>>,
+    /// The output as bytes, base64.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub output_base64: Option<Option<String>>,
+}
+
+impl RecordStep {
+    /// A record of step `name` under `token` with `output`'s bytes (as a
+    /// JSON value when they are JSON, else base64).
+    pub fn new(token: i64, name: &str, output: &[u8]) -> Self {
+        let json = (!output.is_empty())
+            .then(|| std::str::from_utf8(output).ok())
+            .flatten()
+            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
+        let output_base64 = if json.is_some() { None } else { base64_pair(output) };
+        Self {
+            token,
+            name: name.to_owned(),
+            output: json,
+            output_base64,
+        }
+    }
+}
+
 /// `POST /v1/jobs/{id}/nack`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

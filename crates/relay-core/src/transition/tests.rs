@@ -92,6 +92,11 @@ fn actions() -> Vec<Action<'static>> {
             fraction: 0.5,
             message: Some("halfway"),
         },
+        Action::Step {
+            token,
+            name: "charge",
+            bytes: 12,
+        },
         Action::Release { token },
         Action::Snooze { token, delay: d },
         Action::Expire {
@@ -138,7 +143,7 @@ fn every_state_action_pair() {
                 (Succeeded, "ack") => Some(Succeeded),
                 // The policy's back-off (1 s) and the snooze's 30 s.
                 (Leased, "nack") => Some(Retrying),
-                (Leased, "extend" | "progress") => Some(Leased),
+                (Leased, "extend" | "progress" | "step") => Some(Leased),
                 (Leased, "release") => Some(Ready),
                 (Leased, "snooze") => Some(Scheduled),
                 (Leased, "expire") => Some(Ready),
@@ -161,7 +166,7 @@ fn every_state_action_pair() {
                 (None, Err(e)) => {
                     let lease_action = matches!(
                         action.name(),
-                        "ack" | "nack" | "extend" | "progress" | "release" | "snooze"
+                        "ack" | "nack" | "extend" | "progress" | "step" | "release" | "snooze"
                     );
                     // A lease action on a job that is not finished has lost
                     // its lease; on a finished one it is told the state.
@@ -606,6 +611,37 @@ fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_step_record_changes_nothing_but_the_log_and_needs_the_lease() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let record = |token| Action::Step {
+        token: LeaseToken(token),
+        name: "charge",
+        bytes: 17,
+    };
+    let next = transition(JobId(9), &leased, record(7), &ctx(&p, T0)).unwrap();
+    assert_eq!(next.status(), leased, "the status is as it was");
+    let e = next.event().unwrap();
+    assert_eq!(e.kind.as_str(), "step");
+    let data: Value = serde_json::from_str(&e.data).unwrap();
+    assert_eq!((data["name"].as_str(), data["bytes"].as_u64()), (Some("charge"), Some(17)));
+    // A stale token (the job leased again since) and an expired lease.
+    assert!(matches!(
+        transition(JobId(9), &leased, record(6), &ctx(&p, T0)),
+        Err(TransitionError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        transition(JobId(9), &leased, record(7), &ctx(&p, T0.plus(Duration::from_secs(30)))),
+        Err(TransitionError::LeaseLost { .. })
+    ));
+    assert!(crate::Step::check_name("").is_err());
+    assert!(crate::Step::check_name(&"s".repeat(257)).is_err());
+    assert!(crate::Step::check_name("a\nb").is_err());
+    assert!(crate::Step::check_name("charge card 4").is_ok());
+    assert!(crate::Step::check_output(&vec![0; crate::job::MAX_STEP_BYTES + 1]).is_err());
 }
 
 #[test]

@@ -106,6 +106,24 @@ impl Engine {
         }))
     }
 
+    /// A lease holder's record of a step's output, kept on the job: `None`
+    /// when it is recorded, or the record of `name` that stands already
+    /// (the first record of a name wins; this one changed nothing).
+    pub(crate) fn record_step_op(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        name: &str,
+        output: Vec<u8>,
+    ) -> Result<Pending<Option<relay_core::Step>>> {
+        relay_core::Step::check_name(name)?;
+        relay_core::Step::check_output(&output)?;
+        let name = name.to_owned();
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::record_step(plan, ctx, id, token, &name, &output)
+        }))
+    }
+
     /// Snooze: returns when the job is due again.
     pub(crate) fn snooze_op(&self, id: JobId, token: LeaseToken, delay: Duration) -> Pending<Timestamp> {
         Pending::held(id, move |plan, ctx| {

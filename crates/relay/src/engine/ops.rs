@@ -127,6 +127,7 @@ fn insert(
         tags: j.tags.clone(),
         group: j.group.clone(),
         progress: None,
+        steps: Vec::new(),
         status: status.clone(),
     })?;
     plan.event(id, EventKind::Submitted, data.to_string())?;
@@ -371,6 +372,65 @@ pub(crate) fn lease(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, req: &ValidLeas
         }
     }
     Ok(LeaseBatch { jobs, next_ready_at })
+}
+
+/// Records step `name` of job `id` under lease `token` (see
+/// `Engine::record_step_op`): the token is checked first, so a stale one
+/// is refused whatever the job holds.
+pub(crate) fn record_step(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    id: JobId,
+    token: relay_core::LeaseToken,
+    name: &str,
+    output: &[u8],
+) -> Result<Option<relay_core::Step>> {
+    let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
+    let action = Action::Step {
+        token,
+        name,
+        bytes: output.len(),
+    };
+    let next = match transition(id, &cur, action, &ctx.transition_ctx()) {
+        Ok(next) => next,
+        Err(e) => {
+            if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
+                ctx.leases_lost += 1;
+            }
+            return Err(e.into());
+        }
+    };
+    let job = plan.job(id)?.ok_or(Error::NotFound { id })?;
+    if let Some(earlier) = job.step(name) {
+        return Ok(Some(earlier.clone()));
+    }
+    let (count, bytes) = (job.steps.len() + 1, job.step_bytes() + output.len());
+    if count > relay_core::job::MAX_STEPS {
+        return Err(Error::StepBound {
+            id,
+            bound: "steps",
+            limit: relay_core::job::MAX_STEPS as u64,
+            would_be: count as u64,
+        });
+    }
+    if bytes > relay_core::job::MAX_STEP_BYTES {
+        return Err(Error::StepBound {
+            id,
+            bound: "step_bytes",
+            limit: relay_core::job::MAX_STEP_BYTES as u64,
+            would_be: bytes as u64,
+        });
+    }
+    let mut steps = job.steps;
+    steps.push(relay_core::Step {
+        name: name.to_owned(),
+        attempt: cur.attempts,
+        at: ctx.now,
+        output: output.to_vec(),
+    });
+    persist(plan, id, next, None)?;
+    plan.set_steps(id, steps)?;
+    Ok(None)
 }
 
 /// Applies one action to one job; returns its new status.

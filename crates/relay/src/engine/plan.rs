@@ -16,7 +16,7 @@
 //!   ack may follow its lease in the same batch.
 
 use crate::error::{Error, Result};
-use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Priority, Progress, Timestamp};
+use relay_core::{EventKind, Job, JobId, JobState, JobStatus, Priority, Progress, Step, Timestamp};
 use relay_store::{Changes, EventRow, FieldsWrite, JobInsert, JobUpdate, Prefetch, Store, StoreError, Tally};
 use std::borrow::Cow;
 
@@ -178,6 +178,9 @@ struct Fields {
     /// The report, and its text as stored
     /// ([`relay_store::decode::progress_text`]).
     progress: Option<(Progress, String)>,
+    /// All the job's steps, and their bytes as stored
+    /// ([`relay_store::decode::steps_bytes`]).
+    steps: Option<(Vec<Step>, Vec<u8>)>,
 }
 
 /// The parts of an [`Entry`] a write changes.
@@ -592,6 +595,9 @@ impl<'s> Plan<'s> {
             progress: fields
                 .and_then(|f| f.progress.as_ref())
                 .map_or_else(|| r.progress.clone(), |(p, _)| Some(p.clone())),
+            steps: fields
+                .and_then(|f| f.steps.as_ref())
+                .map_or_else(|| r.steps.clone(), |(s, _)| s.clone()),
             ..r.clone()
         }))
     }
@@ -682,6 +688,25 @@ impl<'s> Plan<'s> {
         if let Some(p) = progress {
             f.progress = Some((p.clone(), relay_store::decode::progress_text(p)));
         }
+        if !e.written {
+            e.written = true;
+            self.written.push(id);
+        }
+        Ok(())
+    }
+
+    /// Job `id`'s steps, all of them, replaced by `steps` (with its new
+    /// status, given to `update`).
+    pub(crate) fn set_steps(&mut self, id: JobId, steps: Vec<Step>) -> Result<()> {
+        if self.entry(id)?.is_none() {
+            return Err(Error::NotFound { id });
+        }
+        self.save(id);
+        let Some(Slot::Row(e)) = self.jobs.get_mut(&id) else {
+            return Err(Error::NotFound { id });
+        };
+        let bytes = relay_store::decode::steps_bytes(&steps);
+        e.fields.get_or_insert_with(Box::default).steps = Some((steps, bytes));
         if !e.written {
             e.written = true;
             self.written.push(id);
@@ -933,6 +958,16 @@ impl<'s> Plan<'s> {
                         tags: &row.tags,
                         group: row.group.as_deref(),
                     });
+                    // A job inserted and given progress or steps in one
+                    // batch (its payload is the insert's).
+                    if let Some(f) = e.fields.as_deref().filter(|f| f.progress.is_some() || f.steps.is_some()) {
+                        ch.fields.push(FieldsWrite {
+                            id: *id,
+                            payload: None,
+                            progress: f.progress.as_ref().map(|(_, text)| text.as_str()),
+                            steps: f.steps.as_ref().map(|(_, b)| b.as_slice()),
+                        });
+                    }
                 }
                 (Some((state, token)), false) => {
                     if let Some(f) = e.fields.as_deref() {
@@ -940,6 +975,7 @@ impl<'s> Plan<'s> {
                             id: *id,
                             payload: f.payload.as_deref(),
                             progress: f.progress.as_ref().map(|(_, text)| text.as_str()),
+                            steps: f.steps.as_ref().map(|(_, b)| b.as_slice()),
                         });
                     }
                     let u = JobUpdate {

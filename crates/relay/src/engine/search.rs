@@ -73,8 +73,8 @@ pub struct JobPage {
 /// What a job weighs in an answer, about: its bytes twice (JSON escapes,
 /// base64), its error, and its other fields.
 fn answer_bytes(j: &relay_core::Job) -> usize {
-    let bytes = j.payload.len() + j.result.as_ref().map_or(0, Vec::len);
-    2 * bytes + j.status.last_error.as_ref().map_or(0, String::len) + 512
+    let bytes = j.payload.len() + j.result.as_ref().map_or(0, Vec::len) + j.step_bytes();
+    2 * bytes + 128 * j.steps.len() + j.status.last_error.as_ref().map_or(0, String::len) + 512
 }
 
 impl Engine {

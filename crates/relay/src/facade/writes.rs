@@ -236,6 +236,29 @@ facade! {
     /// [`Job::progress`]: relay_core::Job::progress
     write fn progress(id: JobId, token: LeaseToken, fraction: f64, message: Option<&str>) -> Result<()> = |e| e.progress_op(id, token, fraction, message)?;
 
+    /// Records the output of step `name` of a leased job: a later attempt
+    /// of the job (after a crash, a nack, an expired lease, a retry) is
+    /// leased with it ([`LeasedJob::steps`]) and returns it without running
+    /// the step again. Durable when this returns, as every write. Only the
+    /// lease's holder records, and the first record of a name stands:
+    /// returns `None` when this one was recorded, or the record of `name`
+    /// that was there already (this one changed nothing). A step is
+    /// usually recorded for you by a worker's `JobContext::step`.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: a name empty, over 256 characters or
+    ///   holding control characters, an output over 1 MiB; nothing was
+    ///   sent.
+    /// - [`Error::StepBound`]: the job would hold more than 1,000 steps or
+    ///   1 MiB of step output; nothing was changed.
+    /// - [`Error::LeaseLost`], [`Error::InvalidState`], [`Error::NotFound`]:
+    ///   as [`Relay::extend`]; the job was not changed (a worker whose
+    ///   lease expired never writes over the next holder's steps).
+    ///
+    /// [`LeasedJob::steps`]: crate::LeasedJob::steps
+    write fn record_step(id: JobId, token: LeaseToken, name: &str, output: Vec<u8>) -> Result<Option<relay_core::Step>> = |e| e.record_step_op(id, token, name, output)?;
+
     /// One pass of the prune: reads the 5,000 jobs after id `after`
     /// (`JobId(0)`: from the table's start) and deletes, with their events,
     /// the finished ones past their retention, at most 1,000. Call it again

@@ -79,6 +79,17 @@ pub trait Backend: Send + Sync + 'static {
         message: Option<String>,
     ) -> BoxFuture<'_, Result<()>>;
 
+    /// Records step `name`'s output under the job's lease: `None` when it
+    /// is recorded, or the record of `name` that stood already (see
+    /// [`crate::Relay::record_step`]).
+    fn record_step(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        name: String,
+        output: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Option<relay_core::Step>>>;
+
     /// The time now, by the backend's clock where the runtime can read it.
     fn now(&self) -> Timestamp;
 
@@ -129,6 +140,16 @@ impl Backend for AsyncRelay {
         message: Option<String>,
     ) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move { AsyncRelay::progress(self, id, token, fraction, message.as_deref()).await })
+    }
+
+    fn record_step(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        name: String,
+        output: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Option<relay_core::Step>>> {
+        Box::pin(async move { AsyncRelay::record_step(self, id, token, &name, output).await })
     }
 
     fn now(&self) -> Timestamp {

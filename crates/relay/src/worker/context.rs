@@ -3,8 +3,9 @@
 use super::Backend;
 use crate::LeasedJob;
 use std::fmt;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// What a handler returns: `Ok(result)` acks the job (with the optional
@@ -96,6 +97,9 @@ pub struct JobContext {
     /// The worker's runtime: the blocking calls run their future on it.
     runtime: tokio::runtime::Handle,
     lost: Arc<AtomicBool>,
+    /// Each step's recorded output: those the lease carried, and those this
+    /// run recorded since.
+    steps: Arc<Mutex<HashMap<String, Arc<[u8]>>>>,
 }
 
 impl std::fmt::Debug for JobContext {
@@ -112,11 +116,17 @@ impl std::fmt::Debug for JobContext {
 
 impl JobContext {
     pub(crate) fn new(job: LeasedJob, backend: Arc<dyn Backend>, runtime: tokio::runtime::Handle) -> Self {
+        let steps = job
+            .steps
+            .iter()
+            .map(|s| (s.name.clone(), Arc::from(s.output.as_slice())))
+            .collect();
         Self {
             job: Arc::new(job),
             backend,
             runtime,
             lost: Arc::new(AtomicBool::new(false)),
+            steps: Arc::new(Mutex::new(steps)),
         }
     }
 
@@ -238,6 +248,140 @@ impl JobContext {
             .await
     }
 
+    /// Runs step `name` of the job once, whatever happens to the worker:
+    /// when an earlier run of the job recorded it, returns the recorded
+    /// output without calling `f`; otherwise calls `f`, records what it
+    /// returns under the job's lease (durably, before this returns) and
+    /// returns it. The output is JSON (`T` is serialized with serde).
+    ///
+    /// Code outside steps runs again on every attempt; a step's body runs
+    /// again only when its worker died (or lost its lease) between the
+    /// body's end and the record. Give a side effect in a step an
+    /// idempotency key ([`JobContext::key`]) so that the other system
+    /// drops its repeat. A `f` that fails records nothing: its error is
+    /// returned, and the next attempt runs the step again. Blocks until the
+    /// record is committed; from async code use
+    /// [`JobContext::step_async`].
+    ///
+    /// ```no_run
+    /// # fn charge(_: &str, _: u64) -> Result<String, relay::worker::JobError> { Ok("ch_1".into()) }
+    /// # fn h(ctx: relay::worker::JobContext) -> relay::worker::JobResult {
+    /// let charge_id: String = ctx.step("charge", || charge(&ctx.key("charge"), 4200))?;
+    /// ctx.step("email", || Ok(format!("receipt for {charge_id} sent")))?;
+    /// # Ok(None) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `f`'s error; a [`JobError`] when the lease is lost (the job's next
+    /// holder goes on; this run's result will be refused), when a recorded
+    /// output is not JSON of type `T` (permanent), or when the record is
+    /// refused (a name over 256 characters, the job's 1,000 steps or 1 MiB
+    /// of output: permanent).
+    pub fn step<T, F>(&self, name: &str, f: F) -> Result<T, JobError>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: FnOnce() -> Result<T, JobError>,
+    {
+        if let Some(out) = self.recorded(name) {
+            return decode_step(name, &out);
+        }
+        let value = f()?;
+        let output = encode_step(name, &value)?;
+        match self.block_on(Box::pin(self.record(name, output))) {
+            Ok(None) => Ok(value),
+            Ok(Some(earlier)) => decode_step(name, &earlier),
+            Err(e) => Err(self.step_failed(name, e)),
+        }
+    }
+
+    /// [`JobContext::step`] for an async body, as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::step`].
+    pub async fn step_async<T, F, Fut>(&self, name: &str, f: F) -> Result<T, JobError>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<T, JobError>>,
+    {
+        if let Some(out) = self.recorded(name) {
+            return decode_step(name, &out);
+        }
+        let value = f().await?;
+        let output = encode_step(name, &value)?;
+        match self.record(name, output).await {
+            Ok(None) => Ok(value),
+            Ok(Some(earlier)) => decode_step(name, &earlier),
+            Err(e) => Err(self.step_failed(name, e)),
+        }
+    }
+
+    /// An idempotency key for the side effect of step `name`: the same on
+    /// every attempt of this job, different for every other job and step
+    /// (`relay-<job id>-<name>`). Hand it to the system the step calls (a
+    /// payment provider's `Idempotency-Key`, a unique column) so that a
+    /// body run again after a crash changes nothing twice.
+    pub fn key(&self, name: &str) -> String {
+        format!("relay-{}-{name}", self.job.id.0)
+    }
+
+    /// The recorded output of step `name`, if it has one.
+    pub fn step_output(&self, name: &str) -> Option<Vec<u8>> {
+        self.recorded(name).map(|o| o.to_vec())
+    }
+
+    fn recorded(&self, name: &str) -> Option<Arc<[u8]>> {
+        self.steps.lock().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+
+    /// Records `output` for `name` (trying again while the backend cannot
+    /// be reached and the lease holds): the output that stands, `None` when
+    /// it is this one.
+    async fn record(&self, name: &str, output: Vec<u8>) -> crate::Result<Option<Arc<[u8]>>> {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let call = self
+                .backend
+                .record_step(self.job.id, self.job.token, name.to_owned(), output.clone());
+            match call.await {
+                Ok(earlier) => {
+                    let standing: Arc<[u8]> = match &earlier {
+                        Some(s) => Arc::from(s.output.as_slice()),
+                        None => Arc::from(output),
+                    };
+                    self.steps
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(name.to_owned(), standing.clone());
+                    return Ok(earlier.map(|_| standing));
+                }
+                Err(e) if super::backend::transient(&e) && !self.is_lost() => {
+                    tracing::warn!(job = %self.job.id, step = name, error = %e, "cannot record a step yet; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn step_failed(&self, name: &str, e: crate::Error) -> JobError {
+        match e {
+            crate::Error::LeaseLost { .. } | crate::Error::InvalidState { .. } | crate::Error::NotFound { .. } => {
+                self.mark_lost();
+                JobError::new(format!(
+                    "step {name:?} ran but its record was refused: {e} (the job's next run does the step again)"
+                ))
+            }
+            crate::Error::StepBound { .. } | crate::Error::InvalidInput(_) => {
+                JobError::permanent(format!("step {name:?} cannot be recorded: {e}"))
+            }
+            e => JobError::new(format!("step {name:?} ran but could not be recorded: {e}")),
+        }
+    }
+
     /// True once the job's lease is lost (it expired, was cancelled, or the
     /// worker is stopping at once): a long handler should stop early, its
     /// result will be refused.
@@ -248,4 +392,22 @@ impl JobContext {
     pub(crate) fn mark_lost(&self) {
         self.lost.store(true, Ordering::Relaxed);
     }
+}
+
+/// A step's value as the JSON it is recorded as.
+fn encode_step<T: serde::Serialize>(name: &str, value: &T) -> Result<Vec<u8>, JobError> {
+    serde_json::to_vec(value)
+        .map_err(|e| JobError::permanent(format!("step {name:?}'s output does not serialize to JSON: {e}")))
+}
+
+/// A recorded output read back as a `T`.
+fn decode_step<T: serde::de::DeserializeOwned>(name: &str, output: &[u8]) -> Result<T, JobError> {
+    // An empty output was recorded as JSON null.
+    let text: &[u8] = if output.is_empty() { b"null" } else { output };
+    serde_json::from_slice(text).map_err(|e| {
+        JobError::permanent(format!(
+            "step {name:?}'s recorded output is not the JSON this handler expects ({e}); \
+             a handler that changed a step's type must name the step anew"
+        ))
+    })
 }

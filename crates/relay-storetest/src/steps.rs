@@ -1,0 +1,170 @@
+//! Durable steps (issue 40): a lease holder records a step's output on the
+//! job, fenced by its token; every later lease of the job carries the
+//! recorded steps.
+
+use crate::{open_clocked, NewDb};
+use relay::{Clock, Error, JobId, LeaseRequest, LeaseToken, NewJob, Relay};
+use std::time::Duration;
+
+fn kinds(relay: &Relay, id: JobId) -> Vec<String> {
+    relay.events(id).unwrap().into_iter().map(|e| e.kind).collect()
+}
+
+fn lease_one(relay: &Relay, lease_for: Duration) -> relay::LeasedJob {
+    let mut jobs = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(lease_for).worker("w"))
+        .unwrap();
+    assert_eq!(jobs.len(), 1, "one job to lease");
+    jobs.remove(0)
+}
+
+fn names(steps: &[relay::Step]) -> Vec<(&str, &[u8], u32)> {
+    steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.output.as_slice(), s.attempt))
+        .collect()
+}
+
+/// A record is kept on the job, durable across a reopen, shown by `get`,
+/// and carried by every later lease of the job (a nack's retry, an
+/// expired lease, a DEAD job retried); the first record of a name stands.
+pub fn recorded_steps_come_with_every_later_lease(new_db: &NewDb) {
+    let (relay, clock, db) = open_clocked(new_db);
+    let lease_for = Duration::from_secs(30);
+    let id = relay
+        .submit(NewJob::new("q", "order", b"{}".to_vec()).max_attempts(3))
+        .unwrap();
+    let first = lease_one(&relay, lease_for);
+    assert!(first.steps.is_empty(), "a new job has no steps");
+    clock.advance(Duration::from_millis(5));
+    let recorded_at = clock.now();
+    assert_eq!(relay.record_step(id, first.token, "charge", br#"{"charge":"ch_1"}"#.to_vec()).unwrap(), None);
+    // The same name again, with another output: the first stands, and it
+    // is answered so the handler goes on with it.
+    let again = relay
+        .record_step(id, first.token, "charge", br#"{"charge":"ch_2"}"#.to_vec())
+        .unwrap()
+        .expect("the earlier record is answered");
+    assert_eq!(again.output, br#"{"charge":"ch_1"}"#);
+    assert_eq!((again.attempt, again.at), (1, recorded_at));
+    relay.record_step(id, first.token, "label", vec![0, 159, 255]).unwrap();
+    let want = vec![
+        ("charge", &br#"{"charge":"ch_1"}"#[..], 1),
+        ("label", &[0u8, 159, 255][..], 1),
+    ];
+    assert_eq!(names(&relay.get(id).unwrap().steps), want);
+    let steps_events = kinds(&relay, id).iter().filter(|k| *k == "step").count();
+    assert_eq!(steps_events, 2, "one event per step taken, none for the record refused");
+    // A failed attempt: the retry is leased with the steps.
+    relay.nack(id, first.token, "boom", Some(Duration::ZERO)).unwrap();
+    let second = lease_one(&relay, lease_for);
+    assert_eq!(second.attempt, 2);
+    assert_eq!(names(&second.steps), want);
+    relay.record_step(id, second.token, "email", b"\"sent\"".to_vec()).unwrap();
+    // The lease expires: the next lease has all three.
+    clock.advance(lease_for);
+    let third = lease_one(&relay, lease_for);
+    assert_eq!(third.attempt, 3);
+    assert_eq!(
+        third.steps.iter().map(|s| (s.name.as_str(), s.attempt)).collect::<Vec<_>>(),
+        [("charge", 1), ("label", 1), ("email", 2)]
+    );
+    // Its last attempt fails: DEAD, and a retry keeps the steps.
+    relay.nack(id, third.token, "boom", None).unwrap();
+    assert_eq!(relay.get(id).unwrap().state(), relay::JobState::Dead);
+    relay.retry(id).unwrap();
+    drop(relay);
+    // Durable: a reopened store leases the job with them.
+    let (mut options, _) = crate::clocked();
+    options.clock = clock.clone();
+    let relay = db.open(options).unwrap();
+    let fourth = relay
+        .lease(LeaseRequest::new(["q"]).lease_for(lease_for).worker("w"))
+        .unwrap()
+        .remove(0);
+    assert_eq!(fourth.steps.len(), 3);
+    assert_eq!(fourth.steps[0].output, br#"{"charge":"ch_1"}"#);
+    assert_eq!(fourth.steps[2].output, b"\"sent\"");
+}
+
+/// Fencing: a worker whose lease expired records a step after the job was
+/// leased again; it gets LeaseLost, and the job's record is the new
+/// holder's, written after. A stale record changes nothing, not even the
+/// event log.
+pub fn a_stale_lease_cannot_record_a_step(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let lease_for = Duration::from_secs(30);
+    let id = relay.submit(NewJob::new("q", "order", b"{}".to_vec())).unwrap();
+    let old = lease_one(&relay, lease_for);
+    clock.advance(lease_for);
+    let new = lease_one(&relay, lease_for);
+    assert!(new.token > old.token);
+    let events = kinds(&relay, id).len();
+    let stale = relay.record_step(id, old.token, "charge", b"\"old\"".to_vec());
+    assert!(matches!(stale, Err(Error::LeaseLost { id: j }) if j == id), "{stale:?}");
+    assert!(relay.get(id).unwrap().steps.is_empty(), "the stale record left nothing");
+    assert_eq!(kinds(&relay, id).len(), events, "nor an event");
+    assert_eq!(relay.record_step(id, new.token, "charge", b"\"new\"".to_vec()).unwrap(), None);
+    let stale = relay.record_step(id, old.token, "charge", b"\"old\"".to_vec());
+    assert!(matches!(stale, Err(Error::LeaseLost { .. })), "{stale:?}");
+    let steps = relay.get(id).unwrap().steps;
+    assert_eq!(names(&steps), [("charge", &b"\"new\""[..], 2)]);
+    // An expired lease not yet taken by anyone, a finished job, a job that
+    // does not exist: refused, nothing written.
+    clock.advance(lease_for);
+    assert!(matches!(
+        relay.record_step(id, new.token, "late", Vec::new()),
+        Err(Error::LeaseLost { .. })
+    ));
+    let last = lease_one(&relay, lease_for);
+    relay.ack(id, last.token, None).unwrap();
+    assert!(matches!(
+        relay.record_step(id, last.token, "after", Vec::new()),
+        Err(Error::InvalidState { .. })
+    ));
+    assert!(matches!(
+        relay.record_step(JobId(9_999), LeaseToken(1), "x", Vec::new()),
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(relay.get(id).unwrap().steps.len(), 1);
+}
+
+/// A job's steps are bounded in count and bytes, with errors naming the
+/// bound; a refused record changes nothing and fails alone.
+pub fn steps_are_bounded_per_job(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "big", b"{}".to_vec())).unwrap();
+    let l = lease_one(&relay, Duration::from_secs(300));
+    for bad in ["", "a\nb", &"s".repeat(relay::MAX_STEP_NAME + 1)] {
+        assert!(
+            matches!(relay.record_step(id, l.token, bad, Vec::new()), Err(Error::InvalidInput(_))),
+            "{bad:?}"
+        );
+    }
+    let big = vec![7u8; relay::MAX_STEP_BYTES + 1];
+    assert!(matches!(relay.record_step(id, l.token, "big", big), Err(Error::InvalidInput(_))));
+    // Bytes: 1 MiB in all.
+    let half = vec![1u8; relay::MAX_STEP_BYTES / 2];
+    relay.record_step(id, l.token, "a", half.clone()).unwrap();
+    relay.record_step(id, l.token, "b", half.clone()).unwrap();
+    let over = relay.record_step(id, l.token, "c", vec![1]);
+    assert!(
+        matches!(over, Err(Error::StepBound { bound: "step_bytes", limit, would_be, .. })
+            if limit == relay::MAX_STEP_BYTES as u64 && would_be == limit + 1),
+        "{over:?}"
+    );
+    assert!(over.unwrap_err().to_string().contains("step_bytes"));
+    // Count: 1,000 steps (an empty output is a step too).
+    let id2 = relay.submit(NewJob::new("q", "many", b"{}".to_vec())).unwrap();
+    let l2 = lease_one(&relay, Duration::from_secs(300));
+    for i in 0..relay::MAX_STEPS {
+        relay.record_step(id2, l2.token, &format!("s{i}"), Vec::new()).unwrap();
+    }
+    let over = relay.record_step(id2, l2.token, "one more", Vec::new());
+    assert!(matches!(over, Err(Error::StepBound { bound: "steps", .. })), "{over:?}");
+    // Refused records changed nothing; the holders go on.
+    assert_eq!(relay.get(id).unwrap().steps.len(), 2);
+    assert_eq!(relay.get(id2).unwrap().steps.len(), relay::MAX_STEPS);
+    relay.ack(id, l.token, None).unwrap();
+    relay.ack(id2, l2.token, None).unwrap();
+}
