@@ -48,12 +48,13 @@ from .errors import (
     NotFound,
     PayloadTooLarge,
     RelayError,
+    StepBound,
     Timeout,
     TooManyWaiting,
     Unauthorized,
     Unavailable,
 )
-from .worker import Permanent, Retry, Snooze, Stats, Worker
+from .worker import JobContext, Permanent, Retry, Snooze, Stats, Worker
 
 __all__ = [
     "Busy",
@@ -67,6 +68,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidState",
     "Job",
+    "JobContext",
     "JobPage",
     "JobTemplate",
     "LeaseExtension",
@@ -87,6 +89,7 @@ __all__ = [
     "Schedule",
     "Snooze",
     "Stats",
+    "StepBound",
     "Submitted",
     "Timeout",
     "TooManyWaiting",

@@ -47,7 +47,7 @@ def _get_payload(obj: Dict[str, Any], name: str) -> Payload:
 # POST calls that may be sent twice: applying one again changes nothing (an
 # ack, nack, release ... repeated with its token; a work call, see work()).
 _REPEATABLE_POST = re.compile(
-    r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry)|(queues|schedules)/[^/]+/(pause|resume))"
+    r"/v1/(work|heartbeat|jobs/[0-9]+/(ack|nack|release|extend|cancel|retry|steps)|(queues|schedules)/[^/]+/(pause|resume))"
 )
 
 
@@ -99,6 +99,11 @@ class LeasedJob:
     traceparent: Optional[str] = None
     #: The group (tenant) the job belongs to, or None.
     group: Optional[str] = None
+    #: The steps earlier runs of the job recorded (``name``, ``attempt``,
+    #: ``at``, ``bytes``, ``output`` or ``output_base64``), or None: a
+    #: worker's handler returns their outputs instead of running them again
+    #: (:meth:`relay_client.JobContext.step`).
+    steps: Optional[List[Dict[str, Any]]] = None
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "LeasedJob":
@@ -139,6 +144,9 @@ class Job:
     #: What its handler last reported of its run (``fraction`` 0-1,
     #: ``message``, ``at``, ``attempt``); None until one does.
     progress: Optional[Dict[str, Any]] = None
+    #: The steps its handlers recorded (``name``, ``attempt``, ``at``,
+    #: ``bytes``, ``output`` or ``output_base64``), in the order recorded.
+    steps: List[Dict[str, Any]] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -727,6 +735,25 @@ class Client:
         if message is not None:
             body["message"] = message
         self._call("POST", f"/v1/jobs/{id}/progress", body)
+
+    def record_step(self, id: int, token: int, name: str, output: Payload = None) -> Tuple[bool, Payload]:
+        """Records the output of step ``name`` of a leased job under its
+        lease (a JSON value, or ``bytes``): kept on the job and given with
+        every later lease of it. Returns ``(True, output)`` when recorded, or
+        ``(False, earlier)`` when a record of the name stood already (the
+        first one wins; go on with ``earlier``). A worker's handler records
+        its steps with :meth:`relay_client.JobContext.step`.
+
+        Raises :class:`~relay_client.errors.LeaseLost` when the lease is no
+        longer valid (nothing recorded), and
+        :class:`~relay_client.errors.StepBound` past the job's 1,000 steps or
+        1 MiB of output."""
+        body: Dict[str, Any] = {"token": token, "name": name}
+        _put_payload(body, "output", output)
+        v = self._call("POST", f"/v1/jobs/{id}/steps", body)
+        if v.get("recorded"):
+            return True, output
+        return False, _get_payload(v.get("earlier") or {}, "output")
 
     def release(self, id: int, token: int, *, in_: Optional[float] = None) -> None:
         """Gives the job back untried (no attempt counted); with ``in_``, it

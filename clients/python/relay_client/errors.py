@@ -88,6 +88,13 @@ class Conflict(RelayError):
     code = "conflict"
 
 
+class StepBound(RelayError):
+    """A step record would take the job past its 1,000 steps or 1 MiB of
+    step output; nothing was recorded."""
+
+    code = "step_bound"
+
+
 class PayloadTooLarge(RelayError):
     """The request body is over the server's limit."""
 
@@ -142,6 +149,7 @@ _BY_CODE: Dict[str, Type[RelayError]] = {
         LeaseLost,
         InvalidState,
         Conflict,
+        StepBound,
         PayloadTooLarge,
         TooManyWaiting,
         Timeout,

@@ -47,15 +47,28 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+import base64
+import inspect
 import random
 import secrets
 import socket
 from datetime import datetime, timezone
 
-from .client import Client, LeasedJob, LeaseExtension, LeaseRequest, Outcome, OutcomeAnswer, WorkAnswer
-from .errors import Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized
+from .client import Client, LeasedJob, LeaseExtension, LeaseRequest, Outcome, OutcomeAnswer, Payload, WorkAnswer
+from .errors import (
+    Busy,
+    Forbidden,
+    InvalidInput,
+    InvalidRequest,
+    MaybeApplied,
+    PayloadTooLarge,
+    RelayError,
+    Timeout,
+    Unauthorized,
+    Unavailable,
+)
 
-Handler = Callable[[LeasedJob], Any]
+Handler = Callable[..., Any]
 
 # How long a finished job's outcome waits for others finishing close behind
 # it, so that they share a call and a commit. Not waited when no other
@@ -119,6 +132,97 @@ class Snooze(Exception):
 
 
 @dataclass
+class JobContext:
+    """What a handler that takes a second argument gets beside its job: its
+    durable steps.
+
+    >>> @worker.handler("order")  # doctest: +SKIP
+    ... def order(job, ctx):
+    ...     charge = ctx.step("charge", lambda: pay(job.payload, key=ctx.key("charge")))
+    ...     ctx.step("email", lambda: send_receipt(charge))
+    """
+
+    def __init__(self, client: Client, job: LeasedJob):
+        self.client = client
+        self.job = job
+        self._steps: Dict[str, Payload] = {}
+        for s in job.steps or ():
+            self._steps[s["name"]] = _step_output(s)
+
+    def step(self, name: str, fn: Callable[[], Payload]) -> Payload:
+        """Runs step ``name`` of the job once, whatever happens to the
+        worker: when an earlier run of the job recorded it, returns the
+        recorded output without calling ``fn``; otherwise calls ``fn``,
+        records what it returns under the job's lease (a JSON value, or
+        ``bytes``; on disk before this returns) and returns it.
+
+        Code outside steps runs again on every attempt; a step's ``fn`` runs
+        again only when its worker died (or lost its lease) between its end
+        and the record: give a side effect an idempotency key
+        (:meth:`key`). An ``fn`` that raises records nothing; the next
+        attempt runs it again.
+
+        Raises :class:`~relay_client.errors.LeaseLost` when the lease is
+        lost (this run's outcome will be refused; the job's next holder goes
+        on), :class:`~relay_client.errors.StepBound` past the job's 1,000
+        steps or 1 MiB of output."""
+        if name in self._steps:
+            return self._steps[name]
+        value = fn()
+        pause = 0.05
+        while True:
+            try:
+                recorded, standing = self.client.record_step(self.job.id, self.job.token, name, value)
+                break
+            except (Unavailable, Busy, Timeout, MaybeApplied):
+                # The server cannot be reached or answer now: a record is
+                # safe to send again (the first of a name stands).
+                if time.monotonic() >= self._give_up():
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+        if not recorded:
+            value = standing
+        self._steps[name] = value
+        return value
+
+    def key(self, name: str) -> str:
+        """An idempotency key for the side effect of step ``name``: the same
+        on every attempt of this job, different for every other job and step
+        (``relay-<job id>-<name>``)."""
+        return f"relay-{self.job.id}-{name}"
+
+    @property
+    def steps(self) -> Dict[str, Payload]:
+        """The outputs recorded so far, by step name."""
+        return dict(self._steps)
+
+    def _give_up(self) -> float:
+        # Past the lease it was leased for, another worker may hold the job.
+        if not hasattr(self, "_deadline"):
+            self._deadline = time.monotonic() + self.job.lease_for_ms / 1000
+        return self._deadline
+
+
+def _step_output(step: Dict[str, Any]) -> Payload:
+    if "output_base64" in step:
+        return base64.b64decode(step["output_base64"])
+    return step.get("output")
+
+
+def _arity(f: Handler) -> int:
+    """How many positional arguments ``f`` takes (1: the job; 2: the job
+    and its :class:`JobContext`)."""
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    return 2 if sum(1 for p in params if p.kind in kinds) >= 2 else 1
+
+
 class Stats:
     succeeded: int = 0
     failed: int = 0
@@ -176,6 +280,8 @@ class Worker:
         self.id = re.sub(r"[^A-Za-z0-9_.-]", "_", self.name[:48]) + f"-{random.getrandbits(32):08x}"
         self.stats = Stats()
         self._handlers: Dict[str, Handler] = {}
+        # Kinds whose handler takes a JobContext too.
+        self._with_context: Dict[str, bool] = {}
         # SimpleQueue: put() may be called from a signal handler (stop()).
         self._inbox: "queue.SimpleQueue[Message]" = queue.SimpleQueue()
         self._jobs: "queue.SimpleQueue[Optional[LeasedJob]]" = queue.SimpleQueue()
@@ -184,10 +290,12 @@ class Worker:
         self._stopping = False
 
     def handler(self, kind: str) -> Callable[[Handler], Handler]:
-        """Registers the decorated function for jobs of ``kind``."""
+        """Registers the decorated function for jobs of ``kind``: it takes the
+        job, or the job and its :class:`JobContext` (durable steps)."""
 
         def register(f: Handler) -> Handler:
             self._handlers[kind] = f
+            self._with_context[kind] = _arity(f) >= 2
             return f
 
         return register
@@ -293,7 +401,10 @@ class Worker:
             error = f"no handler for kind {job.kind!r} on this worker (queues: {', '.join(self.queues)})"
             return Outcome.nack(id, token, error, permanent=True), "failed"
         try:
-            result = handler(job)
+            if self._with_context.get(job.kind):
+                result = handler(job, JobContext(self.client, job))
+            else:
+                result = handler(job)
         except Snooze as s:
             return Outcome.release(id, token, in_=s.delay), "snoozed"
         except Retry as r:

@@ -95,6 +95,19 @@ export interface LeasedJob {
   traceparent: string | null;
   /** The group (tenant) it belongs to; absent when none. */
   group?: string;
+  /** The steps earlier runs of the job recorded (a worker's handler returns their outputs instead of running them again); absent when none. */
+  steps?: Step[];
+}
+
+/** A step a job's handler recorded: `output` a JSON value, or bytes. */
+export interface Step {
+  name: string;
+  attempt: number;
+  /** When it was recorded (RFC 3339). */
+  at: string;
+  /** Bytes of its output. */
+  bytes: number;
+  output: Payload;
 }
 
 /** A job as the server reads it back (`raw` holds every field). */
@@ -114,6 +127,8 @@ export interface Job {
   group?: string;
   /** What its handler last reported of its run (`progress`); absent until one does. */
   progress?: Progress;
+  /** The steps its handlers recorded, in the order recorded; absent when none. */
+  steps?: Step[];
   payload: Payload;
   result: Payload;
   raw: Record<string, unknown>;
@@ -314,9 +329,9 @@ function camel(v: any): any {
   const out: Obj = {};
   for (const k in v) {
     const x = v[k];
-    if (k === "payload_base64" || k === "result_base64") {
+    if (k === "payload_base64" || k === "result_base64" || k === "output_base64") {
       if (typeof x === "string") out[k.slice(0, -7)] = new Uint8Array(Buffer.from(x, "base64"));
-    } else if (k === "payload" || k === "result") {
+    } else if (k === "payload" || k === "result" || k === "output") {
       // As stored, never renamed inside; bytes (`*_base64`) win.
       if (!(out[k] instanceof Uint8Array)) out[k] = x;
     } else {
@@ -385,7 +400,7 @@ function safeToRepeat(method: string, path: string, body?: Obj, headers: Record<
   if (method !== "POST") return false;
   if (path === "/v1/work" || path === "/v1/heartbeat") return true;
   if (/^\/v1\/(queues|schedules)\/[^/]+\/(pause|resume)$/.test(path)) return true;
-  if (/^\/v1\/jobs\/\d+\/(ack|nack|release|extend|cancel|retry)$/.test(path)) return true;
+  if (/^\/v1\/jobs\/\d+\/(ack|nack|release|extend|cancel|retry|steps)$/.test(path)) return true;
   if (path === "/v1/jobs") return typeof body?.idempotency_key === "string" || typeof body?.unique_key === "string";
   if (path === "/v1/jobs/batch") {
     if (typeof headers["idempotency-key"] === "string") return true;
@@ -636,6 +651,25 @@ export class Client {
     const body: Obj = { token, fraction };
     if (message !== undefined) body.message = message;
     await this.call("POST", `/v1/jobs/${id}/progress`, body);
+  }
+
+  /**
+   * Records the output of step `name` of a leased job under its lease (a
+   * JSON value, or bytes): kept on the job and given with every later lease
+   * of it. Answers `{recorded: true, output}` when recorded, or
+   * `{recorded: false, output: earlier}` when a record of the name stood
+   * already (the first wins; go on with `earlier`). Throws `LeaseLost` when
+   * the lease is no longer valid (nothing recorded), `StepBound` past the
+   * job's 1,000 steps or 1 MiB of output. A worker's handler records its
+   * steps with `ctx.step`.
+   */
+  async recordStep(id: number, token: number, name: string, output?: Payload): Promise<{ recorded: boolean; output: Payload }> {
+    const body: Obj = { token, name };
+    putPayload(body, "output", output);
+    const v = await this.call("POST", `/v1/jobs/${id}/steps`, body);
+    if (v.recorded) return { recorded: true, output };
+    const earlier = camel(v.earlier ?? {});
+    return { recorded: false, output: earlier.output ?? null };
   }
 
   /** Gives the job back untried; with `inMs`, SCHEDULED until then (a snooze). */

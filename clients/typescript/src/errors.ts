@@ -39,6 +39,8 @@ export class LeaseLost extends RelayError {}
 export class InvalidState extends RelayError {}
 /** Another unfinished job holds the unique key. */
 export class Conflict extends RelayError {}
+/** A step record would take the job past its 1,000 steps or 1 MiB of output; nothing was recorded. */
+export class StepBound extends RelayError {}
 /** The request body is over the server's limit. */
 export class PayloadTooLarge extends RelayError {}
 /** Too many long-polls are waiting on the server; retry shortly. */
@@ -63,6 +65,7 @@ const byCode: Record<string, new (message: string, code?: string, status?: numbe
   lease_lost: LeaseLost,
   invalid_state: InvalidState,
   conflict: Conflict,
+  step_bound: StepBound,
   payload_too_large: PayloadTooLarge,
   too_many_waiting: TooManyWaiting,
   busy: Busy,

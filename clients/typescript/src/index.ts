@@ -43,10 +43,11 @@ export type {
   Retention,
   Schedule,
   StatsPage,
+  Step,
   Submitted,
   When,
   WorkAnswer,
 } from "./client.js";
 export * from "./errors.js";
-export { Permanent, Retry, Snooze, Worker } from "./worker.js";
+export { JobContext, Permanent, Retry, Snooze, Worker } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -29,9 +29,78 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Client, LeasedJob, LeaseRequest, Outcome, OutcomeAnswer, Payload } from "./client.js";
 import { BadAnswer } from "./client.js";
-import { Forbidden, InvalidInput, InvalidRequest, PayloadTooLarge, RelayError, Unauthorized } from "./errors.js";
+import { Busy, Forbidden, InvalidInput, InvalidRequest, MaybeApplied, PayloadTooLarge, RelayError, Timeout, Unauthorized, Unavailable } from "./errors.js";
 
-export type Handler = (job: LeasedJob) => Promise<Payload | void> | Payload | void;
+/** A job's handler: it gets the job and its context (durable steps). */
+export type Handler = (job: LeasedJob, ctx: JobContext) => Promise<Payload | void> | Payload | void;
+
+/**
+ * What a handler gets beside its job: its durable steps.
+ *
+ * ```ts
+ * worker.handle("order", async (job, ctx) => {
+ *   const charge = await ctx.step("charge", () => pay(job.payload, { idempotencyKey: ctx.key("charge") }));
+ *   await ctx.step("email", () => sendReceipt(charge));
+ * });
+ * ```
+ */
+export class JobContext {
+  private readonly recorded = new Map<string, Payload>();
+  private readonly giveUpAt: number;
+
+  constructor(
+    readonly client: Client,
+    readonly job: LeasedJob,
+  ) {
+    for (const s of job.steps ?? []) this.recorded.set(s.name, s.output);
+    this.giveUpAt = Date.now() + job.leaseForMs;
+  }
+
+  /**
+   * Runs step `name` of the job once, whatever happens to the worker: when
+   * an earlier run of the job recorded it, resolves to the recorded output
+   * without calling `fn`; otherwise calls `fn`, records what it resolves to
+   * under the job's lease (a JSON value, or bytes; on disk before this
+   * resolves) and resolves to it.
+   *
+   * Code outside steps runs again on every attempt; a step's `fn` runs again
+   * only when its worker died (or lost its lease) between its end and the
+   * record: give a side effect an idempotency key (`key`). An `fn` that
+   * throws records nothing; the next attempt runs it again. Rejects with
+   * `LeaseLost` when the lease is lost (this run's outcome will be refused),
+   * `StepBound` past the job's 1,000 steps or 1 MiB of output.
+   */
+  async step<T extends Payload | void>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    if (this.recorded.has(name)) return this.recorded.get(name) as T;
+    const value = await fn();
+    let pause = 50;
+    for (;;) {
+      try {
+        const done = await this.client.recordStep(this.job.id, this.job.token, name, value as Payload);
+        const standing = (done.recorded ? value : done.output) as T;
+        this.recorded.set(name, standing as Payload);
+        return standing;
+      } catch (e) {
+        // The server cannot be reached or answer now: a record is safe to
+        // send again (the first of a name stands), while the lease holds.
+        const again = e instanceof Unavailable || e instanceof Busy || e instanceof Timeout || e instanceof MaybeApplied;
+        if (!again || Date.now() + pause >= this.giveUpAt) throw e;
+        await new Promise((r) => setTimeout(r, pause));
+        pause = Math.min(pause * 2, 2000);
+      }
+    }
+  }
+
+  /** An idempotency key for the side effect of step `name`: the same on every attempt of this job, different for every other job and step (`relay-<job id>-<name>`). */
+  key(name: string): string {
+    return `relay-${this.job.id}-${name}`;
+  }
+
+  /** The outputs recorded so far, by step name. */
+  get steps(): Map<string, Payload> {
+    return new Map(this.recorded);
+  }
+}
 
 /** Throw from a handler to retry the job after `delayMs`. */
 export class Retry extends Error {
@@ -469,7 +538,7 @@ export class Worker {
     }
     let result: ReturnType<Handler>;
     try {
-      result = handler(job);
+      result = handler(job, new JobContext(this.client, job));
     } catch (e) {
       this.finish(entry, failure(job, e));
       return;

@@ -1440,3 +1440,98 @@ fn search_tags_bulk_and_dead_groups_over_http() {
         "the refused calls changed nothing"
     );
 }
+
+/// Issue 40: a step recorded over HTTP by the lease's holder is kept on the
+/// job (`GET /v1/jobs/{id}`), given with the next lease of the job, and
+/// refused 409 `lease_lost` to a worker whose lease expired, after which
+/// the job's record is the new holder's. The first record of a name stands
+/// and is answered; a body giving both output forms is refused 400.
+#[test]
+fn a_step_is_recorded_by_the_holder_and_leased_with_the_job() {
+    let s = TestServer::plain();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/jobs",
+        Some(json!({"queue": "q", "kind": "k", "max_attempts": 5})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let lease = |lease_for_ms: u64| {
+        let (st, v) = s.call(
+            "POST",
+            "/v1/lease",
+            Some(json!({"queues": ["q"], "lease_for_ms": lease_for_ms, "worker": "w"})),
+        );
+        assert_eq!(st, 200, "{v}");
+        v["jobs"][0].clone()
+    };
+    let first = lease(300);
+    let old = first["token"].as_i64().unwrap();
+    assert!(first.get("steps").is_none(), "no steps before any record: {first}");
+    let steps = format!("/v1/jobs/{id}/steps");
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": old, "name": "charge", "output": {"charge": "ch_1"}})),
+    );
+    assert_eq!((st, &v), (200, &json!({"recorded": true})), "{v}");
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": old, "name": "charge", "output": {"charge": "ch_2"}})),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["recorded"], false);
+    assert_eq!(v["earlier"]["output"], json!({"charge": "ch_1"}), "{v}");
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": old, "name": "pdf", "output_base64": "gAE="})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": old, "name": "x", "output": 1, "output_base64": "gAE="})),
+    );
+    assert_eq!(st, 400, "{v}");
+    // The lease expires; the next holder is leased with the steps.
+    std::thread::sleep(Duration::from_millis(400));
+    let second = lease(30_000);
+    let new = second["token"].as_i64().unwrap();
+    assert!(new > old);
+    assert_eq!(second["steps"][0]["name"], "charge");
+    assert_eq!(second["steps"][0]["output"], json!({"charge": "ch_1"}));
+    assert_eq!(second["steps"][0]["attempt"], 1);
+    assert_eq!(second["steps"][1]["output_base64"], "gAE=");
+    assert_eq!(second["steps"][1]["bytes"], 2);
+    // The worker whose lease expired: refused, nothing written.
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": old, "name": "email", "output": "old"})),
+    );
+    assert_eq!((st, &v["error"]["code"]), (409, &json!("lease_lost")), "{v}");
+    let (st, v) = s.call(
+        "POST",
+        &steps,
+        Some(json!({"token": new, "name": "email", "output": "new"})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(st, 200, "{job}");
+    let names: Vec<(&str, &Value, i64)> = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), &s["output"], s["attempt"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("charge", &json!({"charge": "ch_1"}), 1),
+            ("pdf", &Value::Null, 1),
+            ("email", &json!("new"), 2)
+        ]
+    );
+}

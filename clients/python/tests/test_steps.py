@@ -1,0 +1,85 @@
+"""Durable steps (issue 40) against a real `relay serve`: a handler that
+takes a JobContext records each step's output under its lease, and a later
+attempt returns the recorded outputs without running their bodies again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from relay_client import Client, JobContext, LeaseLost, Retry, StepBound, Worker
+
+
+def wait_for(what, predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_retry_skips_the_steps_an_earlier_attempt_recorded(client: Client):
+    id = client.submit("q", "order", {"cents": 4200}, max_attempts=3)
+    runs: Counter = Counter()
+    worker = Worker(client, ["q"], concurrency=2, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("order")
+    def order(job, ctx: JobContext):
+        charge = ctx.step("charge", lambda: runs.update(["charge"]) or {"id": ctx.key("charge")})
+
+        def label():
+            runs.update(["label"])
+            if job.attempt == 1:
+                raise Retry("the label printer is off", 0)
+            return b"\x80label"
+
+        pdf = ctx.step("label", label)
+        ctx.step("email", lambda: runs.update(["email"]))
+        return {"charge": charge["id"], "label_bytes": len(pdf)}
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the order to finish", lambda: client.get(id).state == "SUCCEEDED")
+    worker.stop()
+    t.join(10)
+    job = client.get(id)
+    assert job.result == {"charge": f"relay-{id}-charge", "label_bytes": 6}
+    assert (runs["charge"], runs["label"], runs["email"]) == (1, 2, 1)
+    assert [(s["name"], s["attempt"]) for s in job.steps] == [("charge", 1), ("label", 2), ("email", 2)]
+    assert job.steps[0]["output"] == {"id": f"relay-{id}-charge"}
+    assert job.steps[1]["output_base64"] == "gGxhYmVs"
+    assert job.steps[2]["output"] is None
+
+
+def test_a_one_argument_handler_still_gets_the_job_alone(client: Client):
+    id = client.submit("q", "plain", {"n": 2})
+    worker = Worker(client, ["q"], handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("plain")
+    def plain(job):
+        return job.payload["n"] * 2
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the job to finish", lambda: client.get(id).state == "SUCCEEDED")
+    worker.stop()
+    t.join(10)
+    assert client.get(id).result == 4
+
+
+def test_record_step_is_fenced_and_the_first_record_stands(client: Client):
+    id = client.submit("q", "fenced", max_attempts=5)
+    old = client.lease(["q"], lease_for=0.3)[0]
+    assert client.record_step(id, old.token, "charge", {"n": 1}) == (True, {"n": 1})
+    assert client.record_step(id, old.token, "charge", {"n": 2}) == (False, {"n": 1})
+    time.sleep(0.4)
+    new = client.lease(["q"], lease_for=30)[0]
+    assert new.steps[0]["name"] == "charge" and new.steps[0]["output"] == {"n": 1}
+    with pytest.raises(LeaseLost):
+        client.record_step(id, old.token, "email", "old")
+    assert client.record_step(id, new.token, "email", b"\x00") == (True, b"\x00")
+    assert [s["name"] for s in client.get(id).steps] == ["charge", "email"]
+    with pytest.raises(StepBound):
+        client.record_step(id, new.token, "big", b"x" * (1 << 20))

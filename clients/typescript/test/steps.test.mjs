@@ -1,0 +1,61 @@
+// Durable steps (issue 40) against a real `relay serve`: a handler records
+// each step's output under its lease with ctx.step, and a later attempt
+// resolves the recorded outputs without running their bodies again.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Client, LeaseLost, Retry, StepBound, Worker } from "../dist/index.js";
+import { startServer, waitFor } from "./server.mjs";
+
+let server, client;
+before(async () => {
+  server = await startServer();
+  client = new Client(server.url, { token: server.token });
+});
+after(() => server.stop());
+
+test("a retry skips the steps an earlier attempt recorded", async () => {
+  const id = await client.submit({ queue: "steps", kind: "order", payload: { cents: 4200 }, maxAttempts: 3 });
+  const runs = { charge: 0, label: 0, email: 0 };
+  const worker = new Worker(client, ["steps"], { concurrency: 2, pollMs: 300, handleSignals: false });
+  worker.handle("order", async (job, ctx) => {
+    const charge = await ctx.step("charge", async () => {
+      runs.charge++;
+      return { id: ctx.key("charge"), charge_id: "ch_1" };
+    });
+    const label = await ctx.step("label", () => {
+      runs.label++;
+      if (job.attempt === 1) throw new Retry("the label printer is off", 0);
+      return new Uint8Array([0x80, 1, 2]);
+    });
+    await ctx.step("email", () => {
+      runs.email++;
+    });
+    return { charge: charge.id, chargeId: charge.charge_id, labelBytes: label.length };
+  });
+  const run = worker.run();
+  await waitFor("the order", async () => (await client.get(id)).state === "SUCCEEDED");
+  worker.stop();
+  await run;
+  const job = await client.get(id);
+  assert.deepEqual(job.result, { charge: `relay-${id}-charge`, chargeId: "ch_1", labelBytes: 3 });
+  assert.deepEqual(runs, { charge: 1, label: 2, email: 1 });
+  assert.deepEqual(job.steps.map((s) => [s.name, s.attempt]), [["charge", 1], ["label", 2], ["email", 2]]);
+  // A step's JSON output is kept as written (its keys are not renamed).
+  assert.deepEqual(job.steps[0].output, { id: `relay-${id}-charge`, charge_id: "ch_1" });
+  assert.deepEqual(job.steps[1].output, new Uint8Array([0x80, 1, 2]));
+  assert.equal(job.steps[2].output, null);
+});
+
+test("recordStep is fenced and the first record stands", async () => {
+  const id = await client.submit({ queue: "fenced", kind: "k", maxAttempts: 5 });
+  const [old] = await client.lease(["fenced"], { leaseForMs: 300 });
+  assert.deepEqual(await client.recordStep(id, old.token, "charge", { n: 1 }), { recorded: true, output: { n: 1 } });
+  assert.deepEqual(await client.recordStep(id, old.token, "charge", { n: 2 }), { recorded: false, output: { n: 1 } });
+  await new Promise((r) => setTimeout(r, 400));
+  const [fresh] = await client.lease(["fenced"], { leaseForMs: 30_000 });
+  assert.deepEqual(fresh.steps.map((s) => [s.name, s.output]), [["charge", { n: 1 }]]);
+  await assert.rejects(client.recordStep(id, old.token, "email", "old"), LeaseLost);
+  await client.recordStep(id, fresh.token, "email", "new");
+  assert.deepEqual((await client.get(id)).steps.map((s) => s.name), ["charge", "email"]);
+  await assert.rejects(client.recordStep(id, fresh.token, "big", new Uint8Array(1 << 20)), StepBound);
+});

@@ -1,0 +1,158 @@
+//! Durable steps in the worker runtime (issue 40): `JobContext::step`
+//! records a step's output under the job's lease, and a later attempt
+//! returns it without running the step's body again.
+
+use relay::worker::{JobError, Worker};
+use relay::{JobId, JobState, LeaseRequest, NewJob, Relay};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn open() -> (tempfile::TempDir, Relay) {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = Relay::open(dir.path().join("steps.db")).unwrap();
+    (dir, relay)
+}
+
+fn run_until(worker: Worker, done: impl Fn() -> bool) {
+    let stop = worker.shutdown_handle();
+    let t = std::thread::spawn(move || worker.handle_signals(false).run().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "condition not reached in 30 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.graceful();
+    t.join().unwrap();
+}
+
+/// How many times each step body ran.
+type Runs = Arc<Mutex<HashMap<String, u32>>>;
+
+fn ran(runs: &Runs, step: &str) {
+    *runs.lock().unwrap().entry(step.to_owned()).or_default() += 1;
+}
+
+fn count(runs: &Runs, step: &str) -> u32 {
+    runs.lock().unwrap().get(step).copied().unwrap_or(0)
+}
+
+#[test]
+fn a_retry_skips_the_steps_an_earlier_attempt_recorded() {
+    let (_d, relay) = open();
+    let id = relay
+        .submit(NewJob::new("q", "order", br#"{"cents": 4200}"#.to_vec()).max_attempts(3))
+        .unwrap();
+    let runs: Runs = Arc::default();
+    let r = runs.clone();
+    let w = Worker::new(relay.clone(), ["q"]).handler("order", move |ctx| {
+        let charge: String = ctx.step("charge", || {
+            ran(&r, "charge");
+            Ok(format!("ch_{}", ctx.key("charge")))
+        })?;
+        let label: u32 = ctx.step("label", || {
+            ran(&r, "label");
+            // The first attempt fails after its first step.
+            if ctx.attempt() == 1 {
+                return Err(JobError::new("the label printer is off").retry_in(Duration::ZERO));
+            }
+            Ok(7)
+        })?;
+        ctx.step("email", || {
+            ran(&r, "email");
+            Ok(())
+        })?;
+        Ok(Some(format!("{charge} {label}").into_bytes()))
+    });
+    run_until(w, || relay.get(id).unwrap().state().is_finished());
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded);
+    assert_eq!(
+        job.result.as_deref(),
+        Some(format!("ch_relay-{}-charge 7", id.0).as_bytes())
+    );
+    assert_eq!(
+        (count(&runs, "charge"), count(&runs, "label"), count(&runs, "email")),
+        (1, 2, 1),
+        "the charge ran once; the failed label step ran again"
+    );
+    let steps: Vec<(String, u32)> = job.steps.iter().map(|s| (s.name.clone(), s.attempt)).collect();
+    assert_eq!(
+        steps,
+        [("charge".into(), 1), ("label".into(), 2), ("email".into(), 2)]
+    );
+    assert_eq!(job.steps[1].output, b"7");
+    assert_eq!(job.steps[2].output, b"null");
+}
+
+#[test]
+fn async_steps_are_recorded_once_and_answered_again() {
+    let (_d, relay) = open();
+    let a = relay.submit(NewJob::new("q", "async", b"{}".to_vec())).unwrap();
+    let runs: Runs = Arc::default();
+    let r = runs.clone();
+    let w = Worker::new(relay.clone(), ["q"]).async_handler("async", move |ctx| {
+        let r = r.clone();
+        async move {
+            let n: u64 = ctx
+                .step_async("fetch", || async {
+                    ran(&r, "fetch");
+                    Ok(41)
+                })
+                .await?;
+            // A recorded step is returned again, without its body.
+            let again: u64 = ctx
+                .step_async("fetch", || async {
+                    ran(&r, "fetch");
+                    Ok(0)
+                })
+                .await?;
+            Ok(Some((n + again).to_string().into_bytes()))
+        }
+    });
+    run_until(w, || relay.get(a).unwrap().state().is_finished());
+    assert_eq!(relay.get(a).unwrap().result.as_deref(), Some(&b"82"[..]));
+    assert_eq!(count(&runs, "fetch"), 1);
+}
+
+#[test]
+fn a_recorded_output_of_another_type_is_a_permanent_error() {
+    let (_d, relay) = open();
+    let id = relay.submit(NewJob::new("q", "typed", b"{}".to_vec())).unwrap();
+    // An earlier version of the handler recorded a string.
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    relay.record_step(id, l.token, "n", b"\"seven\"".to_vec()).unwrap();
+    relay.release(id, l.token).unwrap();
+    let w = Worker::new(relay.clone(), ["q"]).handler("typed", |ctx| {
+        let n: u32 = ctx.step("n", || Ok(7))?;
+        Ok(Some(n.to_string().into_bytes()))
+    });
+    run_until(w, || relay.get(id).unwrap().state().is_finished());
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Dead);
+    let error = job.status.last_error.unwrap_or_default();
+    assert!(error.contains("step \"n\"") && error.contains("name the step anew"), "{error}");
+}
+
+#[test]
+fn key_is_stable_per_job_and_step() {
+    let (_d, relay) = open();
+    let ids: Vec<JobId> = (0..2)
+        .map(|_| relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap())
+        .collect();
+    let keys: Arc<Mutex<Vec<(JobId, String)>>> = Arc::default();
+    let k = keys.clone();
+    let w = Worker::new(relay.clone(), ["q"]).handler("k", move |ctx| {
+        k.lock().unwrap().push((ctx.id(), ctx.key("charge")));
+        Ok(None)
+    });
+    run_until(w, || ids.iter().all(|id| relay.get(*id).unwrap().state().is_finished()));
+    let mut keys = keys.lock().unwrap().clone();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ids.iter()
+            .map(|id| (*id, format!("relay-{}-charge", id.0)))
+            .collect::<Vec<_>>()
+    );
+}
