@@ -61,6 +61,9 @@ fn compact_json(text: &str) -> String {
 /// is, without the space between tokens; bytes that are not JSON as
 /// themselves when they are printable text, else `base64:...`; nothing for
 /// none.
+/// How much of a step's output `relay show` prints, in characters.
+const STEP_OUTPUT_SHOWN: usize = 120;
+
 fn bytes_text(json: Option<&JsonText>, base64: Option<&str>) -> String {
     use base64::Engine as _;
     match (json, base64) {
@@ -263,6 +266,22 @@ impl Out {
                 },
             ),
         );
+        if j.steps.is_empty() {
+            field("steps", "-".to_owned());
+        }
+        for (i, st) in j.steps.iter().enumerate() {
+            // Each step on a line: its name, attempt, time and size, and as
+            // much of its output as fits (`relay show --json` has it whole).
+            let mut out = bytes_text(st.output.as_ref(), st.output_base64.as_deref());
+            if out.chars().count() > STEP_OUTPUT_SHOWN {
+                out = out.chars().take(STEP_OUTPUT_SHOWN).collect::<String>() + "...";
+            }
+            let bytes = if st.bytes == 1 { "byte" } else { "bytes" };
+            field(
+                if i == 0 { "steps" } else { "" },
+                format!("{} (attempt {}, at {}, {} {bytes}) {out}", st.name, st.attempt, st.at, st.bytes),
+            );
+        }
     }
 
     pub fn jobs(&self, jobs: &[wire::Job]) {

@@ -1284,3 +1284,33 @@ fn text_from_the_store_cannot_drive_the_terminal() {
     let job: Value = serde_json::from_str(shown.trim()).unwrap();
     assert_eq!(job["last_error"], hostile, "--json keeps the text as stored");
 }
+
+/// Issue 40: `relay show` lists a job's recorded steps, a line each (name,
+/// attempt, time, size, the output cut to 120 characters); `--json` has
+/// them whole.
+#[test]
+fn show_lists_a_jobs_steps() {
+    let db = db();
+    ok(&relay(&db.path, &["submit", "--queue", "q", "--kind", "k", "{}"]));
+    let shown = ok(&relay(&db.path, &["show", "1"]));
+    assert!(shown.contains("steps            -\n"), "{shown}");
+    {
+        let r = relay::Relay::open(&db.path).unwrap();
+        let l = r.lease(relay::LeaseRequest::new(["q"])).unwrap().remove(0);
+        r.record_step(l.id, l.token, "charge", br#"{"charge": "ch_1"}"#.to_vec())
+            .unwrap();
+        r.record_step(l.id, l.token, "long", format!("\"{}\"", "x".repeat(500)).into_bytes())
+            .unwrap();
+    }
+    let shown = ok(&relay(&db.path, &["show", "1"]));
+    let lines: Vec<&str> = shown.lines().filter(|l| l.contains("(attempt 1, at ")).collect();
+    assert_eq!(lines.len(), 2, "{shown}");
+    assert!(
+        lines[0].starts_with("steps            charge (attempt 1, at ") && lines[0].ends_with(r#", 18 bytes) {"charge":"ch_1"}"#),
+        "{shown}"
+    );
+    assert!(lines[1].starts_with("                 long (attempt 1, at "), "{shown}");
+    assert!(lines[1].ends_with(&format!("502 bytes) \"{}...", "x".repeat(119))), "{shown}");
+    let json = json_lines(&relay(&db.path, &["--json", "show", "1"]));
+    assert_eq!(json[0]["steps"][1]["output"].as_str().map(str::len), Some(500));
+}

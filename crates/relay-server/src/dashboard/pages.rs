@@ -323,6 +323,25 @@ fn indent_json(text: &str) -> String {
 }
 
 /// Bytes as pretty JSON when they are JSON, else their size and a hex dump.
+/// A step's output on one line: its JSON compact, or text, or the start of
+/// its bytes in hex, cut to 200 characters (a job holds up to 1,000 steps).
+fn step_text(b: &[u8]) -> String {
+    const SHOWN: usize = 200;
+    let text = match serde_json::from_slice::<serde_json::Value>(b) {
+        _ if b.is_empty() => "null".to_owned(),
+        Ok(v) => v.to_string(),
+        Err(_) => match std::str::from_utf8(b) {
+            Ok(t) if !t.chars().any(char::is_control) => t.to_owned(),
+            _ => b.iter().take(SHOWN / 3).map(|x| format!("{x:02x} ")).collect::<String>().trim_end().to_owned(),
+        },
+    };
+    if text.chars().count() > SHOWN {
+        text.chars().take(SHOWN).collect::<String>() + "…"
+    } else {
+        text
+    }
+}
+
 fn bytes_view(b: &[u8]) -> Markup {
     const SHOWN: usize = 64 * 1024;
     if b.is_empty() {
@@ -474,6 +493,23 @@ pub(crate) async fn job(
         @if let Some(r) = &job.result {
             h2 { "Result" }
             (bytes_view(r))
+        }
+        @if !job.steps.is_empty() {
+            h2 { "Steps" }
+            table.steps {
+                thead { tr { th { "Step" } th.num { "Attempt" } th { "Recorded" } th.num { "Bytes" } th { "Output" } } }
+                tbody {
+                    @for st in &job.steps {
+                        tr {
+                            td.kind { (st.name) }
+                            td.num { (st.attempt) }
+                            td { (time(st.at)) }
+                            td.num { (st.output.len()) }
+                            td { code { (step_text(&st.output)) } }
+                        }
+                    }
+                }
+            }
         }
         h2 { "Timeline" }
         @if after > 0 {
