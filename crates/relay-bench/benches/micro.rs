@@ -116,6 +116,7 @@ mod encode {
             tags: Vec::new(),
             group: None,
             progress: None,
+            steps: Vec::new(),
             status: JobStatus::new_ready(NOW, 20),
         }
     }

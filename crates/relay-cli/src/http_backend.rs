@@ -304,6 +304,7 @@ fn outcome(c: &Completion) -> wire::Outcome {
             wire::Outcome::nack(id, token, error.clone(), retry_in.map(millis))
         }
         CompletionOutcome::Snooze { delay } => wire::Outcome::release(id, token, Some(millis(*delay))),
+        CompletionOutcome::Sleep { step, until } => wire::Outcome::sleep(id, token, step.clone(), until.to_rfc3339()),
         _ => wire::Outcome::release(id, token, None),
     }
 }
@@ -328,7 +329,12 @@ fn leased(j: &wire::LeasedJob) -> Option<LeasedJob> {
         timeout: j.timeout_ms.map(Duration::from_millis),
         traceparent: j.traceparent.clone(),
         group: j.group.clone(),
-        steps: j.steps.iter().map(relay::wire::step_of).collect::<Result<_, _>>().ok()?,
+        steps: j
+            .steps
+            .iter()
+            .map(relay::wire::step_of)
+            .collect::<Result<_, _>>()
+            .ok()?,
     })
 }
 

@@ -279,7 +279,10 @@ impl Out {
             let bytes = if st.bytes == 1 { "byte" } else { "bytes" };
             field(
                 if i == 0 { "steps" } else { "" },
-                format!("{} (attempt {}, at {}, {} {bytes}) {out}", st.name, st.attempt, st.at, st.bytes),
+                format!(
+                    "{} (attempt {}, at {}, {} {bytes}) {out}",
+                    st.name, st.attempt, st.at, st.bytes
+                ),
             );
         }
     }

@@ -103,6 +103,7 @@ pub(crate) fn finished_text(f: &Finished) -> String {
         Outcome::Dead { error } => format!("dead: {}", one_line(error)),
         Outcome::Released => "released".to_owned(),
         Outcome::Snoozed { delay } => format!("snoozed for {}", humantime::format_duration(*delay)),
+        Outcome::Slept { until } => format!("asleep until {}", until.to_rfc3339()),
         Outcome::Lost => "lost its lease (another worker may run it)".to_owned(),
     };
     format!(
@@ -130,6 +131,7 @@ pub(crate) fn finished_json(f: &Finished) -> serde_json::Value {
         Outcome::Dead { error } => ("dead", Some(error.as_str())),
         Outcome::Released => ("released", None),
         Outcome::Snoozed { .. } => ("snoozed", None),
+        Outcome::Slept { .. } => ("slept", None),
         Outcome::Lost => ("lost", None),
     };
     serde_json::json!({

@@ -1306,11 +1306,15 @@ fn show_lists_a_jobs_steps() {
     let lines: Vec<&str> = shown.lines().filter(|l| l.contains("(attempt 1, at ")).collect();
     assert_eq!(lines.len(), 2, "{shown}");
     assert!(
-        lines[0].starts_with("steps            charge (attempt 1, at ") && lines[0].ends_with(r#", 18 bytes) {"charge":"ch_1"}"#),
+        lines[0].starts_with("steps            charge (attempt 1, at ")
+            && lines[0].ends_with(r#", 18 bytes) {"charge":"ch_1"}"#),
         "{shown}"
     );
     assert!(lines[1].starts_with("                 long (attempt 1, at "), "{shown}");
-    assert!(lines[1].ends_with(&format!("502 bytes) \"{}...", "x".repeat(119))), "{shown}");
+    assert!(
+        lines[1].ends_with(&format!("502 bytes) \"{}...", "x".repeat(119))),
+        "{shown}"
+    );
     let json = json_lines(&relay(&db.path, &["--json", "show", "1"]));
     assert_eq!(json[0]["steps"][1]["output"].as_str().map(str::len), Some(500));
 }

@@ -441,6 +441,9 @@ pub struct Step {
     pub output: Vec<u8>,
 }
 
+/// The longest sleep a handler may ask for (`JobContext::sleep`).
+pub const MAX_SLEEP: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
+
 /// Most steps one job may record.
 pub const MAX_STEPS: usize = 1000;
 /// Most bytes of output one job's steps may record, all together.
@@ -449,6 +452,31 @@ pub const MAX_STEP_BYTES: usize = 1 << 20;
 pub const MAX_STEP_NAME: usize = 256;
 
 impl Step {
+    /// The output a sleep's step records: when the job wakes, as
+    /// milliseconds and as RFC 3339 text (`{"sleep_until_ms": ...,
+    /// "sleep_until": "..."}`), so that a run after it passes the sleep by
+    /// and one before it sleeps until the same time.
+    pub fn sleep_output(until: Timestamp) -> Vec<u8> {
+        format!(
+            r#"{{"sleep_until_ms":{},"sleep_until":"{}"}}"#,
+            until.as_millis(),
+            until.to_rfc3339()
+        )
+        .into_bytes()
+    }
+
+    /// When a sleep's step wakes its job ([`Step::sleep_output`]); `None`
+    /// when the step is not a sleep's.
+    pub fn sleep_until(&self) -> Option<Timestamp> {
+        #[derive(serde::Deserialize)]
+        struct Sleep {
+            sleep_until_ms: i64,
+        }
+        serde_json::from_slice::<Sleep>(&self.output)
+            .ok()
+            .map(|s| Timestamp::from_millis(s.sleep_until_ms))
+    }
+
     /// The reason a step name is refused, if it is: empty, too long, or
     /// holding control characters.
     pub fn check_name(name: &str) -> Result<(), crate::InvalidInput> {

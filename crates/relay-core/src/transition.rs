@@ -110,6 +110,16 @@ pub enum Action<'a> {
         /// Bytes of its output.
         bytes: usize,
     },
+    /// The lease holder puts the job to sleep until `until` (LEASED ->
+    /// WAITING, holding no lease and no attempt; READY at once when
+    /// `until` has come): the writers make it READY at `until`
+    /// ([`Action::Promote`]), aging counted from then. A "sleeping" event.
+    Sleep {
+        /// The token of the lease sleeping.
+        token: LeaseToken,
+        /// When the job wakes.
+        until: Timestamp,
+    },
     /// A debounced submit of the job's unique key found it not started
     /// yet (WAITING, or READY or SCHEDULED and never leased): it runs at
     /// `ready_at` instead, pushed back by the debounce window (SCHEDULED
@@ -135,8 +145,9 @@ pub enum Action<'a> {
         /// The state it ended in; `None` when it was deleted unfinished.
         state: Option<JobState>,
     },
-    /// A SCHEDULED or RETRYING job's time has come: READY (no event; the
-    /// writers promote due jobs so that counts show them ready).
+    /// A SCHEDULED or RETRYING job's time has come, or a sleeping one's
+    /// (WAITING on no other job): READY (no event; the writers promote due
+    /// jobs so that counts show them ready).
     Promote,
 }
 
@@ -158,6 +169,7 @@ impl Action<'_> {
             Self::Debounce { .. } => "debounce",
             Self::Progress { .. } => "progress",
             Self::Step { .. } => "step",
+            Self::Sleep { .. } => "sleep",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
             Self::Promote => "promote",
@@ -210,6 +222,9 @@ pub enum EventKind {
     Progress,
     /// Its lease holder recorded a step's output.
     Step,
+    /// Its lease holder put it to sleep: WAITING until a time, holding no
+    /// lease.
+    Sleeping,
 }
 
 impl EventKind {
@@ -229,6 +244,7 @@ impl EventKind {
             Self::Debounced => "debounced",
             Self::Progress => "progress",
             Self::Step => "step",
+            Self::Sleeping => "sleeping",
         }
     }
 }
@@ -529,9 +545,29 @@ pub fn transition(
             }
             Ok(update(cur.clone(), EventKind::Progress, data))
         }
+        Action::Sleep { token, until } => {
+            holder(id, cur, token, now, action.name())?;
+            let mut s = cur.clone();
+            s.attempts = cur.attempts.saturating_sub(1);
+            s.lease = None;
+            s.waiting_on = 0;
+            if until <= now {
+                s.state = JobState::Ready;
+                s.ready_at = now;
+            } else {
+                s.state = JobState::Waiting;
+                s.ready_at = until;
+            }
+            let data = json!({"token": token.0, "until": until.to_rfc3339()});
+            Ok(update(s, EventKind::Sleeping, data))
+        }
         Action::Step { token, name, bytes } => {
             holder(id, cur, token, now, "record a step of")?;
-            Ok(update(cur.clone(), EventKind::Step, json!({ "name": name, "bytes": bytes })))
+            Ok(update(
+                cur.clone(),
+                EventKind::Step,
+                json!({ "name": name, "bytes": bytes }),
+            ))
         }
         Action::Debounce { ready_at } => {
             if !cur.not_started() {
@@ -546,7 +582,10 @@ pub fn transition(
             Ok(update(s, EventKind::Debounced, data))
         }
         Action::Promote => {
-            if !matches!(cur.state, JobState::Scheduled | JobState::Retrying) || cur.ready_at > now {
+            // A sleeping job (WAITING on no other job) wakes as a
+            // SCHEDULED one comes due.
+            let sleeping = cur.state == JobState::Waiting && cur.waiting_on == 0;
+            if !(matches!(cur.state, JobState::Scheduled | JobState::Retrying) || sleeping) || cur.ready_at > now {
                 return Err(invalid());
             }
             let mut s = cur.clone();

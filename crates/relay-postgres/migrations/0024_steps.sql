@@ -1,4 +1,9 @@
--- The steps a job's handlers have recorded (issue 40), as
+-- Durable execution (issue 40). The steps a job's handlers have recorded (issue 40), as
 -- relay_store::decode::steps_bytes writes them. NULL: none. On the job's
 -- row, as the SQLite store's version 18 says why.
 ALTER TABLE relay_jobs ADD COLUMN steps BYTEA;
+
+-- A sleeping job: WAITING on no other job until its ready_at (the SQLite
+-- store's version 18 says how these are read).
+CREATE INDEX relay_jobs_sleeping ON relay_jobs (ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
+CREATE INDEX relay_jobs_sleeping_queue ON relay_jobs (queue, ready_at) WHERE state = 'WAITING' AND waiting_on = 0;

@@ -111,6 +111,7 @@ fn outcome(kind: &str, extra: Value) -> Value {
     let mut item = json!({"type": "object", "additionalProperties": false, "required": ["id", "token", "outcome"], "properties": props});
     match kind {
         "nack" => item["required"] = json!(["id", "token", "outcome", "error"]),
+        "sleep" => item["required"] = json!(["id", "token", "outcome", "step", "until"]),
         "ack" => item["not"] = json!({"required": ["result", "result_base64"]}),
         _ => {}
     }
@@ -135,7 +136,9 @@ fn work_body() -> Value {
                         outcome("nack", json!({"error": {"type": "string"},
                             "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
                             "permanent": {"type": "boolean", "description": "DEAD now (retry_in_ms is then ignored)."}})),
-                        outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}}))]}},
+                        outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}})),
+                        outcome("sleep", json!({"step": {"type": "string", "minLength": 1, "maxLength": 256},
+                            "until": {"type": "string", "format": "date-time"}}))]}},
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
 

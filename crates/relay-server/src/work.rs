@@ -91,6 +91,7 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
         ))
     };
     let has_result = o.result.is_some() || o.result_base64.is_some();
+    let has_sleep = o.step.is_some() || o.until.is_some();
     match o.outcome {
         K::Ack => {
             if let Some(f) = [
@@ -98,6 +99,8 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 (o.retry_in_ms.is_some(), "retry_in_ms"),
                 (o.permanent, "permanent"),
                 (o.in_ms.is_some(), "in_ms"),
+                (o.step.is_some(), "step"),
+                (o.until.is_some(), "until"),
             ]
             .iter()
             .find_map(|(given, f)| given.then_some(*f))
@@ -111,8 +114,14 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             ))
         }
         K::Nack => {
-            if has_result || o.in_ms.is_some() {
-                return Err(stray(if has_result { "result" } else { "in_ms" }));
+            if has_result || o.in_ms.is_some() || has_sleep {
+                return Err(stray(if has_result {
+                    "result"
+                } else if has_sleep {
+                    "step or until"
+                } else {
+                    "in_ms"
+                }));
             }
             let Some(error) = o.error else {
                 return Err(ApiError::bad_request(format!(
@@ -128,13 +137,26 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             })
         }
         K::Release => {
-            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || has_sleep {
                 return Err(stray("a field other than in_ms"));
             }
             Ok(match ms("in_ms", o.in_ms)? {
                 Some(delay) => Completion::snooze(id, token, delay),
                 None => Completion::release(id, token),
             })
+        }
+        K::Sleep => {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || o.in_ms.is_some() {
+                return Err(stray("a field other than step and until"));
+            }
+            let (Some(step), Some(until)) = (o.step, o.until) else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a sleep needs its step and until",
+                    o.id
+                )));
+            };
+            let until = conv::rfc3339("until", &until)?;
+            Ok(Completion::sleep(id, token, step, until))
         }
     }
 }

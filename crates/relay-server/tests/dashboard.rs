@@ -268,7 +268,12 @@ fn markup_in_every_field_renders_as_text() {
     // Steps (issue 40) named and holding markup, as JSON and as bytes.
     let bin_lease = l.iter().find(|j| j.id == binary).unwrap();
     d.relay
-        .record_step(binary, bin_lease.token, x, serde_json::to_vec(&serde_json::json!({"html": x})).unwrap())
+        .record_step(
+            binary,
+            bin_lease.token,
+            x,
+            serde_json::to_vec(&serde_json::json!({"html": x})).unwrap(),
+        )
         .unwrap();
     d.relay
         .record_step(binary, bin_lease.token, "raw", format!("\u{1}{x}").into_bytes())
@@ -321,7 +326,10 @@ fn markup_in_every_field_renders_as_text() {
     );
     let bin = d.get(&format!("/jobs/{}", binary.0), &[]).body;
     assert!(bin.contains("bytes, not JSON") && bin.contains("01 3c 73 63"), "{bin}");
-    assert!(bin.contains("<h2>Steps</h2>") && bin.contains("<td class=\"kind\">raw</td>"), "{bin}");
+    assert!(
+        bin.contains("<h2>Steps</h2>") && bin.contains("<td class=\"kind\">raw</td>"),
+        "{bin}"
+    );
 }
 
 /// The tags of a page as the browser parses them (text between `<` and

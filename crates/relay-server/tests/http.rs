@@ -1524,7 +1524,13 @@ fn a_step_is_recorded_by_the_holder_and_leased_with_the_job() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["name"].as_str().unwrap(), &s["output"], s["attempt"].as_i64().unwrap()))
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                &s["output"],
+                s["attempt"].as_i64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         names,

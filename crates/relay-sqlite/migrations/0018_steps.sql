@@ -1,4 +1,4 @@
--- Relay schema, version 18: the steps a job's handlers have recorded
+-- Relay schema, version 18: durable execution (issue 40). The steps a job's handlers have recorded
 -- (issue 40), in the order they were recorded, as
 -- relay_store::decode::steps_bytes writes them (binary: a format byte, a
 -- count, then each step's name, attempt, time and output). NULL: none.
@@ -8,3 +8,13 @@
 -- A job's steps are bounded (1,000 steps, 1 MiB of output). The
 -- PostgreSQL store's 0024 does the same.
 ALTER TABLE jobs ADD COLUMN steps BLOB;
+
+-- A job put to sleep by its handler is WAITING on no other job
+-- (`waiting_on` 0) until its `ready_at`, holding no lease; the writers make
+-- it READY then, as they promote a SCHEDULED job. The reap reads the due
+-- ones in order of their time, whatever their queue (jobs_sleeping), and a
+-- lease waiting on a queue wakes at its first sleeper's time
+-- (jobs_sleeping_queue). Jobs waiting on others (`waiting_on` > 0) are in
+-- neither: time never wakes them.
+CREATE INDEX jobs_sleeping ON jobs (ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
+CREATE INDEX jobs_sleeping_queue ON jobs (queue, ready_at) WHERE state = 'WAITING' AND waiting_on = 0;

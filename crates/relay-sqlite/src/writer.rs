@@ -827,7 +827,11 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
         }
         // After the inserts: a job inserted in this batch may take fields too.
         for f in &c.fields {
-            if self.exec(&crate::sql::JOB_SET_FIELDS, params![f.id.0, f.payload, f.progress, f.steps])? != 1 {
+            if self.exec(
+                &crate::sql::JOB_SET_FIELDS,
+                params![f.id.0, f.payload, f.progress, f.steps],
+            )? != 1
+            {
                 return Err(unmatched(f.id));
             }
         }

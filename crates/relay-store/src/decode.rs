@@ -272,7 +272,9 @@ impl RawStatus {
             _ => return Err(StoreError::corrupt(job, format!("{state} job holds a lease"))),
         };
         let waiting_on = count(job, "waiting_on", self.waiting_on)?;
-        if (state == JobState::Waiting) != (waiting_on > 0) {
+        // Only a WAITING job waits on others; one WAITING on none sleeps
+        // until its ready_at (issue 40).
+        if state != JobState::Waiting && waiting_on > 0 {
             return Err(StoreError::corrupt(
                 job,
                 format!("{state} job with waiting_on {waiting_on}"),
@@ -320,7 +322,13 @@ mod tests {
         for cut in 0..b.len() {
             let e = super::steps(JobId(4), &b[..cut]);
             assert!(
-                matches!(e, Err(StoreError::Corrupt { job: Some(JobId(4)), .. })),
+                matches!(
+                    e,
+                    Err(StoreError::Corrupt {
+                        job: Some(JobId(4)),
+                        ..
+                    })
+                ),
                 "cut at {cut}: {e:?}"
             );
         }

@@ -218,6 +218,8 @@ macro_rules! conformance {
             steps::recorded_steps_come_with_every_later_lease,
             steps::a_stale_lease_cannot_record_a_step,
             steps::steps_are_bounded_per_job,
+            steps::a_sleeping_job_holds_no_lease_until_its_time,
+            steps::sleepers_wake_by_the_reap_and_cancel_ends_a_sleep,
             lifecycle::expired_and_lost_leases_are_counted,
             lifecycle::queue_waits_are_histograms_by_queue_and_kind,
             lifecycle::outcomes_and_run_times_by_queue_and_kind,

@@ -38,7 +38,12 @@ pub fn recorded_steps_come_with_every_later_lease(new_db: &NewDb) {
     assert!(first.steps.is_empty(), "a new job has no steps");
     clock.advance(Duration::from_millis(5));
     let recorded_at = clock.now();
-    assert_eq!(relay.record_step(id, first.token, "charge", br#"{"charge":"ch_1"}"#.to_vec()).unwrap(), None);
+    assert_eq!(
+        relay
+            .record_step(id, first.token, "charge", br#"{"charge":"ch_1"}"#.to_vec())
+            .unwrap(),
+        None
+    );
     // The same name again, with another output: the first stands, and it
     // is answered so the handler goes on with it.
     let again = relay
@@ -60,13 +65,19 @@ pub fn recorded_steps_come_with_every_later_lease(new_db: &NewDb) {
     let second = lease_one(&relay, lease_for);
     assert_eq!(second.attempt, 2);
     assert_eq!(names(&second.steps), want);
-    relay.record_step(id, second.token, "email", b"\"sent\"".to_vec()).unwrap();
+    relay
+        .record_step(id, second.token, "email", b"\"sent\"".to_vec())
+        .unwrap();
     // The lease expires: the next lease has all three.
     clock.advance(lease_for);
     let third = lease_one(&relay, lease_for);
     assert_eq!(third.attempt, 3);
     assert_eq!(
-        third.steps.iter().map(|s| (s.name.as_str(), s.attempt)).collect::<Vec<_>>(),
+        third
+            .steps
+            .iter()
+            .map(|s| (s.name.as_str(), s.attempt))
+            .collect::<Vec<_>>(),
         [("charge", 1), ("label", 1), ("email", 2)]
     );
     // Its last attempt fails: DEAD, and a retry keeps the steps.
@@ -104,7 +115,10 @@ pub fn a_stale_lease_cannot_record_a_step(new_db: &NewDb) {
     assert!(matches!(stale, Err(Error::LeaseLost { id: j }) if j == id), "{stale:?}");
     assert!(relay.get(id).unwrap().steps.is_empty(), "the stale record left nothing");
     assert_eq!(kinds(&relay, id).len(), events, "nor an event");
-    assert_eq!(relay.record_step(id, new.token, "charge", b"\"new\"".to_vec()).unwrap(), None);
+    assert_eq!(
+        relay.record_step(id, new.token, "charge", b"\"new\"".to_vec()).unwrap(),
+        None
+    );
     let stale = relay.record_step(id, old.token, "charge", b"\"old\"".to_vec());
     assert!(matches!(stale, Err(Error::LeaseLost { .. })), "{stale:?}");
     let steps = relay.get(id).unwrap().steps;
@@ -137,12 +151,18 @@ pub fn steps_are_bounded_per_job(new_db: &NewDb) {
     let l = lease_one(&relay, Duration::from_secs(300));
     for bad in ["", "a\nb", &"s".repeat(relay::MAX_STEP_NAME + 1)] {
         assert!(
-            matches!(relay.record_step(id, l.token, bad, Vec::new()), Err(Error::InvalidInput(_))),
+            matches!(
+                relay.record_step(id, l.token, bad, Vec::new()),
+                Err(Error::InvalidInput(_))
+            ),
             "{bad:?}"
         );
     }
     let big = vec![7u8; relay::MAX_STEP_BYTES + 1];
-    assert!(matches!(relay.record_step(id, l.token, "big", big), Err(Error::InvalidInput(_))));
+    assert!(matches!(
+        relay.record_step(id, l.token, "big", big),
+        Err(Error::InvalidInput(_))
+    ));
     // Bytes: 1 MiB in all.
     let half = vec![1u8; relay::MAX_STEP_BYTES / 2];
     relay.record_step(id, l.token, "a", half.clone()).unwrap();
@@ -167,4 +187,108 @@ pub fn steps_are_bounded_per_job(new_db: &NewDb) {
     assert_eq!(relay.get(id2).unwrap().steps.len(), relay::MAX_STEPS);
     relay.ack(id, l.token, None).unwrap();
     relay.ack(id2, l2.token, None).unwrap();
+}
+
+/// A sleep gives the lease and the attempt back: the job is WAITING,
+/// holding no place in its queue's `max_leased`, until its time, when a
+/// claim takes it (READY, aging counted from then) with its steps, the
+/// sleep's among them. Counted WAITING; a stale token sleeps nothing.
+pub fn a_sleeping_job_holds_no_lease_until_its_time(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    relay
+        .set_queue_limits(
+            "q",
+            relay::QueueLimits {
+                max_leased: Some(1),
+                ..relay::QueueLimits::default()
+            },
+        )
+        .unwrap();
+    let lease_for = Duration::from_secs(30);
+    let a = relay.submit(NewJob::new("q", "sleeper", b"{}".to_vec())).unwrap();
+    let first = lease_one(&relay, lease_for);
+    assert_eq!((first.id, first.attempt), (a, 1));
+    relay.record_step(a, first.token, "charge", b"1".to_vec()).unwrap();
+    let b = relay.submit(NewJob::new("q", "other", b"{}".to_vec())).unwrap();
+    assert!(
+        relay.lease(LeaseRequest::new(["q"]).worker("w")).unwrap().is_empty(),
+        "max_leased 1 is taken by the sleeper-to-be"
+    );
+    let hour = Duration::from_secs(3600);
+    let until = clock.now().plus(hour);
+    // A stale token sleeps nothing.
+    let stale = relay.sleep(a, LeaseToken(first.token.0 - 1), "nap", until);
+    assert!(matches!(stale, Err(Error::LeaseLost { .. })), "{stale:?}");
+    let s = relay.sleep(a, first.token, "nap", until).unwrap();
+    assert_eq!((s.state, s.ready_at, s.attempts), (relay::JobState::Waiting, until, 0));
+    let job = relay.get(a).unwrap();
+    assert!(job.status.lease.is_none());
+    assert_eq!(job.steps.len(), 2, "the sleep is recorded as a step");
+    assert_eq!(job.steps[1].sleep_until(), Some(until));
+    assert_eq!(kinds(&relay, a).last().map(String::as_str), Some("sleeping"));
+    assert_eq!(relay.stats().unwrap().queues["q"].counts[&relay::JobState::Waiting], 1);
+    // Its max_leased slot is free: the other job runs meanwhile.
+    let other = lease_one(&relay, lease_for);
+    assert_eq!(other.id, b);
+    relay.ack(b, other.token, None).unwrap();
+    // Not before its time...
+    clock.advance(hour - Duration::from_millis(1));
+    assert!(relay.lease(LeaseRequest::new(["q"]).worker("w")).unwrap().is_empty());
+    assert_eq!(relay.get(a).unwrap().state(), relay::JobState::Waiting);
+    // ...and at it: leased again, the same attempt, with both steps.
+    clock.advance(Duration::from_millis(1));
+    let again = lease_one(&relay, lease_for);
+    assert_eq!((again.id, again.attempt), (a, 1));
+    assert_eq!(
+        again.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["charge", "nap"]
+    );
+    // The same sleep asked again (a run that did not pass it) sleeps until
+    // the recorded time, which has come: READY at once, no second record.
+    let s = relay.sleep(a, again.token, "nap", clock.now().plus(hour)).unwrap();
+    assert_eq!(s.state, relay::JobState::Ready);
+    let again = lease_one(&relay, lease_for);
+    relay.ack(a, again.token, None).unwrap();
+    assert_eq!(relay.get(a).unwrap().steps.len(), 2);
+}
+
+/// Sleeping jobs come due by the reap as SCHEDULED ones do, whatever the
+/// batch: an idle reap makes them READY (counted), and one that wakes
+/// before its lessee makes it READY; a cancelled sleeper never wakes; a
+/// job waiting on another job is never woken by time.
+pub fn sleepers_wake_by_the_reap_and_cancel_ends_a_sleep(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let lease_for = Duration::from_secs(30);
+    let ids: Vec<JobId> = (0..3)
+        .map(|_| relay.submit(NewJob::new("q", "s", b"{}".to_vec())).unwrap())
+        .collect();
+    let parent = relay.submit(NewJob::new("p", "parent", b"{}".to_vec())).unwrap();
+    let child = relay
+        .submit(NewJob::new("q", "child", b"{}".to_vec()).depends_on([parent]))
+        .unwrap();
+    let leases = relay
+        .lease(LeaseRequest::new(["q"]).max(3).lease_for(lease_for).worker("w"))
+        .unwrap();
+    assert_eq!(leases.len(), 3);
+    let minute = Duration::from_secs(60);
+    for (i, l) in leases.iter().enumerate() {
+        let until = clock.now().plus(minute * (i as u32 + 1));
+        relay.sleep(l.id, l.token, "wait", until).unwrap();
+    }
+    relay.cancel(leases[2].id).unwrap();
+    let waiting = |relay: &Relay| relay.stats().unwrap().queues["q"].counts[&relay::JobState::Waiting];
+    assert_eq!(waiting(&relay), 3, "two sleepers and the dependent");
+    clock.advance(minute * 10);
+    assert_eq!(relay.reap_expired().unwrap(), 0, "no lease expired");
+    let states: Vec<relay::JobState> = ids.iter().map(|id| relay.get(*id).unwrap().state()).collect();
+    assert_eq!(
+        states,
+        [
+            relay::JobState::Ready,
+            relay::JobState::Ready,
+            relay::JobState::Cancelled
+        ]
+    );
+    assert_eq!(relay.get(child).unwrap().state(), relay::JobState::Waiting);
+    assert_eq!(waiting(&relay), 1, "only the dependent waits");
 }

@@ -78,6 +78,7 @@ pub use request::{
 };
 pub use store_url::StoreUrl;
 
+pub use relay_core::job::{MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME};
 pub use relay_core::periodic::time_zones;
 pub use relay_core::presence;
 pub use relay_core::presence::worker_id;
@@ -88,7 +89,6 @@ pub use relay_core::{
     ManualClock, Priority, Progress, QueueLimits, RateLimit, Recurrence, Retention, RetryPolicy, Running, Schedule,
     Step, SystemClock, Timestamp, WorkerBeat, WorkerRecord, WorkerState,
 };
-pub use relay_core::job::{MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME};
 /// The PostgreSQL drivers [`Relay::submit_in_pg`] and
 /// [`AsyncRelay::submit_in_pg`] take transactions of.
 #[cfg(feature = "postgres")]

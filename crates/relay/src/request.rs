@@ -600,6 +600,15 @@ pub enum CompletionOutcome {
     },
     /// Like `release`: READY again now, the attempt not counted.
     Release,
+    /// Like [`crate::Relay::sleep`]: the step `step` recorded, WAITING
+    /// until `until` (a step of that name recorded earlier wins, its time
+    /// with it), holding no lease, the attempt not counted.
+    Sleep {
+        /// The sleep's step name.
+        step: String,
+        /// When the job wakes.
+        until: Timestamp,
+    },
 }
 
 impl Completion {
@@ -633,6 +642,18 @@ impl Completion {
             id,
             token,
             outcome: CompletionOutcome::Snooze { delay },
+        }
+    }
+
+    /// Asleep until `until` under step `step`: as [`crate::Relay::sleep`].
+    pub fn sleep(id: JobId, token: LeaseToken, step: impl Into<String>, until: Timestamp) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Sleep {
+                step: step.into(),
+                until,
+            },
         }
     }
 

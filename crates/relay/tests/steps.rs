@@ -77,10 +77,7 @@ fn a_retry_skips_the_steps_an_earlier_attempt_recorded() {
         "the charge ran once; the failed label step ran again"
     );
     let steps: Vec<(String, u32)> = job.steps.iter().map(|s| (s.name.clone(), s.attempt)).collect();
-    assert_eq!(
-        steps,
-        [("charge".into(), 1), ("label".into(), 2), ("email".into(), 2)]
-    );
+    assert_eq!(steps, [("charge".into(), 1), ("label".into(), 2), ("email".into(), 2)]);
     assert_eq!(job.steps[1].output, b"7");
     assert_eq!(job.steps[2].output, b"null");
 }
@@ -131,7 +128,10 @@ fn a_recorded_output_of_another_type_is_a_permanent_error() {
     let job = relay.get(id).unwrap();
     assert_eq!(job.state(), JobState::Dead);
     let error = job.status.last_error.unwrap_or_default();
-    assert!(error.contains("step \"n\"") && error.contains("name the step anew"), "{error}");
+    assert!(
+        error.contains("step \"n\"") && error.contains("name the step anew"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -155,4 +155,69 @@ fn key_is_stable_per_job_and_step() {
             .map(|id| (*id, format!("relay-{}-charge", id.0)))
             .collect::<Vec<_>>()
     );
+}
+
+/// A sleep holds no worker: with one slot, a job asleep for 600 ms lets
+/// another job run meanwhile; it wakes, is leased again (the same attempt)
+/// and goes on after the sleep, its steps not run again; it is leased
+/// within a second of its time (issue 40's target), here with the worker
+/// long-polling its queue.
+#[test]
+fn a_sleep_frees_the_worker_and_the_job_goes_on_after_it() {
+    let (_d, relay) = open();
+    let sleeper = relay.submit(NewJob::new("q", "sleeper", b"{}".to_vec())).unwrap();
+    let runs: Runs = Arc::default();
+    let r = runs.clone();
+    let order: Arc<Mutex<Vec<String>>> = Arc::default();
+    let o = order.clone();
+    let o2 = order.clone();
+    let relay2 = relay.clone();
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(1)
+        .handler("sleeper", move |ctx| {
+            ctx.step("before", || {
+                ran(&r, "before");
+                o.lock().unwrap().push("before".into());
+                // Submitted while this one runs: it runs while this sleeps.
+                relay2.submit(NewJob::new("q", "other", b"{}".to_vec())).unwrap();
+                Ok(())
+            })?;
+            ctx.sleep("nap", Duration::from_millis(600))?;
+            ctx.step("after", || {
+                ran(&r, "after");
+                o.lock().unwrap().push("after".into());
+                Ok(())
+            })?;
+            Ok(None)
+        })
+        .handler("other", move |_| {
+            o2.lock().unwrap().push("other".into());
+            Ok(None)
+        });
+    run_until(w, || relay.get(sleeper).unwrap().state().is_finished());
+    assert_eq!(*order.lock().unwrap(), ["before", "other", "after"]);
+    assert_eq!((count(&runs, "before"), count(&runs, "after")), (1, 1));
+    let job = relay.get(sleeper).unwrap();
+    assert_eq!((job.state(), job.status.attempts), (JobState::Succeeded, 1));
+    let until = job.steps[1].sleep_until().expect("the sleep's step");
+    let events = relay.events(sleeper).unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "submitted",
+            "leased",
+            "step",
+            "step",
+            "sleeping",
+            "leased",
+            "step",
+            "succeeded"
+        ]
+    );
+    let woke = events[5].at;
+    assert!(woke >= until, "leased again at {woke:?}, before its time {until:?}");
+    let late = woke.since(until);
+    eprintln!("leased again {late:?} after its time");
+    assert!(late < Duration::from_secs(1), "leased {late:?} after its time");
 }

@@ -32,6 +32,9 @@ pub enum OutcomeKind {
     Nack,
     /// Given back, the attempt not counted (`in_ms`: not before then).
     Release,
+    /// Put to sleep under step `step` until `until`: WAITING, holding no
+    /// lease, the attempt not counted.
+    Sleep,
 }
 
 impl OutcomeKind {
@@ -41,6 +44,7 @@ impl OutcomeKind {
             Self::Ack => "ack",
             Self::Nack => "nack",
             Self::Release => "release",
+            Self::Sleep => "sleep",
         }
     }
 }
@@ -74,6 +78,13 @@ pub struct Outcome {
     /// A release: READY again only after this long (a snooze).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_ms: Option<u64>,
+    /// A sleep: its step's name (a step of that name recorded earlier
+    /// wins, its time with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// A sleep: when the job wakes (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 impl Outcome {
@@ -88,6 +99,17 @@ impl Outcome {
             retry_in_ms: None,
             permanent: false,
             in_ms: None,
+            step: None,
+            until: None,
+        }
+    }
+
+    /// Asleep under step `step` until `until` (RFC 3339).
+    pub fn sleep(id: i64, token: i64, step: impl Into<String>, until: impl Into<String>) -> Self {
+        Self {
+            step: Some(step.into()),
+            until: Some(until.into()),
+            ..Self::new(id, token, OutcomeKind::Sleep)
         }
     }
 

@@ -97,6 +97,10 @@ fn actions() -> Vec<Action<'static>> {
             name: "charge",
             bytes: 12,
         },
+        Action::Sleep {
+            token,
+            until: T0.plus(d),
+        },
         Action::Release { token },
         Action::Snooze { token, delay: d },
         Action::Expire {
@@ -146,6 +150,7 @@ fn every_state_action_pair() {
                 (Leased, "extend" | "progress" | "step") => Some(Leased),
                 (Leased, "release") => Some(Ready),
                 (Leased, "snooze") => Some(Scheduled),
+                (Leased, "sleep") => Some(Waiting),
                 (Leased, "expire") => Some(Ready),
                 (Ready | Scheduled | Retrying | Leased | Waiting, "cancel") => Some(Cancelled),
                 (Dead | Cancelled, "retry") => Some(Ready),
@@ -166,7 +171,7 @@ fn every_state_action_pair() {
                 (None, Err(e)) => {
                     let lease_action = matches!(
                         action.name(),
-                        "ack" | "nack" | "extend" | "progress" | "step" | "release" | "snooze"
+                        "ack" | "nack" | "extend" | "progress" | "step" | "sleep" | "release" | "snooze"
                     );
                     // A lease action on a job that is not finished has lost
                     // its lease; on a finished one it is told the state.
@@ -614,6 +619,67 @@ fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
 }
 
 #[test]
+fn a_sleep_gives_the_lease_and_the_attempt_back_until_its_time() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let until = T0.plus(Duration::from_secs(3600));
+    let next = transition(
+        JobId(9),
+        &leased,
+        Action::Sleep {
+            token: LeaseToken(7),
+            until,
+        },
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    let s = next.status();
+    assert_eq!(
+        (s.state, s.ready_at, s.lease.is_none(), s.attempts, s.waiting_on),
+        (JobState::Waiting, until, true, leased.attempts - 1, 0)
+    );
+    assert_eq!(next.event().unwrap().kind.as_str(), "sleeping");
+    // Not before its time; at it, READY (aging counted from then).
+    assert!(transition(
+        JobId(9),
+        &s,
+        Action::Promote,
+        &ctx(&p, Timestamp::from_millis(until.as_millis() - 1))
+    )
+    .is_err());
+    let woke = transition(JobId(9), &s, Action::Promote, &ctx(&p, until)).unwrap();
+    assert_eq!((woke.status().state, woke.status().ready_at), (JobState::Ready, until));
+    // A job waiting on other jobs is never woken by time.
+    let mut deps = s.clone();
+    deps.waiting_on = 1;
+    assert!(transition(JobId(9), &deps, Action::Promote, &ctx(&p, until)).is_err());
+    // A sleep whose time has come is READY at once; a stale token sleeps nothing.
+    let now = transition(
+        JobId(9),
+        &leased,
+        Action::Sleep {
+            token: LeaseToken(7),
+            until: T0,
+        },
+        &ctx(&p, T0),
+    )
+    .unwrap();
+    assert_eq!(now.status().state, JobState::Ready);
+    assert!(matches!(
+        transition(
+            JobId(9),
+            &leased,
+            Action::Sleep {
+                token: LeaseToken(6),
+                until
+            },
+            &ctx(&p, T0)
+        ),
+        Err(TransitionError::LeaseLost { .. })
+    ));
+}
+
+#[test]
 fn a_step_record_changes_nothing_but_the_log_and_needs_the_lease() {
     let p = policy();
     let leased = status(JobState::Leased);
@@ -627,7 +693,10 @@ fn a_step_record_changes_nothing_but_the_log_and_needs_the_lease() {
     let e = next.event().unwrap();
     assert_eq!(e.kind.as_str(), "step");
     let data: Value = serde_json::from_str(&e.data).unwrap();
-    assert_eq!((data["name"].as_str(), data["bytes"].as_u64()), (Some("charge"), Some(17)));
+    assert_eq!(
+        (data["name"].as_str(), data["bytes"].as_u64()),
+        (Some("charge"), Some(17))
+    );
     // A stale token (the job leased again since) and an expired lease.
     assert!(matches!(
         transition(JobId(9), &leased, record(6), &ctx(&p, T0)),

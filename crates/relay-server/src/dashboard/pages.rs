@@ -332,7 +332,13 @@ fn step_text(b: &[u8]) -> String {
         Ok(v) => v.to_string(),
         Err(_) => match std::str::from_utf8(b) {
             Ok(t) if !t.chars().any(char::is_control) => t.to_owned(),
-            _ => b.iter().take(SHOWN / 3).map(|x| format!("{x:02x} ")).collect::<String>().trim_end().to_owned(),
+            _ => b
+                .iter()
+                .take(SHOWN / 3)
+                .map(|x| format!("{x:02x} "))
+                .collect::<String>()
+                .trim_end()
+                .to_owned(),
         },
     };
     if text.chars().count() > SHOWN {

@@ -258,11 +258,31 @@ impl Engine {
     pub(crate) fn complete_op(&self, batch: Vec<Completion>) -> Pending<Vec<Result<JobStatus>>> {
         let batch = self.checked_completions(batch);
         let ids: Vec<JobId> = batch.iter().map(|(c, _)| c.id).collect();
+        // A sleep reads the job's steps: never planned unread.
+        let reads_row = batch
+            .iter()
+            .any(|(c, _)| matches!(c.outcome, CompletionOutcome::Sleep { .. }));
         let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| complete_each(plan, ctx, &batch);
         match ids.as_slice() {
-            [id] => Pending::held(*id, work),
+            [id] if !reads_row => Pending::held(*id, work),
             _ => Pending::new(Hint::Jobs(ids), work),
         }
+    }
+
+    /// A lease holder puts its job to sleep until `until` under step `step`
+    /// (see [`crate::Relay::sleep`]); returns its new status.
+    pub(crate) fn sleep_op(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        step: &str,
+        until: Timestamp,
+    ) -> Result<Pending<JobStatus>> {
+        check_sleep(step, until, self.options.clock.now())?;
+        let step = step.to_owned();
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::sleep(plan, ctx, id, token, &step, until)
+        }))
     }
 
     /// [`Self::complete_op`], then a claim (without waiting) in the same
@@ -310,6 +330,9 @@ impl Engine {
                         *error = error_text(error);
                         None
                     }
+                    CompletionOutcome::Sleep { step, until } => check_sleep(step, *until, self.options.clock.now())
+                        .err()
+                        .map(crate::Error::from),
                     _ => None,
                 };
                 (c, refused)
@@ -459,6 +482,12 @@ fn complete_each(
             continue;
         }
         let token = c.token;
+        if let CompletionOutcome::Sleep { step, until } = &c.outcome {
+            let m = plan.mark();
+            let r = ops::sleep(plan, ctx, c.id, token, step, *until);
+            out.push(settle(plan, m, r)?);
+            continue;
+        }
         let (action, result) = match &c.outcome {
             CompletionOutcome::Ack { result } => (Action::Ack { token }, result.as_deref()),
             CompletionOutcome::Nack {
@@ -475,13 +504,30 @@ fn complete_each(
                 (a, None)
             }
             CompletionOutcome::Snooze { delay } => (Action::Snooze { token, delay: *delay }, None),
-            CompletionOutcome::Release => (Action::Release { token }, None),
+            CompletionOutcome::Release | CompletionOutcome::Sleep { .. } => (Action::Release { token }, None),
         };
         let m = plan.mark();
         let r = ops::act(plan, ctx, c.id, action, result);
         out.push(settle(plan, m, r)?);
     }
     Ok(out)
+}
+
+/// The reason a sleep is refused before it is sent: a bad step name, or a
+/// wake-up further off than [`relay_core::job::MAX_SLEEP`].
+fn check_sleep(step: &str, until: Timestamp, now: Timestamp) -> Result<(), relay_core::InvalidInput> {
+    relay_core::Step::check_name(step)?;
+    if until > now.plus(relay_core::job::MAX_SLEEP) {
+        return Err(relay_core::InvalidInput::new(
+            "until",
+            format!(
+                "a sleep ends within {} days, got {}",
+                relay_core::job::MAX_SLEEP.as_secs() / 86_400,
+                until.to_rfc3339()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Keeps what an item planned since `m` if it succeeded, undoes it if it

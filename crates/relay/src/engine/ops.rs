@@ -433,6 +433,30 @@ pub(crate) fn record_step(
     Ok(None)
 }
 
+/// Puts job `id` to sleep until `until` under lease `token`: records step
+/// `step` (its output the wake-up time), then gives the lease back until
+/// then (see `Action::Sleep`). A step of that name recorded earlier (a
+/// sleep an earlier run began) wins, and the job sleeps until its time.
+pub(crate) fn sleep(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    id: JobId,
+    token: relay_core::LeaseToken,
+    step: &str,
+    until: Timestamp,
+) -> Result<JobStatus> {
+    let until = match record_step(plan, ctx, id, token, step, &relay_core::Step::sleep_output(until))? {
+        None => until,
+        Some(earlier) => earlier.sleep_until().ok_or_else(|| {
+            relay_core::InvalidInput::new(
+                "step",
+                format!("step {step:?} of job {id} is recorded, and not as a sleep: name the sleep anew"),
+            )
+        })?,
+    };
+    act(plan, ctx, id, Action::Sleep { token, until }, None)
+}
+
 /// Applies one action to one job; returns its new status.
 pub(crate) fn act(
     plan: &mut Plan<'_>,

@@ -902,6 +902,8 @@ impl<'s> Plan<'s> {
                     && match e.status.state {
                         JobState::Leased => e.status.lease.as_ref().is_some_and(|l| l.expires_at <= now),
                         JobState::Scheduled | JobState::Retrying => e.status.ready_at <= now,
+                        // Asleep (WAITING on no other job) until ready_at.
+                        JobState::Waiting => e.status.waiting_on == 0 && e.status.ready_at <= now,
                         _ => false,
                     }
             }
@@ -960,7 +962,11 @@ impl<'s> Plan<'s> {
                     });
                     // A job inserted and given progress or steps in one
                     // batch (its payload is the insert's).
-                    if let Some(f) = e.fields.as_deref().filter(|f| f.progress.is_some() || f.steps.is_some()) {
+                    if let Some(f) = e
+                        .fields
+                        .as_deref()
+                        .filter(|f| f.progress.is_some() || f.steps.is_some())
+                    {
                         ch.fields.push(FieldsWrite {
                             id: *id,
                             payload: None,

@@ -259,6 +259,25 @@ facade! {
     /// [`LeasedJob::steps`]: crate::LeasedJob::steps
     write fn record_step(id: JobId, token: LeaseToken, name: &str, output: Vec<u8>) -> Result<Option<relay_core::Step>> = |e| e.record_step_op(id, token, name, output)?;
 
+    /// Puts a leased job to sleep until `until`: records step `step` (the
+    /// sleep's own record: a later run that calls the same sleep passes it
+    /// once its time has come), then the job gives its lease back and is
+    /// WAITING, holding no worker, no place in its queue's `max_leased` or
+    /// group limits, and no attempt, until `until`, when it is READY in its
+    /// priority class (aging counted from then). A step of that name
+    /// recorded earlier wins, and the job sleeps until its time. Usually
+    /// called for you by a worker's `JobContext::sleep`.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::InvalidInput`]: a bad step name, `until` more than ten
+    ///   years off, or a step of that name recorded that is not a sleep;
+    ///   nothing was changed.
+    /// - [`Error::LeaseLost`], [`Error::InvalidState`], [`Error::NotFound`],
+    ///   [`Error::StepBound`]: as [`Relay::record_step`]; nothing was
+    ///   changed.
+    write fn sleep(id: JobId, token: LeaseToken, step: &str, until: Timestamp) -> Result<JobStatus> = |e| e.sleep_op(id, token, step, until)?;
+
     /// One pass of the prune: reads the 5,000 jobs after id `after`
     /// (`JobId(0)`: from the table's start) and deletes, with their events,
     /// the finished ones past their retention, at most 1,000. Call it again

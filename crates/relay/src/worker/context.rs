@@ -2,8 +2,8 @@
 
 use super::Backend;
 use crate::LeasedJob;
-use std::fmt;
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -27,6 +27,9 @@ pub struct JobError {
     /// Not a failure: run the job again after this long, the attempt not
     /// counted (see [`JobError::snooze`]).
     pub snooze: Option<Duration>,
+    /// Not a failure: the job sleeps under this step until this time,
+    /// holding no worker (see [`JobContext::sleep`]).
+    pub sleep: Option<(String, crate::Timestamp)>,
 }
 
 impl JobError {
@@ -37,6 +40,7 @@ impl JobError {
             retry_in: None,
             permanent: false,
             snooze: None,
+            sleep: None,
         }
     }
 
@@ -56,6 +60,7 @@ impl JobError {
             retry_in: None,
             permanent: false,
             snooze: Some(d),
+            sleep: None,
         }
     }
 
@@ -66,6 +71,7 @@ impl JobError {
             retry_in: None,
             permanent: true,
             snooze: None,
+            sleep: None,
         }
     }
 
@@ -318,6 +324,63 @@ impl JobContext {
         }
     }
 
+    /// Sleeps for `d` without holding a worker: the job gives its lease
+    /// back and is WAITING until then, when it is leased again (by this
+    /// worker or another) and its handler runs from the start, passing its
+    /// recorded steps and this sleep at once. Return its error with `?`:
+    ///
+    /// ```no_run
+    /// # fn h(ctx: relay::worker::JobContext) -> relay::worker::JobResult {
+    /// ctx.step("charge", || Ok("ch_1"))?;
+    /// ctx.sleep("cool-off", std::time::Duration::from_secs(86_400))?;
+    /// ctx.step("email", || Ok(()))?;
+    /// # Ok(None) }
+    /// ```
+    ///
+    /// The sleep is recorded as step `name` when the job goes to sleep (the
+    /// time it wakes): a run before that time sleeps until it, a run after
+    /// it goes on at once. No attempt is spent.
+    ///
+    /// # Errors
+    ///
+    /// The [`JobError`] that puts the job to sleep (return it: the runtime
+    /// records the sleep as the job's outcome); a permanent one when step
+    /// `name` is recorded and is not a sleep.
+    pub fn sleep(&self, name: &str, d: Duration) -> Result<(), JobError> {
+        self.sleep_until(name, self.now().plus(d))
+    }
+
+    /// [`JobContext::sleep`] until a time rather than for a duration.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::sleep`].
+    pub fn sleep_until(&self, name: &str, until: crate::Timestamp) -> Result<(), JobError> {
+        let until = match self.recorded(name) {
+            None => until,
+            Some(out) => {
+                let step = relay_core::Step {
+                    name: name.to_owned(),
+                    attempt: 0,
+                    at: until,
+                    output: out.to_vec(),
+                };
+                step.sleep_until().ok_or_else(|| {
+                    JobError::permanent(format!(
+                        "step {name:?} is recorded and is not a sleep; name the sleep anew"
+                    ))
+                })?
+            }
+        };
+        if until <= self.now() {
+            return Ok(());
+        }
+        Err(JobError {
+            sleep: Some((name.to_owned(), until)),
+            ..JobError::new(format!("asleep until {}", until.to_rfc3339()))
+        })
+    }
+
     /// An idempotency key for the side effect of step `name`: the same on
     /// every attempt of this job, different for every other job and step
     /// (`relay-<job id>-<name>`). Hand it to the system the step calls (a
@@ -333,7 +396,11 @@ impl JobContext {
     }
 
     fn recorded(&self, name: &str) -> Option<Arc<[u8]>> {
-        self.steps.lock().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+        self.steps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// Records `output` for `name` (trying again while the backend cannot

@@ -66,6 +66,10 @@ impl JobRun {
         let completion = match &result {
             Ok(out) => crate::Completion::ack(id, token, out.clone()),
             Err(JobError { snooze: Some(d), .. }) => crate::Completion::snooze(id, token, *d),
+            Err(JobError {
+                sleep: Some((step, until)),
+                ..
+            }) => crate::Completion::sleep(id, token, step.clone(), *until),
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
@@ -89,6 +93,13 @@ impl JobRun {
         let call = call.map(|state| match (&result, state) {
             (Ok(_), _) => Outcome::Succeeded,
             (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
+            (
+                Err(JobError {
+                    sleep: Some((_, until)),
+                    ..
+                }),
+                _,
+            ) => Outcome::Slept { until: *until },
             (Err(e), crate::JobState::Dead) => Outcome::Dead {
                 error: e.message.clone(),
             },
@@ -112,6 +123,7 @@ impl JobRun {
             Outcome::Dead { .. } => &self.stats.dead,
             Outcome::Released => &self.stats.released,
             Outcome::Snoozed { .. } => &self.stats.snoozed,
+            Outcome::Slept { .. } => &self.stats.slept,
             Outcome::Lost => &self.stats.lost,
         };
         counter.fetch_add(1, Relaxed);

@@ -22,6 +22,8 @@ pub struct WorkerStats {
     pub released: AtomicU64,
     /// Jobs put back for later by their handlers ([`JobError::snooze`](super::JobError::snooze)).
     pub snoozed: AtomicU64,
+    /// Jobs put to sleep by their handlers ([`JobContext::sleep`](super::JobContext::sleep)).
+    pub slept: AtomicU64,
     /// Jobs whose outcome was not recorded: the lease was lost (another
     /// worker may hold the job, or it finished meanwhile), or the call
     /// failed (the job runs again after its lease expires).
@@ -44,6 +46,8 @@ pub struct WorkerStatsSnapshot {
     pub released: u64,
     /// Put back for later by their handlers ([`JobError::snooze`](super::JobError::snooze)).
     pub snoozed: u64,
+    /// Put to sleep by their handlers ([`JobContext::sleep`](super::JobContext::sleep)).
+    pub slept: u64,
     /// The lease was lost before the outcome could be recorded.
     pub lost: u64,
     /// Running: handler started, outcome not yet recorded.
@@ -59,6 +63,7 @@ impl WorkerStats {
             dead: self.dead.load(Relaxed),
             released: self.released.load(Relaxed),
             snoozed: self.snoozed.load(Relaxed),
+            slept: self.slept.load(Relaxed),
             lost: self.lost.load(Relaxed),
             in_flight: self.in_flight.load(Relaxed),
         }
@@ -86,6 +91,12 @@ pub enum Outcome {
     Snoozed {
         /// How long until the job may be leased again.
         delay: Duration,
+    },
+    /// Put to sleep by its handler: WAITING, holding no worker, until
+    /// `until`.
+    Slept {
+        /// When it wakes.
+        until: crate::Timestamp,
     },
     /// The lease was gone when the outcome was reported.
     Lost,
