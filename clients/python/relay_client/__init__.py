@@ -54,7 +54,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .worker import JobContext, Permanent, Retry, Snooze, Stats, Worker
+from .worker import JobContext, Permanent, Retry, Sleep, Snooze, Stats, Worker
 
 __all__ = [
     "Busy",
@@ -87,6 +87,7 @@ __all__ = [
     "RelayError",
     "Retry",
     "Schedule",
+    "Sleep",
     "Snooze",
     "Stats",
     "StepBound",

@@ -353,7 +353,7 @@ class Submitted(int):
         return self
 
 
-OutcomeKind = Literal["ack", "nack", "release"]
+OutcomeKind = Literal["ack", "nack", "release", "sleep"]
 
 
 class Outcome:
@@ -402,6 +402,13 @@ class Outcome:
         """The job back untried (no attempt counted); with ``in_``,
         SCHEDULED for that many seconds, then READY (a snooze)."""
         return cls(id, token, "release", None if in_ is None else {"in_ms": _ms(in_)})
+
+    @classmethod
+    def sleep(cls, id: int, token: int, step: str, until: str) -> "Outcome":
+        """The job asleep under step ``step`` until ``until`` (RFC 3339):
+        WAITING, holding no lease and no attempt, then READY. A step of
+        that name recorded earlier wins, its time with it."""
+        return cls(id, token, "sleep", {"step": step, "until": until})
 
     def __repr__(self) -> str:
         return f"Outcome({self.json})"

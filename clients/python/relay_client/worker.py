@@ -131,7 +131,6 @@ class Snooze(Exception):
         self.delay = _delay(delay)
 
 
-@dataclass
 class JobContext:
     """What a handler that takes a second argument gets beside its job: its
     durable steps.
@@ -186,6 +185,30 @@ class JobContext:
         self._steps[name] = value
         return value
 
+    def sleep(self, name: str, seconds: float) -> None:
+        """Sleeps for ``seconds`` without holding a worker: raises
+        :class:`Sleep`, which the worker records as the job's outcome (the
+        job gives its lease back and is WAITING until then, when it is
+        leased again and its handler runs from the start, passing its
+        recorded steps and this sleep at once). The sleep is recorded as
+        step ``name``, with the time it wakes: a run before that time
+        sleeps until it, one after it goes on. No attempt is spent."""
+        self.sleep_until(name, time.time() + seconds)
+
+    def sleep_until(self, name: str, when: Union[float, datetime]) -> None:
+        """:meth:`sleep` until ``when`` (a ``datetime``, or seconds since
+        the epoch)."""
+        t = when.timestamp() if isinstance(when, datetime) else float(when)
+        until_ms = int(round(t * 1000))
+        if name in self._steps:
+            recorded = self._steps[name]
+            if not (isinstance(recorded, dict) and isinstance(recorded.get("sleep_until_ms"), int)):
+                raise Permanent(f"step {name!r} is recorded and is not a sleep; name the sleep anew")
+            until_ms = recorded["sleep_until_ms"]
+        if until_ms <= time.time() * 1000:
+            return
+        raise Sleep(name, until_ms)
+
     def key(self, name: str) -> str:
         """An idempotency key for the side effect of step ``name``: the same
         on every attempt of this job, different for every other job and step
@@ -223,10 +246,28 @@ def _arity(f: Handler) -> int:
     return 2 if sum(1 for p in params if p.kind in kinds) >= 2 else 1
 
 
+class Sleep(BaseException):
+    """Raised by :meth:`JobContext.sleep` to put the job to sleep: let it
+    through (it derives from ``BaseException``, so ``except Exception`` does
+    not catch it); the worker records the sleep as the job's outcome."""
+
+    def __init__(self, step: str, until_ms: int):
+        super().__init__(f"asleep until {_rfc3339(until_ms)}")
+        self.step = step
+        self.until_ms = until_ms
+
+
+def _rfc3339(ms: int) -> str:
+    t = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+@dataclass
 class Stats:
     succeeded: int = 0
     failed: int = 0
     snoozed: int = 0
+    slept: int = 0
     released: int = 0
     lost: int = 0
 
@@ -407,6 +448,8 @@ class Worker:
                 result = handler(job)
         except Snooze as s:
             return Outcome.release(id, token, in_=s.delay), "snoozed"
+        except Sleep as s:
+            return Outcome.sleep(id, token, s.step, _rfc3339(s.until_ms)), "slept"
         except Retry as r:
             return Outcome.nack(id, token, f"{r}\n{traceback.format_exc()}", retry_in=r.delay), "failed"
         except Permanent as p:

@@ -83,3 +83,40 @@ def test_record_step_is_fenced_and_the_first_record_stands(client: Client):
     assert [s["name"] for s in client.get(id).steps] == ["charge", "email"]
     with pytest.raises(StepBound):
         client.record_step(id, new.token, "big", b"x" * (1 << 20))
+
+
+def test_a_sleep_frees_the_slot_and_the_job_goes_on_after_it(client: Client):
+    sleeper = client.submit("nap", "sleeper")
+    order = []
+    worker = Worker(client, ["nap"], concurrency=1, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("sleeper")
+    def sleepy(job, ctx: JobContext):
+        def before():
+            order.append("before")
+            client.submit("nap", "other")
+
+        ctx.step("before", before)
+        try:
+            ctx.sleep("nap", 0.6)
+        except Exception:  # a handler's broad except does not swallow the sleep
+            order.append("swallowed")
+        ctx.step("after", lambda: order.append("after"))
+
+    @worker.handler("other")
+    def other(job):
+        order.append("other")
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the sleeper to finish", lambda: client.get(sleeper).state == "SUCCEEDED")
+    worker.stop()
+    t.join(10)
+    assert order == ["before", "other", "after"]
+    assert worker.stats.slept == 1
+    job = client.get(sleeper)
+    assert job.attempts == 1
+    assert [s["name"] for s in job.steps] == ["before", "nap", "after"]
+    assert isinstance(job.steps[1]["output"]["sleep_until_ms"], int)
+    kinds = [e["kind"] for e in client.events(sleeper)]
+    assert kinds.count("sleeping") == 1 and kinds.count("leased") == 2

@@ -163,7 +163,8 @@ export interface LeaseRequest extends LeaseOptions {
 export type Outcome =
   | { id: number; token: number; outcome: "ack"; result?: Payload }
   | { id: number; token: number; outcome: "nack"; error: string; retryInMs?: number; permanent?: boolean }
-  | { id: number; token: number; outcome: "release"; inMs?: number };
+  | { id: number; token: number; outcome: "release"; inMs?: number }
+  | { id: number; token: number; outcome: "sleep"; step: string; until: string };
 
 /**
  * The answer for one outcome: its job's new `state` (and `readyAt` when it
@@ -467,6 +468,10 @@ function outcomeBody(o: Outcome): Obj {
       break;
     case "release":
       if (o.inMs !== undefined) body.in_ms = o.inMs;
+      break;
+    case "sleep":
+      body.step = o.step;
+      body.until = o.until;
       break;
   }
   return body;

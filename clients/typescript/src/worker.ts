@@ -91,6 +91,33 @@ export class JobContext {
     }
   }
 
+  /**
+   * Sleeps for `ms` without holding a worker: throws `Sleep`, which the
+   * worker records as the job's outcome (the job gives its lease back and
+   * is WAITING until then, when it is leased again and its handler runs
+   * from the start, passing its recorded steps and this sleep at once).
+   * The sleep is recorded as step `name` with the time it wakes: a run
+   * before that time sleeps until it, one after it goes on. No attempt is
+   * spent. `await ctx.sleep("cool-off", 86_400_000)`.
+   */
+  async sleep(name: string, ms: number): Promise<void> {
+    return this.sleepUntil(name, new Date(Date.now() + ms));
+  }
+
+  /** `sleep` until a time. */
+  async sleepUntil(name: string, when: Date): Promise<void> {
+    let untilMs = when.getTime();
+    if (this.recorded.has(name)) {
+      const r = this.recorded.get(name) as { sleep_until_ms?: unknown } | null;
+      if (!r || typeof r !== "object" || typeof r.sleep_until_ms !== "number") {
+        throw new Permanent(`step '${name}' is recorded and is not a sleep; name the sleep anew`);
+      }
+      untilMs = r.sleep_until_ms;
+    }
+    if (untilMs <= Date.now()) return;
+    throw new Sleep(name, untilMs);
+  }
+
   /** An idempotency key for the side effect of step `name`: the same on every attempt of this job, different for every other job and step (`relay-<job id>-<name>`). */
   key(name: string): string {
     return `relay-${this.job.id}-${name}`;
@@ -107,6 +134,20 @@ export class Retry extends Error {
   constructor(message: string, readonly delayMs: number) {
     super(message);
     checkDelay(delayMs);
+  }
+}
+
+/**
+ * Thrown by `ctx.sleep` to put the job to sleep: let it through (a
+ * `catch` in the handler must rethrow it); the worker records the sleep as
+ * the job's outcome.
+ */
+export class Sleep extends Error {
+  constructor(
+    readonly step: string,
+    readonly untilMs: number,
+  ) {
+    super(`asleep until ${new Date(untilMs).toISOString()}`);
   }
 }
 
@@ -136,6 +177,8 @@ export interface WorkerStats {
   succeeded: number;
   failed: number;
   snoozed: number;
+  /** Put to sleep by their handlers (`ctx.sleep`). */
+  slept: number;
   released: number;
   lost: number;
 }
@@ -154,7 +197,7 @@ interface Running {
 /** An outcome to send, and the stat it counts in once answered. */
 interface Report {
   outcome: Outcome;
-  tally: "succeeded" | "failed" | "snoozed" | "released";
+  tally: "succeeded" | "failed" | "snoozed" | "slept" | "released";
   /** The job's lease length, for the heartbeat while the outcome waits to be reported. */
   leaseForMs: number;
   /** Sent in a call of its own, without a lease: its batch was refused whole. */
@@ -181,7 +224,7 @@ const FIRST_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
 export class Worker {
-  readonly stats: WorkerStats = { succeeded: 0, failed: 0, snoozed: 0, released: 0, lost: 0 };
+  readonly stats: WorkerStats = { succeeded: 0, failed: 0, snoozed: 0, slept: 0, released: 0, lost: 0 };
   private readonly handlers = new Map<string, Handler>();
   private readonly concurrency: number;
   private readonly leaseForMs: number;
@@ -654,6 +697,7 @@ function sendable(report: Report): Report {
 function failure(job: LeasedJob, e: unknown): Report {
   const { id, token, leaseForMs } = job;
   if (e instanceof Snooze) return { outcome: { id, token, outcome: "release", inMs: wholeMs(e.delayMs) }, tally: "snoozed", leaseForMs };
+  if (e instanceof Sleep) return { outcome: { id, token, outcome: "sleep", step: e.step, until: new Date(e.untilMs).toISOString() }, tally: "slept", leaseForMs };
   const error = cutError(e instanceof Error ? (e.stack ?? String(e)) : String(e));
   if (e instanceof Permanent) return { outcome: { id, token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs };
   if (e instanceof Retry) return { outcome: { id, token, outcome: "nack", error, retryInMs: wholeMs(e.delayMs) }, tally: "failed", leaseForMs };

@@ -59,3 +59,35 @@ test("recordStep is fenced and the first record stands", async () => {
   assert.deepEqual((await client.get(id)).steps.map((s) => s.name), ["charge", "email"]);
   await assert.rejects(client.recordStep(id, fresh.token, "big", new Uint8Array(1 << 20)), StepBound);
 });
+
+test("a sleep frees the slot and the job goes on after it", async () => {
+  const sleeper = await client.submit({ queue: "nap", kind: "sleeper" });
+  const order = [];
+  const worker = new Worker(client, ["nap"], { concurrency: 1, pollMs: 300, handleSignals: false });
+  worker
+    .handle("sleeper", async (job, ctx) => {
+      await ctx.step("before", async () => {
+        order.push("before");
+        await client.submit({ queue: "nap", kind: "other" });
+      });
+      await ctx.sleep("nap", 600);
+      await ctx.step("after", () => {
+        order.push("after");
+      });
+    })
+    .handle("other", () => {
+      order.push("other");
+    });
+  const run = worker.run();
+  await waitFor("the sleeper", async () => (await client.get(sleeper)).state === "SUCCEEDED");
+  worker.stop();
+  await run;
+  assert.deepEqual(order, ["before", "other", "after"]);
+  assert.equal(worker.stats.slept, 1);
+  const job = await client.get(sleeper);
+  assert.equal(job.attempts, 1);
+  assert.deepEqual(job.steps.map((s) => s.name), ["before", "nap", "after"]);
+  assert.equal(typeof job.steps[1].output.sleep_until_ms, "number");
+  const kinds = (await client.events(sleeper)).map((e) => e.kind);
+  assert.equal(kinds.filter((k) => k === "leased").length, 2);
+});
