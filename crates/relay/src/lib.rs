@@ -103,6 +103,11 @@ pub use rusqlite;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExamples;
 
+/// The durable execution guide's Rust example, run as pasted.
+#[cfg(all(doctest, feature = "worker"))]
+#[doc = include_str!("../../../docs/guides/durable-execution.md")]
+pub struct DurableExecutionGuide;
+
 // The handles are meant to be shared across threads and tasks (cloned into
 // each); a change that made one of them !Send or !Sync would break users'
 // code, so it breaks this build first.
