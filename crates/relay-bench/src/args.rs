@@ -93,6 +93,14 @@ pub struct Args {
     /// dependencies); verified: the waiting job is READY at the end.
     #[arg(long)]
     pub fan_in: bool,
+    /// After the lease+ack phase, the workflow mode (issue 40): as many
+    /// jobs again (queue `bench-flow`), each leased, given N no-op steps
+    /// (`Relay::record_step`, each a fenced write on disk before it
+    /// returns) and acked, by the same threads; reports steps/s and its
+    /// ratio to the run's lease+ACK jobs/s. Verified: every job SUCCEEDED
+    /// with its N steps.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub workflow_steps: u32,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]
@@ -134,6 +142,9 @@ impl Args {
         }
         if self.fan_in && (self.jobs > 10_000 || self.processes.len() > 1 || self.depth > 0) {
             return Err("--fan-in makes one job wait for every job of one run: at most --jobs 10000, one --processes count, no --depth".into());
+        }
+        if self.workflow_steps > 1000 {
+            return Err("--workflow-steps must be at most 1000 (a job's bound on steps)".into());
         }
         if self.groups == Some(0) {
             return Err("--groups must be at least 1".into());

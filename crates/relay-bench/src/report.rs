@@ -28,6 +28,32 @@ pub struct Report {
     /// `--processes` with several counts: each count's lease+ack phase.
     #[serde(default)]
     pub by_processes: Vec<(u32, Phase)>,
+    /// `--workflow-steps`: the workflow phase.
+    #[serde(default)]
+    pub workflow: Option<Workflow>,
+}
+
+/// The workflow phase: jobs leased, given `steps` no-op steps each, acked.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Workflow {
+    /// Jobs run.
+    pub count: u64,
+    /// Steps per job.
+    pub steps: u32,
+    /// Per job (lease, its steps, ack): its latencies and jobs/s.
+    pub jobs: Phase,
+    /// Steps recorded per second of the phase.
+    pub steps_per_sec: f64,
+    /// `steps_per_sec` over the run's lease+ACK jobs/s.
+    pub ratio: f64,
+}
+
+/// `--workflow-steps`: the workflow phase's numbers.
+pub fn workflow_line(w: &Workflow) {
+    println!(
+        "workflow: {} jobs of {} no-op steps each: {:.0} steps/s = {:.2}x lease+ACK jobs/s ({:.0} workflows/s, p50 {:.0} µs each)",
+        w.count, w.steps, w.steps_per_sec, w.ratio, w.jobs.jobs_per_sec, w.jobs.p50_us
+    );
 }
 
 pub fn header() -> String {

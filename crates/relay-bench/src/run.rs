@@ -43,6 +43,9 @@ pub fn single(args: &Args) -> Result<(), String> {
             report::group_commit_line(&r, g);
         }
         report::processes_lines(&r.by_processes);
+        if let Some(w) = &r.workflow {
+            report::workflow_line(w);
+        }
     }
     Ok(())
 }
@@ -160,6 +163,11 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         verify(&relay, args, leased, round as u64 + 1)?;
         by_processes.push((p, phase));
     }
+    let workflow = if args.workflow_steps > 0 {
+        Some(workflow(&relay, args, by_processes[0].1.jobs_per_sec)?)
+    } else {
+        None
+    };
     let baseline = if args.baseline {
         progress(
             args,
@@ -200,6 +208,7 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         } else {
             Vec::new()
         },
+        workflow,
     })
 }
 
@@ -387,6 +396,86 @@ fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
     })?;
     let leased = claimed.load(Relaxed);
     Ok((Phase::from_samples(samples, args.jobs, wall), leased))
+}
+
+const FLOW: &str = "bench-flow";
+
+/// `--workflow-steps N`: `--jobs` jobs of queue `bench-flow`, each leased,
+/// given N no-op steps and acked by the run's threads; verified.
+fn workflow(relay: &Relay, args: &Args, lease_ack_per_sec: f64) -> Result<crate::report::Workflow, String> {
+    let steps = args.workflow_steps;
+    progress(args, &format!("workflow: submitting {} jobs", args.jobs));
+    let ids: Vec<relay::JobId> = (0..args.jobs)
+        .collect::<Vec<_>>()
+        .chunks(1000)
+        .map(|c| relay.submit_batch(c.iter().map(|_| NewJob::new(FLOW, "flow", payload(args))).collect()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("workflow submit: {e}"))?
+        .into_iter()
+        .flatten()
+        .collect();
+    progress(
+        args,
+        &format!(
+            "workflow: {} jobs of {steps} steps each from {} threads",
+            args.jobs,
+            args.threads()
+        ),
+    );
+    let claimed = AtomicU64::new(0);
+    let names: Vec<String> = (0..steps).map(|i| format!("step-{i}")).collect();
+    let (samples, wall) = on_threads(args, |t| {
+        let req = LeaseRequest::new([FLOW])
+            .worker(format!("bench-w{}", t / args.concurrency))
+            .lease_for(args.lease_for);
+        let mut samples = Vec::new();
+        while claimed.load(Relaxed) < args.jobs {
+            let start = Instant::now();
+            let Some(job) = relay.lease(req.clone()).map_err(|e| format!("lease: {e}"))?.pop() else {
+                break;
+            };
+            claimed.fetch_add(1, Relaxed);
+            for name in &names {
+                relay
+                    .record_step(job.id, job.token, name, b"null".to_vec())
+                    .map_err(|e| format!("record_step: {e}"))?;
+            }
+            relay.ack(job.id, job.token, None).map_err(|e| format!("ack: {e}"))?;
+            samples.push(start.elapsed());
+        }
+        Ok(samples)
+    })?;
+    let jobs = Phase::from_samples(samples, args.jobs, wall);
+    // Every job finished with its steps (a sample of them read back whole).
+    let stats = relay.stats().map_err(|e| format!("reading stats to verify: {e}"))?;
+    let done = stats
+        .queues
+        .get(FLOW)
+        .and_then(|q| q.counts.get(&JobState::Succeeded).copied())
+        .unwrap_or(0);
+    if done != args.jobs {
+        return Err(format!(
+            "workflow verification failed: {done} of {} jobs SUCCEEDED",
+            args.jobs
+        ));
+    }
+    for id in ids.iter().step_by((ids.len() / 50).max(1)) {
+        let job = relay.get(*id).map_err(|e| format!("reading job {id}: {e}"))?;
+        if job.steps.len() != steps as usize {
+            return Err(format!(
+                "workflow verification failed: job {id} holds {} steps",
+                job.steps.len()
+            ));
+        }
+    }
+    let steps_per_sec = f64::from(steps) * args.jobs as f64 / wall.as_secs_f64().max(1e-9);
+    Ok(crate::report::Workflow {
+        count: args.jobs,
+        steps,
+        jobs,
+        steps_per_sec,
+        ratio: steps_per_sec / lease_ack_per_sec.max(1e-9),
+    })
 }
 
 /// Every submitted job (`rounds` x `--jobs` so far) must be SUCCEEDED, and

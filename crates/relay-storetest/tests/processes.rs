@@ -252,3 +252,112 @@ fn sigterm_releases_unfinished_jobs_and_exits_cleanly() {
         assert_eq!(released, running.contains(&id.0));
     }
 }
+
+/// Issue 40, acceptance 2: a worker running five-step workflows (with a
+/// sleep) is killed with SIGKILL at random moments, again and again, until
+/// every workflow has finished. A side-effect log (the children's stdout:
+/// `B` when a step's body starts, `R` once its record was answered) shows
+/// that no step's body ran again after its record was answered, that a
+/// body ran again only when the earlier run's record was never answered
+/// (its worker died between body and record), and that what the job holds
+/// for each step is the value its answered record carried.
+#[test]
+fn steps_run_once_across_kill_9_unless_killed_between_body_and_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("workflow.db");
+    let jobs = 150;
+    let ids: Vec<JobId> = {
+        let relay = Relay::open(&path).unwrap();
+        (0..jobs)
+            .map(|_| relay.submit(NewJob::new("wf", "flow", b"{}".to_vec())).unwrap())
+            .collect()
+    };
+    // In log order: (job, step, Some(value) for an answered record / None for a body start, child).
+    let mut log: Vec<(i64, String, Option<String>, usize)> = Vec::new();
+    let mut rounds = 0;
+    loop {
+        let done = {
+            let relay = Relay::open(&path).unwrap();
+            ids.iter()
+                .all(|id| relay.get(*id).unwrap().state() == JobState::Succeeded)
+        };
+        if done {
+            break;
+        }
+        rounds += 1;
+        assert!(rounds < 300, "the workflows did not finish in 300 rounds");
+        let mut child = Command::new(CHILD)
+            .args(["workflow", path.to_str().unwrap(), "8"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader =
+            std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
+        // Later rounds run longer, so that the tail of the work finishes.
+        std::thread::sleep(Duration::from_millis(fastrand::u64(30..150) + 5 * rounds as u64));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        for line in reader.join().unwrap() {
+            let f: Vec<&str> = line.split(' ').collect();
+            match f.as_slice() {
+                ["B", id, step] => log.push((id.parse().unwrap(), (*step).to_owned(), None, rounds)),
+                ["R", id, step, value] => log.push((
+                    id.parse().unwrap(),
+                    (*step).to_owned(),
+                    Some((*value).to_owned()),
+                    rounds,
+                )),
+                _ => panic!("unexpected line {line:?}"),
+            }
+        }
+    }
+    let relay = Relay::open(&path).unwrap();
+    let mut ran_again = 0;
+    for id in &ids {
+        let job = relay.get(*id).unwrap();
+        let names: Vec<&str> = job.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["s0", "s1", "nap", "s2", "s3", "s4"], "job {id}");
+        for step in ["s0", "s1", "s2", "s3", "s4"] {
+            let events: Vec<&(i64, String, Option<String>, usize)> =
+                log.iter().filter(|(j, s, ..)| *j == id.0 && s == step).collect();
+            let starts = events.iter().filter(|e| e.2.is_none()).count();
+            assert!(starts >= 1, "job {id} step {step}: its body never ran");
+            ran_again += starts - 1;
+            // After an answered record, no body of that step starts again.
+            if let Some(first_answer) = events.iter().position(|e| e.2.is_some()) {
+                assert!(
+                    events[first_answer..].iter().all(|e| e.2.is_some()),
+                    "job {id} step {step}: a body ran after its record was answered: {events:?}"
+                );
+                // Every answer (a later run passing the step answers the same)
+                // carries the value the job holds.
+                let held = String::from_utf8(job.step(step).unwrap().output.clone()).unwrap();
+                for e in &events[first_answer..] {
+                    assert_eq!(
+                        Some(format!("\"{}\"", e.2.as_deref().unwrap())),
+                        Some(held.clone()),
+                        "job {id} step {step}"
+                    );
+                }
+            }
+            // A body that ran again: each earlier run's child never
+            // answered its record (it was killed between body and record).
+            let mut bodies = events.iter().filter(|e| e.2.is_none()).peekable();
+            while let Some(b) = bodies.next() {
+                if bodies.peek().is_some() {
+                    assert!(
+                        !events.iter().any(|e| e.2.is_some() && e.3 == b.3),
+                        "job {id} step {step}: ran again though round {} answered its record",
+                        b.3
+                    );
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{jobs} workflows over {rounds} kills: {ran_again} step bodies ran again (killed between body and record)"
+    );
+    integrity_ok(&path);
+}

@@ -36,6 +36,13 @@
 //!   runtime on queue `q` (leases of LEASE_MS, 1 s if not given; 500 ms
 //!   grace; signals handled); its handler
 //!   prints `RUNNING <id>`, sleeps, and succeeds. Exits 0 once shut down.
+//! - `relay-testchild workflow DB CONCURRENCY`: the worker runtime on queue
+//!   `wf` (500 ms leases), each job five steps with a 50 ms sleep after the
+//!   second: a step's body prints `B <id> <step>` when it starts, sleeps a
+//!   few ms and returns a value unique to its run (`<pid>-<nanos>`); once
+//!   `ctx.step` has returned (its record answered) the handler prints
+//!   `R <id> <step> <value>`, the value the job holds for the step. Runs
+//!   until killed.
 //! - `relay-testchild enqueue DB HOLD_AFTER`: transactional enqueue. In a
 //!   loop, on a connection of its own to DB (rusqlite, or `postgres` for a
 //!   URL): begins a transaction, inserts a row into `orders`, submits a job
@@ -60,6 +67,9 @@ fn main() -> ExitCode {
     }
     if arg(1) == "script" {
         return script(&arg(2));
+    }
+    if arg(1) == "workflow" {
+        return workflow(&arg(2), threads);
     }
     if arg(1) == "idle" {
         let Some(_relay) = open(&arg(2)) else {
@@ -183,6 +193,46 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
             // Another worker holds it or has finished it.
             Err(Error::LeaseLost { .. } | Error::InvalidState { .. }) => say(format!("LOST {} {}", l.id, l.token)),
             Err(e) => return Err(e),
+        }
+    }
+}
+
+fn workflow(db: &str, concurrency: usize) -> ExitCode {
+    let out = std::sync::Arc::new(Mutex::new(std::io::stdout()));
+    let say = move |line: String| {
+        let mut o = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = writeln!(o, "{line}");
+        let _ = o.flush();
+    };
+    let result = Relay::connect(db, relay::Options::default()).and_then(|relay| {
+        relay::worker::Worker::new(relay, ["wf"])
+            .concurrency(concurrency)
+            .lease_for(Duration::from_millis(500))
+            .handler("flow", move |ctx| {
+                for step in 0..5 {
+                    let name = format!("s{step}");
+                    let value: String = ctx.step(&name, || {
+                        say(format!("B {} {name}", ctx.id()));
+                        std::thread::sleep(Duration::from_millis(fastrand::u64(1..15)));
+                        let nanos = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_nanos());
+                        Ok(format!("{}-{nanos}", std::process::id()))
+                    })?;
+                    say(format!("R {} {name} {value}", ctx.id()));
+                    if step == 1 {
+                        ctx.sleep("nap", Duration::from_millis(50))?;
+                    }
+                }
+                Ok(None)
+            })
+            .run()
+    });
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("relay-testchild: {e}");
+            ExitCode::FAILURE
         }
     }
 }
