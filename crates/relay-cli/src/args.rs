@@ -82,6 +82,11 @@ pub enum Command {
     Extend(ExtendArgs),
     /// Give a leased job back untried (the attempt is not counted); with --in, snooze it.
     Release(ReleaseArgs),
+    /// Emit an event: every job waiting for its key (a handler's
+    /// `wait_event`) gets the payload and runs on, in this commit. The
+    /// first emit of a key stands; the event is kept 7 days, so a wait
+    /// that begins later returns it at once.
+    Emit(EmitArgs),
     /// Show one job.
     Show(IdArg),
     /// Show a job's event log.
@@ -276,6 +281,15 @@ pub struct ExtendArgs {
     /// The lease's new length, from now.
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub lease_for: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct EmitArgs {
+    /// The event's key (e.g. `shipped:4242`): name one occurrence, since
+    /// only a key's first emit counts.
+    pub key: String,
+    /// The payload: JSON (as text), or any text; none when left out.
+    pub payload: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -105,6 +105,7 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                 }
             }
         }
+        Command::Emit(a) => out.emitted(&a.key, &t.emit(&a.key, a.payload.as_deref().unwrap_or("").as_bytes())?),
         Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
         Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
         Command::Schedule(c) => schedule(t, c, out)?,

@@ -305,6 +305,9 @@ fn outcome(c: &Completion) -> wire::Outcome {
         }
         CompletionOutcome::Snooze { delay } => wire::Outcome::release(id, token, Some(millis(*delay))),
         CompletionOutcome::Sleep { step, until } => wire::Outcome::sleep(id, token, step.clone(), until.to_rfc3339()),
+        CompletionOutcome::Wait { step, key, until } => {
+            wire::Outcome::wait(id, token, step.clone(), key.clone(), until.to_rfc3339())
+        }
         _ => wire::Outcome::release(id, token, None),
     }
 }

@@ -358,6 +358,19 @@ impl Out {
     }
 
     /// A queue paused or resumed.
+    /// What an emit did.
+    pub fn emitted(&self, key: &str, e: &wire::Emitted) {
+        if self.json {
+            return self.json(e);
+        }
+        let jobs = if e.woken == 1 { "job" } else { "jobs" };
+        if e.first {
+            self.line(&format!("event {key} emitted: woke {} {jobs}", e.woken));
+        } else {
+            self.line(&format!("event {key} was emitted before: nothing changed"));
+        }
+    }
+
     pub fn queue(&self, q: &wire::QueuePaused) {
         if self.json {
             return self.json(q);

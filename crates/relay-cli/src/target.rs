@@ -248,6 +248,11 @@ impl Target {
         }
     }
 
+    /// Emits an event.
+    pub fn emit(&self, key: &str, payload: &[u8]) -> Result<wire::Emitted, CliError> {
+        self.send::<calls::Emit>(&key.to_owned(), &NONE, &wire::EmitEvent::new(payload))
+    }
+
     /// Replaces a queue's limits.
     pub fn set_limits(&self, queue: &str, limits: relay::QueueLimits) -> Result<wire::QueueLimits, CliError> {
         let wanted = wire::Limits {

@@ -444,6 +444,101 @@ pub struct Step {
 /// The longest sleep a handler may ask for (`JobContext::sleep`).
 pub const MAX_SLEEP: std::time::Duration = std::time::Duration::from_secs(10 * 366 * 86_400);
 
+/// Longest event key (`emit`, `JobContext::wait_event`), in characters.
+pub const MAX_EVENT_KEY: usize = 256;
+/// Largest event payload, in bytes: an event is a signal (an id, a
+/// status), not a store of data; each waiter records it among its steps.
+pub const MAX_EVENT_PAYLOAD: usize = 64 * 1024;
+/// How long an emitted event is kept: a wait that begins within this long
+/// after the emit returns its payload at once.
+pub const EVENT_KEEP: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// What a wait for an event ended with, as its step records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waited {
+    /// The event was emitted: its payload.
+    Event(Vec<u8>),
+    /// The wait's time ran out first.
+    TimedOut,
+}
+
+impl Waited {
+    /// The step output that records it: `{"event": <payload>}` when the
+    /// payload is JSON, `{"event_base64": "..."}` when it is not,
+    /// `{"timed_out": true}`.
+    pub fn output(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        match self {
+            Self::TimedOut => br#"{"timed_out":true}"#.to_vec(),
+            Self::Event(p) if p.is_empty() => br#"{"event":null}"#.to_vec(),
+            Self::Event(p) => match serde_json::from_slice::<&serde_json::value::RawValue>(p) {
+                Ok(raw) => format!(r#"{{"event":{}}}"#, raw.get()).into_bytes(),
+                Err(_) => format!(
+                    r#"{{"event_base64":"{}"}}"#,
+                    base64::engine::general_purpose::STANDARD.encode(p)
+                )
+                .into_bytes(),
+            },
+        }
+    }
+
+    /// A wait's record read back ([`Waited::output`]); `None` when the step
+    /// is not a wait's.
+    pub fn of(output: &[u8]) -> Option<Self> {
+        use base64::Engine as _;
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Record<'a> {
+            #[serde(borrow, default)]
+            event: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            event_base64: Option<String>,
+            #[serde(default)]
+            timed_out: bool,
+        }
+        let r: Record<'_> = serde_json::from_slice(output).ok()?;
+        match (r.event, r.event_base64, r.timed_out) {
+            (Some(raw), None, false) if raw.get() == "null" => Some(Self::Event(Vec::new())),
+            (Some(raw), None, false) => Some(Self::Event(raw.get().as_bytes().to_vec())),
+            (None, Some(b), false) => base64::engine::general_purpose::STANDARD.decode(b).ok().map(Self::Event),
+            (None, None, true) => Some(Self::TimedOut),
+            _ => None,
+        }
+    }
+
+    /// The reason an event key is refused, if it is.
+    pub fn check_key(key: &str) -> Result<(), crate::InvalidInput> {
+        let n = key.chars().count();
+        if n == 0 || n > MAX_EVENT_KEY {
+            return Err(crate::InvalidInput::new(
+                "key",
+                format!("an event key is 1 to {MAX_EVENT_KEY} characters, got {n}"),
+            ));
+        }
+        if key.chars().any(char::is_control) {
+            return Err(crate::InvalidInput::new(
+                "key",
+                format!("an event key holds no control characters, got {key:?}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reason an event payload is refused, if it is.
+    pub fn check_payload(payload: &[u8]) -> Result<(), crate::InvalidInput> {
+        if payload.len() > MAX_EVENT_PAYLOAD {
+            return Err(crate::InvalidInput::new(
+                "payload",
+                format!(
+                    "an event's payload is at most {MAX_EVENT_PAYLOAD} bytes, got {} (emit an id, keep the data in your own storage)",
+                    payload.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Most steps one job may record.
 pub const MAX_STEPS: usize = 1000;
 /// Most bytes of output one job's steps may record, all together.

@@ -120,6 +120,24 @@ pub enum Action<'a> {
         /// When the job wakes.
         until: Timestamp,
     },
+    /// The lease holder waits for event `key` until `until` (LEASED ->
+    /// WAITING, holding no lease and no attempt, as a sleep; READY at once
+    /// when `until` has come: the wait is over, its step recorded). A
+    /// "waiting" event.
+    Wait {
+        /// The token of the lease waiting.
+        token: LeaseToken,
+        /// The event waited for.
+        key: &'a str,
+        /// When the wait gives up (or ends, recorded).
+        until: Timestamp,
+    },
+    /// Event `key` was emitted: a job waiting for it (WAITING on no other
+    /// job) is READY now. A "woken" event.
+    Wake {
+        /// The event.
+        key: &'a str,
+    },
     /// A debounced submit of the job's unique key found it not started
     /// yet (WAITING, or READY or SCHEDULED and never leased): it runs at
     /// `ready_at` instead, pushed back by the debounce window (SCHEDULED
@@ -170,6 +188,8 @@ impl Action<'_> {
             Self::Progress { .. } => "progress",
             Self::Step { .. } => "step",
             Self::Sleep { .. } => "sleep",
+            Self::Wait { .. } => "wait",
+            Self::Wake { .. } => "wake",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
             Self::Promote => "promote",
@@ -225,6 +245,11 @@ pub enum EventKind {
     /// Its lease holder put it to sleep: WAITING until a time, holding no
     /// lease.
     Sleeping,
+    /// Its lease holder waits for an event: WAITING until it is emitted or
+    /// the wait's time runs out, holding no lease.
+    Waiting,
+    /// The event it waited for was emitted: READY.
+    Woken,
 }
 
 impl EventKind {
@@ -245,6 +270,8 @@ impl EventKind {
             Self::Progress => "progress",
             Self::Step => "step",
             Self::Sleeping => "sleeping",
+            Self::Waiting => "waiting",
+            Self::Woken => "woken",
         }
     }
 }
@@ -560,6 +587,31 @@ pub fn transition(
             }
             let data = json!({"token": token.0, "until": until.to_rfc3339()});
             Ok(update(s, EventKind::Sleeping, data))
+        }
+        Action::Wait { token, key, until } => {
+            holder(id, cur, token, now, action.name())?;
+            let mut s = cur.clone();
+            s.attempts = cur.attempts.saturating_sub(1);
+            s.lease = None;
+            s.waiting_on = 0;
+            if until <= now {
+                s.state = JobState::Ready;
+                s.ready_at = now;
+            } else {
+                s.state = JobState::Waiting;
+                s.ready_at = until;
+            }
+            let data = json!({"token": token.0, "key": key, "until": until.to_rfc3339()});
+            Ok(update(s, EventKind::Waiting, data))
+        }
+        Action::Wake { key } => {
+            if cur.state != JobState::Waiting || cur.waiting_on != 0 {
+                return Err(invalid());
+            }
+            let mut s = cur.clone();
+            s.state = JobState::Ready;
+            s.ready_at = now;
+            Ok(update(s, EventKind::Woken, json!({"key": key})))
         }
         Action::Step { token, name, bytes } => {
             holder(id, cur, token, now, "record a step of")?;

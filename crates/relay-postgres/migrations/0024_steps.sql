@@ -7,3 +7,13 @@ ALTER TABLE relay_jobs ADD COLUMN steps BYTEA;
 -- store's version 18 says how these are read).
 CREATE INDEX relay_jobs_sleeping ON relay_jobs (ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
 CREATE INDEX relay_jobs_sleeping_queue ON relay_jobs (queue, ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
+
+-- A job waiting for an event (the SQLite store's version 18 says how it is
+-- read). A row goes with its job.
+CREATE TABLE relay_waits (
+    job_id BIGINT NOT NULL PRIMARY KEY REFERENCES relay_jobs (id) ON DELETE CASCADE,
+    key    TEXT   NOT NULL,
+    step   TEXT   NOT NULL,
+    until  BIGINT NOT NULL
+);
+CREATE INDEX relay_waits_key ON relay_waits (key);

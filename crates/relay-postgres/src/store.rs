@@ -662,6 +662,35 @@ impl Store for PgStore {
         }
     }
 
+    fn event_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        // The key's transaction lock first, in a statement of its own: the
+        // read after it then sees whatever a transaction that held it
+        // (a wait or an emit of the key) committed.
+        self.query_one(include_str!("../sql/event_lock.sql"), &[&key])?;
+        self.mark_get(key, now)
+    }
+
+    fn waits_on(&mut self, key: &str) -> Result<Vec<(JobId, String)>, StoreError> {
+        let rows = self.query(include_str!("../sql/waits_on.sql"), &[&key])?;
+        rows.iter()
+            .map(|r| {
+                let id = JobId(decode::col(r, 0, "job_id", None)?);
+                Ok((id, decode::col(r, 1, "step", Some(id))?))
+            })
+            .collect()
+    }
+
+    fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+        match self.query_opt(include_str!("../sql/wait_of.sql"), &[&id.0])? {
+            Some(r) => Ok(Some(relay_store::Wait {
+                key: decode::col(&r, 0, "key", Some(id))?,
+                step: decode::col(&r, 1, "step", Some(id))?,
+                until: Timestamp::from_millis(decode::col(&r, 2, "until", Some(id))?),
+            })),
+            None => Ok(None),
+        }
+    }
+
     fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
         let row = self.query_one(include_str!("../sql/job_expiries.sql"), &[&id.0])?;
         let n: i64 = decode::col(&row, 0, "expiries", Some(id))?;

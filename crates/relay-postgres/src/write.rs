@@ -464,6 +464,8 @@ fn jobs_and_events_only(c: &Changes<'_>) -> bool {
     c.queues.is_empty()
         && c.marks.is_empty()
         && c.fields.is_empty()
+        && c.waits.is_empty()
+        && c.waits_ended.is_empty()
         && c.schedules.is_empty()
         && c.deletes.is_empty()
         && c.settled.is_empty()
@@ -501,6 +503,12 @@ pub(crate) struct Writes<'a> {
     settled: Vec<i64>,
     marks_st: Stmt,
     marks: MarkCols<'a>,
+    waits_st: Stmt,
+    wait_ids: Vec<i64>,
+    wait_keys: Vec<&'a str>,
+    wait_steps: Vec<&'a str>,
+    wait_until: Vec<i64>,
+    waits_ended: Vec<i64>,
     fields_st: Stmt,
     field_ids: Vec<i64>,
     payloads: Vec<Option<&'a [u8]>>,
@@ -636,6 +644,12 @@ impl<'a> Writes<'a> {
             settled: c.settled.iter().map(|id| id.0).collect(),
             marks_st: pipe.stmt(include_str!("../sql/apply_marks.sql"))?,
             marks: MarkCols::new(c),
+            waits_st: pipe.stmt(include_str!("../sql/apply_waits.sql"))?,
+            wait_ids: c.waits.iter().map(|w| w.job.0).collect(),
+            wait_keys: c.waits.iter().map(|w| w.key).collect(),
+            wait_steps: c.waits.iter().map(|w| w.step).collect(),
+            wait_until: c.waits.iter().map(|w| w.until.as_millis()).collect(),
+            waits_ended: c.waits_ended.iter().map(|id| id.0).collect(),
             fields_st: pipe.stmt(include_str!("../sql/apply_fields.sql"))?,
             field_ids: c.fields.iter().map(|f| f.id.0).collect(),
             payloads: c.fields.iter().map(|f| f.payload).collect(),
@@ -770,6 +784,19 @@ impl<'a> Writes<'a> {
             let mut p = self.events.params();
             p.push(events);
             reqs.push(Req::Write(&self.events_st, p));
+        }
+        // After the jobs' rows: a wait refers to its job.
+        if !self.wait_ids.is_empty() || !self.waits_ended.is_empty() {
+            reqs.push(Req::Write(
+                &self.waits_st,
+                vec![
+                    &self.wait_ids,
+                    &self.wait_keys,
+                    &self.wait_steps,
+                    &self.wait_until,
+                    &self.waits_ended,
+                ],
+            ));
         }
         reqs
     }

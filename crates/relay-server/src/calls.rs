@@ -313,6 +313,18 @@ impl Handle for calls::RecordStep {
     }
 }
 
+impl Handle for calls::Emit {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Emitted, ApiError> {
+        let b = r.body;
+        let payload = conv::bytes_of("payload", b.payload, b.payload_base64)?.unwrap_or_default();
+        let done = s.relay.emit(&r.param, payload).await?;
+        Ok(wire::Emitted {
+            first: done.first,
+            woken: done.woken,
+        })
+    }
+}
+
 impl Handle for calls::Release {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
         let (id, token) = (JobId(r.param), LeaseToken(r.body.token));

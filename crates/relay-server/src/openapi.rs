@@ -112,6 +112,7 @@ fn outcome(kind: &str, extra: Value) -> Value {
     match kind {
         "nack" => item["required"] = json!(["id", "token", "outcome", "error"]),
         "sleep" => item["required"] = json!(["id", "token", "outcome", "step", "until"]),
+        "wait" => item["required"] = json!(["id", "token", "outcome", "step", "key", "until"]),
         "ack" => item["not"] = json!({"required": ["result", "result_base64"]}),
         _ => {}
     }
@@ -138,6 +139,9 @@ fn work_body() -> Value {
                             "permanent": {"type": "boolean", "description": "DEAD now (retry_in_ms is then ignored)."}})),
                         outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}})),
                         outcome("sleep", json!({"step": {"type": "string", "minLength": 1, "maxLength": 256},
+                            "until": {"type": "string", "format": "date-time"}})),
+                        outcome("wait", json!({"step": {"type": "string", "minLength": 1, "maxLength": 256},
+                            "key": {"type": "string", "minLength": 1, "maxLength": 256},
                             "until": {"type": "string", "format": "date-time"}}))]}},
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
@@ -305,6 +309,13 @@ fn request_body(operation: &str) -> Option<Value> {
             },
             "output",
             "output_base64",
+        ),
+        "emit" => not_both(
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "payload": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
+                "payload_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with payload)."}}}),
+            "payload",
+            "payload_base64",
         ),
         "work" => work_body(),
         "putSchedule" => schedule_body(),

@@ -91,7 +91,7 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
         ))
     };
     let has_result = o.result.is_some() || o.result_base64.is_some();
-    let has_sleep = o.step.is_some() || o.until.is_some();
+    let has_sleep = o.step.is_some() || o.until.is_some() || o.key.is_some();
     match o.outcome {
         K::Ack => {
             if let Some(f) = [
@@ -101,6 +101,7 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 (o.in_ms.is_some(), "in_ms"),
                 (o.step.is_some(), "step"),
                 (o.until.is_some(), "until"),
+                (o.key.is_some(), "key"),
             ]
             .iter()
             .find_map(|(given, f)| given.then_some(*f))
@@ -146,7 +147,7 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             })
         }
         K::Sleep => {
-            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || o.in_ms.is_some() {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || o.in_ms.is_some() || o.key.is_some() {
                 return Err(stray("a field other than step and until"));
             }
             let (Some(step), Some(until)) = (o.step, o.until) else {
@@ -157,6 +158,19 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             };
             let until = conv::rfc3339("until", &until)?;
             Ok(Completion::sleep(id, token, step, until))
+        }
+        K::Wait => {
+            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || o.in_ms.is_some() {
+                return Err(stray("a field other than step, key and until"));
+            }
+            let (Some(step), Some(key), Some(until)) = (o.step, o.key, o.until) else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a wait needs its step, key and until",
+                    o.id
+                )));
+            };
+            let until = conv::rfc3339("until", &until)?;
+            Ok(Completion::wait(id, token, step, key, until))
         }
     }
 }

@@ -1541,3 +1541,43 @@ fn a_step_is_recorded_by_the_holder_and_leased_with_the_job() {
         ]
     );
 }
+
+/// Issue 40: a job waits for an event through the worker protocol (a
+/// `wait` outcome of `POST /v1/work`), holding no lease; `POST
+/// /v1/events/{key}` wakes it in its own commit with the payload recorded
+/// as the wait's step; the lease answer then carries it. A second emit
+/// changes nothing; a wait outcome missing its key is refused alone.
+#[test]
+fn an_event_wakes_a_job_waiting_through_the_worker_protocol() {
+    let s = TestServer::plain();
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "worker": "w"})));
+    let token = v["jobs"][0]["token"].as_i64().unwrap();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/work",
+        Some(json!({"outcomes": [{"id": id, "token": token, "outcome": "wait", "step": "shipment", "until": "2099-01-01T00:00:00Z"}]})),
+    );
+    assert_eq!(st, 400, "a wait without its key is refused: {v}");
+    let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600)).to_rfc3339();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/work",
+        Some(json!({"outcomes": [{"id": id, "token": token, "outcome": "wait", "step": "shipment", "key": "shipped/1 é", "until": until}]})),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["outcomes"][0]["state"], "WAITING", "{v}");
+    let key = "/v1/events/shipped%2F1%20%C3%A9";
+    let (st, v) = s.call("POST", key, Some(json!({"payload": {"tracking": "1Z"}})));
+    assert_eq!((st, &v), (200, &json!({"first": true, "woken": 1})), "{v}");
+    let (st, v) = s.call("POST", key, Some(json!({"payload": "again"})));
+    assert_eq!((st, &v), (200, &json!({"first": false, "woken": 0})), "{v}");
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "worker": "w"})));
+    let step = &v["jobs"][0]["steps"][0];
+    assert_eq!(step["name"], "shipment", "{v}");
+    assert_eq!(step["output"], json!({"event": {"tracking": "1Z"}}));
+    let (st, v) = s.call("POST", "/v1/events/k", Some(json!({"payload": 1, "payload_base64": "AA=="})));
+    assert_eq!(st, 400, "{v}");
+}

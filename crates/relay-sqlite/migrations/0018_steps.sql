@@ -18,3 +18,21 @@ ALTER TABLE jobs ADD COLUMN steps BLOB;
 -- neither: time never wakes them.
 CREATE INDEX jobs_sleeping ON jobs (ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
 CREATE INDEX jobs_sleeping_queue ON jobs (queue, ready_at) WHERE state = 'WAITING' AND waiting_on = 0;
+
+-- A job waiting for an event (issue 40): the event's key, the step its
+-- wait records, and when it gives up. The job itself is WAITING on no
+-- other job until then (as a sleeper); an emit of the key reads its
+-- waiters here (waits_key), records the event in each one's steps and
+-- makes it READY in its own commit. The emitted events are marks
+-- (`event:<key>`, kept 7 days). A row goes with its job.
+CREATE TABLE waits (
+    job_id INTEGER NOT NULL PRIMARY KEY,
+    key    TEXT    NOT NULL,
+    step   TEXT    NOT NULL,
+    until  INTEGER NOT NULL  -- Unix milliseconds
+);
+CREATE INDEX waits_key ON waits (key);
+CREATE TRIGGER jobs_waits_delete AFTER DELETE ON jobs
+BEGIN
+    DELETE FROM waits WHERE job_id = old.id;
+END;

@@ -71,6 +71,10 @@ statements! {
     MARK_GET = "mark_get.sql";
     MARK_PRUNE = "mark_prune.sql";
     MARK_PUT = "mark_put.sql";
+    WAIT_DELETE = "wait_delete.sql";
+    WAIT_OF = "wait_of.sql";
+    WAIT_PUT = "wait_put.sql";
+    WAITS_ON = "waits_on.sql";
     QUEUE_BUSIEST = "queue_busiest.sql";
     QUEUE_COUNTS = "queue_counts.sql";
     QUEUE_NAMES = "queue_names.sql";

@@ -677,6 +677,30 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
             .map_err(map_err)
     }
 
+    fn waits_on(&mut self, key: &str) -> Result<Vec<(JobId, String)>, StoreError> {
+        let mut st = self.conn().prepare_cached(&crate::sql::WAITS_ON).map_err(map_err)?;
+        let rows = st
+            .query_map([key], |r| Ok((JobId(r.get(0)?), r.get::<_, String>(1)?)))
+            .map_err(map_err)?;
+        rows.collect::<Result<_, _>>().map_err(map_err)
+    }
+
+    fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+        self.conn()
+            .prepare_cached(&crate::sql::WAIT_OF)
+            .and_then(|mut st| {
+                st.query_row([id.0], |r| {
+                    Ok(relay_store::Wait {
+                        key: r.get(0)?,
+                        step: r.get(1)?,
+                        until: Timestamp::from_millis(r.get(2)?),
+                    })
+                })
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
     fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
         let (n, own): (i64, Option<i64>) = self
             .conn()
@@ -853,6 +877,15 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
                     params![e.job.0, e.at.as_millis(), e.kind, e.data],
                 )?,
             };
+        }
+        for w in &c.waits {
+            self.exec(
+                &crate::sql::WAIT_PUT,
+                params![w.job.0, w.key, w.step, w.until.as_millis()],
+            )?;
+        }
+        for id in &c.waits_ended {
+            self.exec(&crate::sql::WAIT_DELETE, [id.0])?;
         }
         Ok(())
     }

@@ -176,6 +176,11 @@ pub struct Changes<'a> {
     pub settled: Vec<JobId>,
     pub events: Vec<EventRow<'a>>,
     pub marks: Vec<MarkWrite<'a>>,
+    /// Jobs' waits for events this batch writes, each whole (a job waits
+    /// for one at a time).
+    pub waits: Vec<WaitWrite<'a>>,
+    /// Jobs whose wait this batch ends (none of them in `waits`).
+    pub waits_ended: Vec<JobId>,
     /// Fields of existing jobs this batch replaces besides their status
     /// (a debounced submit's payload, a holder's progress and steps), each job also
     /// in `updates`, whose guard keeps it as read.
@@ -209,9 +214,29 @@ impl Changes<'_> {
             && self.events.is_empty()
             && self.marks.is_empty()
             && self.fields.is_empty()
+            && self.waits.is_empty()
+            && self.waits_ended.is_empty()
             && self.heads.is_empty()
             && self.heads_unread.is_empty()
     }
+}
+
+/// A job's wait for event `key` (issue 40): step `step` records what it
+/// ends with; it gives up at `until`.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitWrite<'a> {
+    pub job: JobId,
+    pub key: &'a str,
+    pub step: &'a str,
+    pub until: Timestamp,
+}
+
+/// A job's wait as stored: its event's key, its step, when it gives up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub key: String,
+    pub step: String,
+    pub until: Timestamp,
 }
 
 /// An existing job's new payload, progress and steps (each unchanged when
@@ -622,6 +647,22 @@ pub trait Store {
     /// The value of mark `key` if it has not expired at `now` (see
     /// [`MarkWrite`]).
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
+
+    /// An event's mark (`event:<key>`, see [`Store::mark_get`]), read so
+    /// that a wait for the event and its emit in two transactions of
+    /// other writers go one after the other (PostgreSQL: a transaction
+    /// lock on the key, taken before the read): whichever commits second
+    /// sees the first.
+    fn event_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        self.mark_get(key, now)
+    }
+
+    /// The jobs waiting for event `key`, with their waits' steps, in id
+    /// order.
+    fn waits_on(&mut self, key: &str) -> Result<Vec<(JobId, String)>, StoreError>;
+
+    /// Job `id`'s wait for an event, if it has one.
+    fn wait_of(&mut self, id: JobId) -> Result<Option<Wait>, StoreError>;
 
     /// Writes a batch's changes (see [`Changes`] for the order). Any error
     /// fails the batch: the engine rolls the transaction back.

@@ -490,3 +490,31 @@ pub fn a_prune_and_a_retry_of_what_it_prunes_in_one_batch(new_db: &NewDb) {
     assert_eq!(relay.get(other).unwrap().state(), JobState::Ready);
     assert_eq!(relay.get(fresh).unwrap().state(), JobState::Ready);
 }
+
+/// Issue 40: a job's wait and an emit of its key in one batch: the emit
+/// sees the waiter the batch wrote, and wakes it (no lost wake-up), in the
+/// same commit.
+pub fn a_wait_and_an_emit_of_its_key_in_one_batch(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let id = relay.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    let until = relay::Clock::now(&*clock).plus(Duration::from_secs(3600));
+    let before = relay.metrics();
+    let (wait, emit) = one_batch(&relay, |r| {
+        let (a, b) = (r.clone(), r.clone());
+        (
+            start(async move { a.wait(id, l.token, "paid", "paid:9", until).await }),
+            start(async move { b.emit("paid:9", b"42".to_vec()).await }),
+        )
+    });
+    assert_eq!(block_on(wait).unwrap().state, JobState::Waiting);
+    let e = block_on(emit).unwrap();
+    assert_eq!((e.first, e.woken), (true, 1));
+    one_commit_since(&relay, &before);
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Ready);
+    assert_eq!(
+        relay::Waited::of(&job.step("paid").unwrap().output),
+        Some(relay::Waited::Event(b"42".to_vec()))
+    );
+}

@@ -600,6 +600,19 @@ pub enum CompletionOutcome {
     },
     /// Like `release`: READY again now, the attempt not counted.
     Release,
+    /// Waits for event `key` under step `step` until `until` (see
+    /// [`crate::Relay::emit`]): WAITING, holding no lease, until the event
+    /// is emitted or `until`; READY at once when the event was emitted
+    /// already, the step is recorded, or `until` has come.
+    Wait {
+        /// The wait's step name: it records the event's payload, or that
+        /// the wait timed out.
+        step: String,
+        /// The event's key.
+        key: String,
+        /// When the wait gives up.
+        until: Timestamp,
+    },
     /// Like [`crate::Relay::sleep`]: the step `step` recorded, WAITING
     /// until `until` (a step of that name recorded earlier wins, its time
     /// with it), holding no lease, the attempt not counted.
@@ -642,6 +655,20 @@ impl Completion {
             id,
             token,
             outcome: CompletionOutcome::Snooze { delay },
+        }
+    }
+
+    /// Waiting for event `key` under step `step` until `until` (see
+    /// [`CompletionOutcome::Wait`]).
+    pub fn wait(id: JobId, token: LeaseToken, step: impl Into<String>, key: impl Into<String>, until: Timestamp) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Wait {
+                step: step.into(),
+                key: key.into(),
+                until,
+            },
         }
     }
 
@@ -854,3 +881,14 @@ pub(crate) struct ValidSchedule {
     pub recurrence: Recurrence,
     pub job: ValidJob,
 }
+
+/// What an emit did ([`crate::Relay::emit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Emitted {
+    /// This was the key's first emit (kept); a later one changes nothing.
+    pub first: bool,
+    /// Jobs it woke (each waiting for the key, its payload recorded).
+    pub woken: u32,
+}
+

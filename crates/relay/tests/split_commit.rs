@@ -273,6 +273,15 @@ impl Store for GatedStore {
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
         self.inner.mark_get(key, now)
     }
+    fn event_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError> {
+        self.inner.event_get(key, now)
+    }
+    fn waits_on(&mut self, key: &str) -> Result<Vec<(JobId, String)>, StoreError> {
+        self.inner.waits_on(key)
+    }
+    fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+        self.inner.wait_of(id)
+    }
     fn mark_prune(&mut self, before: Timestamp) -> Result<u64, StoreError> {
         self.inner.mark_prune(before)
     }

@@ -711,7 +711,9 @@ fn a_corrupt_dependency_edge_fails_neither_its_batch_nor_its_parent() {
             [parent.0]
         )
         .is_err());
-    conn.execute("UPDATE jobs SET waiting_on = 0 WHERE id = ?1", [waiting.0])
+    // A count no row can hold (a WAITING job waiting on none is a sleeper,
+    // issue 40, and no longer corrupt).
+    conn.execute("UPDATE jobs SET waiting_on = -1 WHERE id = ?1", [waiting.0])
         .unwrap();
     let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     relay.ack(parent, l.token, None).unwrap();

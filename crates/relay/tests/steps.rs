@@ -221,3 +221,57 @@ fn a_sleep_frees_the_worker_and_the_job_goes_on_after_it() {
     eprintln!("leased again {late:?} after its time");
     assert!(late < Duration::from_secs(1), "leased {late:?} after its time");
 }
+
+/// Events in the runtime: a handler waits for its key holding no worker;
+/// an emit wakes it and the handler goes on with the payload; a wait whose
+/// time runs out answers `None`. Both answers are recorded: the handler's
+/// code before the wait runs once per lease, its steps once.
+#[test]
+fn wait_event_goes_on_with_the_payload_or_times_out() {
+    let (_d, relay) = open();
+    let approved = relay.submit(NewJob::new("q", "approve", b"{}".to_vec())).unwrap();
+    let ignored = relay.submit(NewJob::new("q", "approve", b"{}".to_vec())).unwrap();
+    let runs: Runs = Arc::default();
+    let r = runs.clone();
+    let resumed: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let res = resumed.clone();
+    let w = Worker::new(relay.clone(), ["q"]).handler("approve", move |ctx| {
+        ctx.step("ask", || {
+            ran(&r, &format!("ask {}", ctx.id()));
+            Ok(())
+        })?;
+        let timeout = if ctx.id().0 == 1 { Duration::from_secs(60) } else { Duration::from_millis(300) };
+        let answer: Option<serde_json::Value> = ctx.wait_event("approval", &format!("approved:{}", ctx.id()), timeout)?;
+        res.lock().unwrap().get_or_insert_with(Instant::now);
+        Ok(Some(match answer {
+            Some(v) => format!("approved by {}", v["by"].as_str().unwrap_or("?")).into_bytes(),
+            None => b"timed out".to_vec(),
+        }))
+    });
+    let relay2 = relay.clone();
+    let emitted: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let em = emitted.clone();
+    let emitter = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while relay2.get(approved).unwrap().state() != JobState::Waiting {
+            assert!(Instant::now() < deadline, "the job never waited");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = relay2.emit(&format!("approved:{}", approved.0), br#"{"by": "ada"}"#.to_vec()).unwrap();
+        *em.lock().unwrap() = Some(Instant::now());
+        assert_eq!((e.first, e.woken), (true, 1));
+    });
+    run_until(w, || [approved, ignored].iter().all(|id| relay.get(*id).unwrap().state().is_finished()));
+    emitter.join().unwrap();
+    assert_eq!(relay.get(approved).unwrap().result.as_deref(), Some(&b"approved by ada"[..]));
+    assert_eq!(relay.get(ignored).unwrap().result.as_deref(), Some(&b"timed out"[..]));
+    assert_eq!((count(&runs, "ask 1"), count(&runs, "ask 2")), (1, 1));
+    for id in [approved, ignored] {
+        let job = relay.get(id).unwrap();
+        assert_eq!(job.status.attempts, 1, "a wait spends no attempt");
+        let kinds: Vec<String> = relay.events(id).unwrap().into_iter().map(|e| e.kind).collect();
+        assert!(kinds.contains(&"waiting".to_owned()), "{kinds:?}");
+    }
+    let (e, r) = (emitted.lock().unwrap().unwrap(), resumed.lock().unwrap().unwrap());
+    eprintln!("the handler went on {:?} after the emit returned", r.saturating_duration_since(e));
+}

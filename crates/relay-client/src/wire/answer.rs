@@ -192,6 +192,18 @@ pub struct StepRecorded {
     pub earlier: Option<Step>,
 }
 
+/// What `POST /v1/events/{key}` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Emitted {
+    /// This was the key's first emit, kept 7 days; a later emit of the key
+    /// changes nothing.
+    pub first: bool,
+    /// Jobs it woke: each was waiting for the key, and has its payload
+    /// recorded.
+    pub woken: u32,
+}
+
 /// A page of `GET /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

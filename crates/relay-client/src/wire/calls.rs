@@ -118,7 +118,7 @@ parts!(
         w::Retention,
         w::PruneFrom,
         w::WorkerBeat;
-    by_hand: w::Ack, w::Work, w::RecordStep
+    by_hand: w::Ack, w::Work, w::RecordStep, w::EmitEvent
 );
 
 impl Part for w::Bulk {
@@ -383,6 +383,12 @@ calls! {
     /// record of a name stands (`recorded: false` answers it); 409
     /// `step_bound` past a job's 1,000 steps or 1 MiB of output.
     RecordStep = "recordStep": Post "/v1/jobs/{id}/steps" (i64, Nothing, w::RecordStep) -> w::StepRecorded, 200, [400, 404, 409, 413];
+    /// Emits an event: every job waiting for its key has the payload
+    /// recorded and is READY, in this commit; the event is kept 7 days, so
+    /// a wait that begins later returns it at once. The first emit of a
+    /// key stands (`first: false` answers a later one, which changes
+    /// nothing). A payload is at most 64 KiB.
+    Emit = "emit": Post "/v1/events/{key}" (String, Nothing, w::EmitEvent) -> w::Emitted, 200, [400, 413];
     /// Gives a leased job back untried (the attempt is not counted): READY
     /// at once, or with `in_ms`, snoozed: READY again after that long, with
     /// a "snoozed" event.

@@ -258,6 +258,31 @@ impl RecordStep {
     }
 }
 
+/// `POST /v1/events/{key}`: an event, waking the jobs waiting for it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmitEvent {
+    /// The payload as a JSON value, kept as its JSON text.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Box<RawValue>>,
+    /// The payload as bytes, base64.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<Option<String>>,
+}
+
+impl EmitEvent {
+    /// An event carrying `payload`'s bytes (as a JSON value when they are
+    /// JSON, else base64; none when empty).
+    pub fn new(payload: &[u8]) -> Self {
+        let json = (!payload.is_empty())
+            .then(|| std::str::from_utf8(payload).ok())
+            .flatten()
+            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
+        let payload_base64 = if json.is_some() { None } else { base64_pair(payload) };
+        Self { payload: json, payload_base64 }
+    }
+}
+
 /// `POST /v1/jobs/{id}/nack`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

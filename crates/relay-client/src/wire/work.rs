@@ -35,6 +35,10 @@ pub enum OutcomeKind {
     /// Put to sleep under step `step` until `until`: WAITING, holding no
     /// lease, the attempt not counted.
     Sleep,
+    /// Waiting for event `key` under step `step` until `until`: WAITING,
+    /// holding no lease, the attempt not counted, until the event is
+    /// emitted or `until` (READY at once when it was emitted already).
+    Wait,
 }
 
 impl OutcomeKind {
@@ -45,6 +49,7 @@ impl OutcomeKind {
             Self::Nack => "nack",
             Self::Release => "release",
             Self::Sleep => "sleep",
+            Self::Wait => "wait",
         }
     }
 }
@@ -82,9 +87,12 @@ pub struct Outcome {
     /// wins, its time with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// A sleep: when the job wakes (RFC 3339).
+    /// A sleep: when the job wakes (RFC 3339); a wait: when it gives up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
+    /// A wait: the event's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Outcome {
@@ -101,6 +109,17 @@ impl Outcome {
             in_ms: None,
             step: None,
             until: None,
+            key: None,
+        }
+    }
+
+    /// Waiting for event `key` under step `step` until `until` (RFC 3339).
+    pub fn wait(id: i64, token: i64, step: impl Into<String>, key: impl Into<String>, until: impl Into<String>) -> Self {
+        Self {
+            step: Some(step.into()),
+            key: Some(key.into()),
+            until: Some(until.into()),
+            ..Self::new(id, token, OutcomeKind::Wait)
         }
     }
 

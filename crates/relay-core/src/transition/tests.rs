@@ -101,6 +101,12 @@ fn actions() -> Vec<Action<'static>> {
             token,
             until: T0.plus(d),
         },
+        Action::Wait {
+            token,
+            key: "shipped:1",
+            until: T0.plus(d),
+        },
+        Action::Wake { key: "shipped:1" },
         Action::Release { token },
         Action::Snooze { token, delay: d },
         Action::Expire {
@@ -150,7 +156,7 @@ fn every_state_action_pair() {
                 (Leased, "extend" | "progress" | "step") => Some(Leased),
                 (Leased, "release") => Some(Ready),
                 (Leased, "snooze") => Some(Scheduled),
-                (Leased, "sleep") => Some(Waiting),
+                (Leased, "sleep" | "wait") => Some(Waiting),
                 (Leased, "expire") => Some(Ready),
                 (Ready | Scheduled | Retrying | Leased | Waiting, "cancel") => Some(Cancelled),
                 (Dead | Cancelled, "retry") => Some(Ready),
@@ -171,7 +177,7 @@ fn every_state_action_pair() {
                 (None, Err(e)) => {
                     let lease_action = matches!(
                         action.name(),
-                        "ack" | "nack" | "extend" | "progress" | "step" | "sleep" | "release" | "snooze"
+                        "ack" | "nack" | "extend" | "progress" | "step" | "sleep" | "wait" | "release" | "snooze"
                     );
                     // A lease action on a job that is not finished has lost
                     // its lease; on a finished one it is told the state.
@@ -616,6 +622,34 @@ fn a_debounce_moves_a_job_that_never_started_and_nothing_else() {
         ),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_wait_is_woken_by_its_event_and_a_record_reads_back() {
+    let p = policy();
+    let leased = status(JobState::Leased);
+    let until = T0.plus(Duration::from_secs(60));
+    let w = transition(JobId(9), &leased, Action::Wait { token: LeaseToken(7), key: "k", until }, &ctx(&p, T0)).unwrap();
+    let s = w.status();
+    assert_eq!((s.state, s.ready_at, s.waiting_on), (JobState::Waiting, until, 0));
+    assert_eq!(w.event().unwrap().kind.as_str(), "waiting");
+    let woke = transition(JobId(9), &s, Action::Wake { key: "k" }, &ctx(&p, T0)).unwrap();
+    assert_eq!((woke.status().state, woke.status().ready_at), (JobState::Ready, T0));
+    assert_eq!(woke.event().unwrap().kind.as_str(), "woken");
+    // A job waiting on other jobs is not woken by an event.
+    let mut deps = s.clone();
+    deps.waiting_on = 2;
+    assert!(transition(JobId(9), &deps, Action::Wake { key: "k" }, &ctx(&p, T0)).is_err());
+    for w in [
+        crate::job::Waited::Event(br#"{"n": 1}"#.to_vec()),
+        crate::job::Waited::Event(vec![0xff, 0]),
+        crate::job::Waited::TimedOut,
+    ] {
+        assert_eq!(crate::job::Waited::of(&w.output()), Some(w));
+    }
+    assert_eq!(crate::job::Waited::of(&crate::job::Waited::Event(Vec::new()).output()), Some(crate::job::Waited::Event(Vec::new())));
+    assert_eq!(crate::job::Waited::of(b"7"), None);
+    assert_eq!(crate::job::Waited::of(br#"{"sleep_until_ms": 5}"#), None);
 }
 
 #[test]

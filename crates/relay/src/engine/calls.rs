@@ -181,6 +181,9 @@ impl Engine {
                 relay_core::InvalidInput::new("key", "keys under idempotency: are the idempotency keys' own").into(),
             );
         }
+        if key.starts_with("event:") {
+            return Err(relay_core::InvalidInput::new("key", "keys under event: are the emitted events' own (emit)").into());
+        }
         let (key, value) = (key.to_owned(), value.to_owned());
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             ops::put_mark(plan, &key, &value, ctx.now.plus(keep))
@@ -261,12 +264,37 @@ impl Engine {
         // A sleep reads the job's steps: never planned unread.
         let reads_row = batch
             .iter()
-            .any(|(c, _)| matches!(c.outcome, CompletionOutcome::Sleep { .. }));
+            .any(|(c, _)| matches!(c.outcome, CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. }));
         let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| complete_each(plan, ctx, &batch);
         match ids.as_slice() {
             [id] if !reads_row => Pending::held(*id, work),
             _ => Pending::new(Hint::Jobs(ids), work),
         }
+    }
+
+    /// Emits event `key` (see [`crate::Relay::emit`]).
+    pub(crate) fn emit_op(&self, key: &str, payload: Vec<u8>) -> Result<Pending<crate::Emitted>> {
+        relay_core::job::Waited::check_key(key)?;
+        relay_core::job::Waited::check_payload(&payload)?;
+        let key = key.to_owned();
+        Ok(Pending::new(Hint::None, move |plan, ctx| ops::emit(plan, ctx, &key, &payload)))
+    }
+
+    /// A lease holder waits for event `key` (see [`crate::Relay::wait`]).
+    pub(crate) fn wait_op(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        step: &str,
+        key: &str,
+        until: Timestamp,
+    ) -> Result<Pending<JobStatus>> {
+        check_sleep(step, until, self.options.clock.now())?;
+        relay_core::job::Waited::check_key(key)?;
+        let (step, key) = (step.to_owned(), key.to_owned());
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::wait(plan, ctx, id, token, &step, &key, until)
+        }))
     }
 
     /// A lease holder puts its job to sleep until `until` under step `step`
@@ -331,6 +359,10 @@ impl Engine {
                         None
                     }
                     CompletionOutcome::Sleep { step, until } => check_sleep(step, *until, self.options.clock.now())
+                        .err()
+                        .map(crate::Error::from),
+                    CompletionOutcome::Wait { step, key, until } => check_sleep(step, *until, self.options.clock.now())
+                        .and_then(|()| relay_core::job::Waited::check_key(key))
                         .err()
                         .map(crate::Error::from),
                     _ => None,
@@ -488,6 +520,12 @@ fn complete_each(
             out.push(settle(plan, m, r)?);
             continue;
         }
+        if let CompletionOutcome::Wait { step, key, until } = &c.outcome {
+            let m = plan.mark();
+            let r = ops::wait(plan, ctx, c.id, token, step, key, *until);
+            out.push(settle(plan, m, r)?);
+            continue;
+        }
         let (action, result) = match &c.outcome {
             CompletionOutcome::Ack { result } => (Action::Ack { token }, result.as_deref()),
             CompletionOutcome::Nack {
@@ -504,7 +542,9 @@ fn complete_each(
                 (a, None)
             }
             CompletionOutcome::Snooze { delay } => (Action::Snooze { token, delay: *delay }, None),
-            CompletionOutcome::Release | CompletionOutcome::Sleep { .. } => (Action::Release { token }, None),
+            CompletionOutcome::Release | CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. } => {
+                (Action::Release { token }, None)
+            }
         };
         let m = plan.mark();
         let r = ops::act(plan, ctx, c.id, action, result);

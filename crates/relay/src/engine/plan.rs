@@ -23,11 +23,14 @@ use std::borrow::Cow;
 mod claim;
 mod deps;
 mod marks;
+mod waits;
 mod queues;
 mod schedules;
 use claim::{Pool, CLASSES};
 use deps::{Deps, DepsMark};
 use marks::MarkEntry;
+pub(crate) use marks::{event_mark, event_text};
+use waits::WaitEntry;
 pub(crate) use queues::Gate;
 use queues::QueueEntry;
 use schedules::ScheduleEntry;
@@ -169,6 +172,8 @@ enum Undo {
     ScheduleUnread(String),
     /// A mark before this operation wrote it.
     Mark(String, MarkEntry),
+    /// A job's wait before this operation wrote it.
+    Wait(JobId, WaitEntry),
 }
 
 /// The fields of a job a batch writes besides its status.
@@ -228,6 +233,8 @@ pub(crate) struct Plan<'s> {
     schedules: HashMap<String, ScheduleEntry>,
     /// Marks the batch read or wrote.
     marks: HashMap<String, MarkEntry>,
+    /// Jobs' waits for events, as read and written by the batch.
+    waits: HashMap<JobId, WaitEntry>,
     /// Dependency edges read, added and spent.
     deps: Deps,
     /// Jobs that became claimable in this batch (inserted, or made READY).
@@ -283,6 +290,7 @@ impl<'s> Plan<'s> {
             queues: HashMap::default(),
             schedules: HashMap::default(),
             marks: HashMap::default(),
+            waits: HashMap::default(),
             deps: Deps::default(),
             readied: Vec::new(),
             fresh_ids: Vec::new(),
@@ -461,6 +469,7 @@ impl<'s> Plan<'s> {
                     self.schedules.remove(&name);
                 }
                 Some(Undo::Mark(key, entry)) => self.restore_mark(key, entry),
+                Some(Undo::Wait(id, entry)) => self.restore_wait(id, entry),
                 Some(Undo::Taken(k, Some(id))) => {
                     self.taken.insert(k, id);
                 }
@@ -923,6 +932,7 @@ impl<'s> Plan<'s> {
             at: self.now,
             ..Changes::default()
         };
+        (ch.waits, ch.waits_ended) = waits::writes(&self.waits, &self.jobs);
         let mut tallies: HashMap<JobId, Tally> = HashMap::default();
         for ev in self.events.iter().filter(|e| !e.tally.is_zero()) {
             let t = tallies.entry(ev.job).or_default();

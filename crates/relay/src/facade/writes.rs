@@ -259,6 +259,34 @@ facade! {
     /// [`LeasedJob::steps`]: crate::LeasedJob::steps
     write fn record_step(id: JobId, token: LeaseToken, name: &str, output: Vec<u8>) -> Result<Option<relay_core::Step>> = |e| e.record_step_op(id, token, name, output)?;
 
+    /// Emits event `key` with `payload` (at most 64 KiB; JSON by
+    /// convention): every job waiting for the key (`JobContext::wait_event`)
+    /// has the payload recorded as its wait's step and is READY, in this
+    /// commit; the event is kept 7 days, so a wait that begins later
+    /// returns it at once. The first emit of a key stands: a later one
+    /// changes nothing and answers `first: false` (emit with a key that
+    /// names one occurrence, such as `shipment:4242`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`]: a key empty, over 256 characters or holding
+    /// control characters, a payload over 64 KiB; nothing was changed.
+    write fn emit(key: &str, payload: Vec<u8>) -> Result<crate::Emitted> = |e| e.emit_op(key, payload)?;
+
+    /// A leased job waits for event `key` until `until`, its outcome
+    /// recorded under step `step` (usually called for you by a worker's
+    /// `JobContext::wait_event`): READY at once, the step recorded, when
+    /// the event was emitted already (its payload) or `until` has come
+    /// (timed out); otherwise WAITING, holding no worker, no place in its
+    /// queue's limits and no attempt, until an emit of the key wakes it or
+    /// `until` (a wait begun earlier under the same step keeps its time).
+    /// Returns the job's new status.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::sleep`], and [`Error::InvalidInput`] for a bad key.
+    write fn wait(id: JobId, token: LeaseToken, step: &str, key: &str, until: Timestamp) -> Result<JobStatus> = |e| e.wait_op(id, token, step, key, until)?;
+
     /// Puts a leased job to sleep until `until`: records step `step` (the
     /// sleep's own record: a later run that calls the same sleep passes it
     /// once its time has come), then the job gives its lease back and is

@@ -30,6 +30,10 @@ pub struct JobError {
     /// Not a failure: the job sleeps under this step until this time,
     /// holding no worker (see [`JobContext::sleep`]).
     pub sleep: Option<(String, crate::Timestamp)>,
+    /// Not a failure: the job waits for an event, holding no worker (see
+    /// [`JobContext::wait_event`]): its step, the event's key, when it
+    /// gives up.
+    pub wait: Option<(String, String, crate::Timestamp)>,
 }
 
 impl JobError {
@@ -41,6 +45,7 @@ impl JobError {
             permanent: false,
             snooze: None,
             sleep: None,
+            wait: None,
         }
     }
 
@@ -61,6 +66,7 @@ impl JobError {
             permanent: false,
             snooze: Some(d),
             sleep: None,
+            wait: None,
         }
     }
 
@@ -72,6 +78,7 @@ impl JobError {
             permanent: true,
             snooze: None,
             sleep: None,
+            wait: None,
         }
     }
 
@@ -378,6 +385,69 @@ impl JobContext {
         Err(JobError {
             sleep: Some((name.to_owned(), until)),
             ..JobError::new(format!("asleep until {}", until.to_rfc3339()))
+        })
+    }
+
+    /// Waits for event `key` (emitted by [`crate::Relay::emit`], `relay
+    /// emit`, `POST /v1/events/{key}`) for at most `timeout`, without
+    /// holding a worker: `Some(payload)` once it is emitted (at once when
+    /// it was emitted already, in the last 7 days), `None` when `timeout`
+    /// ran out first. Recorded as step `name`: a later run returns the same
+    /// answer. The payload is JSON of type `T`.
+    ///
+    /// While the event has not come, this returns the [`JobError`] that
+    /// parks the job: return it with `?`. The job gives its lease back and
+    /// is WAITING until an emit of the key (which makes it READY in its
+    /// own commit) or the timeout; then its handler runs from the start,
+    /// passing its recorded steps and this wait.
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # fn h(ctx: relay::worker::JobContext) -> relay::worker::JobResult {
+    /// let key = format!("shipped:{}", ctx.id());
+    /// match ctx.wait_event::<serde_json::Value>("shipment", &key, Duration::from_secs(86_400))? {
+    ///     Some(shipment) => { /* go on with it */ }
+    ///     None => return Err(relay::worker::JobError::permanent("no shipment within a day")),
+    /// }
+    /// # Ok(None) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The [`JobError`] that parks the job (return it); a permanent one when
+    /// step `name` is recorded and is not a wait's, or the payload is not
+    /// JSON of type `T`.
+    pub fn wait_event<T: serde::de::DeserializeOwned>(
+        &self,
+        name: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Option<T>, JobError> {
+        match self.wait_event_bytes(name, key, timeout)? {
+            Some(p) => decode_step(name, &p).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// [`JobContext::wait_event`] for a payload of any bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::wait_event`].
+    pub fn wait_event_bytes(&self, name: &str, key: &str, timeout: Duration) -> Result<Option<Vec<u8>>, JobError> {
+        if let Some(out) = self.recorded(name) {
+            return match relay_core::job::Waited::of(&out) {
+                Some(relay_core::job::Waited::Event(p)) => Ok(Some(p)),
+                Some(relay_core::job::Waited::TimedOut) => Ok(None),
+                None => Err(JobError::permanent(format!(
+                    "step {name:?} is recorded and is not a wait for an event; name the wait anew"
+                ))),
+            };
+        }
+        let until = self.now().plus(timeout);
+        Err(JobError {
+            wait: Some((name.to_owned(), key.to_owned(), until)),
+            ..JobError::new(format!("waiting for event {key:?} until {}", until.to_rfc3339()))
         })
     }
 

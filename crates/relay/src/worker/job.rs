@@ -70,6 +70,10 @@ impl JobRun {
                 sleep: Some((step, until)),
                 ..
             }) => crate::Completion::sleep(id, token, step.clone(), *until),
+            Err(JobError {
+                wait: Some((step, key, until)),
+                ..
+            }) => crate::Completion::wait(id, token, step.clone(), key.clone(), *until),
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
@@ -96,6 +100,13 @@ impl JobRun {
             (
                 Err(JobError {
                     sleep: Some((_, until)),
+                    ..
+                }),
+                _,
+            ) => Outcome::Slept { until: *until },
+            (
+                Err(JobError {
+                    wait: Some((_, _, until)),
                     ..
                 }),
                 _,

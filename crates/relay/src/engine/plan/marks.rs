@@ -37,6 +37,27 @@ impl Plan<'_> {
             .and_then(|e| e.value.as_ref().map(|(v, _)| v.clone())))
     }
 
+    /// Event `key`'s payload, if it was emitted (its mark `event:<key>`,
+    /// read with the key's lock: see `Store::event_get`).
+    pub(crate) fn event_payload(&mut self, key: &str) -> Result<Option<Vec<u8>>> {
+        let mark = event_mark(key);
+        if !self.marks.contains_key(&mark) {
+            let value = self.store.event_get(&mark, self.now)?;
+            self.marks.insert(
+                mark.clone(),
+                MarkEntry {
+                    value: value.map(|v| (v, Timestamp::from_millis(i64::MAX))),
+                    written: false,
+                },
+            );
+        }
+        self.marks
+            .get(&mark)
+            .and_then(|e| e.value.as_ref())
+            .map(|(text, _)| event_bytes(key, text))
+            .transpose()
+    }
+
     /// Writes mark `key`, kept until `expires_at`.
     pub(crate) fn set_mark(&mut self, key: &str, value: String, expires_at: Timestamp) -> Result<()> {
         self.mark_value(key)?;
@@ -72,3 +93,35 @@ pub(super) fn writes(marks: &super::HashMap<String, MarkEntry>) -> Vec<MarkWrite
     out.sort_unstable_by(|a, b| a.key.cmp(b.key));
     out
 }
+
+/// The mark an emitted event is kept under.
+pub(crate) fn event_mark(key: &str) -> String {
+    format!("event:{key}")
+}
+
+/// An event's payload as its mark keeps it: `j` and its JSON text, or `b`
+/// and its bytes in base64.
+pub(crate) fn event_text(payload: &[u8]) -> String {
+    use base64::Engine as _;
+    match std::str::from_utf8(payload) {
+        Ok(t) if serde_json::from_str::<&serde_json::value::RawValue>(t).is_ok() => format!("j{t}"),
+        _ => format!("b{}", base64::engine::general_purpose::STANDARD.encode(payload)),
+    }
+}
+
+/// An event's payload read back from its mark ([`event_text`]).
+fn event_bytes(key: &str, text: &str) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    let corrupt = |why: &str| crate::Error::Corrupt {
+        job: None,
+        reason: format!("the mark of event {key:?}: {why}"),
+    };
+    match text.split_at_checked(1) {
+        Some(("j", json)) => Ok(json.as_bytes().to_vec()),
+        Some(("b", b64)) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|_| corrupt("not base64")),
+        _ => Err(corrupt("neither j nor b")),
+    }
+}
+
