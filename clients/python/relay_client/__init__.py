@@ -54,7 +54,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .worker import JobContext, Permanent, Retry, Sleep, Snooze, Stats, Worker
+from .worker import JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Wait, Worker
 
 __all__ = [
     "Busy",
@@ -92,10 +92,12 @@ __all__ = [
     "Stats",
     "StepBound",
     "Submitted",
+    "TimedOut",
     "Timeout",
     "TooManyWaiting",
     "Unauthorized",
     "Unavailable",
+    "Wait",
     "Worker",
     "WorkAnswer",
 ]

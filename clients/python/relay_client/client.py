@@ -353,7 +353,7 @@ class Submitted(int):
         return self
 
 
-OutcomeKind = Literal["ack", "nack", "release", "sleep"]
+OutcomeKind = Literal["ack", "nack", "release", "sleep", "wait"]
 
 
 class Outcome:
@@ -409,6 +409,14 @@ class Outcome:
         WAITING, holding no lease and no attempt, then READY. A step of
         that name recorded earlier wins, its time with it."""
         return cls(id, token, "sleep", {"step": step, "until": until})
+
+    @classmethod
+    def wait(cls, id: int, token: int, step: str, key: str, until: str) -> "Outcome":
+        """The job waiting for event ``key`` under step ``step`` until
+        ``until`` (RFC 3339): WAITING, holding no lease and no attempt,
+        until the event is emitted (READY at once when it was already) or
+        the time runs out."""
+        return cls(id, token, "wait", {"step": step, "key": key, "until": until})
 
     def __repr__(self) -> str:
         return f"Outcome({self.json})"
@@ -761,6 +769,16 @@ class Client:
         if v.get("recorded"):
             return True, output
         return False, _get_payload(v.get("earlier") or {}, "output")
+
+    def emit(self, key: str, payload: Payload = None) -> Dict[str, Any]:
+        """Emits event ``key`` with ``payload`` (a JSON value, or bytes; at
+        most 64 KiB): every job waiting for the key gets the payload and runs
+        on, in this commit. The first emit of a key stands; the event is kept
+        7 days, so a wait that begins later returns it at once. Returns
+        ``{"first": bool, "woken": int}``."""
+        body: Dict[str, Any] = {}
+        _put_payload(body, "payload", payload)
+        return dict(self._call("POST", f"/v1/events/{urllib.parse.quote(key, safe='')}", body))
 
     def release(self, id: int, token: int, *, in_: Optional[float] = None) -> None:
         """Gives the job back untried (no attempt counted); with ``in_``, it

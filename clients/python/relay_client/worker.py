@@ -209,6 +209,30 @@ class JobContext:
             return
         raise Sleep(name, until_ms)
 
+    def wait_event(self, name: str, key: str, timeout: float) -> Payload:
+        """Waits for event ``key`` (``client.emit``, ``relay emit``) for at
+        most ``timeout`` seconds without holding a worker; returns its
+        payload once it is emitted (at once when it was emitted already, in
+        the last 7 days), or raises :class:`TimedOut` when the time ran out
+        first. Recorded as step ``name``: a later run gets the same answer.
+
+        While the event has not come it raises :class:`Wait`, which the
+        worker records as the job's outcome: the job gives its lease back
+        and is WAITING until an emit of the key (READY in the emit's own
+        commit) or the timeout, then its handler runs from the start,
+        passing its recorded steps and this wait."""
+        if name in self._steps:
+            recorded = self._steps[name]
+            if isinstance(recorded, dict) and len(recorded) == 1:
+                if recorded.get("timed_out") is True:
+                    raise TimedOut(f"no event {key!r} came in time (step {name!r})")
+                if "event" in recorded:
+                    return recorded["event"]
+                if isinstance(recorded.get("event_base64"), str):
+                    return base64.b64decode(recorded["event_base64"])
+            raise Permanent(f"step {name!r} is recorded and is not a wait for an event; name the wait anew")
+        raise Wait(name, key, int(round((time.time() + timeout) * 1000)))
+
     def key(self, name: str) -> str:
         """An idempotency key for the side effect of step ``name``: the same
         on every attempt of this job, different for every other job and step
@@ -254,6 +278,24 @@ class Sleep(BaseException):
     def __init__(self, step: str, until_ms: int):
         super().__init__(f"asleep until {_rfc3339(until_ms)}")
         self.step = step
+        self.until_ms = until_ms
+
+
+class TimedOut(Exception):
+    """What :meth:`JobContext.wait_event` raises when its event did not
+    come in time: catch it to act on the timeout (uncaught, it fails the
+    attempt like any exception)."""
+
+
+class Wait(BaseException):
+    """Raised by :meth:`JobContext.wait_event` while its event has not
+    come: let it through (a ``BaseException``, as :class:`Sleep`); the
+    worker records the wait as the job's outcome."""
+
+    def __init__(self, step: str, key: str, until_ms: int):
+        super().__init__(f"waiting for event {key!r} until {_rfc3339(until_ms)}")
+        self.step = step
+        self.key = key
         self.until_ms = until_ms
 
 
@@ -450,6 +492,8 @@ class Worker:
             return Outcome.release(id, token, in_=s.delay), "snoozed"
         except Sleep as s:
             return Outcome.sleep(id, token, s.step, _rfc3339(s.until_ms)), "slept"
+        except Wait as w:
+            return Outcome.wait(id, token, w.step, w.key, _rfc3339(w.until_ms)), "slept"
         except Retry as r:
             return Outcome.nack(id, token, f"{r}\n{traceback.format_exc()}", retry_in=r.delay), "failed"
         except Permanent as p:

@@ -25,8 +25,8 @@ def test_the_durable_execution_guide_runs_as_written(server, client, tmp_path):
     env = dict(os.environ, RELAY_URL=server.url, RELAY_TOKEN=server.token)
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
     try:
-        # Charged, asleep half a second (the worker free meanwhile), then the email.
-        assert proc.stdout.readline().strip() == "receipt ch_4200 sent to ada"
+        # Charged, asleep half a second, woken by the emit (the worker free meanwhile), then the email.
+        assert proc.stdout.readline().strip() == "receipt ch_4200, parcel 1Z999, to ada"
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
     finally:
@@ -34,5 +34,6 @@ def test_the_durable_execution_guide_runs_as_written(server, client, tmp_path):
             proc.kill()
     job = client.list_jobs(queue="orders").jobs[0]
     assert job.state == "SUCCEEDED" and job.attempts == 1
-    assert [s["name"] for s in job.steps] == ["charge", "cool-off", "email"]
-    assert "sleeping" in [e["kind"] for e in client.events(job.id)]
+    assert [s["name"] for s in job.steps] == ["charge", "cool-off", "shipment", "email"]
+    kinds = [e["kind"] for e in client.events(job.id)]
+    assert "sleeping" in kinds and "woken" in kinds

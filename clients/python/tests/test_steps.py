@@ -120,3 +120,35 @@ def test_a_sleep_frees_the_slot_and_the_job_goes_on_after_it(client: Client):
     assert isinstance(job.steps[1]["output"]["sleep_until_ms"], int)
     kinds = [e["kind"] for e in client.events(sleeper)]
     assert kinds.count("sleeping") == 1 and kinds.count("leased") == 2
+
+
+def test_wait_event_goes_on_with_the_payload_or_times_out(client: Client):
+    from relay_client import TimedOut
+
+    approved = client.submit("approvals", "approve")
+    ignored = client.submit("approvals", "approve")
+    asked = []
+    worker = Worker(client, ["approvals"], concurrency=2, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("approve")
+    def approve(job, ctx: JobContext):
+        ctx.step("ask", lambda: asked.append(job.id))
+        timeout = 60 if job.id == approved else 0.3
+        try:
+            answer = ctx.wait_event("approval", f"approved:{job.id}", timeout)
+        except TimedOut:
+            return "timed out"
+        return f"approved by {answer['by']}"
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the first job to wait", lambda: client.get(approved).state == "WAITING")
+    assert client.emit(f"approved:{approved}", {"by": "ada"}) == {"first": True, "woken": 1}
+    assert client.emit(f"approved:{approved}", {"by": "eve"}) == {"first": False, "woken": 0}
+    wait_for("both to finish", lambda: all(client.get(i).state == "SUCCEEDED" for i in (approved, ignored)))
+    worker.stop()
+    t.join(10)
+    assert client.get(approved).result == "approved by ada"
+    assert client.get(ignored).result == "timed out"
+    assert sorted(asked) == sorted([approved, ignored]), "each step ran once"
+    assert client.get(approved).attempts == 1

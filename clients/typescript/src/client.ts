@@ -164,7 +164,8 @@ export type Outcome =
   | { id: number; token: number; outcome: "ack"; result?: Payload }
   | { id: number; token: number; outcome: "nack"; error: string; retryInMs?: number; permanent?: boolean }
   | { id: number; token: number; outcome: "release"; inMs?: number }
-  | { id: number; token: number; outcome: "sleep"; step: string; until: string };
+  | { id: number; token: number; outcome: "sleep"; step: string; until: string }
+  | { id: number; token: number; outcome: "wait"; step: string; key: string; until: string };
 
 /**
  * The answer for one outcome: its job's new `state` (and `readyAt` when it
@@ -473,6 +474,11 @@ function outcomeBody(o: Outcome): Obj {
       body.step = o.step;
       body.until = o.until;
       break;
+    case "wait":
+      body.step = o.step;
+      body.key = o.key;
+      body.until = o.until;
+      break;
   }
   return body;
 }
@@ -675,6 +681,18 @@ export class Client {
     if (v.recorded) return { recorded: true, output };
     const earlier = camel(v.earlier ?? {});
     return { recorded: false, output: earlier.output ?? null };
+  }
+
+  /**
+   * Emits event `key` with `payload` (a JSON value, or bytes; at most 64
+   * KiB): every job waiting for the key gets the payload and runs on, in
+   * this commit. The first emit of a key stands; the event is kept 7 days,
+   * so a wait that begins later returns it at once.
+   */
+  async emit(key: string, payload?: Payload): Promise<{ first: boolean; woken: number }> {
+    const body: Obj = {};
+    putPayload(body, "payload", payload);
+    return await this.call("POST", `/v1/events/${encodeURIComponent(key)}`, body);
   }
 
   /** Gives the job back untried; with `inMs`, SCHEDULED until then (a snooze). */

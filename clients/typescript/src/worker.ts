@@ -118,6 +118,29 @@ export class JobContext {
     throw new Sleep(name, untilMs);
   }
 
+  /**
+   * Waits for event `key` (`client.emit`, `relay emit`) for at most
+   * `timeoutMs` without holding a worker: resolves to its payload once it is
+   * emitted (at once when it was emitted already, in the last 7 days), or
+   * rejects with `TimedOut` when the time ran out first. Recorded as step
+   * `name`: a later run gets the same answer. While the event has not come
+   * it throws `Wait`, which the worker records as the job's outcome (the job
+   * is WAITING, holding no worker, until the emit or the timeout; then its
+   * handler runs from the start, passing its recorded steps and this wait).
+   */
+  async waitEvent(name: string, key: string, timeoutMs: number): Promise<Payload> {
+    if (this.recorded.has(name)) {
+      const r = this.recorded.get(name) as Record<string, unknown> | null;
+      if (r && typeof r === "object" && !(r instanceof Uint8Array) && Object.keys(r).length === 1) {
+        if (r.timed_out === true) throw new TimedOut(`no event '${key}' came in time (step '${name}')`);
+        if ("event" in r) return r.event as Payload;
+        if (typeof r.event_base64 === "string") return new Uint8Array(Buffer.from(r.event_base64, "base64"));
+      }
+      throw new Permanent(`step '${name}' is recorded and is not a wait for an event; name the wait anew`);
+    }
+    throw new Wait(name, key, Date.now() + timeoutMs);
+  }
+
   /** An idempotency key for the side effect of step `name`: the same on every attempt of this job, different for every other job and step (`relay-<job id>-<name>`). */
   key(name: string): string {
     return `relay-${this.job.id}-${name}`;
@@ -150,6 +173,24 @@ export class Sleep extends Error {
     super(`asleep until ${new Date(untilMs).toISOString()}`);
   }
 }
+
+/**
+ * Thrown by `ctx.waitEvent` while its event has not come: let it through (a
+ * `catch` in the handler must rethrow it); the worker records the wait as
+ * the job's outcome.
+ */
+export class Wait extends Error {
+  constructor(
+    readonly step: string,
+    readonly key: string,
+    readonly untilMs: number,
+  ) {
+    super(`waiting for event '${key}' until ${new Date(untilMs).toISOString()}`);
+  }
+}
+
+/** What `ctx.waitEvent` throws when its event did not come in time: catch it to act on the timeout. */
+export class TimedOut extends Error {}
 
 /** Throw from a handler to fail the job for good (DEAD). */
 export class Permanent extends Error {}
@@ -697,6 +738,7 @@ function sendable(report: Report): Report {
 function failure(job: LeasedJob, e: unknown): Report {
   const { id, token, leaseForMs } = job;
   if (e instanceof Snooze) return { outcome: { id, token, outcome: "release", inMs: wholeMs(e.delayMs) }, tally: "snoozed", leaseForMs };
+  if (e instanceof Wait) return { outcome: { id, token, outcome: "wait", step: e.step, key: e.key, until: new Date(e.untilMs).toISOString() }, tally: "slept", leaseForMs };
   if (e instanceof Sleep) return { outcome: { id, token, outcome: "sleep", step: e.step, until: new Date(e.untilMs).toISOString() }, tally: "slept", leaseForMs };
   const error = cutError(e instanceof Error ? (e.stack ?? String(e)) : String(e));
   if (e instanceof Permanent) return { outcome: { id, token, outcome: "nack", error, permanent: true }, tally: "failed", leaseForMs };

@@ -34,12 +34,12 @@ test("the durable execution guide runs as written", async () => {
     });
   });
   // Charged, asleep half a second (the worker free meanwhile), then the email.
-  assert.equal(out, "receipt ch_4200 sent to ada\n");
+  assert.equal(out, "receipt ch_4200, parcel 1Z999, to ada\n");
   child.kill("SIGTERM");
   await exited;
   const client = new Client(server.url, { token: server.token });
   const [job] = await client.jobs({ queue: "orders" });
   assert.deepEqual([job.state, job.attempts], ["SUCCEEDED", 1]);
-  assert.deepEqual(job.steps.map((s) => s.name), ["charge", "cool-off", "email"]);
+  assert.deepEqual(job.steps.map((s) => s.name), ["charge", "cool-off", "shipment", "email"]);
   client.close();
 });

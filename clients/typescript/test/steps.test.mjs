@@ -91,3 +91,33 @@ test("a sleep frees the slot and the job goes on after it", async () => {
   const kinds = (await client.events(sleeper)).map((e) => e.kind);
   assert.equal(kinds.filter((k) => k === "leased").length, 2);
 });
+
+test("waitEvent goes on with the payload or times out", async () => {
+  const { TimedOut } = await import("../dist/index.js");
+  const approved = await client.submit({ queue: "approvals", kind: "approve" });
+  const ignored = await client.submit({ queue: "approvals", kind: "approve" });
+  const asked = [];
+  const worker = new Worker(client, ["approvals"], { concurrency: 2, pollMs: 300, handleSignals: false });
+  worker.handle("approve", async (job, ctx) => {
+    await ctx.step("ask", () => {
+      asked.push(job.id);
+    });
+    try {
+      const answer = await ctx.waitEvent("approval", `approved:${job.id}`, job.id === approved ? 60_000 : 300);
+      return `approved by ${answer.by}`;
+    } catch (e) {
+      if (e instanceof TimedOut) return "timed out";
+      throw e;
+    }
+  });
+  const run = worker.run();
+  await waitFor("the first job to wait", async () => (await client.get(approved)).state === "WAITING");
+  assert.deepEqual(await client.emit(`approved:${approved}`, { by: "ada" }), { first: true, woken: 1 });
+  assert.deepEqual(await client.emit(`approved:${approved}`, { by: "eve" }), { first: false, woken: 0 });
+  await waitFor("both", async () => (await client.get(approved)).state === "SUCCEEDED" && (await client.get(ignored)).state === "SUCCEEDED");
+  worker.stop();
+  await run;
+  assert.equal((await client.get(approved)).result, "approved by ada");
+  assert.equal((await client.get(ignored)).result, "timed out");
+  assert.deepEqual(asked.sort(), [approved, ignored].sort());
+});

@@ -1318,3 +1318,31 @@ fn show_lists_a_jobs_steps() {
     let json = json_lines(&relay(&db.path, &["--json", "show", "1"]));
     assert_eq!(json[0]["steps"][1]["output"].as_str().map(str::len), Some(500));
 }
+
+/// Issue 40: `relay emit KEY [PAYLOAD]` wakes the jobs waiting for the key
+/// and says so; a second emit of the key changes nothing; `--json` answers
+/// the call's own object.
+#[test]
+fn emit_wakes_the_jobs_waiting_for_its_key() {
+    let db = db();
+    ok(&relay(&db.path, &["submit", "--queue", "q", "--kind", "k", "{}"]));
+    {
+        let r = relay::Relay::open(&db.path).unwrap();
+        let l = r.lease(relay::LeaseRequest::new(["q"])).unwrap().remove(0);
+        let until = relay::Clock::now(&relay::SystemClock).plus(std::time::Duration::from_secs(3600));
+        r.wait(l.id, l.token, "shipment", "shipped:1", until).unwrap();
+    }
+    let said = ok(&relay(&db.path, &["emit", "shipped:1", r#"{"tracking":"1Z"}"#]));
+    assert_eq!(said, "event shipped:1 emitted: woke 1 job\n");
+    let said = ok(&relay(&db.path, &["emit", "shipped:1", "later"]));
+    assert_eq!(said, "event shipped:1 was emitted before: nothing changed\n");
+    let json = json_lines(&relay(&db.path, &["--json", "emit", "other"]));
+    assert_eq!(json[0], serde_json::json!({"first": true, "woken": 0}));
+    let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
+    assert_eq!(shown[0]["state"], "READY");
+    assert_eq!(
+        shown[0]["steps"][0]["output"],
+        serde_json::json!({"event": {"tracking": "1Z"}})
+    );
+    fails(&relay(&db.path, &["emit", ""]), 2, "event key");
+}

@@ -500,7 +500,10 @@ impl Waited {
         match (r.event, r.event_base64, r.timed_out) {
             (Some(raw), None, false) if raw.get() == "null" => Some(Self::Event(Vec::new())),
             (Some(raw), None, false) => Some(Self::Event(raw.get().as_bytes().to_vec())),
-            (None, Some(b), false) => base64::engine::general_purpose::STANDARD.decode(b).ok().map(Self::Event),
+            (None, Some(b), false) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .ok()
+                .map(Self::Event),
             (None, None, true) => Some(Self::TimedOut),
             _ => None,
         }

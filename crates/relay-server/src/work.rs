@@ -147,7 +147,13 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             })
         }
         K::Sleep => {
-            if has_result || o.error.is_some() || o.retry_in_ms.is_some() || o.permanent || o.in_ms.is_some() || o.key.is_some() {
+            if has_result
+                || o.error.is_some()
+                || o.retry_in_ms.is_some()
+                || o.permanent
+                || o.in_ms.is_some()
+                || o.key.is_some()
+            {
                 return Err(stray("a field other than step and until"));
             }
             let (Some(step), Some(until)) = (o.step, o.until) else {

@@ -1561,7 +1561,9 @@ fn an_event_wakes_a_job_waiting_through_the_worker_protocol() {
         Some(json!({"outcomes": [{"id": id, "token": token, "outcome": "wait", "step": "shipment", "until": "2099-01-01T00:00:00Z"}]})),
     );
     assert_eq!(st, 400, "a wait without its key is refused: {v}");
-    let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600)).to_rfc3339();
+    let until = relay::Clock::now(&relay::SystemClock)
+        .plus(Duration::from_secs(3600))
+        .to_rfc3339();
     let (st, v) = s.call(
         "POST",
         "/v1/work",
@@ -1578,6 +1580,10 @@ fn an_event_wakes_a_job_waiting_through_the_worker_protocol() {
     let step = &v["jobs"][0]["steps"][0];
     assert_eq!(step["name"], "shipment", "{v}");
     assert_eq!(step["output"], json!({"event": {"tracking": "1Z"}}));
-    let (st, v) = s.call("POST", "/v1/events/k", Some(json!({"payload": 1, "payload_base64": "AA=="})));
+    let (st, v) = s.call(
+        "POST",
+        "/v1/events/k",
+        Some(json!({"payload": 1, "payload_base64": "AA=="})),
+    );
     assert_eq!(st, 400, "{v}");
 }

@@ -313,50 +313,88 @@ pub fn an_emit_wakes_its_waiters_and_the_first_emit_stands(new_db: &NewDb) {
         .lease(LeaseRequest::new(["q"]).max(3).lease_for(lease_for).worker("w"))
         .unwrap();
     assert_eq!(leases.len(), 3);
-    let stale = relay.wait(leases[0].id, LeaseToken(leases[0].token.0 + 1), "shipment", "shipped:1", clock.now().plus(day));
+    let stale = relay.wait(
+        leases[0].id,
+        LeaseToken(leases[0].token.0 + 1),
+        "shipment",
+        "shipped:1",
+        clock.now().plus(day),
+    );
     assert!(matches!(stale, Err(Error::LeaseLost { .. })), "{stale:?}");
     for l in &leases[..2] {
-        let s = relay.wait(l.id, l.token, "shipment", "shipped:1", clock.now().plus(day)).unwrap();
+        let s = relay
+            .wait(l.id, l.token, "shipment", "shipped:1", clock.now().plus(day))
+            .unwrap();
         assert_eq!((s.state, s.attempts), (relay::JobState::Waiting, 0));
     }
     // The third waits on another key, and is cancelled while it waits.
-    relay.wait(leases[2].id, leases[2].token, "shipment", "shipped:2", clock.now().plus(day)).unwrap();
+    relay
+        .wait(
+            leases[2].id,
+            leases[2].token,
+            "shipment",
+            "shipped:2",
+            clock.now().plus(day),
+        )
+        .unwrap();
     relay.cancel(leases[2].id).unwrap();
-    assert!(relay.lease(LeaseRequest::new(["q"]).worker("w")).unwrap().is_empty(), "waiters are not leased");
+    assert!(
+        relay.lease(LeaseRequest::new(["q"]).worker("w")).unwrap().is_empty(),
+        "waiters are not leased"
+    );
     assert_eq!(kinds(&relay, ids[0]).last().map(String::as_str), Some("waiting"));
     let e = relay.emit("shipped:1", br#"{"tracking": "1Z"}"#.to_vec()).unwrap();
     assert_eq!((e.first, e.woken), (true, 2));
     for id in &ids[..2] {
         assert_eq!(relay.get(*id).unwrap().state(), relay::JobState::Ready);
-        assert_eq!(waited(&relay, *id, "shipment"), Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec())));
+        assert_eq!(
+            waited(&relay, *id, "shipment"),
+            Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec()))
+        );
         assert_eq!(kinds(&relay, *id).last().map(String::as_str), Some("woken"));
     }
     // A second emit of the key changes nothing.
     let again = relay.emit("shipped:1", br#"{"tracking": "other"}"#.to_vec()).unwrap();
     assert_eq!((again.first, again.woken), (false, 0));
     // The woken jobs are leased with the step (the same attempt).
-    let next = relay.lease(LeaseRequest::new(["q"]).max(3).lease_for(lease_for).worker("w")).unwrap();
+    let next = relay
+        .lease(LeaseRequest::new(["q"]).max(3).lease_for(lease_for).worker("w"))
+        .unwrap();
     assert_eq!(next.len(), 2);
     for l in &next {
         assert_eq!(l.attempt, 1);
         let step = l.steps.iter().find(|s| s.name == "shipment").unwrap();
-        assert_eq!(relay::Waited::of(&step.output), Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec())));
+        assert_eq!(
+            relay::Waited::of(&step.output),
+            Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec()))
+        );
     }
     // A wait that begins after the emit: READY at once, the step recorded.
     let late = relay.submit(NewJob::new("q", "order", b"{}".to_vec())).unwrap();
     let l = lease_one(&relay, lease_for);
     assert_eq!(l.id, late);
-    let s = relay.wait(late, l.token, "shipment", "shipped:1", clock.now().plus(day)).unwrap();
+    let s = relay
+        .wait(late, l.token, "shipment", "shipped:1", clock.now().plus(day))
+        .unwrap();
     assert_eq!(s.state, relay::JobState::Ready);
-    assert_eq!(waited(&relay, late, "shipment"), Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec())));
+    assert_eq!(
+        waited(&relay, late, "shipment"),
+        Some(relay::Waited::Event(br#"{"tracking": "1Z"}"#.to_vec()))
+    );
     // The cancelled waiter stays cancelled when its key is emitted.
     let e = relay.emit("shipped:2", Vec::new()).unwrap();
     assert_eq!((e.first, e.woken), (true, 0));
     assert_eq!(relay.get(ids[2]).unwrap().state(), relay::JobState::Cancelled);
     // Bad input changes nothing.
     assert!(matches!(relay.emit("", Vec::new()), Err(Error::InvalidInput(_))));
-    assert!(matches!(relay.emit("k", vec![b'1'; relay::MAX_EVENT_PAYLOAD + 1]), Err(Error::InvalidInput(_))));
-    assert!(matches!(relay.put_mark("event:x", "j1", Duration::from_secs(60)), Err(Error::InvalidInput(_))));
+    assert!(matches!(
+        relay.emit("k", vec![b'1'; relay::MAX_EVENT_PAYLOAD + 1]),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        relay.put_mark("event:x", "j1", Duration::from_secs(60)),
+        Err(Error::InvalidInput(_))
+    ));
 }
 
 /// A wait's time runs out: the job is READY at its `until` (the reap
@@ -374,7 +412,10 @@ pub fn a_wait_times_out_at_its_first_time(new_db: &NewDb) {
     clock.advance(hour);
     let again = lease_one(&relay, lease_for);
     assert_eq!((again.id, again.attempt), (id, 1));
-    assert!(again.steps.is_empty(), "no step yet: the wait's time ran out, nothing recorded");
+    assert!(
+        again.steps.is_empty(),
+        "no step yet: the wait's time ran out, nothing recorded"
+    );
     let s = relay
         .wait(id, again.token, "approval", "approved:7", clock.now().plus(hour))
         .unwrap();

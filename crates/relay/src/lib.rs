@@ -73,12 +73,14 @@ pub use error::{Error, Result};
 pub use options::Options;
 pub use relay::Relay;
 pub use request::{
-    Completion, CompletionOutcome, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked, MAX_DEBOUNCE,
-    MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
+    Completion, CompletionOutcome, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked,
+    MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 
-pub use relay_core::job::{Waited, EVENT_KEEP, MAX_EVENT_KEY, MAX_EVENT_PAYLOAD, MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME};
+pub use relay_core::job::{
+    Waited, EVENT_KEEP, MAX_EVENT_KEY, MAX_EVENT_PAYLOAD, MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME,
+};
 pub use relay_core::periodic::time_zones;
 pub use relay_core::presence;
 pub use relay_core::presence::worker_id;

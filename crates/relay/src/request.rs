@@ -660,7 +660,13 @@ impl Completion {
 
     /// Waiting for event `key` under step `step` until `until` (see
     /// [`CompletionOutcome::Wait`]).
-    pub fn wait(id: JobId, token: LeaseToken, step: impl Into<String>, key: impl Into<String>, until: Timestamp) -> Self {
+    pub fn wait(
+        id: JobId,
+        token: LeaseToken,
+        step: impl Into<String>,
+        key: impl Into<String>,
+        until: Timestamp,
+    ) -> Self {
         Self {
             id,
             token,
@@ -891,4 +897,3 @@ pub struct Emitted {
     /// Jobs it woke (each waiting for the key, its payload recorded).
     pub woken: u32,
 }
-

@@ -240,8 +240,13 @@ fn wait_event_goes_on_with_the_payload_or_times_out() {
             ran(&r, &format!("ask {}", ctx.id()));
             Ok(())
         })?;
-        let timeout = if ctx.id().0 == 1 { Duration::from_secs(60) } else { Duration::from_millis(300) };
-        let answer: Option<serde_json::Value> = ctx.wait_event("approval", &format!("approved:{}", ctx.id()), timeout)?;
+        let timeout = if ctx.id().0 == 1 {
+            Duration::from_secs(60)
+        } else {
+            Duration::from_millis(300)
+        };
+        let answer: Option<serde_json::Value> =
+            ctx.wait_event("approval", &format!("approved:{}", ctx.id()), timeout)?;
         res.lock().unwrap().get_or_insert_with(Instant::now);
         Ok(Some(match answer {
             Some(v) => format!("approved by {}", v["by"].as_str().unwrap_or("?")).into_bytes(),
@@ -257,13 +262,22 @@ fn wait_event_goes_on_with_the_payload_or_times_out() {
             assert!(Instant::now() < deadline, "the job never waited");
             std::thread::sleep(Duration::from_millis(5));
         }
-        let e = relay2.emit(&format!("approved:{}", approved.0), br#"{"by": "ada"}"#.to_vec()).unwrap();
+        let e = relay2
+            .emit(&format!("approved:{}", approved.0), br#"{"by": "ada"}"#.to_vec())
+            .unwrap();
         *em.lock().unwrap() = Some(Instant::now());
         assert_eq!((e.first, e.woken), (true, 1));
     });
-    run_until(w, || [approved, ignored].iter().all(|id| relay.get(*id).unwrap().state().is_finished()));
+    run_until(w, || {
+        [approved, ignored]
+            .iter()
+            .all(|id| relay.get(*id).unwrap().state().is_finished())
+    });
     emitter.join().unwrap();
-    assert_eq!(relay.get(approved).unwrap().result.as_deref(), Some(&b"approved by ada"[..]));
+    assert_eq!(
+        relay.get(approved).unwrap().result.as_deref(),
+        Some(&b"approved by ada"[..])
+    );
     assert_eq!(relay.get(ignored).unwrap().result.as_deref(), Some(&b"timed out"[..]));
     assert_eq!((count(&runs, "ask 1"), count(&runs, "ask 2")), (1, 1));
     for id in [approved, ignored] {
@@ -273,5 +287,8 @@ fn wait_event_goes_on_with_the_payload_or_times_out() {
         assert!(kinds.contains(&"waiting".to_owned()), "{kinds:?}");
     }
     let (e, r) = (emitted.lock().unwrap().unwrap(), resumed.lock().unwrap().unwrap());
-    eprintln!("the handler went on {:?} after the emit returned", r.saturating_duration_since(e));
+    eprintln!(
+        "the handler went on {:?} after the emit returned",
+        r.saturating_duration_since(e)
+    );
 }

@@ -279,7 +279,10 @@ impl EmitEvent {
             .flatten()
             .and_then(|t| RawValue::from_string(t.to_owned()).ok());
         let payload_base64 = if json.is_some() { None } else { base64_pair(payload) };
-        Self { payload: json, payload_base64 }
+        Self {
+            payload: json,
+            payload_base64,
+        }
     }
 }
 

@@ -114,7 +114,13 @@ impl Outcome {
     }
 
     /// Waiting for event `key` under step `step` until `until` (RFC 3339).
-    pub fn wait(id: i64, token: i64, step: impl Into<String>, key: impl Into<String>, until: impl Into<String>) -> Self {
+    pub fn wait(
+        id: i64,
+        token: i64,
+        step: impl Into<String>,
+        key: impl Into<String>,
+        until: impl Into<String>,
+    ) -> Self {
         Self {
             step: Some(step.into()),
             key: Some(key.into()),

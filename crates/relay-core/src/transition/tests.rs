@@ -629,7 +629,17 @@ fn a_wait_is_woken_by_its_event_and_a_record_reads_back() {
     let p = policy();
     let leased = status(JobState::Leased);
     let until = T0.plus(Duration::from_secs(60));
-    let w = transition(JobId(9), &leased, Action::Wait { token: LeaseToken(7), key: "k", until }, &ctx(&p, T0)).unwrap();
+    let w = transition(
+        JobId(9),
+        &leased,
+        Action::Wait {
+            token: LeaseToken(7),
+            key: "k",
+            until,
+        },
+        &ctx(&p, T0),
+    )
+    .unwrap();
     let s = w.status();
     assert_eq!((s.state, s.ready_at, s.waiting_on), (JobState::Waiting, until, 0));
     assert_eq!(w.event().unwrap().kind.as_str(), "waiting");
@@ -647,7 +657,10 @@ fn a_wait_is_woken_by_its_event_and_a_record_reads_back() {
     ] {
         assert_eq!(crate::job::Waited::of(&w.output()), Some(w));
     }
-    assert_eq!(crate::job::Waited::of(&crate::job::Waited::Event(Vec::new()).output()), Some(crate::job::Waited::Event(Vec::new())));
+    assert_eq!(
+        crate::job::Waited::of(&crate::job::Waited::Event(Vec::new()).output()),
+        Some(crate::job::Waited::Event(Vec::new()))
+    );
     assert_eq!(crate::job::Waited::of(b"7"), None);
     assert_eq!(crate::job::Waited::of(br#"{"sleep_until_ms": 5}"#), None);
 }

@@ -182,7 +182,9 @@ impl Engine {
             );
         }
         if key.starts_with("event:") {
-            return Err(relay_core::InvalidInput::new("key", "keys under event: are the emitted events' own (emit)").into());
+            return Err(
+                relay_core::InvalidInput::new("key", "keys under event: are the emitted events' own (emit)").into(),
+            );
         }
         let (key, value) = (key.to_owned(), value.to_owned());
         Ok(Pending::new(Hint::None, move |plan, ctx| {
@@ -262,9 +264,12 @@ impl Engine {
         let batch = self.checked_completions(batch);
         let ids: Vec<JobId> = batch.iter().map(|(c, _)| c.id).collect();
         // A sleep reads the job's steps: never planned unread.
-        let reads_row = batch
-            .iter()
-            .any(|(c, _)| matches!(c.outcome, CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. }));
+        let reads_row = batch.iter().any(|(c, _)| {
+            matches!(
+                c.outcome,
+                CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. }
+            )
+        });
         let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| complete_each(plan, ctx, &batch);
         match ids.as_slice() {
             [id] if !reads_row => Pending::held(*id, work),
@@ -277,7 +282,9 @@ impl Engine {
         relay_core::job::Waited::check_key(key)?;
         relay_core::job::Waited::check_payload(&payload)?;
         let key = key.to_owned();
-        Ok(Pending::new(Hint::None, move |plan, ctx| ops::emit(plan, ctx, &key, &payload)))
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::emit(plan, ctx, &key, &payload)
+        }))
     }
 
     /// A lease holder waits for event `key` (see [`crate::Relay::wait`]).

@@ -504,7 +504,14 @@ pub(crate) fn wait(
     let until = if recorded {
         ctx.now
     } else if let Some(payload) = plan.event_payload(key)? {
-        append_step(plan, ctx, id, cur.attempts, step, &relay_core::job::Waited::Event(payload).output())?;
+        append_step(
+            plan,
+            ctx,
+            id,
+            cur.attempts,
+            step,
+            &relay_core::job::Waited::Event(payload).output(),
+        )?;
         ctx.now
     } else {
         let until = earlier
@@ -512,7 +519,14 @@ pub(crate) fn wait(
             .filter(|w| w.key == key && w.step == step)
             .map_or(until, |w| w.until);
         if until <= ctx.now {
-            append_step(plan, ctx, id, cur.attempts, step, &relay_core::job::Waited::TimedOut.output())?;
+            append_step(
+                plan,
+                ctx,
+                id,
+                cur.attempts,
+                step,
+                &relay_core::job::Waited::TimedOut.output(),
+            )?;
             ctx.now
         } else {
             wait = Some(relay_store::Wait {

@@ -23,17 +23,17 @@ use std::borrow::Cow;
 mod claim;
 mod deps;
 mod marks;
-mod waits;
 mod queues;
 mod schedules;
+mod waits;
 use claim::{Pool, CLASSES};
 use deps::{Deps, DepsMark};
 use marks::MarkEntry;
 pub(crate) use marks::{event_mark, event_text};
-use waits::WaitEntry;
 pub(crate) use queues::Gate;
 use queues::QueueEntry;
 use schedules::ScheduleEntry;
+use waits::WaitEntry;
 
 /// The plan's maps are keyed by job ids and queue names the process chose,
 /// not by an attacker: a fast, fixed hash (SipHash measured at ~2% of the

@@ -27,13 +27,40 @@ pub struct JobError {
     /// Not a failure: run the job again after this long, the attempt not
     /// counted (see [`JobError::snooze`]).
     pub snooze: Option<Duration>,
-    /// Not a failure: the job sleeps under this step until this time,
-    /// holding no worker (see [`JobContext::sleep`]).
-    pub sleep: Option<(String, crate::Timestamp)>,
-    /// Not a failure: the job waits for an event, holding no worker (see
-    /// [`JobContext::wait_event`]): its step, the event's key, when it
-    /// gives up.
-    pub wait: Option<(String, String, crate::Timestamp)>,
+    /// Not a failure: the job sleeps or waits for an event, holding no
+    /// worker (see [`JobContext::sleep`], [`JobContext::wait_event`]).
+    pub park: Option<Box<Park>>,
+}
+
+/// How a handler parks its job ([`JobError::park`]): the job gives its
+/// lease back and is WAITING, holding no worker and no attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Park {
+    /// Asleep under step `step` until `until`.
+    Sleep {
+        /// The sleep's step.
+        step: String,
+        /// When it wakes.
+        until: crate::Timestamp,
+    },
+    /// Waiting for event `key` under step `step` until `until`.
+    Wait {
+        /// The wait's step.
+        step: String,
+        /// The event's key.
+        key: String,
+        /// When it gives up.
+        until: crate::Timestamp,
+    },
+}
+
+impl Park {
+    /// When the job wakes at the latest.
+    pub fn until(&self) -> crate::Timestamp {
+        match self {
+            Self::Sleep { until, .. } | Self::Wait { until, .. } => *until,
+        }
+    }
 }
 
 impl JobError {
@@ -44,8 +71,7 @@ impl JobError {
             retry_in: None,
             permanent: false,
             snooze: None,
-            sleep: None,
-            wait: None,
+            park: None,
         }
     }
 
@@ -65,8 +91,7 @@ impl JobError {
             retry_in: None,
             permanent: false,
             snooze: Some(d),
-            sleep: None,
-            wait: None,
+            park: None,
         }
     }
 
@@ -77,8 +102,7 @@ impl JobError {
             retry_in: None,
             permanent: true,
             snooze: None,
-            sleep: None,
-            wait: None,
+            park: None,
         }
     }
 
@@ -383,7 +407,10 @@ impl JobContext {
             return Ok(());
         }
         Err(JobError {
-            sleep: Some((name.to_owned(), until)),
+            park: Some(Box::new(Park::Sleep {
+                step: name.to_owned(),
+                until,
+            })),
             ..JobError::new(format!("asleep until {}", until.to_rfc3339()))
         })
     }
@@ -446,7 +473,11 @@ impl JobContext {
         }
         let until = self.now().plus(timeout);
         Err(JobError {
-            wait: Some((name.to_owned(), key.to_owned(), until)),
+            park: Some(Box::new(Park::Wait {
+                step: name.to_owned(),
+                key: key.to_owned(),
+                until,
+            })),
             ..JobError::new(format!("waiting for event {key:?} until {}", until.to_rfc3339()))
         })
     }

@@ -4,7 +4,7 @@
 
 use super::backend::{fatal, transient, Backend};
 use super::report::{Finished, InFlight, OnFinish, Outages, Outcome, WorkerStats, FIRST_BACKOFF, MAX_BACKOFF};
-use super::{Handler, JobContext, JobError, JobResult, Registered};
+use super::{Handler, JobContext, JobError, JobResult, Park, Registered};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, PoisonError};
@@ -66,14 +66,12 @@ impl JobRun {
         let completion = match &result {
             Ok(out) => crate::Completion::ack(id, token, out.clone()),
             Err(JobError { snooze: Some(d), .. }) => crate::Completion::snooze(id, token, *d),
-            Err(JobError {
-                sleep: Some((step, until)),
-                ..
-            }) => crate::Completion::sleep(id, token, step.clone(), *until),
-            Err(JobError {
-                wait: Some((step, key, until)),
-                ..
-            }) => crate::Completion::wait(id, token, step.clone(), key.clone(), *until),
+            Err(JobError { park: Some(p), .. }) => match &**p {
+                Park::Sleep { step, until } => crate::Completion::sleep(id, token, step.clone(), *until),
+                Park::Wait { step, key, until } => {
+                    crate::Completion::wait(id, token, step.clone(), key.clone(), *until)
+                }
+            },
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),
         };
@@ -97,20 +95,7 @@ impl JobRun {
         let call = call.map(|state| match (&result, state) {
             (Ok(_), _) => Outcome::Succeeded,
             (Err(JobError { snooze: Some(d), .. }), _) => Outcome::Snoozed { delay: *d },
-            (
-                Err(JobError {
-                    sleep: Some((_, until)),
-                    ..
-                }),
-                _,
-            ) => Outcome::Slept { until: *until },
-            (
-                Err(JobError {
-                    wait: Some((_, _, until)),
-                    ..
-                }),
-                _,
-            ) => Outcome::Slept { until: *until },
+            (Err(JobError { park: Some(p), .. }), _) => Outcome::Slept { until: p.until() },
             (Err(e), crate::JobState::Dead) => Outcome::Dead {
                 error: e.message.clone(),
             },

@@ -55,7 +55,7 @@ mod run;
 mod shutdown;
 
 pub use backend::{Backend, BoxFuture, LeaseAsk};
-pub use context::{JobContext, JobError, JobResult};
+pub use context::{JobContext, JobError, JobResult, Park};
 use report::OnFinish;
 pub use report::{Finished, Outage, Outcome, WorkerStats};
 pub use shutdown::Shutdown;

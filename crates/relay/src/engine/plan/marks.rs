@@ -124,4 +124,3 @@ fn event_bytes(key: &str, text: &str) -> Result<Vec<u8>> {
         _ => Err(corrupt("neither j nor b")),
     }
 }
-

@@ -64,7 +64,6 @@ impl Plan<'_> {
     pub(super) fn restore_wait(&mut self, id: JobId, entry: WaitEntry) {
         self.waits.insert(id, entry);
     }
-
 }
 
 /// The waits a batch writes, and the jobs whose wait it ends; none of a job
