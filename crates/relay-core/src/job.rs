@@ -486,25 +486,26 @@ impl Waited {
     /// is not a wait's.
     pub fn of(output: &[u8]) -> Option<Self> {
         use base64::Engine as _;
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Record<'a> {
-            #[serde(borrow, default)]
-            event: Option<&'a serde_json::value::RawValue>,
-            #[serde(default)]
-            event_base64: Option<String>,
-            #[serde(default)]
-            timed_out: bool,
+        use serde_json::value::RawValue;
+        // Raw values, so that the payload's JSON comes back as recorded
+        // (and a null payload as null).
+        let record: std::collections::BTreeMap<&str, &RawValue> = serde_json::from_slice(output).ok()?;
+        let mut fields = record.iter();
+        let (&name, value) = fields.next()?;
+        if fields.next().is_some() {
+            return None;
         }
-        let r: Record<'_> = serde_json::from_slice(output).ok()?;
-        match (r.event, r.event_base64, r.timed_out) {
-            (Some(raw), None, false) if raw.get() == "null" => Some(Self::Event(Vec::new())),
-            (Some(raw), None, false) => Some(Self::Event(raw.get().as_bytes().to_vec())),
-            (None, Some(b), false) => base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .ok()
-                .map(Self::Event),
-            (None, None, true) => Some(Self::TimedOut),
+        match name {
+            "event" if value.get() == "null" => Some(Self::Event(Vec::new())),
+            "event" => Some(Self::Event(value.get().as_bytes().to_vec())),
+            "event_base64" => {
+                let b: String = serde_json::from_str(value.get()).ok()?;
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .ok()
+                    .map(Self::Event)
+            }
+            "timed_out" if value.get() == "true" => Some(Self::TimedOut),
             _ => None,
         }
     }

@@ -105,6 +105,29 @@ enum Op {
         secs: u64,
     },
     Reopen,
+    /// A step `s{name}` recorded (issue 40).
+    Step {
+        job: usize,
+        stale: bool,
+        name: u8,
+    },
+    /// A sleep (step `nap`) for `secs`.
+    Sleep {
+        job: usize,
+        stale: bool,
+        secs: u64,
+    },
+    /// A wait for event `key{key}` (step `wait{key}`) for `secs`.
+    Wait {
+        job: usize,
+        stale: bool,
+        key: u8,
+        secs: u64,
+    },
+    /// An emit of event `key{key}`.
+    Emit {
+        key: u8,
+    },
 }
 
 fn op(groups: bool) -> impl Strategy<Value = Op> {
@@ -141,6 +164,11 @@ fn op(groups: bool) -> impl Strategy<Value = Op> {
         1 => (0..2usize).prop_map(|queue| Op::Resume { queue }),
         2 => prop_oneof![1..20u64, 50..200u64].prop_map(|secs| Op::Advance { secs }),
         1 => Just(Op::Reopen),
+        2 => (any::<usize>(), any::<bool>(), 0..3u8).prop_map(|(job, stale, name)| Op::Step { job, stale, name }),
+        1 => (any::<usize>(), any::<bool>(), 0..60u64).prop_map(|(job, stale, secs)| Op::Sleep { job, stale, secs }),
+        1 => (any::<usize>(), any::<bool>(), 0..2u8, 0..60u64)
+            .prop_map(|(job, stale, key, secs)| Op::Wait { job, stale, key, secs }),
+        1 => (0..2u8).prop_map(|key| Op::Emit { key }),
     ]
 }
 
@@ -164,6 +192,10 @@ struct MJob {
     group: Option<u8>,
     /// A grouped job's turn, given when it last became READY.
     turn: i64,
+    /// Its recorded steps' names, in order.
+    steps: Vec<String>,
+    /// When its sleep (step `nap`) wakes, once recorded.
+    nap: Option<i64>,
 }
 
 /// The expiries that make a job DEAD (`Options::poison_after`): 2 rather
@@ -188,6 +220,10 @@ struct Model {
     window: [(i64, u32); 2],
     /// Per job, the jobs waiting for it: (child, runs anyway).
     dependents: BTreeMap<i64, Vec<(i64, bool)>>,
+    /// Per job, its wait for an event: (key, step, until).
+    waits: BTreeMap<i64, (u8, String, i64)>,
+    /// The events emitted.
+    emitted: BTreeSet<u8>,
 }
 
 /// What an operation answered, reduced to what both sides can produce.
@@ -203,6 +239,8 @@ enum Answer {
     Conflict,
     /// Refused as invalid input (a dependency on a deleted job).
     Invalid,
+    /// An emit: whether it was the key's first, and whom it woke.
+    Emitted(bool, u32),
 }
 
 /// The state of a job waiting to be leased at `ready_at`: READY when that
@@ -257,6 +295,46 @@ impl Model {
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.state = JobState::Ready;
                 self.give_turn(id);
+            }
+        }
+        // Then sleepers (and waits whose time ran out): WAITING on no job.
+        let mut woken: Vec<(i64, i64)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.state == JobState::Waiting && j.waiting == 0 && j.ready_at <= now)
+            .map(|(id, j)| (j.ready_at, *id))
+            .collect();
+        woken.sort_unstable();
+        for (_, id) in woken {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.state = JobState::Ready;
+                self.give_turn(id);
+            }
+        }
+    }
+
+    /// The lease holder parks its job until `until` (a sleep or a wait):
+    /// the lease and the attempt back, WAITING on no job until then, or
+    /// READY now when it has come.
+    fn park(&mut self, id: i64, until: i64, now: i64) {
+        let Some(j) = self.jobs.get_mut(&id) else { return };
+        j.attempts -= 1;
+        j.expires = None;
+        j.waiting = 0;
+        if until <= now {
+            j.state = JobState::Ready;
+            j.ready_at = now;
+            self.give_turn(id);
+        } else {
+            j.state = JobState::Waiting;
+            j.ready_at = until;
+        }
+    }
+
+    fn record(&mut self, id: i64, step: &str) {
+        if let Some(j) = self.jobs.get_mut(&id) {
+            if !j.steps.iter().any(|s| s == step) {
+                j.steps.push(step.to_owned());
             }
         }
     }
@@ -545,6 +623,8 @@ impl Run<'_> {
                         payload: Vec::new(),
                         group,
                         turn: 0,
+                        steps: Vec::new(),
+                        nap: None,
                     };
                     self.model.jobs.insert(id, j);
                     self.model.maybe_ready(id, JobState::Waiting);
@@ -604,6 +684,8 @@ impl Run<'_> {
                                 payload: vec![payload],
                                 group: None,
                                 turn: 0,
+                                steps: Vec::new(),
+                                nap: None,
                             };
                             self.model.jobs.insert(id, j);
                         }
@@ -778,6 +860,122 @@ impl Run<'_> {
                 self.model.reap_next = true;
                 return;
             }
+            Op::Step { job, stale, name } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let step = format!("s{name}");
+                let real = answer(self.relay().record_step(JobId(id), token, &step, Vec::new()), |_| {
+                    Answer::Ok
+                });
+                let expect = settle(self.model.holder(id, token.0, now).map(drop));
+                if expect == Answer::Ok {
+                    self.model.record(id, &step);
+                }
+                (real, expect)
+            }
+            Op::Sleep { job, stale, secs } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let until = now + i64::try_from(secs).unwrap() * 1000;
+                let real = answer(
+                    self.relay()
+                        .sleep(JobId(id), token, "nap", relay::Timestamp::from_millis(until)),
+                    |_| Answer::Ok,
+                );
+                let expect = settle(self.model.holder(id, token.0, now).map(drop));
+                if expect == Answer::Ok {
+                    // A sleep recorded earlier keeps its time.
+                    let until = match self.model.jobs.get_mut(&id) {
+                        Some(j) => *j.nap.get_or_insert(until),
+                        None => until,
+                    };
+                    self.model.record(id, "nap");
+                    self.model.park(id, until, now);
+                }
+                (real, expect)
+            }
+            Op::Wait { job, stale, key, secs } => {
+                let Some(id) = self.pick(job) else { return };
+                let token = self.token(id, stale);
+                self.model.before_write(now, false);
+                let step = format!("wait{key}");
+                let until = now + i64::try_from(secs).unwrap() * 1000;
+                let real = answer(
+                    self.relay().wait(
+                        JobId(id),
+                        token,
+                        &step,
+                        &format!("key{key}"),
+                        relay::Timestamp::from_millis(until),
+                    ),
+                    |_| Answer::Ok,
+                );
+                let expect = settle(self.model.holder(id, token.0, now).map(drop));
+                if expect == Answer::Ok {
+                    let recorded = self.model.jobs.get(&id).is_some_and(|j| j.steps.contains(&step));
+                    let earlier = self
+                        .model
+                        .waits
+                        .get(&id)
+                        .filter(|(k, s, _)| *k == key && *s == step)
+                        .map(|w| w.2);
+                    let until = if recorded {
+                        self.model.waits.remove(&id);
+                        now
+                    } else if self.model.emitted.contains(&key) {
+                        self.model.waits.remove(&id);
+                        self.model.record(id, &step);
+                        now
+                    } else {
+                        let until = earlier.unwrap_or(until);
+                        if until <= now {
+                            self.model.waits.remove(&id);
+                            self.model.record(id, &step);
+                        } else {
+                            self.model.waits.insert(id, (key, step.clone(), until));
+                        }
+                        until
+                    };
+                    self.model.park(id, until, now);
+                }
+                (real, expect)
+            }
+            Op::Emit { key } => {
+                self.model.before_write(now, false);
+                let real = answer(self.relay().emit(&format!("key{key}"), Vec::new()), |e| {
+                    Answer::Emitted(e.first, e.woken)
+                });
+                let expect = if self.model.emitted.insert(key) {
+                    let waiters: Vec<(i64, String)> = self
+                        .model
+                        .waits
+                        .iter()
+                        .filter(|(_, w)| w.0 == key)
+                        .map(|(id, w)| (*id, w.1.clone()))
+                        .collect();
+                    let mut woken = 0;
+                    for (id, step) in waiters {
+                        self.model.waits.remove(&id);
+                        let Some(j) = self.model.jobs.get_mut(&id) else {
+                            continue;
+                        };
+                        if j.state != JobState::Waiting || j.waiting != 0 {
+                            continue;
+                        }
+                        j.state = JobState::Ready;
+                        j.ready_at = now;
+                        self.model.record(id, &step);
+                        self.model.give_turn(id);
+                        woken += 1;
+                    }
+                    Answer::Emitted(true, woken)
+                } else {
+                    Answer::Emitted(false, 0)
+                };
+                (real, expect)
+            }
         };
         assert_eq!(real, expect, "answers differ for {op:?}");
         self.compare();
@@ -818,6 +1016,7 @@ impl Run<'_> {
             Op::Delete { .. } if j.state != JobState::Leased => {
                 let unfinished = !j.state.is_finished();
                 self.model.jobs.remove(&id);
+                self.model.waits.remove(&id);
                 if unfinished {
                     self.model.ended(id, None, now);
                 }
@@ -892,6 +1091,8 @@ impl Run<'_> {
                 (m.state, m.attempts, m.ready_at, m.token, m.expires, m.waiting, &m.payload),
                 "job {id} differs from the model"
             );
+            let steps: Vec<&str> = j.steps.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(steps, m.steps, "job {id}: its steps differ from the model");
         }
     }
 }

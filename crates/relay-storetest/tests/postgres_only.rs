@@ -2185,3 +2185,47 @@ fn events_of_a_job_without_a_last_seq_follow_those_it_has() {
         .get(0);
     assert_eq!(last, Some(5));
 }
+
+/// Issue 40: a job's wait and an emit of its key, sent at once by two
+/// Relays (two writers, two connections) on one database, again and again:
+/// the job is never left WAITING for an event that was emitted. Each takes
+/// the key's transaction lock before it reads the event (`event_lock.sql`),
+/// so whichever commits second sees the first's commit.
+#[test]
+fn a_wait_and_an_emit_in_two_relays_lose_no_wake_up() {
+    let url = PgServer::shared().new_database();
+    let a = PgDb::fresh_at(url.clone()).open(Options::default()).unwrap();
+    let b = PgDb::fresh_at(url).open(Options::default()).unwrap();
+    let rounds = 150;
+    for i in 0..rounds {
+        let id = a.submit(NewJob::new("q", "k", Vec::new())).unwrap();
+        let l = a.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        assert_eq!(l.id, id);
+        let key = format!("race:{i}");
+        let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600));
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                barrier.wait();
+                a.wait(id, l.token, "event", &key, until).unwrap();
+            });
+            s.spawn(|| {
+                barrier.wait();
+                b.emit(&key, b"1".to_vec()).unwrap();
+            });
+        });
+        let job = a.get(id).unwrap();
+        assert_eq!(
+            job.state(),
+            relay::JobState::Ready,
+            "round {i}: the job waits for an event that was emitted"
+        );
+        assert_eq!(
+            relay::Waited::of(&job.step("event").unwrap().output),
+            Some(relay::Waited::Event(b"1".to_vec())),
+            "round {i}"
+        );
+        let again = a.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        a.ack(id, again.token, None).unwrap();
+    }
+}

@@ -362,7 +362,7 @@ impl JobContext {
     ///
     /// ```no_run
     /// # fn h(ctx: relay::worker::JobContext) -> relay::worker::JobResult {
-    /// ctx.step("charge", || Ok("ch_1"))?;
+    /// let charge: String = ctx.step("charge", || Ok("ch_1".to_owned()))?;
     /// ctx.sleep("cool-off", std::time::Duration::from_secs(86_400))?;
     /// ctx.step("email", || Ok(()))?;
     /// # Ok(None) }
