@@ -101,6 +101,11 @@ pub struct Args {
     /// with its N steps.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub workflow_steps: u32,
+    /// Before the run, park this many jobs (queue `bench-sleep`) asleep
+    /// for a day (`Relay::sleep`, WAITING, holding no lease), to show that
+    /// jobs waiting in durable execution cost the running queue nothing.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub sleepers: u64,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]

@@ -108,6 +108,9 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
     if args.depth > 0 {
         preload(&relay, args)?;
     }
+    if args.sleepers > 0 {
+        park_sleepers(&relay, args)?;
+    }
     if args.limited() {
         let limits = relay::QueueLimits {
             max_leased_per_group: args.max_leased_per_group,
@@ -396,6 +399,55 @@ fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
     })?;
     let leased = claimed.load(Relaxed);
     Ok((Phase::from_samples(samples, args.jobs, wall), leased))
+}
+
+/// `--sleepers N`: N jobs of queue `bench-sleep`, leased 1,000 at a time
+/// and put to sleep for a day, each in one batch of sleeps.
+fn park_sleepers(relay: &Relay, args: &Args) -> Result<(), String> {
+    progress(
+        args,
+        &format!("parking {} jobs asleep for a day (queue bench-sleep)", args.sleepers),
+    );
+    let day = Duration::from_secs(86_400);
+    let mut left = args.sleepers;
+    while left > 0 {
+        let n = left.min(1000);
+        let jobs = (0..n)
+            .map(|_| NewJob::new("bench-sleep", "sleeper", Vec::new()))
+            .collect();
+        relay
+            .submit_batch(jobs)
+            .map_err(|e| format!("submitting sleepers: {e}"))?;
+        let leased = relay
+            .lease(LeaseRequest::new(["bench-sleep"]).max(n as u32).worker("bench-sleeper"))
+            .map_err(|e| format!("leasing sleepers: {e}"))?;
+        let until = relay::Clock::now(&relay::SystemClock).plus(day);
+        let sleeps = leased
+            .iter()
+            .map(|l| relay::Completion::sleep(l.id, l.token, "nap", until))
+            .collect();
+        for r in relay
+            .complete_batch(sleeps)
+            .map_err(|e| format!("putting sleepers to sleep: {e}"))?
+        {
+            r.map_err(|e| format!("a sleeper: {e}"))?;
+        }
+        left -= leased.len() as u64;
+        if leased.is_empty() {
+            return Err("no sleeper could be leased".into());
+        }
+    }
+    let waiting = relay
+        .stats()
+        .map_err(|e| format!("reading stats: {e}"))?
+        .queues
+        .get("bench-sleep")
+        .and_then(|q| q.counts.get(&JobState::Waiting).copied())
+        .unwrap_or(0);
+    if waiting != args.sleepers {
+        return Err(format!("{waiting} of {} sleepers are WAITING", args.sleepers));
+    }
+    Ok(())
 }
 
 const FLOW: &str = "bench-flow";

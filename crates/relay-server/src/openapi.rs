@@ -60,6 +60,16 @@ fn queue() -> Value {
     json!({"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"})
 }
 
+/// A step's name (`relay_core::Step::check_name`).
+fn step_name() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 256, "pattern": r"^[^\u0000-\u001f\u007f-\u009f]+$"})
+}
+
+/// An event's key (`relay_core::job::Waited::check_key`).
+fn event_key() -> Value {
+    json!({"type": "string", "pattern": "^[A-Za-z0-9_.:/@+=-]{1,256}$"})
+}
+
 fn id_param() -> Value {
     json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "integer", "format": "int64", "minimum": 1}}])
 }
@@ -138,10 +148,10 @@ fn work_body() -> Value {
                             "retry_in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true},
                             "permanent": {"type": "boolean", "description": "DEAD now (retry_in_ms is then ignored)."}})),
                         outcome("release", json!({"in_ms": {"type": "integer", "minimum": 0, "maximum": MAX_MS, "nullable": true}})),
-                        outcome("sleep", json!({"step": {"type": "string", "minLength": 1, "maxLength": 256},
+                        outcome("sleep", json!({"step": step_name(),
                             "until": {"type": "string", "format": "date-time"}})),
-                        outcome("wait", json!({"step": {"type": "string", "minLength": 1, "maxLength": 256},
-                            "key": {"type": "string", "minLength": 1, "maxLength": 256},
+                        outcome("wait", json!({"step": step_name(),
+                            "key": event_key(),
                             "until": {"type": "string", "format": "date-time"}}))]}},
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
@@ -216,6 +226,7 @@ fn operation<C: Call>(doc: &mut Value, query: Vec<Value>, body: Option<Value>) {
     let mut params: Vec<Value> = Vec::new();
     match C::param_name() {
         Some("id") => params.extend(id_param().as_array().cloned().unwrap_or_default()),
+        Some("key") => params.push(json!({"name": "key", "in": "path", "required": true, "schema": event_key()})),
         Some(n) => params.push(json!({"name": n, "in": "path", "required": true, "schema": queue()})),
         None => {}
     }
@@ -301,7 +312,7 @@ fn request_body(operation: &str) -> Option<Value> {
         "recordStep" => not_both(
             {
                 let mut b = token_body(json!({
-                    "name": {"type": "string", "minLength": 1, "maxLength": 256, "pattern": r"^[^\u0000-\u001f\u007f-\u009f]+$"},
+                    "name": step_name(),
                     "output": {"description": "Any JSON value, kept as its JSON text and returned as that value."},
                     "output_base64": {"type": "string", "format": "byte", "nullable": true, "description": "Bytes that are not JSON (not with output)."}}));
                 b["required"] = json!(["token", "name"]);

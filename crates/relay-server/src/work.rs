@@ -163,6 +163,8 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 )));
             };
             let until = conv::rfc3339("until", &until)?;
+            relay::Step::check_name(&step)
+                .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
             Ok(Completion::sleep(id, token, step, until))
         }
         K::Wait => {
@@ -176,6 +178,9 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 )));
             };
             let until = conv::rfc3339("until", &until)?;
+            relay::Step::check_name(&step)
+                .and_then(|()| relay::Waited::check_key(&key))
+                .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
             Ok(Completion::wait(id, token, step, key, until))
         }
     }
