@@ -72,7 +72,7 @@ test("5,000 no-op jobs at concurrency 64: all SUCCEEDED, one outcome each, in fe
   });
   worker.stop();
   await run;
-  assert.deepEqual(worker.stats, { succeeded: 5000, failed: 0, snoozed: 0, released: 0, lost: 0 });
+  assert.deepEqual(worker.stats, { succeeded: 5000, failed: 0, snoozed: 0, slept: 0, released: 0, lost: 0 });
   assert.equal((await client.stats()).drain.SUCCEEDED, 5000);
   assert.equal(runs.size, 5000);
   assert.ok([...runs.values()].every((n) => n === 1), "each handler ran once");
@@ -112,7 +112,7 @@ test("leases lost while handlers run: exactly those outcomes dropped, the others
   await waitFor("the outcomes", () => worker.stats.succeeded + worker.stats.lost === 8);
   worker.stop();
   await run;
-  assert.deepEqual(worker.stats, { succeeded: 5, failed: 0, snoozed: 0, released: 0, lost: 3 });
+  assert.deepEqual(worker.stats, { succeeded: 5, failed: 0, snoozed: 0, slept: 0, released: 0, lost: 3 });
   const reportedIds = sent.work.flat().map((o) => o.id);
   for (const id of [cancelled, alsoCancelled, deleted]) assert.ok(!reportedIds.includes(id), `job ${id}'s outcome was dropped, not sent`);
   // One call per beat for every running lease, not one per job.
@@ -223,7 +223,7 @@ test("stop: finished handlers reported, the ones still running released in one c
   const run = worker.run();
   await waitFor("every handler to start", () => started.size === 4);
   worker.stop();
-  assert.deepEqual(await run, { succeeded: 2, failed: 0, snoozed: 0, released: 2, lost: 0 });
+  assert.deepEqual(await run, { succeeded: 2, failed: 0, snoozed: 0, slept: 0, released: 2, lost: 0 });
   const releases = sent.work.filter((outcomes) => outcomes.some((o) => o.outcome === "release"));
   assert.deepEqual(releases.map((outcomes) => outcomes.map((o) => [o.id, o.outcome])), [[[ids[2], "release"], [ids[3], "release"]]]);
   assert.deepEqual((await c.get(ids[0])).state, "SUCCEEDED");

@@ -95,7 +95,7 @@ test("outcomes waiting to be reported keep their leases (the heartbeat covers th
   worker.handle("k", () => ({ ok: true }));
   setTimeout(() => (blocked = false), 3500); // past several 1 s leases
   await stderrOf(() => runUntil(worker, "the outcome", () => worker.stats.succeeded + worker.stats.lost === 1));
-  assert.deepEqual(worker.stats, { succeeded: 1, failed: 0, snoozed: 0, released: 0, lost: 0 });
+  assert.deepEqual(worker.stats, { succeeded: 1, failed: 0, snoozed: 0, slept: 0, released: 0, lost: 0 });
   assert.ok(beats.some((ids) => ids.includes(id)), `the heartbeat covered the unreported outcome: ${JSON.stringify(beats)}`);
   assert.deepEqual((await client.events(id)).map((e) => e.kind), ["submitted", "leased", "succeeded"]);
 });
