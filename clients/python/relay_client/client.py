@@ -834,8 +834,11 @@ class Client:
     def cancel(self, id: int) -> None:
         self._call("POST", f"/v1/jobs/{id}/cancel", {})
 
-    def retry(self, id: int) -> None:
-        self._call("POST", f"/v1/jobs/{id}/retry", {})
+    def retry(self, id: int, *, reset_steps: bool = False) -> None:
+        """Runs a DEAD or CANCELLED job again. Its recorded steps are kept
+        (it goes on after the last one) unless ``reset_steps``."""
+        query = "?reset_steps=true" if reset_steps else ""
+        self._call("POST", f"/v1/jobs/{id}/retry{query}", {})
 
     def delete(self, id: int) -> None:
         self._call("DELETE", f"/v1/jobs/{id}")

@@ -152,3 +152,20 @@ def test_wait_event_goes_on_with_the_payload_or_times_out(client: Client):
     assert client.get(ignored).result == "timed out"
     assert sorted(asked) == sorted([approved, ignored]), "each step ran once"
     assert client.get(approved).attempts == 1
+
+
+def test_retry_keeps_steps_unless_reset(client: Client):
+    id = client.submit("resets", "k", max_attempts=1)
+
+    def fail_with_a_step():
+        job = client.lease(["resets"])[0]
+        client.record_step(id, job.token, "charge", 1)
+        client.nack(id, job.token, "boom")
+
+    fail_with_a_step()
+    client.retry(id)
+    assert [s["name"] for s in client.get(id).steps] == ["charge"]
+    fail_with_a_step()
+    client.retry(id, reset_steps=True)
+    job = client.get(id)
+    assert (job.state, job.steps) == ("READY", [])

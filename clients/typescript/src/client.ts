@@ -706,8 +706,9 @@ export class Client {
     await this.call("POST", `/v1/jobs/${id}/cancel`, {});
   }
 
-  async retry(id: number): Promise<void> {
-    await this.call("POST", `/v1/jobs/${id}/retry`, {});
+  /** Runs a DEAD or CANCELLED job again; its recorded steps are kept (it goes on after the last one) unless `resetSteps`. */
+  async retry(id: number, options: { resetSteps?: boolean } = {}): Promise<void> {
+    await this.call("POST", `/v1/jobs/${id}/retry${options.resetSteps ? "?reset_steps=true" : ""}`, {});
   }
 
   async delete(id: number): Promise<void> {

@@ -121,3 +121,19 @@ test("waitEvent goes on with the payload or times out", async () => {
   assert.equal((await client.get(ignored)).result, "timed out");
   assert.deepEqual(asked.sort(), [approved, ignored].sort());
 });
+
+test("retry keeps the steps unless resetSteps", async () => {
+  const id = await client.submit({ queue: "resets", kind: "k", maxAttempts: 1 });
+  const failWithAStep = async () => {
+    const [job] = await client.lease(["resets"]);
+    await client.recordStep(id, job.token, "charge", 1);
+    await client.nack(id, job.token, "boom");
+  };
+  await failWithAStep();
+  await client.retry(id);
+  assert.deepEqual((await client.get(id)).steps.map((s) => s.name), ["charge"]);
+  await failWithAStep();
+  await client.retry(id, { resetSteps: true });
+  const job = await client.get(id);
+  assert.deepEqual([job.state, job.steps], ["READY", undefined]);
+});

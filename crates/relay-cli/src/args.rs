@@ -125,7 +125,7 @@ pub enum Command {
     Cancel(AdminArgs),
     /// Run a DEAD or CANCELLED job again, or every such job a filter matches
     /// (e.g. `relay retry --queue emails --state DEAD --kind send`).
-    Retry(AdminArgs),
+    Retry(RetryArgs),
     /// Delete a job that is not LEASED, or every such job a filter matches.
     Delete(AdminArgs),
     /// Run a shell command for each job: payload on stdin, exit 0 acks.
@@ -389,6 +389,19 @@ pub struct IdArg {
     /// The job's id.
     #[arg(allow_negative_numbers = true)]
     pub id: i64,
+}
+
+/// A retry: one job by id, or every job a filter matches; and whether to
+/// forget its steps.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    #[command(flatten)]
+    pub admin: AdminArgs,
+    /// Forget the job's recorded steps, so that every step runs again (a
+    /// retry keeps them otherwise: the job goes on after its last recorded
+    /// step). One job id only.
+    #[arg(long)]
+    pub reset_steps: bool,
 }
 
 /// One job by id, or (with no id) every job a filter matches.

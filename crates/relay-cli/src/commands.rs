@@ -87,7 +87,16 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             Admin::Release(LeaseToken(a.lease.token), a.snooze_for),
         )?),
         Command::Cancel(a) => admin_or_bulk(t, a, Admin::Cancel, wire::BulkAction::Cancel, out)?,
-        Command::Retry(a) => admin_or_bulk(t, a, Admin::Retry, wire::BulkAction::Retry, out)?,
+        Command::Retry(a) if a.reset_steps => {
+            match (a.admin.id, a.admin.filter.is_empty()) {
+                (Some(id), true) => out.changed(&t.admin(JobId(id), Admin::RetryResetSteps)?),
+                _ => return Err(CliError::Usage(
+                    "`relay retry --reset-steps` takes one job id, no filter (a retry by filter keeps the jobs' steps)"
+                        .into(),
+                )),
+            }
+        }
+        Command::Retry(a) => admin_or_bulk(t, a.admin, Admin::Retry, wire::BulkAction::Retry, out)?,
         Command::Delete(a) => admin_or_bulk(t, a, Admin::Delete, wire::BulkAction::Delete, out)?,
         Command::Show(a) => out.job(&t.show(JobId(a.id))?),
         Command::Events(a) => t.events(JobId(a.id), |page| out.events(page))?,

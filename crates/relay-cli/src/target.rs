@@ -88,6 +88,8 @@ pub struct Lease {
 pub enum Admin {
     Cancel,
     Retry,
+    /// A retry that forgets the job's recorded steps.
+    RetryResetSteps,
     Delete,
     /// Gives the job back: READY now, or (snooze) after the duration.
     Release(LeaseToken, Option<Duration>),
@@ -196,7 +198,8 @@ impl Target {
         let id = id.0;
         match what {
             Admin::Cancel => self.send::<calls::Cancel>(&id, &NONE, &NONE),
-            Admin::Retry => self.send::<calls::Retry>(&id, &NONE, &NONE),
+            Admin::Retry => self.send::<calls::Retry>(&id, &calls::RetryQuery::default(), &NONE),
+            Admin::RetryResetSteps => self.send::<calls::Retry>(&id, &calls::RetryQuery { reset_steps: true }, &NONE),
             Admin::Delete => self.send::<calls::Delete>(&id, &NONE, &NONE),
             Admin::Release(t, delay) => {
                 let release = wire::Release {

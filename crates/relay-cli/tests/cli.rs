@@ -1346,3 +1346,38 @@ fn emit_wakes_the_jobs_waiting_for_its_key() {
     );
     fails(&relay(&db.path, &["emit", ""]), 2, "event key");
 }
+
+/// Issue 40 item 6: `relay retry ID --reset-steps` runs a DEAD job again
+/// with its steps forgotten; plain `relay retry` keeps them; the flag takes
+/// one job id, not a filter.
+#[test]
+fn retry_reset_steps_forgets_the_steps() {
+    let db = db();
+    ok(&relay(
+        &db.path,
+        &["submit", "--queue", "q", "--kind", "k", "--max-attempts", "1", "{}"],
+    ));
+    let fail_with_a_step = || {
+        let r = relay::Relay::open(&db.path).unwrap();
+        let l = r.lease(relay::LeaseRequest::new(["q"])).unwrap().remove(0);
+        r.record_step(l.id, l.token, "charge", b"1".to_vec())
+            .unwrap_or_default();
+        r.nack(l.id, l.token, "boom", None).unwrap();
+    };
+    fail_with_a_step();
+    ok(&relay(&db.path, &["retry", "1"]));
+    let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
+    assert_eq!(shown[0]["steps"].as_array().map(Vec::len), Some(1), "kept");
+    fail_with_a_step();
+    assert_eq!(
+        ok(&relay(&db.path, &["retry", "1", "--reset-steps"])).trim(),
+        "job 1 READY"
+    );
+    let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
+    assert!(shown[0].get("steps").is_none(), "forgotten: {}", shown[0]);
+    fails(
+        &relay(&db.path, &["retry", "--reset-steps", "--queue", "q"]),
+        2,
+        "one job id",
+    );
+}

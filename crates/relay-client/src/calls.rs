@@ -150,7 +150,7 @@ pub(crate) fn cancel(id: i64) -> Result<Call<Changed>, Error> {
 }
 
 pub(crate) fn retry(id: i64) -> Result<Call<Changed>, Error> {
-    of::<calls::Retry>(&id, &NONE, &NONE)
+    of::<calls::Retry>(&id, &calls::RetryQuery::default(), &NONE)
 }
 
 pub(crate) fn delete(id: i64) -> Result<Call<Changed>, Error> {

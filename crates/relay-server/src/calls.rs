@@ -356,7 +356,11 @@ impl Handle for calls::Cancel {
 
 impl Handle for calls::Retry {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
-        s.relay.retry(JobId(r.param)).await?;
+        if r.query.reset_steps {
+            s.relay.retry_from_start(JobId(r.param)).await?;
+        } else {
+            s.relay.retry(JobId(r.param)).await?;
+        }
         Ok(wire::Changed::in_state(r.param, wire::State::Ready))
     }
 }

@@ -427,3 +427,30 @@ pub fn a_wait_times_out_at_its_first_time(new_db: &NewDb) {
     relay.ack(id, last.token, None).unwrap();
     assert_eq!(waited(&relay, id, "approval"), Some(relay::Waited::TimedOut));
 }
+
+/// Item 6: a retried DEAD job keeps its steps (it goes on after the last
+/// one); `retry_from_start` forgets them, so every step runs again.
+pub fn a_retry_keeps_the_steps_unless_told_to_reset_them(new_db: &NewDb) {
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let id = relay
+        .submit(NewJob::new("q", "k", b"{}".to_vec()).max_attempts(1))
+        .unwrap();
+    let l = lease_one(&relay, Duration::from_secs(30));
+    relay.record_step(id, l.token, "charge", b"1".to_vec()).unwrap();
+    relay.nack(id, l.token, "boom", None).unwrap();
+    assert_eq!(relay.get(id).unwrap().state(), relay::JobState::Dead);
+    relay.retry(id).unwrap();
+    let l = lease_one(&relay, Duration::from_secs(30));
+    assert_eq!(l.steps.len(), 1, "a retry keeps the steps");
+    relay.nack(id, l.token, "boom", None).unwrap();
+    relay.retry_from_start(id).unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!(
+        (job.state(), job.steps.len(), job.status.attempts),
+        (relay::JobState::Ready, 0, 0)
+    );
+    let l = lease_one(&relay, Duration::from_secs(30));
+    assert!(l.steps.is_empty(), "every step runs again");
+    // Only a DEAD or CANCELLED job: a leased one is refused, unchanged.
+    assert!(matches!(relay.retry_from_start(id), Err(Error::InvalidState { .. })));
+}

@@ -112,6 +112,7 @@ parts!(
         w::QueuePage,
         DeadQuery,
         EventsQuery,
+        RetryQuery,
         WorkersQuery,
         w::Heartbeat,
         w::Limits,
@@ -172,6 +173,18 @@ pub struct EventsQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 1000)))]
     pub limit: Option<u32>,
+}
+
+/// `POST /v1/jobs/{id}/retry`'s query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryQuery {
+    /// Forget the job's recorded steps (and any wait), so that every step
+    /// runs again; left out, a retry keeps them and the job goes on after
+    /// its last recorded step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset_steps: bool,
 }
 
 /// `GET /v1/workers`'s query: a page of the workers.
@@ -395,8 +408,9 @@ calls! {
     Release = "release": Post "/v1/jobs/{id}/release" (i64, Nothing, w::Release) -> w::Changed, 200, [400, 404, 409, 413];
     /// Cancels a READY, WAITING or LEASED job.
     Cancel = "cancel": Post "/v1/jobs/{id}/cancel" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
-    /// Runs a DEAD or CANCELLED job again.
-    Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
+    /// Runs a DEAD or CANCELLED job again: its recorded steps are kept (it
+    /// goes on after the last one) unless `reset_steps=true`.
+    Retry = "retry": Post "/v1/jobs/{id}/retry" (i64, RetryQuery, Nothing) -> w::Changed, 200, [400, 404, 409];
     /// A job's event log, oldest first.
     Events = "events": Get "/v1/jobs/{id}/events" (i64, EventsQuery, Nothing) -> w::Events, 200, [400, 404];
     /// Appends an event of the caller's own to a job's log.

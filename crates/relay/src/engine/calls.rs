@@ -277,6 +277,21 @@ impl Engine {
         }
     }
 
+    /// Retries a DEAD or CANCELLED job with its steps forgotten (see
+    /// [`crate::Relay::retry_from_start`]).
+    pub(crate) fn retry_from_start_op(&self, id: JobId) -> Pending<()> {
+        Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::act(plan, ctx, id, Action::Retry, None)?;
+            if plan.job(id)?.is_some_and(|j| !j.steps.is_empty()) {
+                plan.set_steps(id, Vec::new())?;
+            }
+            if plan.wait_of(id)?.is_some() {
+                plan.set_wait(id, None)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Emits event `key` (see [`crate::Relay::emit`]).
     pub(crate) fn emit_op(&self, key: &str, payload: Vec<u8>) -> Result<Pending<crate::Emitted>> {
         relay_core::job::Waited::check_key(key)?;

@@ -396,6 +396,15 @@ facade! {
     ///   [`Relay`]).
     write fn retry(id: JobId) -> Result<()> = |e| e.action_op(id, SimpleAction::Retry);
 
+    /// [`Relay::retry`], forgetting the job's recorded steps (and any wait
+    /// of its last run): every step runs again, as in a job never run.
+    /// `relay retry ID --reset-steps`, `POST /v1/jobs/{id}/retry?reset_steps=true`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::retry`].
+    write fn retry_from_start(id: JobId) -> Result<()> = |e| e.retry_from_start_op(id);
+
     /// Enqueues the jobs of every due schedule now (the engine also does
     /// this by itself about once a second, with `Options::scheduler`);
     /// returns how many. A schedule that cannot run (a corrupt row) is
