@@ -574,35 +574,13 @@ pub fn transition(
         }
         Action::Sleep { token, until } => {
             holder(id, cur, token, now, action.name())?;
-            let mut s = cur.clone();
-            s.attempts = cur.attempts.saturating_sub(1);
-            s.lease = None;
-            s.waiting_on = 0;
-            if until <= now {
-                s.state = JobState::Ready;
-                s.ready_at = now;
-            } else {
-                s.state = JobState::Waiting;
-                s.ready_at = until;
-            }
             let data = json!({"token": token.0, "until": until.to_rfc3339()});
-            Ok(update(s, EventKind::Sleeping, data))
+            Ok(update(parked(cur, until, now), EventKind::Sleeping, data))
         }
         Action::Wait { token, key, until } => {
             holder(id, cur, token, now, action.name())?;
-            let mut s = cur.clone();
-            s.attempts = cur.attempts.saturating_sub(1);
-            s.lease = None;
-            s.waiting_on = 0;
-            if until <= now {
-                s.state = JobState::Ready;
-                s.ready_at = now;
-            } else {
-                s.state = JobState::Waiting;
-                s.ready_at = until;
-            }
             let data = json!({"token": token.0, "key": key, "until": until.to_rfc3339()});
-            Ok(update(s, EventKind::Waiting, data))
+            Ok(update(parked(cur, until, now), EventKind::Waiting, data))
         }
         Action::Wake { key } => {
             if cur.state != JobState::Waiting || cur.waiting_on != 0 {
@@ -685,6 +663,24 @@ fn holder<'s>(
         }),
         _ => Err(TransitionError::LeaseLost { id }),
     }
+}
+
+/// A lease holder's job parked until `until` (a sleep, a wait): the lease
+/// and the attempt given back, WAITING on no other job until then, or
+/// READY now when it has come.
+fn parked(cur: &JobStatus, until: Timestamp, now: Timestamp) -> JobStatus {
+    let mut s = cur.clone();
+    s.attempts = cur.attempts.saturating_sub(1);
+    s.lease = None;
+    s.waiting_on = 0;
+    if until <= now {
+        s.state = JobState::Ready;
+        s.ready_at = now;
+    } else {
+        s.state = JobState::Waiting;
+        s.ready_at = until;
+    }
+    s
 }
 
 fn finish(cur: &JobStatus, state: JobState, now: Timestamp) -> JobStatus {

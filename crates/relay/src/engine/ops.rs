@@ -391,15 +391,7 @@ pub(crate) fn record_step(
         name,
         bytes: output.len(),
     };
-    let next = match transition(id, &cur, action, &ctx.transition_ctx()) {
-        Ok(next) => next,
-        Err(e) => {
-            if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
-                ctx.leases_lost += 1;
-            }
-            return Err(e.into());
-        }
-    };
+    let next = decide(ctx, id, &cur, action)?;
     if let Some(earlier) = append_step(plan, ctx, id, cur.attempts, name, output)? {
         return Ok(Some(earlier));
     }
@@ -492,12 +484,7 @@ pub(crate) fn wait(
 ) -> Result<JobStatus> {
     let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
     // The token first: a stale one changes nothing, whatever the job holds.
-    if let Err(e) = transition(id, &cur, Action::Wait { token, key, until }, &ctx.transition_ctx()) {
-        if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
-            ctx.leases_lost += 1;
-        }
-        return Err(e.into());
-    }
+    decide(ctx, id, &cur, Action::Wait { token, key, until })?;
     let recorded = plan.job(id)?.ok_or(Error::NotFound { id })?.step(step).is_some();
     let earlier = plan.wait_of(id)?;
     let mut wait = None;
@@ -587,6 +574,17 @@ pub(crate) fn emit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, key: &str, paylo
     Ok(crate::Emitted { first: true, woken })
 }
 
+/// What `action` makes of job `id` in status `cur` (see
+/// `relay_core::transition`); a lost lease is counted.
+fn decide(ctx: &mut BatchCtx<'_>, id: JobId, cur: &JobStatus, action: Action<'_>) -> Result<Next> {
+    transition(id, cur, action, &ctx.transition_ctx()).map_err(|e| {
+        if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
+            ctx.leases_lost += 1;
+        }
+        e.into()
+    })
+}
+
 /// Applies one action to one job; returns its new status.
 pub(crate) fn act(
     plan: &mut Plan<'_>,
@@ -596,15 +594,7 @@ pub(crate) fn act(
     result: Option<&[u8]>,
 ) -> Result<JobStatus> {
     let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
-    let next = match transition(id, &cur, action, &ctx.transition_ctx()) {
-        Ok(next) => next,
-        Err(e) => {
-            if matches!(e, relay_core::TransitionError::LeaseLost { .. }) {
-                ctx.leases_lost += 1;
-            }
-            return Err(e.into());
-        }
-    };
+    let next = decide(ctx, id, &cur, action)?;
     let mut retaken = None;
     if matches!(action, Action::Retry) && next != Next::Unchanged {
         // Checked before deciding: the unique index would refuse the write,
