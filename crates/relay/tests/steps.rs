@@ -292,3 +292,40 @@ fn wait_event_goes_on_with_the_payload_or_times_out() {
         r.saturating_duration_since(e)
     );
 }
+
+/// Issue 40's target "a due sleep is READY within 1 s of its time, also
+/// after a restart": a job asleep while no Relay runs is READY soon after
+/// the file is opened again (the first batch after opening reaps, and an
+/// idle writer reaps every `reap_interval`, 1 s), and leased with its steps.
+#[test]
+fn a_sleep_that_came_due_while_nothing_ran_is_ready_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restart.db");
+    let id = {
+        let relay = Relay::open(&path).unwrap();
+        let id = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+        let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+        relay.record_step(id, l.token, "before", b"1".to_vec()).unwrap();
+        let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_millis(200));
+        relay.sleep(id, l.token, "nap", until).unwrap();
+        id
+    };
+    // Nothing runs past its time.
+    std::thread::sleep(Duration::from_millis(400));
+    let reopened = Instant::now();
+    let relay = Relay::open(&path).unwrap();
+    while relay.get(id).unwrap().state() != JobState::Ready {
+        assert!(
+            reopened.elapsed() < Duration::from_secs(10),
+            "never READY after the restart"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!("READY {:?} after the reopen", reopened.elapsed());
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!((l.id, l.attempt), (id, 1));
+    assert_eq!(
+        l.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["before", "nap"]
+    );
+}
