@@ -527,7 +527,9 @@ pub fn transition(
             Ok(update(s, EventKind::Retried, json!({"from": cur.state.as_str()})))
         }
         Action::Unblock { parent } => {
-            if cur.state != JobState::Waiting {
+            // A job WAITING on no job (asleep, waiting for an event) waits
+            // on no parent, whatever edges are left from before.
+            if cur.state != JobState::Waiting || cur.waiting_on == 0 {
                 return Err(invalid());
             }
             let mut s = cur.clone();
@@ -541,7 +543,7 @@ pub fn transition(
             Ok(update(s, EventKind::Unblocked, data))
         }
         Action::Abandon { parent, state } => {
-            if cur.state != JobState::Waiting {
+            if cur.state != JobState::Waiting || cur.waiting_on == 0 {
                 return Err(invalid());
             }
             let mut s = finish(cur, JobState::Cancelled, now);

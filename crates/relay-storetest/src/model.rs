@@ -381,7 +381,8 @@ impl Model {
             // Told once: a job retried and finished again does not count twice.
             for (child, anyway) in self.dependents.remove(&parent).unwrap_or_default() {
                 let Some(c) = self.jobs.get_mut(&child) else { continue };
-                if c.state != JobState::Waiting {
+                // Asleep or waiting for an event: it waits on no job.
+                if c.state != JobState::Waiting || c.waiting == 0 {
                     continue;
                 }
                 if state == Some(JobState::Succeeded) || anyway {

@@ -454,3 +454,52 @@ pub fn a_retry_keeps_the_steps_unless_told_to_reset_them(new_db: &NewDb) {
     // Only a DEAD or CANCELLED job: a leased one is refused, unchanged.
     assert!(matches!(relay.retry_from_start(id), Err(Error::InvalidState { .. })));
 }
+
+/// A job cancelled while it waited on another job, retried, run, and
+/// parked (a wait for an event) keeps its old dependency edge; when that
+/// parent finishes, the edge is passed over: the job still waits for its
+/// event (not SCHEDULED by the parent's end, nor cancelled by its death),
+/// and the emit wakes it. (Found by the model: the parent's end counted
+/// down a job waiting on none.)
+pub fn a_parked_job_is_not_told_of_a_dependency_it_no_longer_waits_on(new_db: &NewDb) {
+    let (relay, clock, _db) = open_clocked(new_db);
+    let parent = relay.submit(NewJob::new("p", "parent", b"{}".to_vec())).unwrap();
+    let child = relay
+        .submit(NewJob::new("q", "child", b"{}".to_vec()).depends_on([parent]))
+        .unwrap();
+    relay.cancel(child).unwrap();
+    relay.retry(child).unwrap();
+    let l = lease_one(&relay, Duration::from_secs(30));
+    assert_eq!(l.id, child);
+    let until = clock.now().plus(Duration::from_secs(3600));
+    relay.wait(child, l.token, "go", "go:1", until).unwrap();
+    let p = relay.lease(LeaseRequest::new(["p"])).unwrap().remove(0);
+    relay.ack(parent, p.token, None).unwrap();
+    let s = relay.get(child).unwrap().status;
+    assert_eq!(
+        (s.state, s.ready_at),
+        (relay::JobState::Waiting, until),
+        "still waiting for its event"
+    );
+    let e = relay.emit("go:1", Vec::new()).unwrap();
+    assert_eq!((e.first, e.woken), (true, 1));
+    // A parent that dies does not cancel a parked job either.
+    let parent2 = relay
+        .submit(NewJob::new("p", "parent", b"{}".to_vec()).max_attempts(1))
+        .unwrap();
+    let child2 = relay
+        .submit(NewJob::new("q", "child", b"{}".to_vec()).depends_on([parent2]))
+        .unwrap();
+    relay.cancel(child2).unwrap();
+    relay.retry(child2).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"]).max(2)).unwrap();
+    let l2 = l.iter().find(|j| j.id == child2).unwrap();
+    relay.sleep(child2, l2.token, "nap", until).unwrap();
+    let p2 = relay.lease(LeaseRequest::new(["p"])).unwrap().remove(0);
+    relay.nack(parent2, p2.token, "boom", None).unwrap();
+    assert_eq!(
+        relay.get(child2).unwrap().state(),
+        relay::JobState::Waiting,
+        "asleep, not cancelled"
+    );
+}

@@ -696,6 +696,19 @@ fn a_sleep_gives_the_lease_and_the_attempt_back_until_its_time() {
     .is_err());
     let woke = transition(JobId(9), &s, Action::Promote, &ctx(&p, until)).unwrap();
     assert_eq!((woke.status().state, woke.status().ready_at), (JobState::Ready, until));
+    // A sleeper waits on no job: a parent's end neither unblocks nor
+    // abandons it.
+    assert!(transition(JobId(9), &s, Action::Unblock { parent: JobId(2) }, &ctx(&p, until)).is_err());
+    assert!(transition(
+        JobId(9),
+        &s,
+        Action::Abandon {
+            parent: JobId(2),
+            state: None
+        },
+        &ctx(&p, until)
+    )
+    .is_err());
     // A job waiting on other jobs is never woken by time.
     let mut deps = s.clone();
     deps.waiting_on = 1;

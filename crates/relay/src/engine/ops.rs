@@ -299,7 +299,9 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
         plan.load_statuses(deps.iter().map(|d| d.child).collect())?;
         for d in deps {
             let cur = match plan.status(d.child) {
-                Ok(Some(s)) if s.state == JobState::Waiting => s,
+                // Waiting on jobs; one WAITING on none (asleep, waiting for
+                // an event) no longer waits on this parent.
+                Ok(Some(s)) if s.state == JobState::Waiting && s.waiting_on > 0 => s,
                 Ok(_) => continue,
                 Err(Error::Corrupt { reason, .. }) => {
                     tracing::error!(job = %d.child, %parent, %reason, "a job waiting for another cannot be told it finished: its row is corrupt; delete it (relay delete)");
