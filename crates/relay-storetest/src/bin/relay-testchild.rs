@@ -177,6 +177,7 @@ fn work(relay: &Relay, t: usize, stall_every: u64, say: &(dyn Fn(String) + Sync)
             }
             continue;
         };
+        say(format!("L {} {}", l.id, l.token));
         n += 1;
         if stall_every > 0 && n.is_multiple_of(stall_every) {
             std::thread::sleep(lease_for + Duration::from_millis(300));
