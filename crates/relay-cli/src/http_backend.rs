@@ -308,6 +308,7 @@ fn outcome(c: &Completion) -> wire::Outcome {
         CompletionOutcome::Wait { step, key, until } => {
             wire::Outcome::wait(id, token, step.clone(), key.clone(), until.to_rfc3339())
         }
+        CompletionOutcome::Step { name, output } => wire::Outcome::step(id, token, name.clone(), output),
         _ => wire::Outcome::release(id, token, None),
     }
 }

@@ -123,6 +123,10 @@ fn outcome(kind: &str, extra: Value) -> Value {
         "nack" => item["required"] = json!(["id", "token", "outcome", "error"]),
         "sleep" => item["required"] = json!(["id", "token", "outcome", "step", "until"]),
         "wait" => item["required"] = json!(["id", "token", "outcome", "step", "key", "until"]),
+        "step" => {
+            item["required"] = json!(["id", "token", "outcome", "step"]);
+            item["not"] = json!({"required": ["output", "output_base64"]});
+        }
         "ack" => item["not"] = json!({"required": ["result", "result_base64"]}),
         _ => {}
     }
@@ -152,7 +156,10 @@ fn work_body() -> Value {
                             "until": {"type": "string", "format": "date-time"}})),
                         outcome("wait", json!({"step": step_name(),
                             "key": event_key(),
-                            "until": {"type": "string", "format": "date-time"}}))]}},
+                            "until": {"type": "string", "format": "date-time"}})),
+                        outcome("step", json!({"step": step_name(),
+                            "output": {"description": "Any JSON value, kept as its JSON text (not with output_base64)."},
+                            "output_base64": {"type": "string", "format": "byte", "nullable": true}}))]}},
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
 

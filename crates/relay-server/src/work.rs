@@ -34,9 +34,12 @@ impl Handle for calls::Work {
         }
         let ids: Vec<i64> = b.outcomes.iter().map(|o| o.id).collect();
         let batch = b.outcomes.into_iter().map(completion).collect::<Result<Vec<_>, _>>()?;
-        let (completions, jobs) = match b.lease {
-            None if batch.is_empty() => (Vec::new(), Vec::new()),
-            None => (s.relay.complete_batch(batch).await?, Vec::new()),
+        let (completions, earlier, jobs) = match b.lease {
+            None if batch.is_empty() => (Vec::new(), Vec::new(), Vec::new()),
+            None => {
+                let done = s.relay.report(batch).await?;
+                (done.completions, done.earlier, Vec::new())
+            }
             Some(lease) => {
                 let (req, wait) = lease_request(&s, lease)?;
                 let _permit = wait_permit(&s, if batch.is_empty() { wait } else { Duration::ZERO })?;
@@ -44,31 +47,36 @@ impl Handle for calls::Work {
                 if *stopping.borrow() {
                     // Shutting down: the outcomes are recorded, nothing leased
                     // to a worker whose server is going away.
-                    let done = if batch.is_empty() {
-                        Vec::new()
+                    if batch.is_empty() {
+                        (Vec::new(), Vec::new(), Vec::new())
                     } else {
-                        s.relay.complete_batch(batch).await?
-                    };
-                    (done, Vec::new())
+                        let done = s.relay.report(batch).await?;
+                        (done.completions, done.earlier, Vec::new())
+                    }
                 } else {
                     let done = s.relay.complete_and_lease_until(batch, req, stopping.changed()).await?;
-                    (done.completions, done.jobs)
+                    (done.completions, done.earlier, done.jobs)
                 }
             }
         };
+        let mut earlier = earlier.into_iter();
         let outcomes = ids
             .into_iter()
             .zip(completions)
-            .map(|(id, r)| match r {
-                Ok(status) => {
-                    let mut a = wire::ItemAnswer::new(id);
-                    a.state = Some(conv::state(status.state));
-                    if status.state.is_pending() {
-                        a.ready_at = Some(conv::time(status.ready_at));
+            .map(|(id, r)| {
+                let stood = earlier.next().flatten();
+                match r {
+                    Ok(status) => {
+                        let mut a = wire::ItemAnswer::new(id);
+                        a.state = Some(conv::state(status.state));
+                        if status.state.is_pending() {
+                            a.ready_at = Some(conv::time(status.ready_at));
+                        }
+                        a.earlier = stood.as_ref().map(conv::step);
+                        a
                     }
-                    a
+                    Err(e) => refused(id, e),
                 }
-                Err(e) => refused(id, e),
             })
             .collect();
         Ok(wire::Worked {
@@ -92,6 +100,9 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
     };
     let has_result = o.result.is_some() || o.result_base64.is_some();
     let has_sleep = o.step.is_some() || o.until.is_some() || o.key.is_some();
+    if o.outcome != K::Step && (o.output.is_some() || o.output_base64.is_some()) {
+        return Err(stray("output"));
+    }
     match o.outcome {
         K::Ack => {
             if let Some(f) = [
@@ -182,6 +193,28 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 .and_then(|()| relay::Waited::check_key(&key))
                 .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
             Ok(Completion::wait(id, token, step, key, until))
+        }
+        K::Step => {
+            if has_result
+                || o.error.is_some()
+                || o.retry_in_ms.is_some()
+                || o.permanent
+                || o.in_ms.is_some()
+                || o.until.is_some()
+                || o.key.is_some()
+            {
+                return Err(stray("a field other than step and output"));
+            }
+            let Some(step) = o.step else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a step record needs its step",
+                    o.id
+                )));
+            };
+            relay::Step::check_name(&step)
+                .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
+            let output = conv::bytes_of("output", o.output, o.output_base64)?.unwrap_or_default();
+            Ok(Completion::step(id, token, step, output))
         }
     }
 }

@@ -320,3 +320,79 @@ fn payloads_come_back_as_the_text_stored_in_every_view() {
         assert!(one.contains(&format!(r#""payload":{text}"#)), "GET: {one}");
     }
 }
+
+/// Issue 40 item 7: step records ride on `POST /v1/work` beside other
+/// outcomes and the next lease, one call and one commit: a record under the
+/// lease's token is kept (the job still LEASED), the first of a name stands
+/// and is answered as `earlier` to a second, a stale token is refused alone
+/// (`lease_lost`, nothing written) beside an ack that lands, and the job's
+/// next lease carries what was recorded. A step outcome with a stray field
+/// or without its name is refused whole.
+#[test]
+fn step_records_ride_on_the_work_call_each_answered_on_its_own() {
+    let s = serve();
+    let a = s.submit(json!({"queue": "q", "kind": "k", "max_attempts": 5}));
+    let b = s.submit(json!({"queue": "q", "kind": "k"}));
+    let leased = lease(&s, "q", 2);
+    let token = |id: i64| leased.iter().find(|l| l.0 == id).unwrap().1;
+    let (ta, tb) = (token(a), token(b));
+    let (st, v) = s.post(
+        "/v1/work",
+        json!({"outcomes": [
+            {"id": a, "token": ta, "outcome": "step", "step": "charge", "output": {"charge": "ch_1"}},
+            {"id": a, "token": ta, "outcome": "step", "step": "charge", "output": {"charge": "ch_2"}},
+            {"id": a, "token": ta, "outcome": "step", "step": "pdf", "output_base64": "gAE="},
+            {"id": a, "token": ta + 1000, "outcome": "step", "step": "stale", "output": 1},
+            {"id": b, "token": tb, "outcome": "ack"},
+        ]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let o = v["outcomes"].as_array().unwrap();
+    assert_eq!(o.len(), 5, "{v}");
+    assert_eq!((o[0]["state"].as_str(), o[0].get("earlier")), (Some("LEASED"), None), "{v}");
+    assert_eq!(o[1]["earlier"]["output"], json!({"charge": "ch_1"}), "{v}");
+    assert_eq!(o[1]["earlier"]["attempt"], 1, "{v}");
+    assert_eq!(o[2]["state"], "LEASED", "{v}");
+    assert_eq!(code(&o[3]), "lease_lost", "{v}");
+    assert_eq!(o[4]["state"], "SUCCEEDED", "{v}");
+    assert_eq!(s.state(a), "LEASED");
+    let job = s.get(&format!("/v1/jobs/{a}"));
+    let names: Vec<&str> = job["steps"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["charge", "pdf"], "{job}");
+    assert_eq!(job["steps"][1]["output_base64"], "gAE=");
+    // Malformed step outcomes: refused whole, nothing written.
+    for bad in [
+        json!({"id": a, "token": ta, "outcome": "step", "output": 1}),
+        json!({"id": a, "token": ta, "outcome": "step", "step": "x", "result": 1}),
+        json!({"id": a, "token": ta, "outcome": "step", "step": "x", "output": 1, "output_base64": "AA=="}),
+        json!({"id": a, "token": ta, "outcome": "ack", "output": 1}),
+        json!({"id": a, "token": ta, "outcome": "step", "step": "", "output": 1}),
+    ] {
+        let (st, v) = s.post("/v1/work", json!({"outcomes": [bad.clone()]}));
+        assert_eq!(st, 400, "{bad} was not refused: {v}");
+    }
+    // A step and the job's ack in one call, then its steps at the next
+    // lease: release it first so that it is leased again.
+    let (st, v) = s.post(
+        "/v1/work",
+        json!({"outcomes": [
+            {"id": a, "token": ta, "outcome": "step", "step": "email", "output": "sent"},
+            {"id": a, "token": ta, "outcome": "release"},
+        ], "lease": {"queues": ["q"], "max": 1}}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["outcomes"][1]["state"], "READY", "{v}");
+    let again = &v["jobs"][0];
+    assert_eq!(again["id"], a, "{v}");
+    let steps: Vec<(&str, &Value)> = again["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["name"].as_str().unwrap(), &x["output"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [("charge", &json!({"charge": "ch_1"})), ("pdf", &Value::Null), ("email", &json!("sent"))],
+        "{v}"
+    );
+}

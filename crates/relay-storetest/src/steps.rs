@@ -503,3 +503,67 @@ pub fn a_parked_job_is_not_told_of_a_dependency_it_no_longer_waits_on(new_db: &N
         "asleep, not cancelled"
     );
 }
+
+/// Item 7: step records as completions of one operation
+/// (`complete_and_lease`, `report`), beside an ack and a lease: each
+/// answered on its own (a stale token refused alone, a bad name refused
+/// alone), the first record of a name standing and answered in
+/// `Worked::earlier`, the job still LEASED, what landed carried by the
+/// job's next lease.
+pub fn step_records_go_with_other_outcomes_in_one_operation(new_db: &NewDb) {
+    use relay::{Completion, JobState};
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let a = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+    let b = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+    let leased = relay
+        .lease(LeaseRequest::new(["q"]).max(2).lease_for(Duration::from_secs(30)).worker("w"))
+        .unwrap();
+    let token = |id: JobId| leased.iter().find(|l| l.id == id).unwrap().token;
+    let (ta, tb) = (token(a), token(b));
+    let c = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+    let worked = relay
+        .complete_and_lease(
+            vec![
+                Completion::step(a, ta, "charge", b"1".to_vec()),
+                Completion::step(a, ta, "charge", b"2".to_vec()),
+                Completion::step(a, LeaseToken(ta.0 + 1000), "stale", b"3".to_vec()),
+                Completion::step(a, ta, "", b"4".to_vec()),
+                Completion::step(a, ta, "label", vec![0, 255]),
+                Completion::ack(b, tb, None),
+            ],
+            LeaseRequest::new(["q"]).worker("w"),
+        )
+        .unwrap();
+    let states: Vec<Result<JobState, String>> = worked
+        .completions
+        .iter()
+        .map(|r| r.as_ref().map(|s| s.state).map_err(|e| format!("{e:?}")))
+        .collect();
+    assert_eq!(states[0], Ok(JobState::Leased));
+    assert_eq!(states[1], Ok(JobState::Leased));
+    assert!(matches!(worked.completions[2], Err(Error::LeaseLost { .. })), "{states:?}");
+    assert!(matches!(worked.completions[3], Err(Error::InvalidInput(_))), "{states:?}");
+    assert_eq!(states[4], Ok(JobState::Leased));
+    assert_eq!(states[5], Ok(JobState::Succeeded));
+    assert_eq!(worked.earlier.len(), 6);
+    assert!(worked.earlier[0].is_none());
+    assert_eq!(worked.earlier[1].as_ref().map(|s| s.output.as_slice()), Some(&b"1"[..]));
+    assert!(worked.earlier[2..].iter().all(Option::is_none));
+    assert_eq!(worked.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [c]);
+    // Without a lease: the same answers.
+    let reported = relay
+        .report(vec![
+            Completion::step(a, ta, "label", b"again".to_vec()),
+            Completion::step(a, ta, "email", b"sent".to_vec()),
+        ])
+        .unwrap();
+    assert_eq!(reported.earlier[0].as_ref().map(|s| s.output.as_slice()), Some(&[0u8, 255][..]));
+    assert!(reported.earlier[1].is_none() && reported.jobs.is_empty());
+    let want = vec![("charge", &b"1"[..], 1), ("label", &[0u8, 255][..], 1), ("email", &b"sent"[..], 1)];
+    assert_eq!(names(&relay.get(a).unwrap().steps), want);
+    assert_eq!(kinds(&relay, a).iter().filter(|k| *k == "step").count(), 3);
+    relay.release(a, ta).unwrap();
+    let next = lease_one(&relay, Duration::from_secs(30));
+    assert_eq!(next.id, a);
+    assert_eq!(names(&next.steps), want);
+}

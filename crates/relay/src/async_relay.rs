@@ -145,6 +145,7 @@ impl AsyncRelay {
             let jobs = self.lease_valid(req, stop).await?;
             return Ok(Worked {
                 completions: Vec::new(),
+                earlier: Vec::new(),
                 jobs,
             });
         }

@@ -399,6 +399,7 @@ impl Relay {
             let jobs = self.lease_valid(req)?;
             return Ok(Worked {
                 completions: Vec::new(),
+                earlier: Vec::new(),
                 jobs,
             });
         }

@@ -622,6 +622,15 @@ pub enum CompletionOutcome {
         /// When the job wakes.
         until: Timestamp,
     },
+    /// Like [`crate::Relay::record_step`]: step `name` recorded with
+    /// `output`, the job still LEASED. When a record of the name stood
+    /// already, it stands and is answered in [`Worked::earlier`].
+    Step {
+        /// The step's name.
+        name: String,
+        /// Its output.
+        output: Vec<u8>,
+    },
 }
 
 impl Completion {
@@ -690,6 +699,18 @@ impl Completion {
         }
     }
 
+    /// Step `name` recorded with `output`: as [`crate::Relay::record_step`].
+    pub fn step(id: JobId, token: LeaseToken, name: impl Into<String>, output: Vec<u8>) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Step {
+                name: name.into(),
+                output,
+            },
+        }
+    }
+
     /// Given back untried, READY again now: as [`crate::Relay::release`].
     pub fn release(id: JobId, token: LeaseToken) -> Self {
         Self {
@@ -721,6 +742,10 @@ pub struct Worked {
     /// One result per completion: the job's new status, or the error that
     /// completion alone met (its job unchanged).
     pub completions: Vec<crate::Result<JobStatus>>,
+    /// One per completion: for a step record ([`CompletionOutcome::Step`])
+    /// whose name was recorded already, the record that stands (this one
+    /// was not taken); `None` for every other.
+    pub earlier: Vec<Option<relay_core::Step>>,
     /// The jobs leased, with their tokens.
     pub jobs: Vec<LeasedJob>,
 }

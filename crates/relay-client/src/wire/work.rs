@@ -39,6 +39,10 @@ pub enum OutcomeKind {
     /// holding no lease, the attempt not counted, until the event is
     /// emitted or `until` (READY at once when it was emitted already).
     Wait,
+    /// Step `step` recorded with `output` (or `output_base64`), the job
+    /// still LEASED: as `POST /v1/jobs/{id}/steps`. When a record of the
+    /// name stood already it stands, and the answer's `earlier` holds it.
+    Step,
 }
 
 impl OutcomeKind {
@@ -50,6 +54,7 @@ impl OutcomeKind {
             Self::Release => "release",
             Self::Sleep => "sleep",
             Self::Wait => "wait",
+            Self::Step => "step",
         }
     }
 }
@@ -83,8 +88,8 @@ pub struct Outcome {
     /// A release: READY again only after this long (a snooze).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_ms: Option<u64>,
-    /// A sleep: its step's name (a step of that name recorded earlier
-    /// wins, its time with it).
+    /// A sleep's, a wait's or a step record's step name (a step of that
+    /// name recorded earlier wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     /// A sleep: when the job wakes (RFC 3339); a wait: when it gives up.
@@ -93,6 +98,12 @@ pub struct Outcome {
     /// A wait: the event's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// A step record's output as a JSON value, kept as its JSON text.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub output: Option<Box<RawValue>>,
+    /// A step record's output as bytes, base64.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub output_base64: Option<Option<String>>,
 }
 
 impl Outcome {
@@ -110,6 +121,24 @@ impl Outcome {
             step: None,
             until: None,
             key: None,
+            output: None,
+            output_base64: None,
+        }
+    }
+
+    /// Step `name` recorded with `output`'s bytes (as a JSON value when
+    /// they are JSON, else base64), the job still LEASED.
+    pub fn step(id: i64, token: i64, name: impl Into<String>, output: &[u8]) -> Self {
+        let json = (!output.is_empty())
+            .then(|| std::str::from_utf8(output).ok())
+            .flatten()
+            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
+        let output_base64 = if json.is_some() { None } else { base64_pair(output) };
+        Self {
+            step: Some(name.into()),
+            output: json,
+            output_base64,
+            ..Self::new(id, token, OutcomeKind::Step)
         }
     }
 
@@ -215,7 +244,7 @@ pub struct HeldLease {
 }
 
 /// `POST /v1/heartbeat`'s answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Beaten {
     /// One answer per lease, in the order given.
@@ -225,7 +254,7 @@ pub struct Beaten {
 /// What became of one item of a batch call: what it changed, or its own
 /// error (`lease_lost`, `invalid_state`, `not_found`, `invalid_input`),
 /// which leaves its job unchanged and fails no other item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ItemAnswer {
     /// The job.
@@ -244,6 +273,10 @@ pub struct ItemAnswer {
     /// Why this item was not applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorDetail>,
+    /// A step record whose name was recorded already: the record that
+    /// stands (this one was not taken; return its output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<super::Step>,
 }
 
 impl ItemAnswer {
@@ -255,6 +288,7 @@ impl ItemAnswer {
             ready_at: None,
             lease_expires_at: None,
             error: None,
+            earlier: None,
         }
     }
 

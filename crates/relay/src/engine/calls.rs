@@ -261,16 +261,38 @@ impl Engine {
     /// each succeeds or fails on its own (a result over the size limit
     /// included).
     pub(crate) fn complete_op(&self, batch: Vec<Completion>) -> Pending<Vec<Result<JobStatus>>> {
+        self.completions_op(batch, |w| w.completions)
+    }
+
+    /// [`Self::complete_op`] answering the step records that stood already
+    /// too (a [`Worked`] without jobs).
+    pub(crate) fn report_op(&self, batch: Vec<Completion>) -> Pending<Worked> {
+        self.completions_op(batch, |w| w)
+    }
+
+    fn completions_op<T: Send + 'static>(
+        &self,
+        batch: Vec<Completion>,
+        answer: fn(Worked) -> T,
+    ) -> Pending<T> {
         let batch = self.checked_completions(batch);
         let ids: Vec<JobId> = batch.iter().map(|(c, _)| c.id).collect();
-        // A sleep reads the job's steps: never planned unread.
+        // A sleep, a wait and a step read the job's steps: never planned
+        // unread.
         let reads_row = batch.iter().any(|(c, _)| {
             matches!(
                 c.outcome,
-                CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. }
+                CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. } | CompletionOutcome::Step { .. }
             )
         });
-        let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| complete_each(plan, ctx, &batch);
+        let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| {
+            let (completions, earlier) = complete_each(plan, ctx, &batch)?;
+            Ok(answer(Worked {
+                completions,
+                earlier,
+                jobs: Vec::new(),
+            }))
+        };
         match ids.as_slice() {
             [id] if !reads_row => Pending::held(*id, work),
             _ => Pending::new(Hint::Jobs(ids), work),
@@ -346,7 +368,7 @@ impl Engine {
             max: req.max,
         };
         Pending::new(hint, move |plan, ctx| {
-            let completions = complete_each(plan, ctx, &batch)?;
+            let (completions, earlier) = complete_each(plan, ctx, &batch)?;
             let m = plan.mark();
             let jobs = match ops::lease(plan, ctx, &req) {
                 Ok(leased) => {
@@ -362,7 +384,11 @@ impl Engine {
                     Vec::new()
                 }
             };
-            Ok(Worked { completions, jobs })
+            Ok(Worked {
+                completions,
+                earlier,
+                jobs,
+            })
         })
     }
 
@@ -385,6 +411,10 @@ impl Engine {
                         .map(crate::Error::from),
                     CompletionOutcome::Wait { step, key, until } => check_sleep(step, *until, self.options.clock.now())
                         .and_then(|()| relay_core::job::Waited::check_key(key))
+                        .err()
+                        .map(crate::Error::from),
+                    CompletionOutcome::Step { name, output } => relay_core::Step::check_name(name)
+                        .and_then(|()| relay_core::Step::check_output(output))
                         .err()
                         .map(crate::Error::from),
                     _ => None,
@@ -523,19 +553,32 @@ pub(crate) enum AfterFailure {
 
 /// Applies each completion on its own: one refused (its lease lost, its
 /// result too large...) is undone and answered with its error, the others
-/// stand. Only a batch-fatal error ends the operation.
+/// stand. Only a batch-fatal error ends the operation. Beside each
+/// result, the record that stood already for a step record not taken.
+#[allow(clippy::type_complexity)]
 fn complete_each(
     plan: &mut Plan<'_>,
     ctx: &mut BatchCtx<'_>,
     batch: &[(Completion, Option<crate::Error>)],
-) -> Result<Vec<Result<JobStatus>>> {
+) -> Result<(Vec<Result<JobStatus>>, Vec<Option<relay_core::Step>>)> {
     let mut out = Vec::with_capacity(batch.len());
-    for (c, refused) in batch {
+    let mut earlier = vec![None; batch.len()];
+    for (i, (c, refused)) in batch.iter().enumerate() {
         if let Some(e) = refused {
             out.push(Err(e.clone()));
             continue;
         }
         let token = c.token;
+        if let CompletionOutcome::Step { name, output } = &c.outcome {
+            let m = plan.mark();
+            let r = ops::record_step(plan, ctx, c.id, token, name, output).and_then(|stood| {
+                earlier[i] = stood;
+                // The job as it is now: still LEASED, its lease unchanged.
+                plan.status(c.id)?.ok_or(crate::Error::NotFound { id: c.id })
+            });
+            out.push(settle(plan, m, r)?);
+            continue;
+        }
         if let CompletionOutcome::Sleep { step, until } = &c.outcome {
             let m = plan.mark();
             let r = ops::sleep(plan, ctx, c.id, token, step, *until);
@@ -564,15 +607,16 @@ fn complete_each(
                 (a, None)
             }
             CompletionOutcome::Snooze { delay } => (Action::Snooze { token, delay: *delay }, None),
-            CompletionOutcome::Release | CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. } => {
-                (Action::Release { token }, None)
-            }
+            CompletionOutcome::Release
+            | CompletionOutcome::Sleep { .. }
+            | CompletionOutcome::Wait { .. }
+            | CompletionOutcome::Step { .. } => (Action::Release { token }, None),
         };
         let m = plan.mark();
         let r = ops::act(plan, ctx, c.id, action, result);
         out.push(settle(plan, m, r)?);
     }
-    Ok(out)
+    Ok((out, earlier))
 }
 
 /// The reason a sleep is refused before it is sent: a bad step name, or a

@@ -3,7 +3,7 @@
 use crate::engine::calls::{AfterFailure, SimpleAction};
 use crate::error::Result;
 use crate::relay::{first, single};
-use crate::request::{Completion, NewJob, NewSchedule, Submitted};
+use crate::request::{Completion, NewJob, NewSchedule, Submitted, Worked};
 use crate::{AsyncRelay, Relay};
 use relay_core::{JobId, JobStatus, LeaseToken, QueueLimits, Schedule, Timestamp};
 use std::time::Duration;
@@ -124,6 +124,18 @@ facade! {
     /// [`Error::NotFound`], [`Error::Corrupt`]) is that completion's alone: its
     /// job was not changed, and the others were applied.
     write fn complete_batch(batch: Vec<Completion>) -> Result<Vec<Result<JobStatus>>> = |e| e.complete_op(batch);
+
+    /// [`Relay::complete_batch`] answered as a [`Worked`] without jobs: each
+    /// completion's result, and for a step record
+    /// ([`CompletionOutcome::Step`](crate::CompletionOutcome::Step)) whose
+    /// name was recorded already, the record that stands
+    /// ([`Worked::earlier`]). What the worker protocol's `POST /v1/work`
+    /// runs when it leases nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::complete_batch`].
+    write fn report(batch: Vec<Completion>) -> Result<Worked> = |e| e.report_op(batch);
 
     /// Removes a job that is not LEASED, with its events. If it had not
     /// finished, jobs waiting for it are cancelled, unless they run anyway
