@@ -418,6 +418,16 @@ class Outcome:
         the time runs out."""
         return cls(id, token, "wait", {"step": step, "key": key, "until": until})
 
+    @classmethod
+    def step(cls, id: int, token: int, step: str, output: Payload = None) -> "Outcome":
+        """Step ``step`` of the job recorded with ``output`` (a JSON value,
+        or bytes), the job still leased: as :meth:`Client.record_step`. When
+        a record of the name stood already it stands, and the answer's
+        ``earlier`` holds it."""
+        fields: Dict[str, Any] = {"step": step}
+        _put_payload(fields, "output", output)
+        return cls(id, token, "step", fields)
+
     def __repr__(self) -> str:
         return f"Outcome({self.json})"
 
@@ -478,13 +488,17 @@ class OutcomeAnswer(_ItemAnswered):
     state: Optional[str] = None
     ready_at: Optional[str] = None
     error: Optional[RelayError] = None
+    #: A step record whose name was recorded already: the record that
+    #: stands (``name``, ``attempt``, ``at``, ``output`` or
+    #: ``output_base64``); this one was not taken.
+    earlier: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, v: Dict[str, Any]) -> "OutcomeAnswer":
         err = v.get("error")
         if err is not None:
             return cls(v["id"], error=error_for(None, err["code"], err["message"]))
-        return cls(v["id"], v.get("state"), v.get("ready_at"))
+        return cls(v["id"], v.get("state"), v.get("ready_at"), earlier=v.get("earlier"))
 
 
 @dataclass

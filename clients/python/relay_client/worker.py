@@ -141,9 +141,16 @@ class JobContext:
     ...     ctx.step("email", lambda: send_receipt(charge))
     """
 
-    def __init__(self, client: Client, job: LeasedJob):
+    def __init__(
+        self,
+        client: Client,
+        job: LeasedJob,
+        record: Optional[Callable[[LeasedJob, str, Payload], Tuple[bool, Payload]]] = None,
+    ):
         self.client = client
         self.job = job
+        # A Worker's: records go with its outcomes in POST /v1/work.
+        self._record = record
         self._steps: Dict[str, Payload] = {}
         for s in job.steps or ():
             self._steps[s["name"]] = _step_output(s)
@@ -168,6 +175,12 @@ class JobContext:
         if name in self._steps:
             return self._steps[name]
         value = fn()
+        if self._record is not None:
+            recorded, standing = self._record(self.job, name, value)
+            if not recorded:
+                value = standing
+            self._steps[name] = value
+            return value
         pause = 0.05
         while True:
             try:
@@ -314,11 +327,25 @@ class Stats:
     lost: int = 0
 
 
-# A job whose handler ended, with what to report and the stat it counts in.
-Done = Tuple[LeasedJob, Outcome, str]
+class _StepRecord:
+    """A step record a handler thread waits on: the loop sends it with the
+    outcomes (``POST /v1/work``) and sets ``done`` once it is answered."""
+
+    __slots__ = ("done", "error", "earlier")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+        self.earlier: Optional[Dict[str, Any]] = None
+
+
+# A job whose handler ended, with what to report and the stat it counts in;
+# or a step record of a running job, with its waiter.
+Done = Tuple[LeasedJob, Outcome, Union[str, _StepRecord]]
 # What the loop's inbox carries: ("done", job, outcome, stat) from a handler
-# thread, ("answered", call, answer or the exception) from a sender or the
-# poller, ("stop",) from stop().
+# thread, ("step", job, outcome, record) from a handler's JobContext.step,
+# ("answered", call, answer or the exception) from a sender or the poller,
+# ("stop",) from stop().
 Message = Tuple[Any, ...]
 
 
@@ -371,6 +398,10 @@ class Worker:
         self._polls: "queue.SimpleQueue[Optional[_Call]]" = queue.SimpleQueue()
         self._calls: "queue.SimpleQueue[Optional[_Call]]" = queue.SimpleQueue()
         self._stopping = False
+        # Once the loop has sent its last call, a step record is refused
+        # at once instead of waiting for a loop that is gone.
+        self._closing = threading.Lock()
+        self._closed = False
 
     def handler(self, kind: str) -> Callable[[Handler], Handler]:
         """Registers the decorated function for jobs of ``kind``: it takes the
@@ -485,7 +516,7 @@ class Worker:
             return Outcome.nack(id, token, error, permanent=True), "failed"
         try:
             if self._with_context.get(job.kind):
-                result = handler(job, JobContext(self.client, job))
+                result = handler(job, JobContext(self.client, job, self._record_step))
             else:
                 result = handler(job)
         except Snooze as s:
@@ -505,6 +536,27 @@ class Worker:
         except (TypeError, ValueError, RecursionError) as e:
             error = f"the handler's result cannot be sent ({type(e).__name__}: {e}); return a JSON value or bytes"
             return Outcome.nack(id, token, error), "failed"
+
+
+    def _record_step(self, job: LeasedJob, name: str, value: Payload) -> Tuple[bool, Payload]:
+        """Records step ``name`` of ``job`` through the loop, with the other
+        outcomes of one ``POST /v1/work`` (one round trip, a shared commit),
+        and waits for its answer: ``(True, value)``, or ``(False, earlier)``
+        when a record of the name stood; raises the error it was answered
+        (:class:`~relay_client.errors.LeaseLost`, ``StepBound``...). An
+        outage is waited out, the lease kept by the heartbeats."""
+        outcome = Outcome.step(job.id, job.token, name, value)
+        record = _StepRecord()
+        with self._closing:
+            if self._closed:
+                raise Unavailable(f"job {job.id}: the worker stopped before step {name!r} was recorded")
+            self._inbox.put(("step", job, outcome, record))
+        record.done.wait()
+        if record.error is not None:
+            raise record.error
+        if record.earlier is not None:
+            return False, _step_output(record.earlier)
+        return True, value
 
 
 class _Call:
@@ -623,6 +675,8 @@ class _Loop:
         self.pending: List[Done] = []
         self.pending_since = 0.0
         self.busy = 0  # jobs given to handler threads, outcome not back yet
+        #: Step records sent or to send, their handlers waiting on them.
+        self.records: Set[_StepRecord] = set()
         # The outcomes that go without waiting for more: a sender's share of
         # the slots, but not so few that the calls cost more than the
         # overlap saves.
@@ -697,6 +751,9 @@ class _Loop:
     def handle(self, message: Message) -> None:
         if message[0] == "done":
             self.finished(message[1], message[2], message[3])
+        elif message[0] == "step":
+            self.records.add(message[3])
+            self.add_pending(message[1], message[2], message[3])
         elif message[0] == "answered":
             call, answer = message[1], message[2]
             if isinstance(answer, _FATAL):
@@ -717,7 +774,7 @@ class _Loop:
         split into batches that take turns on the server), or the oldest
         has waited long enough."""
         return (
-            self.busy == 0
+            self.busy == len(self.records)  # every handler waits on a record
             or len(self.pending) >= self.share
             or self.deadline is not None
             or now >= self.pending_since + COALESCE
@@ -820,7 +877,10 @@ class _Loop:
         """The server refused this outcome and would refuse it again: the
         job is nacked with the refusal as its error (its attempt counts, its
         error says why), once; a nack refused in turn is dropped."""
-        job, outcome, _ = done
+        job, outcome, stat = done
+        if isinstance(stat, _StepRecord):
+            self.stepped(stat, error)
+            return
         if outcome in self.refusals:
             self.refusals.discard(outcome)
             self.forget(job, f"could not report its outcome ({error}); its lease will expire")
@@ -837,6 +897,9 @@ class _Loop:
         stats = self.stats
         for done, answer in zip(batch, answers):
             job, outcome, stat = done
+            if isinstance(stat, _StepRecord):
+                self.stepped(stat, answer.error, answer.earlier)
+                continue
             if isinstance(answer.error, _REFUSED) and not answer.lost:
                 self.refused_for_good(done, answer.error)
                 continue
@@ -849,6 +912,15 @@ class _Loop:
                 self.drop(job)
             else:
                 self.forget(job, f"could not report its outcome ({answer.error}); its lease will expire")
+
+    def stepped(
+        self, record: _StepRecord, error: Optional[BaseException], earlier: Optional[Dict[str, Any]] = None
+    ) -> None:
+        """Hands a step record's answer to the handler waiting on it."""
+        record.error = error
+        record.earlier = earlier
+        self.records.discard(record)
+        record.done.set()
 
     def drop(self, job: LeasedJob) -> None:
         if self.held.get(job.id) is job:
@@ -952,12 +1024,23 @@ class _Loop:
         while self.polling or self.in_flight or self.beating:
             self.receive(math.inf)  # what calls in flight bring is given back too
         self.take_unstarted()
-        if self.fatal is not None:
-            return  # the token is refused: nothing can be reported
+        with self.w._closing:
+            self.w._closed = True  # no step record comes after this
         # Outcomes that came in since the loop's last look (right at the
         # grace's end) are reported, not their jobs released.
         self.drain()
-        reported = {job.id for job, _, _ in self.pending}
+        try:
+            self.report_last()
+        finally:
+            for record in list(self.records):
+                self.stepped(record, Unavailable("the worker stopped before the step was recorded"))
+
+    def report_last(self) -> None:
+        """Sends what is pending, the jobs still running released, in one
+        last call (a refused outcome alone, as in refused())."""
+        if self.fatal is not None:
+            return  # the token is refused: nothing can be reported
+        reported = {job.id for job, _, stat in self.pending if not isinstance(stat, _StepRecord)}
         for job in list(self.held.values()):
             if job.id not in reported:
                 self.pending.append((job, Outcome.release(job.id, job.token), "released"))
@@ -977,6 +1060,9 @@ class _Loop:
                     f"relay worker: could not report {len(batch)} outcomes at stop ({e}); their leases will expire",
                     file=sys.stderr,
                 )
+                for _, _, stat in batch:
+                    if isinstance(stat, _StepRecord):
+                        self.stepped(stat, e)
             else:
                 self.settle(batch, answer.outcomes)
             if self.pending:  # nacks for refused outcomes

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from relay_client import Client, JobContext, LeaseLost, Retry, StepBound, Worker
+from relay_client import Client, InvalidState, JobContext, LeaseLost, Retry, StepBound, Worker
 
 
 def wait_for(what, predicate, timeout=30.0):
@@ -169,3 +169,60 @@ def test_retry_keeps_steps_unless_reset(client: Client):
     client.retry(id, reset_steps=True)
     job = client.get(id)
     assert (job.state, job.steps) == ("READY", [])
+
+
+def _requests_to(client: Client, route: str) -> int:
+    total = 0
+    for line in client.metrics().splitlines():
+        if line.startswith("relay_http_requests_total{") and f'route="{route}"' in line:
+            total += int(float(line.rsplit(" ", 1)[1]))
+    return total
+
+
+def test_a_workers_step_records_ride_on_its_work_calls(client: Client):
+    """Item 7: a Worker's step records go with its outcomes in POST
+    /v1/work (no call of their own), each handler waiting for its own
+    answer; a record after the job was cancelled under it raises in the
+    handler and writes nothing."""
+    before = _requests_to(client, "/v1/jobs/{id}/steps")
+    ids = [client.submit("q", "flow", {"n": n}) for n in range(40)]
+    worker = Worker(client, ["q"], concurrency=8, handle_signals=False, poll_wait=0.5)
+    cancel_me = client.submit("q", "cancelled", {})
+    recorded_a = threading.Event()
+    go_on = threading.Event()
+    raised = []
+
+    @worker.handler("flow")
+    def flow(job, ctx: JobContext):
+        a = ctx.step("a", lambda: {"n": job.payload["n"]})
+        b = ctx.step("b", lambda: bytes([job.payload["n"]]))
+        again = ctx.step("a", lambda: "not run")
+        return {"a": a["n"], "b": b[0], "again": again}
+
+    @worker.handler("cancelled")
+    def cancelled(job, ctx: JobContext):
+        ctx.step("a", lambda: 1)
+        recorded_a.set()
+        go_on.wait(20)
+        try:
+            ctx.step("b", lambda: 2)
+        except Exception as e:  # noqa: BLE001
+            raised.append(e)
+            raise
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    assert recorded_a.wait(30)
+    client.cancel(cancel_me)
+    go_on.set()
+    wait_for("the flows to finish", lambda: all(client.get(i).state == "SUCCEEDED" for i in ids))
+    wait_for("the cancelled job's handler to end", lambda: raised)
+    worker.stop()
+    t.join(10)
+    for n, i in enumerate(ids):
+        job = client.get(i)
+        assert job.result == {"a": n, "b": n, "again": {"n": n}}
+        assert [s["name"] for s in job.steps] == ["a", "b"]
+    assert isinstance(raised[0], (LeaseLost, InvalidState)), raised
+    assert [s["name"] for s in client.get(cancel_me).steps] == ["a"]
+    assert _requests_to(client, "/v1/jobs/{id}/steps") == before, "a step record took a call of its own"

@@ -165,7 +165,9 @@ export type Outcome =
   | { id: number; token: number; outcome: "nack"; error: string; retryInMs?: number; permanent?: boolean }
   | { id: number; token: number; outcome: "release"; inMs?: number }
   | { id: number; token: number; outcome: "sleep"; step: string; until: string }
-  | { id: number; token: number; outcome: "wait"; step: string; key: string; until: string };
+  | { id: number; token: number; outcome: "wait"; step: string; key: string; until: string }
+  /** Step `step` recorded with `output`, the job still leased (as `recordStep`). */
+  | { id: number; token: number; outcome: "step"; step: string; output?: Payload };
 
 /**
  * The answer for one outcome: its job's new `state` (and `readyAt` when it
@@ -174,7 +176,8 @@ export type Outcome =
  * `InvalidInput`), returned, not thrown.
  */
 export type OutcomeAnswer =
-  | { id: number; state: string; readyAt: string | null; error?: undefined }
+  /** `earlier`: for a step record whose name was recorded already, the record that stands (this one was not taken). */
+  | { id: number; state: string; readyAt: string | null; error?: undefined; earlier?: Step }
   | { id: number; error: RelayError; state?: undefined; readyAt?: undefined };
 
 /** What `work` answers: one item per outcome, in order, and the jobs leased. */
@@ -479,6 +482,10 @@ function outcomeBody(o: Outcome): Obj {
       body.key = o.key;
       body.until = o.until;
       break;
+    case "step":
+      body.step = o.step;
+      putPayload(body, "output", o.output);
+      break;
   }
   return body;
 }
@@ -490,7 +497,9 @@ function itemError(e: Obj): RelayError {
 
 function outcomeAnswer(v: Obj): OutcomeAnswer {
   if (v.error) return { id: v.id, error: itemError(v.error) };
-  return { id: v.id, state: v.state, readyAt: v.ready_at ?? null };
+  const answer: OutcomeAnswer = { id: v.id, state: v.state, readyAt: v.ready_at ?? null };
+  if (v.earlier) answer.earlier = camel(v.earlier) as Step;
+  return answer;
 }
 
 function heartbeatAnswer(v: Obj): HeartbeatAnswer {

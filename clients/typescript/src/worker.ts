@@ -51,6 +51,8 @@ export class JobContext {
   constructor(
     readonly client: Client,
     readonly job: LeasedJob,
+    /** A Worker's: records go with its outcomes in `POST /v1/work`. */
+    private readonly record?: (name: string, output: Payload) => Promise<{ recorded: boolean; output: Payload }>,
   ) {
     for (const s of job.steps ?? []) this.recorded.set(s.name, s.output);
     this.giveUpAt = Date.now() + job.leaseForMs;
@@ -73,6 +75,12 @@ export class JobContext {
   async step<T extends Payload | void>(name: string, fn: () => Promise<T> | T): Promise<T> {
     if (this.recorded.has(name)) return this.recorded.get(name) as T;
     const value = await fn();
+    if (this.record) {
+      const done = await this.record(name, (value ?? null) as Payload);
+      const standing = (done.recorded ? value : done.output) as T;
+      this.recorded.set(name, standing as Payload);
+      return standing;
+    }
     let pause = 50;
     for (;;) {
       try {
@@ -235,10 +243,12 @@ interface Running {
   since: string;
 }
 
-/** An outcome to send, and the stat it counts in once answered. */
+/** An outcome to send, and the stat it counts in once answered; or a step record, and the handler waiting on it. */
 interface Report {
   outcome: Outcome;
-  tally: "succeeded" | "failed" | "snoozed" | "slept" | "released";
+  tally: "succeeded" | "failed" | "snoozed" | "slept" | "released" | "step";
+  /** A step record's handler, told its answer. */
+  record?: { resolve: (done: { recorded: boolean; output: Payload }) => void; reject: (e: unknown) => void };
   /** The job's lease length, for the heartbeat while the outcome waits to be reported. */
   leaseForMs: number;
   /** Sent in a call of its own, without a lease: its batch was refused whole. */
@@ -505,8 +515,17 @@ export class Worker {
     for (let i = 0; i < reports.length; i++) {
       const answer = answers[i];
       if (answer === undefined) continue; // checked by `Client.work`
-      if (answer.error === undefined) this.stats[reports[i].tally]++;
-      else if (NOT_OURS.has(answer.error.code)) this.stats.lost++;
+      const record = reports[i].record;
+      if (record) {
+        if (answer.error !== undefined) record.reject(answer.error);
+        else if (answer.earlier) record.resolve({ recorded: false, output: answer.earlier.output });
+        else record.resolve({ recorded: true, output: (reports[i].outcome as { output?: Payload }).output ?? null });
+        continue;
+      }
+      const tally = reports[i].tally;
+      if (answer.error === undefined) {
+        if (tally !== "step") this.stats[tally]++;
+      } else if (NOT_OURS.has(answer.error.code)) this.stats.lost++;
       else this.refused(reports[i], answer.error.message);
     }
   }
@@ -516,8 +535,12 @@ export class Worker {
    * limit...): the job fails for good saying why, instead of running again
    * once its lease expires; a refused refusal is dropped.
    */
-  private refused(report: Report, why: string): void {
+  private refused(report: Report, why: string, err?: unknown): void {
     const { id, token } = report.outcome;
+    if (report.record) {
+      report.record.reject(err ?? new RelayError(why, "refused"));
+      return;
+    }
     if (report.refusal || this.graceOver) {
       process.stderr.write(`relay worker: job ${id}: could not report its outcome (${why}); its lease will expire\n`);
       return;
@@ -549,7 +572,7 @@ export class Worker {
       this.pending.unshift(...reports.map((r) => ({ ...r, alone: true })));
     } else if (refused && reports.length === 1) {
       // Refused alone: that outcome can never be applied.
-      this.refused(reports[0], message);
+      this.refused(reports[0], message, err);
     } else if (fixed.some((r, i) => r !== reports[i])) {
       // Not sent: a result could not be written as JSON. Checked here, not
       // for every job, and made a nack so it cannot fail its batch again.
@@ -560,9 +583,11 @@ export class Worker {
       this.pending.unshift(...reports);
     } else if (err instanceof PayloadTooLarge && reports.length === 1 && !this.graceOver) {
       // One result too large on its own: the job fails for good, saying so.
-      this.refused(reports[0], message);
+      this.refused(reports[0], message, err);
     } else if (this.graceOver || err instanceof PayloadTooLarge) {
       // Stopping and out of time, or one result too large on its own.
+      for (const r of reports) r.record?.reject(err);
+      reports = reports.filter((r) => !r.record);
       if (reports.length) process.stderr.write(`relay worker: could not report ${reports.length} outcome(s) (${message}); their leases will expire\n`);
     } else {
       this.pending.unshift(...reports);
@@ -574,6 +599,7 @@ export class Worker {
   private giveUp(err: RelayError, reports: Report[]): void {
     if (this.fatal) return;
     this.fatal = err;
+    for (const r of [...reports, ...this.pending]) r.record?.reject(err);
     const unsent = reports.length + this.pending.length;
     process.stderr.write(`relay worker: the server refuses this worker (${err.message}); stopping${unsent ? `, ${unsent} outcome(s) not reported` : ""}\n`);
     this.stopping = true;
@@ -622,7 +648,7 @@ export class Worker {
     }
     let result: ReturnType<Handler>;
     try {
-      result = handler(job, new JobContext(this.client, job));
+      result = handler(job, new JobContext(this.client, job, (name, output) => this.recordStep(job, name, output)));
     } catch (e) {
       this.finish(entry, failure(job, e));
       return;
@@ -635,6 +661,32 @@ export class Worker {
     } else {
       this.finish(entry, success(job, result));
     }
+  }
+
+  /**
+   * Step `name` of `job` recorded with the other outcomes of a `work` call
+   * (one round trip, a shared commit); resolves with its answer, rejects
+   * with the error it was answered (`LeaseLost`, `StepBound`...). An outage
+   * is waited out, the lease kept by the heartbeats.
+   */
+  private recordStep(job: LeasedJob, name: string, output: Payload): Promise<{ recorded: boolean; output: Payload }> {
+    return new Promise((resolve, reject) => {
+      if (this.fatal || this.graceOver || !this.finished) {
+        reject(new Unavailable(`job ${job.id}: the worker stopped before step '${name}' was recorded`));
+        return;
+      }
+      if (!(output instanceof Uint8Array)) {
+        try {
+          JSON.stringify(output);
+        } catch (e) {
+          reject(new TypeError(`step '${name}': its output cannot be sent as JSON: ${(e as Error).message}`));
+          return;
+        }
+      }
+      const outcome: Outcome = { id: job.id, token: job.token, outcome: "step", step: name, output };
+      this.pending.push({ outcome, tally: "step", leaseForMs: job.leaseForMs, record: { resolve, reject } });
+      this.schedule();
+    });
   }
 
   private finish(entry: Running, report: Report): void {
@@ -664,7 +716,8 @@ export class Worker {
     this.beatTimer = undefined;
     if (this.fatal) return;
     const held = [...this.running].filter((r) => !r.lost);
-    const unreported = [...this.pending, ...this.inFlight];
+    // A step record's job is running: its lease is in `held`.
+    const unreported = [...this.pending, ...this.inFlight].filter((r) => !r.record);
     const leases = [
       ...held.map((r) => ({ id: r.job.id, token: r.job.token, leaseForMs: r.job.leaseForMs })),
       ...unreported.map((r) => ({ id: r.outcome.id, token: r.outcome.token, leaseForMs: r.leaseForMs })),

@@ -137,3 +137,60 @@ test("retry keeps the steps unless resetSteps", async () => {
   const job = await client.get(id);
   assert.deepEqual([job.state, job.steps], ["READY", undefined]);
 });
+
+async function requestsTo(route) {
+  let total = 0;
+  for (const line of (await client.metrics()).split("\n")) {
+    if (line.startsWith("relay_http_requests_total{") && line.includes(`route="${route}"`)) total += Number(line.split(" ").pop());
+  }
+  return total;
+}
+
+test("a worker's step records ride on its work calls", async () => {
+  // Item 7: no call of their own; each handler gets its own answer; a
+  // record after the job was cancelled under it rejects and writes nothing.
+  const before = await requestsTo("/v1/jobs/{id}/steps");
+  const ids = [];
+  for (let n = 0; n < 40; n++) ids.push(await client.submit({ queue: "ride", kind: "flow", payload: { n } }));
+  const cancelMe = await client.submit({ queue: "ride", kind: "cancelled" });
+  let recordedA;
+  const aRecorded = new Promise((r) => (recordedA = r));
+  let goOn;
+  const proceed = new Promise((r) => (goOn = r));
+  const raised = [];
+  const worker = new Worker(client, ["ride"], { concurrency: 8, pollMs: 300, handleSignals: false });
+  worker
+    .handle("flow", async (job, ctx) => {
+      const a = await ctx.step("a", () => ({ n: job.payload.n }));
+      const b = await ctx.step("b", () => new Uint8Array([job.payload.n]));
+      const again = await ctx.step("a", () => "not run");
+      return { a: a.n, b: b[0], again };
+    })
+    .handle("cancelled", async (job, ctx) => {
+      await ctx.step("a", () => 1);
+      recordedA();
+      await proceed;
+      try {
+        await ctx.step("b", () => 2);
+      } catch (e) {
+        raised.push(e);
+        throw e;
+      }
+    });
+  const run = worker.run();
+  await aRecorded;
+  await client.cancel(cancelMe);
+  goOn();
+  await waitFor("the flows", async () => (await Promise.all(ids.map((i) => client.get(i)))).every((j) => j.state === "SUCCEEDED"));
+  await waitFor("the cancelled job's handler", async () => raised.length > 0);
+  worker.stop();
+  await run;
+  for (const [n, id] of ids.entries()) {
+    const job = await client.get(id);
+    assert.deepEqual(job.result, { a: n, b: n, again: { n } });
+    assert.deepEqual(job.steps.map((s) => s.name), ["a", "b"]);
+  }
+  assert.ok(["lease_lost", "invalid_state"].includes(raised[0].code), String(raised[0]));
+  assert.deepEqual((await client.get(cancelMe)).steps.map((s) => s.name), ["a"]);
+  assert.equal(await requestsTo("/v1/jobs/{id}/steps"), before, "a step record took a call of its own");
+});
