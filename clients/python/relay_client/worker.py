@@ -329,12 +329,14 @@ class Stats:
 
 class _StepRecord:
     """A step record a handler thread waits on: the loop sends it with the
-    outcomes (``POST /v1/work``) and sets ``done`` once it is answered."""
+    outcomes (``POST /v1/work``) and releases ``done`` once it is answered
+    (a lock taken at birth: the cheapest wait there is, no Condition)."""
 
     __slots__ = ("done", "error", "earlier")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        self.done.acquire()
         self.error: Optional[BaseException] = None
         self.earlier: Optional[Dict[str, Any]] = None
 
@@ -551,7 +553,7 @@ class Worker:
             if self._closed:
                 raise Unavailable(f"job {job.id}: the worker stopped before step {name!r} was recorded")
             self._inbox.put(("step", job, outcome, record))
-        record.done.wait()
+        record.done.acquire()
         if record.error is not None:
             raise record.error
         if record.earlier is not None:
@@ -919,8 +921,9 @@ class _Loop:
         """Hands a step record's answer to the handler waiting on it."""
         record.error = error
         record.earlier = earlier
-        self.records.discard(record)
-        record.done.set()
+        if record in self.records:
+            self.records.discard(record)
+            record.done.release()
 
     def drop(self, job: LeasedJob) -> None:
         if self.held.get(job.id) is job:
