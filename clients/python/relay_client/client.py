@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import time
 import re
 import urllib.parse
 from dataclasses import dataclass, field, fields
@@ -353,7 +354,11 @@ class Submitted(int):
         return self
 
 
-OutcomeKind = Literal["ack", "nack", "release", "sleep", "wait"]
+# The longest one long-poll of Client.result waits: below the server's
+# default --max-wait (60 s).
+RESULT_WAIT = 30.0
+
+OutcomeKind = Literal["ack", "nack", "release", "sleep", "wait", "step"]
 
 
 class Outcome:
@@ -859,6 +864,25 @@ class Client:
 
     def get(self, id: int) -> Job:
         return Job.from_json(self._call("GET", f"/v1/jobs/{id}"))
+
+    def result(self, id: int, timeout: float = 30.0) -> Optional[Job]:
+        """Awaits the job's end for at most ``timeout`` seconds: the job once
+        it is SUCCEEDED, DEAD or CANCELLED (its ``result``, its
+        ``last_error``), or ``None`` when it had not ended by then.
+        Long-polls ``GET /v1/jobs/{id}/result`` (30 s a call), woken by the
+        commit that ends the job. Raises :class:`~relay_client.errors.NotFound`
+        for an unknown job."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            wait_ms = int(min(left, RESULT_WAIT) * 1000)
+            job = Job.from_json(
+                self._call("GET", f"/v1/jobs/{id}/result?wait_ms={wait_ms}", timeout=self.timeout + wait_ms / 1000)
+            )
+            if job.state in ("SUCCEEDED", "DEAD", "CANCELLED"):
+                return job
+            if left <= 0:
+                return None
 
     def events(self, id: int) -> List[Dict[str, Any]]:
         """The job's event log, oldest first (every page of it)."""

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from relay_client import Client, InvalidState, JobContext, LeaseLost, Retry, StepBound, Worker
+from relay_client import Client, InvalidState, JobContext, LeaseLost, NotFound, Retry, StepBound, Worker
 
 
 def wait_for(what, predicate, timeout=30.0):
@@ -226,3 +226,24 @@ def test_a_workers_step_records_ride_on_its_work_calls(client: Client):
     assert isinstance(raised[0], (LeaseLost, InvalidState)), raised
     assert [s["name"] for s in client.get(cancel_me).steps] == ["a"]
     assert _requests_to(client, "/v1/jobs/{id}/steps") == before, "a step record took a call of its own"
+
+
+def test_result_awaits_the_end_of_a_job(client: Client):
+    """Item 5: client.result long-polls the job's end (woken by its ack's
+    commit), None when the time runs out first, NotFound for no job."""
+    id = client.submit("awaited", "k", {"n": 1})
+    lonely = client.submit("nobody", "k")
+
+    def work():
+        time.sleep(0.2)
+        [job] = client.lease(["awaited"])
+        client.ack(job.id, job.token, {"total": 42})
+
+    t = threading.Thread(target=work)
+    t.start()
+    done = client.result(id, timeout=20)
+    t.join()
+    assert done is not None and done.state == "SUCCEEDED" and done.result == {"total": 42}
+    assert client.result(lonely, timeout=0.2) is None
+    with pytest.raises(NotFound):
+        client.result(lonely + 1000, timeout=1)

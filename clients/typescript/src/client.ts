@@ -490,6 +490,9 @@ function outcomeBody(o: Outcome): Obj {
   return body;
 }
 
+/** The longest one long-poll of `result` waits: below the server's default `--max-wait` (60 s). */
+const RESULT_WAIT_MS = 30_000;
+
 /** An item's error as the class its code names; no HTTP status of its own. */
 function itemError(e: Obj): RelayError {
   return errorFor(undefined, String(e.code), String(e.message));
@@ -726,6 +729,24 @@ export class Client {
 
   async get(id: number): Promise<Job> {
     return job(await this.call("GET", `/v1/jobs/${id}`));
+  }
+
+  /**
+   * Awaits the job's end for at most `timeoutMs`: the job once it is
+   * SUCCEEDED, DEAD or CANCELLED (its `result`, its `lastError`), or `null`
+   * when it had not ended by then. Long-polls `GET /v1/jobs/{id}/result`
+   * (30 s a call), woken by the commit that ends the job. Rejects with
+   * `NotFound` for an unknown job.
+   */
+  async result(id: number, timeoutMs = 30_000): Promise<Job | null> {
+    const deadline = Date.now() + Math.max(0, timeoutMs);
+    for (;;) {
+      const left = Math.max(0, deadline - Date.now());
+      const waitMs = Math.min(left, RESULT_WAIT_MS);
+      const j = job(await this.call("GET", `/v1/jobs/${id}/result?wait_ms=${waitMs}`, undefined, this.timeoutMs + waitMs));
+      if (j.state === "SUCCEEDED" || j.state === "DEAD" || j.state === "CANCELLED") return j;
+      if (left === 0) return null;
+    }
   }
 
   /** The job's event log, oldest first (every page of it). */

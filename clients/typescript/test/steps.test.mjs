@@ -3,7 +3,7 @@
 // resolves the recorded outputs without running their bodies again.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, LeaseLost, Retry, StepBound, Worker } from "../dist/index.js";
+import { Client, LeaseLost, NotFound, Retry, StepBound, Worker } from "../dist/index.js";
 import { startServer, waitFor } from "./server.mjs";
 
 let server, client;
@@ -193,4 +193,19 @@ test("a worker's step records ride on its work calls", async () => {
   assert.ok(["lease_lost", "invalid_state"].includes(raised[0].code), String(raised[0]));
   assert.deepEqual((await client.get(cancelMe)).steps.map((s) => s.name), ["a"]);
   assert.equal(await requestsTo("/v1/jobs/{id}/steps"), before, "a step record took a call of its own");
+});
+
+test("result awaits the end of a job", async () => {
+  // Item 5: woken by the ack's commit; null when the time runs out first.
+  const id = await client.submit({ queue: "awaited", kind: "k" });
+  const lonely = await client.submit({ queue: "nobody", kind: "k" });
+  setTimeout(async () => {
+    const [job] = await client.lease(["awaited"]);
+    await client.ack(job.id, job.token, { total: 42 });
+  }, 200);
+  const done = await client.result(id, 20_000);
+  assert.equal(done.state, "SUCCEEDED");
+  assert.deepEqual(done.result, { total: 42 });
+  assert.equal(await client.result(lonely, 200), null);
+  await assert.rejects(client.result(lonely + 1000, 1000), NotFound);
 });

@@ -221,6 +221,25 @@ impl AsyncClient {
         self.run(calls::get(id)?).await
     }
 
+    /// [`crate::Client::result`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Client::result`].
+    pub async fn result(&self, id: i64, timeout: std::time::Duration) -> Result<Option<Job>, Error> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let job = self.run(calls::job_result(id, left.min(calls::RESULT_WAIT))?).await?;
+            if calls::ended(&job) {
+                return Ok(Some(job));
+            }
+            if left.is_zero() {
+                return Ok(None);
+            }
+        }
+    }
+
     /// [`crate::Client::events`], as a future.
     ///
     /// # Errors

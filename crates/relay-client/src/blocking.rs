@@ -274,6 +274,30 @@ impl Client {
         self.run(calls::get(id)?)
     }
 
+    /// Awaits a job's end for at most `timeout`: the job once it is
+    /// SUCCEEDED, DEAD or CANCELLED (its `result`, its `last_error`), or
+    /// `None` when it had not ended by then. Long-polls
+    /// `GET /v1/jobs/{id}/result` (30 s a call), woken by the commit that
+    /// ends the job.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Api`] with `not_found`; `too_many_waiting` when the server's
+    /// long-polls are all taken.
+    pub fn result(&self, id: i64, timeout: Duration) -> Result<Option<Job>, Error> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let job = self.run(calls::job_result(id, left.min(calls::RESULT_WAIT))?)?;
+            if calls::ended(&job) {
+                return Ok(Some(job));
+            }
+            if left.is_zero() {
+                return Ok(None);
+            }
+        }
+    }
+
     /// A job's event log, oldest first (every page of it).
     ///
     /// # Errors

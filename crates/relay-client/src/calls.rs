@@ -161,6 +161,27 @@ pub(crate) fn get(id: i64) -> Result<Call<Job>, Error> {
     of::<calls::Get>(&id, &NONE, &NONE)
 }
 
+pub(crate) fn job_result(id: i64, wait: std::time::Duration) -> Result<Call<Job>, Error> {
+    let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    let query = calls::ResultQuery {
+        wait_ms: (wait_ms > 0).then_some(wait_ms),
+    };
+    of::<calls::JobResult>(&id, &query, &NONE)
+}
+
+/// The longest one `GET /v1/jobs/{id}/result` of `Client::result` waits:
+/// below the server's default `--max-wait` (60 s), and an answer that
+/// comes while the wait runs stops it.
+pub(crate) const RESULT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Whether `state` is one a job ends in.
+pub(crate) fn ended(job: &Job) -> bool {
+    matches!(
+        job.state,
+        crate::wire::State::Succeeded | crate::wire::State::Dead | crate::wire::State::Cancelled
+    )
+}
+
 pub(crate) fn events_page(id: i64, after: i64, limit: Option<u32>) -> Result<Call<Events>, Error> {
     let query = calls::EventsQuery {
         after: (after > 0).then_some(after),

@@ -148,7 +148,7 @@ pub(crate) fn wait_permit(s: &AppState, wait: Duration) -> Result<Option<tokio::
         ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::TooManyWaiting,
-            "too many lease requests are waiting; retry shortly or wait less",
+            "too many requests are waiting (long-polls of leases and results); retry shortly or wait less",
         )
     })
 }

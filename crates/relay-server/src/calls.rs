@@ -252,6 +252,28 @@ impl Handle for calls::Get {
     }
 }
 
+/// Awaits the job's end up to `wait_ms`, one of the server's long-polls.
+impl Handle for calls::JobResult {
+    fn long_poll(r: &Req<Self>) -> bool {
+        r.query.wait_ms.is_some_and(|w| w > 0)
+    }
+
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Job, ApiError> {
+        // At most the server's --max-wait: the caller asks again (as the
+        // clients' `result` does) with what is left of its own wait.
+        let wait = crate::parse::ms("wait_ms", r.query.wait_ms)?
+            .unwrap_or(Duration::ZERO)
+            .min(s.config.max_wait);
+        let id = JobId(r.param);
+        let _permit = crate::api::wait_permit(&s, wait)?;
+        let job = match s.relay.result_until(id, wait, s.stopping.clone().changed()).await? {
+            Some(job) => job,
+            None => s.relay.get(id).await?,
+        };
+        Ok(conv::job(&job))
+    }
+}
+
 impl Handle for calls::Delete {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Changed, ApiError> {
         s.relay.delete(JobId(r.param)).await?;

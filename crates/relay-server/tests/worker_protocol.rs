@@ -396,3 +396,37 @@ fn step_records_ride_on_the_work_call_each_answered_on_its_own() {
         "{v}"
     );
 }
+
+/// Issue 40 item 5: `GET /v1/jobs/{id}/result?wait_ms=` long-polls a job's
+/// end, woken by the commit that ends it (the server's poll is an hour:
+/// only the wake-up answers before the wait runs out); answered with the
+/// job as it is when the wait runs out first; 404 for an unknown job; a
+/// wait that is not a number refused 400.
+#[test]
+fn a_result_long_poll_is_woken_by_the_commit_that_ends_the_job() {
+    let s = serve();
+    let id = s.submit(json!({"queue": "q", "kind": "k"}));
+    let (_, token) = lease(&s, "q", 1)[0];
+    let v = s.get(&format!("/v1/jobs/{id}/result?wait_ms=100"));
+    assert_eq!(v["state"], "LEASED", "{v}");
+    let base = s.base.clone();
+    let acker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        agent
+            .post(&format!("{base}/v1/jobs/{id}/ack"))
+            .send_json(json!({"token": token, "result": {"total": 42}}))
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    let asked = Instant::now();
+    let v = s.get(&format!("/v1/jobs/{id}/result?wait_ms=30000"));
+    assert!(asked.elapsed() < Duration::from_secs(29), "not woken by the ack's commit");
+    assert_eq!(acker.join().unwrap(), 200);
+    assert_eq!((&v["state"], &v["result"]), (&json!("SUCCEEDED"), &json!({"total": 42})), "{v}");
+    let (st, _, v) = s.raw("GET", &format!("/v1/jobs/{}/result?wait_ms=10", id + 100), None);
+    assert_eq!((st, code(&json!({"error": v["error"]}))), (404, "not_found"), "{v}");
+    let (st, _, v) = s.raw("GET", &format!("/v1/jobs/{id}/result?wait_ms=soon"), None);
+    assert_eq!(st, 400, "{v}");
+}

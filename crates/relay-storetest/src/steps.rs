@@ -567,3 +567,63 @@ pub fn step_records_go_with_other_outcomes_in_one_operation(new_db: &NewDb) {
     assert_eq!(next.id, a);
     assert_eq!(names(&next.steps), want);
 }
+
+/// Item 5: `result` awaits a job's end: woken by the commit that ends it
+/// in this process (the poll is an hour, so only the wake-up can answer),
+/// seen from another Relay on the same database within its poll; `None`
+/// when the time runs out first; `NotFound` for an unknown job.
+pub fn result_awaits_the_end_of_a_job(new_db: &NewDb) {
+    use relay::{JobState, Options};
+    let db = new_db();
+    let woken = db
+        .open(Options {
+            poll_interval: Duration::from_secs(3600),
+            ..Options::default()
+        })
+        .unwrap();
+    let id = woken.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+    let job = woken.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    assert_eq!(woken.result(id, Duration::from_millis(50)).unwrap().map(|j| j.id), None);
+    let acker = woken.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        acker.ack(job.id, job.token, Some(b"42".to_vec()))
+    });
+    let asked = std::time::Instant::now();
+    let done = woken
+        .result(id, Duration::from_secs(30))
+        .unwrap()
+        .expect("the job ended");
+    // Without the wake-up it would be read again only at the deadline.
+    assert!(asked.elapsed() < Duration::from_secs(29), "not woken by the ack's commit");
+    t.join().unwrap().unwrap();
+    assert_eq!(done.state(), JobState::Succeeded);
+    assert_eq!(done.result.as_deref(), Some(&b"42"[..]));
+    // Ended already: at once.
+    assert_eq!(
+        woken.result(id, Duration::ZERO).unwrap().map(|j| j.state()),
+        Some(JobState::Succeeded)
+    );
+    assert!(matches!(
+        woken.result(JobId(id.0 + 1000), Duration::from_secs(1)),
+        Err(Error::NotFound { .. })
+    ));
+    // Another Relay on the database ends it: seen within this one's poll.
+    let polling = db
+        .open(Options {
+            poll_interval: Duration::from_millis(50),
+            ..Options::default()
+        })
+        .unwrap();
+    let other = db.open(Options::default()).unwrap();
+    let dead = polling.submit(NewJob::new("q", "k", b"{}".to_vec()).max_attempts(1)).unwrap();
+    let leased = other.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        other.nack(leased.id, leased.token, "no", None)
+    });
+    let ended = polling.result(dead, Duration::from_secs(60)).unwrap().expect("seen by the poll");
+    t.join().unwrap().unwrap();
+    assert_eq!(ended.state(), JobState::Dead);
+    assert_eq!(ended.status.last_error.as_deref(), Some("no"));
+}

@@ -127,6 +127,54 @@ impl AsyncRelay {
         }
     }
 
+    /// [`Relay::result`], as a future.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::result`].
+    pub async fn result(&self, id: crate::JobId, timeout: std::time::Duration) -> Result<Option<crate::Job>> {
+        self.result_until(id, timeout, std::future::pending::<()>()).await
+    }
+
+    /// [`AsyncRelay::result`], giving up its wait (answering the job as it
+    /// is then) as soon as `stop` completes: a server shutting down.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::result`].
+    pub async fn result_until(
+        &self,
+        id: crate::JobId,
+        timeout: std::time::Duration,
+        stop: impl std::future::Future,
+    ) -> Result<Option<crate::Job>> {
+        let deadline = Instant::now() + timeout;
+        let mut stop = std::pin::pin!(stop);
+        let awaiting = self.engine.deliver.finished.register(id);
+        loop {
+            let job = self.get(id).await?;
+            if job.state().is_finished() {
+                return Ok(Some(job));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let until = deadline.min(now + self.engine.options.poll_interval);
+            let mut woken = std::pin::pin!(tokio::time::timeout_at(until.into(), awaiting.rx.recv_async()));
+            let stopped = std::future::poll_fn(|cx| {
+                if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+                    return std::task::Poll::Ready(true);
+                }
+                std::future::Future::poll(woken.as_mut(), cx).map(|_| false)
+            })
+            .await;
+            if stopped {
+                return Ok(None);
+            }
+        }
+    }
+
     /// [`Relay::complete_and_lease`], as a future, giving up its wait (when
     /// `batch` is empty and it waits) as soon as `stop` completes, as
     /// [`AsyncRelay::lease_until`] does.

@@ -359,6 +359,55 @@ impl Relay {
         }
     }
 
+    /// Awaits job `id`'s end for at most `timeout`: the job once it is
+    /// SUCCEEDED, DEAD or CANCELLED (its `result`, its `last_error`), or
+    /// `None` when it had not ended by then. A caller awaiting a job this
+    /// process ends is woken by the commit that ends it (after its fsync);
+    /// one another process ends is seen within
+    /// [`Options::poll_interval`](crate::Options::poll_interval). Costs a
+    /// read of the job per wake-up, and the writer nothing while no caller
+    /// awaits.
+    ///
+    /// ```
+    /// use relay::{JobState, LeaseRequest, NewJob, Relay};
+    /// use std::time::Duration;
+    ///
+    /// let relay = Relay::in_memory()?;
+    /// let id = relay.submit(NewJob::new("q", "k", b"{}".to_vec()))?;
+    /// let worker = relay.clone();
+    /// std::thread::spawn(move || {
+    ///     let job = worker.lease(LeaseRequest::new(["q"]).wait(Duration::from_secs(5)))?.remove(0);
+    ///     worker.ack(job.id, job.token, Some(b"42".to_vec()))
+    /// });
+    /// let done = relay.result(id, Duration::from_secs(30))?.expect("it ended in time");
+    /// assert_eq!((done.state(), done.result.as_deref()), (JobState::Succeeded, Some(&b"42"[..])));
+    /// # Ok::<(), relay::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotFound`]: no job has this id (or it was deleted while
+    ///   awaited).
+    /// - [`Error::Corrupt`], [`Error::Storage`], [`Error::Closed`], as for
+    ///   every read.
+    pub fn result(&self, id: JobId, timeout: std::time::Duration) -> Result<Option<crate::Job>> {
+        let deadline = Instant::now() + timeout;
+        // Registered before the first read: an end committed between the
+        // read and the wait still wakes it.
+        let awaiting = self.engine.deliver.finished.register(id);
+        loop {
+            let job = self.get(id)?;
+            if job.state().is_finished() {
+                return Ok(Some(job));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let _ = awaiting.rx.recv_deadline(deadline.min(now + self.engine.options.poll_interval));
+        }
+    }
+
     /// A worker's turn in one operation: records `batch` as
     /// [`Relay::complete_batch`] does, then leases the next jobs as `lease`
     /// asks, in the same transaction and commit (one fsync serves both).

@@ -113,6 +113,7 @@ parts!(
         DeadQuery,
         EventsQuery,
         RetryQuery,
+        ResultQuery,
         WorkersQuery,
         w::Heartbeat,
         w::Limits,
@@ -185,6 +186,19 @@ pub struct RetryQuery {
     /// its last recorded step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reset_steps: bool,
+}
+
+/// `GET /v1/jobs/{id}/result`'s query: how long to wait for the job's end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ResultQuery {
+    /// Wait up to this long for the job to end (the server waits at most
+    /// its `--max-wait`, then answers: ask again); answer at once when left
+    /// out or 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    pub wait_ms: Option<u64>,
 }
 
 /// `GET /v1/workers`'s query: a page of the workers.
@@ -377,6 +391,11 @@ calls! {
     DeadGroups = "deadGroups": Get "/v1/dead" ((), DeadQuery, Nothing) -> w::DeadGroups, 200, [400];
     /// One job, with its payload and result.
     Get = "get": Get "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Job, 200, [400, 404];
+    /// Awaits a job's end: the job (as `GET /v1/jobs/{id}` answers it) once
+    /// it is SUCCEEDED, DEAD or CANCELLED, or as it is when `wait_ms` ran
+    /// out first (its `state` says which). A long-poll woken by the commit
+    /// that ends the job.
+    JobResult = "result": Get "/v1/jobs/{id}/result" (i64, ResultQuery, Nothing) -> w::Job, 200, [400, 404, 429];
     /// Deletes a job that is not LEASED, with its events.
     Delete = "delete": Delete "/v1/jobs/{id}" (i64, Nothing, Nothing) -> w::Changed, 200, [400, 404, 409];
     /// Reports that a leased job succeeded, with its result. Repeating it

@@ -40,6 +40,10 @@ pub(crate) struct BatchCtx<'a> {
     pub duties: Duties,
     /// Set by an operation that made a job ready to lease now.
     pub made_ready: bool,
+    /// The jobs this batch ended, collected only while a caller awaits a
+    /// job's end (`Relay::result`); may hold one an undone operation ended
+    /// (a spurious wake-up: the caller reads its job again).
+    pub ended_jobs: Option<Vec<JobId>>,
     /// Corrupt rows the reaper has already reported (once per process).
     pub corrupt_reported: &'a mut HashSet<JobId>,
     /// Ticks of schedules this batch passed over (see `ops::fire_schedules`).
@@ -81,6 +85,7 @@ impl<'a> BatchCtx<'a> {
             rng,
             duties,
             made_ready: false,
+            ended_jobs: None,
             corrupt_reported,
             skipped_ticks: 0,
             leases_expired: 0,

@@ -125,6 +125,7 @@ impl Engine {
             }),
             counters: Arc::clone(&counters),
             ready: Arc::clone(&ready),
+            finished: Arc::default(),
             sync_turn: Arc::default(),
         };
         let reply_ready = Arc::clone(&ready);

@@ -430,6 +430,9 @@ pub(crate) fn act(
         plan.retake_key(key, id);
     }
     if ended {
+        if let Some(jobs) = &mut ctx.ended_jobs {
+            jobs.push(id);
+        }
         settle(plan, ctx, id, (!deleted).then_some(status.state))?;
     }
     ctx.made_ready |= status.state == JobState::Ready && status.ready_at <= ctx.now;

@@ -63,6 +63,85 @@ impl ReadySignal {
     }
 }
 
+/// Wake-ups for callers awaiting jobs' ends (`Relay::result`): each
+/// registers the job it awaits before it reads it, and the writer, after a
+/// commit that ended some of the registered jobs, wakes those callers only.
+/// Costs nothing while no caller awaits: the writer collects the jobs a
+/// batch ended only then ([`FinishSignal::any`]). Jobs ended by another
+/// process are seen by the caller's own poll.
+#[derive(Debug, Default)]
+pub(crate) struct FinishSignal {
+    awaiting: std::sync::atomic::AtomicUsize,
+    next: std::sync::atomic::AtomicU64,
+    by_job: Mutex<std::collections::HashMap<relay_core::JobId, Vec<Waker>>>,
+}
+
+/// One registration's key and the channel that wakes it.
+type Waker = (u64, flume::Sender<()>);
+
+/// A caller's registration: woken (a message on `rx`) at most once per
+/// commit that ended its job; deregistered when dropped.
+pub(crate) struct Awaiting<'a> {
+    signal: &'a FinishSignal,
+    id: relay_core::JobId,
+    key: u64,
+    pub rx: flume::Receiver<()>,
+}
+
+impl FinishSignal {
+    /// Whether any caller awaits a job.
+    pub(crate) fn any(&self) -> bool {
+        self.awaiting.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
+
+    pub(crate) fn register(&self, id: relay_core::JobId) -> Awaiting<'_> {
+        use std::sync::atomic::Ordering;
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = flume::bounded(1);
+        self.by_job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(id)
+            .or_default()
+            .push((key, tx));
+        self.awaiting.fetch_add(1, Ordering::Release);
+        Awaiting {
+            signal: self,
+            id,
+            key,
+            rx,
+        }
+    }
+
+    /// Wakes the callers awaiting any of `ended` (committed).
+    pub(crate) fn notify(&self, ended: &[relay_core::JobId]) {
+        if ended.is_empty() || !self.any() {
+            return;
+        }
+        let by_job = self.by_job.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in ended {
+            for (_, tx) in by_job.get(id).into_iter().flatten() {
+                let _ = tx.try_send(()); // a wake-up already queued will do
+            }
+        }
+    }
+}
+
+impl Drop for Awaiting<'_> {
+    fn drop(&mut self) {
+        let mut by_job = self.signal.by_job.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(list) = by_job.get_mut(&self.id) {
+            list.retain(|(k, _)| *k != self.key);
+            if list.is_empty() {
+                by_job.remove(&self.id);
+            }
+        }
+        self.signal
+            .awaiting
+            .fetch_sub(1, std::sync::atomic::Ordering::Release);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

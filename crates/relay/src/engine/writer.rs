@@ -238,6 +238,8 @@ pub(crate) struct Deliver {
     pub durability: Arc<Durability>,
     pub counters: Arc<Counters>,
     pub ready: Arc<ReadySignal>,
+    /// Wakes callers awaiting jobs' ends.
+    pub finished: Arc<super::signal::FinishSignal>,
     /// Held for the length of one sync: syncs of one file never overlap.
     pub sync_turn: Arc<std::sync::Mutex<()>>,
 }
@@ -535,6 +537,9 @@ impl Writer {
             None => *instant.insert(self.instant(batch)),
         };
         let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
+        if self.deliver.finished.any() {
+            ctx.ended_jobs = Some(Vec::new());
+        }
         let held = self.behaviour.applies_unread.then(|| Arc::clone(&self.held));
         let planned = plan_and_apply(self.store.as_mut(), batch, &mut ctx, self.path, held.as_deref());
         let tallied = planned.is_ok().then(|| {
@@ -542,9 +547,13 @@ impl Writer {
             housekeeping::Tallied::take(&mut ctx)
         });
         let made_ready = ctx.made_ready;
+        let ended_jobs = ctx.ended_jobs.take();
         match planned {
             Ok(Planned::Committed(reaped)) => {
                 self.committed(batch.len(), reaped);
+                if let Some(ended) = &ended_jobs {
+                    self.deliver.finished.notify(ended);
+                }
                 if let Some(t) = tallied {
                     t.add(&self.deliver.counters, &self.housekeeping);
                 }
@@ -570,6 +579,11 @@ impl Writer {
                 let outcome = self.commit(batch.len(), reaped);
                 if let (Ok(()), Some(t)) = (&outcome, tallied) {
                     t.add(&self.deliver.counters, &self.housekeeping);
+                }
+                // Woken callers read their job, and a read waits for the
+                // fsync of what it sees (durable.rs).
+                if let (Ok(()), Some(ended)) = (&outcome, &ended_jobs) {
+                    self.deliver.finished.notify(ended);
                 }
                 Attempt::Done {
                     outcome,

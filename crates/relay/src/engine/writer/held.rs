@@ -83,6 +83,9 @@ impl Writer {
             return None; // housekeeping reads: this batch reads too
         }
         let mut ctx = BatchCtx::new(now, duties, &self.options, &mut self.rng, &mut self.corrupt_reported);
+        if self.deliver.finished.any() {
+            ctx.ended_jobs = Some(Vec::new());
+        }
         let store = self.store.as_mut();
         store.seal_reads(true);
         let mut plan = Plan::new(store, now);
@@ -103,6 +106,7 @@ impl Writer {
         }
         drop(changes);
         let made_ready = ctx.made_ready;
+        let ended_jobs = ctx.ended_jobs.take();
         // What it counts (an attempt's end, say), once committed.
         let tallied = matches!(applied, Some(Ok(true))).then(|| super::housekeeping::Tallied::take(&mut ctx));
         self.store.seal_reads(false);
@@ -111,6 +115,9 @@ impl Writer {
                 self.committed(1, 0);
                 if let Some(t) = tallied {
                     t.add(&self.deliver.counters, &self.housekeeping);
+                }
+                if let Some(ended) = &ended_jobs {
+                    self.deliver.finished.notify(ended);
                 }
                 Some((Ok(()), made_ready))
             }
