@@ -309,6 +309,7 @@ fn outcome(c: &Completion) -> wire::Outcome {
             wire::Outcome::wait(id, token, step.clone(), key.clone(), until.to_rfc3339())
         }
         CompletionOutcome::Step { name, output } => wire::Outcome::step(id, token, name.clone(), output),
+        CompletionOutcome::Join { step, child } => wire::Outcome::join(id, token, step.clone(), child.0),
         _ => wire::Outcome::release(id, token, None),
     }
 }

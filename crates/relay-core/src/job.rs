@@ -455,6 +455,67 @@ pub const MAX_EVENT_PAYLOAD: usize = 64 * 1024;
 /// after the emit returns its payload at once.
 pub const EVENT_KEEP: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
 
+/// How a joined job ended, as the join's step records it: `{"joined": id,
+/// "state": "SUCCEEDED", "result": <JSON>}` (or `"result_base64"`), `{...,
+/// "state": "DEAD", "error": "..."}`, or `"state": "DELETED"` for a job
+/// deleted before it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    /// The job joined.
+    pub job: JobId,
+    /// How it ended; `None`: deleted before it ended.
+    pub state: Option<JobState>,
+    /// Its result (SUCCEEDED), if any.
+    pub result: Option<Vec<u8>>,
+    /// Its last error (DEAD, or CANCELLED after a failure), if any.
+    pub error: Option<String>,
+}
+
+impl Joined {
+    /// The step output that records it.
+    pub fn output(&self) -> Vec<u8> {
+        use base64::Engine as _;
+        let mut v = serde_json::json!({
+            "joined": self.job.0,
+            "state": self.state.map_or("DELETED", JobState::as_str),
+        });
+        if let Some(r) = self.result.as_deref().filter(|r| !r.is_empty()) {
+            match serde_json::from_slice::<serde_json::Value>(r) {
+                Ok(value) => v["result"] = value,
+                Err(_) => v["result_base64"] = base64::engine::general_purpose::STANDARD.encode(r).into(),
+            }
+        }
+        if let Some(e) = &self.error {
+            v["error"] = e.clone().into();
+        }
+        v.to_string().into_bytes()
+    }
+
+    /// A join's record read back ([`Joined::output`]); `None` when the step
+    /// is not a join's.
+    pub fn of(output: &[u8]) -> Option<Self> {
+        use base64::Engine as _;
+        let v: serde_json::Value = serde_json::from_slice(output).ok()?;
+        let job = JobId(v.get("joined")?.as_i64()?);
+        let state = match v.get("state")?.as_str()? {
+            "DELETED" => None,
+            s => Some(JobState::parse(s)?),
+        };
+        let result = match (v.get("result"), v.get("result_base64")) {
+            (Some(r), None) => Some(r.to_string().into_bytes()),
+            (None, Some(b)) => Some(base64::engine::general_purpose::STANDARD.decode(b.as_str()?).ok()?),
+            _ => None,
+        };
+        let error = v.get("error").and_then(|e| e.as_str()).map(str::to_owned);
+        Some(Self {
+            job,
+            state,
+            result,
+            error,
+        })
+    }
+}
+
 /// What a wait for an event ended with, as its step records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Waited {

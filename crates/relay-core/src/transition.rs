@@ -132,6 +132,19 @@ pub enum Action<'a> {
         /// When the wait gives up (or ends, recorded).
         until: Timestamp,
     },
+    /// The lease holder waits for job `child` to end (LEASED -> WAITING on
+    /// that one job, holding no lease and no attempt; READY at once when
+    /// `ended`: the child has ended, its outcome recorded as the join's
+    /// step). The child's end unblocks it as a dependency that runs anyway
+    /// ([`Action::Unblock`]). A "joining" event.
+    Join {
+        /// The token of the lease joining.
+        token: LeaseToken,
+        /// The job awaited.
+        child: JobId,
+        /// The child has ended already.
+        ended: bool,
+    },
     /// Event `key` was emitted: a job waiting for it (WAITING on no other
     /// job) is READY now. A "woken" event.
     Wake {
@@ -190,6 +203,7 @@ impl Action<'_> {
             Self::Sleep { .. } => "sleep",
             Self::Wait { .. } => "wait",
             Self::Wake { .. } => "wake",
+            Self::Join { .. } => "join",
             Self::Unblock { .. } => "unblock",
             Self::Abandon { .. } => "abandon",
             Self::Promote => "promote",
@@ -250,6 +264,9 @@ pub enum EventKind {
     Waiting,
     /// The event it waited for was emitted: READY.
     Woken,
+    /// Its lease holder awaits another job's end: WAITING on it, holding
+    /// no lease.
+    Joining,
 }
 
 impl EventKind {
@@ -272,6 +289,7 @@ impl EventKind {
             Self::Sleeping => "sleeping",
             Self::Waiting => "waiting",
             Self::Woken => "woken",
+            Self::Joining => "joining",
         }
     }
 }
@@ -583,6 +601,16 @@ pub fn transition(
             holder(id, cur, token, now, action.name())?;
             let data = json!({"token": token.0, "key": key, "until": until.to_rfc3339()});
             Ok(update(parked(cur, until, now), EventKind::Waiting, data))
+        }
+        Action::Join { token, child, ended } => {
+            holder(id, cur, token, now, action.name())?;
+            let data = json!({"token": token.0, "job": child.0});
+            let mut s = parked(cur, now, now);
+            if !ended {
+                s.state = JobState::Waiting;
+                s.waiting_on = 1;
+            }
+            Ok(update(s, EventKind::Joining, data))
         }
         Action::Wake { key } => {
             if cur.state != JobState::Waiting || cur.waiting_on != 0 {

@@ -123,6 +123,7 @@ fn outcome(kind: &str, extra: Value) -> Value {
         "nack" => item["required"] = json!(["id", "token", "outcome", "error"]),
         "sleep" => item["required"] = json!(["id", "token", "outcome", "step", "until"]),
         "wait" => item["required"] = json!(["id", "token", "outcome", "step", "key", "until"]),
+        "join" => item["required"] = json!(["id", "token", "outcome", "step", "child"]),
         "step" => {
             item["required"] = json!(["id", "token", "outcome", "step"]);
             item["not"] = json!({"required": ["output", "output_base64"]});
@@ -159,7 +160,9 @@ fn work_body() -> Value {
                             "until": {"type": "string", "format": "date-time"}})),
                         outcome("step", json!({"step": step_name(),
                             "output": {"description": "Any JSON value, kept as its JSON text (not with output_base64)."},
-                            "output_base64": {"type": "string", "format": "byte", "nullable": true}}))]}},
+                            "output_base64": {"type": "string", "format": "byte", "nullable": true}})),
+                        outcome("join", json!({"step": step_name(),
+                            "child": {"type": "integer", "format": "int64"}}))]}},
                     "lease": {"allOf": [r("Lease")], "nullable": true, "description": "Leave it out (or null) when no slot is free."}}})
 }
 

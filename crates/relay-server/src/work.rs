@@ -103,6 +103,9 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
     if o.outcome != K::Step && (o.output.is_some() || o.output_base64.is_some()) {
         return Err(stray("output"));
     }
+    if o.outcome != K::Join && o.child.is_some() {
+        return Err(stray("child"));
+    }
     match o.outcome {
         K::Ack => {
             if let Some(f) = [
@@ -215,6 +218,27 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
             let output = conv::bytes_of("output", o.output, o.output_base64)?.unwrap_or_default();
             Ok(Completion::step(id, token, step, output))
+        }
+        K::Join => {
+            if has_result
+                || o.error.is_some()
+                || o.retry_in_ms.is_some()
+                || o.permanent
+                || o.in_ms.is_some()
+                || o.until.is_some()
+                || o.key.is_some()
+            {
+                return Err(stray("a field other than step and child"));
+            }
+            let (Some(step), Some(child)) = (o.step, o.child) else {
+                return Err(ApiError::bad_request(format!(
+                    "outcome of job {}: a join needs its step and child",
+                    o.id
+                )));
+            };
+            relay::Step::check_name(&step)
+                .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
+            Ok(Completion::join(id, token, step, JobId(child)))
         }
     }
 }

@@ -627,3 +627,75 @@ pub fn result_awaits_the_end_of_a_job(new_db: &NewDb) {
     assert_eq!(ended.state(), JobState::Dead);
     assert_eq!(ended.status.last_error.as_deref(), Some("no"));
 }
+
+/// Item 5: a lease holder joins another job (`Completion::join`): WAITING
+/// on it, holding no lease; the child's end records how it ended as the
+/// join's step (result or error) and makes the joiner READY in that
+/// commit; a child that has ended already is recorded at once; a stale
+/// token, an unknown child and the job itself are refused alone; a joiner
+/// cancelled while it waited, retried and joining the same child again
+/// writes its edge once.
+pub fn a_join_waits_for_the_child_and_records_how_it_ended(new_db: &NewDb) {
+    use relay::{Completion, JobState, Joined};
+    let (relay, _clock, _db) = open_clocked(new_db);
+    let lease_in = |q: &str| {
+        relay
+            .lease(LeaseRequest::new([q]).lease_for(Duration::from_secs(30)).worker("w"))
+            .unwrap()
+            .remove(0)
+    };
+    let parent = relay.submit(NewJob::new("p", "flow", b"{}".to_vec())).unwrap();
+    let child = relay.submit(NewJob::new("c", "part", b"{}".to_vec())).unwrap();
+    let p = lease_in("p");
+    let joined = |c: Completion| relay.complete_batch(vec![c]).unwrap().remove(0);
+    // Refused alone: a stale token, an unknown child, itself.
+    assert!(matches!(
+        joined(Completion::join(parent, LeaseToken(p.token.0 + 99), "wait-part", child)),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        joined(Completion::join(parent, p.token, "wait-part", JobId(child.0 + 999))),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(matches!(
+        joined(Completion::join(parent, p.token, "wait-part", parent)),
+        Err(Error::InvalidInput(_))
+    ));
+    let st = joined(Completion::join(parent, p.token, "wait-part", child)).unwrap();
+    assert_eq!((st.state, st.waiting_on, st.lease.is_none()), (JobState::Waiting, 1, true));
+    assert!(kinds(&relay, parent).contains(&"joining".to_owned()));
+    let c = lease_in("c");
+    relay.ack(c.id, c.token, Some(br#"{"n":42}"#.to_vec())).unwrap();
+    assert_eq!(relay.get(parent).unwrap().state(), JobState::Ready);
+    let again = lease_in("p");
+    assert_eq!(again.id, parent);
+    assert_eq!(again.attempt, 1, "a join spends no attempt");
+    let rec = again.steps.iter().find(|s| s.name == "wait-part").expect("the join's step");
+    let j = Joined::of(&rec.output).expect("a join's record");
+    assert_eq!((j.job, j.state, j.result.as_deref()), (child, Some(JobState::Succeeded), Some(&br#"{"n":42}"#[..])));
+    // A child that ended already (DEAD): recorded at once, READY at once.
+    let failing = relay.submit(NewJob::new("c", "part", b"{}".to_vec()).max_attempts(1)).unwrap();
+    let f = lease_in("c");
+    relay.nack(f.id, f.token, "out of stock", None).unwrap();
+    let st = joined(Completion::join(parent, again.token, "wait-failing", failing)).unwrap();
+    assert_eq!(st.state, JobState::Ready);
+    let rec = relay.get(parent).unwrap().steps;
+    let j = Joined::of(&rec.iter().find(|s| s.name == "wait-failing").unwrap().output).unwrap();
+    assert_eq!((j.state, j.error.as_deref()), (Some(JobState::Dead), Some("out of stock")));
+    // Cancelled while it waits, retried, joining the same child again:
+    // one edge, and the child's end still reaches it.
+    let slow = relay.submit(NewJob::new("c", "part", b"{}".to_vec())).unwrap();
+    let p3 = lease_in("p");
+    joined(Completion::join(parent, p3.token, "wait-slow", slow)).unwrap();
+    relay.cancel(parent).unwrap();
+    relay.retry(parent).unwrap();
+    let p4 = lease_in("p");
+    let st = joined(Completion::join(parent, p4.token, "wait-slow", slow)).unwrap();
+    assert_eq!(st.state, JobState::Waiting);
+    let s = lease_in("c");
+    relay.ack(s.id, s.token, None).unwrap();
+    let job = relay.get(parent).unwrap();
+    assert_eq!(job.state(), JobState::Ready);
+    let j = Joined::of(&job.steps.iter().find(|s| s.name == "wait-slow").unwrap().output).unwrap();
+    assert_eq!((j.state, j.result), (Some(JobState::Succeeded), None));
+}

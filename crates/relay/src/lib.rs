@@ -79,7 +79,7 @@ pub use request::{
 pub use store_url::StoreUrl;
 
 pub use relay_core::job::{
-    Waited, EVENT_KEEP, MAX_EVENT_KEY, MAX_EVENT_PAYLOAD, MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME,
+    Joined, Waited, EVENT_KEEP, MAX_EVENT_KEY, MAX_EVENT_PAYLOAD, MAX_STEPS, MAX_STEP_BYTES, MAX_STEP_NAME,
 };
 pub use relay_core::periodic::time_zones;
 pub use relay_core::presence;

@@ -631,6 +631,17 @@ pub enum CompletionOutcome {
         /// Its output.
         output: Vec<u8>,
     },
+    /// Awaits job `child`'s end under step `step`: WAITING on it, holding
+    /// no lease, the attempt not counted, until its end records how it
+    /// ended as the step ([`relay_core::job::Joined`]) and makes this job
+    /// READY; READY at once when it has ended already or the step is
+    /// recorded.
+    Join {
+        /// The join's step name.
+        step: String,
+        /// The job awaited.
+        child: JobId,
+    },
 }
 
 impl Completion {
@@ -707,6 +718,19 @@ impl Completion {
             outcome: CompletionOutcome::Step {
                 name: name.into(),
                 output,
+            },
+        }
+    }
+
+    /// Awaiting job `child`'s end under step `step` (see
+    /// [`CompletionOutcome::Join`]).
+    pub fn join(id: JobId, token: LeaseToken, step: impl Into<String>, child: JobId) -> Self {
+        Self {
+            id,
+            token,
+            outcome: CompletionOutcome::Join {
+                step: step.into(),
+                child,
             },
         }
     }

@@ -43,6 +43,11 @@ pub enum OutcomeKind {
     /// still LEASED: as `POST /v1/jobs/{id}/steps`. When a record of the
     /// name stood already it stands, and the answer's `earlier` holds it.
     Step,
+    /// Awaiting job `child`'s end under step `step`: WAITING on it, holding
+    /// no lease, the attempt not counted, until its end records how it
+    /// ended as the step and makes the job READY (READY at once when it has
+    /// ended already).
+    Join,
 }
 
 impl OutcomeKind {
@@ -55,6 +60,7 @@ impl OutcomeKind {
             Self::Sleep => "sleep",
             Self::Wait => "wait",
             Self::Step => "step",
+            Self::Join => "join",
         }
     }
 }
@@ -104,6 +110,9 @@ pub struct Outcome {
     /// A step record's output as bytes, base64.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub output_base64: Option<Option<String>>,
+    /// A join: the job awaited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<i64>,
 }
 
 impl Outcome {
@@ -123,6 +132,16 @@ impl Outcome {
             key: None,
             output: None,
             output_base64: None,
+            child: None,
+        }
+    }
+
+    /// Awaiting job `child`'s end under step `step`.
+    pub fn join(id: i64, token: i64, step: impl Into<String>, child: i64) -> Self {
+        Self {
+            step: Some(step.into()),
+            child: Some(child),
+            ..Self::new(id, token, OutcomeKind::Join)
         }
     }
 

@@ -282,7 +282,10 @@ impl Engine {
         let reads_row = batch.iter().any(|(c, _)| {
             matches!(
                 c.outcome,
-                CompletionOutcome::Sleep { .. } | CompletionOutcome::Wait { .. } | CompletionOutcome::Step { .. }
+                CompletionOutcome::Sleep { .. }
+                    | CompletionOutcome::Wait { .. }
+                    | CompletionOutcome::Step { .. }
+                    | CompletionOutcome::Join { .. }
             )
         });
         let work = move |plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>| {
@@ -413,6 +416,7 @@ impl Engine {
                         .and_then(|()| relay_core::job::Waited::check_key(key))
                         .err()
                         .map(crate::Error::from),
+                    CompletionOutcome::Join { step, .. } => relay_core::Step::check_name(step).err().map(crate::Error::from),
                     CompletionOutcome::Step { name, output } => relay_core::Step::check_name(name)
                         .and_then(|()| relay_core::Step::check_output(output))
                         .err()
@@ -585,6 +589,12 @@ fn complete_each(
             out.push(settle(plan, m, r)?);
             continue;
         }
+        if let CompletionOutcome::Join { step, child } = &c.outcome {
+            let m = plan.mark();
+            let r = ops::join(plan, ctx, c.id, token, step, *child);
+            out.push(settle(plan, m, r)?);
+            continue;
+        }
         if let CompletionOutcome::Wait { step, key, until } = &c.outcome {
             let m = plan.mark();
             let r = ops::wait(plan, ctx, c.id, token, step, key, *until);
@@ -610,7 +620,8 @@ fn complete_each(
             CompletionOutcome::Release
             | CompletionOutcome::Sleep { .. }
             | CompletionOutcome::Wait { .. }
-            | CompletionOutcome::Step { .. } => (Action::Release { token }, None),
+            | CompletionOutcome::Step { .. }
+            | CompletionOutcome::Join { .. } => (Action::Release { token }, None),
         };
         let m = plan.mark();
         let r = ops::act(plan, ctx, c.id, action, result);

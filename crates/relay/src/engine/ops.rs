@@ -15,7 +15,7 @@ use relay_core::{
 use relay_store::{Dependent, Store};
 
 mod steps;
-pub(crate) use steps::{emit, record_step, sleep, wait};
+pub(crate) use steps::{emit, join, record_step, sleep, wait};
 
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<Submitted>> {
     let mut ids = Vec::with_capacity(jobs.len());
@@ -317,6 +317,11 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
             let next = transition(d.child, &cur, action, &ctx.transition_ctx())?;
             let status = next.status_after(&cur).clone();
             persist(plan, d.child, next, None)?;
+            // A join (issue 40) is an edge that runs anyway: its step
+            // records how the parent ended.
+            if d.on_failure == DependencyFailure::Run && status.state != JobState::Waiting {
+                steps::joined_by(plan, ctx, d.child, parent)?;
+            }
             match status.state {
                 JobState::Ready => ctx.made_ready |= status.ready_at <= ctx.now,
                 JobState::Cancelled => work.push((d.child, Some(JobState::Cancelled))),

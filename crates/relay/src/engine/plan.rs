@@ -607,6 +607,8 @@ impl<'s> Plan<'s> {
             steps: fields
                 .and_then(|f| f.steps.as_ref())
                 .map_or_else(|| r.steps.clone(), |(s, _)| s.clone()),
+            // A result this batch writes (an ack), read by a join it ends.
+            result: e.result.clone().or_else(|| r.result.clone()),
             ..r.clone()
         }))
     }

@@ -189,3 +189,99 @@ pub(crate) fn emit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, key: &str, paylo
     }
     Ok(crate::Emitted { first: true, woken })
 }
+
+/// The waits-table key of a join of job `child`: never an event key (`#`
+/// is not allowed in one), so no emit reads or clears it.
+pub(crate) fn join_key(child: JobId) -> String {
+    format!("#join:{}", child.0)
+}
+
+/// How job `child` ended, as a join records it (`None`: it is gone).
+fn joined(plan: &mut Plan<'_>, child: JobId) -> Result<relay_core::job::Joined> {
+    let job = plan.job(child)?;
+    Ok(relay_core::job::Joined {
+        job: child,
+        state: job.as_ref().map(|j| j.status.state),
+        result: job.as_ref().and_then(|j| j.result.clone()),
+        error: job.and_then(|j| j.status.last_error),
+    })
+}
+
+/// Job `id`'s holder awaits job `child`'s end under step `step` (see
+/// `Action::Join`): when the step is recorded already, or the child has
+/// ended (its outcome recorded as the step now), the job is READY at once
+/// and its handler's next run reads the step; otherwise it is WAITING on
+/// the child, holding no lease, until the child's end records the step
+/// and unblocks it (`settle`, through the dependency edge added here).
+/// The child's row is read (and on PostgreSQL locked) in this batch, so a
+/// batch that ends it elsewhere sees the edge, or this one sees it ended.
+pub(crate) fn join(
+    plan: &mut Plan<'_>,
+    ctx: &mut BatchCtx<'_>,
+    id: JobId,
+    token: LeaseToken,
+    step: &str,
+    child: JobId,
+) -> Result<JobStatus> {
+    let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
+    decide(ctx, id, &cur, Action::Join { token, child, ended: false })?;
+    if child == id {
+        return Err(relay_core::InvalidInput::new("job", format!("job {id} cannot join itself")).into());
+    }
+    let recorded = plan.job(id)?.ok_or(Error::NotFound { id })?.step(step).is_some();
+    let ended = if recorded {
+        true
+    } else {
+        let Some(st) = plan.status(child)? else {
+            return Err(relay_core::InvalidInput::new(
+                "job",
+                format!("job {child} (joined by step {step:?} of job {id}) does not exist"),
+            )
+            .into());
+        };
+        if st.state.is_finished() {
+            let out = joined(plan, child)?.output();
+            append_step(plan, ctx, id, cur.attempts, step, &out)?;
+            true
+        } else {
+            false
+        }
+    };
+    let wait = (!ended).then(|| relay_store::Wait {
+        key: join_key(child),
+        step: step.to_owned(),
+        until: ctx.now,
+    });
+    if plan.wait_of(id)? != wait {
+        plan.set_wait(id, wait)?;
+    }
+    if !ended && !plan.dependents(child)?.iter().any(|d| d.child == id) {
+        plan.add_edge(relay_store::Dependent {
+            parent: child,
+            child: id,
+            on_failure: relay_core::DependencyFailure::Run,
+        });
+    }
+    act(plan, ctx, id, Action::Join { token, child, ended }, None)
+}
+
+/// Called by `settle` for a job unblocked by `parent`'s end: when it
+/// awaits `parent` as a join, records how `parent` ended as the join's
+/// step and ends the join.
+pub(crate) fn joined_by(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, waiter: JobId, parent: JobId) -> Result<()> {
+    let Some(w) = plan.wait_of(waiter)? else {
+        return Ok(());
+    };
+    if w.key != join_key(parent) {
+        return Ok(());
+    }
+    plan.set_wait(waiter, None)?;
+    let attempts = plan.status(waiter)?.map_or(0, |s| s.attempts);
+    let out = joined(plan, parent)?.output();
+    match append_step(plan, ctx, waiter, attempts, &w.step, &out) {
+        // Past its bounds: unblocked all the same; its handler's join then
+        // fails on its own with the bound it met.
+        Ok(_) | Err(Error::StepBound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
