@@ -54,7 +54,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .worker import JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Wait, Worker
+from .worker import ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Wait, Worker
 
 __all__ = [
     "Busy",
@@ -63,11 +63,13 @@ __all__ = [
     "Corrupt",
     "DeadGroup",
     "DependencyNotFound",
+    "ChildFailed",
     "Forbidden",
     "InvalidInput",
     "InvalidRequest",
     "InvalidState",
     "Job",
+    "Join",
     "JobContext",
     "JobPage",
     "JobTemplate",

@@ -358,7 +358,7 @@ class Submitted(int):
 # default --max-wait (60 s).
 RESULT_WAIT = 30.0
 
-OutcomeKind = Literal["ack", "nack", "release", "sleep", "wait", "step"]
+OutcomeKind = Literal["ack", "nack", "release", "sleep", "wait", "step", "join"]
 
 
 class Outcome:
@@ -422,6 +422,13 @@ class Outcome:
         until the event is emitted (READY at once when it was already) or
         the time runs out."""
         return cls(id, token, "wait", {"step": step, "key": key, "until": until})
+
+    @classmethod
+    def join(cls, id: int, token: int, step: str, child: int) -> "Outcome":
+        """The job awaiting job ``child``'s end under step ``step``: WAITING,
+        holding no lease and no attempt, until the child's end records how
+        it ended as the step (READY at once when it has ended already)."""
+        return cls(id, token, "join", {"step": step, "child": child})
 
     @classmethod
     def step(cls, id: int, token: int, step: str, output: Payload = None) -> "Outcome":

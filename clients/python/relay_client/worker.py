@@ -246,6 +246,37 @@ class JobContext:
             raise Permanent(f"step {name!r} is recorded and is not a wait for an event; name the wait anew")
         raise Wait(name, key, int(round((time.time() + timeout) * 1000)))
 
+    def spawn(self, name: str, queue: str, kind: str, payload: Payload = None, **options: Any) -> int:
+        """Submits a child job once, as step ``name``: its submit carries the
+        step's idempotency key (:meth:`key`), so a run again after a crash
+        between the submit and its record finds the same job. Returns the
+        child's id (recorded: every later run gets it back). ``options``
+        are :meth:`Client.submit`'s. Await it with :meth:`join`."""
+        key = self.key(name)
+        return int(self.step(name, lambda: int(self.client.submit(queue, kind, payload, idempotency_key=key, **options))))
+
+    def join(self, name: str, child: int) -> Payload:
+        """Awaits job ``child``'s end without holding a worker: returns its
+        result once it SUCCEEDED, raises :class:`ChildFailed` (its
+        ``state``, its ``error``) when it ended DEAD or CANCELLED or was
+        deleted. Recorded as step ``name``: a later run gets the same
+        answer.
+
+        While the child runs it raises :class:`Join`, which the worker
+        records as the job's outcome: the job gives its lease back and is
+        WAITING until the child ends, then its handler runs from the start,
+        passing its recorded steps and this join."""
+        if name in self._steps:
+            recorded = self._steps[name]
+            if not (isinstance(recorded, dict) and isinstance(recorded.get("joined"), int) and "state" in recorded):
+                raise Permanent(f"step {name!r} is recorded and is not a join; name the join anew")
+            if recorded["state"] == "SUCCEEDED":
+                if "result_base64" in recorded:
+                    return base64.b64decode(recorded["result_base64"])
+                return recorded.get("result")
+            raise ChildFailed(recorded["joined"], recorded["state"], recorded.get("error"))
+        raise Join(name, child)
+
     def key(self, name: str) -> str:
         """An idempotency key for the side effect of step ``name``: the same
         on every attempt of this job, different for every other job and step
@@ -292,6 +323,28 @@ class Sleep(BaseException):
         super().__init__(f"asleep until {_rfc3339(until_ms)}")
         self.step = step
         self.until_ms = until_ms
+
+
+class Join(BaseException):
+    """Raised by :meth:`JobContext.join` while the joined job runs; the
+    worker records it as the job's outcome (a BaseException, so that an
+    ``except Exception`` in the handler does not swallow it)."""
+
+    def __init__(self, step: str, child: int):
+        super().__init__(f"awaiting job {child}")
+        self.step = step
+        self.child = child
+
+
+class ChildFailed(Exception):
+    """A joined job ended without succeeding: ``state`` is DEAD, CANCELLED
+    or DELETED, ``error`` its last error."""
+
+    def __init__(self, job: int, state: str, error: Optional[str]):
+        super().__init__(f"job {job} ended {state}" + (f": {error}" if error else ""))
+        self.job = job
+        self.state = state
+        self.error = error
 
 
 class TimedOut(Exception):
@@ -527,6 +580,8 @@ class Worker:
             return Outcome.sleep(id, token, s.step, _rfc3339(s.until_ms)), "slept"
         except Wait as w:
             return Outcome.wait(id, token, w.step, w.key, _rfc3339(w.until_ms)), "slept"
+        except Join as j:
+            return Outcome.join(id, token, j.step, j.child), "slept"
         except Retry as r:
             return Outcome.nack(id, token, f"{r}\n{traceback.format_exc()}", retry_in=r.delay), "failed"
         except Permanent as p:

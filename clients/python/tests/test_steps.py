@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from relay_client import Client, InvalidState, JobContext, LeaseLost, NotFound, Retry, StepBound, Worker
+from relay_client import ChildFailed, Client, InvalidState, JobContext, LeaseLost, NotFound, Permanent, Retry, StepBound, Worker
 
 
 def wait_for(what, predicate, timeout=30.0):
@@ -247,3 +247,53 @@ def test_result_awaits_the_end_of_a_job(client: Client):
     assert client.result(lonely, timeout=0.2) is None
     with pytest.raises(NotFound):
         client.result(lonely + 1000, timeout=1)
+
+
+def test_a_handler_spawns_a_child_once_and_joins_it(client: Client):
+    """Item 5: ctx.spawn submits once (a step with an idempotency key),
+    ctx.join holds no worker while the child runs (one slot: the child
+    runs while its parent waits), then returns its result, or raises
+    ChildFailed for a child that died."""
+    id = client.submit("family", "parent")
+    spawned = Counter()
+    worker = Worker(client, ["family"], concurrency=1, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("parent")
+    def parent(job, ctx: JobContext):
+        def counted_submit(*a, **k):
+            spawned.update(["label"])
+            return client_submit(*a, **k)
+
+        client_submit = ctx.client.submit
+        ctx.client.submit = counted_submit  # type: ignore[method-assign]
+        try:
+            label = ctx.spawn("label", "family", "child", {"n": 7})
+            broken = ctx.spawn("broken", "family", "broken", max_attempts=1)
+        finally:
+            ctx.client.submit = client_submit  # type: ignore[method-assign]
+        printed = ctx.join("label-printed", label)
+        try:
+            ctx.join("broken-ended", broken)
+        except ChildFailed as e:
+            return {"label": printed, "broken": [e.state, e.error]}
+        return {"label": printed}
+
+    @worker.handler("child")
+    def child(job):
+        return {"label": f"L-{job.payload['n']}"}
+
+    @worker.handler("broken")
+    def broken_child(job):
+        raise Permanent("the printer caught fire")
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the parent to finish", lambda: client.get(id).state in ("SUCCEEDED", "DEAD"))
+    worker.stop()
+    t.join(10)
+    job = client.get(id)
+    assert job.state == "SUCCEEDED", job.last_error
+    assert job.result["label"] == {"label": "L-7"}
+    assert job.result["broken"][0] == "DEAD" and "caught fire" in job.result["broken"][1]
+    assert spawned["label"] == 2, "each child submitted once (two children)"
+    assert job.attempts == 1, "joins spend no attempt"

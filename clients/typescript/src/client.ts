@@ -167,7 +167,9 @@ export type Outcome =
   | { id: number; token: number; outcome: "sleep"; step: string; until: string }
   | { id: number; token: number; outcome: "wait"; step: string; key: string; until: string }
   /** Step `step` recorded with `output`, the job still leased (as `recordStep`). */
-  | { id: number; token: number; outcome: "step"; step: string; output?: Payload };
+  | { id: number; token: number; outcome: "step"; step: string; output?: Payload }
+  /** Awaiting job `child`'s end under step `step`: WAITING, holding no lease, until the child's end records how it ended. */
+  | { id: number; token: number; outcome: "join"; step: string; child: number };
 
 /**
  * The answer for one outcome: its job's new `state` (and `readyAt` when it
@@ -485,6 +487,10 @@ function outcomeBody(o: Outcome): Obj {
     case "step":
       body.step = o.step;
       putPayload(body, "output", o.output);
+      break;
+    case "join":
+      body.step = o.step;
+      body.child = o.child;
       break;
   }
   return body;

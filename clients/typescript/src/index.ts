@@ -49,5 +49,5 @@ export type {
   WorkAnswer,
 } from "./client.js";
 export * from "./errors.js";
-export { JobContext, Permanent, Retry, Sleep, Snooze, TimedOut, Wait, Worker } from "./worker.js";
+export { ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, TimedOut, Wait, Worker } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -27,7 +27,7 @@
 
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Client, LeasedJob, LeaseRequest, Outcome, OutcomeAnswer, Payload } from "./client.js";
+import { Client, LeasedJob, LeaseRequest, NewJob, Outcome, OutcomeAnswer, Payload } from "./client.js";
 import { BadAnswer } from "./client.js";
 import { Busy, Forbidden, InvalidInput, InvalidRequest, MaybeApplied, PayloadTooLarge, RelayError, Timeout, Unauthorized, Unavailable } from "./errors.js";
 
@@ -149,6 +149,42 @@ export class JobContext {
     throw new Wait(name, key, Date.now() + timeoutMs);
   }
 
+  /**
+   * Submits a child job once, as step `name`: its submit carries the step's
+   * idempotency key (`key`), so a run again after a crash between the
+   * submit and its record finds the same job. Resolves to the child's id
+   * (recorded: every later run gets it back). Await it with `join`.
+   */
+  async spawn(name: string, job: NewJob): Promise<number> {
+    const key = this.key(name);
+    return (await this.step(name, async () => await this.client.submit({ ...job, idempotencyKey: key }))) as number;
+  }
+
+  /**
+   * Awaits job `child`'s end without holding a worker: resolves to its
+   * result once it SUCCEEDED, rejects with `ChildFailed` (its `state`, its
+   * `error`) when it ended DEAD or CANCELLED or was deleted. Recorded as
+   * step `name`: a later run gets the same answer. While the child runs it
+   * throws `Join`, which the worker records as the job's outcome (the job
+   * gives its lease back and is WAITING until the child ends, then its
+   * handler runs from the start, passing its recorded steps and this
+   * join); a `catch` in the handler must rethrow it.
+   */
+  async join(name: string, child: number): Promise<Payload> {
+    if (this.recorded.has(name)) {
+      const r = this.recorded.get(name) as Record<string, unknown> | null;
+      if (r && typeof r === "object" && !(r instanceof Uint8Array) && typeof r.joined === "number" && typeof r.state === "string") {
+        if (r.state === "SUCCEEDED") {
+          if (typeof r.result_base64 === "string") return new Uint8Array(Buffer.from(r.result_base64, "base64"));
+          return (r.result ?? null) as Payload;
+        }
+        throw new ChildFailed(r.joined, r.state, typeof r.error === "string" ? r.error : null);
+      }
+      throw new Permanent(`step '${name}' is recorded and is not a join; name the join anew`);
+    }
+    throw new Join(name, child);
+  }
+
   /** An idempotency key for the side effect of step `name`: the same on every attempt of this job, different for every other job and step (`relay-<job id>-<name>`). */
   key(name: string): string {
     return `relay-${this.job.id}-${name}`;
@@ -194,6 +230,31 @@ export class Wait extends Error {
     readonly untilMs: number,
   ) {
     super(`waiting for event '${key}' until ${new Date(untilMs).toISOString()}`);
+  }
+}
+
+/**
+ * What `ctx.join` throws while the joined job runs (a `catch` in the
+ * handler must rethrow it); the worker records the join as the job's
+ * outcome.
+ */
+export class Join extends Error {
+  constructor(
+    readonly step: string,
+    readonly child: number,
+  ) {
+    super(`awaiting job ${child}`);
+  }
+}
+
+/** A joined job ended without succeeding: `state` DEAD, CANCELLED or DELETED, `error` its last error. */
+export class ChildFailed extends Error {
+  constructor(
+    readonly job: number,
+    readonly state: string,
+    readonly error: string | null,
+  ) {
+    super(`job ${job} ended ${state}${error ? `: ${error}` : ""}`);
   }
 }
 
@@ -791,6 +852,7 @@ function sendable(report: Report): Report {
 function failure(job: LeasedJob, e: unknown): Report {
   const { id, token, leaseForMs } = job;
   if (e instanceof Snooze) return { outcome: { id, token, outcome: "release", inMs: wholeMs(e.delayMs) }, tally: "snoozed", leaseForMs };
+  if (e instanceof Join) return { outcome: { id, token, outcome: "join", step: e.step, child: e.child }, tally: "slept", leaseForMs };
   if (e instanceof Wait) return { outcome: { id, token, outcome: "wait", step: e.step, key: e.key, until: new Date(e.untilMs).toISOString() }, tally: "slept", leaseForMs };
   if (e instanceof Sleep) return { outcome: { id, token, outcome: "sleep", step: e.step, until: new Date(e.untilMs).toISOString() }, tally: "slept", leaseForMs };
   const error = cutError(e instanceof Error ? (e.stack ?? String(e)) : String(e));

@@ -3,7 +3,7 @@
 // resolves the recorded outputs without running their bodies again.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, LeaseLost, NotFound, Retry, StepBound, Worker } from "../dist/index.js";
+import { ChildFailed, Client, LeaseLost, NotFound, Permanent, Retry, StepBound, Worker } from "../dist/index.js";
 import { startServer, waitFor } from "./server.mjs";
 
 let server, client;
@@ -208,4 +208,40 @@ test("result awaits the end of a job", async () => {
   assert.deepEqual(done.result, { total: 42 });
   assert.equal(await client.result(lonely, 200), null);
   await assert.rejects(client.result(lonely + 1000, 1000), NotFound);
+});
+
+test("a handler spawns a child once and joins it", async () => {
+  // Item 5: one slot; the children run while their parent waits.
+  const id = await client.submit({ queue: "family", kind: "parent" });
+  let spawned = 0;
+  const worker = new Worker(client, ["family"], { concurrency: 1, pollMs: 300, handleSignals: false });
+  worker
+    .handle("parent", async (job, ctx) => {
+      const label = await ctx.spawn("label", { queue: "family", kind: "child", payload: { n: 7 } }).then((v) => (spawned++, v));
+      const broken = await ctx.spawn("broken", { queue: "family", kind: "broken", maxAttempts: 1 });
+      const printed = await ctx.join("label-printed", label);
+      try {
+        await ctx.join("broken-ended", broken);
+      } catch (e) {
+        if (!(e instanceof ChildFailed)) throw e;
+        return { label: printed, broken: [e.state, e.error] };
+      }
+      return { label: printed };
+    })
+    .handle("child", async (job) => ({ label: `L-${job.payload.n}` }))
+    .handle("broken", async () => {
+      throw new Permanent("the printer caught fire");
+    });
+  const run = worker.run();
+  await waitFor("the parent", async () => ["SUCCEEDED", "DEAD"].includes((await client.get(id)).state));
+  worker.stop();
+  await run;
+  const job = await client.get(id);
+  assert.equal(job.state, "SUCCEEDED", job.lastError);
+  assert.deepEqual(job.result.label, { label: "L-7" });
+  assert.equal(job.result.broken[0], "DEAD");
+  assert.match(job.result.broken[1], /caught fire/);
+  assert.ok(spawned >= 1);
+  const children = (await client.jobs({ queue: "family" })).filter((j) => j.kind !== "parent");
+  assert.equal(children.length, 2, "each child submitted once");
 });

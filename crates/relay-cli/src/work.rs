@@ -103,7 +103,8 @@ pub(crate) fn finished_text(f: &Finished) -> String {
         Outcome::Dead { error } => format!("dead: {}", one_line(error)),
         Outcome::Released => "released".to_owned(),
         Outcome::Snoozed { delay } => format!("snoozed for {}", humantime::format_duration(*delay)),
-        Outcome::Slept { until } => format!("asleep until {}", until.to_rfc3339()),
+        Outcome::Slept { until: Some(until) } => format!("asleep until {}", until.to_rfc3339()),
+        Outcome::Slept { until: None } => "awaiting another job".to_owned(),
         Outcome::Lost => "lost its lease (another worker may run it)".to_owned(),
     };
     format!(

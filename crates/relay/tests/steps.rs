@@ -329,3 +329,54 @@ fn a_sleep_that_came_due_while_nothing_ran_is_ready_after_a_restart() {
         ["before", "nap"]
     );
 }
+
+/// Item 5: a handler spawns child jobs once (`ctx.spawn`, a step whose
+/// submit carries the step's idempotency key) and joins them
+/// (`ctx.join`), holding no worker while they run: with one worker slot,
+/// the children run while their parent waits; the parent then goes on
+/// with each child's result, or its error.
+#[test]
+fn a_handler_spawns_children_and_joins_them_holding_no_worker() {
+    let (_d, relay) = open();
+    let id = relay.submit(NewJob::new("q", "order", b"{}".to_vec())).unwrap();
+    let runs: Runs = Arc::default();
+    let (r, spawner) = (runs.clone(), relay.clone());
+    let w = Worker::new(relay.clone(), ["q"])
+        .concurrency(1)
+        .handler("order", move |ctx| {
+            ran(&r, "order");
+            let label = ctx.spawn("label", |key| {
+                ran(&r, "spawn");
+                spawner.submit(NewJob::new("q", "label", b"{}".to_vec()).idempotency_key(key))
+            })?;
+            let broken = ctx.spawn("broken", |key| {
+                spawner.submit(NewJob::new("q", "broken", b"{}".to_vec()).idempotency_key(key).max_attempts(1))
+            })?;
+            let printed = ctx.join("label-printed", label)?;
+            let failed = ctx.join("broken-ended", broken)?;
+            assert_eq!(printed.state, Some(JobState::Succeeded));
+            assert_eq!(failed.state, Some(JobState::Dead));
+            let text = format!(
+                "{} / {}",
+                String::from_utf8_lossy(printed.result.as_deref().unwrap_or_default()),
+                failed.error.unwrap_or_default()
+            );
+            Ok(Some(text.into_bytes()))
+        })
+        .handler("label", |_ctx| Ok(Some(br#"{"label":"L-1"}"#.to_vec())))
+        .handler("broken", |_ctx| Err(JobError::permanent("the printer caught fire")));
+    run_until(w, || relay.get(id).unwrap().state().is_finished());
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Succeeded, "{:?}", job.status.last_error);
+    assert_eq!(
+        job.result.as_deref(),
+        Some(&br#"{"label":"L-1"} / the printer caught fire"#[..])
+    );
+    assert_eq!(count(&runs, "spawn"), 1, "the child was submitted once");
+    // Run 1 parks on the label; a later run passes it, and parks on the
+    // broken job unless that ended first (then its join is recorded at once
+    // and the job is READY again: one run more).
+    let order_runs = count(&runs, "order");
+    assert!((2..=3).contains(&order_runs), "the order ran {order_runs} times");
+    assert_eq!(job.status.attempts, 1, "joins spend no attempt");
+}

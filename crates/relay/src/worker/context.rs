@@ -52,13 +52,21 @@ pub enum Park {
         /// When it gives up.
         until: crate::Timestamp,
     },
+    /// Awaiting job `child`'s end under step `step`.
+    Join {
+        /// The join's step.
+        step: String,
+        /// The job awaited.
+        child: crate::JobId,
+    },
 }
 
 impl Park {
-    /// When the job wakes at the latest.
-    pub fn until(&self) -> crate::Timestamp {
+    /// When the job wakes at the latest (`None`: when its child ends).
+    pub fn until(&self) -> Option<crate::Timestamp> {
         match self {
-            Self::Sleep { until, .. } | Self::Wait { until, .. } => *until,
+            Self::Sleep { until, .. } | Self::Wait { until, .. } => Some(*until),
+            Self::Join { .. } => None,
         }
     }
 }
@@ -479,6 +487,67 @@ impl JobContext {
                 until,
             })),
             ..JobError::new(format!("waiting for event {key:?} until {}", until.to_rfc3339()))
+        })
+    }
+
+    /// Submits a child job once, as step `name`: `submit` gets the step's
+    /// idempotency key ([`JobContext::key`]) to give the job
+    /// ([`crate::NewJob::idempotency_key`]), so a run again after a crash
+    /// between the submit and its record finds the same job; the child's
+    /// id is recorded and returned on every later run. Await it with
+    /// [`JobContext::join`].
+    ///
+    /// ```no_run
+    /// # fn h(relay: relay::Relay, ctx: relay::worker::JobContext) -> relay::worker::JobResult {
+    /// use relay::NewJob;
+    /// let label = ctx.spawn("label", |key| {
+    ///     relay.submit(NewJob::new("labels", "print", b"{}".to_vec()).idempotency_key(key))
+    /// })?;
+    /// let printed = ctx.join("label-printed", label)?;
+    /// # Ok(printed.result) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `submit`'s error (transient: the job is tried again), and as
+    /// [`JobContext::step`].
+    pub fn spawn<F>(&self, name: &str, submit: F) -> Result<crate::JobId, JobError>
+    where
+        F: FnOnce(String) -> crate::Result<crate::JobId>,
+    {
+        let key = self.key(name);
+        self.step(name, || {
+            submit(key)
+                .map(|id| id.0)
+                .map_err(|e| JobError::new(format!("step {name:?}: the child job was not submitted: {e}")))
+        })
+        .map(crate::JobId)
+    }
+
+    /// Awaits job `child`'s end without holding a worker: how it ended
+    /// ([`crate::Joined`]: its state, its result or its last error) once it
+    /// is SUCCEEDED, DEAD or CANCELLED. Until then the returned error parks
+    /// the job WAITING on the child (return it with `?`), holding no lease
+    /// and no attempt; the child's end records how it ended as step `name`
+    /// and makes this job READY, and its handler runs again from the start,
+    /// passing its recorded steps and this join at once.
+    ///
+    /// # Errors
+    ///
+    /// The [`JobError`] that parks the job; a permanent one when step
+    /// `name` is recorded and is not a join.
+    pub fn join(&self, name: &str, child: crate::JobId) -> Result<crate::Joined, JobError> {
+        if let Some(out) = self.recorded(name) {
+            return crate::Joined::of(&out).ok_or_else(|| {
+                JobError::permanent(format!("step {name:?} is recorded and is not a join; name the join anew"))
+            });
+        }
+        Err(JobError {
+            park: Some(Box::new(Park::Join {
+                step: name.to_owned(),
+                child,
+            })),
+            ..JobError::new(format!("awaiting job {child}"))
         })
     }
 

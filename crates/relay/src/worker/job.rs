@@ -71,6 +71,7 @@ impl JobRun {
                 Park::Wait { step, key, until } => {
                     crate::Completion::wait(id, token, step.clone(), key.clone(), *until)
                 }
+                Park::Join { step, child } => crate::Completion::join(id, token, step.clone(), *child),
             },
             Err(e) if e.permanent => crate::Completion::nack_permanent(id, token, e.message.clone()),
             Err(e) => crate::Completion::nack(id, token, e.message.clone(), e.retry_in),

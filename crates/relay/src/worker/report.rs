@@ -93,10 +93,11 @@ pub enum Outcome {
         delay: Duration,
     },
     /// Put to sleep by its handler: WAITING, holding no worker, until
-    /// `until`.
+    /// `until` (a sleep, a wait for an event), or until the job it joined
+    /// ends (`None`).
     Slept {
-        /// When it wakes.
-        until: crate::Timestamp,
+        /// When it wakes at the latest.
+        until: Option<crate::Timestamp>,
     },
     /// The lease was gone when the outcome was reported.
     Lost,
