@@ -50,11 +50,15 @@ from .errors import (
     RelayError,
     StepBound,
     Timeout,
+    TokenClosed,
+    TokenExpired,
+    TokenUnknown,
+    TokenUsed,
     TooManyWaiting,
     Unauthorized,
     Unavailable,
 )
-from .worker import ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Wait, Worker
+from .worker import ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Token, Wait, Worker
 
 __all__ = [
     "Busy",
@@ -96,6 +100,11 @@ __all__ = [
     "Submitted",
     "TimedOut",
     "Timeout",
+    "Token",
+    "TokenClosed",
+    "TokenExpired",
+    "TokenUnknown",
+    "TokenUsed",
     "TooManyWaiting",
     "Unauthorized",
     "Unavailable",

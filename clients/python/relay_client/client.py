@@ -796,6 +796,27 @@ class Client:
             return True, output
         return False, _get_payload(v.get("earlier") or {}, "output")
 
+    def create_token(self, id: int, token: int, timeout: float) -> Dict[str, Any]:
+        """Makes a completion token for a leased job, open for ``timeout``
+        seconds: ``{"id", "token", "path", "key", "expires_at"}``. Whoever
+        holds ``token`` completes it once, without an API token
+        (:meth:`complete_token`, or ``POST`` to ``path``). A worker's
+        handler makes one with :meth:`relay_client.JobContext.token`."""
+        body = {"token": token, "timeout_ms": max(1, int(round(timeout * 1000)))}
+        return dict(self._call("POST", f"/v1/jobs/{id}/tokens", body))
+
+    def complete_token(self, token: str, payload: Payload = None) -> Dict[str, Any]:
+        """Completes a completion token (its ``<id>.<secret>``, or the URL
+        that carries it) with ``payload`` (a JSON value, at most 64 KiB):
+        the job waiting for it runs on with it. Needs no API token.
+        Returns ``{"completed": True, "woken": n}``; raises
+        :class:`~relay_client.errors.TokenUnknown`, ``TokenUsed``,
+        ``TokenExpired`` or ``TokenClosed``."""
+        if "/v1/tokens/" in token:
+            token = token.split("/v1/tokens/", 1)[1].split("/", 1)[0]
+        data = json.dumps(payload, allow_nan=False).encode("utf-8")
+        return dict(self._call("POST", f"/v1/tokens/{urllib.parse.quote(token, safe='.')}/complete", data=data))
+
     def emit(self, key: str, payload: Payload = None) -> Dict[str, Any]:
         """Emits event ``key`` with ``payload`` (a JSON value, or bytes; at
         most 64 KiB): every job waiting for the key gets the payload and runs

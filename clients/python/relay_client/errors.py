@@ -119,6 +119,31 @@ class Timeout(RelayError):
     code = "timeout"
 
 
+class TokenUnknown(RelayError):
+    """No completion token has this id and secret (HTTP 404)."""
+
+    code = "token_unknown"
+
+
+class TokenUsed(RelayError):
+    """The completion token was completed already; the first completion
+    stands (HTTP 409)."""
+
+    code = "token_used"
+
+
+class TokenExpired(RelayError):
+    """The completion token expired: its job stopped waiting (HTTP 410)."""
+
+    code = "token_expired"
+
+
+class TokenClosed(RelayError):
+    """The completion token's job has ended: nothing waits for it (HTTP 409)."""
+
+    code = "token_closed"
+
+
 class Unavailable(RelayError):
     """The server could not be reached, or is shutting down or failing; retry."""
 
@@ -150,6 +175,10 @@ _BY_CODE: Dict[str, Type[RelayError]] = {
         InvalidState,
         Conflict,
         StepBound,
+        TokenUnknown,
+        TokenUsed,
+        TokenExpired,
+        TokenClosed,
         PayloadTooLarge,
         TooManyWaiting,
         Timeout,

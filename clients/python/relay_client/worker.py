@@ -246,6 +246,25 @@ class JobContext:
             raise Permanent(f"step {name!r} is recorded and is not a wait for an event; name the wait anew")
         raise Wait(name, key, int(round((time.time() + timeout) * 1000)))
 
+    def token(self, name: str, timeout: float) -> "Token":
+        """Makes a completion token once, as step ``name``, open for
+        ``timeout`` seconds: a human or a third party completes it once,
+        without an API token, by POSTing a JSON payload to its ``url``
+        (:meth:`Client.complete_token`). Put the URL in an approval email or
+        hand it to a vendor's webhook, then :meth:`wait_token`. Every later
+        run gets the same token."""
+        rec = self.step(name, lambda: self.client.create_token(self.job.id, self.job.token, timeout))
+        if not (isinstance(rec, dict) and isinstance(rec.get("token"), str)):
+            raise Permanent(f"step {name!r} is recorded and is not a token; name the token anew")
+        return Token(rec["id"], rec["token"], self.client.url + rec["path"], rec["key"], rec["expires_at"])
+
+    def wait_token(self, name: str, token: "Token") -> Payload:
+        """Waits for ``token`` to be completed, as :meth:`wait_event` waits
+        for an event: returns the payload it was completed with, or raises
+        :class:`TimedOut` once it expired. Recorded as step ``name``."""
+        left = datetime.fromisoformat(token.expires_at.replace("Z", "+00:00")).timestamp() - time.time()
+        return self.wait_event(name, token.key, max(0.0, left))
+
     def spawn(self, name: str, queue: str, kind: str, payload: Payload = None, **options: Any) -> int:
         """Submits a child job once, as step ``name``: its submit carries the
         step's idempotency key (:meth:`key`), so a run again after a crash
@@ -323,6 +342,19 @@ class Sleep(BaseException):
         super().__init__(f"asleep until {_rfc3339(until_ms)}")
         self.step = step
         self.until_ms = until_ms
+
+
+@dataclass(frozen=True)
+class Token:
+    """A completion token (:meth:`JobContext.token`): ``url`` completes it
+    (``POST`` a JSON payload; no API token needed); ``token`` is its
+    ``<id>.<secret>``; ``key`` the event its completion emits."""
+
+    id: str
+    token: str
+    url: str
+    key: str
+    expires_at: str
 
 
 class Join(BaseException):

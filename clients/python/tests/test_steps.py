@@ -297,3 +297,34 @@ def test_a_handler_spawns_a_child_once_and_joins_it(client: Client):
     assert job.result["broken"][0] == "DEAD" and "caught fire" in job.result["broken"][1]
     assert spawned["label"] == 2, "each child submitted once (two children)"
     assert job.attempts == 1, "joins spend no attempt"
+
+
+def test_a_completion_token_wakes_its_job_once(client: Client):
+    """Item 4: ctx.token makes a token once (a step), ctx.wait_token holds
+    no worker until its URL is completed by a client without the API
+    token; a second completion is TokenUsed."""
+    from relay_client import TokenUsed
+
+    id = client.submit("approvals", "approve", {"order": 42})
+    urls = []
+    worker = Worker(client, ["approvals"], concurrency=2, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("approve")
+    def approve(job, ctx: JobContext):
+        token = ctx.token("approval-token", 3600)
+        ctx.step("email", lambda: urls.append(token.url))
+        decision = ctx.wait_token("approval", token)
+        return {"decision": decision, "tokens_made": len(ctx.steps)}
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the approval email", lambda: urls and client.get(id).state == "WAITING")
+    outsider = Client(client.url)  # no API token
+    assert outsider.complete_token(urls[0], {"approved_by": "ada"}) == {"completed": True, "woken": 1}
+    with pytest.raises(TokenUsed):
+        outsider.complete_token(urls[0], {"approved_by": "eve"})
+    wait_for("the order to finish", lambda: client.get(id).state == "SUCCEEDED")
+    worker.stop()
+    t.join(10)
+    assert client.get(id).result["decision"] == {"approved_by": "ada"}
+    assert len(urls) == 1, "the email went once"

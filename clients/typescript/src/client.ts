@@ -182,6 +182,19 @@ export type OutcomeAnswer =
   | { id: number; state: string; readyAt: string | null; error?: undefined; earlier?: Step }
   | { id: number; error: RelayError; state?: undefined; readyAt?: undefined };
 
+/** A completion token made for a leased job (`createToken`). */
+export interface TokenCreated {
+  id: string;
+  /** What completes it: `<id>.<secret>`. */
+  token: string;
+  /** The path that completes it (`POST`, below the server's address). */
+  path: string;
+  /** The event key its completion emits. */
+  key: string;
+  /** When it expires (RFC 3339). */
+  expiresAt: string;
+}
+
 /** What `work` answers: one item per outcome, in order, and the jobs leased. */
 export interface WorkAnswer {
   outcomes: OutcomeAnswer[];
@@ -711,6 +724,28 @@ export class Client {
     const body: Obj = {};
     putPayload(body, "payload", payload);
     return await this.call("POST", `/v1/events/${encodeURIComponent(key)}`, body);
+  }
+
+  /**
+   * Makes a completion token for a leased job, open for `timeoutMs`:
+   * `{id, token, path, key, expiresAt}`. Whoever holds `token` completes it
+   * once, without an API token (`completeToken`, or `POST` to `path`). A
+   * worker's handler makes one with `ctx.token`.
+   */
+  async createToken(id: number, token: number, timeoutMs: number): Promise<TokenCreated> {
+    const v = await this.call("POST", `/v1/jobs/${id}/tokens`, { token, timeout_ms: Math.max(1, Math.round(timeoutMs)) });
+    return { id: v.id, token: v.token, path: v.path, key: v.key, expiresAt: v.expires_at };
+  }
+
+  /**
+   * Completes a completion token (its `<id>.<secret>`, or the URL that
+   * carries it) with `payload` (a JSON value, at most 64 KiB): the job
+   * waiting for it runs on with it. Needs no API token. Rejects with
+   * `TokenUnknown`, `TokenUsed`, `TokenExpired` or `TokenClosed`.
+   */
+  async completeToken(token: string, payload?: Json): Promise<{ completed: boolean; woken: number }> {
+    const text = token.includes("/v1/tokens/") ? token.split("/v1/tokens/")[1].split("/")[0] : token;
+    return await this.call("POST", `/v1/tokens/${encodeURIComponent(text)}/complete`, (payload ?? null) as Obj);
   }
 
   /** Gives the job back untried; with `inMs`, SCHEDULED until then (a snooze). */

@@ -41,6 +41,14 @@ export class InvalidState extends RelayError {}
 export class Conflict extends RelayError {}
 /** A step record would take the job past its 1,000 steps or 1 MiB of output; nothing was recorded. */
 export class StepBound extends RelayError {}
+/** No completion token has this id and secret. */
+export class TokenUnknown extends RelayError {}
+/** The completion token was completed already; the first completion stands. */
+export class TokenUsed extends RelayError {}
+/** The completion token expired: its job stopped waiting. */
+export class TokenExpired extends RelayError {}
+/** The completion token's job has ended: nothing waits for it. */
+export class TokenClosed extends RelayError {}
 /** The request body is over the server's limit. */
 export class PayloadTooLarge extends RelayError {}
 /** Too many long-polls are waiting on the server; retry shortly. */
@@ -66,6 +74,10 @@ const byCode: Record<string, new (message: string, code?: string, status?: numbe
   invalid_state: InvalidState,
   conflict: Conflict,
   step_bound: StepBound,
+  token_unknown: TokenUnknown,
+  token_used: TokenUsed,
+  token_expired: TokenExpired,
+  token_closed: TokenClosed,
   payload_too_large: PayloadTooLarge,
   too_many_waiting: TooManyWaiting,
   busy: Busy,

@@ -45,9 +45,11 @@ export type {
   StatsPage,
   Step,
   Submitted,
+  TokenCreated,
   When,
   WorkAnswer,
 } from "./client.js";
 export * from "./errors.js";
 export { ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, TimedOut, Wait, Worker } from "./worker.js";
+export type { Token } from "./worker.js";
 export type { Handler, WorkerOptions, WorkerStats } from "./worker.js";

@@ -150,6 +150,33 @@ export class JobContext {
   }
 
   /**
+   * Makes a completion token once, as step `name`, open for `timeoutMs`: a
+   * human or a third party completes it once, without an API token, by
+   * POSTing a JSON payload to its `url` (`client.completeToken`). Put the
+   * URL in an approval email or hand it to a vendor's webhook, then
+   * `waitToken`. Every later run gets the same token.
+   */
+  async token(name: string, timeoutMs: number): Promise<Token> {
+    const rec = (await this.step(name, async () => {
+      const t = await this.client.createToken(this.job.id, this.job.token, timeoutMs);
+      return { id: t.id, token: t.token, path: t.path, key: t.key, expires_at: t.expiresAt };
+    })) as Record<string, unknown> | null;
+    if (!rec || typeof rec.token !== "string" || typeof rec.path !== "string") {
+      throw new Permanent(`step '${name}' is recorded and is not a token; name the token anew`);
+    }
+    return { id: String(rec.id), token: rec.token, url: this.client.url + rec.path, key: String(rec.key), expiresAt: String(rec.expires_at) };
+  }
+
+  /**
+   * Waits for `token` to be completed, as `waitEvent` waits for an event:
+   * resolves to the payload it was completed with, or rejects with
+   * `TimedOut` once it expired. Recorded as step `name`.
+   */
+  async waitToken(name: string, token: Token): Promise<Payload> {
+    return await this.waitEvent(name, token.key, Math.max(0, Date.parse(token.expiresAt) - Date.now()));
+  }
+
+  /**
    * Submits a child job once, as step `name`: its submit carries the step's
    * idempotency key (`key`), so a run again after a crash between the
    * submit and its record finds the same job. Resolves to the child's id
@@ -245,6 +272,18 @@ export class Join extends Error {
   ) {
     super(`awaiting job ${child}`);
   }
+}
+
+/** A completion token (`ctx.token`): `url` completes it (`POST` a JSON payload; no API token needed). */
+export interface Token {
+  id: string;
+  /** Its `<id>.<secret>`. */
+  token: string;
+  url: string;
+  /** The event its completion emits. */
+  key: string;
+  /** When it expires (RFC 3339). */
+  expiresAt: string;
 }
 
 /** A joined job ended without succeeding: `state` DEAD, CANCELLED or DELETED, `error` its last error. */

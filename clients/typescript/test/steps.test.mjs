@@ -3,7 +3,7 @@
 // resolves the recorded outputs without running their bodies again.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { ChildFailed, Client, LeaseLost, NotFound, Permanent, Retry, StepBound, Worker } from "../dist/index.js";
+import { ChildFailed, Client, LeaseLost, NotFound, Permanent, Retry, StepBound, TokenUsed, Worker } from "../dist/index.js";
 import { startServer, waitFor } from "./server.mjs";
 
 let server, client;
@@ -244,4 +244,29 @@ test("a handler spawns a child once and joins it", async () => {
   assert.ok(spawned >= 1);
   const children = (await client.jobs({ queue: "family" })).filter((j) => j.kind !== "parent");
   assert.equal(children.length, 2, "each child submitted once");
+});
+
+test("a completion token wakes its job once", async () => {
+  // Item 4: completed from a client without the API token, once.
+  const id = await client.submit({ queue: "approvals", kind: "approve" });
+  const urls = [];
+  const worker = new Worker(client, ["approvals"], { concurrency: 2, pollMs: 300, handleSignals: false });
+  worker.handle("approve", async (job, ctx) => {
+    const token = await ctx.token("approval-token", 3_600_000);
+    await ctx.step("email", () => {
+      urls.push(token.url);
+    });
+    const decision = await ctx.waitToken("approval", token);
+    return { decision };
+  });
+  const run = worker.run();
+  await waitFor("the approval email", async () => urls.length > 0 && (await client.get(id)).state === "WAITING");
+  const outsider = new Client(server.url);
+  assert.deepEqual(await outsider.completeToken(urls[0], { approvedBy: "ada" }), { completed: true, woken: 1 });
+  await assert.rejects(outsider.completeToken(urls[0], { approvedBy: "eve" }), TokenUsed);
+  await waitFor("the order", async () => (await client.get(id)).state === "SUCCEEDED");
+  worker.stop();
+  await run;
+  assert.deepEqual((await client.get(id)).result, { decision: { approvedBy: "ada" } });
+  assert.equal(urls.length, 1);
 });

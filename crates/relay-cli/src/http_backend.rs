@@ -241,6 +241,41 @@ impl Backend for HttpBackend {
         })
     }
 
+    fn create_token(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        timeout: Duration,
+    ) -> BoxFuture<'_, relay::Result<relay::CompletionToken>> {
+        Box::pin(async move {
+            let body = wire::CreateToken {
+                token: token.0,
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            };
+            match self
+                .client
+                .send::<wire::calls::CreateToken>(&id.0, &wire::Nothing {}, &body)
+                .await
+            {
+                Ok(t) => {
+                    let (tid, secret) = t
+                        .token
+                        .split_once('.')
+                        .ok_or_else(|| self.unreadable("a completion token"))?;
+                    let expires_at =
+                        relay::wire::rfc3339("expires_at", &t.expires_at).map_err(|_| self.unreadable("a token's expiry"))?;
+                    Ok(relay::CompletionToken {
+                        id: tid.to_owned(),
+                        secret: secret.to_owned(),
+                        expires_at,
+                    })
+                }
+                Err(relay_client::Error::Api { code, .. }) if gone(code) => Err(Error::LeaseLost { id }),
+                Err(e) => Err(self.error(e)),
+            }
+        })
+    }
+
     fn record_step(
         &self,
         id: JobId,

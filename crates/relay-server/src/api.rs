@@ -138,6 +138,27 @@ pub(crate) fn lease_request(s: &AppState, b: wire::Lease) -> Result<(LeaseReques
     Ok((req, wait))
 }
 
+/// `POST /v1/tokens/{token}/complete`: completes a completion token with
+/// the body (any JSON value, at most 64 KiB; none: null). Needs no API
+/// token: the token's secret is the credential, compared in constant time.
+/// 200 `{"completed": true, "woken": n}`; 404 `token_unknown`, 409
+/// `token_used` or `token_closed`, 410 `token_expired`.
+pub(crate) async fn complete_token(
+    State(s): S,
+    axum::extract::Path(token): axum::extract::Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let payload = if body.iter().all(u8::is_ascii_whitespace) {
+        Vec::new()
+    } else {
+        let raw: &serde_json::value::RawValue = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request(format!("the body must be a JSON value (the token's payload): {e}")))?;
+        raw.get().as_bytes().to_vec()
+    };
+    let done = s.relay.complete_token(&token, payload).await?;
+    Ok(Json(json!({"completed": true, "woken": done.woken})))
+}
+
 /// One of the long-polls allowed to wait at once (none needed for a
 /// request that does not wait); 429 when all are taken.
 pub(crate) fn wait_permit(s: &AppState, wait: Duration) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, ApiError> {

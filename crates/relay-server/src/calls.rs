@@ -335,6 +335,23 @@ impl Handle for calls::RecordStep {
     }
 }
 
+impl Handle for calls::CreateToken {
+    async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::TokenCreated, ApiError> {
+        let timeout = Duration::from_millis(r.body.timeout_ms);
+        let t = s
+            .relay
+            .create_token(JobId(r.param), LeaseToken(r.body.token), timeout)
+            .await?;
+        Ok(wire::TokenCreated {
+            id: t.id.clone(),
+            token: t.text(),
+            path: t.path(),
+            key: t.event_key(),
+            expires_at: conv::time(t.expires_at),
+        })
+    }
+}
+
 impl Handle for calls::Emit {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Emitted, ApiError> {
         let b = r.body;

@@ -60,6 +60,12 @@ impl From<relay::Error> for ApiError {
             E::InvalidState { .. } => (StatusCode::CONFLICT, ErrorCode::InvalidState),
             E::Conflict { .. } => (StatusCode::CONFLICT, ErrorCode::Conflict),
             E::StepBound { .. } => (StatusCode::CONFLICT, ErrorCode::StepBound),
+            E::Token { refusal } => match refusal {
+                relay::TokenRefusal::Used => (StatusCode::CONFLICT, ErrorCode::TokenUsed),
+                relay::TokenRefusal::Expired => (StatusCode::GONE, ErrorCode::TokenExpired),
+                relay::TokenRefusal::Closed => (StatusCode::CONFLICT, ErrorCode::TokenClosed),
+                _ => (StatusCode::NOT_FOUND, ErrorCode::TokenUnknown),
+            },
             E::InvalidInput(_) => (StatusCode::BAD_REQUEST, ErrorCode::InvalidInput),
             E::WorkerTaken { .. } => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
             E::Busy => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Busy),

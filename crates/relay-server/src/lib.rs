@@ -260,7 +260,8 @@ macro_rules! api_routes {
             protected
                 .layer(middleware::from_fn_with_state(Arc::clone(state), body::read_body))
                 .route_layer(middleware::from_fn_with_state(Arc::clone(state), auth::require_token))
-                .merge(open)
+                // Open routes read their bodies under the same bounds.
+                .merge(open.layer(middleware::from_fn_with_state(Arc::clone(state), body::read_body)))
         }
     };
     (@add token, $p:ident, $o:ident, $method:ident, $path:literal, $handler:path) => {
@@ -274,6 +275,7 @@ macro_rules! api_routes {
 api_routes! {
     token get "/metrics" => api::metrics;
     open get "/healthz" => api::healthz;
+    open post "/v1/tokens/{token}/complete" => api::complete_token;
 }
 
 /// Every route: the API's (`/v1` and `/metrics` behind the tokens), the

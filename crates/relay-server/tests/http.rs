@@ -1587,3 +1587,53 @@ fn an_event_wakes_a_job_waiting_through_the_worker_protocol() {
     );
     assert_eq!(st, 400, "{v}");
 }
+
+/// Issue 40 item 4: on a server with API tokens, a lease holder makes a
+/// completion token (`POST /v1/jobs/{id}/tokens`, behind the API token),
+/// and its path completes it with no API token at all, once: the job
+/// waiting for its key runs on with the payload; a second completion is
+/// 409 `token_used`, a wrong secret 404 `token_unknown`, a body that is not
+/// JSON 400.
+#[test]
+fn a_completion_token_is_completed_without_an_api_token() {
+    let s = TestServer::start(Options::default(), |c| c.tokens = vec!["s3cret-token".into()]);
+    let (st, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "approve"})));
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let (_, v) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"], "worker": "w"})));
+    let lease = v["jobs"][0]["token"].as_i64().unwrap();
+    let (st, t) = s.call(
+        "POST",
+        &format!("/v1/jobs/{id}/tokens"),
+        Some(json!({"token": lease, "timeout_ms": 3_600_000})),
+    );
+    assert_eq!(st, 201, "{t}");
+    let (path, key) = (t["path"].as_str().unwrap().to_owned(), t["key"].as_str().unwrap().to_owned());
+    // Without the API token, the token's own call is refused.
+    let (st, _) = s.call_as(None, "POST", &format!("/v1/jobs/{id}/tokens"), Some(json!({"token": lease, "timeout_ms": 1000})));
+    assert_eq!(st, 401);
+    let until = t["expires_at"].as_str().unwrap().to_owned();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/work",
+        Some(json!({"outcomes": [{"id": id, "token": lease, "outcome": "wait", "step": "approval", "key": key, "until": until}]})),
+    );
+    assert_eq!((st, &v["outcomes"][0]["state"]), (200, &json!("WAITING")), "{v}");
+    let wrong = path.replace(&path[path.len() - 20..path.len() - 9], "00000000000");
+    let (st, v) = s.call_as(None, "POST", &wrong, Some(json!({"ok": true})));
+    assert_eq!((st, &v["error"]["code"]), (404, &json!("token_unknown")), "{v}");
+    let agent = TestServer::agent();
+    let mut res = agent
+        .post(&format!("{}{path}", s.base))
+        .header("Content-Type", "application/json")
+        .send("not json")
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400, "{}", res.body_mut().read_to_string().unwrap());
+    let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "ada"})));
+    assert_eq!((st, &v), (200, &json!({"completed": true, "woken": 1})), "{v}");
+    let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "eve"})));
+    assert_eq!((st, &v["error"]["code"]), (409, &json!("token_used")), "{v}");
+    let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(job["state"], "READY", "{job}");
+    assert_eq!(job["steps"][0]["output"], json!({"event": {"approved_by": "ada"}}), "{job}");
+}

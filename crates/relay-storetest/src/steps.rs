@@ -699,3 +699,59 @@ pub fn a_join_waits_for_the_child_and_records_how_it_ended(new_db: &NewDb) {
     let j = Joined::of(&job.steps.iter().find(|s| s.name == "wait-slow").unwrap().output).unwrap();
     assert_eq!((j.state, j.result), (Some(JobState::Succeeded), None));
 }
+
+/// Item 4: a completion token, made by the lease's holder, completes once
+/// with its secret (a wrong one is "unknown", as is a made-up id), wakes
+/// the job waiting for its event with the payload, and is refused after
+/// use, after its expiry and once its job has ended; its event key cannot
+/// be emitted by hand.
+pub fn a_completion_token_completes_once_with_its_secret(new_db: &NewDb) {
+    use relay::{Completion, JobState, TokenRefusal, Waited};
+    let (relay, clock, _db) = open_clocked(new_db);
+    let refusal = |r: relay::Result<relay::Emitted>| match r {
+        Err(Error::Token { refusal }) => refusal,
+        other => panic!("expected a token refusal, got {other:?}"),
+    };
+    let id = relay.submit(NewJob::new("q", "approve", b"{}".to_vec())).unwrap();
+    let l = lease_one(&relay, Duration::from_secs(30));
+    assert!(matches!(
+        relay.create_token(id, LeaseToken(l.token.0 + 5), Duration::from_secs(3600)),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        relay.create_token(id, l.token, Duration::ZERO),
+        Err(Error::InvalidInput(_))
+    ));
+    let t = relay.create_token(id, l.token, Duration::from_secs(3600)).unwrap();
+    assert_eq!((t.id.len(), t.secret.len()), (32, 64));
+    assert!(t.path().ends_with(&format!("{}.{}/complete", t.id, t.secret)));
+    let until = clock.now().plus(Duration::from_secs(3600));
+    let st = relay
+        .complete_batch(vec![Completion::wait(id, l.token, "approval", t.event_key(), until)])
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    assert_eq!(st.state, JobState::Waiting);
+    // Not completable without its secret, nor by an emit of its key.
+    assert_eq!(refusal(relay.complete_token(&format!("{}.{}", t.id, "0".repeat(64)), b"1".to_vec())), TokenRefusal::Unknown);
+    assert_eq!(refusal(relay.complete_token(&format!("{}.{}", "f".repeat(32), t.secret), b"1".to_vec())), TokenRefusal::Unknown);
+    assert_eq!(refusal(relay.complete_token("no-dot-here", b"1".to_vec())), TokenRefusal::Unknown);
+    assert!(matches!(relay.emit(&t.event_key(), b"1".to_vec()), Err(Error::InvalidInput(_))));
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Waiting);
+    let done = relay.complete_token(&t.text(), br#"{"approved_by":"ada"}"#.to_vec()).unwrap();
+    assert_eq!(done.woken, 1);
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Ready);
+    let rec = job.steps.iter().find(|s| s.name == "approval").unwrap();
+    assert_eq!(Waited::of(&rec.output), Some(Waited::Event(br#"{"approved_by":"ada"}"#.to_vec())));
+    assert_eq!(refusal(relay.complete_token(&t.text(), b"2".to_vec())), TokenRefusal::Used);
+    // Expired: the job's wait timed out.
+    let l2 = lease_one(&relay, Duration::from_secs(3600));
+    let late = relay.create_token(id, l2.token, Duration::from_secs(60)).unwrap();
+    let closing = relay.create_token(id, l2.token, Duration::from_secs(3600)).unwrap();
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(refusal(relay.complete_token(&late.text(), b"1".to_vec())), TokenRefusal::Expired);
+    // Closed: its job has ended.
+    relay.ack(id, l2.token, None).unwrap();
+    assert_eq!(refusal(relay.complete_token(&closing.text(), b"1".to_vec())), TokenRefusal::Closed);
+}

@@ -86,6 +86,13 @@ pub enum Error {
         /// What the record would have made it.
         would_be: u64,
     },
+    /// A completion token's completion was refused (see
+    /// [`TokenRefusal`]). Nothing changed.
+    #[error("{}", refusal.message())]
+    Token {
+        /// Why.
+        refusal: TokenRefusal,
+    },
     /// The input was refused before anything was written. Nothing changed.
     #[error(transparent)]
     InvalidInput(#[from] InvalidInput),
@@ -168,6 +175,33 @@ impl Error {
         match e {
             StoreError::Busy => Self::Busy,
             e => Self::Open(Arc::new(e)),
+        }
+    }
+}
+
+/// Why a completion token was not completed
+/// ([`crate::Relay::complete_token`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenRefusal {
+    /// No token has this id and secret (or it is long gone).
+    Unknown,
+    /// It was completed already: the first completion stands.
+    Used,
+    /// Its time ran out (its job's wait timed out).
+    Expired,
+    /// Its job has ended (or was deleted): nothing waits for it.
+    Closed,
+}
+
+impl TokenRefusal {
+    /// What it says to the one completing.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Unknown => "no completion token has this id and secret; check the URL you were given",
+            Self::Used => "this token was completed already; the first completion stands",
+            Self::Expired => "this token expired: the job stopped waiting for it",
+            Self::Closed => "the job this token was made for has ended; nothing waits for it",
         }
     }
 }

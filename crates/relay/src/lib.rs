@@ -69,11 +69,11 @@ pub use engine::reads::{
 pub use engine::search::{JobPage, BULK_CHUNK, LIST_PAGE_BYTES};
 #[doc(hidden)]
 pub use engine::WriterHold;
-pub use error::{Error, Result};
+pub use error::{Error, Result, TokenRefusal};
 pub use options::Options;
 pub use relay::Relay;
 pub use request::{
-    Completion, CompletionOutcome, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked,
+    Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked,
     MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;

@@ -937,6 +937,56 @@ pub(crate) struct ValidSchedule {
     pub job: ValidJob,
 }
 
+/// A completion token ([`crate::Relay::create_token`]): a human or a third
+/// party completes it once, without an API token, by presenting its secret
+/// (`POST /v1/tokens/{id}.{secret}/complete`); the job waiting for it
+/// ([`crate::worker::JobContext::wait_token`]) then runs on with the
+/// payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionToken {
+    /// Its public id (32 hex digits).
+    pub id: String,
+    /// Its secret (64 hex digits): whoever holds it may complete the token.
+    pub secret: String,
+    /// When it expires.
+    pub expires_at: Timestamp,
+}
+
+impl CompletionToken {
+    /// A new token with a random id and secret.
+    pub(crate) fn fresh(expires_at: Timestamp) -> crate::Result<Self> {
+        let mut bytes = [0u8; 48];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            crate::Error::resources("randomness for a completion token", std::io::Error::other(e.to_string()))
+        })?;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        Ok(Self {
+            id: hex(&bytes[..16]),
+            secret: hex(&bytes[16..]),
+            expires_at,
+        })
+    }
+
+    /// What completes it: `<id>.<secret>`.
+    pub fn text(&self) -> String {
+        format!("{}.{}", self.id, self.secret)
+    }
+
+    /// The path that completes it, below the server's address.
+    pub fn path(&self) -> String {
+        format!("/v1/tokens/{}/complete", self.text())
+    }
+
+    /// The event key its completion emits.
+    pub fn event_key(&self) -> String {
+        Self::key_of(&self.id)
+    }
+
+    pub(crate) fn key_of(id: &str) -> String {
+        format!("token:{id}")
+    }
+}
+
 /// What an emit did ([`crate::Relay::emit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -204,6 +204,24 @@ pub struct Emitted {
     pub woken: u32,
 }
 
+/// `POST /v1/jobs/{id}/tokens`'s answer: a completion token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TokenCreated {
+    /// Its public id.
+    pub id: String,
+    /// What completes it (`<id>.<secret>`): whoever holds it may complete
+    /// the token once, without an API token.
+    pub token: String,
+    /// The path that completes it (`POST`, below the server's address).
+    pub path: String,
+    /// The event key its completion emits (what a job waits for).
+    pub key: String,
+    /// When it expires.
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub expires_at: String,
+}
+
 /// A page of `GET /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -689,6 +707,15 @@ pub enum ErrorCode {
     /// A step record would take the job past its 1,000 steps or 1 MiB of
     /// step output (409): nothing was recorded.
     StepBound,
+    /// No completion token has this id and secret (404).
+    TokenUnknown,
+    /// The completion token was completed already (409): the first
+    /// completion stands.
+    TokenUsed,
+    /// The completion token expired (410): its job stopped waiting.
+    TokenExpired,
+    /// The completion token's job has ended (409): nothing waits for it.
+    TokenClosed,
     /// The body is over the server's limit (413).
     PayloadTooLarge,
     /// Too many lease requests are waiting (429): retry shortly.
@@ -732,6 +759,10 @@ impl ErrorCode {
             Self::InvalidState => "invalid_state",
             Self::Conflict => "conflict",
             Self::StepBound => "step_bound",
+            Self::TokenUnknown => "token_unknown",
+            Self::TokenUsed => "token_used",
+            Self::TokenExpired => "token_expired",
+            Self::TokenClosed => "token_closed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::TooManyWaiting => "too_many_waiting",
             Self::Busy => "busy",
@@ -746,7 +777,7 @@ impl ErrorCode {
     }
 
     /// Every code a server sends, for documents and tests.
-    pub const SERVER: [ErrorCode; 18] = [
+    pub const SERVER: [ErrorCode; 23] = [
         Self::InvalidRequest,
         Self::InvalidInput,
         Self::Unauthorized,
@@ -757,6 +788,11 @@ impl ErrorCode {
         Self::LeaseLost,
         Self::InvalidState,
         Self::Conflict,
+        Self::StepBound,
+        Self::TokenUnknown,
+        Self::TokenUsed,
+        Self::TokenExpired,
+        Self::TokenClosed,
         Self::PayloadTooLarge,
         Self::TooManyWaiting,
         Self::Busy,

@@ -114,6 +114,7 @@ parts!(
         EventsQuery,
         RetryQuery,
         ResultQuery,
+        w::CreateToken,
         WorkersQuery,
         w::Heartbeat,
         w::Limits,
@@ -421,6 +422,11 @@ calls! {
     /// key stands (`first: false` answers a later one, which changes
     /// nothing). A payload is at most 64 KiB.
     Emit = "emit": Post "/v1/events/{key}" (String, Nothing, w::EmitEvent) -> w::Emitted, 200, [400, 413];
+    /// Makes a completion token for the lease's holder: a human or a third
+    /// party completes it once, without an API token, with `POST
+    /// /v1/tokens/{token}/complete`, which wakes the job waiting for its
+    /// `key`. Refused 409 `lease_lost` for a stale token.
+    CreateToken = "createToken": Post "/v1/jobs/{id}/tokens" (i64, Nothing, w::CreateToken) -> w::TokenCreated, 201, [400, 404, 409, 413];
     /// Gives a leased job back untried (the attempt is not counted): READY
     /// at once, or with `in_ms`, snoozed: READY again after that long, with
     /// a "snoozed" event.

@@ -258,6 +258,18 @@ impl RecordStep {
     }
 }
 
+/// `POST /v1/jobs/{id}/tokens`: a completion token for the lease's holder.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateToken {
+    /// The lease's token.
+    pub token: i64,
+    /// How long the token is open (at most ten years).
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    pub timeout_ms: u64,
+}
+
 /// `POST /v1/events/{key}`: an event, waking the jobs waiting for it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

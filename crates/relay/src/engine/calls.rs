@@ -317,9 +317,55 @@ impl Engine {
         })
     }
 
+    /// Makes a completion token for job `id`'s holder of `lease`, open for
+    /// `timeout` (see [`crate::Relay::create_token`]).
+    pub(crate) fn create_token_op(
+        &self,
+        id: JobId,
+        lease: LeaseToken,
+        timeout: Duration,
+    ) -> Result<Pending<crate::CompletionToken>> {
+        let now = self.options.clock.now();
+        if timeout.is_zero() || timeout > relay_core::job::MAX_SLEEP {
+            return Err(relay_core::InvalidInput::new(
+                "timeout",
+                format!(
+                    "a token is open for more than 0 and at most {} days",
+                    relay_core::job::MAX_SLEEP.as_secs() / 86_400
+                ),
+            )
+            .into());
+        }
+        let token = crate::CompletionToken::fresh(now.plus(timeout))?;
+        Ok(Pending::new(Hint::Jobs(vec![id]), move |plan, ctx| {
+            ops::create_token(plan, ctx, id, lease, &token)
+        }))
+    }
+
+    /// Completes a token (see [`crate::Relay::complete_token`]).
+    pub(crate) fn complete_token_op(&self, text: &str, payload: Vec<u8>) -> Result<Pending<crate::Emitted>> {
+        relay_core::job::Waited::check_payload(&payload)?;
+        if text.len() > 200 {
+            return Err(crate::Error::Token {
+                refusal: crate::TokenRefusal::Unknown,
+            });
+        }
+        let text = text.to_owned();
+        Ok(Pending::new(Hint::None, move |plan, ctx| {
+            ops::complete_token(plan, ctx, &text, &payload)
+        }))
+    }
+
     /// Emits event `key` (see [`crate::Relay::emit`]).
     pub(crate) fn emit_op(&self, key: &str, payload: Vec<u8>) -> Result<Pending<crate::Emitted>> {
         relay_core::job::Waited::check_key(key)?;
+        if key.starts_with("token:") {
+            return Err(relay_core::InvalidInput::new(
+                "key",
+                "keys under token: are the completion tokens' own: complete a token with its secret (POST /v1/tokens/{token}/complete)",
+            )
+            .into());
+        }
         relay_core::job::Waited::check_payload(&payload)?;
         let key = key.to_owned();
         Ok(Pending::new(Hint::None, move |plan, ctx| {

@@ -137,6 +137,36 @@ facade! {
     /// As [`Relay::complete_batch`].
     write fn report(batch: Vec<Completion>) -> Result<Worked> = |e| e.report_op(batch);
 
+    /// Makes a completion token for job `id`, held under `token`, open for
+    /// `timeout`: a human or a third party completes it once, without an
+    /// API token, by presenting its secret ([`Relay::complete_token`],
+    /// `POST /v1/tokens/{id}.{secret}/complete`), which wakes the job
+    /// waiting for its event ([`CompletionToken::event_key`]). A worker's
+    /// handler makes one with
+    /// [`JobContext::token`](crate::worker::JobContext::token).
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::LeaseLost`], [`Error::InvalidState`]: `token` is not the
+    ///   job's current lease; nothing was made.
+    /// - [`Error::InvalidInput`]: `timeout` is 0 or over ten years.
+    /// - As every write (see [`Relay`]).
+    write fn create_token(id: JobId, token: LeaseToken, timeout: Duration) -> Result<crate::CompletionToken> = |e| e.create_token_op(id, token, timeout)?;
+
+    /// Completes the completion token `token` (`<id>.<secret>`) with
+    /// `payload` (at most 64 KiB): the job waiting for it runs on with the
+    /// payload, in this commit. The first completion stands.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Token`]: no token has this id and secret
+    ///   ([`TokenRefusal::Unknown`](crate::TokenRefusal::Unknown)), it was
+    ///   completed already (`Used`), it expired (`Expired`), or its job has
+    ///   ended (`Closed`); nothing changed.
+    /// - [`Error::InvalidInput`]: the payload is over 64 KiB.
+    /// - As every write (see [`Relay`]).
+    write fn complete_token(token: &str, payload: Vec<u8>) -> Result<crate::Emitted> = |e| e.complete_token_op(token, payload)?;
+
     /// Removes a job that is not LEASED, with its events. If it had not
     /// finished, jobs waiting for it are cancelled, unless they run anyway
     /// ([`NewJob::on_dependency_failure`]). A job whose row does not decode

@@ -90,6 +90,15 @@ pub trait Backend: Send + Sync + 'static {
         output: Vec<u8>,
     ) -> BoxFuture<'_, Result<Option<relay_core::Step>>>;
 
+    /// Makes a completion token for the job held under `token`, open for
+    /// `timeout` (see [`crate::Relay::create_token`]).
+    fn create_token(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<crate::CompletionToken>>;
+
     /// The time now, by the backend's clock where the runtime can read it.
     fn now(&self) -> Timestamp;
 
@@ -150,6 +159,15 @@ impl Backend for AsyncRelay {
         output: Vec<u8>,
     ) -> BoxFuture<'_, Result<Option<relay_core::Step>>> {
         Box::pin(async move { AsyncRelay::record_step(self, id, token, &name, output).await })
+    }
+
+    fn create_token(
+        &self,
+        id: JobId,
+        token: LeaseToken,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<crate::CompletionToken>> {
+        Box::pin(AsyncRelay::create_token(self, id, token, timeout))
     }
 
     fn now(&self) -> Timestamp {

@@ -490,6 +490,56 @@ impl JobContext {
         })
     }
 
+    /// Makes a completion token once, as step `name`, open for `timeout`: a
+    /// human or a third party completes it once, without an API token, by
+    /// `POST`ing a JSON payload to its [`path`](crate::CompletionToken::path)
+    /// on the server (or [`crate::Relay::complete_token`]). Hand its path
+    /// to a vendor's webhook or put it in an approval email, then
+    /// [`JobContext::wait_token`]. Every later run gets the same token.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::step`].
+    pub fn token(&self, name: &str, timeout: Duration) -> Result<crate::CompletionToken, JobError> {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Recorded {
+            token: String,
+            expires_at_ms: i64,
+        }
+        let r: Recorded = self.step(name, || {
+            let t = self
+                .block_on(self.backend.create_token(self.job.id, self.job.token, timeout))
+                .map_err(|e| self.step_failed(name, e))?;
+            Ok(Recorded {
+                token: t.text(),
+                expires_at_ms: t.expires_at.as_millis(),
+            })
+        })?;
+        let (id, secret) = r
+            .token
+            .split_once('.')
+            .ok_or_else(|| JobError::permanent(format!("step {name:?} is recorded and is not a token; name the token anew")))?;
+        Ok(crate::CompletionToken {
+            id: id.to_owned(),
+            secret: secret.to_owned(),
+            expires_at: crate::Timestamp::from_millis(r.expires_at_ms),
+        })
+    }
+
+    /// Waits for completion token `token` to be completed, without holding
+    /// a worker, as [`JobContext::wait_event_bytes`] waits for an event:
+    /// `Some(payload)` once it is completed, `None` when it expired first.
+    /// Recorded as step `name`.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobContext::wait_event`].
+    pub fn wait_token(&self, name: &str, token: &crate::CompletionToken) -> Result<Option<Vec<u8>>, JobError> {
+        let now = self.now();
+        let left = Duration::from_millis(u64::try_from(token.expires_at.as_millis() - now.as_millis()).unwrap_or(0));
+        self.wait_event_bytes(name, &token.event_key(), left)
+    }
+
     /// Submits a child job once, as step `name`: `submit` gets the step's
     /// idempotency key ([`JobContext::key`]) to give the job
     /// ([`crate::NewJob::idempotency_key`]), so a run again after a crash
