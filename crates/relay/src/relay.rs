@@ -269,6 +269,40 @@ impl Relay {
         first(self.submit_batch_in(tx, vec![job])?)
     }
 
+    /// Emits event `key` inside your own transaction on this Relay's SQLite
+    /// file, as [`Relay::submit_in`] submits: the event and the wake-ups of
+    /// the jobs waiting for it exist if and only if `tx` commits (an order
+    /// marked shipped and its `shipped:<id>` event, or neither). What it
+    /// does is [`Relay::emit`]'s; lessees see the woken jobs within
+    /// [`Options::watch_interval`] of your commit.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("app.db");
+    /// use relay::rusqlite::{Connection, TransactionBehavior};
+    /// use relay::Relay;
+    ///
+    /// let relay = Relay::open(&path)?;
+    /// let mut db = Connection::open(&path)?;
+    /// db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, shipped INTEGER)", [])?;
+    /// let tx = db.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    /// tx.execute("INSERT INTO orders (id, shipped) VALUES (42, 1)", [])?;
+    /// let emitted = relay.emit_in(&tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec())?;
+    /// tx.commit()?; // the order's row and its event, or neither
+    /// assert!(emitted.first);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::emit`] and [`Relay::submit_in`] (a `tx` on another file,
+    /// without a transaction, or below `synchronous = FULL`). After any
+    /// error nothing of this call is in your transaction.
+    pub fn emit_in(&self, tx: &rusqlite::Connection, key: &str, payload: Vec<u8>) -> Result<crate::Emitted> {
+        self.engine.emit_in(tx, key, payload)
+    }
+
     /// [`Relay::submit_in`] for several jobs: all are in your transaction,
     /// or none.
     ///

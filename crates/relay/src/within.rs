@@ -31,6 +31,28 @@ impl Engine {
         let pending = self.submit_op(jobs)?;
         self.run_within(&mut store, pending)
     }
+
+    /// Emits event `key` inside the caller's transaction on this Relay's
+    /// file (see `Relay::emit_in`).
+    pub(crate) fn emit_in(&self, tx: &rusqlite::Connection, key: &str, payload: Vec<u8>) -> Result<crate::Emitted> {
+        let Some(ours) = self.backend.file() else {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "transaction",
+                format!(
+                    "this Relay is on {}, not an SQLite file: emit inside your own transaction there is for SQLite files",
+                    self.backend.describe()
+                ),
+            )));
+        };
+        let mut store = relay_sqlite::within(tx, ours).map_err(|e| match e {
+            relay_sqlite::WithinError::Refused(reason) => {
+                Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason))
+            }
+            relay_sqlite::WithinError::Store(e) => e.into(),
+        })?;
+        let pending = self.emit_op(key, payload)?;
+        self.run_within(&mut store, pending)
+    }
 }
 
 #[cfg(feature = "postgres")]

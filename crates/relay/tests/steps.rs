@@ -380,3 +380,50 @@ fn a_handler_spawns_children_and_joins_them_holding_no_worker() {
     assert!((2..=3).contains(&order_runs), "the order ran {order_runs} times");
     assert_eq!(job.status.attempts, 1, "joins spend no attempt");
 }
+
+/// Item 3: an emit inside the caller's own transaction on the file wakes
+/// the waiting job if and only if that transaction commits: rolled back,
+/// the job still waits and the key was never emitted; committed, the job is
+/// READY with the payload recorded, and a later emit is not the first.
+#[test]
+fn an_emit_in_the_callers_transaction_counts_only_if_it_commits() {
+    use relay::rusqlite::{Connection, TransactionBehavior};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    let relay = Relay::open(&path).unwrap();
+    let id = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
+    let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600));
+    relay
+        .complete_batch(vec![relay::Completion::wait(id, l.token, "shipment", "shipped:42", until)])
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let mut db = Connection::open(&path).unwrap();
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, shipped INTEGER)", []).unwrap();
+    {
+        let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        tx.execute("INSERT INTO orders VALUES (42, 1)", []).unwrap();
+        let e = relay.emit_in(&tx, "shipped:42", br#"{"carrier":"dhl"}"#.to_vec()).unwrap();
+        assert_eq!((e.first, e.woken), (true, 1));
+        tx.rollback().unwrap();
+    }
+    assert_eq!(relay.get(id).unwrap().state(), JobState::Waiting, "rolled back: still waiting");
+    let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+    tx.execute("INSERT INTO orders VALUES (42, 1)", []).unwrap();
+    relay.emit_in(&tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec()).unwrap();
+    tx.commit().unwrap();
+    let job = relay.get(id).unwrap();
+    assert_eq!(job.state(), JobState::Ready);
+    assert_eq!(
+        relay::Waited::of(&job.steps[0].output),
+        Some(relay::Waited::Event(br#"{"carrier":"ups"}"#.to_vec()))
+    );
+    assert!(!relay.emit("shipped:42", b"{}".to_vec()).unwrap().first);
+    // Outside a transaction: refused, nothing written.
+    let plain = Connection::open(&path).unwrap();
+    assert!(matches!(
+        relay.emit_in(&plain, "shipped:43", Vec::new()),
+        Err(relay::Error::InvalidInput(_))
+    ));
+}
