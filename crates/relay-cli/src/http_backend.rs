@@ -262,8 +262,8 @@ impl Backend for HttpBackend {
                         .token
                         .split_once('.')
                         .ok_or_else(|| self.unreadable("a completion token"))?;
-                    let expires_at =
-                        relay::wire::rfc3339("expires_at", &t.expires_at).map_err(|_| self.unreadable("a token's expiry"))?;
+                    let expires_at = relay::wire::rfc3339("expires_at", &t.expires_at)
+                        .map_err(|_| self.unreadable("a token's expiry"))?;
                     Ok(relay::CompletionToken {
                         id: tid.to_owned(),
                         secret: secret.to_owned(),

@@ -1608,9 +1608,17 @@ fn a_completion_token_is_completed_without_an_api_token() {
         Some(json!({"token": lease, "timeout_ms": 3_600_000})),
     );
     assert_eq!(st, 201, "{t}");
-    let (path, key) = (t["path"].as_str().unwrap().to_owned(), t["key"].as_str().unwrap().to_owned());
+    let (path, key) = (
+        t["path"].as_str().unwrap().to_owned(),
+        t["key"].as_str().unwrap().to_owned(),
+    );
     // Without the API token, the token's own call is refused.
-    let (st, _) = s.call_as(None, "POST", &format!("/v1/jobs/{id}/tokens"), Some(json!({"token": lease, "timeout_ms": 1000})));
+    let (st, _) = s.call_as(
+        None,
+        "POST",
+        &format!("/v1/jobs/{id}/tokens"),
+        Some(json!({"token": lease, "timeout_ms": 1000})),
+    );
     assert_eq!(st, 401);
     let until = t["expires_at"].as_str().unwrap().to_owned();
     let (st, v) = s.call(
@@ -1628,12 +1636,21 @@ fn a_completion_token_is_completed_without_an_api_token() {
         .header("Content-Type", "application/json")
         .send("not json")
         .unwrap();
-    assert_eq!(res.status().as_u16(), 400, "{}", res.body_mut().read_to_string().unwrap());
+    assert_eq!(
+        res.status().as_u16(),
+        400,
+        "{}",
+        res.body_mut().read_to_string().unwrap()
+    );
     let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "ada"})));
     assert_eq!((st, &v), (200, &json!({"completed": true, "woken": 1})), "{v}");
     let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "eve"})));
     assert_eq!((st, &v["error"]["code"]), (409, &json!("token_used")), "{v}");
     let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
     assert_eq!(job["state"], "READY", "{job}");
-    assert_eq!(job["steps"][0]["output"], json!({"event": {"approved_by": "ada"}}), "{job}");
+    assert_eq!(
+        job["steps"][0]["output"],
+        json!({"event": {"approved_by": "ada"}}),
+        "{job}"
+    );
 }

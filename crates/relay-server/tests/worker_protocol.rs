@@ -349,7 +349,11 @@ fn step_records_ride_on_the_work_call_each_answered_on_its_own() {
     assert_eq!(st, 200, "{v}");
     let o = v["outcomes"].as_array().unwrap();
     assert_eq!(o.len(), 5, "{v}");
-    assert_eq!((o[0]["state"].as_str(), o[0].get("earlier")), (Some("LEASED"), None), "{v}");
+    assert_eq!(
+        (o[0]["state"].as_str(), o[0].get("earlier")),
+        (Some("LEASED"), None),
+        "{v}"
+    );
     assert_eq!(o[1]["earlier"]["output"], json!({"charge": "ch_1"}), "{v}");
     assert_eq!(o[1]["earlier"]["attempt"], 1, "{v}");
     assert_eq!(o[2]["state"], "LEASED", "{v}");
@@ -357,7 +361,12 @@ fn step_records_ride_on_the_work_call_each_answered_on_its_own() {
     assert_eq!(o[4]["state"], "SUCCEEDED", "{v}");
     assert_eq!(s.state(a), "LEASED");
     let job = s.get(&format!("/v1/jobs/{a}"));
-    let names: Vec<&str> = job["steps"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["charge", "pdf"], "{job}");
     assert_eq!(job["steps"][1]["output_base64"], "gAE=");
     // Malformed step outcomes: refused whole, nothing written.
@@ -392,7 +401,11 @@ fn step_records_ride_on_the_work_call_each_answered_on_its_own() {
         .collect();
     assert_eq!(
         steps,
-        [("charge", &json!({"charge": "ch_1"})), ("pdf", &Value::Null), ("email", &json!("sent"))],
+        [
+            ("charge", &json!({"charge": "ch_1"})),
+            ("pdf", &Value::Null),
+            ("email", &json!("sent"))
+        ],
         "{v}"
     );
 }
@@ -422,9 +435,16 @@ fn a_result_long_poll_is_woken_by_the_commit_that_ends_the_job() {
     });
     let asked = Instant::now();
     let v = s.get(&format!("/v1/jobs/{id}/result?wait_ms=30000"));
-    assert!(asked.elapsed() < Duration::from_secs(29), "not woken by the ack's commit");
+    assert!(
+        asked.elapsed() < Duration::from_secs(29),
+        "not woken by the ack's commit"
+    );
     assert_eq!(acker.join().unwrap(), 200);
-    assert_eq!((&v["state"], &v["result"]), (&json!("SUCCEEDED"), &json!({"total": 42})), "{v}");
+    assert_eq!(
+        (&v["state"], &v["result"]),
+        (&json!("SUCCEEDED"), &json!({"total": 42})),
+        "{v}"
+    );
     let (st, _, v) = s.raw("GET", &format!("/v1/jobs/{}/result?wait_ms=10", id + 100), None);
     assert_eq!((st, code(&json!({"error": v["error"]}))), (404, "not_found"), "{v}");
     let (st, _, v) = s.raw("GET", &format!("/v1/jobs/{id}/result?wait_ms=soon"), None);

@@ -516,7 +516,12 @@ pub fn step_records_go_with_other_outcomes_in_one_operation(new_db: &NewDb) {
     let a = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
     let b = relay.submit(NewJob::new("q", "k", b"{}".to_vec())).unwrap();
     let leased = relay
-        .lease(LeaseRequest::new(["q"]).max(2).lease_for(Duration::from_secs(30)).worker("w"))
+        .lease(
+            LeaseRequest::new(["q"])
+                .max(2)
+                .lease_for(Duration::from_secs(30))
+                .worker("w"),
+        )
         .unwrap();
     let token = |id: JobId| leased.iter().find(|l| l.id == id).unwrap().token;
     let (ta, tb) = (token(a), token(b));
@@ -541,8 +546,14 @@ pub fn step_records_go_with_other_outcomes_in_one_operation(new_db: &NewDb) {
         .collect();
     assert_eq!(states[0], Ok(JobState::Leased));
     assert_eq!(states[1], Ok(JobState::Leased));
-    assert!(matches!(worked.completions[2], Err(Error::LeaseLost { .. })), "{states:?}");
-    assert!(matches!(worked.completions[3], Err(Error::InvalidInput(_))), "{states:?}");
+    assert!(
+        matches!(worked.completions[2], Err(Error::LeaseLost { .. })),
+        "{states:?}"
+    );
+    assert!(
+        matches!(worked.completions[3], Err(Error::InvalidInput(_))),
+        "{states:?}"
+    );
     assert_eq!(states[4], Ok(JobState::Leased));
     assert_eq!(states[5], Ok(JobState::Succeeded));
     assert_eq!(worked.earlier.len(), 6);
@@ -557,9 +568,16 @@ pub fn step_records_go_with_other_outcomes_in_one_operation(new_db: &NewDb) {
             Completion::step(a, ta, "email", b"sent".to_vec()),
         ])
         .unwrap();
-    assert_eq!(reported.earlier[0].as_ref().map(|s| s.output.as_slice()), Some(&[0u8, 255][..]));
+    assert_eq!(
+        reported.earlier[0].as_ref().map(|s| s.output.as_slice()),
+        Some(&[0u8, 255][..])
+    );
     assert!(reported.earlier[1].is_none() && reported.jobs.is_empty());
-    let want = vec![("charge", &b"1"[..], 1), ("label", &[0u8, 255][..], 1), ("email", &b"sent"[..], 1)];
+    let want = vec![
+        ("charge", &b"1"[..], 1),
+        ("label", &[0u8, 255][..], 1),
+        ("email", &b"sent"[..], 1),
+    ];
     assert_eq!(names(&relay.get(a).unwrap().steps), want);
     assert_eq!(kinds(&relay, a).iter().filter(|k| *k == "step").count(), 3);
     relay.release(a, ta).unwrap();
@@ -595,7 +613,10 @@ pub fn result_awaits_the_end_of_a_job(new_db: &NewDb) {
         .unwrap()
         .expect("the job ended");
     // Without the wake-up it would be read again only at the deadline.
-    assert!(asked.elapsed() < Duration::from_secs(29), "not woken by the ack's commit");
+    assert!(
+        asked.elapsed() < Duration::from_secs(29),
+        "not woken by the ack's commit"
+    );
     t.join().unwrap().unwrap();
     assert_eq!(done.state(), JobState::Succeeded);
     assert_eq!(done.result.as_deref(), Some(&b"42"[..]));
@@ -616,13 +637,18 @@ pub fn result_awaits_the_end_of_a_job(new_db: &NewDb) {
         })
         .unwrap();
     let other = db.open(Options::default()).unwrap();
-    let dead = polling.submit(NewJob::new("q", "k", b"{}".to_vec()).max_attempts(1)).unwrap();
+    let dead = polling
+        .submit(NewJob::new("q", "k", b"{}".to_vec()).max_attempts(1))
+        .unwrap();
     let leased = other.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         other.nack(leased.id, leased.token, "no", None)
     });
-    let ended = polling.result(dead, Duration::from_secs(60)).unwrap().expect("seen by the poll");
+    let ended = polling
+        .result(dead, Duration::from_secs(60))
+        .unwrap()
+        .expect("seen by the poll");
     t.join().unwrap().unwrap();
     assert_eq!(ended.state(), JobState::Dead);
     assert_eq!(ended.status.last_error.as_deref(), Some("no"));
@@ -662,7 +688,10 @@ pub fn a_join_waits_for_the_child_and_records_how_it_ended(new_db: &NewDb) {
         Err(Error::InvalidInput(_))
     ));
     let st = joined(Completion::join(parent, p.token, "wait-part", child)).unwrap();
-    assert_eq!((st.state, st.waiting_on, st.lease.is_none()), (JobState::Waiting, 1, true));
+    assert_eq!(
+        (st.state, st.waiting_on, st.lease.is_none()),
+        (JobState::Waiting, 1, true)
+    );
     assert!(kinds(&relay, parent).contains(&"joining".to_owned()));
     let c = lease_in("c");
     relay.ack(c.id, c.token, Some(br#"{"n":42}"#.to_vec())).unwrap();
@@ -670,18 +699,30 @@ pub fn a_join_waits_for_the_child_and_records_how_it_ended(new_db: &NewDb) {
     let again = lease_in("p");
     assert_eq!(again.id, parent);
     assert_eq!(again.attempt, 1, "a join spends no attempt");
-    let rec = again.steps.iter().find(|s| s.name == "wait-part").expect("the join's step");
+    let rec = again
+        .steps
+        .iter()
+        .find(|s| s.name == "wait-part")
+        .expect("the join's step");
     let j = Joined::of(&rec.output).expect("a join's record");
-    assert_eq!((j.job, j.state, j.result.as_deref()), (child, Some(JobState::Succeeded), Some(&br#"{"n":42}"#[..])));
+    assert_eq!(
+        (j.job, j.state, j.result.as_deref()),
+        (child, Some(JobState::Succeeded), Some(&br#"{"n":42}"#[..]))
+    );
     // A child that ended already (DEAD): recorded at once, READY at once.
-    let failing = relay.submit(NewJob::new("c", "part", b"{}".to_vec()).max_attempts(1)).unwrap();
+    let failing = relay
+        .submit(NewJob::new("c", "part", b"{}".to_vec()).max_attempts(1))
+        .unwrap();
     let f = lease_in("c");
     relay.nack(f.id, f.token, "out of stock", None).unwrap();
     let st = joined(Completion::join(parent, again.token, "wait-failing", failing)).unwrap();
     assert_eq!(st.state, JobState::Ready);
     let rec = relay.get(parent).unwrap().steps;
     let j = Joined::of(&rec.iter().find(|s| s.name == "wait-failing").unwrap().output).unwrap();
-    assert_eq!((j.state, j.error.as_deref()), (Some(JobState::Dead), Some("out of stock")));
+    assert_eq!(
+        (j.state, j.error.as_deref()),
+        (Some(JobState::Dead), Some("out of stock"))
+    );
     // Cancelled while it waits, retried, joining the same child again:
     // one edge, and the child's end still reaches it.
     let slow = relay.submit(NewJob::new("c", "part", b"{}".to_vec())).unwrap();
@@ -733,25 +774,51 @@ pub fn a_completion_token_completes_once_with_its_secret(new_db: &NewDb) {
         .unwrap();
     assert_eq!(st.state, JobState::Waiting);
     // Not completable without its secret, nor by an emit of its key.
-    assert_eq!(refusal(relay.complete_token(&format!("{}.{}", t.id, "0".repeat(64)), b"1".to_vec())), TokenRefusal::Unknown);
-    assert_eq!(refusal(relay.complete_token(&format!("{}.{}", "f".repeat(32), t.secret), b"1".to_vec())), TokenRefusal::Unknown);
-    assert_eq!(refusal(relay.complete_token("no-dot-here", b"1".to_vec())), TokenRefusal::Unknown);
-    assert!(matches!(relay.emit(&t.event_key(), b"1".to_vec()), Err(Error::InvalidInput(_))));
+    assert_eq!(
+        refusal(relay.complete_token(&format!("{}.{}", t.id, "0".repeat(64)), b"1".to_vec())),
+        TokenRefusal::Unknown
+    );
+    assert_eq!(
+        refusal(relay.complete_token(&format!("{}.{}", "f".repeat(32), t.secret), b"1".to_vec())),
+        TokenRefusal::Unknown
+    );
+    assert_eq!(
+        refusal(relay.complete_token("no-dot-here", b"1".to_vec())),
+        TokenRefusal::Unknown
+    );
+    assert!(matches!(
+        relay.emit(&t.event_key(), b"1".to_vec()),
+        Err(Error::InvalidInput(_))
+    ));
     assert_eq!(relay.get(id).unwrap().state(), JobState::Waiting);
-    let done = relay.complete_token(&t.text(), br#"{"approved_by":"ada"}"#.to_vec()).unwrap();
+    let done = relay
+        .complete_token(&t.text(), br#"{"approved_by":"ada"}"#.to_vec())
+        .unwrap();
     assert_eq!(done.woken, 1);
     let job = relay.get(id).unwrap();
     assert_eq!(job.state(), JobState::Ready);
     let rec = job.steps.iter().find(|s| s.name == "approval").unwrap();
-    assert_eq!(Waited::of(&rec.output), Some(Waited::Event(br#"{"approved_by":"ada"}"#.to_vec())));
-    assert_eq!(refusal(relay.complete_token(&t.text(), b"2".to_vec())), TokenRefusal::Used);
+    assert_eq!(
+        Waited::of(&rec.output),
+        Some(Waited::Event(br#"{"approved_by":"ada"}"#.to_vec()))
+    );
+    assert_eq!(
+        refusal(relay.complete_token(&t.text(), b"2".to_vec())),
+        TokenRefusal::Used
+    );
     // Expired: the job's wait timed out.
     let l2 = lease_one(&relay, Duration::from_secs(3600));
     let late = relay.create_token(id, l2.token, Duration::from_secs(60)).unwrap();
     let closing = relay.create_token(id, l2.token, Duration::from_secs(3600)).unwrap();
     clock.advance(Duration::from_secs(61));
-    assert_eq!(refusal(relay.complete_token(&late.text(), b"1".to_vec())), TokenRefusal::Expired);
+    assert_eq!(
+        refusal(relay.complete_token(&late.text(), b"1".to_vec())),
+        TokenRefusal::Expired
+    );
     // Closed: its job has ended.
     relay.ack(id, l2.token, None).unwrap();
-    assert_eq!(refusal(relay.complete_token(&closing.text(), b"1".to_vec())), TokenRefusal::Closed);
+    assert_eq!(
+        refusal(relay.complete_token(&closing.text(), b"1".to_vec())),
+        TokenRefusal::Closed
+    );
 }

@@ -73,8 +73,8 @@ pub use error::{Error, Result, TokenRefusal};
 pub use options::Options;
 pub use relay::Relay;
 pub use request::{
-    Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted, Worked,
-    MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
+    Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted,
+    Worked, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 

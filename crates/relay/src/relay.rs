@@ -438,7 +438,9 @@ impl Relay {
             if now >= deadline {
                 return Ok(None);
             }
-            let _ = awaiting.rx.recv_deadline(deadline.min(now + self.engine.options.poll_interval));
+            let _ = awaiting
+                .rx
+                .recv_deadline(deadline.min(now + self.engine.options.poll_interval));
         }
     }
 

@@ -957,7 +957,10 @@ impl CompletionToken {
     pub(crate) fn fresh(expires_at: Timestamp) -> crate::Result<Self> {
         let mut bytes = [0u8; 48];
         getrandom::fill(&mut bytes).map_err(|e| {
-            crate::Error::resources("randomness for a completion token", std::io::Error::other(e.to_string()))
+            crate::Error::resources(
+                "randomness for a completion token",
+                std::io::Error::other(e.to_string()),
+            )
         })?;
         let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
         Ok(Self {

@@ -350,7 +350,11 @@ fn a_handler_spawns_children_and_joins_them_holding_no_worker() {
                 spawner.submit(NewJob::new("q", "label", b"{}".to_vec()).idempotency_key(key))
             })?;
             let broken = ctx.spawn("broken", |key| {
-                spawner.submit(NewJob::new("q", "broken", b"{}".to_vec()).idempotency_key(key).max_attempts(1))
+                spawner.submit(
+                    NewJob::new("q", "broken", b"{}".to_vec())
+                        .idempotency_key(key)
+                        .max_attempts(1),
+                )
             })?;
             let printed = ctx.join("label-printed", label)?;
             let failed = ctx.join("broken-ended", broken)?;
@@ -395,23 +399,38 @@ fn an_emit_in_the_callers_transaction_counts_only_if_it_commits() {
     let l = relay.lease(LeaseRequest::new(["q"])).unwrap().remove(0);
     let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600));
     relay
-        .complete_batch(vec![relay::Completion::wait(id, l.token, "shipment", "shipped:42", until)])
+        .complete_batch(vec![relay::Completion::wait(
+            id,
+            l.token,
+            "shipment",
+            "shipped:42",
+            until,
+        )])
         .unwrap()
         .remove(0)
         .unwrap();
     let mut db = Connection::open(&path).unwrap();
-    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, shipped INTEGER)", []).unwrap();
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, shipped INTEGER)", [])
+        .unwrap();
     {
         let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
         tx.execute("INSERT INTO orders VALUES (42, 1)", []).unwrap();
-        let e = relay.emit_in(&tx, "shipped:42", br#"{"carrier":"dhl"}"#.to_vec()).unwrap();
+        let e = relay
+            .emit_in(&tx, "shipped:42", br#"{"carrier":"dhl"}"#.to_vec())
+            .unwrap();
         assert_eq!((e.first, e.woken), (true, 1));
         tx.rollback().unwrap();
     }
-    assert_eq!(relay.get(id).unwrap().state(), JobState::Waiting, "rolled back: still waiting");
+    assert_eq!(
+        relay.get(id).unwrap().state(),
+        JobState::Waiting,
+        "rolled back: still waiting"
+    );
     let tx = db.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
     tx.execute("INSERT INTO orders VALUES (42, 1)", []).unwrap();
-    relay.emit_in(&tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec()).unwrap();
+    relay
+        .emit_in(&tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec())
+        .unwrap();
     tx.commit().unwrap();
     let job = relay.get(id).unwrap();
     assert_eq!(job.state(), JobState::Ready);

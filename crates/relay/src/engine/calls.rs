@@ -270,11 +270,7 @@ impl Engine {
         self.completions_op(batch, |w| w)
     }
 
-    fn completions_op<T: Send + 'static>(
-        &self,
-        batch: Vec<Completion>,
-        answer: fn(Worked) -> T,
-    ) -> Pending<T> {
+    fn completions_op<T: Send + 'static>(&self, batch: Vec<Completion>, answer: fn(Worked) -> T) -> Pending<T> {
         let batch = self.checked_completions(batch);
         let ids: Vec<JobId> = batch.iter().map(|(c, _)| c.id).collect();
         // A sleep, a wait and a step read the job's steps: never planned
@@ -462,7 +458,9 @@ impl Engine {
                         .and_then(|()| relay_core::job::Waited::check_key(key))
                         .err()
                         .map(crate::Error::from),
-                    CompletionOutcome::Join { step, .. } => relay_core::Step::check_name(step).err().map(crate::Error::from),
+                    CompletionOutcome::Join { step, .. } => {
+                        relay_core::Step::check_name(step).err().map(crate::Error::from)
+                    }
                     CompletionOutcome::Step { name, output } => relay_core::Step::check_name(name)
                         .and_then(|()| relay_core::Step::check_output(output))
                         .err()

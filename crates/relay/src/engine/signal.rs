@@ -136,9 +136,7 @@ impl Drop for Awaiting<'_> {
                 by_job.remove(&self.id);
             }
         }
-        self.signal
-            .awaiting
-            .fetch_sub(1, std::sync::atomic::Ordering::Release);
+        self.signal.awaiting.fetch_sub(1, std::sync::atomic::Ordering::Release);
     }
 }
 

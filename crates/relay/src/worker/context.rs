@@ -515,10 +515,11 @@ impl JobContext {
                 expires_at_ms: t.expires_at.as_millis(),
             })
         })?;
-        let (id, secret) = r
-            .token
-            .split_once('.')
-            .ok_or_else(|| JobError::permanent(format!("step {name:?} is recorded and is not a token; name the token anew")))?;
+        let (id, secret) = r.token.split_once('.').ok_or_else(|| {
+            JobError::permanent(format!(
+                "step {name:?} is recorded and is not a token; name the token anew"
+            ))
+        })?;
         Ok(crate::CompletionToken {
             id: id.to_owned(),
             secret: secret.to_owned(),
@@ -589,7 +590,9 @@ impl JobContext {
     pub fn join(&self, name: &str, child: crate::JobId) -> Result<crate::Joined, JobError> {
         if let Some(out) = self.recorded(name) {
             return crate::Joined::of(&out).ok_or_else(|| {
-                JobError::permanent(format!("step {name:?} is recorded and is not a join; name the join anew"))
+                JobError::permanent(format!(
+                    "step {name:?} is recorded and is not a join; name the join anew"
+                ))
             });
         }
         Err(JobError {

@@ -224,7 +224,16 @@ pub(crate) fn join(
     child: JobId,
 ) -> Result<JobStatus> {
     let cur = plan.status(id)?.ok_or(Error::NotFound { id })?;
-    decide(ctx, id, &cur, Action::Join { token, child, ended: false })?;
+    decide(
+        ctx,
+        id,
+        &cur,
+        Action::Join {
+            token,
+            child,
+            ended: false,
+        },
+    )?;
     if child == id {
         return Err(relay_core::InvalidInput::new("job", format!("job {id} cannot join itself")).into());
     }

@@ -59,7 +59,8 @@ pub(crate) fn create(
         hash: sha256_hex(&token.secret),
         until_ms: token.expires_at.as_millis(),
     };
-    let text = serde_json::to_string(&stored).map_err(|e| Error::from(relay_core::InvalidInput::new("token", e.to_string())))?;
+    let text = serde_json::to_string(&stored)
+        .map_err(|e| Error::from(relay_core::InvalidInput::new("token", e.to_string())))?;
     plan.set_mark(
         &token_mark(&token.id),
         text,
