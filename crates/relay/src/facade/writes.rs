@@ -141,7 +141,7 @@ facade! {
     /// `timeout`: a human or a third party completes it once, without an
     /// API token, by presenting its secret ([`Relay::complete_token`],
     /// `POST /v1/tokens/{id}.{secret}/complete`), which wakes the job
-    /// waiting for its event ([`CompletionToken::event_key`]). A worker's
+    /// waiting for its event ([`CompletionToken::event_key`](crate::CompletionToken::event_key)). A worker's
     /// handler makes one with
     /// [`JobContext::token`](crate::worker::JobContext::token).
     ///
