@@ -167,6 +167,18 @@ impl StoreReader for PgReader {
         rows.iter().map(throughput_row).collect()
     }
 
+    fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/wait_of.sql"))?;
+        match self.conn.query_opt(&st, &[&id.0]).map_err(map_err)? {
+            Some(r) => Ok(Some(relay_store::Wait {
+                key: decode::col(&r, 0, "key", Some(id))?,
+                step: decode::col(&r, 1, "step", Some(id))?,
+                until: Timestamp::from_millis(decode::col(&r, 2, "until", Some(id))?),
+            })),
+            None => Ok(None),
+        }
+    }
+
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/job_events.sql"))?;
         let rows = self

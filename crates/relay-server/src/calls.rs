@@ -248,7 +248,15 @@ impl Handle for calls::DeadGroups {
 
 impl Handle for calls::Get {
     async fn handle(s: Arc<AppState>, r: Req<Self>) -> Result<wire::Job, ApiError> {
-        Ok(conv::job(&s.relay.get(JobId(r.param)).await?))
+        let job = s.relay.get(JobId(r.param)).await?;
+        let mut out = conv::job(&job);
+        if job.state() == relay::JobState::Waiting {
+            // Gone since (deleted): answered as it was read.
+            if let Ok(Some(w)) = s.relay.waiting_for(job.id).await {
+                out.waiting_for = Some(conv::waiting_for(&w));
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -324,6 +324,29 @@ fn markup_in_every_field_renders_as_text() {
             || page.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
         "{page}"
     );
+    // What a WAITING job waits for (issue 40): an event, until a time.
+    let waiting = d.relay.submit(NewJob::new("mail", "wait", b"{}".to_vec())).unwrap();
+    let wl = d.relay.lease(LeaseRequest::new(["mail"])).unwrap().remove(0);
+    assert_eq!(wl.id, waiting);
+    let until = relay::Clock::now(&relay::SystemClock).plus(std::time::Duration::from_secs(3600));
+    d.relay
+        .complete_batch(vec![relay::Completion::wait(
+            waiting,
+            wl.token,
+            "ship<b>",
+            "shipped:42",
+            until,
+        )])
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let page = d.get(&format!("/jobs/{}", waiting.0), &[]).body;
+    assert!(
+        page.contains("<dt>Waiting for</dt>")
+            && page.contains("<code>shipped:42</code>")
+            && page.contains("ship&lt;b&gt;"),
+        "{page}"
+    );
     let bin = d.get(&format!("/jobs/{}", binary.0), &[]).body;
     assert!(bin.contains("bytes, not JSON") && bin.contains("01 3c 73 63"), "{bin}");
     assert!(

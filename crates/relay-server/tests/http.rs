@@ -1627,6 +1627,17 @@ fn a_completion_token_is_completed_without_an_api_token() {
         Some(json!({"outcomes": [{"id": id, "token": lease, "outcome": "wait", "step": "approval", "key": key, "until": until}]})),
     );
     assert_eq!((st, &v["outcomes"][0]["state"]), (200, &json!("WAITING")), "{v}");
+    // What it waits for (item 6), in GET /v1/jobs/{id}.
+    let (_, job) = s.call("GET", &format!("/v1/jobs/{id}"), None);
+    assert_eq!(
+        (
+            &job["waiting_for"]["kind"],
+            &job["waiting_for"]["token"],
+            &job["waiting_for"]["step"]
+        ),
+        (&json!("token"), &t["id"], &json!("approval")),
+        "{job}"
+    );
     let wrong = path.replace(&path[path.len() - 20..path.len() - 9], "00000000000");
     let (st, v) = s.call_as(None, "POST", &wrong, Some(json!({"ok": true})));
     assert_eq!((st, &v["error"]["code"]), (404, &json!("token_unknown")), "{v}");

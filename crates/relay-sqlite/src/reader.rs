@@ -114,6 +114,10 @@ impl StoreReader for SqliteReader {
         Ok(out)
     }
 
+    fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+        crate::writer::wait_of(&self.conn, id)
+    }
+
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::JOB_EVENTS).map_err(map_err)?;
         let mut rows = st.query(params![id.0, after, limit]).map_err(map_err)?;

@@ -686,19 +686,7 @@ impl<C: Borrow<Connection>> Store for SqliteStore<C> {
     }
 
     fn wait_of(&mut self, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
-        self.conn()
-            .prepare_cached(&crate::sql::WAIT_OF)
-            .and_then(|mut st| {
-                st.query_row([id.0], |r| {
-                    Ok(relay_store::Wait {
-                        key: r.get(0)?,
-                        step: r.get(1)?,
-                        until: Timestamp::from_millis(r.get(2)?),
-                    })
-                })
-                .optional()
-            })
-            .map_err(map_err)
+        wait_of(self.conn(), id)
     }
 
     fn job_expiries(&mut self, id: JobId) -> Result<(u32, Option<u32>), StoreError> {
@@ -968,6 +956,22 @@ fn candidate(row: &rusqlite::Row<'_>) -> Result<Candidate, StoreError> {
         priority: c.priority(1)?,
         ready_at: Timestamp::from_millis(c.int(2, "ready_at")?),
     })
+}
+
+/// Job `id`'s wait, if it has one (the writer's and the readers' read).
+pub(crate) fn wait_of(conn: &Connection, id: JobId) -> Result<Option<relay_store::Wait>, StoreError> {
+    conn.prepare_cached(&crate::sql::WAIT_OF)
+        .and_then(|mut st| {
+            st.query_row([id.0], |r| {
+                Ok(relay_store::Wait {
+                    key: r.get(0)?,
+                    step: r.get(1)?,
+                    until: Timestamp::from_millis(r.get(2)?),
+                })
+            })
+            .optional()
+        })
+        .map_err(map_err)
 }
 
 pub(crate) fn job_get(conn: &Connection, id: JobId) -> Result<Option<Job>, StoreError> {

@@ -776,6 +776,9 @@ pub trait StoreReader: Send {
     fn throughput_of(&mut self, since: Timestamp, queue: Option<&str>) -> Result<Vec<Throughput>, StoreError>;
     /// Events with `seq > after`, in order, at most `limit`.
     fn job_events(&mut self, id: JobId, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
+    /// Job `id`'s wait (an event, a completion token, a joined job), if it
+    /// has one.
+    fn wait_of(&mut self, id: JobId) -> Result<Option<Wait>, StoreError>;
     /// Counts of the queues with jobs named from `first` to `last` (byte
     /// order, both included; [`ALL_QUEUES`] for every queue).
     fn queue_stats(

@@ -822,3 +822,80 @@ pub fn a_completion_token_completes_once_with_its_secret(new_db: &NewDb) {
         TokenRefusal::Closed
     );
 }
+
+/// Item 6: `waiting_for` says what a WAITING job waits for: a sleep's
+/// end, an event or a completion token until a time, a job it joined, or
+/// the jobs it depends on; `None` for a job not WAITING.
+pub fn waiting_for_says_what_a_waiting_job_waits_for(new_db: &NewDb) {
+    use relay::{Completion, WaitingFor};
+    let (relay, clock, _db) = open_clocked(new_db);
+    let hour = Duration::from_secs(3600);
+    let submit = |q: &str| relay.submit(NewJob::new(q, "k", b"{}".to_vec())).unwrap();
+    let lease_of = |q: &str| {
+        relay
+            .lease(LeaseRequest::new([q]).lease_for(hour).worker("w"))
+            .unwrap()
+            .remove(0)
+    };
+    let park = |c: Completion| relay.complete_batch(vec![c]).unwrap().remove(0).unwrap();
+    let (sleeper, waiter, tokened, joiner, child) = (submit("a"), submit("b"), submit("c"), submit("d"), submit("e"));
+    let until = clock.now().plus(hour);
+    assert_eq!(relay.waiting_for(sleeper).unwrap(), None, "READY waits for nothing");
+    let l = lease_of("a");
+    park(Completion::sleep(sleeper, l.token, "nap", until));
+    assert_eq!(relay.waiting_for(sleeper).unwrap(), Some(WaitingFor::Sleep { until }));
+    let l = lease_of("b");
+    park(Completion::wait(waiter, l.token, "shipment", "shipped:7", until));
+    assert_eq!(
+        relay.waiting_for(waiter).unwrap(),
+        Some(WaitingFor::Event {
+            key: "shipped:7".into(),
+            step: "shipment".into(),
+            until
+        })
+    );
+    let l = lease_of("c");
+    let t = relay.create_token(tokened, l.token, hour).unwrap();
+    park(Completion::wait(
+        tokened,
+        l.token,
+        "approval",
+        t.event_key(),
+        t.expires_at,
+    ));
+    assert_eq!(
+        relay.waiting_for(tokened).unwrap(),
+        Some(WaitingFor::Token {
+            id: t.id.clone(),
+            step: "approval".into(),
+            until: t.expires_at
+        })
+    );
+    let l = lease_of("d");
+    park(Completion::join(joiner, l.token, "child", child));
+    assert_eq!(
+        relay.waiting_for(joiner).unwrap(),
+        Some(WaitingFor::Join {
+            job: child,
+            step: "child".into()
+        })
+    );
+    let dependent = relay
+        .submit(NewJob::new("f", "k", b"{}".to_vec()).depends_on([child, tokened]))
+        .unwrap();
+    assert_eq!(
+        relay.waiting_for(dependent).unwrap(),
+        Some(WaitingFor::Jobs { count: 2 })
+    );
+    // A wait that ended (cancelled), then a sleep: the sleep.
+    relay.cancel(waiter).unwrap();
+    relay.retry(waiter).unwrap();
+    let l = lease_of("b");
+    let later = until.plus(hour);
+    park(Completion::sleep(waiter, l.token, "nap", later));
+    assert_eq!(
+        relay.waiting_for(waiter).unwrap(),
+        Some(WaitingFor::Sleep { until: later })
+    );
+    assert!(matches!(relay.waiting_for(JobId(9_999)), Err(Error::NotFound { .. })));
+}

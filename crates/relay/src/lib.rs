@@ -74,7 +74,7 @@ pub use options::Options;
 pub use relay::Relay;
 pub use request::{
     Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted,
-    Worked, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
+    WaitingFor, Worked, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 

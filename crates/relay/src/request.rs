@@ -990,6 +990,48 @@ impl CompletionToken {
     }
 }
 
+/// What a WAITING job waits for ([`crate::Relay::waiting_for`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitingFor {
+    /// Jobs it was submitted to depend on: `count` of them have not ended.
+    Jobs {
+        /// How many.
+        count: u32,
+    },
+    /// A job its handler joined ([`crate::worker::JobContext::join`]).
+    Join {
+        /// The job awaited.
+        job: JobId,
+        /// The join's step.
+        step: String,
+    },
+    /// An event ([`crate::worker::JobContext::wait_event`]), until `until`.
+    Event {
+        /// The event's key.
+        key: String,
+        /// The wait's step.
+        step: String,
+        /// When the wait gives up.
+        until: Timestamp,
+    },
+    /// A completion token ([`crate::worker::JobContext::wait_token`]), until
+    /// `until`.
+    Token {
+        /// The token's public id.
+        id: String,
+        /// The wait's step.
+        step: String,
+        /// When the token expires.
+        until: Timestamp,
+    },
+    /// Asleep ([`crate::worker::JobContext::sleep`]) until `until`.
+    Sleep {
+        /// When it wakes.
+        until: Timestamp,
+    },
+}
+
 /// What an emit did ([`crate::Relay::emit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

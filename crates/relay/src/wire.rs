@@ -112,6 +112,7 @@ pub fn job(j: &Job) -> w::Job {
         tags: j.tags.clone(),
         group: j.group.clone(),
         steps: j.steps.iter().map(step).collect(),
+        waiting_for: None,
         waiting_on: s.waiting_on,
         progress: j.progress.as_ref().map(|p| w::Progress {
             fraction: p.fraction,
@@ -125,6 +126,38 @@ pub fn job(j: &Job) -> w::Job {
         result,
         result_base64,
     }
+}
+
+/// What a WAITING job waits for, on the wire.
+pub fn waiting_for(w: &crate::WaitingFor) -> w::WaitingFor {
+    use crate::WaitingFor as W;
+    let mut out = w::WaitingFor {
+        kind: String::new(),
+        count: None,
+        job: None,
+        key: None,
+        token: None,
+        step: None,
+        until: None,
+    };
+    match w {
+        W::Jobs { count } => (out.kind, out.count) = ("jobs".into(), Some(*count)),
+        W::Join { job, step } => (out.kind, out.job, out.step) = ("join".into(), Some(job.0), Some(step.clone())),
+        W::Event { key, step, until } => {
+            (out.kind, out.key, out.step, out.until) = (
+                "event".into(),
+                Some(key.clone()),
+                Some(step.clone()),
+                Some(time(*until)),
+            );
+        }
+        W::Token { id, step, until } => {
+            (out.kind, out.token, out.step, out.until) =
+                ("token".into(), Some(id.clone()), Some(step.clone()), Some(time(*until)));
+        }
+        W::Sleep { until } => (out.kind, out.until) = ("sleep".into(), Some(time(*until))),
+    }
+    out
 }
 
 /// A leased job, as a worker receives it.

@@ -89,6 +89,10 @@ pub struct Job {
     /// absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// What it waits for while WAITING (`GET /v1/jobs/{id}` only); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<WaitingFor>,
     /// Its payload: the JSON value stored (null: none); absent when the
     /// bytes are not JSON (then `payload_base64`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
@@ -143,6 +147,35 @@ pub struct Progress {
     /// earlier run (its token not the job's `lease_token`) stays until the
     /// next one reports.
     pub token: i64,
+}
+
+/// What a WAITING job waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct WaitingFor {
+    /// `jobs` (its dependencies: `count`), `join` (a job it joined:
+    /// `job`), `event` (`key`), `token` (a completion token: `token`, its
+    /// id) or `sleep`.
+    pub kind: String,
+    /// `jobs`: how many have not ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// `join`: the job awaited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<i64>,
+    /// `event`: its key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `token`: the completion token's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The wait's step (`join`, `event`, `token`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// Until when (`event`, `token`: the wait gives up; `sleep`: it wakes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("format" = "date-time")))]
+    pub until: Option<String>,
 }
 
 /// A step a job's handler recorded: a later attempt returns its output

@@ -265,8 +265,8 @@ impl RecordStep {
 pub struct CreateToken {
     /// The lease's token.
     pub token: i64,
-    /// How long the token is open (at most ten years).
-    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    /// How long the token is open (at most ten years: 3,660 days).
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 316_224_000_000u64)))]
     pub timeout_ms: u64,
 }
 

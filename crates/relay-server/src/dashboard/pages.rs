@@ -407,6 +407,25 @@ pub(crate) struct JobQuery {
     events_after: Option<String>,
 }
 
+/// What a WAITING job waits for, in words.
+fn waiting_for(w: &relay::WaitingFor) -> Markup {
+    use relay::WaitingFor as W;
+    match w {
+        W::Jobs { count } => html! { (count) " job" @if *count != 1 { "s" } " it depends on" },
+        W::Join { job, step } => html! {
+            "job " a href={ "/jobs/" (job.0) } { (job.0) } " to end (joined by step " code { (step) } ")"
+        },
+        W::Event { key, step, until } => html! {
+            "event " code { (key) } " (step " code { (step) } "), until " (time(*until))
+        },
+        W::Token { id, step, until } => html! {
+            "completion token " code { (id) } " (step " code { (step) } "), until " (time(*until))
+        },
+        W::Sleep { until } => html! { "its sleep to end at " (time(*until)) },
+        _ => html! { "something this dashboard does not know" },
+    }
+}
+
 pub(crate) async fn job(
     State(s): S,
     Extension(v): Extension<Visitor>,
@@ -415,6 +434,7 @@ pub(crate) async fn job(
 ) -> PageResult {
     let id = crate::parse::id(&raw)?;
     let job = s.relay.get(id).await?;
+    let waiting = s.relay.waiting_for(id).await?;
     let after = match q.events_after.as_deref().filter(|a| !a.is_empty()) {
         Some(a) => a
             .parse::<i64>()
@@ -468,6 +488,9 @@ pub(crate) async fn job(
             @if let Some(l) = &st.lease {
                 dt { "Leased by" } dd { code { (l.worker) } " (token " (st.last_token.0) ")" }
                 dt { "Lease expires" } dd { (time(l.expires_at)) }
+            }
+            @if let Some(w) = &waiting {
+                dt { "Waiting for" } dd.waiting { (waiting_for(w)) }
             }
             @if let Some(k) = &job.unique_key { dt { "Unique key" } dd { code { (k) } } }
             @if let Some(g) = &job.group { dt { "Group" } dd { code { (g) } } }

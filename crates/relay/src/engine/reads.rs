@@ -82,6 +82,43 @@ impl Engine {
         self.readers.with(|r| r.job_get(id))?.ok_or(Error::NotFound { id })
     }
 
+    /// What job `id` waits for, while it is WAITING (see
+    /// [`crate::Relay::waiting_for`]).
+    pub(crate) fn waiting_for(&self, id: JobId) -> Result<Option<crate::WaitingFor>> {
+        use crate::WaitingFor as W;
+        let job = self.get(id)?;
+        let st = &job.status;
+        if st.state != relay_core::JobState::Waiting {
+            return Ok(None);
+        }
+        let wait = self.readers.with(|r| r.wait_of(id))?;
+        Ok(Some(match wait {
+            Some(w) if st.waiting_on > 0 => match w.key.strip_prefix("#join:").and_then(|j| j.parse().ok()) {
+                Some(job) => W::Join {
+                    job: JobId(job),
+                    step: w.step,
+                },
+                None => W::Jobs { count: st.waiting_on },
+            },
+            None if st.waiting_on > 0 => W::Jobs { count: st.waiting_on },
+            // A wait's row stays after it ended (a cancel, a timeout): it
+            // is this one's only if its time is the job's.
+            Some(w) if w.until == st.ready_at => match w.key.strip_prefix("token:") {
+                Some(token) => W::Token {
+                    id: token.to_owned(),
+                    step: w.step,
+                    until: w.until,
+                },
+                None => W::Event {
+                    key: w.key,
+                    step: w.step,
+                    until: w.until,
+                },
+            },
+            _ => W::Sleep { until: st.ready_at },
+        }))
+    }
+
     pub(crate) fn events(&self, id: JobId) -> Result<Vec<Event>> {
         let events = self.readers.with(|r| r.job_events(id, 0, u32::MAX))?;
         if events.is_empty() {

@@ -86,6 +86,15 @@ facade! {
     ///   [`Relay`]).
     read fn get(id: JobId) -> Result<Job> = |e| e.get(id);
 
+    /// What job `id` waits for while it is WAITING (`None` otherwise):
+    /// jobs it depends on, a job it joined, an event or a completion token
+    /// until a time, or a sleep's end.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::get`].
+    read fn waiting_for(id: JobId) -> Result<Option<crate::WaitingFor>> = |e| e.waiting_for(id);
+
     /// Jobs matching `filter`, newest first, `filter.limit` of them; the
     /// next page is `before` the last one's id. A `since` at or after `until`
     /// is an empty range: it matches nothing.
