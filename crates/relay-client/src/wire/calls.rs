@@ -198,7 +198,7 @@ pub struct ResultQuery {
     /// its `--max-wait`, then answers: ask again); answer at once when left
     /// out or 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schema", schemars(range(min = 0)))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0, max = super::MAX_MS)))]
     pub wait_ms: Option<u64>,
 }
 
