@@ -697,9 +697,12 @@ export class Worker {
 
   /** A 401/403: nothing can be sent; `run()` rejects with `err` now. */
   private giveUp(err: RelayError, reports: Report[]): void {
+    // A step record's handler is told, whichever call brought the refusal
+    // (a report still in flight after the poll's 401, say).
+    for (const r of reports) r.record?.reject(err);
     if (this.fatal) return;
     this.fatal = err;
-    for (const r of [...reports, ...this.pending]) r.record?.reject(err);
+    for (const r of [...this.pending, ...this.inFlight]) r.record?.reject(err);
     const unsent = reports.length + this.pending.length;
     process.stderr.write(`relay worker: the server refuses this worker (${err.message}); stopping${unsent ? `, ${unsent} outcome(s) not reported` : ""}\n`);
     this.stopping = true;

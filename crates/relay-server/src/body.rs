@@ -60,6 +60,17 @@ pub(crate) async fn read_login(State(state): S, req: Request, next: Next) -> Res
     read(req, next, limit, state.config.body_timeout).await
 }
 
+/// The most a completion token's payload may be (64 KiB) and room for its
+/// JSON's whitespace.
+const OPEN_MAX: usize = 72 * 1024;
+
+/// [`read_body`] for the routes anyone may call without a token
+/// (`POST /v1/tokens/{token}/complete`): at most 72 KiB.
+pub(crate) async fn read_open(State(state): S, req: Request, next: Next) -> Response {
+    let limit = state.config.max_body_bytes.min(OPEN_MAX);
+    read(req, next, limit, state.config.body_timeout).await
+}
+
 async fn read(req: Request, next: Next, limit: usize, timeout: std::time::Duration) -> Response {
     let (parts, body) = req.into_parts();
     let read = match tokio::time::timeout(timeout, collect(body, limit)).await {

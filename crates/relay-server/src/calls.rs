@@ -273,6 +273,8 @@ impl Handle for calls::JobResult {
             .unwrap_or(Duration::ZERO)
             .min(s.config.max_wait);
         let id = JobId(r.param);
+        // A server shutting down holds no long-poll.
+        let wait = if *s.stopping.borrow() { Duration::ZERO } else { wait };
         let _permit = crate::api::wait_permit(&s, wait)?;
         let job = match s.relay.result_until(id, wait, s.stopping.clone().changed()).await? {
             Some(job) => job,

@@ -260,8 +260,9 @@ macro_rules! api_routes {
             protected
                 .layer(middleware::from_fn_with_state(Arc::clone(state), body::read_body))
                 .route_layer(middleware::from_fn_with_state(Arc::clone(state), auth::require_token))
-                // Open routes read their bodies under the same bounds.
-                .merge(open.layer(middleware::from_fn_with_state(Arc::clone(state), body::read_body)))
+                // Open routes read their bodies under tighter bounds (no
+                // token stands behind a caller).
+                .merge(open.layer(middleware::from_fn_with_state(Arc::clone(state), body::read_open)))
         }
     };
     (@add token, $p:ident, $o:ident, $method:ident, $path:literal, $handler:path) => {

@@ -278,6 +278,18 @@ fn markup_in_every_field_renders_as_text() {
     d.relay
         .record_step(binary, bin_lease.token, "raw", format!("\u{1}{x}").into_bytes())
         .unwrap();
+    // A completion token's record: its secret completes it, the page hides it.
+    let secret = "5e".repeat(32);
+    let text = format!("{}.{secret}", "1d".repeat(16));
+    d.relay
+        .record_step(
+            binary,
+            bin_lease.token,
+            "approval-token",
+            serde_json::to_vec(&serde_json::json!({"token": text, "path": format!("/v1/tokens/{text}/complete")}))
+                .unwrap(),
+        )
+        .unwrap();
     d.relay
         .nack(id, held.token, &format!("</pre>{x}\nsecond line"), None)
         .unwrap();
@@ -353,6 +365,7 @@ fn markup_in_every_field_renders_as_text() {
         bin.contains("<h2>Steps</h2>") && bin.contains("<td class=\"kind\">raw</td>"),
         "{bin}"
     );
+    assert!(!bin.contains(&secret) && bin.contains("(secret hidden)"), "{bin}");
 }
 
 /// The tags of a page as the browser parses them (text between `<` and

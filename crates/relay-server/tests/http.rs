@@ -1653,6 +1653,10 @@ fn a_completion_token_is_completed_without_an_api_token() {
         "{}",
         res.body_mut().read_to_string().unwrap()
     );
+    // Anyone may call it, so its body is bounded tighter than the API's.
+    let big = json!({"blob": "x".repeat(100 * 1024)});
+    let (st, v) = s.call_as(None, "POST", &path, Some(big));
+    assert_eq!((st, &v["error"]["code"]), (413, &json!("payload_too_large")), "{v}");
     let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "ada"})));
     assert_eq!((st, &v), (200, &json!({"completed": true, "woken": 1})), "{v}");
     let (st, v) = s.call_as(None, "POST", &path, Some(json!({"approved_by": "eve"})));

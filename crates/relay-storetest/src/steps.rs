@@ -679,10 +679,14 @@ pub fn a_join_waits_for_the_child_and_records_how_it_ended(new_db: &NewDb) {
         joined(Completion::join(parent, LeaseToken(p.token.0 + 99), "wait-part", child)),
         Err(Error::LeaseLost { .. })
     ));
-    assert!(matches!(
-        joined(Completion::join(parent, p.token, "wait-part", JobId(child.0 + 999))),
-        Err(Error::InvalidInput(_))
-    ));
+    // A job that does not exist (pruned after it ended, say) is recorded
+    // as DELETED, at once, and the job goes on.
+    let st = joined(Completion::join(parent, p.token, "wait-gone", JobId(child.0 + 999))).unwrap();
+    assert_eq!(st.state, JobState::Ready);
+    let gone = relay.get(parent).unwrap();
+    let j = Joined::of(&gone.steps.iter().find(|s| s.name == "wait-gone").unwrap().output).unwrap();
+    assert_eq!(j.state, None, "recorded as DELETED");
+    let p = lease_in("p");
     assert!(matches!(
         joined(Completion::join(parent, p.token, "wait-part", parent)),
         Err(Error::InvalidInput(_))
@@ -809,12 +813,43 @@ pub fn a_completion_token_completes_once_with_its_secret(new_db: &NewDb) {
     // Expired: the job's wait timed out.
     let l2 = lease_one(&relay, Duration::from_secs(3600));
     let late = relay.create_token(id, l2.token, Duration::from_secs(60)).unwrap();
-    let closing = relay.create_token(id, l2.token, Duration::from_secs(3600)).unwrap();
     clock.advance(Duration::from_secs(61));
     assert_eq!(
         refusal(relay.complete_token(&late.text(), b"1".to_vec())),
         TokenRefusal::Expired
     );
+    // Completed, then waited for a week and more later (a handler that
+    // slept first): the completion is still there, and still "used".
+    let long = relay
+        .create_token(id, l2.token, Duration::from_secs(30 * 86_400))
+        .unwrap();
+    assert_eq!(
+        relay.complete_token(&long.text(), b"\"yes\"".to_vec()).unwrap().woken,
+        0
+    );
+    clock.advance(Duration::from_secs(9 * 86_400));
+    assert_eq!(
+        refusal(relay.complete_token(&long.text(), b"2".to_vec())),
+        TokenRefusal::Used
+    );
+    let l3 = lease_one(&relay, Duration::from_secs(3600));
+    let st = relay
+        .complete_batch(vec![Completion::wait(
+            id,
+            l3.token,
+            "late-approval",
+            long.event_key(),
+            long.expires_at,
+        )])
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    assert_eq!(st.state, JobState::Ready, "the completion was found at once");
+    let rec = relay.get(id).unwrap();
+    let rec = rec.steps.iter().find(|s| s.name == "late-approval").unwrap();
+    assert_eq!(Waited::of(&rec.output), Some(Waited::Event(b"\"yes\"".to_vec())));
+    let l2 = lease_one(&relay, Duration::from_secs(3600));
+    let closing = relay.create_token(id, l2.token, Duration::from_secs(3600)).unwrap();
     // Closed: its job has ended.
     relay.ack(id, l2.token, None).unwrap();
     assert_eq!(

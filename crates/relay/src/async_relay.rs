@@ -148,7 +148,7 @@ impl AsyncRelay {
         timeout: std::time::Duration,
         stop: impl std::future::Future,
     ) -> Result<Option<crate::Job>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::relay::far_deadline(timeout);
         let mut stop = std::pin::pin!(stop);
         let awaiting = self.engine.deliver.finished.register(id);
         loop {

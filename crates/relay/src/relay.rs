@@ -425,7 +425,7 @@ impl Relay {
     /// - [`Error::Corrupt`], [`Error::Storage`], [`Error::Closed`], as for
     ///   every read.
     pub fn result(&self, id: JobId, timeout: std::time::Duration) -> Result<Option<crate::Job>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = far_deadline(timeout);
         // Registered before the first read: an end committed between the
         // read and the wait still wakes it.
         let awaiting = self.engine.deliver.finished.register(id);
@@ -594,4 +594,13 @@ pub(crate) fn first<T>(items: Vec<T>) -> Result<T> {
 /// The one answer of a batch of one.
 pub(crate) fn single(mut answers: Vec<Result<JobStatus>>) -> Result<JobStatus> {
     answers.pop().unwrap_or(Err(Error::Closed))
+}
+
+/// `timeout` from now, or a century from now for a longer one
+/// (`Duration::MAX`: wait for ever), where `Instant + timeout` would panic.
+pub(crate) fn far_deadline(timeout: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(std::time::Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
 }

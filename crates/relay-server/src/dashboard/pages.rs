@@ -323,13 +323,33 @@ fn indent_json(text: &str) -> String {
 }
 
 /// Bytes as pretty JSON when they are JSON, else their size and a hex dump.
+/// A completion token's record (a `ctx.token` step: `{"token":
+/// "<id>.<secret>", ...}`) without its secret, which completes the token:
+/// the page shows the id only.
+fn redact_token(v: &mut serde_json::Value) {
+    let Some(obj) = v.as_object_mut() else { return };
+    for field in ["token", "path"] {
+        if let Some(serde_json::Value::String(t)) = obj.get_mut(field) {
+            if let Some((head, secret)) = t.split_once('.') {
+                if secret.len() >= 64 {
+                    let tail = secret.get(64..).unwrap_or_default().to_owned();
+                    *t = format!("{head}.(secret hidden){tail}");
+                }
+            }
+        }
+    }
+}
+
 /// A step's output on one line: its JSON compact, or text, or the start of
 /// its bytes in hex, cut to 200 characters (a job holds up to 1,000 steps).
 fn step_text(b: &[u8]) -> String {
     const SHOWN: usize = 200;
     let text = match serde_json::from_slice::<serde_json::Value>(b) {
         _ if b.is_empty() => "null".to_owned(),
-        Ok(v) => v.to_string(),
+        Ok(mut v) => {
+            redact_token(&mut v);
+            v.to_string()
+        }
         Err(_) => match std::str::from_utf8(b) {
             Ok(t) if !t.chars().any(char::is_control) => t.to_owned(),
             _ => b

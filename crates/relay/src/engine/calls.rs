@@ -186,6 +186,13 @@ impl Engine {
                 relay_core::InvalidInput::new("key", "keys under event: are the emitted events' own (emit)").into(),
             );
         }
+        if key.starts_with("token:") {
+            return Err(relay_core::InvalidInput::new(
+                "key",
+                "keys under token: are the completion tokens' own (create_token)",
+            )
+            .into());
+        }
         let (key, value) = (key.to_owned(), value.to_owned());
         Ok(Pending::new(Hint::None, move |plan, ctx| {
             ops::put_mark(plan, &key, &value, ctx.now.plus(keep))
@@ -345,6 +352,17 @@ impl Engine {
             return Err(crate::Error::Token {
                 refusal: crate::TokenRefusal::Unknown,
             });
+        }
+        // Checked on a read connection first: a guess (a wrong secret, a
+        // made-up id) costs the writer nothing.
+        let unknown = crate::Error::Token {
+            refusal: crate::TokenRefusal::Unknown,
+        };
+        let (mark, secret) = ops::split_token(text).ok_or(unknown.clone())?;
+        let now = self.options.clock.now();
+        let stored = self.readers.with(|r| r.mark_get(&mark, now))?;
+        if !stored.is_some_and(|v| ops::secret_matches(&v, secret)) {
+            return Err(unknown);
         }
         let text = text.to_owned();
         Ok(Pending::new(Hint::None, move |plan, ctx| {

@@ -17,7 +17,7 @@ use relay_store::{Dependent, Store};
 mod steps;
 mod tokens;
 pub(crate) use steps::{emit, join, record_step, sleep, wait};
-pub(crate) use tokens::{complete as complete_token, create as create_token};
+pub(crate) use tokens::{complete as complete_token, create as create_token, secret_matches, split as split_token};
 
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<Submitted>> {
     let mut ids = Vec::with_capacity(jobs.len());
@@ -326,7 +326,12 @@ fn settle(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, parent: JobId, ended: Opt
             }
             match status.state {
                 JobState::Ready => ctx.made_ready |= status.ready_at <= ctx.now,
-                JobState::Cancelled => work.push((d.child, Some(JobState::Cancelled))),
+                JobState::Cancelled => {
+                    if let Some(jobs) = &mut ctx.ended_jobs {
+                        jobs.push(d.child);
+                    }
+                    work.push((d.child, Some(JobState::Cancelled)));
+                }
                 _ => {}
             }
         }

@@ -241,14 +241,10 @@ pub(crate) fn join(
     let ended = if recorded {
         true
     } else {
-        let Some(st) = plan.status(child)? else {
-            return Err(relay_core::InvalidInput::new(
-                "job",
-                format!("job {child} (joined by step {step:?} of job {id}) does not exist"),
-            )
-            .into());
-        };
-        if st.state.is_finished() {
+        // Gone (deleted, or pruned by retention after it ended): recorded
+        // as DELETED, as a child deleted during the join is.
+        let gone = plan.status(child)?.is_none();
+        if gone || plan.status(child)?.is_some_and(|st| st.state.is_finished()) {
             let out = joined(plan, child)?.output();
             append_step(plan, ctx, id, cur.attempts, step, &out)?;
             true

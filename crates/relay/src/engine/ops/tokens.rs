@@ -33,6 +33,27 @@ struct Stored {
     until_ms: i64,
 }
 
+/// The mark that says a token was completed: the first completion stands
+/// for the token's life and a week, not only for its event's week. A mark
+/// of its own (a live mark is never rewritten).
+fn used_mark(id: &str) -> String {
+    format!("token:{id}:used")
+}
+
+/// Whether mark text `value` (a token's) holds the SHA-256 of `secret`,
+/// compared in constant time: what a caller without the secret can learn
+/// nothing from, checked on a read connection before any write.
+pub(crate) fn secret_matches(value: &str, secret: &str) -> bool {
+    serde_json::from_str::<Stored>(value)
+        .is_ok_and(|s| bool::from(sha256_hex(secret).as_bytes().ct_eq(s.hash.as_bytes())))
+}
+
+/// A token's mark key for its `<id>.<secret>` text, and its secret.
+pub(crate) fn split(text: &str) -> Option<(String, &str)> {
+    let (id, secret) = text.split_once('.')?;
+    Some((token_mark(id), secret))
+}
+
 /// Makes token `token` (its id and secret drawn by the caller) for job
 /// `id`'s holder of `lease`, open until `until`.
 pub(crate) fn create(
@@ -90,7 +111,11 @@ pub(crate) fn complete(
     if !bool::from(sha256_hex(secret).as_bytes().ct_eq(stored.hash.as_bytes())) {
         return Err(refused(TokenRefusal::Unknown));
     }
-    if ctx.now >= Timestamp::from_millis(stored.until_ms) {
+    if plan.mark_value(&used_mark(id))?.is_some() {
+        return Err(refused(TokenRefusal::Used));
+    }
+    let until = Timestamp::from_millis(stored.until_ms);
+    if ctx.now >= until {
         return Err(refused(TokenRefusal::Expired));
     }
     let job = JobId(stored.job);
@@ -101,5 +126,17 @@ pub(crate) fn complete(
     if plan.event_payload(&key)?.is_some() {
         return Err(refused(TokenRefusal::Used));
     }
-    emit(plan, ctx, &key, payload)
+    let done = emit(plan, ctx, &key, payload)?;
+    // The completion is kept while the token could be waited for (a
+    // handler may begin its wait after a long sleep), not only a week.
+    let keep = until.plus(relay_core::job::EVENT_KEEP);
+    if keep > ctx.now.plus(relay_core::job::EVENT_KEEP) {
+        plan.set_mark(
+            &crate::engine::plan::event_mark(&key),
+            crate::engine::plan::event_text(payload),
+            keep,
+        )?;
+    }
+    plan.set_mark(&used_mark(id), "1".to_owned(), keep)?;
+    Ok(done)
 }
