@@ -197,17 +197,23 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
                 .map_err(|e| ApiError::bad_request(format!("outcome of job {}: {e}", o.id)))?;
             Ok(Completion::wait(id, token, step, key, until))
         }
-        K::Step => {
+        // Output and child are checked above for every other kind.
+        K::Step | K::Join
             if has_result
                 || o.error.is_some()
                 || o.retry_in_ms.is_some()
                 || o.permanent
                 || o.in_ms.is_some()
                 || o.until.is_some()
-                || o.key.is_some()
-            {
-                return Err(stray("a field other than step and output"));
-            }
+                || o.key.is_some() =>
+        {
+            Err(stray(if o.outcome == K::Step {
+                "a field other than step and output"
+            } else {
+                "a field other than step and child"
+            }))
+        }
+        K::Step => {
             let Some(step) = o.step else {
                 return Err(ApiError::bad_request(format!(
                     "outcome of job {}: a step record needs its step",
@@ -220,16 +226,6 @@ fn completion(o: wire::Outcome) -> Result<Completion, ApiError> {
             Ok(Completion::step(id, token, step, output))
         }
         K::Join => {
-            if has_result
-                || o.error.is_some()
-                || o.retry_in_ms.is_some()
-                || o.permanent
-                || o.in_ms.is_some()
-                || o.until.is_some()
-                || o.key.is_some()
-            {
-                return Err(stray("a field other than step and child"));
-            }
             let (Some(step), Some(child)) = (o.step, o.child) else {
                 return Err(ApiError::bad_request(format!(
                     "outcome of job {}: a join needs its step and child",

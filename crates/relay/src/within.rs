@@ -13,21 +13,7 @@ impl Engine {
     /// Submits `jobs` inside the transaction open on `tx`, a connection to
     /// this Relay's SQLite file (see `Relay::submit_in`).
     pub(crate) fn submit_in(&self, tx: &rusqlite::Connection, jobs: Vec<NewJob>) -> Result<Vec<Submitted>> {
-        let Some(ours) = self.backend.file() else {
-            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
-                "transaction",
-                format!(
-                    "this Relay is on {}, not an SQLite file: submit inside your own transaction there is for SQLite files",
-                    self.backend.describe()
-                ),
-            )));
-        };
-        let mut store = relay_sqlite::within(tx, ours).map_err(|e| match e {
-            relay_sqlite::WithinError::Refused(reason) => {
-                Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason))
-            }
-            relay_sqlite::WithinError::Store(e) => e.into(),
-        })?;
+        let mut store = self.within(tx, "submit")?;
         let pending = self.submit_op(jobs)?;
         self.run_within(&mut store, pending)
     }
@@ -35,23 +21,29 @@ impl Engine {
     /// Emits event `key` inside the caller's transaction on this Relay's
     /// file (see `Relay::emit_in`).
     pub(crate) fn emit_in(&self, tx: &rusqlite::Connection, key: &str, payload: Vec<u8>) -> Result<crate::Emitted> {
+        let mut store = self.within(tx, "emit")?;
+        let pending = self.emit_op(key, payload)?;
+        self.run_within(&mut store, pending)
+    }
+
+    /// The store of the transaction open on `tx`, checked to be on this
+    /// Relay's file (`what` names the call in the refusal).
+    fn within<'c>(&self, tx: &'c rusqlite::Connection, what: &str) -> Result<impl relay_store::Store + 'c> {
         let Some(ours) = self.backend.file() else {
             return Err(Error::InvalidInput(relay_core::InvalidInput::new(
                 "transaction",
                 format!(
-                    "this Relay is on {}, not an SQLite file: emit inside your own transaction there is for SQLite files",
+                    "this Relay is on {}, not an SQLite file: {what} inside your own transaction there is for SQLite files",
                     self.backend.describe()
                 ),
             )));
         };
-        let mut store = relay_sqlite::within(tx, ours).map_err(|e| match e {
+        relay_sqlite::within(tx, ours).map_err(|e| match e {
             relay_sqlite::WithinError::Refused(reason) => {
                 Error::InvalidInput(relay_core::InvalidInput::new("transaction", reason))
             }
             relay_sqlite::WithinError::Store(e) => e.into(),
-        })?;
-        let pending = self.emit_op(key, payload)?;
-        self.run_within(&mut store, pending)
+        })
     }
 }
 

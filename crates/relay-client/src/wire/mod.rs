@@ -150,6 +150,18 @@ pub(crate) fn base64_pair(bytes: &[u8]) -> Option<Option<String>> {
     (!bytes.is_empty()).then(|| Some(base64::engine::general_purpose::STANDARD.encode(bytes)))
 }
 
+/// `bytes` as a request's (`name`, `name_base64`) pair: a JSON value when
+/// they are JSON text, else base64; neither when empty.
+#[allow(clippy::type_complexity)]
+pub(crate) fn json_or_base64(bytes: &[u8]) -> (Option<Box<serde_json::value::RawValue>>, Option<Option<String>>) {
+    let json = (!bytes.is_empty())
+        .then(|| std::str::from_utf8(bytes).ok())
+        .flatten()
+        .and_then(|t| serde_json::value::RawValue::from_string(t.to_owned()).ok());
+    let b64 = if json.is_some() { None } else { base64_pair(bytes) };
+    (json, b64)
+}
+
 /// A job's state, as the API spells it: in capitals when written, in any
 /// case when read (`?state=dead`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

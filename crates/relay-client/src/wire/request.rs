@@ -244,15 +244,11 @@ impl RecordStep {
     /// A record of step `name` under `token` with `output`'s bytes (as a
     /// JSON value when they are JSON, else base64).
     pub fn new(token: i64, name: &str, output: &[u8]) -> Self {
-        let json = (!output.is_empty())
-            .then(|| std::str::from_utf8(output).ok())
-            .flatten()
-            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
-        let output_base64 = if json.is_some() { None } else { base64_pair(output) };
+        let (output, output_base64) = super::json_or_base64(output);
         Self {
             token,
             name: name.to_owned(),
-            output: json,
+            output,
             output_base64,
         }
     }
@@ -286,13 +282,9 @@ impl EmitEvent {
     /// An event carrying `payload`'s bytes (as a JSON value when they are
     /// JSON, else base64; none when empty).
     pub fn new(payload: &[u8]) -> Self {
-        let json = (!payload.is_empty())
-            .then(|| std::str::from_utf8(payload).ok())
-            .flatten()
-            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
-        let payload_base64 = if json.is_some() { None } else { base64_pair(payload) };
+        let (payload, payload_base64) = super::json_or_base64(payload);
         Self {
-            payload: json,
+            payload,
             payload_base64,
         }
     }

@@ -148,14 +148,10 @@ impl Outcome {
     /// Step `name` recorded with `output`'s bytes (as a JSON value when
     /// they are JSON, else base64), the job still LEASED.
     pub fn step(id: i64, token: i64, name: impl Into<String>, output: &[u8]) -> Self {
-        let json = (!output.is_empty())
-            .then(|| std::str::from_utf8(output).ok())
-            .flatten()
-            .and_then(|t| RawValue::from_string(t.to_owned()).ok());
-        let output_base64 = if json.is_some() { None } else { base64_pair(output) };
+        let (output, output_base64) = super::json_or_base64(output);
         Self {
             step: Some(name.into()),
-            output: json,
+            output,
             output_base64,
             ..Self::new(id, token, OutcomeKind::Step)
         }

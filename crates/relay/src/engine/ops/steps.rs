@@ -243,8 +243,7 @@ pub(crate) fn join(
     } else {
         // Gone (deleted, or pruned by retention after it ended): recorded
         // as DELETED, as a child deleted during the join is.
-        let gone = plan.status(child)?.is_none();
-        if gone || plan.status(child)?.is_some_and(|st| st.state.is_finished()) {
+        if plan.status(child)?.is_none_or(|st| st.state.is_finished()) {
             let out = joined(plan, child)?.output();
             append_step(plan, ctx, id, cur.attempts, step, &out)?;
             true
