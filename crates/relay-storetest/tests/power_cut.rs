@@ -35,6 +35,12 @@ struct Answered {
     nacked: Vec<(i64, i64)>,
     /// Threads that stopped after an injected I/O error.
     stopped: usize,
+    /// Step `a` of each workflow job: the value its answered record stands with.
+    records: HashMap<i64, String>,
+    /// Workflow jobs answered WAITING for (or woken at once by) their event.
+    waits: HashMap<i64, String>,
+    /// Answered emits, with the jobs each said it woke.
+    emits: HashMap<String, u32>,
 }
 
 impl Answered {
@@ -71,6 +77,25 @@ impl Answered {
             }
             "N" => self.nacked.push((num(1), num(2))),
             "X" => self.stopped += 1,
+            "R" => {
+                let value = parts
+                    .get(3)
+                    .unwrap_or_else(|| panic!("round {round}: bad line {line:?}"));
+                if let Some(first) = self.records.insert(num(1), (*value).to_owned()) {
+                    assert_eq!(
+                        &first,
+                        value,
+                        "round {round}: job {}'s step a answered with two values",
+                        num(1)
+                    );
+                }
+            }
+            "W" => {
+                self.waits.insert(num(1), parts[2].to_owned());
+            }
+            "E" => {
+                *self.emits.entry(parts[1].to_owned()).or_default() += u32::try_from(num(2)).unwrap();
+            }
             _ => panic!("round {round}: unexpected line {line:?}"),
         }
     }
@@ -103,14 +128,78 @@ impl Answered {
                 "round {round}: the answered nack of job {id} (token {token}) lost"
             );
         }
+        let steps = steps(path);
+        for (id, value) in &self.records {
+            let names: Vec<&str> = steps[id].iter().map(|s| s.name.as_str()).collect();
+            let a = steps[id].iter().find(|s| s.name == "a");
+            assert_eq!(
+                a.map(|s| String::from_utf8_lossy(&s.output).into_owned()).as_ref(),
+                Some(value),
+                "round {round}: job {id}'s answered record of step a lost or changed (steps {names:?})"
+            );
+            let mut unique = names.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                names.len(),
+                "round {round}: job {id} has a step recorded twice: {names:?}"
+            );
+        }
+        let conn = rusqlite::Connection::open(path).unwrap();
+        for key in self.emits.keys() {
+            let kept: bool = conn
+                .query_row(
+                    "SELECT count(*) > 0 FROM marks WHERE key = ?1",
+                    [format!("event:{key}")],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(kept, "round {round}: the answered emit of {key} lost");
+        }
+        for (id, key) in &self.waits {
+            if !self.emits.contains_key(key) {
+                continue;
+            }
+            let (state, _) = &stored[id];
+            let waits: i64 = conn
+                .query_row("SELECT count(*) FROM waits WHERE job_id = ?1", [id], |r| r.get(0))
+                .unwrap();
+            assert!(
+                steps[id].iter().any(|s| s.name == "w") && state != "WAITING" && waits == 0,
+                "round {round}: job {id} answered waiting for {key} and {key} answered emitted, yet it was never woken (state {state}, {waits} waits row)"
+            );
+        }
     }
+}
+
+/// Every job's recorded steps, decoded from the file's `steps` column.
+fn steps(path: &Path) -> HashMap<i64, Vec<relay::Step>> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn.prepare("SELECT id, steps FROM jobs").unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<Vec<u8>>>(1)?)))
+        .unwrap();
+    rows.map(Result::unwrap)
+        .map(|(id, bytes)| {
+            let steps = bytes.map_or_else(Vec::new, |b| {
+                relay_store::decode::steps(relay::JobId(id), &b).unwrap_or_else(|e| panic!("job {id}'s steps: {e}"))
+            });
+            (id, steps)
+        })
+        .collect()
 }
 
 /// Acceptance (item 7): power cuts at random moments under 8 threads of
 /// submit/lease/ack/nack, a third of them after an fsync failed (its pages
 /// lost for good, as on Linux) and a third after the disk was full for a
 /// write: every answered change survives, the file is sound, and no lease
-/// token is ever handed out twice.
+/// token is ever handed out twice. Issue 40, acceptance 2: beside them,
+/// workflows record a step, wait for an event and are woken by emits:
+/// every answered record is there with the value it was answered with, no
+/// step is recorded twice, every answered emit is kept, and every job
+/// answered waiting for an answered emit's key was woken (its event
+/// recorded, its waits row gone): no wake-up lost.
 #[test]
 fn answered_changes_survive_power_cuts() {
     let rounds: usize = std::env::var("RELAY_CAMPAIGN_ROUNDS")
@@ -155,19 +244,23 @@ fn answered_changes_survive_power_cuts() {
             );
         }
     }
+    let woken: u32 = answered.emits.values().sum();
     assert!(
-        answered.submitted.len() > rounds * 5 && !answered.acked.is_empty(),
-        "too little work to mean anything: {} submits, {} acks",
+        answered.submitted.len() > rounds * 5 && !answered.acked.is_empty() && woken > 0,
+        "too little work to mean anything: {} submits, {} acks, {woken} woken by emits",
         answered.submitted.len(),
         answered.acked.len()
     );
     eprintln!(
-        "power cuts: {rounds} rounds (a third after an fsync failed, a third after a full disk; {} threads stopped by EIO), {} submits, {} leases, {} acks, {} nacks answered, all on disk ({:.1?})",
+        "power cuts: {rounds} rounds (a third after an fsync failed, a third after a full disk; {} threads stopped by EIO), {} submits, {} leases, {} acks, {} nacks, {} step records, {} waits, {} emits (waking {woken}) answered, all on disk, no wake-up lost, no step recorded twice ({:.1?})",
         answered.stopped,
         answered.submitted.len(),
         answered.leases.values().map(Vec::len).sum::<usize>(),
         answered.acked.len(),
         answered.nacked.len(),
+        answered.records.len(),
+        answered.waits.len(),
+        answered.emits.len(),
         start.elapsed()
     );
 }

@@ -22,7 +22,9 @@
 //!   failing (EIO) or the Nth write finding the disk full. Prints `S <id>`,
 //!   `L <id> <token>`, `A <id> <token>`, `N <id> <token>` after each call
 //!   that returned successfully, `X stopped` when a thread stops after an
-//!   I/O error.
+//!   I/O error; beside them, workflows that record a step, wait for an
+//!   event and are woken by other threads' emits (see `campaign_workflow`:
+//!   `R`, `W`, `E` lines).
 //! - `relay-testchild faults DB WRITE|FULL|SYNC N CALLS`: under the fault
 //!   VFS with the Nth write failing with EIO (`WRITE`) or ENOSPC (`FULL`),
 //!   or the Nth fsync failing (`SYNC`), makes CALLS submits one after
@@ -446,7 +448,48 @@ fn campaign_thread(relay: &Relay, t: usize) -> Result<(), Error> {
                 say_line(&format!("A {} {}", job.id, job.token));
             }
         }
+        campaign_workflow(relay, t, &mut rng)?;
     }
+}
+
+/// The campaign's workflows (issue 40): a job of queue `w` records step
+/// `a`, then waits for event `e<id>` under step `w` (a day at most), and
+/// is acked once leased with the event recorded; each pass also emits the
+/// event of a job submitted a little earlier (waiting, about to wait, or
+/// from an earlier round). Prints `R <id> a <value>` for an answered record
+/// (the value that stands: its own, or the earlier one the call returned),
+/// `W <id> e<id>` for an answered wait and `E e<id> <woken>` for an
+/// answered emit.
+fn campaign_workflow(relay: &Relay, t: usize, rng: &mut fastrand::Rng) -> Result<(), Error> {
+    let id = relay.submit(NewJob::new("w", "flow", Vec::new()))?;
+    say_line(&format!("S {id}"));
+    let req = LeaseRequest::new(["w"]).worker(format!("t{t}")).max(2);
+    for job in relay.lease(req)? {
+        let (id, token) = (job.id, job.token);
+        say_line(&format!("L {id} {token}"));
+        if job.steps.iter().any(|s| s.name == "w") {
+            relay.ack(id, token, None)?;
+            say_line(&format!("A {id} {token}"));
+            continue;
+        }
+        if !job.steps.iter().any(|s| s.name == "a") {
+            let mine = format!("{id}-{token}").into_bytes();
+            let stands = relay
+                .record_step(id, token, "a", mine.clone())?
+                .map_or(mine, |s| s.output);
+            say_line(&format!("R {id} a {}", String::from_utf8_lossy(&stands)));
+        }
+        let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(86_400));
+        relay.wait(id, token, "w", &format!("e{id}"), until)?;
+        say_line(&format!("W {id} e{id}"));
+    }
+    let back = rng.i64(1..60);
+    if id.0 > back {
+        let key = format!("e{}", id.0 - back);
+        let emitted = relay.emit(&key, b"1".to_vec())?;
+        say_line(&format!("E {key} {}", emitted.woken));
+    }
+    Ok(())
 }
 
 /// The `faults` mode: see the module docs.
