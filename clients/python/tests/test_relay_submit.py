@@ -127,3 +127,57 @@ def test_relay_submit_with_psycopg_commits_or_rolls_back_with_the_transaction(pg
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+
+
+def test_relay_emit_with_psycopg_wakes_a_waiting_workflow_at_commit(pg_url):
+    """`relay_emit(key, payload)` inside the application's transaction
+    (issue 40): rolled back, the workflow still waits; committed, its
+    handler goes on with the payload, woken by the commit."""
+    import threading
+
+    from conftest import Server, free_port
+
+    from relay_client import Client, JobContext, Worker
+
+    server = Server(pg_url, free_port())
+    try:
+        client = Client(server.url, token=server.token)
+        id = client.submit("shipping", "ship", {"order": 7})
+        got = []
+        worker = Worker(client, ["shipping"], handle_signals=False, poll_wait=0.5)
+
+        @worker.handler("ship")
+        def ship(job, ctx: JobContext):
+            got.append(ctx.wait_event("shipped", f"shipped:{job.payload['order']}", 60))
+
+        t = threading.Thread(target=worker.run, daemon=True)
+        t.start()
+        _wait("the job to wait", lambda: client.get(id).state == "WAITING")
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS shipments (id INT PRIMARY KEY)")
+            conn.commit()
+
+            class Rollback(Exception):
+                pass
+
+            with pytest.raises(Rollback):
+                with conn.transaction():
+                    conn.execute("INSERT INTO shipments VALUES (7)")
+                    first, woken = conn.execute("SELECT * FROM relay_emit('shipped:7', %s)",
+                                                (json.dumps({"carrier": "ups"}).encode(),)).fetchone()
+                    assert (first, woken) == (True, 1)
+                    raise Rollback()
+            time.sleep(0.5)
+            assert client.get(id).state == "WAITING" and got == []
+
+            with conn.transaction():
+                conn.execute("INSERT INTO shipments VALUES (7)")
+                conn.execute("SELECT * FROM relay_emit('shipped:7', %s)", (json.dumps({"carrier": "ups"}).encode(),))
+            _wait("the workflow to finish", lambda: client.get(id).state == "SUCCEEDED")
+            assert got == [{"carrier": "ups"}]
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match="invalid key"):
+                conn.execute("SELECT * FROM relay_emit('no spaces', '')")
+        worker.stop()
+        t.join(10)
+    finally:
+        server.stop()

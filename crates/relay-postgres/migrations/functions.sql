@@ -114,3 +114,157 @@ BEGIN
     RETURN new_id;
 END
 $$;
+
+-- relay_emit: an event emitted inside the caller's own transaction (since
+-- version 25), as Relay::emit emits it: the event is kept 7 days (its mark
+-- `event:<key>`, whose first emit wins), and every job waiting for the key
+-- has the payload recorded as its wait's step and is READY, all in the
+-- caller's transaction: the order marked shipped and its event, or
+-- neither. The NOTIFY it sends when it woke a job (delivered at commit)
+-- wakes the waiting lessees of every Relay process. The checks are the
+-- library's (Waited::check_key, check_payload); a bad argument raises
+-- SQLSTATE 22023 naming it. It takes the key's transaction lock
+-- (sql/event_lock.sql) first, as the Relay writers do for an emit and a
+-- wait of the key: a wait that begins while the caller's transaction is
+-- open waits for its commit (keep it short). Returns whether this was the
+-- key's first emit and how many jobs it woke.
+--
+--   SELECT * FROM relay_emit('shipped:42', convert_to('{"carrier":"ups"}', 'UTF8'));
+CREATE OR REPLACE FUNCTION relay_emit(p_key TEXT, p_payload BYTEA DEFAULT '')
+RETURNS TABLE (first BOOLEAN, woken INT)
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_ms  BIGINT := floor(extract(epoch FROM clock_timestamp()) * 1000)::BIGINT;
+    txt     TEXT;
+    b64     TEXT;
+    mark    TEXT;
+    output  BYTEA;
+    w       RECORD;
+    j       RECORD;
+    grown   BYTEA;
+    seq     BIGINT;
+    n       INT := 0;
+BEGIN
+    IF p_key IS NULL OR char_length(p_key) NOT BETWEEN 1 AND 256 OR p_key !~ '^[A-Za-z0-9_.:/@+=-]+$' THEN
+        RAISE EXCEPTION 'relay_emit: invalid key %: 1-256 of ASCII letters, digits and _ . - : / @ + =', quote_nullable(p_key)
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_key LIKE 'token:%' THEN
+        RAISE EXCEPTION 'relay_emit: invalid key %: keys under token: are the completion tokens'' own (complete a token with its secret: POST /v1/tokens/{token}/complete)',
+            quote_literal(p_key) USING ERRCODE = '22023';
+    END IF;
+    IF p_payload IS NULL OR octet_length(p_payload) > 65536 THEN
+        RAISE EXCEPTION 'relay_emit: invalid payload: at most 65536 bytes (give '''' for none; emit an id, keep the data in your own storage)'
+            USING ERRCODE = '22023';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_key, 40));
+    -- The payload as its mark keeps it and as a wait's step records it
+    -- (plan::event_text and Waited::Event's output in the library): JSON
+    -- as it is, anything else in base64.
+    BEGIN
+        txt := convert_from(p_payload, 'UTF8');
+        PERFORM txt::JSON;
+    EXCEPTION WHEN OTHERS THEN
+        txt := NULL;
+    END;
+    b64 := replace(encode(p_payload, 'base64'), E'\n', '');
+    IF txt IS NOT NULL THEN
+        mark := 'j' || txt;
+        output := convert_to('{"event":' || btrim(txt, E' \t\n\r') || '}', 'UTF8');
+    ELSE
+        mark := 'b' || b64;
+        output := CASE WHEN octet_length(p_payload) = 0 THEN convert_to('{"event":null}', 'UTF8')
+                       ELSE convert_to('{"event_base64":"' || b64 || '"}', 'UTF8') END;
+    END IF;
+    -- The first emit of a key wins while its mark lives.
+    INSERT INTO relay_marks (key, value, expires_at) VALUES ('event:' || p_key, mark, now_ms + 7 * 86400000)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+        WHERE relay_marks.expires_at <= now_ms;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT false, 0;
+        RETURN;
+    END IF;
+    -- Every wait for the key ends; each job still WAITING for it (not
+    -- cancelled, deleted or retried since) records the event and is READY.
+    -- Rows are locked in id order, as the writers lock them.
+    FOR w IN WITH d AS (DELETE FROM relay_waits WHERE key = p_key RETURNING job_id, step)
+             SELECT job_id, step FROM d ORDER BY job_id LOOP
+        SELECT id, state, waiting_on, attempts, steps, last_seq INTO j FROM relay_jobs WHERE id = w.job_id FOR UPDATE;
+        IF NOT FOUND OR j.state <> 'WAITING' OR j.waiting_on <> 0 THEN
+            CONTINUE;
+        END IF;
+        -- Recorded already or past the job's bounds: woken all the same.
+        grown := relay_steps_append(j.id, j.steps, w.step, j.attempts, now_ms, output);
+        seq := COALESCE(j.last_seq, (SELECT MAX(e.seq) FROM relay_job_events AS e WHERE e.job_id = j.id), 0) + 1;
+        UPDATE relay_jobs SET state = 'READY', ready_at = now_ms, steps = COALESCE(grown, j.steps), last_seq = seq
+        WHERE id = j.id;
+        INSERT INTO relay_job_events (job_id, seq, at, kind, data)
+        VALUES (j.id, seq, now_ms, 'woken', jsonb_build_object('key', p_key)::TEXT);
+        n := n + 1;
+    END LOOP;
+    IF n > 0 THEN
+        PERFORM pg_notify('relay_ready', '');
+    END IF;
+    RETURN QUERY SELECT true, n;
+END
+$$;
+
+-- relay_steps_append: job `job`'s steps column with one more step, as
+-- relay_store::decode::steps_bytes writes it (a format byte 1, the count,
+-- then each step's name, attempt, time and output, integers
+-- little-endian); NULL when a step of that name is recorded already or one
+-- more would pass the job's bounds (1,000 steps, 1 MiB of output). Steps
+-- that do not decode raise SQLSTATE XX001 (data_corrupted) naming the job.
+CREATE OR REPLACE FUNCTION relay_steps_append(job BIGINT, steps BYTEA, name TEXT, attempt BIGINT, at_ms BIGINT, output BYTEA)
+RETURNS BYTEA
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    nm    BYTEA  := convert_to(name, 'UTF8');
+    n     BIGINT := 0;
+    pos   INT    := 5;  -- 0-based, after the format byte and the count
+    len   BIGINT;
+    total BIGINT := octet_length(output);
+BEGIN
+    IF steps IS NOT NULL THEN
+        IF octet_length(steps) < 5 OR get_byte(steps, 0) <> 1 THEN
+            RAISE EXCEPTION 'relay_emit: job %''s steps do not decode (format byte): delete it (relay delete)', job
+                USING ERRCODE = 'XX001';
+        END IF;
+        -- (Every shift in parentheses: | and << are of one precedence, left to right.)
+        n := get_byte(steps, 1) | (get_byte(steps, 2) << 8) | (get_byte(steps, 3) << 16) | (get_byte(steps, 4)::BIGINT << 24);
+        FOR i IN 1..n LOOP
+            IF pos + 2 > octet_length(steps) THEN
+                RAISE EXCEPTION 'relay_emit: job %''s steps end inside a step', job USING ERRCODE = 'XX001';
+            END IF;
+            len := get_byte(steps, pos) | (get_byte(steps, pos + 1) << 8);
+            IF substring(steps FROM pos + 3 FOR len::INT) = nm THEN
+                RETURN NULL;
+            END IF;
+            pos := pos + 2 + len::INT + 12;
+            IF pos + 4 > octet_length(steps) THEN
+                RAISE EXCEPTION 'relay_emit: job %''s steps end inside a step', job USING ERRCODE = 'XX001';
+            END IF;
+            len := get_byte(steps, pos) | (get_byte(steps, pos + 1) << 8) | (get_byte(steps, pos + 2) << 16)
+                   | (get_byte(steps, pos + 3)::BIGINT << 24);
+            total := total + len;
+            pos := pos + 4 + len::INT;
+        END LOOP;
+        IF pos <> octet_length(steps) THEN
+            RAISE EXCEPTION 'relay_emit: job %''s steps do not decode (bytes left over)', job USING ERRCODE = 'XX001';
+        END IF;
+    END IF;
+    IF n + 1 > 1000 OR total > 1048576 THEN
+        RETURN NULL;
+    END IF;
+    RETURN '\x01'::BYTEA || relay_le(n + 1, 4) || COALESCE(substring(steps FROM 6), '\x'::BYTEA)
+        || relay_le(octet_length(nm), 2) || nm || relay_le(attempt, 4) || relay_le(at_ms, 8)
+        || relay_le(octet_length(output), 4) || output;
+END
+$$;
+
+-- relay_le: `x` as `n` bytes, little-endian (the steps column's integers).
+CREATE OR REPLACE FUNCTION relay_le(x BIGINT, n INT) RETURNS BYTEA
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT decode(string_agg(lpad(to_hex((x >> (8 * i)) & 255), 2, '0'), '' ORDER BY i), 'hex')
+    FROM generate_series(0, n - 1) AS i
+$$;

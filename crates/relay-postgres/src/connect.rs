@@ -7,7 +7,7 @@ use postgres::{Client, NoTls};
 use relay_store::StoreError;
 use std::time::Duration;
 
-pub const SCHEMA_VERSION: i64 = 24;
+pub const SCHEMA_VERSION: i64 = 25;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_expect.sql"),
@@ -33,6 +33,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0022_group_leased.sql"),
     include_str!("../migrations/0023_worker_owner.sql"),
     include_str!("../migrations/0024_steps.sql"),
+    include_str!("../migrations/0025_emit_function.sql"),
 ];
 /// The schema's functions (`relay_submit`), each in its current definition
 /// and only there: run after the migrations whenever `migrate()` applies

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 pub use stmt::Pooler;
 use store::PgStore;
-pub use within::{submit_in, submit_in_blocking, SubmitArgs, WithinError};
+pub use within::{emit_in, emit_in_blocking, submit_in, submit_in_blocking, SubmitArgs, WithinError};
 /// The drivers [`submit_in`] and [`submit_in_blocking`] take connections of.
 pub use {postgres, tokio_postgres};
 

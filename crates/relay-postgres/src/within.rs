@@ -11,6 +11,7 @@ use relay_store::StoreError;
 use tokio_postgres::error::SqlState;
 
 const SUBMIT_IN: &str = include_str!("../sql/submit_in.sql");
+const EMIT_IN: &str = include_str!("../sql/emit_in.sql");
 
 /// A job for [`submit_in`], already validated by the caller.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +67,10 @@ fn map(e: tokio_postgres::Error) -> WithinError {
             WithinError::Refused(message)
         }
         Some(c) if *c == SqlState::UNDEFINED_FUNCTION => WithinError::Store(StoreError::NotADatabase {
-            reason: "relay_submit(...) is not in this database: open it with Relay (which migrates it) first".into(),
+            reason: format!(
+                "{}: Relay's functions are not in this database as this Relay knows them: open it with this Relay (which migrates it) first",
+                e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_owned())
+            ),
         }),
         _ => WithinError::Store(map_err(e)),
     }
@@ -95,4 +99,41 @@ pub async fn submit_in(client: &impl tokio_postgres::GenericClient, a: &SubmitAr
 pub fn submit_in_blocking(client: &mut impl postgres::GenericClient, a: &SubmitArgs<'_>) -> Result<i64, WithinError> {
     let row = client.query_one(SUBMIT_IN, &a.params()).map_err(map)?;
     row.try_get(0).map_err(map)
+}
+
+/// Emits event `key` inside the caller's open transaction (`client` as for
+/// [`submit_in`]) through `relay_emit(...)`: the event and the wake-ups of
+/// the jobs waiting for it exist if and only if the transaction commits.
+/// Returns whether this was the key's first emit, and how many jobs it woke.
+///
+/// # Errors
+///
+/// As [`submit_in`].
+pub async fn emit_in(
+    client: &impl tokio_postgres::GenericClient,
+    key: &str,
+    payload: &[u8],
+) -> Result<(bool, u32), WithinError> {
+    let row = client.query_one(EMIT_IN, &[&key, &payload]).await.map_err(map)?;
+    emitted(&row)
+}
+
+/// [`emit_in`] on the synchronous `postgres` crate's client or transaction.
+///
+/// # Errors
+///
+/// As [`submit_in`].
+pub fn emit_in_blocking(
+    client: &mut impl postgres::GenericClient,
+    key: &str,
+    payload: &[u8],
+) -> Result<(bool, u32), WithinError> {
+    let row = client.query_one(EMIT_IN, &[&key, &payload]).map_err(map)?;
+    emitted(&row)
+}
+
+fn emitted(row: &tokio_postgres::Row) -> Result<(bool, u32), WithinError> {
+    let first: bool = row.try_get(0).map_err(map)?;
+    let woken: i32 = row.try_get(1).map_err(map)?;
+    Ok((first, u32::try_from(woken).unwrap_or(0)))
 }

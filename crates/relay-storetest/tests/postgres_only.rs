@@ -1023,6 +1023,247 @@ fn submit_in_pg_enqueues_inside_the_callers_transaction() {
     );
 }
 
+/// Issue 40, item 3: `Relay::emit_in_pg` / `AsyncRelay::emit_in_pg` (the
+/// SQL function `relay_emit`) emit inside the caller's transaction.
+/// Rolled back: no event, every waiter still WAITING. Committed: the
+/// waiters are READY with the payload recorded as their wait's step (after
+/// a step recorded earlier), a lessee of another process is woken by the
+/// commit's NOTIFY, and what the function writes (the step's bytes, the
+/// job's events, the counts) is what `Relay::emit` writes for the same
+/// payload, JSON, bytes or empty. The first emit wins; a wait begun after
+/// it returns at once; bad keys and payloads are refused before the
+/// caller's transaction is touched, and by the function itself (SQLSTATE
+/// 22023) when called from SQL.
+#[test]
+fn emit_in_pg_wakes_waiters_inside_the_callers_transaction() {
+    use relay::{Clock, JobState};
+    let url = PgServer::shared().new_database();
+    let db = PgDb::fresh_at(url.clone());
+    let relay = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let other = db
+        .open(Options {
+            poll_interval: Duration::from_secs(60),
+            ..Options::default()
+        })
+        .unwrap();
+    let until = relay::SystemClock.now().plus(Duration::from_secs(3600));
+    // A job of queue `q` leased, given a step, and set waiting for `key`.
+    let waiting = |q: &str, key: &str| -> relay::JobId {
+        let id = relay.submit(NewJob::new(q, "flow", Vec::new())).unwrap();
+        let job = relay.lease(LeaseRequest::new([q])).unwrap().remove(0);
+        assert_eq!(job.id, id);
+        relay
+            .record_step(id, job.token, "charge", b"{\"id\":1}".to_vec())
+            .unwrap();
+        let st = relay.wait(id, job.token, "ship", key, until).unwrap();
+        assert_eq!(st.state, JobState::Waiting);
+        id
+    };
+    let a = waiting("wf", "shipped:42");
+    let b = waiting("wf", "shipped:42");
+    let cancelled = waiting("wf", "shipped:42");
+    relay.cancel(cancelled).unwrap();
+    let mut sync = relay::postgres::Client::connect(&url, relay::postgres::NoTls).unwrap();
+    sync.batch_execute("CREATE TABLE orders (id INT, shipped BOOL)")
+        .unwrap();
+    let event_kept = |c: &mut relay::postgres::Client, key: &str| -> bool {
+        c.query_one(
+            "SELECT count(*) > 0 FROM relay_marks WHERE key = $1",
+            &[&format!("event:{key}")],
+        )
+        .unwrap()
+        .get(0)
+    };
+
+    // Rolled back: nothing.
+    let mut tx = sync.transaction().unwrap();
+    tx.execute("INSERT INTO orders VALUES (42, true)", &[]).unwrap();
+    let e = relay
+        .emit_in_pg(&mut tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec())
+        .unwrap();
+    assert_eq!((e.first, e.woken), (true, 2), "the cancelled job's wait ended with it");
+    tx.rollback().unwrap();
+    assert!(!event_kept(&mut sync, "shipped:42"));
+    for id in [a, b] {
+        assert_eq!(relay.get(id).unwrap().state(), JobState::Waiting);
+        assert!(
+            relay.waiting_for(id).unwrap().is_some(),
+            "job {id}'s wait survives the rollback"
+        );
+    }
+
+    // Committed, with a lessee of another Relay waiting on the queue.
+    let leased = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            other
+                .lease(LeaseRequest::new(["wf"]).max(2).wait(Duration::from_secs(30)))
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let mut tx = sync.transaction().unwrap();
+        tx.execute("INSERT INTO orders VALUES (42, true)", &[]).unwrap();
+        let e = relay
+            .emit_in_pg(&mut tx, "shipped:42", br#"{"carrier":"ups"}"#.to_vec())
+            .unwrap();
+        assert_eq!((e.first, e.woken), (true, 2));
+        tx.commit().unwrap();
+        let committed = Instant::now();
+        let got = w.join().unwrap();
+        assert!(
+            committed.elapsed() < Duration::from_secs(10),
+            "woken by NOTIFY: {:?}",
+            committed.elapsed()
+        );
+        got
+    });
+    let mut ids: Vec<_> = leased.iter().map(|j| j.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [a, b]);
+    for j in &leased {
+        let names: Vec<&str> = j.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["charge", "ship"]);
+        assert_eq!(j.steps[1].output, br#"{"event":{"carrier":"ups"}}"#);
+    }
+    assert!(event_kept(&mut sync, "shipped:42"));
+    assert_eq!(relay.get(cancelled).unwrap().state(), JobState::Cancelled);
+    // The first emit wins, from SQL or the library.
+    let mut tx = sync.transaction().unwrap();
+    let e = relay.emit_in_pg(&mut tx, "shipped:42", b"\"late\"".to_vec()).unwrap();
+    tx.commit().unwrap();
+    assert_eq!((e.first, e.woken), (false, 0));
+    assert!(!relay.emit("shipped:42", Vec::new()).unwrap().first);
+    // A wait begun after it returns at once.
+    let late = relay.submit(NewJob::new("late", "flow", Vec::new())).unwrap();
+    let job = relay.lease(LeaseRequest::new(["late"])).unwrap().remove(0);
+    let st = relay.wait(late, job.token, "ship", "shipped:42", until).unwrap();
+    assert_eq!(st.state, JobState::Ready);
+    assert_eq!(
+        relay.get(late).unwrap().step("ship").unwrap().output,
+        br#"{"event":{"carrier":"ups"}}"#
+    );
+
+    // The same as Relay::emit writes, for JSON, bytes and nothing.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (n, payload) in [br#" {"n": [1, 2]} "#.to_vec(), vec![0xff, 0, 1], Vec::new()]
+        .into_iter()
+        .enumerate()
+    {
+        let by_sql = waiting(&format!("sql{n}"), &format!("same:{n}:sql"));
+        let by_lib = waiting(&format!("lib{n}"), &format!("same:{n}:lib"));
+        let e = rt.block_on(async {
+            let (mut client, conn) = relay::tokio_postgres::connect(&url, relay::tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            let tx = client.transaction().await.unwrap();
+            let e = relay
+                .to_async()
+                .emit_in_pg(&tx, &format!("same:{n}:sql"), payload.clone())
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            e
+        });
+        assert_eq!((e.first, e.woken), (true, 1));
+        let e = relay.emit(&format!("same:{n}:lib"), payload.clone()).unwrap();
+        assert_eq!((e.first, e.woken), (true, 1));
+        let (s, l) = (relay.get(by_sql).unwrap(), relay.get(by_lib).unwrap());
+        assert_eq!((s.state(), l.state()), (JobState::Ready, JobState::Ready));
+        let (ss, ls) = (s.step("ship").unwrap(), l.step("ship").unwrap());
+        assert_eq!(
+            (String::from_utf8_lossy(&ss.output), ss.attempt),
+            (String::from_utf8_lossy(&ls.output), ls.attempt),
+            "payload {payload:?}"
+        );
+        let kinds = |id| {
+            relay
+                .events(id)
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.kind, e.data))
+                .collect::<Vec<_>>()
+        };
+        let (ks, kl) = (kinds(by_sql), kinds(by_lib));
+        assert_eq!(ks.len(), kl.len());
+        assert_eq!(ks.last().unwrap().0, "woken");
+        assert_eq!(kl.last().unwrap().0, "woken");
+        let key_of = |d: &serde_json::Value| d["key"].as_str().unwrap().replace(":sql", "").replace(":lib", "");
+        assert_eq!(key_of(&ks.last().unwrap().1), key_of(&kl.last().unwrap().1));
+        let marks: Vec<String> = sync
+            .query(
+                "SELECT value FROM relay_marks WHERE key IN ($1, $2) ORDER BY key DESC",
+                &[&format!("event:same:{n}:sql"), &format!("event:same:{n}:lib")],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(marks[0], marks[1], "the kept event of payload {payload:?}");
+    }
+    let stats = relay.stats().unwrap();
+    for q in ["sql0", "sql1", "sql2", "lib0", "lib1", "lib2"] {
+        assert_eq!(stats.queues[q].counts.get(&JobState::Ready), Some(&1), "queue {q}");
+        assert_eq!(
+            stats.queues[q].counts.get(&JobState::Waiting).copied().unwrap_or(0),
+            0,
+            "queue {q}"
+        );
+    }
+
+    // Refused before the caller's transaction is touched; the function
+    // refuses the same from SQL.
+    let mut tx = sync.transaction().unwrap();
+    tx.execute("INSERT INTO orders VALUES (7, false)", &[]).unwrap();
+    for (key, payload, field) in [
+        ("no spaces", Vec::new(), "key"),
+        ("", Vec::new(), "key"),
+        ("token:abc", Vec::new(), "key"),
+        ("big", vec![b'1'; 64 * 1024 + 1], "payload"),
+    ] {
+        let e = relay.emit_in_pg(&mut tx, key, payload).unwrap_err();
+        assert!(
+            matches!(&e, relay::Error::InvalidInput(i) if i.field == field),
+            "{key:?}: {e}"
+        );
+    }
+    tx.commit().unwrap();
+    let kept: i64 = sync
+        .query_one("SELECT count(*) FROM orders WHERE id = 7", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1);
+    for (key, payload) in [
+        ("no spaces", Vec::new()),
+        ("token:abc", Vec::new()),
+        ("big", vec![b'1'; 64 * 1024 + 1]),
+    ] {
+        let e = sync
+            .query("SELECT * FROM relay_emit($1, $2)", &[&key, &payload])
+            .unwrap_err();
+        assert_eq!(
+            e.code(),
+            Some(&relay::postgres::error::SqlState::INVALID_PARAMETER_VALUE),
+            "{key:?}: {e}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = Relay::open(dir.path().join("x.db")).unwrap();
+    let mut tx = sync.transaction().unwrap();
+    let e = file.emit_in_pg(&mut tx, "k", Vec::new()).unwrap_err();
+    assert!(
+        matches!(&e, relay::Error::InvalidInput(i) if i.field == "transaction"),
+        "{e}"
+    );
+}
+
 /// Through PgBouncer in transaction mode, `LISTEN` on the direct listen
 /// URL wakes a lessee of one Relay at another's submit, as without the
 /// pooler.

@@ -81,6 +81,26 @@ impl AsyncRelay {
         Ok(crate::JobId(id))
     }
 
+    /// [`Relay::emit_in_pg`] with tokio-postgres: `tx` is a
+    /// `tokio_postgres::Transaction` (or a client inside `BEGIN`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::emit_in_pg`].
+    #[cfg(feature = "postgres")]
+    pub async fn emit_in_pg(
+        &self,
+        tx: &impl relay_postgres::tokio_postgres::GenericClient,
+        key: &str,
+        payload: Vec<u8>,
+    ) -> Result<crate::Emitted> {
+        self.engine.emit_for_pg(key, &payload)?;
+        let (first, woken) = relay_postgres::emit_in(tx, key, &payload)
+            .await
+            .map_err(|e| crate::within::from_within_as(e, "key"))?;
+        Ok(crate::Emitted { first, woken })
+    }
+
     /// [`Relay::lease`], as a future. A request that waits, when no job is
     /// ready, uses Tokio's timers: it needs a Tokio runtime with its time
     /// driver.

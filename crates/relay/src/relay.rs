@@ -339,6 +339,38 @@ impl Relay {
         Ok(JobId(id))
     }
 
+    /// Emits event `key` inside your own transaction on this Relay's
+    /// PostgreSQL database, as [`Relay::submit_in_pg`] submits: the event
+    /// and the wake-ups of the jobs waiting for it (each READY with the
+    /// payload recorded as its wait's step) exist if and only if `tx`
+    /// commits, and lessees of every Relay process are woken at that
+    /// commit (NOTIFY). It runs `relay_emit(...)`, the SQL function any
+    /// language can call (docs/guides/durable-execution.md). What it does
+    /// is [`Relay::emit`]'s: the first emit of a key wins.
+    ///
+    /// A wait for the same key that begins while `tx` is open waits for
+    /// its commit (both take the key's transaction lock): keep `tx` short.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::emit`] for a bad key or payload, and (field
+    /// `transaction`) when this Relay is on an SQLite file (use
+    /// [`Relay::emit_in`]); nothing is written then and `tx` is untouched.
+    /// [`Error::Storage`] for a lost connection or a database without
+    /// Relay's schema; as after any error PostgreSQL has then aborted `tx`.
+    #[cfg(feature = "postgres")]
+    pub fn emit_in_pg(
+        &self,
+        tx: &mut impl relay_postgres::postgres::GenericClient,
+        key: &str,
+        payload: Vec<u8>,
+    ) -> Result<crate::Emitted> {
+        self.engine.emit_for_pg(key, &payload)?;
+        let (first, woken) =
+            relay_postgres::emit_in_blocking(tx, key, &payload).map_err(|e| crate::within::from_within_as(e, "key"))?;
+        Ok(crate::Emitted { first, woken })
+    }
+
     /// Leases up to the request's `max` ready jobs from its queues, in the
     /// order they were chosen (priority, with aging), waiting up to its
     /// `wait` when none is ready. A submit in this process wakes the wait at once; one in

@@ -49,6 +49,19 @@ impl Engine {
 
 #[cfg(feature = "postgres")]
 impl Engine {
+    /// An event for `relay_emit(...)`, checked as `emit` checks it.
+    pub(crate) fn emit_for_pg(&self, key: &str, payload: &[u8]) -> Result<()> {
+        if self.backend.file().is_some() {
+            return Err(Error::InvalidInput(relay_core::InvalidInput::new(
+                "transaction",
+                "this Relay is on an SQLite file: emit inside your transaction there with Relay::emit_in",
+            )));
+        }
+        // The same checks as emit's (the function makes them again).
+        drop(self.emit_op(key, payload.to_vec())?);
+        Ok(())
+    }
+
     /// A job for `relay_submit(...)`, validated as `submit` does, and its
     /// delay in milliseconds.
     pub(crate) fn for_pg(&self, job: NewJob) -> Result<(crate::request::ValidJob, i64)> {
@@ -102,9 +115,15 @@ pub(crate) fn pg_args(job: &crate::request::ValidJob, delay_ms: i64) -> relay_po
 
 #[cfg(feature = "postgres")]
 pub(crate) fn from_within(e: relay_postgres::WithinError) -> Error {
+    from_within_as(e, "job")
+}
+
+/// `e`, a refusal naming `field`.
+#[cfg(feature = "postgres")]
+pub(crate) fn from_within_as(e: relay_postgres::WithinError, field: &'static str) -> Error {
     match e {
         relay_postgres::WithinError::Refused(reason) => {
-            Error::InvalidInput(relay_core::InvalidInput::new("job", reason))
+            Error::InvalidInput(relay_core::InvalidInput::new(field, reason))
         }
         relay_postgres::WithinError::Store(e) => e.into(),
     }
