@@ -106,6 +106,11 @@ pub struct Args {
     /// jobs waiting in durable execution cost the running queue nothing.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub sleepers: u64,
+    /// Before the run, park this many jobs (queue `bench-wait`) waiting a
+    /// day for events, each its own key (`bench-event:<id>`, a row of the
+    /// waits table each), WAITING and holding no lease.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub waiters: u64,
     /// Internal: run only the lease+ack loop (a child of --processes) and
     /// print its samples as JSON.
     #[arg(long, hide = true)]

@@ -109,7 +109,10 @@ pub fn run(args: &Args, path: &Path) -> Result<Report, String> {
         preload(&relay, args)?;
     }
     if args.sleepers > 0 {
-        park_sleepers(&relay, args)?;
+        park(&relay, args, args.sleepers, false)?;
+    }
+    if args.waiters > 0 {
+        park(&relay, args, args.waiters, true)?;
     }
     if args.limited() {
         let limits = relay::QueueLimits {
@@ -401,51 +404,53 @@ fn lease_ack_phase(relay: &Relay, args: &Args) -> Result<(Phase, u64), String> {
     Ok((Phase::from_samples(samples, args.jobs, wall), leased))
 }
 
-/// `--sleepers N`: N jobs of queue `bench-sleep`, leased 1,000 at a time
-/// and put to sleep for a day, each in one batch of sleeps.
-fn park_sleepers(relay: &Relay, args: &Args) -> Result<(), String> {
-    progress(
-        args,
-        &format!("parking {} jobs asleep for a day (queue bench-sleep)", args.sleepers),
-    );
+/// `--sleepers N` (`events` false): N jobs of queue `bench-sleep`, leased
+/// 1,000 at a time and put to sleep for a day, each in one batch of
+/// sleeps. `--waiters N` (`events` true): N jobs of queue `bench-wait`
+/// waiting a day for events, each its own key.
+fn park(relay: &Relay, args: &Args, count: u64, events: bool) -> Result<(), String> {
+    let (queue, what) = if events {
+        ("bench-wait", "waiting a day for an event each")
+    } else {
+        ("bench-sleep", "asleep for a day")
+    };
+    progress(args, &format!("parking {count} jobs {what} (queue {queue})"));
     let day = Duration::from_secs(86_400);
-    let mut left = args.sleepers;
+    let mut left = count;
     while left > 0 {
         let n = left.min(1000);
-        let jobs = (0..n)
-            .map(|_| NewJob::new("bench-sleep", "sleeper", Vec::new()))
-            .collect();
+        let jobs = (0..n).map(|_| NewJob::new(queue, "parked", Vec::new())).collect();
         relay
             .submit_batch(jobs)
-            .map_err(|e| format!("submitting sleepers: {e}"))?;
+            .map_err(|e| format!("submitting jobs to park: {e}"))?;
         let leased = relay
-            .lease(LeaseRequest::new(["bench-sleep"]).max(n as u32).worker("bench-sleeper"))
-            .map_err(|e| format!("leasing sleepers: {e}"))?;
+            .lease(LeaseRequest::new([queue]).max(n as u32).worker("bench-parker"))
+            .map_err(|e| format!("leasing jobs to park: {e}"))?;
         let until = relay::Clock::now(&relay::SystemClock).plus(day);
-        let sleeps = leased
+        let parks = leased
             .iter()
-            .map(|l| relay::Completion::sleep(l.id, l.token, "nap", until))
+            .map(|l| match events {
+                true => relay::Completion::wait(l.id, l.token, "event", format!("bench-event:{}", l.id.0), until),
+                false => relay::Completion::sleep(l.id, l.token, "nap", until),
+            })
             .collect();
-        for r in relay
-            .complete_batch(sleeps)
-            .map_err(|e| format!("putting sleepers to sleep: {e}"))?
-        {
-            r.map_err(|e| format!("a sleeper: {e}"))?;
+        for r in relay.complete_batch(parks).map_err(|e| format!("parking jobs: {e}"))? {
+            r.map_err(|e| format!("a parked job: {e}"))?;
         }
         left -= leased.len() as u64;
         if leased.is_empty() {
-            return Err("no sleeper could be leased".into());
+            return Err("no job to park could be leased".into());
         }
     }
     let waiting = relay
         .stats()
         .map_err(|e| format!("reading stats: {e}"))?
         .queues
-        .get("bench-sleep")
+        .get(queue)
         .and_then(|q| q.counts.get(&JobState::Waiting).copied())
         .unwrap_or(0);
-    if waiting != args.sleepers {
-        return Err(format!("{waiting} of {} sleepers are WAITING", args.sleepers));
+    if waiting != count {
+        return Err(format!("{waiting} of {count} parked jobs are WAITING"));
     }
     Ok(())
 }

@@ -260,6 +260,56 @@ impl StoreReader for PgReader {
         }
     }
 
+    fn marks_page(
+        &mut self,
+        first: &str,
+        end: &str,
+        kept_past: Timestamp,
+        limit: u32,
+        value_chars: u32,
+    ) -> Result<Vec<relay_store::MarkRow>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/marks_page.sql"))?;
+        let rows = self
+            .conn
+            .query(
+                &st,
+                &[
+                    &first,
+                    &end,
+                    &kept_past.as_millis(),
+                    &i64::from(limit),
+                    &i32::try_from(value_chars).unwrap_or(i32::MAX),
+                ],
+            )
+            .map_err(map_err)?;
+        rows.iter().map(mark_row).collect()
+    }
+
+    fn tokens_open(&mut self, kept_past: Timestamp, limit: u32) -> Result<Vec<relay_store::MarkRow>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/tokens_open.sql"))?;
+        let rows = self
+            .conn
+            .query(&st, &[&kept_past.as_millis(), &i64::from(limit)])
+            .map_err(map_err)?;
+        rows.iter().map(mark_row).collect()
+    }
+
+    fn awaited_keys(&mut self, after: &str, limit: u32) -> Result<Vec<relay_store::AwaitedKey>, StoreError> {
+        let st = self.conn.stmt(include_str!("../sql/awaited_keys.sql"))?;
+        let rows = self.conn.query(&st, &[&after, &i64::from(limit)]).map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                let waiters: i64 = decode::col(r, 1, "waiters", None)?;
+                Ok(relay_store::AwaitedKey {
+                    key: decode::col(r, 0, "key", None)?,
+                    waiters: u64::try_from(waiters).unwrap_or(0),
+                    first: JobId(decode::col(r, 2, "first waiter", None)?),
+                    until: Timestamp::from_millis(decode::col(r, 3, "until", None)?),
+                })
+            })
+            .collect()
+    }
+
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError> {
         let st = self.conn.stmt(include_str!("../sql/schedules_all.sql"))?;
         let rows = self.conn.query(&st, &[]).map_err(map_err)?;
@@ -335,5 +385,14 @@ fn throughput_row(r: &postgres::Row) -> Result<Throughput, StoreError> {
         succeeded: n(3)?,
         failed: n(4)?,
         dead: n(5)?,
+    })
+}
+
+/// A row of `marks_page.sql` or `tokens_open.sql`.
+fn mark_row(r: &tokio_postgres::Row) -> Result<relay_store::MarkRow, StoreError> {
+    Ok(relay_store::MarkRow {
+        key: decode::col(r, 0, "key", None)?,
+        value: decode::col(r, 1, "value", None)?,
+        expires_at: Timestamp::from_millis(decode::col(r, 2, "expires_at", None)?),
     })
 }

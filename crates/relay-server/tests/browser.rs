@@ -477,6 +477,26 @@ async fn the_dashboard_in_chromium() {
     c.goto(&format!("{base}/workers")).await.unwrap();
     wait_for(&c, "tr[data-state=stopped]").await;
 
+    // The Events page (issue 40): a job waiting for an event, then the
+    // event once emitted (the page is reached from the menu).
+    let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600));
+    let waiter = relay.submit(NewJob::new("shipping", "ship", Vec::new())).unwrap();
+    let l = relay.lease(LeaseRequest::new(["shipping"])).unwrap().remove(0);
+    relay.wait(waiter, l.token, "ship", "shipped:9", until).unwrap();
+    c.goto(&format!("{base}/")).await.unwrap();
+    click(&c, "nav a[href='/events']").await;
+    wait_for(&c, "table.awaited tr[data-key='shipped:9']").await;
+    assert_eq!(text(&c, "table.awaited tr[data-key='shipped:9'] td.num").await, "1");
+    relay.emit("shipped:9", br#"{"carrier":"ups"}"#.to_vec()).unwrap();
+    c.goto(&format!("{base}/events")).await.unwrap();
+    wait_for(&c, "table.recent tr[data-key='shipped:9']").await;
+    assert_eq!(
+        text(&c, "table.recent tr[data-key='shipped:9'] td.payload").await,
+        r#"{"carrier":"ups"}"#
+    );
+    assert_eq!(relay.get(waiter).unwrap().state(), JobState::Ready);
+    shot(&c, "events").await;
+
     // Markup in a job is text: nothing runs, nothing is injected.
     c.goto(&format!("{base}/jobs/{}", xss.0)).await.unwrap();
     wait_for(&c, "dd.kind").await;

@@ -713,3 +713,147 @@ fn the_workers_and_a_jobs_events_come_a_page_at_a_time() {
     let rest = d.get(&format!("/jobs/{}?events_after=200", id.0), &cookie);
     assert_eq!(rest.body.matches("<td class=\"kind\">").count(), 51);
 }
+
+/// Issue 40, item 6: the Events page lists the keys WAITING jobs wait for
+/// (with how many and the soonest timeout; a cancelled job's wait, a
+/// join and an emitted key left out), the latest events kept (JSON as
+/// written, bytes in base64, a long payload cut) and the completion tokens
+/// not completed yet (a completed one and an expired one left out, no
+/// secret on the page).
+#[test]
+fn the_events_page_shows_waits_recent_events_and_open_tokens() {
+    let d = Dash::start(&[]);
+    let r = &d.relay;
+    let until = relay::Clock::now(&relay::SystemClock).plus(Duration::from_secs(3600));
+    // A job of queue `q`, leased.
+    let leased = |q: &str| {
+        r.submit(NewJob::new(q, "k", Vec::new())).unwrap();
+        r.lease(LeaseRequest::new([q])).unwrap().remove(0)
+    };
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        let j = leased("shipping");
+        r.wait(j.id, j.token, "ship", "shipped:7", until).unwrap();
+        waiting.push(j.id);
+    }
+    let cancelled = leased("other");
+    r.wait(cancelled.id, cancelled.token, "ship", "gone:1", until).unwrap();
+    r.cancel(cancelled.id).unwrap();
+    let emitted = leased("other");
+    r.wait(emitted.id, emitted.token, "ship", "woken:1", until).unwrap();
+    assert_eq!(r.emit("woken:1", br#"{"by": "ada"}"#.to_vec()).unwrap().woken, 1);
+    r.emit("bytes:1", vec![0xff, 0x00, 0x01]).unwrap();
+    r.emit("long:1", format!("\"{}\"", "x".repeat(1000)).into_bytes())
+        .unwrap();
+    // Tokens: one open and waited for, one completed, one expired.
+    let holder = leased("approvals");
+    let open = r
+        .create_token(holder.id, holder.token, Duration::from_secs(600))
+        .unwrap();
+    let j = leased("approvals");
+    let done = r.create_token(j.id, j.token, Duration::from_secs(600)).unwrap();
+    r.complete_token(&format!("{}.{}", done.id, done.secret), Vec::new())
+        .unwrap();
+    let j = leased("approvals");
+    let expired = r.create_token(j.id, j.token, Duration::from_millis(1)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    r.wait(
+        holder.id,
+        holder.token,
+        "approval",
+        &format!("token:{}", open.id),
+        open.expires_at,
+    )
+    .unwrap();
+
+    let a = d.get("/events", &[]);
+    assert_eq!(a.status, 200, "{}", a.body);
+    let page = a.body;
+    let row = |attr: &str, key: &str| -> String {
+        let at = page
+            .find(&format!(r#"{attr}="{key}""#))
+            .unwrap_or_else(|| panic!("no row {key}: {page}"));
+        page[at..at + page[at..].find("</tr>").unwrap()].to_owned()
+    };
+    let shipped = row("data-key", "shipped:7");
+    assert!(shipped.contains(r#"<td class="num">3</td>"#), "{shipped}");
+    assert!(
+        shipped.contains(&format!(r#"href="/jobs/{}""#, waiting[0].0)),
+        "{shipped}"
+    );
+    let token_wait = row("data-key", &format!("token:{}", open.id));
+    assert!(token_wait.contains(r#"<td class="num">1</td>"#), "{token_wait}");
+    for gone in ["gone:1", "#join"] {
+        assert!(!page.contains(&format!(r#"data-key="{gone}"#)), "{gone} listed: {page}");
+    }
+    assert!(row("data-key", "woken:1").contains(r#"{"by": "ada"}"#.replace('"', "&quot;").as_str()));
+    let bytes = row("data-key", "bytes:1");
+    assert!(bytes.contains("base64 ") && bytes.contains("/wAB"), "{bytes}");
+    let long = row("data-key", "long:1");
+    assert!(long.contains('…') && long.matches('x').count() < 400, "{long}");
+    let tok = row("data-token", &open.id);
+    assert!(tok.contains(&format!(r#"href="/jobs/{}""#, holder.id.0)), "{tok}");
+    for left_out in [&done.id, &expired.id] {
+        assert!(
+            !page.contains(&format!(r#"data-token="{left_out}""#)),
+            "token {left_out} listed: {page}"
+        );
+    }
+    for secret in [&open.secret, &done.secret, &expired.secret] {
+        assert!(!page.contains(secret.as_str()), "a token's secret on the page");
+    }
+    assert!(
+        page.contains(r#"<a href="/events" aria-current="page">Events</a>"#),
+        "in the menu"
+    );
+}
+
+/// Issue 40, item 6: a DEAD job with recorded steps offers "Retry from
+/// the start" beside "Retry" on its page; the first forgets its steps
+/// (`Relay::retry_from_start`), the second keeps them.
+#[test]
+fn a_dead_jobs_page_retries_it_from_the_start_or_after_its_steps() {
+    let d = Dash::start(&[]);
+    let dead_with_a_step = || {
+        let id = d
+            .relay
+            .submit(NewJob::new("flows", "k", Vec::new()).max_attempts(1))
+            .unwrap();
+        let l = d.relay.lease(LeaseRequest::new(["flows"])).unwrap().remove(0);
+        d.relay.record_step(id, l.token, "charge", b"1".to_vec()).unwrap();
+        d.relay.nack(id, l.token, "boom", None).unwrap();
+        assert_eq!(d.relay.get(id).unwrap().state(), JobState::Dead);
+        id
+    };
+    let (kept, reset) = (dead_with_a_step(), dead_with_a_step());
+    let (cookie, csrf) = d.session();
+    let h = [("Cookie", cookie.as_str())];
+    let page = d.get(&format!("/jobs/{}", reset.0), &h).body;
+    assert!(page.contains("Retry from the start"), "{page}");
+    for (id, action) in [(kept, "retry"), (reset, "retry-from-start")] {
+        let back = format!("/jobs/{}", id.0);
+        let a = d.post(
+            &format!("/jobs/{}/{action}", id.0),
+            &h,
+            &form(&[("csrf", &csrf), ("back", &back)]),
+        );
+        assert_eq!(a.status, 303, "{}", a.body);
+    }
+    let steps = |id| d.relay.get(id).unwrap().steps.len();
+    assert_eq!((d.relay.get(kept).unwrap().state(), steps(kept)), (JobState::Ready, 1));
+    assert_eq!(
+        (d.relay.get(reset).unwrap().state(), steps(reset)),
+        (JobState::Ready, 0)
+    );
+    let page = d
+        .get(&format!("/jobs/{}?done=retry-from-start&count=1", reset.0), &h)
+        .body;
+    assert!(page.contains("1 job retried from the start."), "{page}");
+    // A job without steps has nothing to forget: no second button.
+    let plain = d.relay.submit(NewJob::new("plain", "k", Vec::new())).unwrap();
+    d.relay.cancel(plain).unwrap();
+    assert!(!d
+        .get(&format!("/jobs/{}", plain.0), &h)
+        .body
+        .contains("Retry from the start"));
+}

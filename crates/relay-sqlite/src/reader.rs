@@ -172,6 +172,51 @@ impl StoreReader for SqliteReader {
             .map_err(map_err)
     }
 
+    fn marks_page(
+        &mut self,
+        first: &str,
+        end: &str,
+        kept_past: Timestamp,
+        limit: u32,
+        value_chars: u32,
+    ) -> Result<Vec<relay_store::MarkRow>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::MARKS_PAGE).map_err(map_err)?;
+        let mut rows = st
+            .query(params![first, end, kept_past.as_millis(), limit, value_chars])
+            .map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(mark_row(&Cols::new(row, None))?);
+        }
+        Ok(out)
+    }
+
+    fn tokens_open(&mut self, kept_past: Timestamp, limit: u32) -> Result<Vec<relay_store::MarkRow>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::TOKENS_OPEN).map_err(map_err)?;
+        let mut rows = st.query(params![kept_past.as_millis(), limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            out.push(mark_row(&Cols::new(row, None))?);
+        }
+        Ok(out)
+    }
+
+    fn awaited_keys(&mut self, after: &str, limit: u32) -> Result<Vec<relay_store::AwaitedKey>, StoreError> {
+        let mut st = self.conn.prepare_cached(&crate::sql::AWAITED_KEYS).map_err(map_err)?;
+        let mut rows = st.query(params![after, limit]).map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let c = Cols::new(row, None);
+            out.push(relay_store::AwaitedKey {
+                key: c.text(0, "key")?,
+                waiters: u64::try_from(c.int(1, "waiters")?).unwrap_or(0),
+                first: JobId(c.int(2, "first waiter")?),
+                until: Timestamp::from_millis(c.int(3, "until")?),
+            });
+        }
+        Ok(out)
+    }
+
     fn workers(&mut self, after: &str, limit: u32) -> Result<relay_store::WorkerRows, StoreError> {
         let mut st = self.conn.prepare_cached(&crate::sql::WORKERS_PAGE).map_err(map_err)?;
         let mut rows = st.query(params![after, limit]).map_err(map_err)?;
@@ -287,5 +332,14 @@ fn throughput_row(c: &Cols<'_, '_>) -> Result<Throughput, StoreError> {
         succeeded: n(3, "succeeded")?,
         failed: n(4, "failed")?,
         dead: n(5, "dead")?,
+    })
+}
+
+/// A row of `marks_page.sql` or `tokens_open.sql`.
+fn mark_row(c: &Cols<'_, '_>) -> Result<relay_store::MarkRow, StoreError> {
+    Ok(relay_store::MarkRow {
+        key: c.text(0, "key")?,
+        value: c.text(1, "value")?,
+        expires_at: Timestamp::from_millis(c.int(2, "expires_at")?),
     })
 }

@@ -69,6 +69,9 @@ statements! {
     JOB_SET_STATUS = "job_set_status.sql";
     JOB_SET_STATUS_QUEUE = "job_set_status_queue.sql";
     MARK_GET = "mark_get.sql";
+    MARKS_PAGE = "marks_page.sql";
+    TOKENS_OPEN = "tokens_open.sql";
+    AWAITED_KEYS = "awaited_keys.sql";
     MARK_PRUNE = "mark_prune.sql";
     MARK_PUT = "mark_put.sql";
     WAIT_DELETE = "wait_delete.sql";

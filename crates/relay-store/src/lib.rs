@@ -239,6 +239,25 @@ pub struct Wait {
     pub until: Timestamp,
 }
 
+/// A kept mark as a page of them reads it ([`StoreReader::marks_page`]):
+/// its key, its value (cut to the page's length) and when it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkRow {
+    pub key: String,
+    pub value: String,
+    pub expires_at: Timestamp,
+}
+
+/// A key WAITING jobs wait for now ([`StoreReader::awaited_keys`]): how
+/// many, the first of them (by id) and the soonest time one gives up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwaitedKey {
+    pub key: String,
+    pub waiters: u64,
+    pub first: JobId,
+    pub until: Timestamp,
+}
+
 /// An existing job's new payload, progress and steps (each unchanged when
 /// `None`; the progress as its stored text, see [`decode::progress_text`],
 /// the steps as [`decode::steps_bytes`] writes them, all of them).
@@ -806,6 +825,29 @@ pub trait StoreReader: Send {
     fn schedules(&mut self) -> Result<Vec<Schedule>, StoreError>;
     /// As [`Store::mark_get`].
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
+    /// The marks with keys from `first` up to (not including) `end` (a
+    /// prefix's range) kept past `kept_past`, the latest to go first, at
+    /// most `limit`, each value cut to its first `value_chars` characters:
+    /// recent events (`event:`), open tokens (`token:`). Read along the
+    /// marks' expiry index, so a page costs its rows and the later marks of
+    /// other kinds, however many there are.
+    fn marks_page(
+        &mut self,
+        first: &str,
+        end: &str,
+        kept_past: Timestamp,
+        limit: u32,
+        value_chars: u32,
+    ) -> Result<Vec<MarkRow>, StoreError>;
+    /// The completion tokens not completed yet whose marks go after
+    /// `kept_past` (a token's mark is kept a week past its deadline), the
+    /// latest to go first, at most `limit` (values whole: a token's is
+    /// short). Along the expiry index, as [`StoreReader::marks_page`].
+    fn tokens_open(&mut self, kept_past: Timestamp, limit: u32) -> Result<Vec<MarkRow>, StoreError>;
+    /// The event and token keys jobs wait for now (WAITING, their wait not
+    /// ended; joins left out), in the store's order of keys after `after`
+    /// (`""`: from the first), at most `limit`, along the waits' key index.
+    fn awaited_keys(&mut self, after: &str, limit: u32) -> Result<Vec<AwaitedKey>, StoreError>;
     /// A page of workers' latest heartbeats, by id: those after `after`
     /// (`""`: from the first), at most `limit` rows; a row that does not
     /// decode is logged and left out. The second value is the next page's

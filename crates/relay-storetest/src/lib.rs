@@ -229,6 +229,7 @@ macro_rules! conformance {
             steps::a_join_waits_for_the_child_and_records_how_it_ended,
             steps::a_completion_token_completes_once_with_its_secret,
             steps::waiting_for_says_what_a_waiting_job_waits_for,
+            steps::the_events_pages_reads_list_waits_events_and_open_tokens,
             batches::a_wait_and_an_emit_of_its_key_in_one_batch,
             lifecycle::expired_and_lost_leases_are_counted,
             lifecycle::queue_waits_are_histograms_by_queue_and_kind,

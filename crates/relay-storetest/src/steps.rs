@@ -934,3 +934,132 @@ pub fn waiting_for_says_what_a_waiting_job_waits_for(new_db: &NewDb) {
     );
     assert!(matches!(relay.waiting_for(JobId(9_999)), Err(Error::NotFound { .. })));
 }
+
+/// Item 6: what the dashboard's Events page reads. `awaited_keys` counts
+/// the jobs WAITING for each event or token key now (a wait that ended
+/// with a cancel, a join and an emitted key left out), in pages after a
+/// key; `recent_events` gives the latest kept events newest first (JSON
+/// as written, bytes in base64, a long payload cut); `open_tokens` the
+/// tokens neither completed nor expired, without their secrets. Limits
+/// out of range are refused.
+pub fn the_events_pages_reads_list_waits_events_and_open_tokens(new_db: &NewDb) {
+    use relay::Completion;
+    let (relay, clock, _db) = open_clocked(new_db);
+    let hour = Duration::from_secs(3600);
+    let leased = |q: &str| {
+        relay.submit(NewJob::new(q, "k", b"{}".to_vec())).unwrap();
+        relay
+            .lease(LeaseRequest::new([q]).lease_for(hour).worker("w"))
+            .unwrap()
+            .remove(0)
+    };
+    let park = |c: Completion| relay.complete_batch(vec![c]).unwrap().remove(0).unwrap();
+    let until = clock.now().plus(hour);
+    let mut first = None;
+    for i in 0..3 {
+        let l = leased("a");
+        first.get_or_insert(l.id);
+        park(Completion::wait(
+            l.id,
+            l.token,
+            "ship",
+            "k:b",
+            until.plus(Duration::from_secs(i)),
+        ));
+    }
+    let l = leased("a");
+    park(Completion::wait(l.id, l.token, "ship", "k:a", until));
+    let gone = leased("a");
+    park(Completion::wait(gone.id, gone.token, "ship", "k:gone", until));
+    relay.cancel(gone.id).unwrap();
+    let l = leased("a");
+    park(Completion::wait(l.id, l.token, "ship", "k:emitted", until));
+    relay.emit("k:emitted", b"{\"n\": 1}".to_vec()).unwrap();
+    let child = relay.submit(NewJob::new("child", "k", Vec::new())).unwrap();
+    let l = leased("a");
+    park(Completion::join(l.id, l.token, "child", child));
+    let holder = leased("t");
+    let open = relay.create_token(holder.id, holder.token, hour).unwrap();
+    park(Completion::wait(
+        holder.id,
+        holder.token,
+        "approval",
+        open.event_key(),
+        open.expires_at,
+    ));
+
+    let keys = |after: Option<&str>, limit| -> Vec<(String, u64)> {
+        relay
+            .awaited_keys(after, limit)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.key, k.waiters))
+            .collect()
+    };
+    let all = keys(None, 100);
+    assert_eq!(
+        all,
+        [("k:a".into(), 1), ("k:b".into(), 3), (open.event_key(), 1)],
+        "waited for now"
+    );
+    let b = relay.awaited_keys(Some("k:a"), 1).unwrap().remove(0);
+    assert_eq!(
+        (b.key.as_str(), b.waiters, b.first, b.until),
+        ("k:b", 3, first.unwrap(), until)
+    );
+    assert_eq!(keys(Some(&open.event_key()), 100), []);
+
+    // Events, newest first (the clock moves on between emits).
+    clock.advance(Duration::from_secs(1));
+    relay.emit("k:bytes", vec![0xff, 0, 1]).unwrap();
+    clock.advance(Duration::from_secs(1));
+    relay
+        .emit("k:long", format!("\"{}\"", "x".repeat(1000)).into_bytes())
+        .unwrap();
+    let recent = relay.recent_events(10).unwrap();
+    let seen: Vec<(&str, &str, bool, bool)> = recent
+        .iter()
+        .map(|e| (e.key.as_str(), e.preview.as_str(), e.json, e.cut))
+        .take(3)
+        .collect();
+    let long = format!("\"{}", "x".repeat(relay::EVENT_PREVIEW as usize - 1));
+    assert_eq!(
+        seen,
+        [
+            ("k:long", long.as_str(), true, true),
+            ("k:bytes", "/wAB", false, false),
+            ("k:emitted", "{\"n\": 1}", true, false)
+        ]
+    );
+    assert_eq!(recent[0].kept_until, clock.now().plus(relay::EVENT_KEEP));
+    assert_eq!(relay.recent_events(1).unwrap().len(), 1);
+
+    // Tokens: open, completed, expired.
+    let l = leased("t");
+    let done = relay.create_token(l.id, l.token, hour).unwrap();
+    relay.complete_token(&done.text(), Vec::new()).unwrap();
+    let l = leased("t");
+    let short = relay.create_token(l.id, l.token, Duration::from_secs(1)).unwrap();
+    let ids = |relay: &Relay| -> Vec<(String, JobId)> {
+        relay
+            .open_tokens(100)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.id, t.job))
+            .collect()
+    };
+    assert_eq!(ids(&relay), [(open.id.clone(), holder.id), (short.id.clone(), l.id)]);
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(
+        ids(&relay),
+        [(open.id.clone(), holder.id)],
+        "an expired token is not open"
+    );
+    assert_eq!(relay.open_tokens(1).unwrap()[0].expires_at, open.expires_at);
+
+    for limit in [0, 1001] {
+        assert!(matches!(relay.awaited_keys(None, limit), Err(Error::InvalidInput(_))));
+        assert!(matches!(relay.recent_events(limit), Err(Error::InvalidInput(_))));
+        assert!(matches!(relay.open_tokens(limit), Err(Error::InvalidInput(_))));
+    }
+}

@@ -73,8 +73,9 @@ pub use error::{Error, Result, TokenRefusal};
 pub use options::Options;
 pub use relay::Relay;
 pub use request::{
-    Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, Submitted,
-    WaitingFor, Worked, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
+    AwaitedKey, Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule,
+    OpenToken, RecentEvent, Submitted, WaitingFor, Worked, EVENT_PREVIEW, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE,
+    MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 

@@ -990,6 +990,54 @@ impl CompletionToken {
     }
 }
 
+/// An event kept after its emit ([`crate::Relay::recent_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentEvent {
+    /// Its key.
+    pub key: String,
+    /// Until when it is kept: a wait that begins before then returns its
+    /// payload at once. A week after its emit, or (for the completion of
+    /// a completion token, key `token:<id>`) a week after the token's
+    /// deadline.
+    pub kept_until: Timestamp,
+    /// Its payload as emitted when it is JSON (`json`), else its bytes in
+    /// base64; at most [`EVENT_PREVIEW`] characters, cut when `cut`.
+    pub preview: String,
+    /// The payload is JSON.
+    pub json: bool,
+    /// The preview is cut short.
+    pub cut: bool,
+}
+
+/// Most characters of an event's payload [`crate::Relay::recent_events`]
+/// gives.
+pub const EVENT_PREVIEW: u32 = 300;
+
+/// A completion token not completed yet ([`crate::Relay::open_tokens`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenToken {
+    /// Its public id (the part of its text before the `.`; the secret
+    /// after it is kept only as a hash).
+    pub id: String,
+    /// The job it completes.
+    pub job: JobId,
+    /// When it expires.
+    pub expires_at: Timestamp,
+}
+
+/// A key WAITING jobs wait for now ([`crate::Relay::awaited_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwaitedKey {
+    /// The event's key (`token:<id>` for a completion token's).
+    pub key: String,
+    /// How many jobs wait for it.
+    pub waiters: u64,
+    /// The first of them, by id.
+    pub first: JobId,
+    /// The soonest time one of them gives up.
+    pub until: Timestamp,
+}
+
 /// What a WAITING job waits for ([`crate::Relay::waiting_for`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

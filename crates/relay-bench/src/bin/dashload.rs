@@ -287,6 +287,7 @@ fn run(cfg: &Config) -> Result<Value, String> {
             "/jobs?since=10m".to_owned(),
             format!("/jobs?before={some_id}"),
             "/dead".to_owned(),
+            "/events".to_owned(),
             format!("/jobs/{some_id}"),
         ];
         let mut timings = Vec::new();

@@ -147,7 +147,8 @@ pub(crate) struct ActionForm {
     back: Option<String>,
 }
 
-/// Retries, cancels or deletes one job.
+/// Retries (keeping its steps, or from the start), cancels or deletes one
+/// job.
 pub(crate) async fn job(
     State(s): S,
     Extension(v): Extension<Visitor>,
@@ -163,6 +164,8 @@ pub(crate) async fn job(
     };
     let done = match action.as_str() {
         "retry" => s.relay.retry(id).await,
+        // Its recorded steps forgotten: every step runs again.
+        "retry-from-start" => s.relay.retry_from_start(id).await,
         "cancel" => s.relay.cancel(id).await,
         "delete" => s.relay.delete(id).await,
         _ => return unknown(),

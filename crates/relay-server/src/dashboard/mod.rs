@@ -14,6 +14,7 @@
 
 mod actions;
 mod chart;
+mod events;
 mod filter;
 mod jobs;
 mod pages;
@@ -49,6 +50,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/dead", get(pages::dead))
         .route("/schedules", get(pages::schedules))
         .route("/workers", get(pages::workers))
+        .route("/events", get(events::events))
         .route("/schedules/{name}/{action}", post(actions::schedule))
         .route("/queues/{queue}", get(queue_page))
         .route("/queues/{queue}/{action}", post(actions::queue))

@@ -43,6 +43,7 @@ pub(super) fn layout(title: &str, nav: Option<&str>, visitor: Option<(&Visitor, 
                         (item("/dead", "Dead"))
                         (item("/schedules", "Schedules"))
                         (item("/workers", "Workers"))
+                        (item("/events", "Events"))
                     }
                     @if let Some((v, state)) = visitor {
                         @if state.dash.login_required {
@@ -132,6 +133,7 @@ pub(crate) struct Done {
 pub(super) fn notice(d: &Done) -> Markup {
     let verb = match d.done.as_deref() {
         Some("retry") => "retried",
+        Some("retry-from-start") => "retried from the start",
         Some("cancel") => "cancelled",
         Some("delete") => "deleted",
         Some("pause") => "paused",
@@ -485,6 +487,11 @@ pub(crate) async fn job(
         div.actions {
             @if matches!(st.state, JobState::Dead | JobState::Cancelled) {
                 (action_form(&v, &s, &format!("{here}/retry"), "Retry", "", &here))
+                // A retry goes on after the last recorded step; this one
+                // forgets them (relay retry --reset-steps).
+                @if !job.steps.is_empty() {
+                    (action_form(&v, &s, &format!("{here}/retry-from-start"), "Retry from the start", "", &here))
+                }
             }
             @if !st.state.is_finished() {
                 (action_form(&v, &s, &format!("{here}/cancel"), "Cancel", "", &here))

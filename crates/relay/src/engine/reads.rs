@@ -119,6 +119,83 @@ impl Engine {
         }))
     }
 
+    /// The latest events kept (see [`crate::Relay::recent_events`]).
+    pub(crate) fn recent_events(&self, limit: u32) -> Result<Vec<crate::RecentEvent>> {
+        crate::engine::search::check_limit(limit)?;
+        let now = self.options.clock.now();
+        // Two characters more than the preview: its mark's kind ('j' for
+        // JSON, 'b' for base64) first, and one that says it goes on.
+        let want = crate::EVENT_PREVIEW + 2;
+        let rows = self
+            .readers
+            .with(|r| r.marks_page("event:", "event;", now, limit, want))?;
+        Ok(rows
+            .into_iter()
+            .map(|m| {
+                let mut value = m.value.chars();
+                let json = value.next() == Some('j');
+                let preview: String = value.by_ref().take(crate::EVENT_PREVIEW as usize).collect();
+                crate::RecentEvent {
+                    key: m.key.strip_prefix("event:").unwrap_or(&m.key).to_owned(),
+                    kept_until: m.expires_at,
+                    cut: value.next().is_some(),
+                    preview,
+                    json,
+                }
+            })
+            .collect())
+    }
+
+    /// The completion tokens not completed yet (see
+    /// [`crate::Relay::open_tokens`]).
+    pub(crate) fn open_tokens(&self, limit: u32) -> Result<Vec<crate::OpenToken>> {
+        #[derive(serde::Deserialize)]
+        struct Stored {
+            job: i64,
+            until_ms: i64,
+        }
+        crate::engine::search::check_limit(limit)?;
+        // A token's mark is kept a week past its deadline: those kept
+        // past a week from now have not expired.
+        let now = self.options.clock.now();
+        let rows = self
+            .readers
+            .with(|r| r.tokens_open(now.plus(relay_core::job::EVENT_KEEP), limit))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|m| {
+                let id = m.key.strip_prefix("token:")?.to_owned();
+                match serde_json::from_str::<Stored>(&m.value) {
+                    Ok(t) => Some(crate::OpenToken {
+                        id,
+                        job: JobId(t.job),
+                        expires_at: Timestamp::from_millis(t.until_ms),
+                    }),
+                    Err(e) => {
+                        tracing::error!(token = id, error = %e, "a completion token's mark does not decode; it is left out");
+                        None
+                    }
+                }
+            })
+            .filter(|t| t.expires_at > now)
+            .collect())
+    }
+
+    /// The keys WAITING jobs wait for (see [`crate::Relay::awaited_keys`]).
+    pub(crate) fn awaited_keys(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::AwaitedKey>> {
+        crate::engine::search::check_limit(limit)?;
+        let rows = self.readers.with(|r| r.awaited_keys(after.unwrap_or(""), limit))?;
+        Ok(rows
+            .into_iter()
+            .map(|k| crate::AwaitedKey {
+                key: k.key,
+                waiters: k.waiters,
+                first: k.first,
+                until: k.until,
+            })
+            .collect())
+    }
+
     pub(crate) fn events(&self, id: JobId) -> Result<Vec<Event>> {
         let events = self.readers.with(|r| r.job_events(id, 0, u32::MAX))?;
         if events.is_empty() {

@@ -12,6 +12,18 @@ use relay_core::{Job, JobId, Schedule, Timestamp};
 use crate::{Error, Options};
 
 facade! {
+    /// The event and token keys WAITING jobs wait for now (their waits
+    /// not ended), in the store's order of keys after `after` (`None`:
+    /// from the first), at most `limit` (1-1000): each with its number of
+    /// waiters, the first of them and the soonest time one gives up. What
+    /// the dashboard's Events page lists.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a `limit` out of range; otherwise as
+    /// every read.
+    read fn awaited_keys(after: Option<&str>, limit: u32) -> Result<Vec<crate::AwaitedKey>> = |e| e.awaited_keys(after, limit);
+
     /// The stats of the `limit` queues with the most READY jobs; when
     /// fewer have any, then of the first others by name (so with `limit`
     /// queues or fewer, every queue). What `/metrics` labels.
@@ -130,6 +142,15 @@ facade! {
     /// [`Relay`]).
     read fn mark(key: &str) -> Result<Option<String>> = |e| { let now = e.options.clock.now(); e.readers.with(|r| r.mark_get(key, now)) };
 
+    /// The completion tokens neither completed nor expired, the latest
+    /// deadline first, at most `limit` (1-1000): each token's id, job and
+    /// deadline (never its secret, which only its holder has).
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::awaited_keys`].
+    read fn open_tokens(limit: u32) -> Result<Vec<crate::OpenToken>> = |e| e.open_tokens(limit);
+
     /// One queue's counts by state, the age of its oldest due job, and its
     /// pause state and limits (every count zero for a queue nothing has
     /// used).
@@ -147,6 +168,16 @@ facade! {
     ///
     /// As [`Relay::stats`].
     read fn queue_totals() -> Result<QueueTotals> = |e| e.queue_totals();
+
+    /// The latest events emitted and kept (a week after their emit: see
+    /// [`Relay::emit`]), newest first, at most `limit` (1-1000): each
+    /// event's key, until when it is kept, and its payload's first
+    /// [`crate::EVENT_PREVIEW`] characters.
+    ///
+    /// # Errors
+    ///
+    /// As [`Relay::awaited_keys`].
+    read fn recent_events(limit: u32) -> Result<Vec<crate::RecentEvent>> = |e| e.recent_events(limit);
 
     /// Retries every job `filter` matches that can be retried (DEAD or
     /// CANCELLED; the rest, and those whose unique key is taken, are passed

@@ -1,0 +1,11 @@
+-- The keys WAITING jobs wait for now, after ?1 in key order, at most ?2:
+-- each key's waiters, its first waiter and its soonest end. A wait's row
+-- outlives a wait that ended without its event (a cancel, a timeout): it
+-- counts while its job is WAITING until its time. Joins ('#join:<id>',
+-- below every event key's first character) are left out.
+SELECT w.key, count(*), min(w.job_id), min(w.until)
+FROM waits AS w JOIN jobs AS j ON j.id = w.job_id
+WHERE w.key > max(?1, '$') AND j.state = 'WAITING' AND j.ready_at = w.until
+GROUP BY w.key
+ORDER BY w.key
+LIMIT ?2
