@@ -58,7 +58,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .worker import ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Token, Wait, Worker
+from .worker import AsyncJobContext, ChildFailed, Join, JobContext, Permanent, Retry, Sleep, Snooze, Stats, TimedOut, Token, Wait, Worker
 
 __all__ = [
     "Busy",
@@ -74,6 +74,7 @@ __all__ = [
     "InvalidState",
     "Job",
     "Join",
+    "AsyncJobContext",
     "JobContext",
     "JobPage",
     "JobTemplate",

@@ -47,6 +47,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+import asyncio
 import base64
 import inspect
 import random
@@ -314,6 +315,89 @@ class JobContext:
         return self._deadline
 
 
+class AsyncJobContext(JobContext):
+    """The :class:`JobContext` of an ``async def`` handler: the same steps,
+    sleeps, waits, tokens and joins, each awaited.
+
+    >>> @worker.handler("order")  # doctest: +SKIP
+    ... async def order(job, ctx):
+    ...     charge = await ctx.step("charge", lambda: pay(job.payload, key=ctx.key("charge")))
+    ...     await ctx.sleep("cool-off", 3600)
+    ...     await ctx.step("email", send_receipt_async)  # an async fn is awaited
+
+    The Worker runs every ``async def`` handler on one asyncio event loop
+    of its own (one thread), where a step's record answered wakes its
+    handler without a thread switch; the ``concurrency`` slots are shared
+    with the thread-run handlers. A handler must not block that loop:
+    blocking calls belong in ``await asyncio.to_thread(...)``."""
+
+    def __init__(
+        self,
+        client: Client,
+        job: LeasedJob,
+        record: Callable[[LeasedJob, str, Payload], Any],
+    ):
+        super().__init__(client, job)
+        self._arecord = record
+
+    async def step(self, name: str, fn: Callable[[], Any]) -> Payload:  # type: ignore[override]
+        """:meth:`JobContext.step`, awaited: ``fn`` may be a plain function
+        or return an awaitable (an ``async def`` function), which is
+        awaited before its output is recorded."""
+        if name in self._steps:
+            return self._steps[name]
+        value = fn()
+        if inspect.isawaitable(value):
+            value = await value
+        recorded, standing = await self._arecord(self.job, name, value)
+        if not recorded:
+            value = standing
+        self._steps[name] = value
+        return value
+
+    # (JobContext's own methods called by name: its sleep and wait_token
+    # call sleep_until and wait_event, which are coroutines here.)
+    async def sleep(self, name: str, seconds: float) -> None:  # type: ignore[override]
+        """:meth:`JobContext.sleep`, awaited."""
+        JobContext.sleep_until(self, name, time.time() + seconds)
+
+    async def sleep_until(self, name: str, when: Union[float, datetime]) -> None:  # type: ignore[override]
+        """:meth:`JobContext.sleep_until`, awaited."""
+        JobContext.sleep_until(self, name, when)
+
+    async def wait_event(self, name: str, key: str, timeout: float) -> Payload:  # type: ignore[override]
+        """:meth:`JobContext.wait_event`, awaited."""
+        return JobContext.wait_event(self, name, key, timeout)
+
+    async def token(self, name: str, timeout: float) -> "Token":  # type: ignore[override]
+        """:meth:`JobContext.token`, awaited (the token is made on a thread:
+        the loop goes on meanwhile)."""
+        rec = await self.step(
+            name, lambda: asyncio.to_thread(self.client.create_token, self.job.id, self.job.token, timeout)
+        )
+        if not (isinstance(rec, dict) and isinstance(rec.get("token"), str)):
+            raise Permanent(f"step {name!r} is recorded and is not a token; name the token anew")
+        return Token(rec["id"], rec["token"], self.client.url + rec["path"], rec["key"], rec["expires_at"])
+
+    async def wait_token(self, name: str, token: "Token") -> Payload:  # type: ignore[override]
+        """:meth:`JobContext.wait_token`, awaited."""
+        left = datetime.fromisoformat(token.expires_at.replace("Z", "+00:00")).timestamp() - time.time()
+        return JobContext.wait_event(self, name, token.key, max(0.0, left))
+
+    async def spawn(self, name: str, queue: str, kind: str, payload: Payload = None, **options: Any) -> int:  # type: ignore[override]
+        """:meth:`JobContext.spawn`, awaited (the submit is made on a thread)."""
+        key = self.key(name)
+
+        def submit() -> int:
+            return int(self.client.submit(queue, kind, payload, idempotency_key=key, **options))
+
+        return int(await self.step(name, lambda: asyncio.to_thread(submit)))
+
+    async def join(self, name: str, child: int) -> Payload:  # type: ignore[override]
+        """:meth:`JobContext.join`, awaited."""
+        return JobContext.join(self, name, child)
+
+
 def _step_output(step: Dict[str, Any]) -> Payload:
     if "output_base64" in step:
         return base64.b64decode(step["output_base64"])
@@ -417,13 +501,15 @@ class _StepRecord:
     outcomes (``POST /v1/work``) and releases ``done`` once it is answered
     (a lock taken at birth: the cheapest wait there is, no Condition)."""
 
-    __slots__ = ("done", "error", "earlier")
+    __slots__ = ("done", "error", "earlier", "wake")
 
-    def __init__(self) -> None:
+    def __init__(self, wake: Optional[Callable[[], None]] = None) -> None:
         self.done = threading.Lock()
         self.done.acquire()
         self.error: Optional[BaseException] = None
         self.earlier: Optional[Dict[str, Any]] = None
+        #: An async handler's: wakes it on its event loop, once answered.
+        self.wake = wake
 
 
 # A job whose handler ended, with what to report and the stat it counts in;
@@ -479,6 +565,10 @@ class Worker:
         self._handlers: Dict[str, Handler] = {}
         # Kinds whose handler takes a JobContext too.
         self._with_context: Dict[str, bool] = {}
+        # Kinds whose handler is an `async def`: run on the worker's event
+        # loop (self._aloop, a thread of its own while run() runs).
+        self._async: Dict[str, bool] = {}
+        self._aloop: Optional[asyncio.AbstractEventLoop] = None
         # SimpleQueue: put() may be called from a signal handler (stop()).
         self._inbox: "queue.SimpleQueue[Message]" = queue.SimpleQueue()
         self._jobs: "queue.SimpleQueue[Optional[LeasedJob]]" = queue.SimpleQueue()
@@ -492,11 +582,14 @@ class Worker:
 
     def handler(self, kind: str) -> Callable[[Handler], Handler]:
         """Registers the decorated function for jobs of ``kind``: it takes the
-        job, or the job and its :class:`JobContext` (durable steps)."""
+        job, or the job and its :class:`JobContext` (durable steps). An
+        ``async def`` handler runs on the worker's event loop and gets an
+        :class:`AsyncJobContext`."""
 
         def register(f: Handler) -> Handler:
             self._handlers[kind] = f
             self._with_context[kind] = _arity(f) >= 2
+            self._async[kind] = inspect.iscoroutinefunction(f)
             return f
 
         return register
@@ -524,6 +617,11 @@ class Worker:
             threading.Thread(target=self._handler_loop, name=f"relay-handler-{i}", daemon=True)
             for i in range(self.concurrency)
         ]
+        runner: Optional[threading.Thread] = None
+        if any(self._async.values()):
+            self._aloop = asyncio.new_event_loop()
+            runner = threading.Thread(target=self._aloop.run_forever, name="relay-async", daemon=True)
+            runner.start()
         loop = _Loop(self)
         presence = _Presence(self, loop)
         beating = threading.Thread(target=presence.run, name="relay-presence", daemon=True)
@@ -541,6 +639,15 @@ class Worker:
                     calls.put(None)
             for _ in range(self.concurrency):
                 self._jobs.put(None)
+            if self._aloop is not None and runner is not None:
+                # Handlers still running after the grace were released:
+                # they are cancelled, and the loop ends.
+                aloop = self._aloop
+                aloop.call_soon_threadsafe(_cancel_all_and_stop, aloop)
+                runner.join(self.client.timeout)
+                if not runner.is_alive():
+                    aloop.close()
+                self._aloop = None
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if loop.fatal is not None:
@@ -596,36 +703,99 @@ class Worker:
 
     def _outcome_of(self, job: LeasedJob) -> Tuple[Outcome, str]:
         """Runs the job's handler; returns what to report and the stat it counts in."""
-        id, token = job.id, job.token
         handler = self._handlers.get(job.kind)
         if handler is None:
-            error = f"no handler for kind {job.kind!r} on this worker (queues: {', '.join(self.queues)})"
-            return Outcome.nack(id, token, error, permanent=True), "failed"
+            return self._unhandled(job)
         try:
             if self._with_context.get(job.kind):
                 result = handler(job, JobContext(self.client, job, self._record_step))
             else:
                 result = handler(job)
-        except Snooze as s:
-            return Outcome.release(id, token, in_=s.delay), "snoozed"
-        except Sleep as s:
-            return Outcome.sleep(id, token, s.step, _rfc3339(s.until_ms)), "slept"
-        except Wait as w:
-            return Outcome.wait(id, token, w.step, w.key, _rfc3339(w.until_ms)), "slept"
-        except Join as j:
-            return Outcome.join(id, token, j.step, j.child), "slept"
-        except Retry as r:
-            return Outcome.nack(id, token, f"{r}\n{traceback.format_exc()}", retry_in=r.delay), "failed"
-        except Permanent as p:
-            return Outcome.nack(id, token, f"{p}\n{traceback.format_exc()}", permanent=True), "failed"
         except BaseException as e:  # noqa: BLE001 - a handler thread never dies: its slot would be lost
-            return Outcome.nack(id, token, f"{_describe(e)}\n{traceback.format_exc()}"), "failed"
+            return self._raised(job, e)
+        return self._succeeded(job, result)
+
+    async def _run_async(self, job: LeasedJob) -> None:
+        """Runs an ``async def`` handler on the worker's event loop and hands
+        its outcome to the loop, as a handler thread does."""
         try:
-            return Outcome.ack(id, token, result), "succeeded"
+            outcome, stat = await self._async_outcome_of(job)
+        except asyncio.CancelledError:
+            return  # released at the grace's end: nothing more to say
+        except BaseException as e:  # noqa: BLE001 - the outcome must reach the loop
+            outcome, stat = self._failure(job, e), "failed"
+        self._inbox.put(("done", job, outcome, stat))
+
+    async def _async_outcome_of(self, job: LeasedJob) -> Tuple[Outcome, str]:
+        handler = self._handlers.get(job.kind)
+        if handler is None:
+            return self._unhandled(job)
+        try:
+            if self._with_context.get(job.kind):
+                result = await handler(job, AsyncJobContext(self.client, job, self._record_step_async))
+            else:
+                result = await handler(job)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            return self._raised(job, e)
+        return self._succeeded(job, result)
+
+    def _unhandled(self, job: LeasedJob) -> Tuple[Outcome, str]:
+        error = f"no handler for kind {job.kind!r} on this worker (queues: {', '.join(self.queues)})"
+        return Outcome.nack(job.id, job.token, error, permanent=True), "failed"
+
+    @staticmethod
+    def _raised(job: LeasedJob, e: BaseException) -> Tuple[Outcome, str]:
+        """What a handler that raised ``e`` reports (called in its except
+        clause: the traceback is the one being handled)."""
+        id, token = job.id, job.token
+        if isinstance(e, Snooze):
+            return Outcome.release(id, token, in_=e.delay), "snoozed"
+        if isinstance(e, Sleep):
+            return Outcome.sleep(id, token, e.step, _rfc3339(e.until_ms)), "slept"
+        if isinstance(e, Wait):
+            return Outcome.wait(id, token, e.step, e.key, _rfc3339(e.until_ms)), "slept"
+        if isinstance(e, Join):
+            return Outcome.join(id, token, e.step, e.child), "slept"
+        if isinstance(e, Retry):
+            return Outcome.nack(id, token, f"{e}\n{traceback.format_exc()}", retry_in=e.delay), "failed"
+        if isinstance(e, Permanent):
+            return Outcome.nack(id, token, f"{e}\n{traceback.format_exc()}", permanent=True), "failed"
+        return Outcome.nack(id, token, f"{_describe(e)}\n{traceback.format_exc()}"), "failed"
+
+    @staticmethod
+    def _succeeded(job: LeasedJob, result: Any) -> Tuple[Outcome, str]:
+        try:
+            return Outcome.ack(job.id, job.token, result), "succeeded"
         except (TypeError, ValueError, RecursionError) as e:
             error = f"the handler's result cannot be sent ({type(e).__name__}: {e}); return a JSON value or bytes"
-            return Outcome.nack(id, token, error), "failed"
+            return Outcome.nack(job.id, job.token, error), "failed"
 
+    async def _record_step_async(self, job: LeasedJob, name: str, value: Payload) -> Tuple[bool, Payload]:
+        """:meth:`_record_step` for an ``async def`` handler: awaits the
+        answer on the event loop instead of blocking a thread."""
+        aloop = asyncio.get_running_loop()
+        answered = aloop.create_future()
+
+        def wake() -> None:  # on the worker loop's thread
+            try:
+                aloop.call_soon_threadsafe(_resolve, answered)
+            except RuntimeError:
+                pass  # the event loop is closed: nobody waits any more
+
+        outcome = Outcome.step(job.id, job.token, name, value)
+        record = _StepRecord(wake)
+        with self._closing:
+            if self._closed:
+                raise Unavailable(f"job {job.id}: the worker stopped before step {name!r} was recorded")
+            self._inbox.put(("step", job, outcome, record))
+        await answered
+        if record.error is not None:
+            raise record.error
+        if record.earlier is not None:
+            return False, _step_output(record.earlier)
+        return True, value
 
     def _record_step(self, job: LeasedJob, name: str, value: Payload) -> Tuple[bool, Payload]:
         """Records step ``name`` of ``job`` through the loop, with the other
@@ -646,6 +816,23 @@ class Worker:
         if record.earlier is not None:
             return False, _step_output(record.earlier)
         return True, value
+
+
+def _resolve(answered: "asyncio.Future[None]") -> None:
+    if not answered.done():
+        answered.set_result(None)
+
+
+def _cancel_all_and_stop(aloop: asyncio.AbstractEventLoop) -> None:
+    """On the event loop: cancels the handlers still running (their jobs
+    were released) and stops the loop once they have seen it."""
+    tasks = [t for t in asyncio.all_tasks(aloop) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if not tasks:
+        aloop.stop()
+        return
+    asyncio.gather(*tasks, return_exceptions=True).add_done_callback(lambda _: aloop.stop())
 
 
 class _Call:
@@ -894,13 +1081,17 @@ class _Loop:
                 self.add_pending(job, Outcome.release(job.id, job.token), "released")
             return
         give = self.w._jobs.put
+        run_async, aloop = self.w._async, self.w._aloop
         for job in jobs:
             # The same id again: its earlier lease was lost (it expired),
             # that handler's outcome will be dropped.
             self.lost.discard(job.id)
             self.held[job.id] = job
             self.started[job.id] = _now()
-            give(job)
+            if aloop is not None and run_async.get(job.kind):
+                asyncio.run_coroutine_threadsafe(self.w._run_async(job), aloop)
+            else:
+                give(job)
         self.busy += len(jobs)
         shortest = min(job.lease_for_ms for job in jobs) / 3000.0
         self.next_beat = min(self.next_beat, time.monotonic() + shortest)
@@ -1011,6 +1202,8 @@ class _Loop:
         if record in self.records:
             self.records.discard(record)
             record.done.release()
+            if record.wake is not None:
+                record.wake()
 
     def drop(self, job: LeasedJob) -> None:
         if self.held.get(job.id) is job:

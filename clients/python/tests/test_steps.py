@@ -328,3 +328,94 @@ def test_a_completion_token_wakes_its_job_once(client: Client):
     t.join(10)
     assert client.get(id).result["decision"] == {"approved_by": "ada"}
     assert len(urls) == 1, "the email went once"
+
+
+def test_async_handlers_await_their_steps_sleeps_waits_and_children(client: Client):
+    """Item 1 ("async and sync where the runtime has both"): an ``async
+    def`` handler gets an AsyncJobContext whose steps (a plain or an async
+    body), sleeps, event waits, spawns and joins are awaited, on the
+    Worker's event loop beside thread-run handlers; its records ride on
+    POST /v1/work as the threads' do; a retry skips what was recorded; a
+    step raising fails the job as a thread's would."""
+    import asyncio
+
+    from relay_client import AsyncJobContext
+
+    before = _requests_to(client, "/v1/jobs/{id}/steps")
+    runs: Counter = Counter()
+    ids = [client.submit("aq", "order", {"n": n}, max_attempts=3) for n in range(20)]
+    plain = client.submit("aq", "plain", {"n": 7})
+    worker = Worker(client, ["aq"], concurrency=8, handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("order")
+    async def order(job, ctx: AsyncJobContext):
+        assert isinstance(ctx, AsyncJobContext)
+        n = job.payload["n"]
+
+        async def charge():
+            runs.update([("charge", n)])
+            await asyncio.sleep(0.001)
+            return {"charged": n}
+
+        charged = await ctx.step("charge", charge)
+        await ctx.sleep("cool-off", 0.2)
+        child = await ctx.spawn("child", "aq", "plain", {"n": n})
+        joined = await ctx.join("joined", child)
+        event = await ctx.wait_event("approval", f"approved:{job.id}", 60)
+
+        def label():
+            runs.update([("label", n)])
+            if job.attempt == 1 and n % 2 == 0:
+                raise Retry("the printer is off", 0)
+            return f"label-{n}"
+
+        printed = await ctx.step("label", label)
+        return {"charged": charged["charged"], "joined": joined, "event": event, "label": printed}
+
+    @worker.handler("plain")
+    def plain_handler(job):  # a thread-run handler beside the async ones
+        return job.payload["n"] * 2
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("every order to wait for its approval", lambda: all(client.get(i).state == "WAITING" and client.get(i).steps and client.get(i).steps[-1]["name"] == "joined" for i in ids), 60)
+    for i in ids:
+        client.emit(f"approved:{i}", {"by": "ada"})
+    wait_for("the orders to finish", lambda: all(client.get(i).state == "SUCCEEDED" for i in ids), 60)
+    worker.stop()
+    t.join(10)
+    assert not t.is_alive()
+    assert client.get(plain).result == 14
+    for n, i in enumerate(ids):
+        job = client.get(i)
+        assert job.result == {"charged": n, "joined": n * 2, "event": {"by": "ada"}, "label": f"label-{n}"}
+        assert [s["name"] for s in job.steps] == ["charge", "cool-off", "child", "joined", "approval", "label"]
+        assert runs[("charge", n)] == 1, "a recorded step is not run again"
+        assert runs[("label", n)] == (2 if n % 2 == 0 else 1)
+    assert _requests_to(client, "/v1/jobs/{id}/steps") == before, "a step record took a call of its own"
+
+
+def test_an_async_handler_waits_for_its_completion_token(client: Client):
+    """An ``async def`` handler makes a completion token once and awaits
+    it; completed from outside, it goes on with the payload."""
+    from relay_client import AsyncJobContext
+
+    id = client.submit("atok", "approve")
+    made = []
+    worker = Worker(client, ["atok"], handle_signals=False, poll_wait=0.5)
+
+    @worker.handler("approve")
+    async def approve(job, ctx: AsyncJobContext):
+        token = await ctx.token("token", 600)
+        made.append(token)
+        return await ctx.wait_token("approval", token)
+
+    t = threading.Thread(target=worker.run, daemon=True)
+    t.start()
+    wait_for("the job to wait for its token", lambda: client.get(id).state == "WAITING")
+    assert client.complete_token(made[0].token, {"ok": True})["completed"] is True
+    wait_for("the job to finish", lambda: client.get(id).state == "SUCCEEDED")
+    worker.stop()
+    t.join(10)
+    assert client.get(id).result == {"ok": True}
+    assert len({tok.id for tok in made}) == 1, "one token, made once"

@@ -48,17 +48,21 @@ export class Transport {
   private readonly host: string;
   private readonly port: number;
   private readonly prefix: string;
-  /** Why `url` cannot be used, said by every call (as `fetch` did), not by the constructor. */
-  private readonly unusable?: string;
-
+  /**
+   * Refuses a URL that is not http:// or https:// at once (a TypeError), as
+   * the Python client does: a URL without its scheme ("127.0.0.1:7433")
+   * would otherwise fail every call as if the server were down, and a
+   * Worker would wait for it forever.
+   */
   constructor(readonly url: string, private readonly token?: string) {
     let u: URL;
     try {
       u = new URL(url);
-      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`${u.protocol} is not http: or https:`);
-    } catch (e) {
-      this.unusable = `not an http(s) URL: ${(e as Error).message}`;
-      u = new URL("http://invalid");
+    } catch {
+      throw new TypeError(`not an http:// or https:// URL: ${JSON.stringify(url)} (write it as http://host:port)`);
+    }
+    if ((u.protocol !== "http:" && u.protocol !== "https:") || !u.hostname) {
+      throw new TypeError(`not an http:// or https:// URL: ${JSON.stringify(url)} (write it as http://host:port)`);
     }
     this.module = u.protocol === "https:" ? https : http;
     // LIFO: the most recently used connection is reused first, so spare
@@ -89,7 +93,6 @@ export class Transport {
     repeatable = false,
     headers: Record<string, string> = {},
   ): Promise<Answer> {
-    if (this.unusable) throw unavailable(this.url, new Error(this.unusable));
     try {
       return await this.attempt(method, path, body, timeoutMs, false, headers);
     } catch (e) {

@@ -235,3 +235,10 @@ test("stats follows every page of queues; statsPage reads one", async () => {
     own.stop();
   }
 });
+
+test("a URL without http:// or https:// is refused at once, not retried as an outage (issue 42)", () => {
+  for (const url of ["127.0.0.1:7433", "localhost:7433", "ftp://example.com", "not a url"]) {
+    assert.throws(() => new Client(url), (e) => e instanceof TypeError && /not an http:\/\/ or https:\/\/ URL/.test(e.message), url);
+  }
+  assert.equal(new Client("http://127.0.0.1:7433/").url, "http://127.0.0.1:7433");
+});

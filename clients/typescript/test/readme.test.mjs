@@ -59,3 +59,30 @@ test("the client README's operating calls work as written", async () => {
     await server.stop();
   }
 });
+
+test("the client README's worker protocol block runs under node as written (issue 42)", async () => {
+  const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+  const snippet = readme.split("## The worker protocol")[1]?.match(/```ts\n([\s\S]*?)```/)?.[1];
+  assert.ok(snippet, "clients/typescript/README.md has no snippet under 'The worker protocol'");
+  const server = await startServer();
+  try {
+    const client = new Client(server.url, { token: server.token });
+    const ids = await client.submitBatch([0, 1].map(() => ({ queue: "emails", kind: "send" })));
+    const file = fileURLToPath(new URL("../readme-protocol.tmp.mjs", import.meta.url));
+    const dist = JSON.stringify(new URL("../dist/index.js", import.meta.url).href);
+    writeFileSync(
+      file,
+      snippet.replace('from "relay-client"', `from ${dist}`).replace("http://127.0.0.1:7433", server.url).replace('"secret"', JSON.stringify(server.token)),
+    );
+    const out = await new Promise((ok, fail) =>
+      execFile(process.execPath, [file], (e, stdout, stderr) => (e ? fail(new Error(`${e.message}\n${stderr}`)) : ok(stdout))),
+    );
+    // Both acked by the second call (its lease finds nothing more), and
+    // the heartbeat of no jobs answers none.
+    assert.deepEqual(out.trimEnd().split("\n").map((l) => l.split(" ").slice(0, 2).join(" ")), ids.map((id) => `${id} SUCCEEDED`));
+    for (const id of ids) assert.equal((await client.get(id)).state, "SUCCEEDED");
+    client.close();
+  } finally {
+    await server.stop();
+  }
+});

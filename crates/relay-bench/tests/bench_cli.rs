@@ -250,7 +250,9 @@ fn the_postgres_baseline_runs_beside_relay() {
     assert!(
         text.contains("baseline: the textbook queue on 8 connections")
             && text.contains("baseline: a pipelined group-commit writer (one connection, 8 callers")
-            && text.contains("x lease+ACK"),
+            && text.contains("x lease+ACK")
+            // Issue 42: what the baselines leave out is said beside them.
+            && text.contains("(the baselines keep a job's state and token only: no event log"),
         "{text}"
     );
     let dir = tempfile::tempdir().unwrap();

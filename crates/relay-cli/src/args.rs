@@ -115,7 +115,8 @@ pub enum Command {
     /// Periodic jobs: add, list, remove, pause and resume schedules.
     #[command(subcommand)]
     Schedule(ScheduleCommand),
-    /// List jobs, newest first.
+    /// List jobs, newest first (also `relay list`).
+    #[command(visible_alias = "list")]
     Jobs(JobsArgs),
     /// Send any call of the HTTP API by its operation name (as /openapi.json names
     /// it), on a file or a server alike; prints its answer as JSON. E.g. `relay call get 42`,
@@ -441,6 +442,37 @@ pub struct FilterArgs {
     /// Whose last error contains this text (case-sensitive).
     #[arg(long)]
     pub error_contains: Option<String>,
+}
+
+/// One store: `--db` and `--server` both set is resolved by where each
+/// came from. A flag typed on the command line wins over the other from
+/// the environment (`export RELAY_DB=jobs.db`, then `relay --server URL
+/// stats` talks to the server); both typed, or both from the environment,
+/// is refused, saying where each came from.
+pub fn one_store(mut cli: Cli, m: &clap::ArgMatches) -> Result<Cli, String> {
+    use clap::parser::ValueSource;
+    let (Some(db), Some(server)) = (&cli.db, &cli.server) else {
+        return Ok(cli);
+    };
+    let typed = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    match (typed("db"), typed("server")) {
+        (true, false) => cli.server = None,
+        (false, true) => cli.db = None,
+        (both_typed, _) => {
+            let from = |typed: bool, env: &str| match typed {
+                true => "typed".to_owned(),
+                false => format!("from {env}"),
+            };
+            return Err(format!(
+                "give --db or --server, not both: --db {} ({}) and --server {server} ({}){}",
+                db.display(),
+                from(both_typed, "RELAY_DB"),
+                from(both_typed, "RELAY_SERVER"),
+                if both_typed { "" } else { "; unset one of them" }
+            ));
+        }
+    }
+    Ok(cli)
 }
 
 impl FilterArgs {

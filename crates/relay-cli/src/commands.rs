@@ -77,7 +77,21 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
                 wait: a.wait,
                 max: a.max,
             };
-            t.lease(lease)?.iter().for_each(|l| out.leased(l));
+            let queues = lease.queues.clone();
+            let leased = t.lease(lease)?;
+            if leased.is_empty() {
+                // Nothing to print is not silence: say so, and name a
+                // queue that has never had a job (a typo, most often).
+                if out.is_json() {
+                    out.line("[]");
+                }
+                eprintln!(
+                    "relay: no job to lease in {}{}",
+                    queues.join(", "),
+                    unknown_queues(t, &queues)
+                );
+            }
+            leased.iter().for_each(|l| out.leased(l));
         }
         Command::Ack(a) => out.changed(&t.ack(JobId(a.lease.id), LeaseToken(a.lease.token), a.result)?),
         Command::Nack(a) => out.changed(&t.nack(JobId(a.lease.id), LeaseToken(a.lease.token), a.error, a.retry_in)?),
@@ -115,7 +129,15 @@ fn dispatch(t: &Target, command: Command, out: &Out) -> Result<(), CliError> {
             }
         }
         Command::Emit(a) => out.emitted(&a.key, &t.emit(&a.key, a.payload.as_deref().unwrap_or("").as_bytes())?),
-        Command::Pause(a) => out.queue(&t.pause(&a.queue, true)?),
+        Command::Pause(a) => {
+            // A queue nothing has used yet is paused all the same (its jobs
+            // wait once they come), but a typo should not pass unseen.
+            let unknown = unknown_queues(t, std::slice::from_ref(&a.queue));
+            out.queue(&t.pause(&a.queue, true)?);
+            if !unknown.is_empty() {
+                eprintln!("relay: note{unknown}; it is paused for the jobs to come");
+            }
+        }
         Command::Resume(a) => out.queue(&t.pause(&a.queue, false)?),
         Command::Schedule(c) => schedule(t, c, out)?,
         Command::Limit(a) => {
@@ -350,7 +372,21 @@ fn payload_arg(p: Option<&str>) -> Result<Vec<u8>, CliError> {
             }
             buf
         }
-        Some(p) => p.as_bytes().to_vec(),
+        Some(p) => {
+            // Not refused (any text makes a payload), but not unseen: a
+            // payload that begins as JSON does and does not parse (`{to:
+            // ada}`, a shell that ate the quotes) would reach the handler as
+            // text it cannot read.
+            if p.trim_start().starts_with(['{', '[']) {
+                if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(p) {
+                    eprintln!(
+                        "relay: note: the payload looks like JSON but is not ({e}); it is stored as {} bytes of text (in a shell, quote it: '{{\"to\":\"ada\"}}')",
+                        p.len()
+                    );
+                }
+            }
+            p.as_bytes().to_vec()
+        }
     })
 }
 
@@ -380,6 +416,36 @@ fn schedule(t: &Target, c: ScheduleCommand, out: &Out) -> Result<(), CliError> {
         ScheduleCommand::Resume(n) => out.schedule(&t.pause_schedule(&n.name, false)?),
     }
     Ok(())
+}
+
+/// ` (queue X has never had a job: is its name right?)` for those of
+/// `queues` with no job in any state, not paused and without settings;
+/// empty when every one is known (or the counts cannot be read: this is
+/// only a hint).
+fn unknown_queues(t: &Target, queues: &[String]) -> String {
+    let unknown: Vec<&str> = queues
+        .iter()
+        .filter(|q| {
+            t.queue(q).is_ok_and(|info| {
+                let s = &info.stats;
+                s.counts.values().all(|n| *n == 0)
+                    && !s.paused
+                    && s.max_leased.is_none()
+                    && s.rate_limit.is_none()
+                    && s.max_leased_per_group.is_none()
+                    && s.poison_after.is_none()
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    match unknown.as_slice() {
+        [] => String::new(),
+        [q] => format!(" (queue {q} has never had a job: is its name right?)"),
+        qs => format!(
+            " (queues {} have never had a job: are their names right?)",
+            qs.join(", ")
+        ),
+    }
 }
 
 fn submit_args(a: SubmitArgs) -> Result<Submit, CliError> {

@@ -13,7 +13,6 @@ mod serve;
 mod target;
 mod work;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -22,12 +21,25 @@ fn main() -> ExitCode {
     // RELAY_LOG=info (or debug, or a tracing filter) shows more.
     let filter = tracing_subscriber::EnvFilter::try_from_env("RELAY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colours only on a terminal: a log file or a pipe gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
-    let cli = args::Cli::parse();
+    let matches = <args::Cli as clap::CommandFactory>::command().get_matches();
+    let cli = match <args::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let cli = match args::one_store(cli, &matches) {
+        Ok(cli) => cli,
+        Err(message) => {
+            eprintln!("relay: {message}");
+            return ExitCode::from(2);
+        }
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

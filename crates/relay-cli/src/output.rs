@@ -70,8 +70,14 @@ fn bytes_text(json: Option<&JsonText>, base64: Option<&str>) -> String {
         (Some(text), _) if !text.is_null() => compact_json(text.get()),
         (_, Some(b)) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(b).unwrap_or_default();
+            // Text as text (a shell command's `echo sent ...` result),
+            // on one line: its final line break dropped, the others shown
+            // as \n.
             match String::from_utf8(bytes) {
-                Ok(t) if !t.chars().any(char::is_control) => t,
+                Ok(t) if !t.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) => t
+                    .trim_end_matches(['\n', '\r'])
+                    .replace('\r', "\\r")
+                    .replace('\n', "\\n"),
                 _ => format!("base64:{b}"),
             }
         }
@@ -594,7 +600,11 @@ impl Out {
         }
         for (q, st) in &v.queues {
             let age = st.oldest_ready_age_ms.map_or_else(|| "-".to_owned(), duration_text);
-            let mut name = if st.paused { format!("{q} (paused)") } else { q.clone() };
+            let name = if st.paused { format!("{q} (paused)") } else { q.clone() };
+            let n = |s: State| st.counts.get(s.as_str()).copied().unwrap_or(0).to_string();
+            self.line(&row(&name, &State::ALL.map(n), &age));
+            // Limits on a line of their own below the queue's, so that the
+            // counts stay in their columns.
             let limits = limits_text(
                 st.max_leased,
                 st.max_leased_per_group,
@@ -602,10 +612,8 @@ impl Out {
                 st.poison_after,
             );
             if !limits.is_empty() {
-                name = format!("{name} [{limits}]");
+                self.line(&format!("  limits: {limits}"));
             }
-            let n = |s: State| st.counts.get(s.as_str()).copied().unwrap_or(0).to_string();
-            self.line(&row(&name, &State::ALL.map(n), &age));
         }
     }
 }

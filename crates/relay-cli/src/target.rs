@@ -241,6 +241,11 @@ impl Target {
         }
     }
 
+    /// One queue's counts and settings.
+    pub fn queue(&self, queue: &str) -> Result<wire::QueueInfo, CliError> {
+        self.send::<calls::GetQueue>(&queue.to_owned(), &NONE, &NONE)
+    }
+
     /// Pauses (`true`) or resumes a queue.
     pub fn pause(&self, queue: &str, paused: bool) -> Result<wire::QueuePaused, CliError> {
         let queue = queue.to_owned();

@@ -42,6 +42,19 @@ fn json_lines(out: &Output) -> Vec<Value> {
     ok(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// A lease that found nothing: success, nothing on stdout, and one line
+/// on stderr that says so (issue 42). True, for `assert!`.
+fn empty_lease(out: &Output) -> bool {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "failed: {err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "stderr: {err}");
+    assert!(
+        err.starts_with("relay: no job to lease in ") && err.lines().count() == 1,
+        "{err:?}"
+    );
+    true
+}
+
 /// A failed command: the exit status, and a single stderr line naming the problem.
 fn fails(out: &Output, code: i32, needle: &str) {
     assert_eq!(
@@ -123,8 +136,8 @@ fn submit_lease_ack_show_events_stats_in_text() {
             .starts_with(&["emails", "0", "0", "0", "0", "0", "1"]),
         "{stats}"
     );
-    // Nothing ready: lease prints nothing and succeeds.
-    assert_eq!(ok(&relay(&db.path, &["lease", "--queue", "emails"])), "");
+    // Nothing ready: lease prints nothing on stdout, says so on stderr, and succeeds.
+    empty_lease(&relay(&db.path, &["lease", "--queue", "emails"]));
 }
 
 #[test]
@@ -252,9 +265,8 @@ fn payload_from_stdin_env_db_and_delay() {
     assert_eq!(ok(&out).trim(), "1");
     let show = json_lines(&relay(&db.path, &["show", "1", "--json"]));
     assert_eq!(show[0]["payload_base64"], "bGluZSBvbmUKbGluZSB0d28=");
-    assert_eq!(
-        ok(&relay(&db.path, &["lease", "--queue", "q"])),
-        "",
+    assert!(
+        empty_lease(&relay(&db.path, &["lease", "--queue", "q"])),
         "delayed job is not leased early"
     );
 }
@@ -264,8 +276,11 @@ fn errors_are_one_line_with_a_status_per_kind() {
     let db = db();
     ok(&relay(&db.path, &["submit", "--queue", "q", "--kind", "k"]));
     fails(&relay(&db.path, &["show", "99"]), 3, "job 99 not found");
-    fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 4, "lease lost");
+    // Never leased: its state, not "lease lost" (issue 42).
+    fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 5, "job 1 is READY: cannot ack it");
     fails(&relay(&db.path, &["retry", "1"]), 5, "cannot retry");
+    ok(&relay(&db.path, &["lease", "--queue", "q"]));
+    fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 4, "lease lost");
     fails(
         &relay(&db.path, &["submit", "--queue", "bad queue", "--kind", "k"]),
         2,
@@ -342,10 +357,7 @@ fn a_debounced_submit_replaces_the_waiting_job() {
     assert!(show.contains("payload          {\"v\":2}\n"), "{show}");
     let events = ok(&relay(&db.path, &["events", first.trim()]));
     assert!(events.contains("debounced"), "{events}");
-    assert!(
-        ok(&relay(&db.path, &["lease", "-q", "search"])).is_empty(),
-        "due in 30 s"
-    );
+    assert!(empty_lease(&relay(&db.path, &["lease", "-q", "search"])), "due in 30 s");
     let delayed = submit(&["--delay", "5s"]);
     assert_eq!(delayed.status.code(), Some(2), "{delayed:?}");
     let show = ok(&relay(&db.path, &["show", first.trim()]));
@@ -398,7 +410,7 @@ fn unique_key_cancel_retry_delete_jobs() {
             || snoozed.starts_with("job 1 SCHEDULED, runs in 10 min ("),
         "{snoozed}"
     );
-    assert_eq!(ok(&relay(&db.path, &["lease", "-q", "q"])), "");
+    empty_lease(&relay(&db.path, &["lease", "-q", "q"]));
     let shown = json_lines(&relay(&db.path, &["--json", "show", "1"]));
     assert_eq!(
         (shown[0]["state"].as_str(), shown[0]["attempts"].as_i64()),
@@ -735,9 +747,8 @@ fn submit_run_at() {
         "{}",
         shown[0]
     );
-    assert_eq!(
-        ok(&relay(&d.path, &["lease", "--queue", "q"])),
-        "",
+    assert!(
+        empty_lease(&relay(&d.path, &["lease", "--queue", "q"])),
         "leased before its time"
     );
     let out = relay(
@@ -1111,7 +1122,7 @@ fn the_readme_scheduled_commands_run_as_written() {
     assert_eq!(row[..51], want[..51], "{row}");
     assert!(row.contains("  in 59 min (") && row.ends_with(" UTC)  -"), "{row}");
     // Nothing is leased before its time.
-    assert_eq!(ok(&relay(&db.path, &["lease", "--queue", "emails"])), "");
+    empty_lease(&relay(&db.path, &["lease", "--queue", "emails"]));
 }
 
 /// README, "Groups: a fair share for each tenant": its commands, run as
@@ -1379,5 +1390,104 @@ fn retry_reset_steps_forgets_the_steps() {
         &relay(&db.path, &["retry", "--reset-steps", "--queue", "q"]),
         2,
         "one job id",
+    );
+}
+
+/// Issue 42: an empty lease is not silence. `relay lease` on a queue that
+/// has never had a job (a typo) says so on stderr, `--json` prints an
+/// empty list; on a known queue with nothing ready it says only that.
+/// `pause` of a queue nothing has used pauses it and says so. Seen failing
+/// before: nothing printed at all.
+#[test]
+fn an_empty_lease_and_a_pause_of_an_unknown_queue_say_so() {
+    let d = db();
+    ok(&relay(&d.path, &["submit", "-q", "emails", "-k", "send"]));
+    let out = relay(&d.path, &["lease", "-q", "emials"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "relay: no job to lease in emials (queue emials has never had a job: is its name right?)\n"
+    );
+    let out = relay(&d.path, &["--json", "lease", "-q", "emials"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[]\n");
+    ok(&relay(&d.path, &["lease", "-q", "emails"]));
+    let out = relay(&d.path, &["lease", "-q", "emails"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "relay: no job to lease in emails\n"
+    );
+    let out = relay(&d.path, &["pause", "emials"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("queue emials has never had a job: is its name right?); it is paused for the jobs to come"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Known now (paused): no note.
+    let out = relay(&d.path, &["pause", "emials"]);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// Issue 42: a text result (what `relay work --exec 'echo sent ...'`
+/// stores) is shown as text by `relay show`, not base64; bytes that are
+/// not text still are. Seen failing before: `result  base64:c2VudC...`.
+#[test]
+fn show_prints_a_text_result_as_text() {
+    let d = db();
+    let r = relay::Relay::open(&d.path).unwrap();
+    let mut ids = Vec::new();
+    for result in [
+        b"sent to ada\n".to_vec(),
+        b"line 1\nline 2\n".to_vec(),
+        vec![0xff, 0x00],
+    ] {
+        let id = r.submit(relay::NewJob::new("q", "k", Vec::new())).unwrap();
+        let l = r.lease(relay::LeaseRequest::new(["q"])).unwrap().remove(0);
+        r.ack(id, l.token, Some(result)).unwrap();
+        ids.push(id.0.to_string());
+    }
+    drop(r);
+    let result = |id: &str| -> String {
+        let shown = ok(&relay(&d.path, &["show", id]));
+        shown
+            .lines()
+            .find_map(|l| l.strip_prefix("result"))
+            .unwrap_or_else(|| panic!("no result line: {shown}"))
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(result(&ids[0]), "sent to ada");
+    assert_eq!(result(&ids[1]), r"line 1\nline 2");
+    assert_eq!(result(&ids[2]), "base64:/wA=");
+}
+
+/// Issue 42: a payload that begins as JSON and does not parse (the shell
+/// ate its quotes) is stored as text, as before, but with a note saying
+/// so; plain text and valid JSON pass without a word.
+#[test]
+fn a_payload_that_looks_like_broken_json_gets_a_note() {
+    let d = db();
+    let out = relay(&d.path, &["submit", "-q", "q", "-k", "k", "{to: ada}"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("relay: note: the payload looks like JSON but is not (")
+            && err.contains("stored as 9 bytes of text"),
+        "{err}"
+    );
+    ok(&relay(&d.path, &["submit", "-q", "q", "-k", "k", "plain words"]));
+    ok(&relay(&d.path, &["submit", "-q", "q", "-k", "k", r#"{"to":"ada"}"#]));
+}
+
+/// Issue 42: `relay list` lists jobs (clap suggested `limit` for it).
+#[test]
+fn list_is_jobs() {
+    let d = db();
+    ok(&relay(&d.path, &["submit", "-q", "q", "-k", "k"]));
+    assert_eq!(
+        ok(&relay(&d.path, &["--json", "list"])),
+        ok(&relay(&d.path, &["--json", "jobs"]))
     );
 }

@@ -225,11 +225,22 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
             (Some(0), "queue later: at most 5 leased, 100 leases per 1s\n"),
             "remote={remote}: {err}"
         );
+        // The limits on a line of their own below the queue's row, whose
+        // counts stay under the header's columns (issue 42: they were
+        // pushed right by the limits beside the name).
         let (_, stats, _) = run(remote, &["stats"]);
-        assert!(
-            stats.contains("later [at most 5 leased, 100 leases per 1s]"),
+        let lines: Vec<&str> = stats.lines().collect();
+        let row = lines
+            .iter()
+            .position(|l| l.starts_with("later "))
+            .unwrap_or_else(|| panic!("{stats}"));
+        assert_eq!(
+            lines[row + 1],
+            "  limits: at most 5 leased, 100 leases per 1s",
             "remote={remote}: {stats}"
         );
+        let column = |l: &str| l.find("OLDEST READY").or_else(|| l.rfind("  ").map(|i| i + 2));
+        assert_eq!(column(lines[0]), column(lines[row]), "remote={remote}: {stats}");
         let (code, set, err) = run(remote, &["limit", "later", "--poison-after", "2"]);
         assert_eq!(
             (code, set.as_str()),
@@ -238,7 +249,7 @@ fn the_cli_speaks_to_a_server_with_the_same_output() {
         );
         let (_, stats, _) = run(remote, &["stats"]);
         assert!(
-            stats.contains("later [DEAD after 2 lease expiries]"),
+            stats.contains("\n  limits: DEAD after 2 lease expiries\n"),
             "remote={remote}: {stats}"
         );
         for bad in [
@@ -1080,4 +1091,55 @@ fn a_body_over_max_body_and_a_big_answer_are_read_as_the_servers_answers() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 16);
+}
+
+/// Issue 42: after the README's `export RELAY_DB=jobs.db`, a typed
+/// `--server URL` wins over the environment's database (and a typed
+/// `--db` over RELAY_SERVER); both typed, or both from the environment,
+/// is refused with exit status 2, saying where each came from.
+#[test]
+fn a_typed_store_flag_wins_over_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served.db");
+    let local = dir.path().join("local.db");
+    let (_server, url) = common::serve(RELAY, &served, &[]);
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut c = common::relay_command(RELAY);
+        c.envs(env.iter().copied()).args(args).output().unwrap()
+    };
+    let db = local.to_str().unwrap();
+    let out = run(&[("RELAY_DB", db)], &["--server", &url, "submit", "-q", "q", "-k", "k"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&[("RELAY_SERVER", &url)], &["--db", db, "submit", "-q", "q", "-k", "k"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // One job each: the typed flag chose the store.
+    for path in [&served, &local] {
+        let stats = relay::Relay::open(path).unwrap().stats().unwrap();
+        assert_eq!(
+            stats.queues["q"].counts[&relay::JobState::Ready],
+            1,
+            "{}",
+            path.display()
+        );
+    }
+    for (env, args, says) in [
+        (
+            vec![],
+            vec!["--db", db, "--server", &url, "stats"],
+            "(typed) and --server",
+        ),
+        (
+            vec![("RELAY_DB", db), ("RELAY_SERVER", url.as_str())],
+            vec!["stats"],
+            "(from RELAY_DB) and --server",
+        ),
+    ] {
+        let out = run(&env, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.starts_with("relay: give --db or --server, not both") && err.contains(says),
+            "{err}"
+        );
+    }
 }

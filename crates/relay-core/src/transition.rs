@@ -361,8 +361,8 @@ impl Next {
 pub enum TransitionError {
     /// The token is not the job's current, unexpired lease token: a later
     /// lease has taken the job from this worker, or this lease expired (or
-    /// was given back). A job that has finished, or is WAITING, says its
-    /// state instead (`InvalidState`).
+    /// was given back). A job that has finished, is WAITING, or was never
+    /// leased says its state instead (`InvalidState`).
     #[error("job {id}: lease lost (the token is not the job's current valid lease; another worker may hold it)")]
     LeaseLost {
         /// The job the action was refused for.
@@ -686,11 +686,15 @@ fn holder<'s>(
 ) -> Result<&'s Lease, TransitionError> {
     match &cur.lease {
         Some(l) if cur.valid_token(now) == Some(token) => Ok(l),
-        _ if cur.state.is_finished() || cur.state == JobState::Waiting => Err(TransitionError::InvalidState {
-            id,
-            state: cur.state,
-            action,
-        }),
+        // A finished or WAITING job says its state, and so does one never
+        // leased: no lease of it was ever there to lose.
+        _ if cur.state.is_finished() || cur.state == JobState::Waiting || cur.last_token == LeaseToken(0) => {
+            Err(TransitionError::InvalidState {
+                id,
+                state: cur.state,
+                action,
+            })
+        }
         _ => Err(TransitionError::LeaseLost { id }),
     }
 }

@@ -360,7 +360,7 @@ fn markup_in_every_field_renders_as_text() {
         "{page}"
     );
     let bin = d.get(&format!("/jobs/{}", binary.0), &[]).body;
-    assert!(bin.contains("bytes, not JSON") && bin.contains("01 3c 73 63"), "{bin}");
+    assert!(bin.contains("bytes, neither JSON nor text") && bin.contains("01 3c 73 63"), "{bin}");
     assert!(
         bin.contains("<h2>Steps</h2>") && bin.contains("<td class=\"kind\">raw</td>"),
         "{bin}"
@@ -856,4 +856,76 @@ fn a_dead_jobs_page_retries_it_from_the_start_or_after_its_steps() {
         .get(&format!("/jobs/{}", plain.0), &h)
         .body
         .contains("Retry from the start"));
+}
+
+/// Issue 42, the job page during an incident: a text result (`echo sent
+/// ...`) is text, bytes are hex with an ASCII column; a job that
+/// SUCCEEDED after a failed attempt shows that error as history (not a red
+/// "Last error") and its progress as done, not frozen at its last report;
+/// times say their zone. Seen failing before: a hex dump of the text, a
+/// red "Last error", progress 50%.
+#[test]
+fn the_job_page_shows_text_as_text_and_a_succeeded_job_as_done() {
+    let d = Dash::start(&[]);
+    let r = &d.relay;
+    let id = r
+        .submit(NewJob::new("mail", "send", Vec::new()).max_attempts(3))
+        .unwrap();
+    let l = r.lease(LeaseRequest::new(["mail"])).unwrap().remove(0);
+    r.progress(id, l.token, 0.5, Some("half way")).unwrap();
+    r.nack(id, l.token, "smtp timeout", Some(Duration::ZERO)).unwrap();
+    let l = r.lease(LeaseRequest::new(["mail"])).unwrap().remove(0);
+    r.progress(id, l.token, 0.5, Some("half way")).unwrap();
+    r.ack(id, l.token, Some(b"sent to ada\n".to_vec())).unwrap();
+    let page = d.get(&format!("/jobs/{}", id.0), &[]).body;
+    assert!(page.contains("<pre class=\"text\">sent to ada\n</pre>"), "{page}");
+    assert!(!page.contains("Last error") && !page.contains("error-text"), "{page}");
+    assert!(page.contains("Error of an earlier attempt"), "{page}");
+    assert!(
+        page.contains(r#"<progress value="1" max="1">"#) && page.contains("done; last reported 50%"),
+        "{page}"
+    );
+    assert!(page.contains(" UTC</time>"), "{page}");
+
+    let bytes = r
+        .submit(NewJob::new("mail", "send", vec![0xff, b'h', b'i', 0]))
+        .unwrap();
+    let page = d.get(&format!("/jobs/{}", bytes.0), &[]).body;
+    assert!(page.contains("4 bytes, neither JSON nor text:"), "{page}");
+    assert!(page.contains("00000000  ff 68 69 00 "), "{page}");
+    assert!(page.contains("|.hi.|"), "{page}");
+}
+
+/// Issue 42: a stopped worker's "Up" is how long it ran, from its start
+/// to its stop, not a time that keeps growing. Its stop is written at the
+/// store's clock, set 10 minutes back here, an hour after its start: a
+/// page computing "Up" from now would say 1h 10m.
+#[test]
+fn a_stopped_workers_up_time_stops_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = relay::Clock::now(&relay::SystemClock).as_millis();
+    let clock = std::sync::Arc::new(relay::ManualClock::new(relay::Timestamp::from_millis(system - 600_000)));
+    let options = relay::Options {
+        clock,
+        ..relay::Options::default()
+    };
+    let r = Relay::open_with(dir.path().join("w.db"), options).unwrap();
+    let server = common::ServerThread::start(r.clone(), ServerConfig::new("127.0.0.1:0".parse().unwrap()));
+    let beat = relay::WorkerBeat {
+        id: "w1".into(),
+        name: "render".into(),
+        host: "h".into(),
+        pid: 1,
+        queues: vec!["q".into()],
+        concurrency: 1,
+        version: "t".into(),
+        started_at: relay::Timestamp::from_millis(system - 4_200_000),
+        beat_every: Duration::from_secs(5),
+        running: Vec::new(),
+    };
+    r.worker_beat(&beat).unwrap();
+    r.worker_stopped(&beat).unwrap();
+    let page = answer(agent().get(&format!("http://{}/workers", server.addr)).call().unwrap()).body;
+    assert!(page.contains(r#"data-state="stopped""#), "{page}");
+    assert!(page.contains(r#"<td class="up">1h 0m</td>"#), "{page}");
 }

@@ -740,10 +740,15 @@ fn every_error_status_is_reachable_and_json() {
     // 409: a stale token; a wrong state.
     let (_, v) = s.call("POST", "/v1/jobs", Some(json!({"queue": "q", "kind": "k"})));
     let id = v["id"].as_i64().unwrap();
+    // A job never leased has no lease to lose: it says its state (issue 42).
     let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": 99})));
-    assert_eq!((st, code(&v)), (409, "lease_lost"));
+    assert_eq!((st, code(&v)), (409, "invalid_state"));
     let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/retry"), None);
     assert_eq!((st, code(&v)), (409, "invalid_state"));
+    let (st, _) = s.call("POST", "/v1/lease", Some(json!({"queues": ["q"]})));
+    assert_eq!(st, 200);
+    let (st, v) = s.call("POST", &format!("/v1/jobs/{id}/ack"), Some(json!({"token": 99})));
+    assert_eq!((st, code(&v)), (409, "lease_lost"));
     // 413: a body over the limit.
     let (st, v) = s.call(
         "POST",

@@ -434,8 +434,9 @@ impl Model {
         let j = self.jobs.get_mut(&id).ok_or(Answer::NotFound)?;
         match j.expires {
             Some(e) if j.state == JobState::Leased && j.token == token && now < e => Ok(j),
-            // A finished job says its state; otherwise the lease is lost.
-            _ if j.state.is_finished() || j.state == JobState::Waiting => Err(Answer::InvalidState),
+            // A finished, WAITING or never leased job says its state;
+            // otherwise the lease is lost.
+            _ if j.state.is_finished() || j.state == JobState::Waiting || j.token == 0 => Err(Answer::InvalidState),
             _ => Err(Answer::LeaseLost),
         }
     }

@@ -88,9 +88,10 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Markup {
     )
 }
 
+/// A time, with its zone (every time the dashboard shows is UTC).
 pub(super) fn time(t: Timestamp) -> Markup {
     let s = t.to_rfc3339();
-    html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) } }
+    html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) " UTC" } }
 }
 
 /// When a job waiting to be leased runs, read at a glance: "in 12 min",
@@ -324,7 +325,6 @@ fn indent_json(text: &str) -> String {
     out
 }
 
-/// Bytes as pretty JSON when they are JSON, else their size and a hex dump.
 /// A completion token's record (a `ctx.token` step: `{"token":
 /// "<id>.<secret>", ...}`) without its secret, which completes the token:
 /// the page shows the id only.
@@ -370,6 +370,8 @@ fn step_text(b: &[u8]) -> String {
     }
 }
 
+/// Bytes as pretty JSON when they are JSON, as text when they are text,
+/// else their size and a hex dump with an ASCII column.
 fn bytes_view(b: &[u8]) -> Markup {
     const SHOWN: usize = 64 * 1024;
     if b.is_empty() {
@@ -388,19 +390,51 @@ fn bytes_view(b: &[u8]) -> Markup {
             @if cut { p.empty { "(" (b.len()) " bytes; the first " (SHOWN) " shown)" } }
         };
     }
+    // Text (a shell command's `echo sent ...`) as text: UTF-8 whose only
+    // control characters are line breaks and tabs.
+    if let Ok(text) = std::str::from_utf8(b) {
+        if !text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+            let cut = text.len() > SHOWN;
+            let shown = if cut {
+                &text[..text.floor_char_boundary_compat(SHOWN)]
+            } else {
+                text
+            };
+            return html! {
+                p { "Text, " (b.len()) " bytes:" }
+                pre.text { (shown) }
+                @if cut { p.empty { "(the first " (SHOWN) " bytes shown)" } }
+            };
+        }
+    }
+    html! {
+        p { (b.len()) " bytes, neither JSON nor text:" }
+        pre.hex { (hex_dump(b)) }
+        @if b.len() > 4096 { p.empty { "(the first 4096 bytes shown)" } }
+    }
+}
+
+/// A hex dump of the first 4,096 bytes: each line an offset, 16 bytes in
+/// hex, and the same bytes as ASCII (`.` for what is not printable).
+fn hex_dump(b: &[u8]) -> String {
     let mut hex = String::new();
     for (i, chunk) in b.chunks(16).take(256).enumerate() {
         let _ = write!(hex, "{:08x}  ", i * 16);
         for x in chunk {
             let _ = write!(hex, "{x:02x} ");
         }
-        hex.push('\n');
+        hex.extend(std::iter::repeat_n("   ", 16 - chunk.len()));
+        hex.push_str(" |");
+        hex.extend(chunk.iter().map(|&x| {
+            if x.is_ascii_graphic() || x == b' ' {
+                x as char
+            } else {
+                '.'
+            }
+        }));
+        hex.push_str("|\n");
     }
-    html! {
-        p { (b.len()) " bytes, not JSON:" }
-        pre.hex { (hex) }
-        @if b.len() > 4096 { p.empty { "(the first 4096 bytes shown)" } }
-    }
+    hex
 }
 
 trait FloorBoundary {
@@ -532,8 +566,13 @@ pub(crate) async fn job(
             }
             @if let Some(t) = &job.traceparent { dt { "Trace" } dd { code { (t) } } }
             @if let Some(p) = &job.progress {
+                // A SUCCEEDED job is done whatever its handler last said
+                // (it may never have reported 100%).
+                @let done = st.state == JobState::Succeeded;
+                @let fraction = if done { 1.0 } else { p.fraction };
                 dt { "Progress" } dd.progress {
-                    progress value=(p.fraction) max="1" { (percent(p.fraction)) }
+                    progress value=(fraction) max="1" { (percent(fraction)) }
+                    @if done { " done; last reported" }
                     " " (percent(p.fraction))
                     @if let Some(m) = &p.message { " " span.message { (m) } }
                     " (attempt " (p.attempt) ", " (time(p.at)) ")"
@@ -541,8 +580,15 @@ pub(crate) async fn job(
             }
         }
         @if let Some(e) = &st.last_error {
-            h2 { "Last error" }
-            pre.error-text { (e) }
+            // An earlier attempt's error on a job that then succeeded is
+            // history, not the job's state: said so, not in red.
+            @if st.state == JobState::Succeeded {
+                h2 { "Error of an earlier attempt" }
+                pre.earlier-error { (e) }
+            } @else {
+                h2 { "Last error" }
+                pre.error-text { (e) }
+            }
         }
         h2 { "Payload" }
         (bytes_view(&job.payload))
@@ -732,11 +778,12 @@ pub(crate) async fn workers(
             .then_with(|| a.record.beat.id.cmp(&b.record.beat.id))
     });
     let now = now();
-    let since = |t: Timestamp| {
+    let between = |from: Timestamp, to: Timestamp| {
         age(Duration::from_millis(
-            u64::try_from(now.as_millis() - t.as_millis()).unwrap_or(0),
+            u64::try_from(to.as_millis() - from.as_millis()).unwrap_or(0),
         ))
     };
+    let since = |t: Timestamp| between(t, now);
     let alive = all.iter().filter(|w| w.state == relay::WorkerState::Alive).count();
     let body = html! {
         h1 { "Workers" }
@@ -782,7 +829,13 @@ pub(crate) async fn workers(
                                     }
                                 }
                                 td { (since(w.record.seen_at)) " ago" }
-                                td { (since(b.started_at)) }
+                                // A stopped or gone worker was up until
+                                // it stopped or was last seen, not now.
+                                td.up { @match (w.state, w.record.stopped_at) {
+                                    (relay::WorkerState::Alive, _) => { (since(b.started_at)) }
+                                    (_, Some(stopped)) => { (between(b.started_at, stopped)) }
+                                    (_, None) => { (between(b.started_at, w.record.seen_at)) }
+                                } }
                                 td { small { (b.version) } }
                             }
                         }
