@@ -277,7 +277,11 @@ fn errors_are_one_line_with_a_status_per_kind() {
     ok(&relay(&db.path, &["submit", "--queue", "q", "--kind", "k"]));
     fails(&relay(&db.path, &["show", "99"]), 3, "job 99 not found");
     // Never leased: its state, not "lease lost" (issue 42).
-    fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 5, "job 1 is READY: cannot ack it");
+    fails(
+        &relay(&db.path, &["ack", "1", "--token", "7"]),
+        5,
+        "job 1 is READY: cannot ack it",
+    );
     fails(&relay(&db.path, &["retry", "1"]), 5, "cannot retry");
     ok(&relay(&db.path, &["lease", "--queue", "q"]));
     fails(&relay(&db.path, &["ack", "1", "--token", "7"]), 4, "lease lost");

@@ -360,7 +360,10 @@ fn markup_in_every_field_renders_as_text() {
         "{page}"
     );
     let bin = d.get(&format!("/jobs/{}", binary.0), &[]).body;
-    assert!(bin.contains("bytes, neither JSON nor text") && bin.contains("01 3c 73 63"), "{bin}");
+    assert!(
+        bin.contains("bytes, neither JSON nor text") && bin.contains("01 3c 73 63"),
+        "{bin}"
+    );
     assert!(
         bin.contains("<h2>Steps</h2>") && bin.contains("<td class=\"kind\">raw</td>"),
         "{bin}"
