@@ -254,7 +254,10 @@ class JobContext:
         (:meth:`Client.complete_token`). Put the URL in an approval email or
         hand it to a vendor's webhook, then :meth:`wait_token`. Every later
         run gets the same token."""
-        rec = self.step(name, lambda: self.client.create_token(self.job.id, self.job.token, timeout))
+        return self._token_of(name, self.step(name, lambda: self.client.create_token(self.job.id, self.job.token, timeout)))
+
+    def _token_of(self, name: str, rec: Payload) -> "Token":
+        """The token step ``name`` recorded."""
         if not (isinstance(rec, dict) and isinstance(rec.get("token"), str)):
             raise Permanent(f"step {name!r} is recorded and is not a token; name the token anew")
         return Token(rec["id"], rec["token"], self.client.url + rec["path"], rec["key"], rec["expires_at"])
@@ -263,8 +266,7 @@ class JobContext:
         """Waits for ``token`` to be completed, as :meth:`wait_event` waits
         for an event: returns the payload it was completed with, or raises
         :class:`TimedOut` once it expired. Recorded as step ``name``."""
-        left = datetime.fromisoformat(token.expires_at.replace("Z", "+00:00")).timestamp() - time.time()
-        return self.wait_event(name, token.key, max(0.0, left))
+        return self.wait_event(name, token.key, _left(token))
 
     def spawn(self, name: str, queue: str, kind: str, payload: Payload = None, **options: Any) -> int:
         """Submits a child job once, as step ``name``: its submit carries the
@@ -272,8 +274,12 @@ class JobContext:
         between the submit and its record finds the same job. Returns the
         child's id (recorded: every later run gets it back). ``options``
         are :meth:`Client.submit`'s. Await it with :meth:`join`."""
+        return int(self.step(name, self._submitter(name, queue, kind, payload, options)))
+
+    def _submitter(self, name: str, queue: str, kind: str, payload: Payload, options: Dict[str, Any]) -> Callable[[], int]:
+        """The submit of child ``name``, under the step's idempotency key."""
         key = self.key(name)
-        return int(self.step(name, lambda: int(self.client.submit(queue, kind, payload, idempotency_key=key, **options))))
+        return lambda: int(self.client.submit(queue, kind, payload, idempotency_key=key, **options))
 
     def join(self, name: str, child: int) -> Payload:
         """Awaits job ``child``'s end without holding a worker: returns its
@@ -375,27 +381,25 @@ class AsyncJobContext(JobContext):
         rec = await self.step(
             name, lambda: asyncio.to_thread(self.client.create_token, self.job.id, self.job.token, timeout)
         )
-        if not (isinstance(rec, dict) and isinstance(rec.get("token"), str)):
-            raise Permanent(f"step {name!r} is recorded and is not a token; name the token anew")
-        return Token(rec["id"], rec["token"], self.client.url + rec["path"], rec["key"], rec["expires_at"])
+        return self._token_of(name, rec)
 
     async def wait_token(self, name: str, token: "Token") -> Payload:  # type: ignore[override]
         """:meth:`JobContext.wait_token`, awaited."""
-        left = datetime.fromisoformat(token.expires_at.replace("Z", "+00:00")).timestamp() - time.time()
-        return JobContext.wait_event(self, name, token.key, max(0.0, left))
+        return JobContext.wait_event(self, name, token.key, _left(token))
 
     async def spawn(self, name: str, queue: str, kind: str, payload: Payload = None, **options: Any) -> int:  # type: ignore[override]
         """:meth:`JobContext.spawn`, awaited (the submit is made on a thread)."""
-        key = self.key(name)
-
-        def submit() -> int:
-            return int(self.client.submit(queue, kind, payload, idempotency_key=key, **options))
-
+        submit = self._submitter(name, queue, kind, payload, options)
         return int(await self.step(name, lambda: asyncio.to_thread(submit)))
 
     async def join(self, name: str, child: int) -> Payload:  # type: ignore[override]
         """:meth:`JobContext.join`, awaited."""
         return JobContext.join(self, name, child)
+
+
+def _left(token: "Token") -> float:
+    """Seconds until ``token`` expires (0 once it has)."""
+    return max(0.0, datetime.fromisoformat(token.expires_at.replace("Z", "+00:00")).timestamp() - time.time())
 
 
 def _step_output(step: Dict[str, Any]) -> Payload:

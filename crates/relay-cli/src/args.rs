@@ -459,16 +459,13 @@ pub fn one_store(mut cli: Cli, m: &clap::ArgMatches) -> Result<Cli, String> {
         (true, false) => cli.server = None,
         (false, true) => cli.db = None,
         (both_typed, _) => {
-            let from = |typed: bool, env: &str| match typed {
-                true => "typed".to_owned(),
-                false => format!("from {env}"),
+            let (from_db, from_server, hint) = match both_typed {
+                true => ("typed", "typed", ""),
+                false => ("from RELAY_DB", "from RELAY_SERVER", "; unset one of them"),
             };
             return Err(format!(
-                "give --db or --server, not both: --db {} ({}) and --server {server} ({}){}",
-                db.display(),
-                from(both_typed, "RELAY_DB"),
-                from(both_typed, "RELAY_SERVER"),
-                if both_typed { "" } else { "; unset one of them" }
+                "give --db or --server, not both: --db {} ({from_db}) and --server {server} ({from_server}){hint}",
+                db.display()
             ));
         }
     }

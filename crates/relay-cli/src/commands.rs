@@ -30,11 +30,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         )),
         Command::Demo(args) => return crate::demo::run(cli.db, &args, &out),
         Command::Work(a) => {
+            // One of them at most: `args::one_store` resolved both.
             return match (&cli.server, cli.db) {
-                (Some(_), Some(_)) => Err(CliError::Usage("give --db or --server, not both".into())),
-                (Some(url), None) => crate::work::run_remote(Remote::new(url, cli.bearer.clone())?, a, &out),
+                (Some(url), _) => crate::work::run_remote(Remote::new(url, cli.bearer.clone())?, a, &out),
                 (None, db) => crate::work::run(open(db, options)?, a, &out),
-            }
+            };
         }
         Command::Serve(a) => {
             return crate::serve::run(local(cli.db, cli.server.as_deref(), "serve", options)?, a, cli.bearer)
@@ -42,8 +42,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         _ => {}
     }
     let target = match (&cli.server, &cli.db) {
-        (Some(_), Some(_)) => return Err(CliError::Usage("give --db or --server, not both".into())),
-        (Some(url), None) => Target::Remote(Remote::new(url, cli.bearer.clone())?),
+        (Some(url), _) => Target::Remote(Remote::new(url, cli.bearer.clone())?),
         (None, db) => {
             if !writes(&cli.command) {
                 must_exist(db.as_deref())?;

@@ -145,6 +145,20 @@ pub struct Throughput {
     pub dead: u64,
 }
 
+/// A key WAITING jobs wait for now (`Relay::awaited_keys`, as a store
+/// reads it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwaitedKey {
+    /// The event's key (`token:<id>` for a completion token's).
+    pub key: String,
+    /// How many jobs wait for it.
+    pub waiters: u64,
+    /// The first of them, by id.
+    pub first: JobId,
+    /// The soonest time one of them gives up.
+    pub until: Timestamp,
+}
+
 /// How many of the newest DEAD jobs the dead groups are made of: a bounded
 /// read, however many jobs are DEAD (a group's count is of these).
 pub const DEAD_GROUP_WINDOW: u32 = 10_000;

@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub mod decode;
-pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::read::{
+    AwaitedKey, DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW,
+};
 pub use relay_core::StoreError;
 
 /// A job first written by this batch: its final state in the batch, under
@@ -246,16 +248,6 @@ pub struct MarkRow {
     pub key: String,
     pub value: String,
     pub expires_at: Timestamp,
-}
-
-/// A key WAITING jobs wait for now ([`StoreReader::awaited_keys`]): how
-/// many, the first of them (by id) and the soonest time one gives up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AwaitedKey {
-    pub key: String,
-    pub waiters: u64,
-    pub first: JobId,
-    pub until: Timestamp,
 }
 
 /// An existing job's new payload, progress and steps (each unchanged when
@@ -827,8 +819,9 @@ pub trait StoreReader: Send {
     fn mark_get(&mut self, key: &str, now: Timestamp) -> Result<Option<String>, StoreError>;
     /// The marks with keys from `first` up to (not including) `end` (a
     /// prefix's range) kept past `kept_past`, the latest to go first, at
-    /// most `limit`, each value cut to its first `value_chars` characters:
-    /// recent events (`event:`), open tokens (`token:`). Read along the
+    /// most `limit`, each value cut to its first `value_chars` characters
+    /// (the recent events, `event:`; open tokens are
+    /// [`StoreReader::tokens_open`]'s, which leaves out used ones). Read along the
     /// marks' expiry index, so a page costs its rows and the later marks of
     /// other kinds, however many there are.
     fn marks_page(

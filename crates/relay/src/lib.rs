@@ -73,9 +73,8 @@ pub use error::{Error, Result, TokenRefusal};
 pub use options::Options;
 pub use relay::Relay;
 pub use request::{
-    AwaitedKey, Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule,
-    OpenToken, RecentEvent, Submitted, WaitingFor, Worked, EVENT_PREVIEW, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE,
-    MAX_WAIT,
+    Completion, CompletionOutcome, CompletionToken, Emitted, LeaseRequest, LeasedJob, NewJob, NewSchedule, OpenToken,
+    RecentEvent, Submitted, WaitingFor, Worked, EVENT_PREVIEW, MAX_DEBOUNCE, MAX_LEASE_BATCH, MAX_THROTTLE, MAX_WAIT,
 };
 pub use store_url::StoreUrl;
 
@@ -85,7 +84,9 @@ pub use relay_core::job::{
 pub use relay_core::periodic::time_zones;
 pub use relay_core::presence;
 pub use relay_core::presence::worker_id;
-pub use relay_core::read::{DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW};
+pub use relay_core::read::{
+    AwaitedKey, DeadGroup, Event, JobFilter, QueueStats, QueueTotals, Throughput, DEAD_GROUP_WINDOW,
+};
 pub use relay_core::StoreError;
 pub use relay_core::{
     Clock, DependencyFailure, InvalidInput, Job, JobId, JobState, JobStatus, Keep, Lease, LeaseToken, Limits,

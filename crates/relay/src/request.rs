@@ -1025,19 +1025,6 @@ pub struct OpenToken {
     pub expires_at: Timestamp,
 }
 
-/// A key WAITING jobs wait for now ([`crate::Relay::awaited_keys`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AwaitedKey {
-    /// The event's key (`token:<id>` for a completion token's).
-    pub key: String,
-    /// How many jobs wait for it.
-    pub waiters: u64,
-    /// The first of them, by id.
-    pub first: JobId,
-    /// The soonest time one of them gives up.
-    pub until: Timestamp,
-}
-
 /// What a WAITING job waits for ([`crate::Relay::waiting_for`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

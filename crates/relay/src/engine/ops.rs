@@ -17,7 +17,9 @@ use relay_store::{Dependent, Store};
 mod steps;
 mod tokens;
 pub(crate) use steps::{emit, join, record_step, sleep, wait};
-pub(crate) use tokens::{complete as complete_token, create as create_token, secret_matches, split as split_token};
+pub(crate) use tokens::{
+    complete as complete_token, create as create_token, secret_matches, split as split_token, Stored as StoredToken,
+};
 
 pub(crate) fn submit(plan: &mut Plan<'_>, ctx: &mut BatchCtx<'_>, jobs: &[ValidJob]) -> Result<Vec<Submitted>> {
     let mut ids = Vec::with_capacity(jobs.len());

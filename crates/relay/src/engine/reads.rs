@@ -149,11 +149,6 @@ impl Engine {
     /// The completion tokens not completed yet (see
     /// [`crate::Relay::open_tokens`]).
     pub(crate) fn open_tokens(&self, limit: u32) -> Result<Vec<crate::OpenToken>> {
-        #[derive(serde::Deserialize)]
-        struct Stored {
-            job: i64,
-            until_ms: i64,
-        }
         crate::engine::search::check_limit(limit)?;
         // A token's mark is kept a week past its deadline: those kept
         // past a week from now have not expired.
@@ -165,7 +160,7 @@ impl Engine {
             .into_iter()
             .filter_map(|m| {
                 let id = m.key.strip_prefix("token:")?.to_owned();
-                match serde_json::from_str::<Stored>(&m.value) {
+                match serde_json::from_str::<crate::engine::ops::StoredToken>(&m.value) {
                     Ok(t) => Some(crate::OpenToken {
                         id,
                         job: JobId(t.job),
@@ -184,16 +179,7 @@ impl Engine {
     /// The keys WAITING jobs wait for (see [`crate::Relay::awaited_keys`]).
     pub(crate) fn awaited_keys(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::AwaitedKey>> {
         crate::engine::search::check_limit(limit)?;
-        let rows = self.readers.with(|r| r.awaited_keys(after.unwrap_or(""), limit))?;
-        Ok(rows
-            .into_iter()
-            .map(|k| crate::AwaitedKey {
-                key: k.key,
-                waiters: k.waiters,
-                first: k.first,
-                until: k.until,
-            })
-            .collect())
+        self.readers.with(|r| r.awaited_keys(after.unwrap_or(""), limit))
     }
 
     pub(crate) fn events(&self, id: JobId) -> Result<Vec<Event>> {

@@ -26,11 +26,12 @@ pub(crate) fn sha256_hex(text: &str) -> String {
         .collect()
 }
 
+/// A token's mark (`token:<id>`): its job, its secret's hash, its deadline.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Stored {
-    job: i64,
+pub(crate) struct Stored {
+    pub(crate) job: i64,
     hash: String,
-    until_ms: i64,
+    pub(crate) until_ms: i64,
 }
 
 /// The mark that says a token was completed: the first completion stands
